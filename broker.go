@@ -1,0 +1,108 @@
+package calf
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Handler handles one delivered message. Returning nil acknowledges it;
+// returning an error has it redelivered after a backoff, and after the
+// subscription's last attempt it is parked on [DeadLetterChannel]. An error
+// wrapped with [Permanent] parks the message at once.
+//
+// The context carries the message ([MessageFromContext]) and is cancelled
+// when the subscription closes.
+type Handler func(ctx context.Context, msg *Message) error
+
+// Broker is the contract every broker adapter implements: publish a message,
+// and subscribe a handler to a channel pattern within a consumer group.
+//
+// Within one consumer group each message is handled by one subscriber;
+// every group gets its own copy. Messages with the same key are handled in
+// publish order within a group, one at a time: a message being retried
+// holds back the later messages of its key, and no others. Delivery is at
+// least once.
+type Broker interface {
+	// Publish sends msg. It returns once the broker has accepted the message
+	// (for a durable broker: stored it). It blocks while the broker applies
+	// backpressure, until ctx is done.
+	Publish(ctx context.Context, msg *Message) error
+	// Subscribe starts delivering messages whose channel matches pattern to
+	// h. Delivery begins with messages published after Subscribe returns
+	// (durable brokers resume a named group where it left off).
+	Subscribe(ctx context.Context, pattern string, h Handler, opts *SubscribeOptions) (Subscription, error)
+	// Close stops every subscription, waits for handlers in progress, and
+	// releases the broker's resources. Publish fails with [ErrClosed] after.
+	Close() error
+}
+
+// Subscription is an active subscription.
+type Subscription interface {
+	// Close stops delivery and waits for the handlers in progress to return.
+	// Messages not yet handled stay unacknowledged: a durable broker
+	// redelivers them to another member of the group.
+	Close() error
+}
+
+// SubscribeOptions configures a subscription. A nil *SubscribeOptions means
+// the defaults.
+type SubscribeOptions struct {
+	// Group is the consumer group. Subscribers that share a group share its
+	// messages; the empty group gives this subscription a private group of
+	// its own, so it sees every matching message.
+	Group string
+	// MaxAttempts bounds deliveries of one message before it is parked on
+	// the dead-letter channel. Zero means the broker's default (5).
+	MaxAttempts int
+	// Concurrency bounds how many keys are handled at once. Zero means the
+	// broker's default.
+	Concurrency int
+}
+
+// DefaultMaxAttempts is the number of deliveries of a failing message before
+// it is dead-lettered, when neither the subscription nor the broker says
+// otherwise.
+const DefaultMaxAttempts = 5
+
+// DeadLetterChannel is the channel on which brokers park messages that
+// failed their last attempt. Its payload is a [DeadLetter].
+const DeadLetterChannel = "calf.deadletter"
+
+// DeadLetter is the payload of a message on [DeadLetterChannel].
+type DeadLetter struct {
+	// Message is the message as it was published.
+	Message *Message `json:"message"`
+	// Group is the consumer group that failed to handle it.
+	Group string `json:"group,omitempty"`
+	// Error is the last handler error.
+	Error string `json:"error"`
+	// Attempts is the number of deliveries made.
+	Attempts int `json:"attempts"`
+	// Permanent reports that the handler marked the error [Permanent].
+	Permanent bool `json:"permanent,omitempty"`
+	// Time is when the message was parked.
+	Time time.Time `json:"time"`
+}
+
+// NewDeadLetterMessage builds the message that parks orig on
+// [DeadLetterChannel]. Broker adapters use it so that every adapter parks
+// messages the same way.
+func NewDeadLetterMessage(orig *Message, group string, err error, attempts int, now time.Time) *Message {
+	dl := DeadLetter{Message: orig, Group: group, Attempts: attempts, Permanent: IsPermanent(err), Time: now}
+	if err != nil {
+		dl.Error = err.Error()
+	}
+	data, _ := json.Marshal(dl) // a Message always marshals
+	md := orig.Metadata
+	md.Attempt = 0
+	md.CausationID = orig.ID
+	md.Time = now
+	return &Message{
+		ID:       "deadletter." + group + "." + orig.ID,
+		Channel:  DeadLetterChannel,
+		Key:      orig.Key,
+		Data:     data,
+		Metadata: md,
+	}
+}

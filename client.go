@@ -1,0 +1,434 @@
+package calf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultMaxMessageSize is the default limit on a message's encoded data.
+const DefaultMaxMessageSize = 1 << 20
+
+// Options configures a [Client]. A nil *Options means the defaults.
+type Options struct {
+	// Logger receives the client's diagnostics. Default: discard.
+	Logger *slog.Logger
+	// MaxMessageSize bounds the size of a message's data in bytes.
+	// Default: [DefaultMaxMessageSize].
+	MaxMessageSize int
+	// Now returns the current time. Default: time.Now.
+	Now func() time.Time
+	// NewID returns a fresh message id. Default: [NewID].
+	NewID func() string
+}
+
+// Client emits events, registers handlers and correlates replies on a
+// [Broker]. It is safe for concurrent use.
+type Client struct {
+	broker Broker
+	log    *slog.Logger
+	max    int
+	now    func() time.Time
+	newID  func() string
+
+	mu     sync.Mutex
+	subs   []Subscription
+	taps   map[string]*tap
+	closed bool
+
+	orphans atomic.Int64
+}
+
+// NewClient returns a client on b.
+func NewClient(b Broker, opts *Options) *Client {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxMessageSize <= 0 {
+		o.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewID == nil {
+		o.NewID = NewID
+	}
+	return &Client{broker: b, log: o.Logger, max: o.MaxMessageSize, now: o.Now, newID: o.NewID, taps: map[string]*tap{}}
+}
+
+// Broker returns the client's broker.
+func (c *Client) Broker() Broker { return c.broker }
+
+// Logger returns the client's logger.
+func (c *Client) Logger() *slog.Logger { return c.log }
+
+// Now returns the client's current time.
+func (c *Client) Now() time.Time { return c.now() }
+
+// MaxMessageSize returns the client's limit on a message's data.
+func (c *Client) MaxMessageSize() int { return c.max }
+
+// EmitOption adjusts a message built by [Client.Emit].
+type EmitOption func(*Message)
+
+// WithID sets the message id. Use a deterministic id for an event that may
+// be emitted again after a crash, so that consumers can recognise it.
+func WithID(id string) EmitOption { return func(m *Message) { m.ID = id } }
+
+// WithKey sets the ordering key. The default is the run id.
+func WithKey(key string) EmitOption { return func(m *Message) { m.Key = key } }
+
+// WithMetadata sets the non-zero fields of md on the message, over what it
+// inherited from the message being handled.
+func WithMetadata(md Metadata) EmitOption {
+	return func(m *Message) {
+		if md.CorrelationID != "" {
+			m.Metadata.CorrelationID = md.CorrelationID
+		}
+		if md.CausationID != "" {
+			m.Metadata.CausationID = md.CausationID
+		}
+		if md.RunID != "" {
+			m.Metadata.RunID = md.RunID
+		}
+		if md.SessionID != "" {
+			m.Metadata.SessionID = md.SessionID
+		}
+		if md.Traceparent != "" {
+			m.Metadata.Traceparent = md.Traceparent
+		}
+		if !md.Time.IsZero() {
+			m.Metadata.Time = md.Time
+		}
+	}
+}
+
+// NewMessage builds a message for channel with data encoded as JSON (a
+// json.RawMessage or []byte is taken as already encoded). When ctx carries a
+// message being handled, the new message inherits its correlation id, run
+// id, session id and trace context, and its causation id is the handled
+// message's id. The key defaults to the run id.
+func (c *Client) NewMessage(ctx context.Context, channel string, data any, opts ...EmitOption) (*Message, error) {
+	raw, err := encodeData(data)
+	if err != nil {
+		return nil, fmt.Errorf("calf: encode data for %s: %w", channel, err)
+	}
+	m := &Message{Channel: channel, Data: raw}
+	if in, ok := MessageFromContext(ctx); ok {
+		m.Metadata = in.Metadata
+		m.Metadata.CausationID = in.ID
+		m.Metadata.Attempt = 0
+	}
+	m.Metadata.Time = time.Time{}
+	for _, o := range opts {
+		o(m)
+	}
+	if m.ID == "" {
+		m.ID = c.newID()
+	}
+	if m.Key == "" {
+		m.Key = m.Metadata.RunID
+	}
+	if m.Metadata.Time.IsZero() {
+		m.Metadata.Time = c.now()
+	}
+	return m, nil
+}
+
+func encodeData(data any) (json.RawMessage, error) {
+	switch d := data.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return d, nil
+	case []byte:
+		return json.RawMessage(d), nil
+	default:
+		return json.Marshal(d)
+	}
+}
+
+// Emit builds a message with [Client.NewMessage] and publishes it.
+func (c *Client) Emit(ctx context.Context, channel string, data any, opts ...EmitOption) (*Message, error) {
+	m, err := c.NewMessage(ctx, channel, data, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return m, c.Publish(ctx, m)
+}
+
+// Publish checks msg against the channel rules and the size limit and
+// publishes it.
+func (c *Client) Publish(ctx context.Context, msg *Message) error {
+	if err := ValidateChannel(msg.Channel); err != nil {
+		return err
+	}
+	if len(msg.Data) > c.max {
+		return &SizeError{Channel: msg.Channel, Size: len(msg.Data), Limit: c.max}
+	}
+	if msg.ID == "" {
+		msg.ID = c.newID()
+	}
+	if msg.Metadata.Time.IsZero() {
+		msg.Metadata.Time = c.now()
+	}
+	return c.broker.Publish(ctx, msg)
+}
+
+// Handle subscribes h to pattern. The handler's context carries the message
+// (so that [Client.Emit] inside it propagates correlation), and a panic in h
+// is turned into an error, so that the message is retried and then
+// dead-lettered rather than crashing the process. The subscription lasts
+// until the client is shut down.
+func (c *Client) Handle(ctx context.Context, pattern string, h Handler, opts *SubscribeOptions) error {
+	if err := ValidatePattern(pattern); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	sub, err := c.broker.Subscribe(ctx, pattern, c.wrap(h), opts)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		_ = sub.Close()
+		return ErrClosed
+	}
+	c.subs = append(c.subs, sub)
+	return nil
+}
+
+func (c *Client) wrap(h Handler) Handler {
+	return func(ctx context.Context, msg *Message) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("calf: handler panicked on %s: %v\n%s", msg.Channel, r, debug.Stack())
+			}
+		}()
+		return h(ContextWithMessage(ctx, msg), msg)
+	}
+}
+
+// Request emits data on channel and waits for the first message matching
+// replyPattern whose correlation id is the request's. The request's
+// correlation id is taken from the options, or from the message being
+// handled, or else is the new message's id. It returns [ErrTimeout] (wrapped
+// with ctx's error) when ctx ends first.
+func (c *Client) Request(ctx context.Context, channel string, data any, replyPattern string, opts ...EmitOption) (*Message, error) {
+	m, err := c.NewMessage(ctx, channel, data, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if m.Metadata.CorrelationID == "" {
+		m.Metadata.CorrelationID = m.ID
+	}
+	f, err := c.Follow(ctx, replyPattern, m.Metadata.CorrelationID)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := c.Publish(ctx, m); err != nil {
+		return nil, err
+	}
+	return f.Next(ctx)
+}
+
+// Follow starts collecting the messages matching pattern whose correlation
+// id is correlationID, before anything is emitted, so that none is missed.
+// The client keeps one subscription per pattern and routes each message to
+// its follower by correlation id, so concurrent followers cost a map lookup
+// each, not a subscription each. Close the follower when done.
+func (c *Client) Follow(ctx context.Context, pattern, correlationID string) (*Follower, error) {
+	if correlationID == "" {
+		return nil, errors.New("calf: follow needs a correlation id")
+	}
+	t, err := c.tap(ctx, pattern)
+	if err != nil {
+		return nil, err
+	}
+	f := &Follower{t: t, id: correlationID, notify: make(chan struct{}, 1)}
+	t.mu.Lock()
+	if t.followers[correlationID] == nil {
+		t.followers[correlationID] = map[*Follower]struct{}{}
+	}
+	t.followers[correlationID][f] = struct{}{}
+	t.mu.Unlock()
+	return f, nil
+}
+
+// OrphanReplies counts messages that reached one of the client's follow
+// subscriptions while no follower waited for their correlation id: replies
+// that arrived late, or that belong to requests made elsewhere. They are
+// dropped, never handed to another request.
+func (c *Client) OrphanReplies() int64 { return c.orphans.Load() }
+
+type tap struct {
+	c         *Client
+	pattern   string
+	mu        sync.Mutex
+	followers map[string]map[*Follower]struct{}
+}
+
+func (c *Client) tap(ctx context.Context, pattern string) (*tap, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if t, ok := c.taps[pattern]; ok {
+		return t, nil
+	}
+	if err := ValidatePattern(pattern); err != nil {
+		return nil, err
+	}
+	t := &tap{c: c, pattern: pattern, followers: map[string]map[*Follower]struct{}{}}
+	sub, err := c.broker.Subscribe(ctx, pattern, t.deliver, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.subs = append(c.subs, sub)
+	c.taps[pattern] = t
+	return t, nil
+}
+
+func (t *tap) deliver(_ context.Context, msg *Message) error {
+	t.mu.Lock()
+	fs := t.followers[msg.Metadata.CorrelationID]
+	for f := range fs {
+		f.push(msg)
+	}
+	t.mu.Unlock()
+	if len(fs) == 0 {
+		t.c.orphans.Add(1)
+		t.c.log.Debug("calf: message with no follower", "channel", msg.Channel, "id", msg.ID, "correlation_id", msg.Metadata.CorrelationID)
+	}
+	return nil
+}
+
+// Follower collects the messages of one correlation id; see
+// [Client.Follow]. It buffers what arrives until Next takes it, so a slow
+// reader never blocks the broker.
+type Follower struct {
+	t      *tap
+	id     string
+	mu     sync.Mutex
+	queue  []*Message
+	closed bool
+	notify chan struct{}
+}
+
+func (f *Follower) push(m *Message) {
+	f.mu.Lock()
+	if !f.closed {
+		f.queue = append(f.queue, m)
+	}
+	f.mu.Unlock()
+	select {
+	case f.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Next returns the next message, waiting until one arrives or ctx ends. When
+// ctx ends it returns an error that matches both [ErrTimeout] and ctx.Err().
+func (f *Follower) Next(ctx context.Context) (*Message, error) {
+	for {
+		f.mu.Lock()
+		if len(f.queue) > 0 {
+			m := f.queue[0]
+			f.queue[0] = nil
+			f.queue = f.queue[1:]
+			f.mu.Unlock()
+			return m, nil
+		}
+		closed := f.closed
+		f.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
+		}
+		select {
+		case <-f.notify:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w waiting for correlation id %s: %w", ErrTimeout, f.id, context.Cause(ctx))
+		}
+	}
+}
+
+// Close stops collecting.
+func (f *Follower) Close() {
+	t := f.t
+	t.mu.Lock()
+	if fs := t.followers[f.id]; fs != nil {
+		delete(fs, f)
+		if len(fs) == 0 {
+			delete(t.followers, f.id)
+		}
+	}
+	t.mu.Unlock()
+	f.mu.Lock()
+	f.closed = true
+	f.queue = nil
+	f.mu.Unlock()
+	select {
+	case f.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Run blocks until ctx is done, then shuts the client down, waiting up to
+// drain for handlers in progress to finish. It returns nil on a clean
+// shutdown.
+func (c *Client) Run(ctx context.Context, drain time.Duration) error {
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+	defer cancel()
+	return c.Shutdown(sctx)
+}
+
+// Shutdown stops every subscription of the client and waits for handlers in
+// progress to return, or for ctx to end. Messages not yet handled stay
+// unacknowledged. It does not close the broker.
+func (c *Client) Shutdown(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	subs := c.subs
+	c.subs = nil
+	c.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		var errs []error
+		for _, s := range subs {
+			errs = append(errs, s.Close())
+		}
+		done <- errors.Join(errs...)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("calf: shutdown: %w", context.Cause(ctx))
+	}
+}
+
+// Close shuts the client down, waiting for handlers in progress.
+func (c *Client) Close() error { return c.Shutdown(context.Background()) }

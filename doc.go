@@ -1,0 +1,34 @@
+// Package calf is the vocabulary of the Calf event runtime: the [Message]
+// that travels on a broker, the [Broker] contract every adapter implements,
+// and the [Client] that emits events, registers handlers and waits for
+// replies.
+//
+// Everything Calf does is an event on a channel. An agent is a set of
+// handlers subscribed to its channels (see package agent); a run is the chain
+// of messages that share a correlation id. Because state lives in a store
+// (package store) and not in goroutines, a run can survive a crash, move to
+// another worker, or wait for a human for days.
+//
+// # Channels and patterns
+//
+// A channel is a dot-separated name such as "calf.agent.researcher.input".
+// Subscriptions take a pattern in which "*" matches exactly one token and ">"
+// matches one or more trailing tokens, as in NATS: "calf.agent.*.output" or
+// "calf.agent.researcher.>".
+//
+// # Delivery
+//
+// Brokers deliver at least once. A handler that returns nil acknowledges the
+// message; one that returns an error has it redelivered after a backoff, up
+// to a bounded number of attempts, after which the message is parked on the
+// dead-letter channel [DeadLetterChannel]. Wrap an error with [Permanent] to
+// park the message at once (a message that can never be handled, such as one
+// that does not decode). Messages with the same [Message.Key] are delivered in
+// order within a consumer group; messages with different keys are handled in
+// parallel.
+//
+// Handlers must therefore be idempotent. Calf's own handlers are: they derive
+// event ids deterministically from the run, the step and the tool call, and
+// they record every effect in the store with a versioned compare-and-swap
+// before they emit what follows from it.
+package calf

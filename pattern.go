@@ -1,0 +1,71 @@
+package calf
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ValidateChannel reports whether name is a valid channel to publish on:
+// non-empty dot-separated tokens without wildcards or white space.
+func ValidateChannel(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty channel", ErrInvalidChannel)
+	}
+	for tok := range strings.SplitSeq(name, ".") {
+		if tok == "" || tok == "*" || tok == ">" || strings.ContainsAny(tok, " \t\r\n*>") {
+			return fmt.Errorf("%w: %q", ErrInvalidChannel, name)
+		}
+	}
+	return nil
+}
+
+// ValidatePattern reports whether p is a valid subscription pattern: a
+// channel whose tokens may be "*" (one token) and whose last token may be ">"
+// (one or more tokens).
+func ValidatePattern(p string) error {
+	if p == "" {
+		return fmt.Errorf("%w: empty pattern", ErrInvalidChannel)
+	}
+	toks := strings.Split(p, ".")
+	for i, tok := range toks {
+		switch {
+		case tok == "*":
+		case tok == ">":
+			if i != len(toks)-1 {
+				return fmt.Errorf("%w: %q: '>' must be the last token", ErrInvalidChannel, p)
+			}
+		case tok == "" || strings.ContainsAny(tok, " \t\r\n*>"):
+			return fmt.Errorf("%w: %q", ErrInvalidChannel, p)
+		}
+	}
+	return nil
+}
+
+// MatchChannel reports whether channel matches pattern.
+func MatchChannel(pattern, channel string) bool {
+	for {
+		pi := strings.IndexByte(pattern, '.')
+		ci := strings.IndexByte(channel, '.')
+		var pt, ct string
+		if pi < 0 {
+			pt = pattern
+		} else {
+			pt = pattern[:pi]
+		}
+		if ci < 0 {
+			ct = channel
+		} else {
+			ct = channel[:ci]
+		}
+		if pt == ">" {
+			return ct != ""
+		}
+		if pt != "*" && pt != ct {
+			return false
+		}
+		if pi < 0 || ci < 0 {
+			return pi < 0 && ci < 0
+		}
+		pattern, channel = pattern[pi+1:], channel[ci+1:]
+	}
+}

@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors of the store contract. Adapters return them (possibly wrapped) so
+// that callers can test with errors.Is.
+var (
+	// ErrNotFound is returned when no record has the kind and id.
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict is returned when a write's expected version is not the
+	// stored one: someone else wrote first.
+	ErrConflict = errors.New("store: version conflict")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("store: closed")
+	// ErrInvalidKey is returned for an empty kind or id, or one that is too long.
+	ErrInvalidKey = errors.New("store: invalid key")
+)
+
+// Kinds of records Calf itself keeps.
+const (
+	KindRun        = "run"         // one agent run's state
+	KindSession    = "session"     // a conversation's history
+	KindToolResult = "tool_result" // the recorded result of one tool call
+	KindProcessed  = "processed"   // an idempotency record
+	KindCheckpoint = "checkpoint"  // a workflow checkpoint
+)
+
+// MaxKeyLen bounds the length of a kind and of an id.
+const MaxKeyLen = 512
+
+// Record is one stored record.
+type Record struct {
+	Kind    string
+	ID      string
+	Version int64 // 1 for a new record, incremented by each write
+	Data    []byte
+	// UpdatedAt is when the record was last written.
+	UpdatedAt time.Time
+}
+
+// Store is the contract every state-store adapter implements. All methods
+// are safe for concurrent use.
+type Store interface {
+	// Get returns the record, or [ErrNotFound].
+	Get(ctx context.Context, kind, id string) (Record, error)
+	// Put writes data if the record's stored version is version, and
+	// returns the new version. Version 0 means the record must not exist
+	// yet. A mismatch returns [ErrConflict] and writes nothing.
+	Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error)
+	// Delete removes the record if its stored version is version; version 0
+	// removes it whatever its version. Deleting a missing record is not an
+	// error.
+	Delete(ctx context.Context, kind, id string, version int64) error
+	// List returns the records of kind whose id starts with prefix, ordered
+	// by id, at most limit of them (0 means no limit), starting after the id
+	// after (empty: from the start).
+	List(ctx context.Context, kind, prefix, after string, limit int) ([]Record, error)
+	// Close releases the store's resources.
+	Close() error
+}
+
+// CheckKey validates a kind and an id. Adapters call it first in every
+// method.
+func CheckKey(kind, id string) error {
+	if kind == "" || id == "" || len(kind) > MaxKeyLen || len(id) > MaxKeyLen {
+		return fmt.Errorf("%w: kind %q id %q", ErrInvalidKey, kind, truncate(id))
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// Claim records that the operation named by kind and id has happened, and
+// reports whether this call was the first to do so. It is the idempotency
+// record: a second Claim of the same key returns false.
+func Claim(ctx context.Context, s Store, kind, id string, data []byte) (bool, error) {
+	_, err := s.Put(ctx, kind, id, data, 0)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrConflict):
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+// MaxUpdateAttempts bounds the compare-and-swap retries of [Update].
+const MaxUpdateAttempts = 32
+
+// Update applies fn to the record's current data (nil and exists=false when
+// there is none) and writes the result with a compare-and-swap, retrying
+// from a fresh read on conflict. When fn returns a nil slice and a nil
+// error, nothing is written and Update returns the current record. An error
+// from fn is returned as is.
+func Update(ctx context.Context, s Store, kind, id string, fn func(data []byte, exists bool) ([]byte, error)) (Record, error) {
+	for range MaxUpdateAttempts {
+		rec, err := s.Get(ctx, kind, id)
+		exists := err == nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return Record{}, err
+		}
+		next, err := fn(rec.Data, exists)
+		if err != nil {
+			return rec, err
+		}
+		if next == nil {
+			return rec, nil
+		}
+		v, err := s.Put(ctx, kind, id, next, rec.Version)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return rec, err
+		}
+		return Record{Kind: kind, ID: id, Version: v, Data: next}, nil
+	}
+	return Record{}, fmt.Errorf("%w: %s/%s: gave up after %d attempts", ErrConflict, kind, id, MaxUpdateAttempts)
+}

@@ -1,0 +1,60 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/calf-go/calf/model"
+)
+
+// Tool is a function a model can call.
+type Tool interface {
+	// Definition describes the tool to the model.
+	Definition() model.ToolDefinition
+	// Call runs the tool with the JSON arguments the model sent. Arguments
+	// that do not decode or fail the schema yield an [*ArgumentError] and
+	// the tool's function is not run.
+	Call(ctx context.Context, args json.RawMessage) (*Result, error)
+}
+
+// Result is what a tool returns to the model.
+type Result struct {
+	// Parts is the content shown to the model: text and images.
+	Parts []model.Part `json:"parts,omitempty"`
+	// Structured is the result as JSON, for tools with a structured output.
+	Structured json.RawMessage `json:"structured,omitempty"`
+	// IsError marks a result that reports a failure to the model.
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// Text returns the concatenated text parts of r.
+func (r *Result) Text() string {
+	return model.Message{Parts: r.Parts}.Text()
+}
+
+// TextResult returns a result with one text part.
+func TextResult(s string) *Result { return &Result{Parts: []model.Part{model.TextPart(s)}} }
+
+// ErrorResult returns an error result whose text is err's message.
+func ErrorResult(err error) *Result {
+	return &Result{Parts: []model.Part{model.TextPart(err.Error())}, IsError: true}
+}
+
+// ErrUnknownTool is returned when the model calls a tool the agent does not have.
+var ErrUnknownTool = errors.New("tool: unknown tool")
+
+// ArgumentError reports tool arguments that are malformed or fail the
+// tool's schema. Its message is written for the model, which gets it back
+// as the tool's result so that it can correct the call.
+type ArgumentError struct {
+	Tool string
+	Err  error
+}
+
+func (e *ArgumentError) Error() string {
+	return fmt.Sprintf("invalid arguments for tool %q: %v", e.Tool, e.Err)
+}
+
+func (e *ArgumentError) Unwrap() error { return e.Err }
