@@ -73,6 +73,15 @@ func CheckKey(kind, id string) error {
 	return nil
 }
 
+// CheckKind validates a kind alone, for methods such as List that take no
+// id. Adapters call it first in List.
+func CheckKind(kind string) error {
+	if kind == "" || len(kind) > MaxKeyLen {
+		return fmt.Errorf("%w: kind %q", ErrInvalidKey, truncate(kind))
+	}
+	return nil
+}
+
 func truncate(s string) string {
 	if len(s) > 64 {
 		return s[:64] + "..."
