@@ -1,0 +1,40 @@
+// Package tool defines the tools a model can call and builds them from Go
+// functions.
+//
+// A [Tool] has a [model.ToolDefinition] (name, description and the JSON
+// Schema of its arguments) and a Call method that takes the arguments as
+// the model sent them. [New] makes a tool from a typed function: the schema
+// is inferred from the input type, the arguments are validated against it
+// before the function runs, and the function's output is converted into a
+// [Result]. [NewRaw] makes one from a hand-written schema.
+//
+//	type WeatherArgs struct {
+//		City string `json:"city" jsonschema:"the city, such as Paris"`
+//		Unit string `json:"unit,omitempty" enum:"celsius,fahrenheit"`
+//	}
+//
+//	weather := tool.Must(tool.New("weather", "Current weather in a city",
+//		func(ctx context.Context, in WeatherArgs) (string, error) { ... }))
+//
+// # Bad arguments
+//
+// Models make mistakes. Arguments that are not valid JSON, or that do not
+// follow the schema (a missing required property, a wrong type, an unknown
+// property, a value outside an enum), make Call return an [*ArgumentError]
+// without running the function. Its message names the failing property and
+// is meant to be sent back to the model as the tool's error result so that
+// it can correct the call.
+//
+// # Structured output
+//
+// [SchemaFor] infers the schema of a Go type for a model's structured
+// output, caches it per type, and validates the model's answer with
+// [Schema.Validate]. Providers require an object at the top level, so a
+// non-object type such as []int is wrapped in {"output": ...}; see
+// [Schema.Wrapped] and [Schema.Unwrap].
+//
+// # Sets
+//
+// A [Set] holds an agent's tools by name, in order, and lists their
+// definitions for a model request.
+package tool

@@ -1,0 +1,247 @@
+package tool
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Errors of schema inference.
+var (
+	// ErrRecursiveType is returned when a JSON Schema is asked for a type
+	// that contains itself, such as a tree node with a slice of nodes.
+	// Inference cannot describe such types; give the schema explicitly.
+	ErrRecursiveType = errors.New("tool: recursive type")
+	// ErrUnsupportedType is returned when a type cannot be described by a
+	// JSON Schema: channels, functions, complex numbers, maps whose keys are
+	// not strings.
+	ErrUnsupportedType = errors.New("tool: type has no JSON Schema")
+	// ErrNotObject is returned when the arguments of a tool are not
+	// described as a JSON object: a tool's input type must be a struct (or a
+	// pointer to one, or a map with string keys).
+	ErrNotObject = errors.New("tool: arguments must be a JSON object")
+	// ErrInvalidSchema is returned for a hand-written schema that is not a
+	// valid JSON Schema.
+	ErrInvalidSchema = errors.New("tool: invalid JSON Schema")
+)
+
+// WrapperProperty is the property that holds a value whose type is not a
+// JSON object in a [Schema.Wrapped] schema: such a value travels as
+// {"output": value}.
+const WrapperProperty = "output"
+
+// Schema is a JSON Schema, ready to validate JSON values. A Schema is
+// immutable and safe for concurrent use.
+//
+// Schemas inferred by [SchemaFor] for a type whose JSON form is not an
+// object (a slice, a number, a boolean) are wrapped: the schema describes
+// {"output": value}, because providers such as OpenAI accept only an object
+// at the top level of a structured output. [Schema.Wrapped] reports it, and
+// [Schema.Unwrap] extracts the value from a response.
+type Schema struct {
+	raw      json.RawMessage
+	resolved *jsonschema.Resolved
+	wrapped  bool
+	name     string
+}
+
+// JSON returns the schema's JSON text. The caller may modify the returned
+// slice.
+func (s *Schema) JSON() json.RawMessage { return bytes.Clone(s.raw) }
+
+// Name returns a name for the schema that providers accept as the name of a
+// structured output (letters, digits, '_' and '-'): the Go type's name, or
+// "output" for an unnamed or predeclared type.
+func (s *Schema) Name() string { return s.name }
+
+// Wrapped reports whether the schema describes {"output": value} for a
+// value that is not itself a JSON object.
+func (s *Schema) Wrapped() bool { return s.wrapped }
+
+// Validate reports whether data is valid JSON that follows the schema. It
+// returns a [*ValidationError] for a value that does not, and an error that
+// says the text is not valid JSON otherwise. Messages are written to be
+// shown to a model so that it can correct its output.
+func (s *Schema) Validate(data json.RawMessage) error {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return fmt.Errorf("not valid JSON: %w", err)
+	}
+	return s.validateValue(v)
+}
+
+func (s *Schema) validateValue(v any) error {
+	if err := s.resolved.Validate(v); err != nil {
+		return newValidationError(err)
+	}
+	return nil
+}
+
+// Unwrap returns the value in data, a JSON value that follows the schema:
+// the "output" property of a wrapped schema, or data itself otherwise.
+func (s *Schema) Unwrap(data json.RawMessage) (json.RawMessage, error) {
+	if !s.wrapped {
+		return data, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, fmt.Errorf("not a JSON object with an %q property: %w", WrapperProperty, err)
+	}
+	v, ok := obj[WrapperProperty]
+	if !ok {
+		return nil, fmt.Errorf("missing the %q property", WrapperProperty)
+	}
+	return v, nil
+}
+
+// ParseSchema returns the schema whose JSON text is raw. It returns an
+// error matching [ErrInvalidSchema] when raw is not a JSON Schema that can
+// be used for validation (a draft 2020-12 or draft-07 schema without remote
+// references).
+func ParseSchema(raw json.RawMessage) (*Schema, error) {
+	var js jsonschema.Schema
+	if err := json.Unmarshal(raw, &js); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
+	}
+	return compile(&js, false, "")
+}
+
+// SchemaFor returns the JSON Schema of T's JSON form, for asking a model
+// for structured output of type T.
+//
+// For a T whose kind is string, SchemaFor returns nil and no error: such an
+// output is the model's plain text and needs no schema. A T whose JSON form
+// is not an object (a slice, a number, a boolean) gets a wrapped schema; see
+// [Schema].
+//
+// The schema is inferred as for a tool's arguments (see [New]) and cached
+// per type, so calling SchemaFor repeatedly is cheap.
+func SchemaFor[T any]() (*Schema, error) {
+	return schemaForType(reflect.TypeFor[T]())
+}
+
+type cachedSchema struct {
+	s   *Schema
+	err error
+}
+
+var schemaCache sync.Map // reflect.Type -> cachedSchema
+
+func schemaForType(t reflect.Type) (*Schema, error) {
+	if t.Kind() == reflect.String {
+		return nil, nil
+	}
+	if v, ok := schemaCache.Load(t); ok {
+		c := v.(cachedSchema)
+		return c.s, c.err
+	}
+	s, err := buildSchemaFor(t)
+	v, _ := schemaCache.LoadOrStore(t, cachedSchema{s, err})
+	c := v.(cachedSchema)
+	return c.s, c.err
+}
+
+func buildSchemaFor(t reflect.Type) (*Schema, error) {
+	js, err := inferSchema(t, nil)
+	if err != nil {
+		return nil, err
+	}
+	name := schemaName(t)
+	if asObject(js) {
+		return compile(js, false, name)
+	}
+	wrapper := &jsonschema.Schema{
+		Type:                 "object",
+		Properties:           map[string]*jsonschema.Schema{WrapperProperty: js},
+		Required:             []string{WrapperProperty},
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+	}
+	return compile(wrapper, true, name)
+}
+
+func compile(js *jsonschema.Schema, wrapped bool, name string) (*Schema, error) {
+	raw, err := json.Marshal(js)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
+	}
+	resolved, err := js.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
+	}
+	if name == "" {
+		name = WrapperProperty
+	}
+	return &Schema{raw: raw, resolved: resolved, wrapped: wrapped, name: name}, nil
+}
+
+var nameInvalidChars = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+
+// schemaName derives a provider-safe name from t's name.
+func schemaName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.PkgPath() == "" {
+		return WrapperProperty // a predeclared or unnamed type
+	}
+	n := strings.Trim(nameInvalidChars.ReplaceAllString(t.Name(), "_"), "_")
+	if n == "" {
+		return WrapperProperty
+	}
+	return n[:min(len(n), 64)]
+}
+
+// asObject reports whether js describes a JSON object (or null and an
+// object, as for a pointer to a struct). It then makes js a plain object
+// schema with a properties keyword, which OpenAI requires.
+func asObject(js *jsonschema.Schema) bool {
+	switch {
+	case js.Type == "object":
+	case len(js.Types) == 2 && js.Types[0] == "null" && js.Types[1] == "object":
+		js.Type, js.Types = "object", nil
+	default:
+		return false
+	}
+	if js.Properties == nil {
+		js.Properties = map[string]*jsonschema.Schema{}
+	}
+	return true
+}
+
+// defaultTypeSchemas describes standard types whose JSON form is not what
+// their Go structure suggests.
+var defaultTypeSchemas = map[reflect.Type]*jsonschema.Schema{
+	// Any JSON value.
+	reflect.TypeFor[json.RawMessage](): {},
+	// encoding/json writes a []byte as a base64 string.
+	reflect.TypeFor[[]byte](): {Type: "string", ContentEncoding: "base64"},
+}
+
+// inferSchema infers the schema of t, with the enum struct tags applied.
+func inferSchema(t reflect.Type, typeSchemas map[reflect.Type]*jsonschema.Schema) (*jsonschema.Schema, error) {
+	ts := defaultTypeSchemas
+	if len(typeSchemas) > 0 {
+		ts = maps.Clone(defaultTypeSchemas)
+		maps.Copy(ts, typeSchemas)
+	}
+	js, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: ts})
+	if err != nil {
+		if strings.Contains(err.Error(), "cycle detected") {
+			return nil, fmt.Errorf("%w: %v contains itself, directly or through its fields, "+
+				"and a JSON Schema cannot be inferred for it; give the schema explicitly", ErrRecursiveType, t)
+		}
+		return nil, fmt.Errorf("%w: %v: %w", ErrUnsupportedType, t, err)
+	}
+	if err := applyEnumTags(t, js, nil); err != nil {
+		return nil, err
+	}
+	return js, nil
+}
