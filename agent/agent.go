@@ -1,0 +1,172 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/tool"
+)
+
+// NoDeps is the dependency type of an agent that has none.
+type NoDeps = struct{}
+
+// Defaults of [Options].
+const (
+	DefaultMaxTurns     = 20
+	DefaultMaxRepairs   = 2
+	DefaultTimeout      = 10 * time.Minute
+	DefaultModelTimeout = 2 * time.Minute
+	DefaultToolTimeout  = 2 * time.Minute
+)
+
+// Options configures an [Agent]. A nil *Options means the defaults.
+type Options[Deps any] struct {
+	// Description says what the agent does, for people and for other
+	// agents that call it.
+	Description string
+	// Instructions is the system prompt.
+	Instructions string
+	// InstructionsFunc computes the system prompt for each model call; it
+	// takes precedence over Instructions.
+	InstructionsFunc func(rc RunContext[Deps]) string
+	// Tools the agent may call. More can be added with [Agent.AddTool].
+	Tools []tool.Tool
+	// Temperature, when set, is passed to the model.
+	Temperature *float64
+	// MaxTokens, when positive, bounds each response.
+	MaxTokens int
+	// ToolChoice constrains tool calling. Default: auto.
+	ToolChoice model.ToolChoice
+	// SequentialTools asks the model for at most one tool call per response.
+	// Default: the model may call several tools at once, and they run in
+	// parallel.
+	SequentialTools bool
+	// MaxTurns bounds the model calls of one run. Default: DefaultMaxTurns.
+	MaxTurns int
+	// MaxRepairs bounds the extra model calls spent asking the model to
+	// correct output that fails validation. Default: DefaultMaxRepairs;
+	// negative means none.
+	MaxRepairs int
+	// Timeout bounds a whole run, as seen by Run and RunStream. Default:
+	// DefaultTimeout.
+	Timeout time.Duration
+	// ModelTimeout bounds one model call. Default: DefaultModelTimeout.
+	ModelTimeout time.Duration
+	// ToolTimeout bounds one tool call. Default: DefaultToolTimeout.
+	ToolTimeout time.Duration
+}
+
+// Agent is an agent's configuration: its model, instructions, tools and
+// output type. Deps is the type of the dependencies its tools receive
+// (use [NoDeps] for none); Out is the type of its output: string for
+// free text, or any type with a JSON Schema for structured output, which
+// is validated and repaired.
+//
+// An Agent does nothing by itself: [Agent.Serve] turns it into handlers on
+// a [Runtime], and [Agent.Run] starts a run that those handlers carry out,
+// in this process or on any worker that serves the agent.
+type Agent[Deps, Out any] struct {
+	name   string
+	model  model.Model
+	opts   Options[Deps]
+	output *tool.Schema // nil for string output
+
+	mu    sync.RWMutex
+	tools *tool.Set
+}
+
+var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// ErrInvalidAgent is returned for an agent that cannot be built.
+var ErrInvalidAgent = errors.New("agent: invalid agent")
+
+// New returns an agent named name that uses m. The name becomes part of the
+// agent's channels, so it may hold only letters, digits, '_' and '-'.
+func New[Deps, Out any](name string, m model.Model, opts *Options[Deps]) (*Agent[Deps, Out], error) {
+	if !nameRE.MatchString(name) {
+		return nil, fmt.Errorf("%w: name %q must match %s", ErrInvalidAgent, name, nameRE)
+	}
+	a := &Agent[Deps, Out]{name: name, model: m, tools: &tool.Set{}}
+	if opts != nil {
+		a.opts = *opts
+	}
+	o := &a.opts
+	if o.MaxTurns <= 0 {
+		o.MaxTurns = DefaultMaxTurns
+	}
+	if o.MaxRepairs == 0 {
+		o.MaxRepairs = DefaultMaxRepairs
+	} else if o.MaxRepairs < 0 {
+		o.MaxRepairs = 0
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.ModelTimeout <= 0 {
+		o.ModelTimeout = DefaultModelTimeout
+	}
+	if o.ToolTimeout <= 0 {
+		o.ToolTimeout = DefaultToolTimeout
+	}
+	if reflect.TypeFor[Out]().Kind() != reflect.String {
+		s, err := tool.SchemaFor[Out]()
+		if err != nil {
+			return nil, fmt.Errorf("%w: output type: %w", ErrInvalidAgent, err)
+		}
+		a.output = s
+	}
+	for _, t := range o.Tools {
+		if err := a.AddTool(t); err != nil {
+			return nil, err
+		}
+	}
+	o.Tools = nil
+	return a, nil
+}
+
+// Must is like New but panics on error. It is meant for agents defined at
+// package level.
+func Must[Deps, Out any](a *Agent[Deps, Out], err error) *Agent[Deps, Out] {
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// Name returns the agent's name.
+func (a *Agent[Deps, Out]) Name() string { return a.name }
+
+// Description returns the agent's description.
+func (a *Agent[Deps, Out]) Description() string { return a.opts.Description }
+
+// Model returns the agent's model.
+func (a *Agent[Deps, Out]) Model() model.Model { return a.model }
+
+// AddTool adds a tool. Tools added after Serve are not served by that
+// registration.
+func (a *Agent[Deps, Out]) AddTool(t tool.Tool) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.tools.Add(t); err != nil {
+		return fmt.Errorf("agent %s: %w", a.name, err)
+	}
+	return nil
+}
+
+// Tools returns the definitions of the agent's tools.
+func (a *Agent[Deps, Out]) Tools() []model.ToolDefinition {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.tools.Definitions()
+}
+
+func (a *Agent[Deps, Out]) tool(name string) (tool.Tool, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.tools.Get(name)
+}

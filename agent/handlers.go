@@ -1,0 +1,600 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/tool"
+)
+
+// ServeOptions configures [Agent.Serve]. A nil *ServeOptions means the
+// defaults.
+type ServeOptions[Deps any] struct {
+	// LocalDeps, when set, provides the dependencies of every run handled
+	// by this process, in place of any that travelled with the run. Use it
+	// for what cannot be serialized: database handles, HTTP clients,
+	// credentials that must not be written to the broker or the store.
+	LocalDeps func() Deps
+	// Concurrency bounds how many runs (and tool calls) each handler works
+	// on at once. Zero means the broker's default.
+	Concurrency int
+	// MaxAttempts bounds deliveries of a message whose handling fails on
+	// infrastructure errors (an unreachable store, say) before it is
+	// dead-lettered. Zero means the broker's default.
+	MaxAttempts int
+}
+
+// Serve subscribes the agent's handlers on rt: input, inference, tool
+// results, and one subscription per tool. Several processes may serve the
+// same agent: they share the work through the broker's consumer groups.
+// The subscriptions last until the runtime's client shuts down.
+func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOptions[Deps]) error {
+	h := &handlers[Deps, Out]{a: a, rt: rt}
+	if opts != nil {
+		h.opts = *opts
+	}
+	sub := func(pattern string, fn calf.Handler) error {
+		return rt.client.Handle(ctx, pattern, fn, &calf.SubscribeOptions{
+			Group: pattern, Concurrency: h.opts.Concurrency, MaxAttempts: h.opts.MaxAttempts,
+		})
+	}
+	if err := sub(InputChannel(a.name), h.onInput); err != nil {
+		return fmt.Errorf("agent %s: serve: %w", a.name, err)
+	}
+	if err := sub(InferenceChannel(a.name), h.onInference); err != nil {
+		return fmt.Errorf("agent %s: serve: %w", a.name, err)
+	}
+	if err := sub(ToolResultChannel(a.name), h.onToolResult); err != nil {
+		return fmt.Errorf("agent %s: serve: %w", a.name, err)
+	}
+	a.mu.RLock()
+	names := a.tools.Names()
+	a.mu.RUnlock()
+	for _, name := range names {
+		if err := sub(ToolCallChannel(a.name, name), h.onToolCall); err != nil {
+			return fmt.Errorf("agent %s: serve tool %s: %w", a.name, name, err)
+		}
+	}
+	return nil
+}
+
+type handlers[Deps, Out any] struct {
+	a    *Agent[Deps, Out]
+	rt   *Runtime
+	opts ServeOptions[Deps]
+}
+
+// runID returns the run a message belongs to.
+func runID(msg *calf.Message) (string, error) {
+	if msg.Metadata.RunID == "" {
+		return "", calf.Permanent(fmt.Errorf("agent: message %s on %s has no run id", msg.ID, msg.Channel))
+	}
+	return msg.Metadata.RunID, nil
+}
+
+// load reads a run's state. A missing or corrupt run is permanent: state is
+// saved before any event that refers to it is emitted.
+func (h *handlers[Deps, Out]) load(ctx context.Context, id string) (*RunState, error) {
+	st, err := h.rt.LoadRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrCorruptState) {
+		return nil, calf.Permanent(err)
+	}
+	return st, err
+}
+
+// update applies fn to the stored run with a compare-and-swap. fn reports
+// whether it changed the state; the state it saw (changed or not) is
+// returned.
+func (h *handlers[Deps, Out]) update(ctx context.Context, id string, fn func(st *RunState) (changed bool, err error)) (*RunState, error) {
+	var out *RunState
+	_, err := store.Update(ctx, h.rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
+		if !exists {
+			return nil, fmt.Errorf("agent: run %s: %w", id, store.ErrNotFound)
+		}
+		st, err := DecodeRunState(data)
+		if err != nil {
+			return nil, err
+		}
+		changed, err := fn(st)
+		out = st
+		if err != nil || !changed {
+			return nil, err
+		}
+		return json.Marshal(st)
+	})
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrCorruptState) {
+		return nil, calf.Permanent(err)
+	}
+	return out, err
+}
+
+func (h *handlers[Deps, Out]) emit(ctx context.Context, channel string, data any, id, key string) error {
+	_, err := h.rt.client.Emit(ctx, channel, data, calf.WithID(id), calf.WithKey(key))
+	return err
+}
+
+// onInput creates the run's state from the input and the session's history,
+// then asks for the first model call.
+func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) error {
+	id, err := runID(msg)
+	if err != nil {
+		return err
+	}
+	var in InputEvent
+	if err := msg.Decode(&in); err != nil {
+		return calf.Permanent(err)
+	}
+	var st *RunState
+	_, err = store.Update(ctx, h.rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
+		if exists {
+			var err error
+			st, err = DecodeRunState(data)
+			return nil, err
+		}
+		var history []model.Message
+		if sid := msg.Metadata.SessionID; sid != "" {
+			s, err := h.rt.LoadSession(ctx, sid)
+			switch {
+			case err == nil:
+				history = s.Messages
+			case !errors.Is(err, store.ErrNotFound):
+				return nil, err
+			}
+		}
+		user := model.Message{Role: model.RoleUser, Parts: append([]model.Part{model.TextPart(in.Content)}, in.Parts...)}
+		st = &RunState{
+			RunID: id, Agent: h.a.name, SessionID: msg.Metadata.SessionID,
+			Status: RunRunning, Phase: PhaseInference, Step: 1,
+			Messages:   append(history[:len(history):len(history)], user),
+			HistoryLen: len(history),
+			Deps:       in.Deps, Stream: in.Stream,
+			StartedAt: msg.Metadata.Time,
+		}
+		return json.Marshal(st)
+	})
+	if errors.Is(err, ErrCorruptState) {
+		return calf.Permanent(err)
+	}
+	if err != nil {
+		return err
+	}
+	if st.Status == RunRunning && st.Step == 1 && st.Phase == PhaseInference {
+		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: 1}, inferenceID(id, 1), id)
+	}
+	return nil
+}
+
+// onInference makes the model call of a step, records the response, and
+// emits what follows: tool calls, a repair step, or the output. A
+// redelivered inference whose response is recorded re-emits what follows
+// without calling the model again.
+func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message) error {
+	id, err := runID(msg)
+	if err != nil {
+		return err
+	}
+	var ev InferenceEvent
+	if err := msg.Decode(&ev); err != nil {
+		return calf.Permanent(err)
+	}
+	st, err := h.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.Status.Terminal():
+		return h.finish(ctx, st)
+	case ev.Step < st.Step:
+		return nil // a stale duplicate: its consequences were recorded
+	case ev.Step > st.Step:
+		return calf.Permanent(fmt.Errorf("agent: run %s: inference for step %d, but the run is at step %d", id, ev.Step, st.Step))
+	case st.Phase == PhaseTools:
+		return h.next(ctx, st)
+	}
+	if st.Step > h.a.opts.MaxTurns {
+		return h.fail(ctx, id, fmt.Sprintf("max turns exceeded: the run needed more than %d model calls", h.a.opts.MaxTurns))
+	}
+	deps, err := h.deps(st)
+	if err != nil {
+		return h.fail(ctx, id, err.Error())
+	}
+	rc := RunContext[Deps]{Context: ctx, Deps: deps, Agent: h.a.name, RunID: id, SessionID: st.SessionID, Step: st.Step, rt: h.rt}
+	resp, err := h.callModel(ctx, st, h.request(rc, st))
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // shutting down: leave the message for redelivery
+		}
+		return h.fail(ctx, id, err.Error())
+	}
+	st, err = h.update(ctx, id, func(cur *RunState) (bool, error) {
+		if cur.Status.Terminal() || cur.Step != ev.Step || cur.Phase != PhaseInference {
+			return false, nil // cancelled, or recorded by another delivery
+		}
+		h.record(cur, resp)
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	return h.next(ctx, st)
+}
+
+func (h *handlers[Deps, Out]) deps(st *RunState) (Deps, error) {
+	var d Deps
+	if h.opts.LocalDeps != nil {
+		return h.opts.LocalDeps(), nil
+	}
+	if len(st.Deps) == 0 {
+		return d, nil
+	}
+	if err := json.Unmarshal(st.Deps, &d); err != nil {
+		return d, fmt.Errorf("agent: decode the run's dependencies: %v", err)
+	}
+	return d, nil
+}
+
+func (h *handlers[Deps, Out]) request(rc RunContext[Deps], st *RunState) *model.Request {
+	o := &h.a.opts
+	req := &model.Request{
+		Tools:       h.a.Tools(),
+		ToolChoice:  o.ToolChoice,
+		Temperature: o.Temperature,
+		MaxTokens:   o.MaxTokens,
+	}
+	if o.SequentialTools && len(req.Tools) > 0 {
+		f := false
+		req.ParallelToolCalls = &f
+	}
+	instr := o.Instructions
+	if o.InstructionsFunc != nil {
+		instr = o.InstructionsFunc(rc)
+	}
+	req.Messages = make([]model.Message, 0, len(st.Messages)+1)
+	if instr != "" {
+		req.Messages = append(req.Messages, model.SystemMessage(instr))
+	}
+	req.Messages = append(req.Messages, st.Messages...)
+	if h.a.output != nil {
+		req.Output = &model.OutputSchema{Name: "output", Schema: h.a.output.JSON()}
+	}
+	return req
+}
+
+// callModel calls the model with the agent's timeout, streaming deltas on
+// the stream channel when the run asked for them.
+func (h *handlers[Deps, Out]) callModel(ctx context.Context, st *RunState, req *model.Request) (*model.Response, error) {
+	if h.a.model == nil {
+		return nil, fmt.Errorf("agent %s: %w", h.a.name, model.ErrNoModel)
+	}
+	timeout := h.a.opts.ModelTimeout
+	mctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var resp *model.Response
+	var err error
+	if st.Stream {
+		n := 0
+		for chunk, cerr := range model.Stream(mctx, h.a.model, req) {
+			if cerr != nil {
+				err = cerr
+				break
+			}
+			if chunk.Delta != nil {
+				n++
+				if eerr := h.emit(ctx, StreamChannel(h.a.name), StreamEvent{Step: st.Step, Delta: *chunk.Delta}, streamID(st.RunID, st.Step, n), st.RunID); eerr != nil {
+					h.rt.log.Warn("agent: emit stream delta", "agent", h.a.name, "run", st.RunID, "err", eerr)
+				}
+			}
+			if chunk.Response != nil {
+				resp = chunk.Response
+			}
+		}
+		if err == nil && resp == nil {
+			err = errors.New("stream ended without a response")
+		}
+	} else {
+		resp, err = h.a.model.Generate(mctx, req)
+	}
+	if err != nil {
+		if ctx.Err() == nil && mctx.Err() != nil {
+			return nil, fmt.Errorf("model call timed out after %s: %w", timeout, err)
+		}
+		return nil, fmt.Errorf("model call failed: %w", err)
+	}
+	return resp, nil
+}
+
+// record applies a model response to the run's state.
+func (h *handlers[Deps, Out]) record(st *RunState, resp *model.Response) {
+	u := resp.Usage
+	if u.Requests == 0 {
+		u.Requests = 1
+	}
+	st.Usage = st.Usage.Add(u)
+	m := resp.Message
+	m.Role = model.RoleAssistant
+	seen := map[string]bool{}
+	for i := range m.ToolCalls {
+		c := &m.ToolCalls[i]
+		if c.ID == "" || seen[c.ID] || len(c.ID) > 128 {
+			c.ID = fmt.Sprintf("call_%d_%d", st.Step, i)
+		}
+		seen[c.ID] = true
+	}
+	st.Messages = append(st.Messages, m)
+	st.AdvancedBy = ""
+	if len(m.ToolCalls) > 0 {
+		st.Phase = PhaseTools
+		st.Pending = make([]PendingCall, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			st.Pending[i] = PendingCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
+		}
+		return
+	}
+	out, err := h.a.validate(m.Text())
+	switch {
+	case err == nil:
+		st.Status, st.Output, st.EndedAt = RunComplete, out, h.rt.now()
+	case st.Repairs < h.a.opts.MaxRepairs:
+		st.Repairs++
+		st.Messages = append(st.Messages, model.UserMessage(fmt.Sprintf(
+			"Your response is not valid output: %v\nReply again with only a JSON value that follows the required schema.", err)))
+		st.Step++
+		st.Phase = PhaseInference
+	default:
+		st.Status, st.EndedAt = RunFailed, h.rt.now()
+		st.Error = fmt.Sprintf("invalid output after %d repair attempts: %v", st.Repairs, err)
+	}
+}
+
+// next emits what the recorded state calls for. It is safe to call again
+// for the same state: every event has a deterministic id.
+func (h *handlers[Deps, Out]) next(ctx context.Context, st *RunState) error {
+	switch {
+	case st.Status.Terminal():
+		return h.finish(ctx, st)
+	case st.Phase == PhaseInference:
+		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: st.Step}, inferenceID(st.RunID, st.Step), st.RunID)
+	}
+	limit := h.rt.client.MaxMessageSize()
+	for _, p := range st.Pending {
+		if p.Result != nil {
+			continue
+		}
+		var err error
+		_, known := h.a.tool(p.Name)
+		switch {
+		case !known:
+			err = h.emitResult(ctx, st.RunID, errorResult(st.Step, p, fmt.Errorf("%w %q; the tools are: %s", tool.ErrUnknownTool, p.Name, strings.Join(h.a.toolNames(), ", "))))
+		case len(p.Arguments) > limit-1024:
+			err = h.emitResult(ctx, st.RunID, errorResult(st.Step, p, fmt.Errorf("arguments of %d bytes exceed the limit of %d", len(p.Arguments), limit-1024)))
+		default:
+			ev := ToolCallEvent{Step: st.Step, ToolCallID: p.ID, ToolName: p.Name, Arguments: p.Arguments}
+			err = h.emit(ctx, ToolCallChannel(h.a.name, p.Name), ev, toolCallID(st.RunID, st.Step, p.ID), st.RunID+"/"+p.ID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func errorResult(step int, p PendingCall, err error) ToolResultEvent {
+	return ToolResultEvent{Step: step, ToolCallID: p.ID, ToolName: p.Name, Status: StatusError, Result: tool.ErrorResult(err)}
+}
+
+func (h *handlers[Deps, Out]) emitResult(ctx context.Context, run string, ev ToolResultEvent) error {
+	return h.emit(ctx, ToolResultChannel(h.a.name), ev, toolResultID(run, ev.Step, ev.ToolCallID), run)
+}
+
+// fail marks the run failed (unless it has ended already) and emits its
+// output.
+func (h *handlers[Deps, Out]) fail(ctx context.Context, id, reason string) error {
+	st, err := h.update(ctx, id, func(st *RunState) (bool, error) {
+		if st.Status.Terminal() {
+			return false, nil
+		}
+		st.Status, st.Error, st.EndedAt = RunFailed, reason, h.rt.now()
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	return h.finish(ctx, st)
+}
+
+// finish appends a completed run to its session and emits its output.
+func (h *handlers[Deps, Out]) finish(ctx context.Context, st *RunState) error {
+	if st.Status == RunComplete {
+		if err := h.rt.appendSession(ctx, st); err != nil {
+			return err
+		}
+	}
+	return h.rt.emitOutput(ctx, st)
+}
+
+func (rt *Runtime) emitOutput(ctx context.Context, st *RunState) error {
+	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: st.Usage, Steps: st.Step}
+	switch st.Status {
+	case RunComplete:
+		ev.Status = OutputComplete
+	case RunCancelled:
+		ev.Status = OutputCancelled
+	default:
+		ev.Status = OutputFailed
+	}
+	_, err := rt.client.Emit(ctx, OutputChannel(st.Agent), ev, calf.WithID(outputID(st.RunID)), calf.WithKey(st.RunID),
+		calf.WithMetadata(calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID, SessionID: st.SessionID}))
+	return err
+}
+
+// onToolCall executes one tool call and emits its result. A call whose
+// result is recorded is not executed again: the recorded result is emitted.
+func (h *handlers[Deps, Out]) onToolCall(ctx context.Context, msg *calf.Message) error {
+	id, err := runID(msg)
+	if err != nil {
+		return err
+	}
+	var ev ToolCallEvent
+	if err := msg.Decode(&ev); err != nil {
+		return calf.Permanent(err)
+	}
+	key := id + "/" + ev.ToolCallID
+	if rec, err := h.rt.store.Get(ctx, store.KindToolResult, key); err == nil {
+		return h.emitRecorded(ctx, id, rec.Data)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	st, err := h.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	p := st.pending(ev.ToolCallID)
+	if st.Status.Terminal() || st.Step != ev.Step || st.Phase != PhaseTools || p == nil || p.Name != ev.ToolName {
+		h.rt.log.Debug("agent: ignoring tool call that the run does not wait for", "agent", h.a.name, "run", id, "tool_call_id", ev.ToolCallID)
+		return nil
+	}
+	res := h.execute(ctx, st, ev)
+	if ctx.Err() != nil {
+		return ctx.Err() // shutting down: leave the call for redelivery
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		res = errorResult(ev.Step, *p, fmt.Errorf("tool result does not encode as JSON: %v", err))
+		data, _ = json.Marshal(res)
+	}
+	if limit := h.rt.client.MaxMessageSize(); len(data) > limit {
+		res = errorResult(ev.Step, *p, fmt.Errorf("tool result of %d bytes exceeds the message size limit of %d bytes", len(data), limit))
+		data, _ = json.Marshal(res)
+	}
+	if _, err := h.rt.store.Put(ctx, store.KindToolResult, key, data, 0); errors.Is(err, store.ErrConflict) {
+		rec, err := h.rt.store.Get(ctx, store.KindToolResult, key)
+		if err != nil {
+			return err
+		}
+		return h.emitRecorded(ctx, id, rec.Data) // another delivery recorded first
+	} else if err != nil {
+		return err
+	}
+	return h.emitResult(ctx, id, res)
+}
+
+func (h *handlers[Deps, Out]) emitRecorded(ctx context.Context, run string, data []byte) error {
+	var ev ToolResultEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return calf.Permanent(fmt.Errorf("%w: tool result: %v", ErrCorruptState, err))
+	}
+	return h.emitResult(ctx, run, ev)
+}
+
+// execute runs the tool with its timeout. Every failure (bad arguments, an
+// error, a panic, a timeout) becomes an error result for the model.
+func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev ToolCallEvent) (res ToolResultEvent) {
+	p := PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
+	t, ok := h.a.tool(ev.ToolName)
+	if !ok {
+		return errorResult(ev.Step, p, fmt.Errorf("%w %q", tool.ErrUnknownTool, ev.ToolName))
+	}
+	deps, err := h.deps(st)
+	if err != nil {
+		return errorResult(ev.Step, p, err)
+	}
+	timeout := h.a.opts.ToolTimeout
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rc := RunContext[Deps]{Deps: deps, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: ev.Step, ToolCallID: ev.ToolCallID, rt: h.rt}
+	tctx = context.WithValue(tctx, runContextKey{}, rc)
+	defer func() {
+		if r := recover(); r != nil {
+			h.rt.log.Error("agent: tool panicked", "agent", h.a.name, "tool", ev.ToolName, "panic", r, "stack", string(debug.Stack()))
+			res = errorResult(ev.Step, p, fmt.Errorf("tool %q panicked: %v", ev.ToolName, r))
+		}
+	}()
+	start := time.Now()
+	out, err := t.Call(tctx, json.RawMessage(ev.Arguments))
+	switch {
+	case err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil:
+		return errorResult(ev.Step, p, fmt.Errorf("tool %q timed out after %s", ev.ToolName, timeout))
+	case err != nil:
+		return errorResult(ev.Step, p, err)
+	case out == nil:
+		out = &tool.Result{}
+	}
+	h.rt.log.Debug("agent: tool done", "agent", h.a.name, "tool", ev.ToolName, "run", st.RunID, "elapsed", time.Since(start))
+	status := StatusSuccess
+	if out.IsError {
+		status = StatusError
+	}
+	return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: status, Result: out}
+}
+
+// onToolResult records a tool result. The result that completes the step
+// advances the run and emits exactly one inference for the next step.
+// Results for calls the run does not wait for, or already has, are ignored.
+func (h *handlers[Deps, Out]) onToolResult(ctx context.Context, msg *calf.Message) error {
+	id, err := runID(msg)
+	if err != nil {
+		return err
+	}
+	var ev ToolResultEvent
+	if err := msg.Decode(&ev); err != nil {
+		return calf.Permanent(err)
+	}
+	if ev.Result == nil {
+		ev.Result = &tool.Result{}
+	}
+	st, err := h.update(ctx, id, func(st *RunState) (bool, error) {
+		if st.Status.Terminal() || st.Step != ev.Step || st.Phase != PhaseTools {
+			return false, nil
+		}
+		p := st.pending(ev.ToolCallID)
+		if p == nil || p.Result != nil {
+			return false, nil // unknown, or already answered
+		}
+		p.Result, p.Status = ev.Result, ev.Status
+		if st.allAnswered() {
+			h.advance(st, ev.ToolCallID)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if st.Status == RunRunning && st.Phase == PhaseInference && st.Step == ev.Step+1 && st.AdvancedBy == ev.ToolCallID {
+		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: st.Step}, inferenceID(id, st.Step), id)
+	}
+	return nil
+}
+
+// advance moves a run whose tool calls are all answered to its next step.
+func (h *handlers[Deps, Out]) advance(st *RunState, by string) {
+	for _, p := range st.Pending {
+		st.Messages = append(st.Messages, toolMessage(p))
+		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result})
+	}
+	st.Pending = nil
+	st.Step++
+	st.Phase = PhaseInference
+	st.AdvancedBy = by
+}
+
+func toolMessage(p PendingCall) model.Message {
+	m := model.Message{Role: model.RoleTool, ToolCallID: p.ID, ToolName: p.Name, IsError: p.Status == StatusError}
+	if p.Result != nil {
+		m.Parts = p.Result.Parts
+		if len(m.Parts) == 0 && len(p.Result.Structured) > 0 {
+			m.Parts = []model.Part{model.TextPart(string(p.Result.Structured))}
+		}
+	}
+	if len(m.Parts) == 0 {
+		m.Parts = []model.Part{model.TextPart("(no output)")}
+	}
+	return m
+}

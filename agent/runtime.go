@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/store"
+)
+
+// RuntimeOptions configures a [Runtime]. A nil *RuntimeOptions means the
+// defaults.
+type RuntimeOptions struct {
+	// Logger receives the runtime's diagnostics. Default: the client's logger.
+	Logger *slog.Logger
+	// Now returns the current time. Default: the client's clock.
+	Now func() time.Time
+	// NewID returns a fresh run id. Default: [calf.NewID].
+	NewID func() string
+}
+
+// Runtime connects agents to a broker (through a [calf.Client]) and a state
+// store. Serve registers an agent's handlers on a runtime; Run and
+// RunStream start runs through it. One runtime serves any number of agents
+// and is safe for concurrent use.
+type Runtime struct {
+	client *calf.Client
+	store  store.Store
+	log    *slog.Logger
+	now    func() time.Time
+	newID  func() string
+}
+
+// NewRuntime returns a runtime on client and s.
+func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runtime {
+	var o RuntimeOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = client.Logger()
+	}
+	if o.Now == nil {
+		o.Now = client.Now
+	}
+	if o.NewID == nil {
+		o.NewID = calf.NewID
+	}
+	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID}
+}
+
+// Client returns the runtime's client.
+func (rt *Runtime) Client() *calf.Client { return rt.client }
+
+// Store returns the runtime's state store.
+func (rt *Runtime) Store() store.Store { return rt.store }

@@ -1,0 +1,234 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/tool"
+)
+
+// RunStatus is the lifecycle state of a run.
+type RunStatus string
+
+// Run statuses.
+const (
+	RunRunning   RunStatus = "running"
+	RunComplete  RunStatus = "complete"
+	RunFailed    RunStatus = "failed"
+	RunCancelled RunStatus = "cancelled"
+)
+
+// Terminal reports whether the run has ended.
+func (s RunStatus) Terminal() bool {
+	return s == RunComplete || s == RunFailed || s == RunCancelled
+}
+
+// Phase says what a running run waits for.
+type Phase string
+
+// Run phases.
+const (
+	// PhaseInference: the model call of the current step is due.
+	PhaseInference Phase = "inference"
+	// PhaseTools: the model answered with tool calls; their results are due.
+	PhaseTools Phase = "tools"
+)
+
+// RunState is the stored state of one run: everything a handler on any
+// worker needs to take the next step. It is saved under
+// [store.KindRun] with the run id.
+type RunState struct {
+	RunID     string    `json:"run_id"`
+	Agent     string    `json:"agent"`
+	SessionID string    `json:"session_id,omitempty"`
+	Status    RunStatus `json:"status"`
+	Phase     Phase     `json:"phase,omitempty"`
+	// Step is the current model call, from 1.
+	Step int `json:"step"`
+	// Messages is the conversation without the system prompt: the session's
+	// history, then this run's messages.
+	Messages []model.Message `json:"messages"`
+	// HistoryLen is how many of Messages came from the session.
+	HistoryLen int `json:"history_len,omitempty"`
+	// Pending are the tool calls of the current step, with their results
+	// as they arrive.
+	Pending []PendingCall `json:"pending,omitempty"`
+	// AdvancedBy is the tool call whose result completed the previous step.
+	AdvancedBy string `json:"advanced_by,omitempty"`
+	// ToolCalls records every tool call of the run with its result.
+	ToolCalls []ToolCallRecord `json:"tool_calls,omitempty"`
+	Usage     model.Usage      `json:"usage"`
+	// Repairs counts model calls spent on correcting invalid output.
+	Repairs int `json:"repairs,omitempty"`
+	// Output is the final output (see [OutputEvent.Content]).
+	Output json.RawMessage `json:"output,omitempty"`
+	// Error explains a failed or cancelled run.
+	Error string `json:"error,omitempty"`
+	// Deps are the serialized dependencies that travel with the run.
+	Deps   json.RawMessage `json:"deps,omitempty"`
+	Stream bool            `json:"stream,omitempty"`
+	// SessionSaved reports that the run's messages were appended to its session.
+	SessionSaved bool      `json:"session_saved,omitempty"`
+	StartedAt    time.Time `json:"started_at"`
+	EndedAt      time.Time `json:"ended_at,omitzero"`
+}
+
+// PendingCall is a tool call of the current step.
+type PendingCall struct {
+	ID        string       `json:"id"`
+	Name      string       `json:"name"`
+	Arguments string       `json:"arguments"`
+	Result    *tool.Result `json:"result,omitempty"`
+	Status    string       `json:"status,omitempty"`
+}
+
+// ToolCallRecord is one tool call of a run and its result.
+type ToolCallRecord struct {
+	Step      int          `json:"step"`
+	ID        string       `json:"id"`
+	Name      string       `json:"name"`
+	Arguments string       `json:"arguments"`
+	Status    string       `json:"status"`
+	Result    *tool.Result `json:"result,omitempty"`
+}
+
+// NewMessages returns the messages this run added to its session's history.
+func (s *RunState) NewMessages() []model.Message {
+	if s.HistoryLen > len(s.Messages) {
+		return nil
+	}
+	return s.Messages[s.HistoryLen:]
+}
+
+func (s *RunState) pending(id string) *PendingCall {
+	for i := range s.Pending {
+		if s.Pending[i].ID == id {
+			return &s.Pending[i]
+		}
+	}
+	return nil
+}
+
+func (s *RunState) allAnswered() bool {
+	for _, p := range s.Pending {
+		if p.Result == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrCorruptState is returned when a stored record does not decode.
+var ErrCorruptState = errors.New("agent: corrupt stored state")
+
+// DecodeRunState decodes a stored run state. It rejects data that is not a
+// run state: a missing run id, agent, status or step.
+func DecodeRunState(data []byte) (*RunState, error) {
+	var s RunState
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("%w: run: %v", ErrCorruptState, err)
+	}
+	switch {
+	case s.RunID == "" || s.Agent == "":
+		return nil, fmt.Errorf("%w: run: missing run id or agent", ErrCorruptState)
+	case s.Step < 0 || s.HistoryLen < 0 || s.HistoryLen > len(s.Messages):
+		return nil, fmt.Errorf("%w: run %s: step %d, history %d of %d messages", ErrCorruptState, s.RunID, s.Step, s.HistoryLen, len(s.Messages))
+	}
+	switch s.Status {
+	case RunRunning, RunComplete, RunFailed, RunCancelled:
+	default:
+		return nil, fmt.Errorf("%w: run %s: unknown status %q", ErrCorruptState, s.RunID, s.Status)
+	}
+	return &s, nil
+}
+
+// Session is a conversation's history, continued by runs that name it.
+// It is saved under [store.KindSession] with the session id.
+type Session struct {
+	ID       string          `json:"id"`
+	Messages []model.Message `json:"messages"`
+	// Runs lists the runs whose messages were appended, oldest first.
+	Runs      []string  `json:"runs,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// DecodeSession decodes a stored session.
+func DecodeSession(data []byte) (*Session, error) {
+	var s Session
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("%w: session: %v", ErrCorruptState, err)
+	}
+	if s.ID == "" {
+		return nil, fmt.Errorf("%w: session: missing id", ErrCorruptState)
+	}
+	return &s, nil
+}
+
+// LoadRun returns the stored state of a run, or an error matching
+// [store.ErrNotFound].
+func (rt *Runtime) LoadRun(ctx context.Context, runID string) (*RunState, error) {
+	rec, err := rt.store.Get(ctx, store.KindRun, runID)
+	if err != nil {
+		return nil, fmt.Errorf("agent: load run %s: %w", runID, err)
+	}
+	return DecodeRunState(rec.Data)
+}
+
+// LoadSession returns a stored session, or an error matching
+// [store.ErrNotFound].
+func (rt *Runtime) LoadSession(ctx context.Context, id string) (*Session, error) {
+	rec, err := rt.store.Get(ctx, store.KindSession, id)
+	if err != nil {
+		return nil, fmt.Errorf("agent: load session %s: %w", id, err)
+	}
+	return DecodeSession(rec.Data)
+}
+
+// SaveSession writes a session, replacing any stored one: use it to restore
+// a serialized conversation or to seed one.
+func (rt *Runtime) SaveSession(ctx context.Context, s *Session) error {
+	if s.ID == "" {
+		return errors.New("agent: save session: empty id")
+	}
+	_, err := store.Update(ctx, rt.store, store.KindSession, s.ID, func([]byte, bool) ([]byte, error) {
+		c := *s
+		c.UpdatedAt = rt.now()
+		return json.Marshal(&c)
+	})
+	return err
+}
+
+// DeleteSession removes a stored session.
+func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
+	return rt.store.Delete(ctx, store.KindSession, id, 0)
+}
+
+// appendSession appends a finished run's messages to its session, once.
+func (rt *Runtime) appendSession(ctx context.Context, st *RunState) error {
+	if st.SessionID == "" {
+		return nil
+	}
+	_, err := store.Update(ctx, rt.store, store.KindSession, st.SessionID, func(data []byte, exists bool) ([]byte, error) {
+		s := &Session{ID: st.SessionID}
+		if exists {
+			var err error
+			if s, err = DecodeSession(data); err != nil {
+				return nil, err
+			}
+		}
+		if slices.Contains(s.Runs, st.RunID) {
+			return nil, nil
+		}
+		s.Messages = append(s.Messages, st.NewMessages()...)
+		s.Runs = append(s.Runs, st.RunID)
+		s.UpdatedAt = rt.now()
+		return json.Marshal(s)
+	})
+	return err
+}

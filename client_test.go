@@ -1,0 +1,198 @@
+package calf_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/broker/memory"
+)
+
+func newClient(t *testing.T, opts *calf.Options) *calf.Client {
+	t.Helper()
+	b := memory.New(&memory.Options{Backoff: func(int) time.Duration { return time.Millisecond }})
+	t.Cleanup(func() { _ = b.Close() })
+	c := calf.NewClient(b, opts)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestEmitPropagatesMetadata(t *testing.T) {
+	ctx := t.Context()
+	c := newClient(t, nil)
+	got := make(chan *calf.Message, 1)
+	if err := c.Handle(ctx, "a.first", func(ctx context.Context, m *calf.Message) error {
+		_, err := c.Emit(ctx, "a.second", map[string]int{"n": 2})
+		return err
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Handle(ctx, "a.second", func(_ context.Context, m *calf.Message) error {
+		got <- m
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Emit(ctx, "a.first", "hi", calf.WithID("m1"),
+		calf.WithMetadata(calf.Metadata{CorrelationID: "corr", RunID: "run", SessionID: "sess", Traceparent: "tp"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Key != "run" {
+		t.Errorf("key = %q, want the run id", first.Key)
+	}
+	select {
+	case m := <-got:
+		md := m.Metadata
+		if md.CorrelationID != "corr" || md.RunID != "run" || md.SessionID != "sess" || md.Traceparent != "tp" || md.CausationID != "m1" {
+			t.Errorf("metadata not propagated: %+v", md)
+		}
+		if m.Key != "run" || md.Attempt != 1 || md.Time.IsZero() {
+			t.Errorf("key %q attempt %d time %v", m.Key, md.Attempt, md.Time)
+		}
+		var d map[string]int
+		if err := m.Decode(&d); err != nil || d["n"] != 2 {
+			t.Errorf("data = %s (%v)", m.Data, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("second message never arrived")
+	}
+}
+
+func TestPublishRejectsOversizeAndBadChannels(t *testing.T) {
+	ctx := t.Context()
+	c := newClient(t, &calf.Options{MaxMessageSize: 64})
+	_, err := c.Emit(ctx, "a.b", strings.Repeat("x", 100))
+	var se *calf.SizeError
+	if !errors.Is(err, calf.ErrMessageTooLarge) || !errors.As(err, &se) || se.Limit != 64 {
+		t.Fatalf("oversize emit: %v", err)
+	}
+	if _, err := c.Emit(ctx, "a.*", 1); !errors.Is(err, calf.ErrInvalidChannel) {
+		t.Fatalf("wildcard channel: %v", err)
+	}
+	if _, err := c.Emit(ctx, "a.b", func() {}); err == nil {
+		t.Fatal("unencodable data accepted")
+	}
+	if err := c.Handle(ctx, "a..b", func(context.Context, *calf.Message) error { return nil }, nil); !errors.Is(err, calf.ErrInvalidChannel) {
+		t.Fatalf("bad pattern: %v", err)
+	}
+}
+
+func TestRequestReplyNoCrossTalk(t *testing.T) {
+	ctx := t.Context()
+	c := newClient(t, nil)
+	if err := c.Handle(ctx, "svc.echo", func(ctx context.Context, m *calf.Message) error {
+		var n int
+		if err := m.Decode(&n); err != nil {
+			return calf.Permanent(err)
+		}
+		_, err := c.Emit(ctx, "svc.reply", n*10)
+		return err
+	}, &calf.SubscribeOptions{Group: "echo"}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for i := range 50 {
+		wg.Go(func() {
+			m, err := c.Request(ctx, "svc.echo", i, "svc.reply")
+			if err != nil {
+				errs <- err
+				return
+			}
+			var got int
+			if err := json.Unmarshal(m.Data, &got); err != nil || got != i*10 {
+				errs <- fmt.Errorf("request %d got %s", i, m.Data)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestRequestTimesOutAndCountsLateReplies(t *testing.T) {
+	c := newClient(t, nil)
+	release := make(chan struct{})
+	if err := c.Handle(t.Context(), "svc.slow", func(ctx context.Context, m *calf.Message) error {
+		<-release
+		_, err := c.Emit(ctx, "svc.slowreply", "late")
+		return err
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err := c.Request(ctx, "svc.slow", 1, "svc.slowreply")
+	if !errors.Is(err, calf.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrTimeout and DeadlineExceeded", err)
+	}
+	close(release)
+	deadline := time.Now().Add(10 * time.Second)
+	for c.OrphanReplies() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if c.OrphanReplies() != 1 {
+		t.Fatalf("orphan replies = %d, want 1", c.OrphanReplies())
+	}
+}
+
+func TestHandlerPanicIsRetriedNotFatal(t *testing.T) {
+	c := newClient(t, nil)
+	var mu sync.Mutex
+	calls := 0
+	done := make(chan struct{})
+	if err := c.Handle(t.Context(), "p.x", func(context.Context, *calf.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls == 1 {
+			panic("first delivery explodes")
+		}
+		close(done)
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Emit(t.Context(), "p.x", 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("panicking message was not redelivered")
+	}
+}
+
+func TestShutdownStopsDelivery(t *testing.T) {
+	c := newClient(t, nil)
+	got := make(chan struct{}, 10)
+	if err := c.Handle(t.Context(), "s.x", func(context.Context, *calf.Message) error {
+		got <- struct{}{}
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Handle(t.Context(), "s.y", func(context.Context, *calf.Message) error { return nil }, nil); !errors.Is(err, calf.ErrClosed) {
+		t.Fatalf("Handle after Close: %v", err)
+	}
+	if _, err := c.Emit(t.Context(), "s.x", 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+		t.Fatal("delivered after shutdown")
+	case <-time.After(50 * time.Millisecond):
+	}
+}

@@ -1,0 +1,80 @@
+// Command structured is an agent with a typed output: it extracts a
+// structured record from free text. The output type's JSON Schema is sent
+// to the model, and the answer is validated against it; an invalid answer is
+// sent back to the model with the validation error, a bounded number of
+// times.
+//
+//	OPENAI_API_KEY=... go run ./examples/structured "Ada Lovelace, born 1815 in London, mathematician"
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/openai"
+	storemem "github.com/calf-go/calf/store/memory"
+)
+
+// Person is the record the agent extracts.
+type Person struct {
+	Name       string   `json:"name" jsonschema:"the person's full name"`
+	BirthYear  int      `json:"birth_year" jsonschema:"the year of birth, 0 if unknown"`
+	Birthplace string   `json:"birthplace" jsonschema:"the place of birth, empty if unknown"`
+	Roles      []string `json:"roles" jsonschema:"what the person is known as, in lower case"`
+}
+
+func main() {
+	modelName := flag.String("model", "gpt-4o-mini", "model name")
+	flag.Parse()
+	text := strings.Join(flag.Args(), " ")
+	if text == "" {
+		text = "Ada Lovelace, born 1815 in London, mathematician and writer"
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	m, err := openai.FromEnv(*modelName)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "structured:", err)
+		os.Exit(2)
+	}
+	p, err := extract(ctx, m, text)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "structured:", err)
+		os.Exit(1)
+	}
+	out, _ := json.MarshalIndent(p, "", "  ")
+	fmt.Println(string(out))
+}
+
+// extract runs the extraction agent on text and returns the typed record.
+func extract(ctx context.Context, m model.Model, text string) (Person, error) {
+	b := memory.New(nil)
+	defer b.Close()
+	client := calf.NewClient(b, nil)
+	defer client.Close()
+	rt := agent.NewRuntime(client, storemem.New(), nil)
+
+	extractor, err := agent.New[agent.NoDeps, Person]("extractor", m, &agent.Options[agent.NoDeps]{
+		Instructions: "Extract the person described by the user's text.",
+	})
+	if err != nil {
+		return Person{}, err
+	}
+	if err := extractor.Serve(ctx, rt, nil); err != nil {
+		return Person{}, err
+	}
+	out, err := extractor.Run(ctx, rt, text, nil)
+	if err != nil {
+		return Person{}, err
+	}
+	return out.Output, nil
+}
