@@ -313,8 +313,9 @@ func (t *tap) deliver(_ context.Context, msg *Message) error {
 	for f := range fs {
 		f.push(msg)
 	}
+	n := len(fs)
 	t.mu.Unlock()
-	if len(fs) == 0 {
+	if n == 0 {
 		t.c.orphans.Add(1)
 		t.c.log.Debug("calf: message with no follower", "channel", msg.Channel, "id", msg.ID, "correlation_id", msg.Metadata.CorrelationID)
 	}
