@@ -1,0 +1,267 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+
+	"github.com/calf-go/calf/model"
+)
+
+// Defaults of [Options].
+const (
+	DefaultMaxRetries = 2
+	DefaultTimeout    = 2 * time.Minute
+)
+
+// Options configures a [Model].
+type Options struct {
+	// Model is the model to call, such as "gpt-4o-mini" or, on a local
+	// server, "llama3.2". Required.
+	Model string
+	// APIKey authenticates requests. Default: $OPENAI_API_KEY. It is
+	// optional when BaseURL is set, since local servers need none; without
+	// a key no Authorization header is sent.
+	APIKey string
+	// BaseURL is the API's base URL, ending in /v1, for an OpenAI-compatible
+	// server such as Ollama ("http://127.0.0.1:11434/v1"), vLLM, llama.cpp
+	// or OpenRouter ("https://openrouter.ai/api/v1"). Default:
+	// $OPENAI_BASE_URL, else OpenAI's API.
+	BaseURL string
+	// HTTPClient sends the requests. Default: a client with the SDK's
+	// transport settings.
+	HTTPClient *http.Client
+	// MaxRetries is how many times a request is sent again after a rate
+	// limit (429), a timeout (408), a conflict (409), a server error (5xx)
+	// or a connection error, with exponential backoff that honours the
+	// server's Retry-After. Default: 2 (DefaultMaxRetries); a negative
+	// value disables retries.
+	MaxRetries int
+	// Timeout bounds each attempt of a request; for a streamed response it
+	// bounds the whole stream. An attempt that times out is not retried.
+	// Default: 2 minutes (DefaultTimeout); a negative value means no limit
+	// other than ctx's.
+	Timeout time.Duration
+	// Headers are extra HTTP headers sent with every request, such as
+	// OpenRouter's "HTTP-Referer" and "X-Title".
+	Headers map[string]string
+	// Logger receives a debug record per HTTP attempt. Default: none.
+	Logger *slog.Logger
+}
+
+// LogValue returns the options with the API key redacted.
+func (o Options) LogValue() slog.Value {
+	key := ""
+	if o.APIKey != "" {
+		key = "REDACTED"
+	}
+	return slog.GroupValue(
+		slog.String("model", o.Model),
+		slog.String("base_url", o.BaseURL),
+		slog.String("api_key", key),
+		slog.Int("max_retries", o.MaxRetries),
+		slog.Duration("timeout", o.Timeout),
+	)
+}
+
+// ErrEmptyResponse is returned when the server answers with no choices.
+var ErrEmptyResponse = errors.New("openai: response has no choices")
+
+// Model is a [model.Model] that calls the OpenAI chat completions API or
+// any server compatible with it. It also streams. A Model is safe for
+// concurrent use.
+type Model struct {
+	model  string
+	client sdk.Client
+	// completionTokens sends max_completion_tokens instead of max_tokens.
+	completionTokens bool
+}
+
+var (
+	_ model.Model    = (*Model)(nil)
+	_ model.Streamer = (*Model)(nil)
+)
+
+// defaultBaseURL is OpenAI's API.
+const defaultBaseURL = "https://api.openai.com/v1"
+
+// missingConfig says what to set when there is neither an API key nor a
+// base URL.
+const missingConfig = "set OPENAI_API_KEY, or OPENAI_BASE_URL for an OpenAI-compatible server such as Ollama (http://127.0.0.1:11434/v1)"
+
+// New returns a model configured by opts. It fails with an error matching
+// [model.ErrNoModel] when opts names no model, or when there is neither an
+// API key nor a base URL (in opts or the environment).
+func New(opts Options) (*Model, error) {
+	if opts.Model == "" {
+		return nil, fmt.Errorf("%w: openai: Options.Model is empty", model.ErrNoModel)
+	}
+	if opts.APIKey == "" {
+		opts.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	if opts.BaseURL == "" {
+		opts.BaseURL = os.Getenv("OPENAI_BASE_URL")
+	}
+	if opts.APIKey == "" && opts.BaseURL == "" {
+		return nil, fmt.Errorf("%w: openai: %s", model.ErrNoModel, missingConfig)
+	}
+	if opts.BaseURL == "" {
+		opts.BaseURL = defaultBaseURL
+	}
+	u, err := url.Parse(opts.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai: invalid base URL %q: want http(s)://host[:port]/path", opts.BaseURL)
+	}
+	m := &Model{
+		model: opts.Model,
+		// OpenAI's own API wants max_completion_tokens (its reasoning models
+		// reject max_tokens); other servers reliably understand max_tokens.
+		completionTokens: u.Host == "api.openai.com",
+	}
+	ro := []option.RequestOption{option.WithBaseURL(opts.BaseURL)}
+	if opts.APIKey != "" {
+		ro = append(ro, option.WithAPIKey(opts.APIKey))
+	}
+	if opts.HTTPClient != nil {
+		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
+	}
+	switch {
+	case opts.MaxRetries < 0:
+		ro = append(ro, option.WithMaxRetries(0))
+	case opts.MaxRetries == 0:
+		ro = append(ro, option.WithMaxRetries(DefaultMaxRetries))
+	default:
+		ro = append(ro, option.WithMaxRetries(opts.MaxRetries))
+	}
+	switch {
+	case opts.Timeout == 0:
+		ro = append(ro, option.WithRequestTimeout(DefaultTimeout))
+	case opts.Timeout > 0:
+		ro = append(ro, option.WithRequestTimeout(opts.Timeout))
+	}
+	for k, v := range opts.Headers {
+		ro = append(ro, option.WithHeader(k, v))
+	}
+	if opts.Logger != nil {
+		ro = append(ro, option.WithMiddleware(logAttempts(opts.Logger)))
+	}
+	m.client = sdk.NewClient(ro...)
+	return m, nil
+}
+
+// FromEnv returns a model named name configured from the environment:
+// OPENAI_API_KEY and OPENAI_BASE_URL. When neither is set, the error, which
+// matches [model.ErrNoModel], says what to set.
+func FromEnv(name string) (*Model, error) {
+	return New(Options{Model: name})
+}
+
+// logAttempts returns middleware that logs each HTTP attempt at debug level.
+func logAttempts(log *slog.Logger) option.Middleware {
+	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		start := time.Now()
+		resp, err := next(r)
+		attrs := []slog.Attr{
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.String("retry", r.Header.Get("X-Stainless-Retry-Count")),
+			slog.Duration("duration", time.Since(start)),
+		}
+		if err != nil {
+			attrs = append(attrs, slog.String("error", err.Error()))
+		} else {
+			attrs = append(attrs, slog.Int("status", resp.StatusCode))
+		}
+		log.LogAttrs(r.Context(), slog.LevelDebug, "openai: http attempt", attrs...)
+		return resp, err
+	}
+}
+
+// Name returns "openai:" followed by the model name.
+func (m *Model) Name() string { return "openai:" + m.model }
+
+// Generate sends req as a chat completion and returns the response.
+//
+// Errors: an HTTP error from the server is a *[model.StatusError]; a
+// request that runs out of time (ctx's deadline or [Options.Timeout])
+// matches [model.ErrTimeout] and, when that was the cause,
+// [context.DeadlineExceeded]; a cancelled ctx yields ctx's error.
+func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return nil, err
+	}
+	var raw *http.Response
+	completion, err := m.client.Chat.Completions.New(ctx, params, option.WithResponseInto(&raw))
+	if err != nil {
+		return nil, m.wrapError(ctx, err, raw)
+	}
+	return m.response(completion)
+}
+
+// GenerateStream sends req as a streamed chat completion. It yields text
+// and tool-call deltas as they arrive and the complete response last, and
+// closes the stream when the consumer stops early or ctx is done. Errors
+// are those of [Model.Generate].
+func (m *Model) GenerateStream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
+	return func(yield func(model.Chunk, error) bool) {
+		params, err := m.params(req)
+		if err != nil {
+			yield(model.Chunk{}, err)
+			return
+		}
+		params.StreamOptions.IncludeUsage = param.NewOpt(true)
+		var raw *http.Response
+		stream := m.client.Chat.Completions.NewStreaming(ctx, params, option.WithResponseInto(&raw))
+		defer stream.Close()
+		var acc sdk.ChatCompletionAccumulator
+		for stream.Next() {
+			chunk := stream.Current()
+			if !acc.AddChunk(chunk) {
+				yield(model.Chunk{}, fmt.Errorf("openai: %s: malformed stream chunk", m.model))
+				return
+			}
+			for _, choice := range chunk.Choices {
+				if choice.Index != 0 {
+					continue
+				}
+				if choice.Delta.Content != "" {
+					if !yield(model.Chunk{Delta: &model.Delta{Text: choice.Delta.Content}}, nil) {
+						return
+					}
+				}
+				for _, tc := range choice.Delta.ToolCalls {
+					d := &model.ToolCallDelta{
+						Index:     max(int(tc.Index), 0),
+						ID:        tc.ID,
+						Name:      tc.Function.Name,
+						Arguments: tc.Function.Arguments,
+					}
+					if !yield(model.Chunk{Delta: &model.Delta{ToolCall: d}}, nil) {
+						return
+					}
+				}
+			}
+		}
+		if err := stream.Err(); err != nil {
+			yield(model.Chunk{}, m.wrapError(ctx, err, raw))
+			return
+		}
+		resp, err := m.response(&acc.ChatCompletion)
+		if err != nil {
+			yield(model.Chunk{}, err)
+			return
+		}
+		yield(model.Chunk{Response: resp}, nil)
+	}
+}
