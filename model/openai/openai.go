@@ -38,8 +38,9 @@ type Options struct {
 	// or OpenRouter ("https://openrouter.ai/api/v1"). Default:
 	// $OPENAI_BASE_URL, else OpenAI's API.
 	BaseURL string
-	// HTTPClient sends the requests. Default: a client with the SDK's
-	// transport settings.
+	// HTTPClient sends the requests. Default: a shared client whose
+	// transport keeps up to 256 idle connections per host, so that many
+	// concurrent runs reuse connections.
 	HTTPClient *http.Client
 	// MaxRetries is how many times a request is sent again after a rate
 	// limit (429), a timeout (408), a conflict (409), a server error (5xx)
@@ -92,6 +93,16 @@ var (
 	_ model.Streamer = (*Model)(nil)
 )
 
+// defaultHTTPClient keeps enough idle connections per host for many
+// concurrent runs against one server; net/http's default keeps two, so a
+// busy worker would open and close a connection for most requests.
+var defaultHTTPClient = &http.Client{Transport: func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 512
+	t.MaxIdleConnsPerHost = 256
+	return t
+}()}
+
 // defaultBaseURL is OpenAI's API.
 const defaultBaseURL = "https://api.openai.com/v1"
 
@@ -132,9 +143,10 @@ func New(opts Options) (*Model, error) {
 	if opts.APIKey != "" {
 		ro = append(ro, option.WithAPIKey(opts.APIKey))
 	}
-	if opts.HTTPClient != nil {
-		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = defaultHTTPClient
 	}
+	ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
 	switch {
 	case opts.MaxRetries < 0:
 		ro = append(ro, option.WithMaxRetries(0))
