@@ -258,7 +258,7 @@ func (c *Client) Follow(ctx context.Context, pattern, correlationID string) (*Fo
 	if correlationID == "" {
 		return nil, errors.New("calf: follow needs a correlation id")
 	}
-	t, err := c.tap(ctx, pattern)
+	t, err := c.tap(pattern)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +285,7 @@ type tap struct {
 	followers map[string]map[*Follower]struct{}
 }
 
-func (c *Client) tap(ctx context.Context, pattern string) (*tap, error) {
+func (c *Client) tap(pattern string) (*tap, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -298,7 +298,9 @@ func (c *Client) tap(ctx context.Context, pattern string) (*tap, error) {
 		return nil, err
 	}
 	t := &tap{c: c, pattern: pattern, followers: map[string]map[*Follower]struct{}{}}
-	sub, err := c.broker.Subscribe(ctx, pattern, t.deliver, nil)
+	// The tap outlives the caller that created it: it must not keep that
+	// caller's context values.
+	sub, err := c.broker.Subscribe(context.WithoutCancel(context.Background()), pattern, t.deliver, nil)
 	if err != nil {
 		return nil, err
 	}
