@@ -71,8 +71,11 @@ const DeadLetterChannel = "calf.deadletter"
 
 // DeadLetter is the payload of a message on [DeadLetterChannel].
 type DeadLetter struct {
-	// Message is the message as it was published.
+	// Message is the message as it was published. When its data is not
+	// valid JSON, Message.Data is empty and the bytes are in RawData.
 	Message *Message `json:"message"`
+	// RawData holds the original data when it is not valid JSON.
+	RawData []byte `json:"raw_data,omitempty"`
 	// Group is the consumer group that failed to handle it.
 	Group string `json:"group,omitempty"`
 	// Error is the last handler error.
@@ -90,6 +93,11 @@ type DeadLetter struct {
 // messages the same way.
 func NewDeadLetterMessage(orig *Message, group string, err error, attempts int, now time.Time) *Message {
 	dl := DeadLetter{Message: orig, Group: group, Attempts: attempts, Permanent: IsPermanent(err), Time: now}
+	if len(orig.Data) > 0 && !json.Valid(orig.Data) {
+		c := orig.Clone()
+		c.Data = nil
+		dl.Message, dl.RawData = c, orig.Data
+	}
 	if err != nil {
 		dl.Error = err.Error()
 	}

@@ -176,6 +176,9 @@ func (c *Client) Publish(ctx context.Context, msg *Message) error {
 	if len(msg.Data) > c.max {
 		return &SizeError{Channel: msg.Channel, Size: len(msg.Data), Limit: c.max}
 	}
+	if len(msg.Data) > 0 && !json.Valid(msg.Data) {
+		return fmt.Errorf("calf: data of message %s on %s is not valid JSON", msg.ID, msg.Channel)
+	}
 	if msg.ID == "" {
 		msg.ID = c.newID()
 	}

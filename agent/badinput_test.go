@@ -270,12 +270,17 @@ func TestPoisonMessagesAreDeadLettered(t *testing.T) {
 	}
 	poison := &calf.Message{ID: "poison-1", Channel: agent.InputChannel("calculator"), Key: "p1", Data: []byte(`{"content": 42`),
 		Metadata: calf.Metadata{RunID: "p1", CorrelationID: "p1"}}
-	if err := e.client.Publish(t.Context(), poison); err != nil {
+	if err := e.client.Publish(t.Context(), poison); err == nil {
+		t.Fatal("the client published data that is not JSON")
+	}
+	// A producer that does not check (another language, another client)
+	// gets it onto the broker.
+	if err := e.broker.Publish(t.Context(), poison); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case dl := <-dead:
-		if dl.Message.ID != "poison-1" || dl.Attempts != 1 || !dl.Permanent || dl.Group != agent.InputChannel("calculator") || !strings.Contains(dl.Error, "decode") {
+		if dl.Message.ID != "poison-1" || string(dl.RawData) != `{"content": 42` || dl.Attempts != 1 || !dl.Permanent || dl.Group != agent.InputChannel("calculator") || !strings.Contains(dl.Error, "decode") {
 			t.Errorf("dead letter = %+v", dl)
 		}
 	case <-time.After(10 * time.Second):

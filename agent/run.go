@@ -12,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/store"
 )
 
 // RunOptions configures one run. A nil *RunOptions means the defaults.
@@ -186,13 +187,20 @@ func (a *Agent[Deps, Out]) abandon(ctx context.Context, rt *Runtime, id string) 
 	reason := "the caller stopped waiting: " + cause.Error()
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	h := &handlers[Deps, Out]{a: a, rt: rt}
-	st, err := h.update(bg, id, func(st *RunState) (bool, error) {
-		if st.Status.Terminal() {
-			return false, nil
+	// The run may not exist yet (its input not handled): then the
+	// cancelled state is created, and the input handler will find it.
+	var st *RunState
+	_, err := store.Update(bg, rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
+		if !exists {
+			st = &RunState{RunID: id, Agent: a.name, Status: RunCancelled, Error: reason, StartedAt: rt.now(), EndedAt: rt.now()}
+			return json.Marshal(st)
+		}
+		var err error
+		if st, err = DecodeRunState(data); err != nil || st.Status.Terminal() {
+			return nil, err
 		}
 		st.Status, st.Error, st.EndedAt = RunCancelled, reason, rt.now()
-		return true, nil
+		return json.Marshal(st)
 	})
 	if err == nil && st.Status == RunCancelled {
 		if eerr := rt.emitOutput(bg, st); eerr != nil {

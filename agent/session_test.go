@@ -189,22 +189,31 @@ func TestRunStream(t *testing.T) {
 
 func TestRunStreamStopsEarlyAndCancels(t *testing.T) {
 	e := newEnv(t, nil)
-	a, _, _ := newW1(t, e)
+	stopped := make(chan struct{})
+	m := modeltest.FunctionModel(func(ctx context.Context, _ *model.Request) (*model.Response, error) {
+		<-stopped // answer only once the reader has gone
+		return modeltest.Text("too late"), nil
+	})
+	a := agent.Must(agent.New[agent.NoDeps, string]("quitter", m, nil))
+	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
+		t.Fatal(err)
+	}
 	var runID string
-	for ev, err := range a.RunStream(runCtx(t), e.rt, "add 2 and 3", nil) {
+	for ev, err := range a.RunStream(runCtx(t), e.rt, "hi", nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		runID = ev.RunID
 		break // after the input event
 	}
+	close(stopped)
 	e.settle(t)
 	st, err := e.rt.LoadRun(t.Context(), runID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != agent.RunCancelled {
-		t.Fatalf("status = %s, want cancelled", st.Status)
+	if st.Status != agent.RunCancelled || len(st.Messages) > 1 { // cancelled before or after the input was handled
+		t.Fatalf("status = %s with %d messages, want cancelled before the answer was recorded", st.Status, len(st.Messages))
 	}
 }
 
