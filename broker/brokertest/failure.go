@@ -1,0 +1,169 @@
+package brokertest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/calf-go/calf"
+)
+
+// testRedelivery checks that a failed message is redelivered with its
+// attempt counted, and that the next message of its key waits for it.
+func testRedelivery(e *env) {
+	t := e.t
+	ch := e.channel("retry")
+	var (
+		mu    sync.Mutex
+		calls []delivery
+	)
+	first, second := e.id("first"), e.id("second")
+	got := newCollector()
+	e.subscribe(ch, func(ctx context.Context, m *calf.Message) error {
+		mu.Lock()
+		calls = append(calls, delivery{m.ID, m.Metadata.Attempt})
+		mu.Unlock()
+		if m.ID == first && m.Metadata.Attempt < 3 {
+			return fmt.Errorf("attempt %d fails", m.Metadata.Attempt)
+		}
+		return got.handle(ctx, m)
+	}, &calf.SubscribeOptions{Group: e.group("retry"), MaxAttempts: 5})
+	e.publish(e.msg(ch, "k", first), e.msg(ch, "k", second))
+	got.waitID(t, "second message", second)
+	want := []delivery{{first, 1}, {first, 2}, {first, 3}, {second, 1}}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("deliveries (-want +got):\n%s", diff)
+	}
+}
+
+// testDeadLetter checks that a message is parked on the dead-letter
+// channel after its last attempt, or at once for a permanent error, with a
+// complete DeadLetter, and that the next message of its key and the other
+// keys are handled.
+func testDeadLetter(e *env) {
+	tests := []struct {
+		name        string
+		maxAttempts int
+		err         error
+		attempts    int
+	}{
+		{"max attempts", 3, errors.New("boom"), 3},
+		{"one attempt", 1, errors.New("no retries"), 1},
+		{"permanent", 5, calf.Permanent(errors.New("cannot decode")), 1},
+	}
+	for i, tc := range tests {
+		e.t.Run(tc.name, func(t *testing.T) {
+			e := e.with(t)
+			ch := e.channel("dead", strconv.Itoa(i))
+			group := e.group("dead" + strconv.Itoa(i))
+			dead := newCollector()
+			e.subscribe(calf.DeadLetterChannel, func(ctx context.Context, m *calf.Message) error {
+				var dl calf.DeadLetter
+				if err := json.Unmarshal(m.Data, &dl); err != nil {
+					t.Errorf("dead letter %s does not decode: %v", m.ID, err)
+					return nil
+				}
+				if dl.Message != nil && dl.Message.Channel == ch {
+					dead.add(m)
+				}
+				return nil
+			}, nil)
+
+			poison, next := e.msg(ch, "poison", e.id(fmt.Sprintf("d%d-poison", i))), e.msg(ch, "poison", e.id(fmt.Sprintf("d%d-next", i)))
+			const others = 10
+			var (
+				mu    sync.Mutex
+				calls []delivery
+			)
+			othersDone := make(chan struct{})
+			var handled atomic.Int32
+			got := newCollector()
+			e.subscribe(ch, func(ctx context.Context, m *calf.Message) error {
+				mu.Lock()
+				calls = append(calls, delivery{m.ID, m.Metadata.Attempt})
+				mu.Unlock()
+				if m.ID != poison.ID {
+					if m.Key == "other" && handled.Add(1) == others {
+						close(othersDone)
+					}
+					return got.handle(ctx, m)
+				}
+				if m.Metadata.Attempt == tc.attempts && !e.f.SerializedKeys {
+					// Hold the key until the other key is done: a
+					// failing key must not hold up the others.
+					select {
+					case <-othersDone:
+					case <-ctx.Done():
+					case <-time.After(Timeout):
+						t.Errorf("key other was not handled while key poison was held")
+					}
+				}
+				return tc.err
+			}, &calf.SubscribeOptions{Group: group, MaxAttempts: tc.maxAttempts})
+
+			e.publish(poison, next)
+			for j := range others {
+				e.publish(e.msg(ch, "other", e.id(fmt.Sprintf("d%d-other%d", i, j))))
+			}
+			got.waitN(t, "the next message of the key and the other key", others+1)
+			dls := dead.waitN(t, "dead letter", 1)
+			mu.Lock()
+			var poisonCalls []int
+			lastPoison, nextAt := -1, -1
+			for j, c := range calls {
+				switch c.ID {
+				case poison.ID:
+					poisonCalls = append(poisonCalls, c.Attempt)
+					lastPoison = j
+				case next.ID:
+					nextAt = j
+				}
+			}
+			mu.Unlock()
+			var wantCalls []int
+			for a := 1; a <= tc.attempts; a++ {
+				wantCalls = append(wantCalls, a)
+			}
+			if diff := cmp.Diff(wantCalls, poisonCalls); diff != "" {
+				t.Errorf("attempts of the failing message (-want +got):\n%s", diff)
+			}
+			if nextAt < lastPoison {
+				t.Errorf("the next message of the key was handled before the failing one was parked")
+			}
+
+			dm := dls[0]
+			if dm.Channel != calf.DeadLetterChannel || dm.Key != poison.Key || dm.ID != "deadletter."+group+"."+poison.ID {
+				t.Errorf("dead letter message: id %q channel %q key %q; want id %q, channel %q, key %q",
+					dm.ID, dm.Channel, dm.Key, "deadletter."+group+"."+poison.ID, calf.DeadLetterChannel, poison.Key)
+			}
+			var dl calf.DeadLetter
+			if err := json.Unmarshal(dm.Data, &dl); err != nil {
+				t.Fatal(err)
+			}
+			want := calf.DeadLetter{
+				Message:   poison,
+				Group:     group,
+				Error:     tc.err.Error(),
+				Attempts:  tc.attempts,
+				Permanent: calf.IsPermanent(tc.err),
+			}
+			if diff := cmp.Diff(want, dl, cmpopts.IgnoreFields(calf.DeadLetter{}, "Time")); diff != "" {
+				t.Errorf("dead letter (-want +got):\n%s", diff)
+			}
+			if dl.Time.IsZero() {
+				t.Error("dead letter has no time")
+			}
+		})
+	}
+}

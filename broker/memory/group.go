@@ -1,0 +1,318 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/calf-go/calf"
+)
+
+// group is a consumer group: the members that share a pattern's messages,
+// and the queues of those messages by key.
+type group struct {
+	b       *Broker
+	name    string // empty for a private group
+	pattern string
+
+	mu      sync.Mutex
+	members []*subscription
+	next    int                  // round-robin cursor over members
+	keys    map[string]*keyQueue // queues of keyed messages, present while non-empty
+	pending int                  // unacknowledged messages
+	active  int                  // running workers of all members
+	space   chan struct{}        // closed when pending drops below the queue size
+	closed  bool                 // the last member left: accept nothing more
+}
+
+func (g *group) String() string {
+	if g.name == "" {
+		return "private group on " + g.pattern
+	}
+	return "group " + g.name
+}
+
+func (g *group) fullError(ctx context.Context) error {
+	return fmt.Errorf("memory: publish: %s is full: %w", g, ctx.Err())
+}
+
+// waitRoom blocks until g holds fewer than the queue size of
+// unacknowledged messages, or is closed.
+func (g *group) waitRoom(ctx context.Context) error {
+	size := g.b.opts.QueueSize
+	g.mu.Lock()
+	for !g.closed && g.pending >= size {
+		if err := g.waitSpace(ctx); err != nil {
+			g.mu.Unlock()
+			return err
+		}
+	}
+	g.mu.Unlock()
+	return nil
+}
+
+// waitSpace waits for the next acknowledgement. g.mu must be held; it is
+// released while waiting.
+func (g *group) waitSpace(ctx context.Context) error {
+	if g.space == nil {
+		g.space = make(chan struct{})
+	}
+	space := g.space
+	g.mu.Unlock()
+	defer g.mu.Lock()
+	select {
+	case <-space:
+		return nil
+	case <-g.b.done:
+		return calf.ErrClosed
+	case <-ctx.Done():
+		return g.fullError(ctx)
+	}
+}
+
+// publish queues a copy of msg, first waiting for room if block is set.
+func (g *group) publish(ctx context.Context, msg *calf.Message, block bool) error {
+	m := msg.Clone()
+	m.Metadata.Attempt = 0
+	size := g.b.opts.QueueSize
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for block && !g.closed && g.pending >= size {
+		if err := g.waitSpace(ctx); err != nil {
+			return err
+		}
+	}
+	if g.closed {
+		return nil
+	}
+	g.pending++
+	g.b.addBusy(1)
+	if m.Key == "" {
+		q := newKeyQueue("", true)
+		q.push(m)
+		g.schedule(q)
+		return nil
+	}
+	if q := g.keys[m.Key]; q != nil {
+		q.push(m)
+		return nil
+	}
+	q := newKeyQueue(m.Key, false)
+	q.push(m)
+	g.keys[m.Key] = q
+	g.schedule(q)
+	return nil
+}
+
+// schedule hands q to its owner, or to a new owner if it has none or its
+// owner left: to a new worker if the owner has a free slot, or else to the
+// owner's ready list. g.mu must be held.
+func (g *group) schedule(q *keyQueue) {
+	s := q.owner
+	if s == nil || s.stopped {
+		if len(g.members) == 0 {
+			q.owner = nil
+			return // the group is closing; its messages are discarded
+		}
+		g.next++
+		s = g.members[g.next%len(g.members)]
+		q.owner = s
+	}
+	if s.active >= s.concurrency {
+		s.ready.push(q)
+		return
+	}
+	s.active++
+	g.active++
+	s.wg.Add(1)
+	g.b.addBusy(1)
+	go s.work(q)
+}
+
+// ack removes one message from the unacknowledged count. g.mu must be held.
+func (g *group) ack() {
+	g.pending--
+	g.b.addBusy(-1)
+	if g.space != nil && g.pending < g.b.opts.QueueSize {
+		close(g.space)
+		g.space = nil
+	}
+}
+
+// discard drops the messages of a closed group once no worker runs. g.mu
+// must be held.
+func (g *group) discard() {
+	if !g.closed || g.active > 0 || g.keys == nil {
+		return
+	}
+	if n := int64(g.pending); n > 0 {
+		g.b.discarded.Add(n)
+		g.b.addBusy(-n)
+		g.b.log.Debug("memory: discarded the undelivered messages of a group with no members", "group", g.name, "pattern", g.pattern, "messages", n)
+	}
+	g.pending = 0
+	g.keys = nil
+	if g.space != nil {
+		close(g.space)
+		g.space = nil
+	}
+}
+
+// subscription is one member of a group.
+type subscription struct {
+	g           *group
+	h           calf.Handler
+	ctx         context.Context
+	cancel      context.CancelFunc
+	maxAttempts int
+	concurrency int
+	wg          sync.WaitGroup // running workers
+
+	// Guarded by g.mu.
+	active  int       // running workers
+	ready   queueList // queues waiting for a free worker slot
+	stopped bool
+}
+
+// Close stops delivery to this member, cancels its handlers' context and
+// waits for the handlers in progress to return. The keys it held move to
+// the other members of its group; when it was the last member, the group's
+// unhandled messages are discarded. Calling Close from the subscription's
+// own handler never returns.
+func (s *subscription) Close() error {
+	s.stop()
+	s.wg.Wait()
+	return nil
+}
+
+// stop removes s from its group and cancels its context.
+func (s *subscription) stop() {
+	g, b := s.g, s.g.b
+	b.mu.Lock()
+	g.mu.Lock()
+	if s.stopped {
+		g.mu.Unlock()
+		b.mu.Unlock()
+		return
+	}
+	s.stopped = true
+	delete(b.subs, s)
+	for i, m := range g.members {
+		if m == s {
+			g.members = append(g.members[:i], g.members[i+1:]...)
+			break
+		}
+	}
+	if len(g.members) == 0 {
+		g.closed = true
+		b.removeGroup(g)
+	}
+	for q := s.ready.pop(); q != nil; q = s.ready.pop() {
+		q.owner = nil
+		if !g.closed {
+			g.schedule(q)
+		}
+	}
+	g.discard()
+	g.mu.Unlock()
+	b.mu.Unlock()
+	s.cancel()
+}
+
+// work handles the messages of q, and then of the queues waiting in s's
+// ready list, until there is nothing left for it to do.
+func (s *subscription) work(q *keyQueue) {
+	g, b := s.g, s.g.b
+	g.mu.Lock()
+	msg, attempt := q.next()
+	g.mu.Unlock()
+	for {
+		b.delivered.Add(1)
+		if attempt > 1 {
+			b.redelivered.Add(1)
+		}
+		err := s.handle(msg)
+		var parked bool
+		var backoff time.Duration
+		if err != nil && s.ctx.Err() == nil {
+			if attempt >= s.maxAttempts || calf.IsPermanent(err) {
+				b.park(msg, g, err, attempt)
+				parked = true
+			} else {
+				backoff = b.opts.Backoff(attempt)
+			}
+		}
+		g.mu.Lock()
+		q = s.settle(q, err, parked, backoff)
+		if q == nil {
+			s.active--
+			g.active--
+			g.discard()
+			g.mu.Unlock()
+			b.addBusy(-1)
+			s.wg.Done()
+			return
+		}
+		msg, attempt = q.next()
+		g.mu.Unlock()
+	}
+}
+
+// handle calls the handler, turning a panic into an error.
+func (s *subscription) handle(msg *calf.Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("memory: handler panicked on %s: %v\n%s", msg.Channel, r, debug.Stack())
+		}
+	}()
+	return s.h(calf.ContextWithMessage(s.ctx, msg), msg)
+}
+
+// settle records the outcome of delivering q's first message and returns
+// the queue the worker handles next, or nil. g.mu must be held.
+func (s *subscription) settle(q *keyQueue, err error, parked bool, backoff time.Duration) *keyQueue {
+	g := s.g
+	switch {
+	case err == nil || parked:
+		q.pop()
+		g.ack()
+	case s.ctx.Err() != nil:
+		// Interrupted by Close: the message stays unacknowledged, for
+		// another member.
+	default:
+		q.failures++
+		held := q
+		time.AfterFunc(backoff, func() {
+			g.mu.Lock()
+			if !g.closed {
+				g.schedule(held)
+			}
+			g.mu.Unlock()
+		})
+		q = nil
+	}
+	if q != nil && q.empty() {
+		if !q.anon {
+			delete(g.keys, q.key)
+		}
+		q.release()
+		q = nil
+	}
+	if s.stopped {
+		if q != nil && !g.closed {
+			q.owner = nil
+			g.schedule(q)
+		}
+		return nil
+	}
+	if q != nil {
+		if s.ready.head == nil {
+			return q
+		}
+		// Others are waiting for a slot: take turns.
+		s.ready.push(q)
+	}
+	return s.ready.pop()
+}
