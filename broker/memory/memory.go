@@ -55,7 +55,8 @@ type Options struct {
 	// Default: [DefaultConcurrency].
 	Concurrency int
 	// Logger receives the broker's diagnostics: a warning for every parked
-	// message. Default: discard.
+	// message, an error for a message that could not be parked. Default:
+	// discard.
 	Logger *slog.Logger
 	// Now returns the current time, used to stamp dead letters.
 	// Default: time.Now.
@@ -83,7 +84,7 @@ func ExponentialBackoff(first, limit time.Duration) func(attempt int) time.Durat
 // Stats counts what a [Broker] has done since it was created.
 type Stats struct {
 	// Published counts the messages Publish accepted, whether or not a
-	// subscription matched them.
+	// subscription matched them, dead letters included.
 	Published int64
 	// Delivered counts handler invocations, redeliveries included.
 	Delivered int64

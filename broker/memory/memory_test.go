@@ -615,6 +615,38 @@ func BenchmarkPublishHandle(b *testing.B) {
 	}
 }
 
+// BenchmarkBrokerPublishHandle measures the broker alone, without the
+// client's encoding and ids.
+func BenchmarkBrokerPublishHandle(b *testing.B) {
+	br := memory.New(nil)
+	defer br.Close()
+	var handled atomic.Int64
+	sub, err := br.Subscribe(b.Context(), "bench.x", func(context.Context, *calf.Message) error {
+		handled.Add(1)
+		return nil
+	}, &calf.SubscribeOptions{Group: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Close()
+	m := msg("bench.x", "run-1", "m")
+	ctx := b.Context()
+	b.ReportAllocs()
+	n := int64(0)
+	for b.Loop() {
+		if err := br.Publish(ctx, m); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	if err := br.Drain(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if handled.Load() != n {
+		b.Fatalf("handled %d of %d", handled.Load(), n)
+	}
+}
+
 func BenchmarkRequestReply(b *testing.B) {
 	br := memory.New(nil)
 	defer br.Close()
