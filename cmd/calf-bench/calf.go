@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/model/openai"
+	"github.com/calf-go/calf/store"
+	storemem "github.com/calf-go/calf/store/memory"
+	"github.com/calf-go/calf/store/sqlite"
+	"github.com/calf-go/calf/tool"
+)
+
+// Stores -store accepts.
+const (
+	storeMemory = "memory"
+	storeSQLite = "sqlite"
+)
+
+// calfStack is W1's agent served on a fresh broker and store.
+type calfStack struct {
+	broker *memory.Broker
+	client *calf.Client
+	store  store.Store
+	rt     *agent.Runtime
+	agent  *agent.Agent[agent.NoDeps, string]
+}
+
+// newCalfStack serves W1's agent on the in-process broker and the store
+// named kind (a SQLite file goes in dir), calling the mock at base through
+// model/openai without retries.
+func newCalfStack(ctx context.Context, kind, dir string, httpClient *http.Client, base string) (*calfStack, error) {
+	var st store.Store
+	switch kind {
+	case storeMemory:
+		st = storemem.New()
+	case storeSQLite:
+		f, err := os.CreateTemp(dir, "w1-*.db")
+		if err != nil {
+			return nil, err
+		}
+		_ = f.Close()
+		s, err := sqlite.Open(f.Name(), nil)
+		if err != nil {
+			return nil, err
+		}
+		st = s
+	default:
+		return nil, fmt.Errorf("%w: unknown store %q: want %s or %s", errUsage, kind, storeMemory, storeSQLite)
+	}
+	m, err := openai.New(openai.Options{Model: modelName, BaseURL: base, APIKey: apiKey, HTTPClient: httpClient, MaxRetries: -1})
+	if err != nil {
+		_ = closeStore(st)
+		return nil, err
+	}
+	add, err := tool.New(toolName, toolDesc, func(_ context.Context, in operands) (int, error) {
+		return in.A + in.B, nil
+	})
+	if err != nil {
+		_ = closeStore(st)
+		return nil, err
+	}
+	a, err := agent.New[agent.NoDeps, string](agentName, m, &agent.Options[agent.NoDeps]{
+		Instructions: instructions,
+		Tools:        []tool.Tool{add},
+	})
+	if err != nil {
+		_ = closeStore(st)
+		return nil, err
+	}
+	b := memory.New(nil)
+	client := calf.NewClient(b, nil)
+	s := &calfStack{broker: b, client: client, store: st, rt: agent.NewRuntime(client, st, nil), agent: a}
+	if err := a.Serve(ctx, s.rt, nil); err != nil {
+		_ = s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// run does one W1 run through agent.Run and checks its output, its tool
+// call and its number of model calls.
+func (s *calfStack) run(ctx context.Context) error {
+	out, err := s.agent.Run(ctx, s.rt, prompt, nil)
+	if err != nil {
+		return err
+	}
+	if len(out.ToolCalls) != 1 || out.Steps != 2 || out.ToolCalls[0].Name != toolName ||
+		out.ToolCalls[0].Result == nil || out.ToolCalls[0].Result.Text() != "5" {
+		return fmt.Errorf("%w: want one call of %s that returned 5 and two model calls, got %d calls and %d model calls",
+			errWrongOutput, toolName, len(out.ToolCalls), out.Steps)
+	}
+	return checkOutput(out.Output)
+}
+
+func (s *calfStack) close() error {
+	err := s.client.Close()
+	if berr := s.broker.Close(); err == nil {
+		err = berr
+	}
+	if serr := closeStore(s.store); err == nil {
+		err = serr
+	}
+	return err
+}
+
+func closeStore(st store.Store) error {
+	if c, ok := st.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// sqliteDir makes the directory the SQLite files of one benchmark go in.
+func sqliteDir() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "calf-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	return filepath.Clean(dir), func() { _ = os.RemoveAll(dir) }, nil
+}

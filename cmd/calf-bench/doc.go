@@ -1,0 +1,40 @@
+// Command calf-bench measures what Calf costs on top of the model calls an
+// agent makes, end to end, against a zero-latency OpenAI-compatible mock.
+//
+// Workload W1 is one agent, "calculator", with one tool, add(a, b int) int,
+// and the task "add 2 and 3": the model first answers with the tool call
+// add({"a":2,"b":3}), then, once the last message is the tool's result,
+// with "The sum is " followed by that result. A run is two model calls and
+// one tool call, and its output must be "The sum is 5"; every run is checked.
+//
+// Two systems do that work:
+//
+//   - the floor: a bare net/http client that sends the same two chat
+//     completion requests, with hand-written JSON bodies of the shape the
+//     model/openai adapter sends, decodes the answers with encoding/json and
+//     adds the numbers itself;
+//   - Calf: the agent served on the in-process broker (broker/memory) and a
+//     state store (store/memory or store/sqlite), calling the mock through
+//     model/openai (no retries), each run started with agent.Run.
+//
+// For each concurrency level the command alternates the systems over
+// several rounds; each round warms up, then measures a fixed number of
+// runs. It reports, per system, the time per run (wall time divided by
+// runs), runs per second, p50 and p99 latency and heap allocations per
+// run, each the median over the rounds; and, for Calf, its overhead over
+// the floor (per-run time / floor's - 1) and its throughput ratio (runs/s /
+// floor's), next to the targets: overhead under 25% sequentially,
+// throughput at least 80% of the floor's under concurrency.
+//
+// Usage:
+//
+//	calf-bench [-runs N] [-concurrency 1,64] [-store memory,sqlite] [-mock process|inproc|URL] [-rounds 3] [-json]
+//	calf-bench -serve-mock
+//
+// By default the mock runs in a child process of the same binary, on a free
+// loopback port, so that its work and allocations are not counted with the
+// client's; -mock inproc serves it inside this process (allocations then
+// include the mock's), and -mock URL uses a mock that is already running,
+// such as one started with -serve-mock, which prints its base URL on the
+// first line of its output and serves W1 until interrupted.
+package main

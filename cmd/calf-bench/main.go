@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "calf-bench:", err)
+		if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// run is the command: it parses args, then either serves the mock or
+// benchmarks and prints the report on stdout.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("calf-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	runs := fs.Int("runs", 0, fmt.Sprintf("measured runs per round at each concurrency level (default %d sequentially, %d concurrently)",
+		defaultRunsSequential, defaultRunsConcurrent))
+	warmup := fs.Int("warmup", 0, "unmeasured runs before each round (default a tenth of -runs, at least 4 per worker)")
+	levels := fs.String("concurrency", "1,64", "comma-separated concurrency levels")
+	stores := fs.String("store", storeMemory, "comma-separated Calf stores to measure: memory, sqlite")
+	mock := fs.String("mock", mockProcess, "where the mock runs: process (a child process), inproc, or the base URL of a running mock")
+	rounds := fs.Int("rounds", defaultRounds, "rounds per concurrency level; figures are the medians")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	verbose := fs.Bool("v", false, "print each round's figures on standard error")
+	serve := fs.Bool("serve-mock", false, "only serve the W1 mock on a free loopback port, printing its base URL, until interrupted")
+	lifeline := fs.Bool("stdin-lifeline", false, "with -serve-mock: also stop when standard input closes")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if *serve {
+		return serveMock(ctx, stdin, *lifeline, stdout, w1)
+	}
+	cfg := config{runs: *runs, warmup: *warmup, mock: *mock, rounds: *rounds, stores: splitList(*stores)}
+	if *verbose {
+		cfg.progress = stderr
+	}
+	for _, s := range splitList(*levels) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%w: -concurrency: %q is not a positive integer", errUsage, s)
+		}
+		cfg.levels = append(cfg.levels, n)
+	}
+	for _, s := range cfg.stores {
+		if s != storeMemory && s != storeSQLite {
+			return fmt.Errorf("%w: -store: unknown store %q: want %s or %s", errUsage, s, storeMemory, storeSQLite)
+		}
+	}
+	if *runs < 0 || *warmup < 0 || *rounds < 1 {
+		return fmt.Errorf("%w: -runs and -warmup must not be negative, -rounds must be positive", errUsage)
+	}
+	rep, err := bench(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, rep)
+	}
+	return writeTable(stdout, rep)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

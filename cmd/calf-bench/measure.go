@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/calf-go/calf/model/modeltest"
+)
+
+// Errors of a benchmark.
+var (
+	// errWrongOutput reports a run whose result is not W1's.
+	errWrongOutput = errors.New("calf-bench: wrong output")
+	// errUsage reports flags that do not make sense.
+	errUsage = errors.New("calf-bench: usage")
+)
+
+// Defaults of a benchmark.
+const (
+	defaultRunsSequential = 2000
+	defaultRunsConcurrent = 20000
+	defaultRounds         = 3
+	systemFloor           = "floor"
+)
+
+// config is what one benchmark measures.
+type config struct {
+	// runs is the number of measured runs per round; 0 means
+	// defaultRunsSequential at concurrency 1 and defaultRunsConcurrent
+	// above.
+	runs int
+	// warmup is the number of unmeasured runs before each round; 0 means
+	// a tenth of runs, and at least four per concurrent worker.
+	warmup int
+	// levels are the concurrency levels, in order.
+	levels []int
+	// stores are the Calf stores to measure, each next to the floor.
+	stores []string
+	// mock is where the mock runs: mockProcess, mockInproc or a base URL.
+	mock   string
+	rounds int
+	// handler answers the mock's requests: w1, unless a test changes it.
+	handler modeltest.ServerHandler
+	// progress, when set, receives a line per measured round.
+	progress io.Writer
+}
+
+func (c *config) runsAt(conc int) int {
+	switch {
+	case c.runs > 0:
+		return c.runs
+	case conc == 1:
+		return defaultRunsSequential
+	default:
+		return defaultRunsConcurrent
+	}
+}
+
+func (c *config) warmupAt(conc int) int {
+	if c.warmup > 0 {
+		return c.warmup
+	}
+	return max(c.runsAt(conc)/10, 4*conc)
+}
+
+// runner does W1 runs, each checked.
+type runner interface {
+	run(ctx context.Context) error
+}
+
+// sample is one measured round of one system.
+type sample struct {
+	runs      int
+	validated int
+	wall      time.Duration
+	latencies []time.Duration // sorted
+	mallocs   uint64
+	bytes     uint64
+}
+
+func (s sample) figures() Figures {
+	n := float64(s.runs)
+	return Figures{
+		PerRunNS:     float64(s.wall.Nanoseconds()) / n,
+		RunsPerSec:   n / s.wall.Seconds(),
+		P50NS:        float64(percentile(s.latencies, 0.50).Nanoseconds()),
+		P99NS:        float64(percentile(s.latencies, 0.99).Nanoseconds()),
+		AllocsPerRun: float64(s.mallocs) / n,
+		BytesPerRun:  float64(s.bytes) / n,
+	}
+}
+
+// percentile returns the nearest-rank percentile p of sorted.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p+0.999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// measure does runs runs of r on conc goroutines and times them. It stops
+// at the first run that fails.
+func measure(ctx context.Context, r runner, runs, conc int) (sample, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	lat := make([]time.Duration, runs)
+	var next, validated atomic.Int64
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range min(conc, runs) {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(runs) || ctx.Err() != nil {
+					return
+				}
+				t0 := time.Now()
+				if err := r.run(ctx); err != nil {
+					cancel(fmt.Errorf("run %d: %w", i+1, err))
+					return
+				}
+				lat[i] = time.Since(t0)
+				validated.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	runtime.ReadMemStats(&after)
+	if err := context.Cause(ctx); err != nil {
+		return sample{}, err
+	}
+	slices.Sort(lat)
+	return sample{
+		runs: runs, validated: int(validated.Load()), wall: wall, latencies: lat,
+		mallocs: after.Mallocs - before.Mallocs, bytes: after.TotalAlloc - before.TotalAlloc,
+	}, nil
+}
+
+// bench measures the floor and Calf on each store at each concurrency
+// level and returns the report.
+func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err error) {
+	if cfg.rounds <= 0 {
+		cfg.rounds = defaultRounds
+	}
+	if cfg.handler == nil {
+		cfg.handler = w1
+	}
+	if len(cfg.levels) == 0 || len(cfg.stores) == 0 {
+		return nil, fmt.Errorf("%w: no concurrency level or no store", errUsage)
+	}
+	ms, err := startMock(ctx, cfg.mock, cfg.handler, stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := ms.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("stop the mock: %w", cerr)
+		}
+	}()
+	dir, cleanup, err := sqliteDir()
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+
+	top := slices.Max(cfg.levels)
+	fl := newFloor(newHTTPClient(top), ms.url)
+	calfHTTP := newHTTPClient(top)
+	systems := []string{systemFloor}
+	for _, s := range cfg.stores {
+		systems = append(systems, "calf/"+s)
+	}
+	rep = &Report{
+		Workload:      "W1: agent " + agentName + ", tool " + toolName + ", " + fmt.Sprintf("%q", prompt) + "; 2 model calls and 1 tool call per run",
+		Machine:       machine(),
+		Mock:          ms.where,
+		MockInProcess: ms.inproc,
+		Method: fmt.Sprintf("%d rounds per concurrency level; each round runs every system once, the order rotating "+
+			"from round to round (%s); each measurement warms up, then times a fixed number of runs after a GC; "+
+			"figures are the median over the rounds, metric by metric; allocations are runtime.MemStats deltas / runs%s",
+			cfg.rounds, rotation(systems, cfg.rounds), allocNote(ms.inproc)),
+	}
+	for _, conc := range cfg.levels {
+		lv := Level{Concurrency: conc, RunsPerRound: cfg.runsAt(conc), WarmupRuns: cfg.warmupAt(conc), Rounds: cfg.rounds}
+		samples := make([][]sample, len(systems))
+		for r := range cfg.rounds {
+			for k := range systems {
+				i := (r + k) % len(systems)
+				s, err := measureSystem(ctx, systems[i], cfg, conc, fl, calfHTTP, ms.url, dir)
+				if err != nil {
+					return nil, fmt.Errorf("%s at concurrency %d, round %d: %w", systems[i], conc, r+1, err)
+				}
+				samples[i] = append(samples[i], s)
+				if cfg.progress != nil {
+					f := s.figures()
+					fmt.Fprintf(cfg.progress, "concurrency %d round %d/%d %-12s %10s/run %9.0f runs/s\n",
+						conc, r+1, cfg.rounds, systems[i], fmtNS(f.PerRunNS), f.RunsPerSec)
+				}
+			}
+		}
+		for i, name := range systems {
+			lv.Results = append(lv.Results, result(name, samples[i]))
+		}
+		lv.Comparisons = compare(lv)
+		rep.Levels = append(rep.Levels, lv)
+	}
+	return rep, nil
+}
+
+// measureSystem warms up and measures one round of one system. Each round
+// of Calf gets a fresh broker and store.
+func measureSystem(ctx context.Context, system string, cfg config, conc int, fl *floor, calfHTTP *http.Client, base, dir string) (sample, error) {
+	var r runner = fl
+	if system != systemFloor {
+		s, err := newCalfStack(ctx, system[len("calf/"):], dir, calfHTTP, base)
+		if err != nil {
+			return sample{}, err
+		}
+		defer s.close()
+		r = s
+	}
+	if _, err := measure(ctx, r, cfg.warmupAt(conc), conc); err != nil {
+		return sample{}, fmt.Errorf("warm-up: %w", err)
+	}
+	return measure(ctx, r, cfg.runsAt(conc), conc)
+}
+
+// result summarises the rounds of one system.
+func result(system string, rounds []sample) Result {
+	res := Result{System: system}
+	for _, s := range rounds {
+		res.Rounds = append(res.Rounds, s.figures())
+		res.Validated += s.validated
+		res.Runs += s.runs
+	}
+	med := func(get func(Figures) float64) float64 {
+		v := make([]float64, len(res.Rounds))
+		for i, f := range res.Rounds {
+			v[i] = get(f)
+		}
+		return median(v)
+	}
+	res.Figures = Figures{
+		PerRunNS:     med(func(f Figures) float64 { return f.PerRunNS }),
+		RunsPerSec:   med(func(f Figures) float64 { return f.RunsPerSec }),
+		P50NS:        med(func(f Figures) float64 { return f.P50NS }),
+		P99NS:        med(func(f Figures) float64 { return f.P99NS }),
+		AllocsPerRun: med(func(f Figures) float64 { return f.AllocsPerRun }),
+		BytesPerRun:  med(func(f Figures) float64 { return f.BytesPerRun }),
+	}
+	return res
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// Targets of the framework against the floor.
+const (
+	targetOverhead        = 0.25 // sequential per-run time at most 25% above the floor's
+	targetThroughputRatio = 0.80 // concurrent runs/s at least 80% of the floor's
+)
+
+// compare sets each Calf result of lv against the floor's.
+func compare(lv Level) []Comparison {
+	floor := lv.Results[0].Figures
+	var out []Comparison
+	for _, r := range lv.Results[1:] {
+		c := Comparison{
+			System:          r.System,
+			Overhead:        r.PerRunNS/floor.PerRunNS - 1,
+			ThroughputRatio: r.RunsPerSec / floor.RunsPerSec,
+		}
+		if lv.Concurrency == 1 {
+			c.Target = fmt.Sprintf("overhead < %.0f%%", targetOverhead*100)
+			c.Met = c.Overhead < targetOverhead
+		} else {
+			c.Target = fmt.Sprintf("throughput ratio >= %.0f%%", targetThroughputRatio*100)
+			c.Met = c.ThroughputRatio >= targetThroughputRatio
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// rotation describes the order of the systems in the first rounds.
+func rotation(systems []string, rounds int) string {
+	var s string
+	for r := range min(rounds, len(systems)) {
+		if r > 0 {
+			s += "; "
+		}
+		for k := range systems {
+			if k > 0 {
+				s += ", "
+			}
+			s += systems[(r+k)%len(systems)]
+		}
+	}
+	if rounds > len(systems) {
+		s += "; ..."
+	}
+	return s
+}
+
+func allocNote(inproc bool) string {
+	if inproc {
+		return "; the mock runs in this process, so they include the mock's"
+	}
+	return "; the mock runs elsewhere, so they count the client side only"
+}
