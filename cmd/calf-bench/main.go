@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 )
@@ -39,6 +40,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	verbose := fs.Bool("v", false, "print each round's figures on standard error")
 	serve := fs.Bool("serve-mock", false, "only serve the W1 mock on a free loopback port, printing its base URL, until interrupted")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark (this process, not the mock's) to `file`")
 	lifeline := fs.Bool("stdin-lifeline", false, "with -serve-mock: also stop when standard input closes")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -67,6 +69,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if *runs < 0 || *warmup < 0 || *rounds < 1 {
 		return fmt.Errorf("%w: -runs and -warmup must not be negative, -rounds must be positive", errUsage)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	rep, err := bench(ctx, cfg, stderr)
 	if err != nil {

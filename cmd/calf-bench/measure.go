@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -232,10 +233,18 @@ func measureSystem(ctx context.Context, system string, cfg config, conc int, fl 
 		defer s.close()
 		r = s
 	}
-	if _, err := measure(ctx, r, cfg.warmupAt(conc), conc); err != nil {
-		return sample{}, fmt.Errorf("warm-up: %w", err)
-	}
-	return measure(ctx, r, cfg.runsAt(conc), conc)
+	// The label tells the systems apart in a CPU profile:
+	// go tool pprof -tagfocus system=calf/memory.
+	var s sample
+	var err error
+	pprof.Do(ctx, pprof.Labels("system", system), func(ctx context.Context) {
+		if _, err = measure(ctx, r, cfg.warmupAt(conc), conc); err != nil {
+			err = fmt.Errorf("warm-up: %w", err)
+			return
+		}
+		s, err = measure(ctx, r, cfg.runsAt(conc), conc)
+	})
+	return s, err
 }
 
 // result summarises the rounds of one system.
