@@ -189,10 +189,10 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 		Machine:       machine(),
 		Mock:          ms.where,
 		MockInProcess: ms.inproc,
-		Method: fmt.Sprintf("%d rounds per concurrency level; each round runs every system once, the order rotating "+
+		Method: fmt.Sprintf("%s per concurrency level; each round runs every system once, the order rotating "+
 			"from round to round (%s); each measurement warms up, then times a fixed number of runs after a GC; "+
 			"figures are the median over the rounds, metric by metric; allocations are runtime.MemStats deltas / runs%s",
-			cfg.rounds, rotation(systems, cfg.rounds), allocNote(ms.inproc)),
+			plural(cfg.rounds, "round"), rotation(systems, cfg.rounds), allocNote(ms.inproc)),
 	}
 	for _, conc := range cfg.levels {
 		lv := Level{Concurrency: conc, RunsPerRound: cfg.runsAt(conc), WarmupRuns: cfg.warmupAt(conc), Rounds: cfg.rounds}
@@ -338,4 +338,12 @@ func allocNote(inproc bool) string {
 		return "; the mock runs in this process, so they include the mock's"
 	}
 	return "; the mock runs elsewhere, so they count the client side only"
+}
+
+// plural returns n and noun, in the plural unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -102,8 +102,8 @@ func writeTable(w io.Writer, rep *Report) error {
 	fmt.Fprintf(w, "mock:     %s\n", rep.Mock)
 	fmt.Fprintf(w, "method:   %s\n", rep.Method)
 	for _, lv := range rep.Levels {
-		fmt.Fprintf(w, "\nconcurrency %d: %d runs per round after %d warm-up runs, median of %d rounds\n",
-			lv.Concurrency, lv.RunsPerRound, lv.WarmupRuns, lv.Rounds)
+		fmt.Fprintf(w, "\nconcurrency %d: %s per round after %s, median of %s\n",
+			lv.Concurrency, plural(lv.RunsPerRound, "run"), plural(lv.WarmupRuns, "warm-up run"), plural(lv.Rounds, "round"))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "system\tper run\truns/s\tp50\tp99\tallocs/run\tB/run\tvalidated\t")
 		for _, r := range lv.Results {
