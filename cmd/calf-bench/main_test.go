@@ -141,7 +141,7 @@ func TestRunsCheckTheirOutput(t *testing.T) {
 		handler modeltest.ServerHandler
 	}{
 		{"wrong answer", answer("The sum is 6")},
-		{"answer ignores the tool", answer(wantOutput + ".")},
+		{"answer with extra text", answer(wantOutput + ".")},
 		{"no tool call", func(context.Context, *model.Request) (*model.Response, error) {
 			return modeltest.Text(wantOutput), nil
 		}},
@@ -167,8 +167,8 @@ func TestRunsCheckTheirOutput(t *testing.T) {
 			defer stack.close()
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			if err := stack.run(ctx); err == nil {
-				t.Error("calf: a run that is not W1 passed")
+			if err := stack.run(ctx); !errors.Is(err, errWrongOutput) {
+				t.Errorf("calf: err = %v, want %v", err, errWrongOutput)
 			}
 			_, err = bench(t.Context(), config{runs: 2, warmup: 1, levels: []int{1}, stores: []string{storeMemory}, mock: mockInproc, handler: tt.handler}, io.Discard)
 			if !errors.Is(err, errWrongOutput) {

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/calf-go/calf/model/modeltest"
@@ -69,10 +70,8 @@ func startChild(ctx context.Context, stderr io.Writer) (*mockServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the mock process: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("start the mock process: %w", err)
-	}
+	first := &firstLine{line: make(chan string, 1)}
+	cmd.Stdout = first
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the mock process: %w", err)
 	}
@@ -89,15 +88,9 @@ func startChild(ctx context.Context, stderr io.Writer) (*mockServer, error) {
 			return errors.New("the mock process did not exit when asked; killed it")
 		}
 	}
-	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- strings.TrimSpace(s)
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
 	var base string
 	select {
-	case base = <-line:
+	case base = <-first.line:
 	case <-time.After(childStartTimeout):
 	case <-ctx.Done():
 	}
@@ -107,6 +100,29 @@ func startChild(ctx context.Context, stderr io.Writer) (*mockServer, error) {
 		return nil, fmt.Errorf("start the mock process: %w", err)
 	}
 	return &mockServer{url: base, where: fmt.Sprintf("separate process (pid %d) at %s", cmd.Process.Pid, base), close: stop}, nil
+}
+
+// firstLine is a writer that sends the first line written to it, without
+// its line end, on line, and discards everything.
+type firstLine struct {
+	line chan string // buffered
+	mu   sync.Mutex
+	buf  []byte
+	done bool
+}
+
+func (f *firstLine) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done {
+		return len(p), nil
+	}
+	f.buf = append(f.buf, p...)
+	if i := bytes.IndexByte(f.buf, '\n'); i >= 0 {
+		f.line <- strings.TrimSpace(string(f.buf[:i]))
+		f.done, f.buf = true, nil
+	}
+	return len(p), nil
 }
 
 // checkLoopback reports a base URL that is not an http URL on a loopback
