@@ -80,14 +80,21 @@ func runID(msg *calf.Message) (string, error) {
 	return msg.Metadata.RunID, nil
 }
 
-// load reads a run's state. A missing or corrupt run is permanent: state is
-// saved before any event that refers to it is emitted.
-func (h *handlers[Deps, Out]) load(ctx context.Context, id string) (*RunState, error) {
-	st, err := h.rt.LoadRun(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrCorruptState) {
-		return nil, calf.Permanent(err)
+// load reads a run's state and its version. A missing or corrupt run is
+// permanent: state is saved before any event that refers to it is emitted.
+func (h *handlers[Deps, Out]) load(ctx context.Context, id string) (*RunState, int64, error) {
+	rec, err := h.rt.store.Get(ctx, store.KindRun, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, 0, calf.Permanent(fmt.Errorf("agent: load run %s: %w", id, err))
 	}
-	return st, err
+	if err != nil {
+		return nil, 0, fmt.Errorf("agent: load run %s: %w", id, err)
+	}
+	st, err := DecodeRunState(rec.Data)
+	if err != nil {
+		return nil, 0, calf.Permanent(err)
+	}
+	return st, rec.Version, nil
 }
 
 // update applies fn to the stored run with a compare-and-swap. fn reports
@@ -114,6 +121,29 @@ func (h *handlers[Deps, Out]) update(ctx context.Context, id string, fn func(st 
 		return nil, calf.Permanent(err)
 	}
 	return out, err
+}
+
+// updateFrom is update for a state the handler has just loaded at version:
+// it applies fn to st and writes it without reading the run again, and only
+// on a conflict (another delivery wrote meanwhile) falls back to update.
+// fn may be applied to st even when the write then conflicts.
+func (h *handlers[Deps, Out]) updateFrom(ctx context.Context, st *RunState, version int64, fn func(st *RunState) (changed bool, err error)) (*RunState, error) {
+	changed, err := fn(st)
+	if err != nil || !changed {
+		return st, err
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	_, err = h.rt.store.Put(ctx, store.KindRun, st.RunID, data, version)
+	if errors.Is(err, store.ErrConflict) {
+		return h.update(ctx, st.RunID, fn)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 func (h *handlers[Deps, Out]) emit(ctx context.Context, channel string, data any, id, key string) error {
@@ -185,7 +215,7 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 	if err := msg.Decode(&ev); err != nil {
 		return calf.Permanent(err)
 	}
-	st, err := h.load(ctx, id)
+	st, version, err := h.load(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -214,7 +244,7 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 		}
 		return h.fail(ctx, id, err.Error())
 	}
-	st, err = h.update(ctx, id, func(cur *RunState) (bool, error) {
+	st, err = h.updateFrom(ctx, st, version, func(cur *RunState) (bool, error) {
 		if cur.Status.Terminal() || cur.Step != ev.Step || cur.Phase != PhaseInference {
 			return false, nil // cancelled, or recorded by another delivery
 		}
@@ -452,7 +482,7 @@ func (h *handlers[Deps, Out]) onToolCall(ctx context.Context, msg *calf.Message)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	st, err := h.load(ctx, id)
+	st, _, err := h.load(ctx, id)
 	if err != nil {
 		return err
 	}
