@@ -90,7 +90,7 @@ func (h *handlers[Deps, Out]) load(ctx context.Context, id string) (*RunState, i
 	if err != nil {
 		return nil, 0, fmt.Errorf("agent: load run %s: %w", id, err)
 	}
-	st, err := DecodeRunState(rec.Data)
+	st, err := h.rt.states.decode(id, rec.Data)
 	if err != nil {
 		return nil, 0, calf.Permanent(err)
 	}
@@ -106,7 +106,7 @@ func (h *handlers[Deps, Out]) update(ctx context.Context, id string, fn func(st 
 		if !exists {
 			return nil, fmt.Errorf("agent: run %s: %w", id, store.ErrNotFound)
 		}
-		st, err := DecodeRunState(data)
+		st, err := h.rt.states.decode(id, data)
 		if err != nil {
 			return nil, err
 		}
@@ -115,7 +115,11 @@ func (h *handlers[Deps, Out]) update(ctx context.Context, id string, fn func(st 
 		if err != nil || !changed {
 			return nil, err
 		}
-		return json.Marshal(st)
+		next, err := json.Marshal(st)
+		if err == nil {
+			h.rt.states.put(id, next, st)
+		}
+		return next, err
 	})
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrCorruptState) {
 		return nil, calf.Permanent(err)
@@ -143,6 +147,7 @@ func (h *handlers[Deps, Out]) updateFrom(ctx context.Context, st *RunState, vers
 	if err != nil {
 		return nil, err
 	}
+	h.rt.states.put(st.RunID, data, st)
 	return st, nil
 }
 

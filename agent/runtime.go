@@ -29,6 +29,7 @@ type Runtime struct {
 	log    *slog.Logger
 	now    func() time.Time
 	newID  func() string
+	states *stateCache
 }
 
 // NewRuntime returns a runtime on client and s.
@@ -46,7 +47,7 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	if o.NewID == nil {
 		o.NewID = calf.NewID
 	}
-	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID}
+	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, states: newStateCache(stateCacheSize)}
 }
 
 // Client returns the runtime's client.
