@@ -177,7 +177,7 @@ func (rt *Runtime) LoadRun(ctx context.Context, runID string) (*RunState, error)
 	if err != nil {
 		return nil, fmt.Errorf("agent: load run %s: %w", runID, err)
 	}
-	return DecodeRunState(rec.Data)
+	return rt.states.decode(runID, rec.Data)
 }
 
 // LoadSession returns a stored session, or an error matching

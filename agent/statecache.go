@@ -50,10 +50,6 @@ func (c *stateCache) decode(id string, data []byte) (*RunState, error) {
 func (c *stateCache) put(id string, data []byte, st *RunState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if st.Status.Terminal() {
-		delete(c.entries, id) // a finished run is rarely read again
-		return
-	}
 	if _, ok := c.entries[id]; !ok && len(c.entries) >= c.max {
 		for k := range c.entries { // evict an arbitrary entry
 			delete(c.entries, k)
