@@ -1,0 +1,373 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/calf-go/calf"
+)
+
+// Default values of [Options].
+const (
+	// DefaultStream is the default name of the JetStream stream.
+	DefaultStream = "CALF"
+	// DefaultPrefix is the default first token of the subjects messages are
+	// published on. Calf's channels start with "calf.", so the subjects of
+	// the broker cannot be mistaken for channels.
+	DefaultPrefix = "calfbus"
+	// DefaultPartitions is the default number of partitions.
+	DefaultPartitions = 16
+	// DefaultAckWait is the default time the server waits for the outcome
+	// of a delivery before redelivering it.
+	DefaultAckWait = 2 * time.Minute
+	// DefaultMinBackoff is the default delay before the first redelivery.
+	DefaultMinBackoff = 50 * time.Millisecond
+	// DefaultMaxBackoff is the default cap on the delay before a redelivery.
+	DefaultMaxBackoff = 5 * time.Second
+	// DefaultDuplicateWindow is the default window within which a second
+	// message with the id of an earlier one is dropped.
+	DefaultDuplicateWindow = 2 * time.Minute
+	// DefaultPrivateInactive is how long the server keeps the consumers of
+	// a private group whose process went away without closing them.
+	DefaultPrivateInactive = 30 * time.Second
+)
+
+// ErrGroupPattern is returned by [Broker.Subscribe] when a consumer group
+// already exists with another pattern.
+var ErrGroupPattern = errors.New("nats: group subscribed with another pattern")
+
+// Options configures a [Broker]. A nil *Options means the defaults. Every
+// process that shares a stream must use the same Stream, Prefix and
+// Partitions.
+type Options struct {
+	// Stream is the name of the JetStream stream, created or updated on
+	// open. Default: [DefaultStream].
+	Stream string
+	// Prefix is the first token of every subject; the stream captures
+	// Prefix + ".>". Default: [DefaultPrefix].
+	Prefix string
+	// Partitions is the number of partitions messages are spread over by
+	// key. Default: [DefaultPartitions]. Changing it while messages are
+	// in flight breaks their per-key order.
+	Partitions int
+	// Replicas is the stream's replication factor. Default: 1.
+	Replicas int
+	// MaxAge bounds how long the stream keeps a message no group has
+	// acknowledged. Default: no bound.
+	MaxAge time.Duration
+	// MaxBytes bounds the size of the stream; once it is reached Publish
+	// fails. Default: no bound.
+	MaxBytes int64
+	// DuplicateWindow is the window within which a message published
+	// again with the same id is dropped. Default: [DefaultDuplicateWindow].
+	DuplicateWindow time.Duration
+	// MaxAttempts bounds the deliveries of a message before it is parked on
+	// [calf.DeadLetterChannel], for subscriptions that do not set
+	// [calf.SubscribeOptions.MaxAttempts]. Default: [calf.DefaultMaxAttempts].
+	MaxAttempts int
+	// Backoff returns the delay before redelivering a message whose
+	// delivery number attempt (1 for the first) failed. Default:
+	// [ExponentialBackoff] from [DefaultMinBackoff] to [DefaultMaxBackoff].
+	Backoff func(attempt int) time.Duration
+	// AckWait is how long the server waits for the outcome of a delivery
+	// before it redelivers the message, when the worker handling it went
+	// away. While a handler runs, the broker tells the server every third
+	// of AckWait that it is still working. Default: [DefaultAckWait].
+	AckWait time.Duration
+	// Concurrency bounds the partitions one subscription handles at once,
+	// for subscriptions that do not set [calf.SubscribeOptions.Concurrency].
+	// Default: Partitions.
+	Concurrency int
+	// Logger receives the broker's diagnostics: a warning for every parked
+	// message, an error for a message that could not be parked. Default:
+	// discard.
+	Logger *slog.Logger
+	// Now returns the current time, used to stamp dead letters.
+	// Default: time.Now.
+	Now func() time.Time
+	// ConnectOptions are passed to the NATS connection (credentials, TLS,
+	// reconnection), after the broker's own.
+	ConnectOptions []natsgo.Option
+}
+
+// ExponentialBackoff returns a backoff that waits first before the first
+// redelivery and doubles the wait for each later one, up to limit. Each
+// delay is drawn at random from its upper half, so that messages failing
+// together are not retried together.
+func ExponentialBackoff(first, limit time.Duration) func(attempt int) time.Duration {
+	return func(attempt int) time.Duration {
+		d := first
+		for i := 1; i < attempt && d < limit; i++ {
+			d *= 2
+		}
+		d = min(d, limit)
+		if half := int64(d / 2); half > 0 {
+			d = time.Duration(half + rand.Int64N(half+1))
+		}
+		return d
+	}
+}
+
+// Broker is a [calf.Broker] on NATS JetStream; see the package
+// documentation for its delivery semantics. It is safe for concurrent use.
+type Broker struct {
+	opts Options
+	log  *slog.Logger
+	nc   *natsgo.Conn
+	js   jetstream.JetStream
+	srv  *server.Server // the embedded server, if any
+
+	mu     sync.Mutex
+	subs   map[*subscription]struct{}
+	closed atomic.Bool
+}
+
+var _ calf.Broker = (*Broker)(nil)
+
+// Open connects to the NATS server at url (for example
+// nats://127.0.0.1:4222) and creates or updates the broker's stream.
+func Open(ctx context.Context, url string, opts *Options) (*Broker, error) {
+	o := withDefaults(opts)
+	nc, err := natsgo.Connect(url, append([]natsgo.Option{natsgo.Name("calf")}, o.ConnectOptions...)...)
+	if err != nil {
+		return nil, fmt.Errorf("nats: connect to %s: %w", url, err)
+	}
+	b, err := open(ctx, nc, o)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// OpenEmbedded starts a NATS server with JetStream inside this process,
+// storing its messages in files under dir, and returns a broker connected
+// to it in process: the server listens on no network port. Close shuts
+// the server down; opening dir again resumes with the messages that were
+// not yet handled.
+func OpenEmbedded(ctx context.Context, dir string, opts *Options) (*Broker, error) {
+	o := withDefaults(opts)
+	srv, err := server.NewServer(&server.Options{
+		ServerName: "calf-embedded",
+		DontListen: true,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoSigs:     true,
+		NoLog:      true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nats: embedded server: %w", err)
+	}
+	srv.Start()
+	ready := make(chan bool, 1)
+	go func() { ready <- srv.ReadyForConnections(time.Minute) }()
+	select {
+	case ok := <-ready:
+		if !ok {
+			shutdown(srv)
+			return nil, errors.New("nats: embedded server did not start")
+		}
+	case <-ctx.Done():
+		shutdown(srv)
+		return nil, fmt.Errorf("nats: embedded server: %w", ctx.Err())
+	}
+	nc, err := natsgo.Connect("", append([]natsgo.Option{natsgo.Name("calf"), natsgo.InProcessServer(srv)}, o.ConnectOptions...)...)
+	if err != nil {
+		shutdown(srv)
+		return nil, fmt.Errorf("nats: connect to the embedded server: %w", err)
+	}
+	b, err := open(ctx, nc, o)
+	if err != nil {
+		nc.Close()
+		shutdown(srv)
+		return nil, err
+	}
+	b.srv = srv
+	return b, nil
+}
+
+func shutdown(srv *server.Server) {
+	srv.Shutdown()
+	srv.WaitForShutdown()
+}
+
+func withDefaults(opts *Options) Options {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Stream == "" {
+		o.Stream = DefaultStream
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.Partitions <= 0 {
+		o.Partitions = DefaultPartitions
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	if o.DuplicateWindow <= 0 {
+		o.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = calf.DefaultMaxAttempts
+	}
+	if o.Backoff == nil {
+		o.Backoff = ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff)
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = DefaultAckWait
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = o.Partitions
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+func open(ctx context.Context, nc *natsgo.Conn, o Options) (*Broker, error) {
+	if err := calf.ValidateChannel(o.Prefix); err != nil || o.Prefix != firstToken(o.Prefix) {
+		return nil, fmt.Errorf("nats: prefix %q is not a single subject token", o.Prefix)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("nats: jetstream: %w", err)
+	}
+	cfg := jetstream.StreamConfig{
+		Name:        o.Stream,
+		Description: "Calf messages",
+		Subjects:    []string{o.Prefix + ".>"},
+		Retention:   jetstream.InterestPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+		MaxAge:      o.MaxAge,
+		MaxBytes:    o.MaxBytes,
+		Duplicates:  o.DuplicateWindow,
+	}
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = -1
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("nats: stream %s: %w", o.Stream, err)
+	}
+	return &Broker{opts: o, log: o.Logger, nc: nc, js: js, subs: map[*subscription]struct{}{}}, nil
+}
+
+func firstToken(s string) string {
+	for i := range len(s) {
+		if s[i] == '.' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// Publish stores msg in the stream, on the subject of its channel and the
+// partition of its key, and returns once the server has acknowledged it. A
+// message whose id the stream has seen within the duplicate window is
+// dropped as a duplicate, without error. Publish never blocks for
+// backpressure; it fails once the stream's limits are reached.
+func (b *Broker) Publish(ctx context.Context, msg *calf.Message) error {
+	if msg == nil {
+		return errors.New("nats: publish nil message")
+	}
+	if b.closed.Load() {
+		return calf.ErrClosed
+	}
+	if err := calf.ValidateChannel(msg.Channel); err != nil {
+		return err
+	}
+	data, err := encode(msg)
+	if err != nil {
+		return err
+	}
+	nm := &natsgo.Msg{
+		Subject: subject(b.opts.Prefix, Partition(msg.Key, msg.ID, b.opts.Partitions), msg.Channel),
+		Data:    data,
+	}
+	var popts []jetstream.PublishOpt
+	if msg.ID != "" {
+		popts = append(popts, jetstream.WithMsgID(msg.ID))
+	}
+	if _, err := b.js.PublishMsg(ctx, nm, popts...); err != nil {
+		if b.closed.Load() {
+			return calf.ErrClosed
+		}
+		if errors.Is(err, natsgo.ErrMaxPayload) {
+			return &calf.SizeError{Channel: msg.Channel, Size: len(data), Limit: int(b.nc.MaxPayload())}
+		}
+		return fmt.Errorf("nats: publish %s on %s: %w", msg.ID, msg.Channel, err)
+	}
+	return nil
+}
+
+// Close stops every subscription, waits for the handlers in progress,
+// closes the connection and shuts an embedded server down. Messages not
+// yet handled stay in the stream. Publish and Subscribe fail with
+// [calf.ErrClosed] afterwards. Close is idempotent; calling it from a
+// handler never returns, since it waits for that handler.
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	if b.closed.Swap(true) {
+		b.mu.Unlock()
+		return nil
+	}
+	subs := make([]*subscription, 0, len(b.subs))
+	for s := range b.subs {
+		subs = append(subs, s)
+	}
+	b.mu.Unlock()
+	var errs []error
+	for _, s := range subs {
+		errs = append(errs, s.Close())
+	}
+	// Send the last acknowledgements before closing.
+	if err := b.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, natsgo.ErrConnectionClosed) {
+		errs = append(errs, fmt.Errorf("nats: flush: %w", err))
+	}
+	b.nc.Close()
+	if b.srv != nil {
+		shutdown(b.srv)
+	}
+	return errors.Join(errs...)
+}
+
+// park publishes the dead letter of msg, which failed its last attempt in
+// group with err. It reports whether the message may be dropped: it was
+// parked, or it is itself a dead letter.
+func (b *Broker) park(msg *calf.Message, group string, err error, attempts int) bool {
+	orig := msg.Clone()
+	orig.Metadata.Attempt = 0
+	log := b.log.With("group", group, "channel", orig.Channel, "id", orig.ID, "key", orig.Key, "attempts", attempts, "error", err)
+	if orig.Channel == calf.DeadLetterChannel {
+		// Parking a dead letter would park its dead letter in turn, forever.
+		log.Error("nats: dropped a dead letter that its handler failed to handle", "data", string(orig.Data))
+		return true
+	}
+	dl := calf.NewDeadLetterMessage(orig, group, err, attempts, b.opts.Now())
+	ctx, cancel := context.WithTimeout(context.Background(), b.opts.AckWait)
+	defer cancel()
+	if perr := b.Publish(ctx, dl); perr != nil {
+		log.Error("nats: could not park message on the dead-letter channel", "publish_error", perr, "data", string(orig.Data))
+		return false
+	}
+	log.Warn("nats: parked message on the dead-letter channel")
+	return true
+}

@@ -1,0 +1,597 @@
+package nats
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/broker/brokertest"
+)
+
+const timeout = brokertest.Timeout
+
+// testOptions returns options with a short backoff and ack wait, and a
+// stream and prefix unique to the test.
+func testOptions() *Options {
+	id := calf.NewID()[:12]
+	return &Options{
+		Stream:  "CALFTEST_" + id,
+		Prefix:  "calftest" + id,
+		Backoff: func(int) time.Duration { return time.Millisecond },
+		AckWait: 3 * time.Second,
+	}
+}
+
+// natsURL returns the URL of the NATS server the tests use, skipping the
+// test when it is unreachable, unless CALF_TEST_SERVICES is set.
+func natsURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("CALF_TEST_NATS_URL")
+	if u == "" {
+		u = "nats://127.0.0.1:4222"
+	}
+	host := u
+	if pu, err := url.Parse(u); err == nil && pu.Host != "" {
+		host = pu.Host
+	}
+	conn, err := net.DialTimeout("tcp", host, 2*time.Second)
+	if err != nil {
+		if os.Getenv("CALF_TEST_SERVICES") != "" {
+			t.Fatalf("NATS at %s is unreachable: %v", u, err)
+		}
+		t.Skipf("NATS at %s is unreachable: %v", u, err)
+	}
+	_ = conn.Close()
+	return u
+}
+
+// openExternal opens a broker on the external server with opts, deleting
+// its stream when the test ends.
+func openExternal(t testing.TB, opts *Options) *Broker {
+	t.Helper()
+	u := natsURL(t)
+	t.Cleanup(func() {
+		nc, err := natsgo.Connect(u)
+		if err != nil {
+			t.Errorf("connect to delete stream: %v", err)
+			return
+		}
+		defer nc.Close()
+		js, _ := jetstream.New(nc)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if err := js.DeleteStream(ctx, opts.Stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Errorf("delete stream %s: %v", opts.Stream, err)
+		}
+	})
+	b, err := Open(t.Context(), u, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// openEmbedded opens a broker on an embedded server storing in dir.
+func openEmbedded(t testing.TB, dir string, opts *Options) *Broker {
+	t.Helper()
+	b, err := OpenEmbedded(t.Context(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+var features = brokertest.Features{
+	// Keys that share a partition are handled one after another.
+	SerializedKeys: true,
+	// JetStream stores what is published; Publish does not block.
+	Unbounded: true,
+}
+
+func TestConformanceExternal(t *testing.T) {
+	natsURL(t)
+	brokertest.Run(t, func(t *testing.T) calf.Broker {
+		return openExternal(t, testOptions())
+	}, features)
+}
+
+func TestConformanceEmbedded(t *testing.T) {
+	brokertest.Run(t, func(t *testing.T) calf.Broker {
+		return openEmbedded(t, t.TempDir(), testOptions())
+	}, features)
+}
+
+// backends runs f against a broker factory for each backend. Brokers from
+// one factory share a stream.
+func backends(t *testing.T, f func(t *testing.T, open func() *Broker)) {
+	t.Run("external", func(t *testing.T) {
+		natsURL(t)
+		opts := testOptions()
+		var first atomic.Bool
+		f(t, func() *Broker {
+			if !first.Swap(true) {
+				return openExternal(t, opts)
+			}
+			b, err := Open(t.Context(), natsURL(t), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = b.Close() })
+			return b
+		})
+	})
+	t.Run("embedded", func(t *testing.T) {
+		var (
+			mu sync.Mutex
+			b  *Broker
+		)
+		f(t, func() *Broker {
+			mu.Lock()
+			defer mu.Unlock()
+			if b != nil {
+				t.Skip("an embedded server serves a single broker")
+			}
+			b = openEmbedded(t, t.TempDir(), testOptions())
+			return b
+		})
+	})
+}
+
+type delivery struct {
+	ID      string
+	Attempt int
+}
+
+type recorder struct {
+	mu     sync.Mutex
+	calls  []delivery
+	notify chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{notify: make(chan struct{}, 1)} }
+
+func (r *recorder) add(m *calf.Message) {
+	r.mu.Lock()
+	r.calls = append(r.calls, delivery{m.ID, m.Metadata.Attempt})
+	r.mu.Unlock()
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (r *recorder) get() []delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+// waitFor waits until done holds for the calls recorded.
+func (r *recorder) waitFor(t *testing.T, what string, done func([]delivery) bool) []delivery {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		calls := r.get()
+		if done(calls) {
+			return calls
+		}
+		select {
+		case <-r.notify:
+		case <-deadline.C:
+			t.Fatalf("%s: not done after %v; got %v", what, timeout, calls)
+		}
+	}
+}
+
+func (r *recorder) waitN(t *testing.T, what string, n int) []delivery {
+	t.Helper()
+	return r.waitFor(t, what, func(c []delivery) bool { return len(c) >= n })
+}
+
+func msg(channel, key, id string) *calf.Message {
+	return &calf.Message{ID: id, Channel: channel, Key: key, Data: json.RawMessage(strconv.Quote(id)), Metadata: calf.Metadata{Time: time.Now()}}
+}
+
+func subscribe(t *testing.T, b calf.Broker, pattern string, h calf.Handler, opts *calf.SubscribeOptions) calf.Subscription {
+	t.Helper()
+	sub, err := b.Subscribe(t.Context(), pattern, h, opts)
+	if err != nil {
+		t.Fatalf("Subscribe(%q): %v", pattern, err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	return sub
+}
+
+func publish(t *testing.T, b calf.Broker, msgs ...*calf.Message) {
+	t.Helper()
+	for _, m := range msgs {
+		if err := b.Publish(t.Context(), m); err != nil {
+			t.Fatalf("Publish(%s): %v", m.ID, err)
+		}
+	}
+}
+
+// TestOrderUnderRedelivery checks that a message that fails is redelivered
+// before the later messages of its key, though JetStream redelivers a
+// refused message after later ones.
+func TestOrderUnderRedelivery(t *testing.T) {
+	backends(t, func(t *testing.T, open func() *Broker) {
+		b := open()
+		rec := newRecorder()
+		subscribe(t, b, "ord.x", func(ctx context.Context, m *calf.Message) error {
+			rec.add(m)
+			if m.ID == "m1" && m.Metadata.Attempt <= 2 {
+				return errors.New("fails twice")
+			}
+			return nil
+		}, &calf.SubscribeOptions{Group: "g"})
+		publish(t, b, msg("ord.x", "k", "m1"), msg("ord.x", "k", "m2"), msg("ord.x", "k", "m3"))
+		got := rec.waitN(t, "every message", 5)
+		want := []delivery{{"m1", 1}, {"m1", 2}, {"m1", 3}, {"m2", 1}, {"m3", 1}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("deliveries (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestKeysOfOtherPartitionsGoOn checks that a key held by a failing
+// message holds up neither the keys of other partitions nor more
+// than its own partition.
+func TestKeysOfOtherPartitionsGoOn(t *testing.T) {
+	backends(t, func(t *testing.T, open func() *Broker) {
+		b := open()
+		n := b.opts.Partitions
+		held := "held"
+		other := ""
+		for i := 0; other == ""; i++ {
+			if k := "k" + strconv.Itoa(i); Partition(k, "", n) != Partition(held, "", n) {
+				other = k
+			}
+		}
+		release := make(chan struct{})
+		rec := newRecorder()
+		subscribe(t, b, "par.x", func(ctx context.Context, m *calf.Message) error {
+			if m.Key == held {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			rec.add(m)
+			return nil
+		}, &calf.SubscribeOptions{Group: "g"})
+		publish(t, b, msg("par.x", held, "h1"), msg("par.x", other, "o1"), msg("par.x", other, "o2"))
+		got := rec.waitN(t, "the other key", 2)
+		close(release)
+		if diff := cmp.Diff([]delivery{{"o1", 1}, {"o2", 1}}, got); diff != "" {
+			t.Errorf("deliveries while a key is held (-want +got):\n%s", diff)
+		}
+		rec.waitN(t, "the held key", 3)
+	})
+}
+
+// TestWorkersShareGroup checks that two brokers on one stream, in one
+// group, share its messages, each handled once.
+func TestWorkersShareGroup(t *testing.T) {
+	natsURL(t)
+	opts := testOptions()
+	w1 := openExternal(t, opts)
+	w2, err := Open(t.Context(), natsURL(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w2.Close() })
+	var mu sync.Mutex
+	seen := map[string]int{}
+	byWorker := map[int]int{}
+	rec := newRecorder()
+	for i, w := range []*Broker{w1, w2} {
+		subscribe(t, w, "work.>", func(ctx context.Context, m *calf.Message) error {
+			mu.Lock()
+			seen[m.ID]++
+			byWorker[i]++
+			mu.Unlock()
+			rec.add(m)
+			return nil
+		}, &calf.SubscribeOptions{Group: "workers"})
+	}
+	const n = 200
+	want := map[string]int{}
+	for i := range n {
+		id := "m" + strconv.Itoa(i)
+		want[id] = 1
+		publish(t, w1, msg("work.x", "k"+strconv.Itoa(i%50), id))
+	}
+	rec.waitN(t, "every message", n)
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("deliveries per message (-want +got):\n%s", diff)
+	}
+	if byWorker[0] == 0 || byWorker[1] == 0 {
+		t.Errorf("messages handled per worker: %v; want both to take part", byWorker)
+	}
+}
+
+// TestRestartKeepsUnhandled checks that messages not yet handled by a
+// group survive a restart of the embedded server.
+func TestRestartKeepsUnhandled(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions()
+	b, err := OpenEmbedded(t.Context(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	sub, err := b.Subscribe(t.Context(), "rs.x", func(ctx context.Context, m *calf.Message) error {
+		if m.ID == "m1" {
+			close(started)
+		}
+		<-ctx.Done() // interrupted by the close
+		return ctx.Err()
+	}, &calf.SubscribeOptions{Group: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, msg("rs.x", "k", "m1"), msg("rs.x", "k", "m2"))
+	<-started
+	if err := sub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, msg("rs.x", "j", "m3"))
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b = openEmbedded(t, dir, opts)
+	rec := newRecorder()
+	subscribe(t, b, "rs.x", func(ctx context.Context, m *calf.Message) error {
+		rec.add(m)
+		return nil
+	}, &calf.SubscribeOptions{Group: "g"})
+	got := rec.waitN(t, "messages after the restart", 3)
+	var ids []string
+	for _, d := range got {
+		ids = append(ids, d.ID)
+	}
+	if i1, i2 := slices.Index(ids, "m1"), slices.Index(ids, "m2"); i1 < 0 || i2 < i1 || !slices.Contains(ids, "m3") {
+		t.Errorf("after the restart handled %v, want m1 before m2, and m3", ids)
+	}
+	if got[slices.Index(ids, "m1")].Attempt != 2 {
+		t.Errorf("m1 redelivered as attempt %d, want 2", got[slices.Index(ids, "m1")].Attempt)
+	}
+}
+
+// TestGroupPattern checks that a group keeps its pattern.
+func TestGroupPattern(t *testing.T) {
+	b := openEmbedded(t, t.TempDir(), testOptions())
+	h := func(context.Context, *calf.Message) error { return nil }
+	subscribe(t, b, "gp.a", h, &calf.SubscribeOptions{Group: "g"})
+	if sub, err := b.Subscribe(t.Context(), "gp.b", h, &calf.SubscribeOptions{Group: "g"}); !errors.Is(err, ErrGroupPattern) {
+		if sub != nil {
+			_ = sub.Close()
+		}
+		t.Errorf("Subscribe with another pattern = %v, want ErrGroupPattern", err)
+	}
+	subscribe(t, b, "gp.a", h, &calf.SubscribeOptions{Group: "g"})
+}
+
+// TestUndecodableIsParked checks that a payload that is not a message
+// envelope is parked with its bytes, and that its key's partition goes on.
+func TestUndecodableIsParked(t *testing.T) {
+	opts := testOptions()
+	b := openEmbedded(t, t.TempDir(), opts)
+	dead := make(chan *calf.DeadLetter, 2)
+	subscribe(t, b, calf.DeadLetterChannel, func(ctx context.Context, m *calf.Message) error {
+		var dl calf.DeadLetter
+		if err := m.Decode(&dl); err != nil {
+			t.Error(err)
+		}
+		dead <- &dl
+		return nil
+	}, nil)
+	rec := newRecorder()
+	subscribe(t, b, "bad.>", func(ctx context.Context, m *calf.Message) error {
+		rec.add(m)
+		return nil
+	}, &calf.SubscribeOptions{Group: "g"})
+	p := Partition("k", "", opts.Partitions)
+	tests := []struct {
+		subject, data string
+	}{
+		{subject(opts.Prefix, p, "bad.x"), "not json"},
+		{subject(opts.Prefix, p, "bad.x"), `{"channel":"other.channel"}`},
+	}
+	for _, tc := range tests {
+		if _, err := b.js.PublishMsg(t.Context(), &natsgo.Msg{Subject: tc.subject, Data: []byte(tc.data)}, jetstream.WithMsgID("raw-"+tc.data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(t, b, msg("bad.x", "k", "good"))
+	for _, tc := range tests {
+		var dl *calf.DeadLetter
+		select {
+		case dl = <-dead:
+		case <-time.After(timeout):
+			t.Fatal("no dead letter")
+		}
+		raw := string(dl.RawData)
+		if raw == "" {
+			raw = string(dl.Message.Data)
+		}
+		if raw != tc.data || !dl.Permanent || dl.Group != "g" || !strings.Contains(dl.Error, "malformed") {
+			t.Errorf("dead letter %+v, want raw data %q, permanent, group g, a wire error", dl, tc.data)
+		}
+		if dl.Message.ID != "raw-"+tc.data || dl.Message.Channel != "bad.x" {
+			t.Errorf("dead letter of message %q on %q, want %q on bad.x", dl.Message.ID, dl.Message.Channel, "raw-"+tc.data)
+		}
+	}
+	got := rec.waitN(t, "the good message", 1)
+	if diff := cmp.Diff([]delivery{{"good", 1}}, got); diff != "" {
+		t.Errorf("deliveries (-want +got):\n%s", diff)
+	}
+}
+
+// TestDuplicateIDsDropped checks that a message published twice within
+// the duplicate window is delivered once.
+func TestDuplicateIDsDropped(t *testing.T) {
+	b := openEmbedded(t, t.TempDir(), testOptions())
+	rec := newRecorder()
+	subscribe(t, b, "dup.x", func(ctx context.Context, m *calf.Message) error {
+		rec.add(m)
+		return nil
+	}, nil)
+	publish(t, b, msg("dup.x", "k", "m1"), msg("dup.x", "k", "m1"), msg("dup.x", "k", "m2"))
+	got := rec.waitFor(t, "m2", func(c []delivery) bool { return slices.Contains(c, delivery{"m2", 1}) })
+	if diff := cmp.Diff([]delivery{{"m1", 1}, {"m2", 1}}, got); diff != "" {
+		t.Errorf("deliveries (-want +got):\n%s", diff)
+	}
+}
+
+// TestLongHandlerIsNotRedelivered checks that a handler running longer
+// than the ack wait keeps its message.
+func TestLongHandlerIsNotRedelivered(t *testing.T) {
+	opts := testOptions()
+	opts.AckWait = 300 * time.Millisecond
+	b := openEmbedded(t, t.TempDir(), opts)
+	rec := newRecorder()
+	subscribe(t, b, "long.x", func(ctx context.Context, m *calf.Message) error {
+		rec.add(m)
+		if m.ID == "slow" {
+			select {
+			case <-time.After(3 * opts.AckWait):
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	}, &calf.SubscribeOptions{Group: "g"})
+	publish(t, b, msg("long.x", "k", "slow"), msg("long.x", "k", "next"))
+	got := rec.waitN(t, "both messages", 2)
+	if diff := cmp.Diff([]delivery{{"slow", 1}, {"next", 1}}, got); diff != "" {
+		t.Errorf("deliveries (-want +got):\n%s", diff)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	if _, err := OpenEmbedded(t.Context(), t.TempDir(), &Options{Prefix: "a.b"}); err == nil {
+		t.Error("OpenEmbedded with a prefix of two tokens succeeded")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := Open(ctx, "nats://127.0.0.1:1", nil); err == nil {
+		t.Error("Open of an address nobody listens on succeeded")
+	}
+}
+
+func TestConsumerName(t *testing.T) {
+	tests := []struct{ group, prefix string }{
+		{"workers", "workers_"},
+		{"a.b c*>/\\", "a_b_c____"},
+		{"été", "_t_"},
+		{strings.Repeat("x", 100), strings.Repeat("x", 32) + "_"},
+	}
+	seen := map[string]bool{}
+	for _, tc := range tests {
+		name := consumerName(tc.group, 3)
+		if !strings.HasPrefix(name, tc.prefix) || !strings.HasSuffix(name, "_p3") || strings.ContainsAny(name, ". *>/\\") {
+			t.Errorf("consumerName(%q) = %q", tc.group, name)
+		}
+		if seen[name] {
+			t.Errorf("consumerName(%q) = %q, a name given to another group", tc.group, name)
+		}
+		seen[name] = true
+	}
+}
+
+func TestExponentialBackoff(t *testing.T) {
+	backoff := ExponentialBackoff(50*time.Millisecond, 5*time.Second)
+	tests := []struct {
+		attempt  int
+		min, max time.Duration
+	}{
+		{1, 25 * time.Millisecond, 50 * time.Millisecond},
+		{2, 50 * time.Millisecond, 100 * time.Millisecond},
+		{8, 2500 * time.Millisecond, 5 * time.Second},
+		{1000, 2500 * time.Millisecond, 5 * time.Second},
+	}
+	for _, tc := range tests {
+		for range 50 {
+			if d := backoff(tc.attempt); d < tc.min || d > tc.max {
+				t.Errorf("backoff(%d) = %v, want within [%v, %v]", tc.attempt, d, tc.min, tc.max)
+			}
+		}
+	}
+}
+
+// TestHandledMessagesLeaveTheStream checks that the stream keeps a message
+// only until every group it matches has handled or parked it.
+func TestHandledMessagesLeaveTheStream(t *testing.T) {
+	backends(t, func(t *testing.T, open func() *Broker) {
+		b := open()
+		rec := newRecorder()
+		subscribe(t, b, "st.x", func(ctx context.Context, m *calf.Message) error {
+			rec.add(m)
+			if m.ID == "poison" {
+				return calf.Permanent(errors.New("poison"))
+			}
+			return nil
+		}, &calf.SubscribeOptions{Group: "g"})
+		held := subscribe(t, b, "st.>", func(ctx context.Context, m *calf.Message) error {
+			<-ctx.Done()
+			return ctx.Err()
+		}, &calf.SubscribeOptions{Group: "slow"})
+		publish(t, b, msg("st.x", "k", "ok"), msg("st.x", "k", "poison"), msg("st.y", "j", "y"))
+		rec.waitN(t, "both messages", 2)
+		// The dead letter matches no group. What group slow holds stays
+		// after its member leaves.
+		if err := held.Close(); err != nil {
+			t.Fatal(err)
+		}
+		waitStreamMsgs(t, b, 3)
+		if err := b.js.DeleteConsumer(t.Context(), b.opts.Stream, consumerName("slow", Partition("k", "", b.opts.Partitions))); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.js.DeleteConsumer(t.Context(), b.opts.Stream, consumerName("slow", Partition("j", "", b.opts.Partitions))); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			t.Fatal(err)
+		}
+		waitStreamMsgs(t, b, 0)
+	})
+}
+
+// waitStreamMsgs waits until b's stream holds n messages.
+func waitStreamMsgs(t *testing.T, b *Broker, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := b.js.Stream(t.Context(), b.opts.Stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := st.CachedInfo().State.Msgs
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream holds %d messages, want %d", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
