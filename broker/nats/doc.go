@@ -110,10 +110,19 @@
 //
 // # Backpressure
 //
-// Publish returns once the server has stored the message; it does not
-// block while groups lag behind, since JetStream keeps what they have not
-// handled. What bounds the backlog is the stream's limits: [Options.MaxAge]
-// and [Options.MaxBytes] (none by default; once MaxBytes is reached Publish
-// fails), and the server's storage limits. What bounds the work in flight
-// is MaxAckPending: one message per partition and group.
+// Publish returns once the server has stored the message. With
+// [Options.MaxPending] set, it blocks while the stream holds that many
+// messages not yet handled (or parked) by every group they match, until
+// handlers make room or the publisher's context ends. The bound covers the
+// whole stream, every group and dead letters included, and each process
+// applies it to its own publishes: a process counts its publishes since it
+// last asked the server, and asks again only when that estimate reaches
+// the bound, so publishers in several processes may overshoot it by a few
+// messages each. A publish made from a handler never blocks, so that
+// chains of handlers publishing to each other cannot deadlock: the bound
+// is soft for handler output. Without MaxPending (the default) Publish
+// never blocks, and the backlog is bounded only by [Options.MaxAge],
+// [Options.MaxBytes] (once reached, Publish fails) and the server's
+// storage limits. The work in flight is bounded by MaxAckPending: one
+// message per partition and group.
 package nats

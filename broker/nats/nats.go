@@ -68,6 +68,14 @@ type Options struct {
 	// MaxBytes bounds the size of the stream; once it is reached Publish
 	// fails. Default: no bound.
 	MaxBytes int64
+	// MaxPending bounds the messages the stream holds, published and not
+	// yet handled or parked by every group they match: Publish blocks
+	// while the stream holds this many, until handlers make room or its
+	// context ends. A publish made from a handler of the broker (with the
+	// handler's context or one derived from it) never blocks, so that
+	// chains of handlers cannot deadlock; the bound is soft for their
+	// output. Default: no bound.
+	MaxPending int64
 	// DuplicateWindow is the window within which a message published
 	// again with the same id is dropped. Default: [DefaultDuplicateWindow].
 	DuplicateWindow time.Duration
@@ -126,6 +134,13 @@ type Broker struct {
 	nc   *natsgo.Conn
 	js   jetstream.JetStream
 	srv  *server.Server // the embedded server, if any
+	st   jetstream.Stream
+
+	// An estimate of the messages the stream holds, for MaxPending: the
+	// count last read from the server plus the messages published since.
+	roomMu sync.Mutex
+	known  int64
+	since  int64
 
 	mu     sync.Mutex
 	subs   map[*subscription]struct{}
@@ -264,10 +279,11 @@ func open(ctx context.Context, nc *natsgo.Conn, o Options) (*Broker, error) {
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = -1
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+	st, err := js.CreateOrUpdateStream(ctx, cfg)
+	if err != nil {
 		return nil, fmt.Errorf("nats: stream %s: %w", o.Stream, err)
 	}
-	return &Broker{opts: o, log: o.Logger, nc: nc, js: js, subs: map[*subscription]struct{}{}}, nil
+	return &Broker{opts: o, log: o.Logger, nc: nc, js: js, st: st, subs: map[*subscription]struct{}{}}, nil
 }
 
 func firstToken(s string) string {
@@ -279,11 +295,17 @@ func firstToken(s string) string {
 	return s
 }
 
+// handlerKey marks the contexts of this broker's handlers, so that Publish
+// recognises a publish made while handling a message.
+type handlerKey struct{}
+
 // Publish stores msg in the stream, on the subject of its channel and the
 // partition of its key, and returns once the server has acknowledged it. A
 // message whose id the stream has seen within the duplicate window is
-// dropped as a duplicate, without error. Publish never blocks for
-// backpressure; it fails once the stream's limits are reached.
+// dropped as a duplicate, without error. With [Options.MaxPending] set, it
+// blocks while the stream is full, except when ctx is the context of one
+// of the broker's handlers. It returns [calf.ErrClosed] once the broker is
+// closed.
 func (b *Broker) Publish(ctx context.Context, msg *calf.Message) error {
 	if msg == nil {
 		return errors.New("nats: publish nil message")
@@ -296,6 +318,9 @@ func (b *Broker) Publish(ctx context.Context, msg *calf.Message) error {
 	}
 	data, err := encode(msg)
 	if err != nil {
+		return err
+	}
+	if err := b.waitRoom(ctx); err != nil {
 		return err
 	}
 	nm := &natsgo.Msg{
@@ -315,7 +340,59 @@ func (b *Broker) Publish(ctx context.Context, msg *calf.Message) error {
 		}
 		return fmt.Errorf("nats: publish %s on %s: %w", msg.ID, msg.Channel, err)
 	}
+	if b.opts.MaxPending > 0 {
+		b.roomMu.Lock()
+		b.since++
+		b.roomMu.Unlock()
+	}
 	return nil
+}
+
+// waitRoom blocks until the stream holds fewer than MaxPending messages,
+// unless ctx is a handler's. It asks the server only when its estimate
+// reaches the bound.
+func (b *Broker) waitRoom(ctx context.Context) error {
+	limit := b.opts.MaxPending
+	if limit <= 0 || ctx.Value(handlerKey{}) == b {
+		return nil
+	}
+	b.roomMu.Lock()
+	estimate := b.known + b.since
+	b.roomMu.Unlock()
+	if estimate < limit {
+		return nil
+	}
+	delay := time.Millisecond
+	for {
+		info, err := b.st.Info(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("nats: publish: stream %s is full: %w", b.opts.Stream, ctx.Err())
+			}
+			if b.closed.Load() {
+				return calf.ErrClosed
+			}
+			return fmt.Errorf("nats: publish: stream %s: %w", b.opts.Stream, err)
+		}
+		n := int64(info.State.Msgs)
+		b.roomMu.Lock()
+		b.known, b.since = n, 0
+		b.roomMu.Unlock()
+		if n < limit {
+			return nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("nats: publish: stream %s is full: %w", b.opts.Stream, ctx.Err())
+		}
+		delay = min(2*delay, 50*time.Millisecond)
+		if b.closed.Load() {
+			return calf.ErrClosed
+		}
+	}
 }
 
 // Close stops every subscription, waits for the handlers in progress,
@@ -362,7 +439,7 @@ func (b *Broker) park(msg *calf.Message, group string, err error, attempts int) 
 		return true
 	}
 	dl := calf.NewDeadLetterMessage(orig, group, err, attempts, b.opts.Now())
-	ctx, cancel := context.WithTimeout(context.Background(), b.opts.AckWait)
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), handlerKey{}, b), b.opts.AckWait)
 	defer cancel()
 	if perr := b.Publish(ctx, dl); perr != nil {
 		log.Error("nats: could not park message on the dead-letter channel", "publish_error", perr, "data", string(orig.Data))

@@ -98,23 +98,33 @@ func openEmbedded(t testing.TB, dir string, opts *Options) *Broker {
 	return b
 }
 
+// queueSize is the MaxPending of the conformance suite's brokers.
+const queueSize = 16
+
 var features = brokertest.Features{
 	// Keys that share a partition are handled one after another.
 	SerializedKeys: true,
-	// JetStream stores what is published; Publish does not block.
-	Unbounded: true,
+	// MaxPending bounds the stream, which each subtest has to itself.
+	QueueSize: queueSize,
+}
+
+// conformanceOptions returns test options with a bound on the stream.
+func conformanceOptions() *Options {
+	o := testOptions()
+	o.MaxPending = queueSize
+	return o
 }
 
 func TestConformanceExternal(t *testing.T) {
 	natsURL(t)
 	brokertest.Run(t, func(t *testing.T) calf.Broker {
-		return openExternal(t, testOptions())
+		return openExternal(t, conformanceOptions())
 	}, features)
 }
 
 func TestConformanceEmbedded(t *testing.T) {
 	brokertest.Run(t, func(t *testing.T) calf.Broker {
-		return openEmbedded(t, t.TempDir(), testOptions())
+		return openEmbedded(t, t.TempDir(), conformanceOptions())
 	}, features)
 }
 
@@ -594,4 +604,52 @@ func waitStreamMsgs(t *testing.T, b *Broker, n uint64) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestPublishFromHandlerNeverBlocks checks that MaxPending does not hold
+// back the output of handlers, with the handler's context or one derived
+// from it.
+func TestPublishFromHandlerNeverBlocks(t *testing.T) {
+	opts := testOptions()
+	opts.MaxPending = 1
+	b := openEmbedded(t, t.TempDir(), opts)
+	release := make(chan struct{})
+	rec := newRecorder()
+	subscribe(t, b, "chain.out", func(ctx context.Context, m *calf.Message) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		rec.add(m)
+		return nil
+	}, &calf.SubscribeOptions{Group: "out"})
+	done := make(chan error, 1)
+	subscribe(t, b, "chain.in", func(ctx context.Context, m *calf.Message) error {
+		ctx, cancel := context.WithTimeout(ctx, time.Hour)
+		defer cancel()
+		for i := range 5 {
+			if err := b.Publish(ctx, msg("chain.out", "k", "out"+strconv.Itoa(i))); err != nil {
+				done <- err
+				return err
+			}
+		}
+		done <- nil
+		return nil
+	}, &calf.SubscribeOptions{Group: "in"})
+	publish(t, b, msg("chain.in", "k", "in"))
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(timeout):
+		t.Fatal("a handler's publishes blocked on a full stream")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if err := b.Publish(ctx, msg("chain.in", "k", "refused")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Publish to a full stream = %v, want an error matching context.DeadlineExceeded", err)
+	}
+	close(release)
+	rec.waitN(t, "the handler's output", 5)
 }

@@ -57,7 +57,7 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	if b.closed.Load() {
 		return nil, calf.ErrClosed
 	}
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	sctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), handlerKey{}, b))
 	s := &subscription{
 		b:           b,
 		group:       o.Group,
