@@ -171,6 +171,9 @@ func Open(ctx context.Context, url string, opts *Options) (*Broker, error) {
 // the server down; opening dir again resumes with the messages that were
 // not yet handled.
 func OpenEmbedded(ctx context.Context, dir string, opts *Options) (*Broker, error) {
+	if dir == "" {
+		return nil, errors.New("nats: embedded server: no directory")
+	}
 	o := withDefaults(opts)
 	srv, err := server.NewServer(&server.Options{
 		ServerName: "calf-embedded",

@@ -504,6 +504,9 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := OpenEmbedded(t.Context(), t.TempDir(), &Options{Prefix: "a.b"}); err == nil {
 		t.Error("OpenEmbedded with a prefix of two tokens succeeded")
 	}
+	if _, err := OpenEmbedded(t.Context(), "", nil); err == nil {
+		t.Error("OpenEmbedded without a directory succeeded")
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	if _, err := Open(ctx, "nats://127.0.0.1:1", nil); err == nil {
@@ -652,4 +655,43 @@ func TestPublishFromHandlerNeverBlocks(t *testing.T) {
 	}
 	close(release)
 	rec.waitN(t, "the handler's output", 5)
+}
+
+// BenchmarkPublishHandle measures a message's way through an embedded
+// server, from Publish to the end of its handler, with as many keys in
+// flight as partitions.
+func BenchmarkPublishHandle(b *testing.B) {
+	br := openEmbedded(b, b.TempDir(), testOptions())
+	var handled atomic.Int64
+	done := make(chan struct{}, 1)
+	var want atomic.Int64
+	want.Store(-1)
+	sub, err := br.Subscribe(b.Context(), "bench.x", func(context.Context, *calf.Message) error {
+		if handled.Add(1) == want.Load() {
+			done <- struct{}{}
+		}
+		return nil
+	}, &calf.SubscribeOptions{Group: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Close()
+	data := json.RawMessage(`{"content":"hello"}`)
+	b.ReportAllocs()
+	n := int64(0)
+	for b.Loop() {
+		m := &calf.Message{ID: calf.NewID(), Channel: "bench.x", Key: "run-" + strconv.FormatInt(n%16, 10), Data: data}
+		if err := br.Publish(b.Context(), m); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	want.Store(n)
+	if handled.Load() < n {
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			b.Fatalf("handled %d of %d", handled.Load(), n)
+		}
+	}
 }

@@ -69,6 +69,9 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	}
 	if err := s.start(ctx, pattern); err != nil {
 		_ = s.Close()
+		if b.closed.Load() {
+			return nil, calf.ErrClosed
+		}
 		return nil, err
 	}
 	b.mu.Lock()
@@ -216,10 +219,12 @@ func (s *subscription) Close() error {
 		s.stopped = true
 		consumers := s.consumers
 		s.mu.Unlock()
-		s.cancel()
+		// Stop fetching before the handlers refuse their messages, so
+		// that those go to other members.
 		for _, cc := range consumers {
 			cc.Stop()
 		}
+		s.cancel()
 		s.wg.Wait()
 		b := s.b
 		if len(s.private) > 0 && !b.nc.IsClosed() {
