@@ -12,11 +12,22 @@ func ValidateChannel(name string) error {
 		return fmt.Errorf("%w: empty channel", ErrInvalidChannel)
 	}
 	for tok := range strings.SplitSeq(name, ".") {
-		if tok == "" || tok == "*" || tok == ">" || strings.ContainsAny(tok, " \t\r\n*>") {
+		if tok == "" || strings.ContainsAny(tok, "*>") || hasSpaceOrControl(tok) {
 			return fmt.Errorf("%w: %q", ErrInvalidChannel, name)
 		}
 	}
 	return nil
+}
+
+// hasSpaceOrControl reports whether s holds white space or a control
+// character, which no broker accepts in a subject or topic name.
+func hasSpaceOrControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 // ValidatePattern reports whether p is a valid subscription pattern: a
@@ -34,7 +45,7 @@ func ValidatePattern(p string) error {
 			if i != len(toks)-1 {
 				return fmt.Errorf("%w: %q: '>' must be the last token", ErrInvalidChannel, p)
 			}
-		case tok == "" || strings.ContainsAny(tok, " \t\r\n*>"):
+		case tok == "" || strings.ContainsAny(tok, "*>") || hasSpaceOrControl(tok):
 			return fmt.Errorf("%w: %q", ErrInvalidChannel, p)
 		}
 	}

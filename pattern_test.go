@@ -41,7 +41,7 @@ func TestValidate(t *testing.T) {
 			t.Errorf("ValidateChannel(%q) = %v", c, err)
 		}
 	}
-	for _, c := range []string{"", "a..b", ".a", "a.", "a.*", "a.>", "a b", "a.b*"} {
+	for _, c := range []string{"", "a..b", ".a", "a.", "a.*", "a.>", "a b", "a.b*", "a\fb", "a\x00", "a\x7f"} {
 		if err := ValidateChannel(c); !errors.Is(err, ErrInvalidChannel) {
 			t.Errorf("ValidateChannel(%q) = %v, want ErrInvalidChannel", c, err)
 		}
