@@ -1,0 +1,50 @@
+package redis
+
+import (
+	"strings"
+	"testing"
+)
+
+func FuzzPrefixEnd(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"", "a"}, {"a", "a"}, {"a", "b"}, {"a\xff", "a\xff\x00"}, {"a\xff", "b"},
+		{"\xff\xff", "\xff\xff\xff"}, {"é", "ê"}, {"x/", "x0"}, {"x[", "x[1"}, {"x(", "x("},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, prefix, s string) {
+		end, bounded := prefixEnd(prefix)
+		inRange := s >= prefix && (!bounded || s < end)
+		if inRange != strings.HasPrefix(s, prefix) {
+			t.Errorf("prefix %q, end %q (bounded %v): %q in range = %v, has prefix = %v",
+				prefix, end, bounded, s, inRange, !inRange)
+		}
+		if bounded && strings.HasPrefix(end, prefix) {
+			t.Errorf("prefix %q: end %q itself has the prefix", prefix, end)
+		}
+	})
+}
+
+// FuzzRecordKey checks that two records share a key only when they have
+// the same kind and id, and that no record key is a kind's index key.
+func FuzzRecordKey(f *testing.F) {
+	for _, seed := range [][4]string{
+		{"a", "b:c", "a:b", "c"}, {"1:a", "b", "1", "a:b"}, {"k", ":", "k:", ""},
+		{"3:r", "x", "3", "r:x"}, {"run", "1", "run", "1"},
+	} {
+		f.Add(seed[0], seed[1], seed[2], seed[3])
+	}
+	s := New(nil, nil)
+	f.Fuzz(func(t *testing.T, kind1, id1, kind2, id2 string) {
+		same := s.recordKey(kind1, id1) == s.recordKey(kind2, id2)
+		if same != (kind1 == kind2 && id1 == id2) {
+			t.Errorf("records %q/%q and %q/%q: same key = %v", kind1, id1, kind2, id2, same)
+		}
+		if s.recordKey(kind1, id1) == s.indexKey(kind2) {
+			t.Errorf("record %q/%q has the index key of kind %q", kind1, id1, kind2)
+		}
+		if (s.indexKey(kind1) == s.indexKey(kind2)) != (kind1 == kind2) {
+			t.Errorf("kinds %q and %q: same index key = %v", kind1, kind2, kind1 != kind2)
+		}
+	})
+}
