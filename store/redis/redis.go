@@ -32,7 +32,9 @@ type Options struct {
 	KeyPrefix string
 	// Logger receives the connection Open makes, at level Debug, and, at
 	// level Info, writes found to have been applied by an earlier attempt
-	// whose reply was lost. Default: nothing is logged.
+	// whose reply was lost. Default: nothing is logged. The go-redis
+	// client reports some connection failures through its own package-wide
+	// logger instead, which programs set with go-redis's SetLogger.
 	Logger *slog.Logger
 	// Now returns the time a write records as the record's UpdatedAt.
 	// Default time.Now.
