@@ -364,8 +364,9 @@ func TestReconnectAfterRestart(t *testing.T) {
 		t.Fatalf("Put: %v", err)
 	}
 	m.Close()
-	if _, err := s.Get(ctx, "restart", "r"); err == nil || errors.Is(err, store.ErrNotFound) {
-		t.Errorf("Get with the server down = %v, want a connection error", err)
+	var opErr *net.OpError
+	if _, err := s.Get(ctx, "restart", "r"); !errors.As(err, &opErr) || !strings.HasPrefix(err.Error(), "store/redis: get") {
+		t.Errorf("Get with the server down = %v, want a wrapped connection error", err)
 	}
 	if err := m.Restart(); err != nil {
 		t.Fatalf("Restart: %v", err)
