@@ -1,0 +1,336 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/calf-go/calf/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// DefaultApplicationName is the default of [Options.ApplicationName].
+const DefaultApplicationName = "calf"
+
+// Options configure a [Store]. The zero value, like a nil *Options, means
+// every default.
+type Options struct {
+	// Schema is the PostgreSQL schema that holds the Store's tables; Open
+	// creates it if it does not exist. Deployments that share a database
+	// keep their records apart by using different schemas. Default: the
+	// first schema of the connection's search_path (usually public).
+	Schema string
+	// MaxConns bounds the connections the Store keeps open; operations
+	// beyond it wait for a connection as long as their context allows.
+	// Default: the larger of 4 and GOMAXPROCS.
+	MaxConns int
+	// ApplicationName is the application_name the Store's connections
+	// report to the server, which shows it in pg_stat_activity. Default:
+	// the URL's application_name parameter if it has one, else
+	// [DefaultApplicationName].
+	ApplicationName string
+	// Logger receives the schema migrations Open applies, at level Info,
+	// and the operations retried on a new connection after the server
+	// closed the old one, at level Warn. Default: nothing is logged.
+	Logger *slog.Logger
+	// Now returns the time a write records as the record's UpdatedAt,
+	// which the database keeps to the microsecond. Default time.Now.
+	Now func() time.Time
+}
+
+// Store is a [store.Store] in a PostgreSQL database. All methods are safe
+// for concurrent use.
+type Store struct {
+	pool *connPool
+	now  func() time.Time
+	log  *slog.Logger
+
+	insert, update, remove, removeVersion, versionOf, get string
+	list                                                  [2][2]string
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+// Open connects to the database at url, a PostgreSQL connection URL or
+// key=value string such as postgres://user@host:5432/dbname, and applies
+// any pending schema migrations. A nil opts means defaults. Close the Store
+// when done.
+func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = max(4, runtime.GOMAXPROCS(0))
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	if o.ApplicationName != "" {
+		cfg.RuntimeParams["application_name"] = o.ApplicationName
+	} else if cfg.RuntimeParams["application_name"] == "" {
+		cfg.RuntimeParams["application_name"] = DefaultApplicationName
+	}
+	pool := newConnPool(cfg, o.MaxConns)
+	t := newTables(o.Schema)
+	_, err = pool.with(ctx, func(conn *pgx.Conn) error {
+		_, err := migrate(ctx, conn, t, o.Now(), o.Logger)
+		return err
+	})
+	if err != nil {
+		pool.close()
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w (%v)", ctxErr, err)
+		}
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+
+	s := &Store{pool: pool, now: o.Now, log: o.Logger}
+	r := t.records
+	s.insert = `INSERT INTO ` + r + ` (kind, id, version, data, updated_at) VALUES ($1, $2, 1, $3, $4)
+		ON CONFLICT (kind, id) DO NOTHING`
+	s.update = `UPDATE ` + r + ` SET version = version + 1, data = $3, updated_at = $4
+		WHERE kind = $1 AND id = $2 AND version = $5`
+	s.remove = `DELETE FROM ` + r + ` WHERE kind = $1 AND id = $2`
+	s.removeVersion = `DELETE FROM ` + r + ` WHERE kind = $1 AND id = $2 AND version = $3`
+	s.versionOf = `SELECT version FROM ` + r + ` WHERE kind = $1 AND id = $2`
+	s.get = `SELECT version, data, updated_at FROM ` + r + ` WHERE kind = $1 AND id = $2`
+	// List: $2 is the lower bound of the ids (inclusive or exclusive), $3
+	// the upper bound (exclusive) when the prefix has one, $4 the limit
+	// (NULL: none).
+	sel := `SELECT id, version, data, updated_at FROM ` + r + ` WHERE kind = $1 AND id `
+	s.list[0][0] = sel + `>= $2 ORDER BY id LIMIT $3`
+	s.list[0][1] = sel + `>= $2 AND id < $4 ORDER BY id LIMIT $3`
+	s.list[1][0] = sel + `> $2 ORDER BY id LIMIT $3`
+	s.list[1][1] = sel + `> $2 AND id < $4 ORDER BY id LIMIT $3`
+	return s, nil
+}
+
+// Get returns the record, or [store.ErrNotFound].
+func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) {
+	if err := s.check(ctx, kind, id); err != nil {
+		return store.Record{}, err
+	}
+	rec := store.Record{Kind: kind, ID: id}
+	err := s.retry(ctx, "get", true, func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, s.get, []byte(kind), []byte(id)).Scan(&rec.Version, &rec.Data, &rec.UpdatedAt)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Record{}, fmt.Errorf("%w: %s/%s", store.ErrNotFound, kind, id)
+	}
+	if err != nil {
+		return store.Record{}, s.fail(ctx, "get", err)
+	}
+	return rec, nil
+}
+
+// Put writes data if the record's stored version is version (0: the record
+// must not exist) and returns the new version, or [store.ErrConflict].
+func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error) {
+	if err := s.check(ctx, kind, id); err != nil {
+		return 0, err
+	}
+	if version < 0 {
+		return 0, conflict(kind, id, version)
+	}
+	if data == nil {
+		data = []byte{} // the column is NOT NULL; nil would bind as NULL
+	}
+	now := s.now()
+	var tag pgconn.CommandTag
+	err := s.retry(ctx, "put", false, func(conn *pgx.Conn) (err error) {
+		if version == 0 {
+			tag, err = conn.Exec(ctx, s.insert, []byte(kind), []byte(id), data, now)
+		} else {
+			tag, err = conn.Exec(ctx, s.update, []byte(kind), []byte(id), data, now, version)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, s.fail(ctx, "put", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return 0, conflict(kind, id, version)
+	}
+	return version + 1, nil
+}
+
+// Delete removes the record if its stored version is version, or whatever
+// its version when version is 0. Deleting a missing record is not an error.
+func (s *Store) Delete(ctx context.Context, kind, id string, version int64) error {
+	if err := s.check(ctx, kind, id); err != nil {
+		return err
+	}
+	k, i := []byte(kind), []byte(id)
+	if version == 0 {
+		err := s.retry(ctx, "delete", true, func(conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, s.remove, k, i)
+			return err
+		})
+		if err != nil {
+			return s.fail(ctx, "delete", err)
+		}
+		return nil
+	}
+	for {
+		var tag pgconn.CommandTag
+		err := s.retry(ctx, "delete", true, func(conn *pgx.Conn) (err error) {
+			tag, err = conn.Exec(ctx, s.removeVersion, k, i, version)
+			return err
+		})
+		if err != nil {
+			return s.fail(ctx, "delete", err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+		// The record is missing (success) or at another version
+		// (conflict). If it is at version again, it was recreated and
+		// rewritten between the two statements: try again.
+		var stored int64
+		err = s.retry(ctx, "delete", true, func(conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, s.versionOf, k, i).Scan(&stored)
+		})
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil
+		case err != nil:
+			return s.fail(ctx, "delete", err)
+		case stored != version:
+			return conflict(kind, id, version)
+		}
+	}
+}
+
+// List returns the records of kind whose id starts with prefix, ordered by
+// id byte by byte, at most limit of them (0 or less: no limit), starting
+// after the id after.
+func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int) ([]store.Record, error) {
+	if err := store.CheckKind(kind); err != nil {
+		return nil, err
+	}
+	if err := s.live(ctx); err != nil {
+		return nil, err
+	}
+	// Every id with the prefix is >= prefix and < the prefix's successor;
+	// after, when it is past prefix, is the tighter lower bound.
+	lower, strict := prefix, 0
+	if after != "" && after >= prefix {
+		lower, strict = after, 1
+	}
+	upper, bounded := prefixEnd(prefix)
+	args := []any{[]byte(kind), []byte(lower), nil}
+	if limit > 0 {
+		args[2] = int64(limit)
+	}
+	if bounded {
+		args = append(args, upper)
+	}
+	query := s.list[strict][boolIndex(bounded)]
+	var out []store.Record
+	err := s.retry(ctx, "list", true, func(conn *pgx.Conn) error {
+		out = out[:0]
+		if limit > 0 && out == nil {
+			out = make([]store.Record, 0, min(limit, 64))
+		}
+		rows, err := conn.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			rec := store.Record{Kind: kind}
+			var id []byte
+			if err := rows.Scan(&id, &rec.Version, &rec.Data, &rec.UpdatedAt); err != nil {
+				return err
+			}
+			rec.ID = string(id)
+			out = append(out, rec)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, s.fail(ctx, "list", err)
+	}
+	return out, nil
+}
+
+// Close closes the Store's connections; those that operations in progress
+// hold close when the operations end. Later calls of other methods return
+// [store.ErrClosed]; Close itself may be called more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.pool.close()
+	})
+	return nil
+}
+
+// check validates the key and reports whether the store and ctx still
+// allow work.
+func (s *Store) check(ctx context.Context, kind, id string) error {
+	if err := store.CheckKey(kind, id); err != nil {
+		return err
+	}
+	return s.live(ctx)
+}
+
+func (s *Store) live(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// fail wraps an error from the database, reporting a close or a done ctx
+// that happened during the operation as such.
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	if s.closed.Load() {
+		err = store.ErrClosed
+	} else if ctxErr := ctx.Err(); ctxErr != nil {
+		err = ctxErr
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+func conflict(kind, id string, version int64) error {
+	return fmt.Errorf("%w: %s/%s: version %d is not the stored one", store.ErrConflict, kind, id, version)
+}
+
+// prefixEnd returns the smallest string greater than every string that
+// starts with prefix, and false when there is none (prefix is empty or all
+// 0xff bytes).
+func prefixEnd(prefix string) ([]byte, bool) {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			b := []byte(prefix[:i+1])
+			b[i]++
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
