@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -407,7 +406,7 @@ func (h *handlers[Deps, Out]) next(ctx context.Context, st *RunState) error {
 		_, known := h.a.tool(p.Name)
 		switch {
 		case !known:
-			err = h.emitResult(ctx, st.RunID, errorResult(st.Step, p, fmt.Errorf("%w %q; the tools are: %s", tool.ErrUnknownTool, p.Name, strings.Join(h.a.toolNames(), ", "))))
+			err = h.emitResult(ctx, st.RunID, errorResult(st.Step, p, h.a.unknownTool(p.Name)))
 		case len(p.Arguments) > limit-1024:
 			err = h.emitResult(ctx, st.RunID, errorResult(st.Step, p, fmt.Errorf("arguments of %d bytes exceed the limit of %d", len(p.Arguments), limit-1024)))
 		default:

@@ -13,6 +13,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/tool"
 )
 
 // RunOptions configures one run. A nil *RunOptions means the defaults.
@@ -252,10 +253,16 @@ func extractJSON(s string) string {
 	return s
 }
 
-func (a *Agent[Deps, Out]) toolNames() []string {
+// unknownTool is the error the model gets for a call of a tool the agent
+// does not have.
+func (a *Agent[Deps, Out]) unknownTool(name string) error {
 	a.mu.RLock()
-	defer a.mu.RUnlock()
-	return a.tools.Names()
+	names := a.tools.Names()
+	a.mu.RUnlock()
+	if len(names) == 0 {
+		return fmt.Errorf("%w %q; this agent has no tools", tool.ErrUnknownTool, name)
+	}
+	return fmt.Errorf("%w %q; the tools are: %s", tool.ErrUnknownTool, name, strings.Join(names, ", "))
 }
 
 // EventKind is the kind of an [Event].
