@@ -34,5 +34,7 @@
 // reached the server; a write whose fate is unknown returns its error, so
 // that the caller (or the broker, by redelivering the message) decides. An
 // unreachable server makes operations return an error wrapping the
-// connection failure.
+// connection failure. Cancelling an operation's context asks the server to
+// cancel its statement, so that a write waiting on a lock does not land
+// after the caller has given up on it.
 package postgres

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 
 	"github.com/calf-go/calf/store"
 )
@@ -20,6 +21,11 @@ var _ store.Store = (*Store)(nil)
 
 // DefaultApplicationName is the default of [Options.ApplicationName].
 const DefaultApplicationName = "calf"
+
+// cancelGrace is how long a cancelled operation waits for the server to
+// confirm the cancellation of its statement before dropping the
+// connection.
+const cancelGrace = time.Second
 
 // Options configure a [Store]. The zero value, like a nil *Options, means
 // every default.
@@ -87,6 +93,12 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		cfg.RuntimeParams["application_name"] = o.ApplicationName
 	} else if cfg.RuntimeParams["application_name"] == "" {
 		cfg.RuntimeParams["application_name"] = DefaultApplicationName
+	}
+	// A cancelled operation asks the server to cancel its statement, so
+	// that a write that waits on a lock does not land later; the
+	// connection is dropped if the server does not answer in time.
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
 	}
 	pool := newConnPool(cfg, o.MaxConns)
 	t := newTables(o.Schema)

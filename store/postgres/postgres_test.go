@@ -393,3 +393,33 @@ func newBench(b *testing.B) *postgres.Store {
 func BenchmarkPut(b *testing.B)    { storetest.PutBenchmark(b, newBench(b)) }
 func BenchmarkGet(b *testing.B)    { storetest.GetBenchmark(b, newBench(b)) }
 func BenchmarkUpdate(b *testing.B) { storetest.UpdateBenchmark(b, newBench(b)) }
+
+// TestCancelWhileBlocked cancels a write that waits for a row lock another
+// session holds: it returns the context's error promptly, and the Store
+// works afterwards.
+func TestCancelWhileBlocked(t *testing.T) {
+	schema := newSchema(t)
+	s := open(t, &postgres.Options{Schema: schema, MaxConns: 1})
+	if _, err := s.Put(t.Context(), "k", "i", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := admin(t).Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), `SELECT 1 FROM `+schema+`.calf_records FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := s.Put(ctx, "k", "i", []byte("y"), 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Put blocked by a row lock = %v, want %v", err, context.DeadlineExceeded)
+	}
+	if err := tx.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Put(t.Context(), "k", "i", []byte("y"), 1); err != nil || v != 2 {
+		t.Fatalf("Put after the lock was released = %d, %v; want 2, nil", v, err)
+	}
+}
