@@ -423,3 +423,42 @@ func TestCancelWhileBlocked(t *testing.T) {
 		t.Fatalf("Put after the lock was released = %d, %v; want 2, nil", v, err)
 	}
 }
+
+// TestCloseDuringOperations closes a Store while goroutines use it: each
+// operation either completes or returns store.ErrClosed.
+func TestCloseDuringOperations(t *testing.T) {
+	s := open(t, &postgres.Options{Schema: newSchema(t), MaxConns: 2})
+	var (
+		wg      sync.WaitGroup
+		started = make(chan struct{}, 4)
+	)
+	for g := range 4 {
+		wg.Go(func() {
+			id := "g" + strconv.Itoa(g)
+			var v int64
+			for i := 0; ; i++ {
+				if i == 1 {
+					started <- struct{}{}
+				}
+				next, err := s.Put(t.Context(), "close", id, []byte("x"), v)
+				if err == nil {
+					_, err = s.Get(t.Context(), "close", id)
+				}
+				if err != nil {
+					if !errors.Is(err, store.ErrClosed) {
+						t.Errorf("%s: %v, want %v", id, err, store.ErrClosed)
+					}
+					return
+				}
+				v = next
+			}
+		})
+	}
+	for range 4 {
+		<-started
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	wg.Wait()
+}
