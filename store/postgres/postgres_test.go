@@ -462,3 +462,39 @@ func TestCloseDuringOperations(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// splitStore writes through one Store and reads through another, as a
+// worker reads what a different worker wrote.
+type splitStore struct {
+	writer, reader *postgres.Store
+}
+
+func (s splitStore) Get(ctx context.Context, kind, id string) (store.Record, error) {
+	return s.reader.Get(ctx, kind, id)
+}
+
+func (s splitStore) Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error) {
+	return s.writer.Put(ctx, kind, id, data, version)
+}
+
+func (s splitStore) Delete(ctx context.Context, kind, id string, version int64) error {
+	return s.writer.Delete(ctx, kind, id, version)
+}
+
+func (s splitStore) List(ctx context.Context, kind, prefix, after string, limit int) ([]store.Record, error) {
+	return s.reader.List(ctx, kind, prefix, after, limit)
+}
+
+func (s splitStore) Close() error { return errors.Join(s.writer.Close(), s.reader.Close()) }
+
+// TestConformanceTwoStores runs the suite with writes going through one
+// Store and reads through another over the same schema.
+func TestConformanceTwoStores(t *testing.T) {
+	schema := newSchema(t)
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return splitStore{
+			writer: open(t, &postgres.Options{Schema: schema}),
+			reader: open(t, &postgres.Options{Schema: schema}),
+		}
+	})
+}
