@@ -1,0 +1,76 @@
+// Calf runs AI agents as event handlers on a pub-sub broker.
+//
+// With no other configuration, calf runs in one process on an in-memory
+// broker and keeps state in a SQLite file. The only thing to bring is a
+// model: an OpenAI API key, or the base URL of any OpenAI-compatible server
+// (Ollama, vLLM, llama.cpp).
+//
+// Usage:
+//
+//	calf run [flags] PROMPT...
+//	calf version
+//
+// # calf run
+//
+// Run runs an agent named "assistant" once on PROMPT (its words joined with
+// spaces; "-" reads the prompt from standard input) and streams its
+// answer's text to standard output as it arrives. Each tool call and its
+// result are shown on standard error, one line each:
+//
+//	→ read_file {"path":"go.mod"}
+//	← 12 lines
+//
+// The flags:
+//
+//	--model SPEC      the model (default $CALF_MODEL, else openai:gpt-4o-mini):
+//	                    openai:NAME     an OpenAI model, such as openai:gpt-4o-mini
+//	                    NAME            the same, or a model of the server at
+//	                                    $OPENAI_BASE_URL (llama3.2, qwen2.5:7b)
+//	                    URL             the base URL of an OpenAI-compatible server,
+//	                                    such as http://127.0.0.1:11434/v1; the model is
+//	                                    the first one the server lists at GET URL/models
+//	                    URL#NAME        model NAME on that server
+//	--store SPEC      where state lives (default sqlite:):
+//	                    sqlite:PATH     a SQLite file; an empty PATH means
+//	                                    $XDG_DATA_HOME/calf/calf.db, or
+//	                                    ~/.local/share/calf/calf.db
+//	                    memory:         in memory, gone when calf exits
+//	--system TEXT     the agent's instructions (default: a short
+//	                  helpful-assistant prompt)
+//	--session ID      continue the conversation ID kept in the store; the run
+//	                  sees its history and its messages are added to it
+//	--timeout D       bound on the whole run (default 10m)
+//	--max-turns N     bound on the model calls of the run (default 20)
+//	--read DIR        give the agent the read-only file tools read_file,
+//	                  list_dir, glob and grep, confined to DIR; without it the
+//	                  agent has no tools
+//	--json            print every event of the run (input, inference, delta,
+//	                  tool_call, tool_result, output) as one line of JSON on
+//	                  standard output, ending with the output event; "data"
+//	                  holds the event's payload as described in docs/channels.md
+//	-q, --quiet       print only the final answer
+//
+// # calf version
+//
+// Version prints calf's version (set at link time with
+// -ldflags "-X main.version=v1.2.3", else the module version of the build,
+// else "(devel)") and the Go version and platform it was built with.
+//
+// # Environment
+//
+//	OPENAI_API_KEY    the key sent to OpenAI, or to the server of --model URL
+//	                  or $OPENAI_BASE_URL
+//	OPENAI_BASE_URL   the base URL of an OpenAI-compatible server, used with a
+//	                  model given as NAME or openai:NAME
+//	CALF_MODEL        the default of --model
+//	XDG_DATA_HOME     where the default SQLite file lives
+//
+// Without OPENAI_API_KEY and without a base URL (from --model or
+// OPENAI_BASE_URL), calf says what to set and exits with status 2.
+//
+// # Exit status
+//
+// 0 on success; 1 when the run fails (calf prints "calf: <error>" on
+// standard error); 2 for bad arguments or missing configuration; 130 when
+// interrupted (Ctrl-C, which cancels the run).
+package main

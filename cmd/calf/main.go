@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// After the first signal, restore the default behaviour, so that a
+		// second one ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	os.Exit(Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Exit codes of [Main].
+const (
+	exitOK          = 0
+	exitFailure     = 1   // the command ran and failed
+	exitUsage       = 2   // bad arguments or configuration
+	exitInterrupted = 130 // ctx ended: Ctrl-C or SIGTERM
+)
+
+// exitError is an error that decides the exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks err as a mistake in the arguments or the configuration.
+func usageError(err error) error { return &exitError{code: exitUsage, err: err} }
+
+// failure marks err, unless it is marked already, as the failure of a
+// command that ran.
+func failure(err error) error {
+	var ee *exitError
+	if err == nil || errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: exitFailure, err: err}
+}
+
+// Main runs the calf command with args (without the program name), reading
+// standard input from stdin and writing to stdout and stderr, and returns
+// the process's exit code: 0 on success, 1 when a command fails, 2 for bad
+// arguments or missing configuration, and 130 when ctx ends first
+// (interrupted). Errors are printed to stderr as "calf: <error>".
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdin, stdout, stderr, os.Getenv)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "calf: interrupted")
+		return exitInterrupted
+	}
+	fmt.Fprintln(stderr, "calf:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	// Errors from the command line parser: unknown commands and flags,
+	// invalid flag values.
+	return exitUsage
+}
+
+// newRootCommand returns the calf command with its subcommands. getenv
+// reads the environment.
+func newRootCommand(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "calf",
+		Short: "Calf runs AI agents as event handlers on a pub-sub broker",
+		Long: `Calf runs AI agents as event handlers on a pub-sub broker.
+
+With no other configuration, it runs in one process on an in-memory broker
+and keeps state in a SQLite file. The only thing to bring is a model: set
+OPENAI_API_KEY, or point at any OpenAI-compatible server with
+OPENAI_BASE_URL or --model http://HOST:PORT/v1#MODEL.`,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newRunCommand(getenv), newVersionCommand())
+	return root
+}
