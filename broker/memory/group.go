@@ -74,6 +74,22 @@ func (g *group) waitSpace(ctx context.Context) error {
 
 // publish queues a copy of msg, first waiting for room if block is set.
 func (g *group) publish(ctx context.Context, msg *calf.Message, block bool) error {
+	q, err := g.enqueue(ctx, msg, block)
+	if q != nil {
+		g.mu.Lock()
+		if !g.closed {
+			g.schedule(q)
+		}
+		g.mu.Unlock()
+	}
+	return err
+}
+
+// enqueue queues msg and returns the key queue it created, which the caller
+// must schedule. Publish enqueues a message in every group before it
+// schedules any, so that a handler in one group cannot emit a consequence
+// that reaches another group before the message itself does.
+func (g *group) enqueue(ctx context.Context, msg *calf.Message, block bool) (*keyQueue, error) {
 	m := msg.Clone()
 	m.Metadata.Attempt = 0
 	size := g.b.opts.QueueSize
@@ -81,29 +97,27 @@ func (g *group) publish(ctx context.Context, msg *calf.Message, block bool) erro
 	defer g.mu.Unlock()
 	for block && !g.closed && g.pending >= size {
 		if err := g.waitSpace(ctx); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if g.closed {
-		return nil
+		return nil, nil
 	}
 	g.pending++
 	g.b.addBusy(1)
 	if m.Key == "" {
 		q := newKeyQueue("", true)
 		q.push(m)
-		g.schedule(q)
-		return nil
+		return q, nil
 	}
 	if q := g.keys[m.Key]; q != nil {
 		q.push(m)
-		return nil
+		return nil, nil
 	}
 	q := newKeyQueue(m.Key, false)
 	q.push(m)
 	g.keys[m.Key] = q
-	g.schedule(q)
-	return nil
+	return q, nil
 }
 
 // schedule hands q to its owner, or to a new owner if it has none or its

@@ -194,10 +194,25 @@ func (b *Broker) Publish(ctx context.Context, msg *calf.Message) error {
 				}
 			}
 		}
-		for _, g := range groups {
-			if err := g.publish(ctx, msg, false); err != nil {
-				return err
+		// Enqueue everywhere first, then start delivery: see group.enqueue.
+		queued := make([]*keyQueue, len(groups))
+		var err error
+		for i, g := range groups {
+			if queued[i], err = g.enqueue(ctx, msg, false); err != nil {
+				break
 			}
+		}
+		for i, g := range groups {
+			if q := queued[i]; q != nil {
+				g.mu.Lock()
+				if !g.closed {
+					g.schedule(q)
+				}
+				g.mu.Unlock()
+			}
+		}
+		if err != nil {
+			return err
 		}
 	}
 	b.published.Add(1)
