@@ -105,6 +105,10 @@ type ToolResultEvent struct {
 	// Result is what goes back to the model. For an error it holds the
 	// error's text.
 	Result *tool.Result `json:"result"`
+	// Undispatched marks the result of a call that was never sent to a
+	// tool (an unknown tool, or arguments over the size limit): no tool-call
+	// event precedes it.
+	Undispatched bool `json:"undispatched,omitempty"`
 }
 
 // StreamEvent is the payload of the stream channel.

@@ -406,9 +406,9 @@ func (h *handlers[Deps, Out]) next(ctx context.Context, st *RunState) error {
 		_, known := h.a.tool(p.Name)
 		switch {
 		case !known:
-			err = h.emitResult(ctx, st.RunID, errorResult(st.Step, p, h.a.unknownTool(p.Name)))
+			err = h.emitResult(ctx, st.RunID, undispatched(st.Step, p, h.a.unknownTool(p.Name)))
 		case len(p.Arguments) > limit-1024:
-			err = h.emitResult(ctx, st.RunID, errorResult(st.Step, p, fmt.Errorf("arguments of %d bytes exceed the limit of %d", len(p.Arguments), limit-1024)))
+			err = h.emitResult(ctx, st.RunID, undispatched(st.Step, p, fmt.Errorf("arguments of %d bytes exceed the limit of %d", len(p.Arguments), limit-1024)))
 		default:
 			ev := ToolCallEvent{Step: st.Step, ToolCallID: p.ID, ToolName: p.Name, Arguments: p.Arguments}
 			err = h.emit(ctx, ToolCallChannel(h.a.name, p.Name), ev, toolCallID(st.RunID, st.Step, p.ID), st.RunID+"/"+p.ID)
@@ -422,6 +422,13 @@ func (h *handlers[Deps, Out]) next(ctx context.Context, st *RunState) error {
 
 func errorResult(step int, p PendingCall, err error) ToolResultEvent {
 	return ToolResultEvent{Step: step, ToolCallID: p.ID, ToolName: p.Name, Status: StatusError, Result: tool.ErrorResult(err)}
+}
+
+// undispatched is the error result of a call that is not sent to a tool.
+func undispatched(step int, p PendingCall, err error) ToolResultEvent {
+	ev := errorResult(step, p, err)
+	ev.Undispatched = true
+	return ev
 }
 
 func (h *handlers[Deps, Out]) emitResult(ctx context.Context, run string, ev ToolResultEvent) error {

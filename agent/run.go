@@ -333,7 +333,7 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 				rt.log.Warn("agent: undecodable event in stream", "agent", a.name, "run", id, "err", err)
 				continue
 			}
-			for _, ev := range o.add(ev, a.hasTool) {
+			for _, ev := range o.add(ev) {
 				if !yield(ev, nil) {
 					if ev.Kind != EventOutput {
 						cancel()
@@ -353,46 +353,57 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 	}
 }
 
-func (a *Agent[Deps, Out]) hasTool(name string) bool {
-	_, ok := a.tool(name)
-	return ok
-}
-
 // streamOrder restores causal order for RunStream. A tool call travels under
 // its own key (so that the calls of a step run in parallel), and so may
-// reach an observer after its result; streamOrder holds a result, and every
-// event after it, until the call has been seen. The output releases
-// everything.
+// reach an observer before the inference of its step or after its result.
+// streamOrder holds a tool call until the inference of its step has been
+// yielded, and a result, with every run event after it (the output
+// included), until its call has been yielded.
 type streamOrder struct {
 	called map[string]bool
-	held   []Event
+	step   int     // the last inference step yielded
+	held   []Event // events of the run's key waiting for a tool call
+	early  []Event // tool calls whose step's inference is not yet yielded
 }
 
-func (o *streamOrder) add(ev Event, hasTool func(string) bool) []Event {
+func (o *streamOrder) add(ev Event) []Event {
 	if ev.Kind == EventToolCall {
+		if ev.Step > o.step {
+			o.early = append(o.early, ev)
+			return nil
+		}
 		o.called[ev.ToolCall.ToolCallID] = true
-		return append([]Event{ev}, o.release(hasTool)...)
-	}
-	if ev.Kind == EventOutput {
-		out := append(o.held, ev)
-		o.held = nil
-		return out
+		return append([]Event{ev}, o.release()...)
 	}
 	o.held = append(o.held, ev)
-	return o.release(hasTool)
+	return o.release()
 }
 
 // release returns the held events up to the first result whose call has
-// not been seen (results of unknown tools have no call event).
-func (o *streamOrder) release(hasTool func(string) bool) []Event {
+// not been yielded (an undispatched result has no call event), with the
+// early tool calls of each inference step it passes.
+func (o *streamOrder) release() []Event {
 	var out []Event
 	for len(o.held) > 0 {
 		ev := o.held[0]
-		if ev.Kind == EventToolResult && !o.called[ev.ToolResult.ToolCallID] && hasTool(ev.ToolResult.ToolName) {
+		if ev.Kind == EventToolResult && !o.called[ev.ToolResult.ToolCallID] && !ev.ToolResult.Undispatched {
 			break
 		}
 		out = append(out, ev)
 		o.held = o.held[1:]
+		if ev.Kind == EventInference {
+			o.step = ev.Step
+			rest := o.early[:0]
+			for _, c := range o.early {
+				if c.Step <= o.step {
+					o.called[c.ToolCall.ToolCallID] = true
+					out = append(out, c)
+				} else {
+					rest = append(rest, c)
+				}
+			}
+			o.early = rest
+		}
 	}
 	return out
 }
