@@ -532,3 +532,22 @@ func TestStructuredOutputRepairBudget(t *testing.T) {
 		t.Errorf("model calls = %d, want 3", m.Calls())
 	}
 }
+
+// Submitting a run id again does not run it again: the caller gets the
+// recorded output.
+func TestResubmittedRunReturnsItsOutput(t *testing.T) {
+	e := newEnv(t, nil)
+	a, modelCalls, toolCalls := newW1(t, e)
+	opts := &agent.RunOptions[agent.NoDeps]{RunID: "once"}
+	first, err := a.Run(runCtx(t), e.rt, "add 2 and 3", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.Run(runCtx(t), e.rt, "add 2 and 3", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Output != first.Output || modelCalls.Load() != 2 || toolCalls.Load() != 1 {
+		t.Fatalf("second submission: %q after %d model calls and %d tool calls", again.Output, modelCalls.Load(), toolCalls.Load())
+	}
+}

@@ -200,7 +200,11 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 	if err != nil {
 		return err
 	}
-	if st.Status == RunRunning && st.Step == 1 && st.Phase == PhaseInference {
+	switch {
+	case st.Status.Terminal():
+		// The run was submitted again after it ended: answer with its output.
+		return h.finish(ctx, st)
+	case st.Status == RunRunning && st.Step == 1 && st.Phase == PhaseInference:
 		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: 1}, inferenceID(id, 1), id)
 	}
 	return nil

@@ -26,7 +26,8 @@ type RunOptions[Deps any] struct {
 	// history, and a completed run's messages are appended to it.
 	SessionID string
 	// RunID names the run. Default: a fresh id. Submitting the same run id
-	// again does not start a second run.
+	// again does not start a second run: once the first has ended, the
+	// caller gets its output.
 	RunID string
 	// Parts are further content of the user's message, such as images.
 	Parts []model.Part
