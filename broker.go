@@ -3,6 +3,7 @@ package calf
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"time"
 )
 
@@ -112,5 +113,23 @@ func NewDeadLetterMessage(orig *Message, group string, err error, attempts int, 
 		Key:      orig.Key,
 		Data:     data,
 		Metadata: md,
+	}
+}
+
+// ExponentialBackoff returns a backoff that waits first before the first
+// redelivery and doubles the wait for each later one, up to limit. Each
+// delay is drawn at random from its upper half, so that messages failing
+// together are not retried together.
+func ExponentialBackoff(first, limit time.Duration) func(attempt int) time.Duration {
+	return func(attempt int) time.Duration {
+		d := first
+		for i := 1; i < attempt && d < limit; i++ {
+			d *= 2
+		}
+		d = min(d, limit)
+		if half := int64(d / 2); half > 0 {
+			d = time.Duration(half + rand.Int64N(half+1))
+		}
+		return d
 	}
 }

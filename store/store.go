@@ -137,3 +137,24 @@ func Update(ctx context.Context, s Store, kind, id string, fn func(data []byte, 
 	}
 	return Record{}, fmt.Errorf("%w: %s/%s: gave up after %d attempts", ErrConflict, kind, id, MaxUpdateAttempts)
 }
+
+// ConflictError returns the error an adapter reports when a write's
+// expected version is not the stored one. It matches [ErrConflict].
+func ConflictError(kind, id string, version int64) error {
+	return fmt.Errorf("%w: %s/%s: version %d is not the stored one", ErrConflict, kind, id, version)
+}
+
+// PrefixEnd returns the smallest string greater than every string that
+// starts with prefix, and false when there is none (prefix is empty or all
+// 0xff bytes). Adapters list a prefix as the range [prefix, PrefixEnd),
+// which, unlike a LIKE pattern, treats every character literally.
+func PrefixEnd(prefix string) (string, bool) {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			b := []byte(prefix[:i+1])
+			b[i]++
+			return string(b), true
+		}
+	}
+	return "", false
+}

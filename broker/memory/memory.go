@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,7 +42,7 @@ type Options struct {
 	MaxAttempts int
 	// Backoff returns the delay before redelivering a message whose
 	// delivery number attempt (1 for the first) failed. Default:
-	// [ExponentialBackoff] from [DefaultMinBackoff] to [DefaultMaxBackoff].
+	// [calf.ExponentialBackoff] from [DefaultMinBackoff] to [DefaultMaxBackoff].
 	Backoff func(attempt int) time.Duration
 	// QueueSize bounds the messages a consumer group holds that are not
 	// yet acknowledged (queued, being handled or waiting for a
@@ -61,24 +60,6 @@ type Options struct {
 	// Now returns the current time, used to stamp dead letters.
 	// Default: time.Now.
 	Now func() time.Time
-}
-
-// ExponentialBackoff returns a backoff that waits first before the first
-// redelivery and doubles the wait for each later one, up to limit. Each
-// delay is drawn at random from its upper half, so that messages failing
-// together are not retried together.
-func ExponentialBackoff(first, limit time.Duration) func(attempt int) time.Duration {
-	return func(attempt int) time.Duration {
-		d := first
-		for i := 1; i < attempt && d < limit; i++ {
-			d *= 2
-		}
-		d = min(d, limit)
-		if half := int64(d / 2); half > 0 {
-			d = time.Duration(half + rand.Int64N(half+1))
-		}
-		return d
-	}
 }
 
 // Stats counts what a [Broker] has done since it was created.
@@ -133,7 +114,7 @@ func New(opts *Options) *Broker {
 		o.MaxAttempts = calf.DefaultMaxAttempts
 	}
 	if o.Backoff == nil {
-		o.Backoff = ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff)
+		o.Backoff = calf.ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff)
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = DefaultQueueSize

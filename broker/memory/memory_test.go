@@ -556,27 +556,6 @@ func TestCloseReleasesBlockedPublisher(t *testing.T) {
 	}
 }
 
-func TestExponentialBackoff(t *testing.T) {
-	backoff := memory.ExponentialBackoff(50*time.Millisecond, 5*time.Second)
-	tests := []struct {
-		attempt  int
-		min, max time.Duration
-	}{
-		{1, 25 * time.Millisecond, 50 * time.Millisecond},
-		{2, 50 * time.Millisecond, 100 * time.Millisecond},
-		{4, 200 * time.Millisecond, 400 * time.Millisecond},
-		{8, 2500 * time.Millisecond, 5 * time.Second},
-		{1000, 2500 * time.Millisecond, 5 * time.Second},
-	}
-	for _, tc := range tests {
-		for range 50 {
-			if d := backoff(tc.attempt); d < tc.min || d > tc.max {
-				t.Errorf("backoff(%d) = %v, want within [%v, %v]", tc.attempt, d, tc.min, tc.max)
-			}
-		}
-	}
-}
-
 func BenchmarkPublishHandle(b *testing.B) {
 	for _, keys := range []int{1, 1024} {
 		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,7 +84,7 @@ type Options struct {
 	MaxAttempts int
 	// Backoff returns the delay before redelivering a message whose
 	// delivery number attempt (1 for the first) failed. Default:
-	// [ExponentialBackoff] from [DefaultMinBackoff] to [DefaultMaxBackoff].
+	// [calf.ExponentialBackoff] from [DefaultMinBackoff] to [DefaultMaxBackoff].
 	Backoff func(attempt int) time.Duration
 	// AckWait is how long the server waits for the outcome of a delivery
 	// before it redelivers the message, when the worker handling it went
@@ -106,24 +105,6 @@ type Options struct {
 	// ConnectOptions are passed to the NATS connection (credentials, TLS,
 	// reconnection), after the broker's own.
 	ConnectOptions []natsgo.Option
-}
-
-// ExponentialBackoff returns a backoff that waits first before the first
-// redelivery and doubles the wait for each later one, up to limit. Each
-// delay is drawn at random from its upper half, so that messages failing
-// together are not retried together.
-func ExponentialBackoff(first, limit time.Duration) func(attempt int) time.Duration {
-	return func(attempt int) time.Duration {
-		d := first
-		for i := 1; i < attempt && d < limit; i++ {
-			d *= 2
-		}
-		d = min(d, limit)
-		if half := int64(d / 2); half > 0 {
-			d = time.Duration(half + rand.Int64N(half+1))
-		}
-		return d
-	}
 }
 
 // Broker is a [calf.Broker] on NATS JetStream; see the package
@@ -243,7 +224,7 @@ func withDefaults(opts *Options) Options {
 		o.MaxAttempts = calf.DefaultMaxAttempts
 	}
 	if o.Backoff == nil {
-		o.Backoff = ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff)
+		o.Backoff = calf.ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff)
 	}
 	if o.AckWait <= 0 {
 		o.AckWait = DefaultAckWait

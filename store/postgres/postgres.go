@@ -160,7 +160,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		return 0, err
 	}
 	if version < 0 {
-		return 0, conflict(kind, id, version)
+		return 0, store.ConflictError(kind, id, version)
 	}
 	if data == nil {
 		data = []byte{} // the column is NOT NULL; nil would bind as NULL
@@ -179,7 +179,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		return 0, s.fail(ctx, "put", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return 0, conflict(kind, id, version)
+		return 0, store.ConflictError(kind, id, version)
 	}
 	return version + 1, nil
 }
@@ -226,7 +226,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 		case err != nil:
 			return s.fail(ctx, "delete", err)
 		case stored != version:
-			return conflict(kind, id, version)
+			return store.ConflictError(kind, id, version)
 		}
 	}
 }
@@ -247,7 +247,8 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 	if after != "" && after >= prefix {
 		lower, strict = after, 1
 	}
-	upper, bounded := prefixEnd(prefix)
+	end, bounded := store.PrefixEnd(prefix)
+	upper := []byte(end)
 	args := []any{[]byte(kind), []byte(lower), nil}
 	if limit > 0 {
 		args[2] = int64(limit)
@@ -320,24 +321,6 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 		err = ctxErr
 	}
 	return fmt.Errorf("postgres: %s: %w", op, err)
-}
-
-func conflict(kind, id string, version int64) error {
-	return fmt.Errorf("%w: %s/%s: version %d is not the stored one", store.ErrConflict, kind, id, version)
-}
-
-// prefixEnd returns the smallest string greater than every string that
-// starts with prefix, and false when there is none (prefix is empty or all
-// 0xff bytes).
-func prefixEnd(prefix string) ([]byte, bool) {
-	for i := len(prefix) - 1; i >= 0; i-- {
-		if prefix[i] != 0xff {
-			b := []byte(prefix[:i+1])
-			b[i]++
-			return b, true
-		}
-	}
-	return nil, false
 }
 
 func boolIndex(b bool) int {

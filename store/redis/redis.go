@@ -206,7 +206,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		return 0, err
 	}
 	if version < 0 {
-		return 0, conflict(kind, id, version)
+		return 0, store.ConflictError(kind, id, version)
 	}
 	keys := []string{s.recordKey(kind, id), s.indexKey(kind)}
 	// The token tells a retry of this write, after a reply lost with a
@@ -227,7 +227,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 	}
 	switch res {
 	case 0:
-		return 0, conflict(kind, id, version)
+		return 0, store.ConflictError(kind, id, version)
 	case 2:
 		s.log.Info("store/redis: write was applied by an earlier attempt", "kind", kind, "id", id, "version", version+1)
 	}
@@ -241,7 +241,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 		return err
 	}
 	if version < 0 {
-		return conflict(kind, id, version)
+		return store.ConflictError(kind, id, version)
 	}
 	keys := []string{s.recordKey(kind, id), s.indexKey(kind)}
 	var res int64
@@ -254,7 +254,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 		return s.fail(ctx, "delete", err)
 	}
 	if res == 0 {
-		return conflict(kind, id, version)
+		return store.ConflictError(kind, id, version)
 	}
 	return nil
 }
@@ -369,10 +369,6 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("store/redis: %s: %w", op, err)
 }
 
-func conflict(kind, id string, version int64) error {
-	return fmt.Errorf("%w: %s/%s: version %d is not the stored one", store.ErrConflict, kind, id, version)
-}
-
 // decode makes a record from the hash fields v, d and t.
 func decode(kind, id string, v, d, t any) (store.Record, error) {
 	vs, ok1 := v.(string)
@@ -406,22 +402,8 @@ func lexRange(prefix, after string) (lower, upper string) {
 		lower = "-"
 	}
 	upper = "+"
-	if end, ok := prefixEnd(prefix); ok {
+	if end, ok := store.PrefixEnd(prefix); ok {
 		upper = "(" + end
 	}
 	return lower, upper
-}
-
-// prefixEnd returns the smallest string greater than every string that
-// starts with prefix, and false when there is none (prefix is empty or all
-// 0xff bytes).
-func prefixEnd(prefix string) (string, bool) {
-	for i := len(prefix) - 1; i >= 0; i-- {
-		if prefix[i] != 0xff {
-			b := []byte(prefix[:i+1])
-			b[i]++
-			return string(b), true
-		}
-	}
-	return "", false
 }

@@ -207,7 +207,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		return 0, err
 	}
 	if version < 0 {
-		return 0, conflict(kind, id, version)
+		return 0, store.ConflictError(kind, id, version)
 	}
 	if data == nil {
 		data = []byte{} // the column is NOT NULL; nil would bind as NULL
@@ -230,7 +230,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		return 0, s.fail(ctx, "put", err)
 	}
 	if n == 0 {
-		return 0, conflict(kind, id, version)
+		return 0, store.ConflictError(kind, id, version)
 	}
 	return version + 1, nil
 }
@@ -282,7 +282,7 @@ func (s *Store) deleteSlow(ctx context.Context, kind, id string, version int64) 
 	case err != nil:
 		return err
 	case stored != version:
-		return conflict(kind, id, version)
+		return store.ConflictError(kind, id, version)
 	}
 	if _, err := tx.StmtContext(ctx, s.removeVersion).ExecContext(ctx, kind, id, version); err != nil {
 		return err
@@ -306,7 +306,7 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 	if after != "" && after >= prefix {
 		lower, strict = after, 1
 	}
-	upper, bounded := prefixEnd(prefix)
+	upper, bounded := store.PrefixEnd(prefix)
 	args := []any{kind, lower, nil, -1}
 	if bounded {
 		args[2] = upper
@@ -389,24 +389,6 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 		err = ctxErr
 	}
 	return fmt.Errorf("sqlite: %s: %w", op, err)
-}
-
-func conflict(kind, id string, version int64) error {
-	return fmt.Errorf("%w: %s/%s: version %d is not the stored one", store.ErrConflict, kind, id, version)
-}
-
-// prefixEnd returns the smallest string greater than every string that
-// starts with prefix, and false when there is none (prefix is empty or all
-// 0xff bytes).
-func prefixEnd(prefix string) (string, bool) {
-	for i := len(prefix) - 1; i >= 0; i-- {
-		if prefix[i] != 0xff {
-			b := []byte(prefix[:i+1])
-			b[i]++
-			return string(b), true
-		}
-	}
-	return "", false
 }
 
 func boolIndex(b bool) int {

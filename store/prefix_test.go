@@ -1,4 +1,4 @@
-package sqlite
+package store
 
 import (
 	"strings"
@@ -13,7 +13,7 @@ func FuzzPrefixEnd(f *testing.F) {
 		f.Add(seed[0], seed[1])
 	}
 	f.Fuzz(func(t *testing.T, prefix, s string) {
-		end, bounded := prefixEnd(prefix)
+		end, bounded := PrefixEnd(prefix)
 		inRange := s >= prefix && (!bounded || s < end)
 		if inRange != strings.HasPrefix(s, prefix) {
 			t.Errorf("prefix %q, end %q (bounded %v): %q in range = %v, has prefix = %v",
