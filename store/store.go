@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
@@ -28,6 +29,8 @@ const (
 	KindToolResult = "tool_result" // the recorded result of one tool call
 	KindProcessed  = "processed"   // an idempotency record
 	KindCheckpoint = "checkpoint"  // a workflow checkpoint
+	KindWorkflow   = "workflow"    // one workflow run's position and state
+	KindDeadLetter = "dead_letter" // a message parked on the dead-letter channel
 )
 
 // MaxKeyLen bounds the length of a kind and of an id.
@@ -109,11 +112,18 @@ const MaxUpdateAttempts = 32
 
 // Update applies fn to the record's current data (nil and exists=false when
 // there is none) and writes the result with a compare-and-swap, retrying
-// from a fresh read on conflict. When fn returns a nil slice and a nil
+// from a fresh read on conflict, after a short random pause that grows
+// with each conflict (so that writers contending for one record take turns
+// instead of starving one another). When fn returns a nil slice and a nil
 // error, nothing is written and Update returns the current record. An error
 // from fn is returned as is.
 func Update(ctx context.Context, s Store, kind, id string, fn func(data []byte, exists bool) ([]byte, error)) (Record, error) {
-	for range MaxUpdateAttempts {
+	for attempt := range MaxUpdateAttempts {
+		if attempt > 0 {
+			if err := conflictPause(ctx, attempt); err != nil {
+				return Record{}, err
+			}
+		}
 		rec, err := s.Get(ctx, kind, id)
 		exists := err == nil
 		if err != nil && !errors.Is(err, ErrNotFound) {
@@ -157,4 +167,18 @@ func PrefixEnd(prefix string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// conflictPause waits a random time up to 100 µs doubled per conflict
+// already met (at most 25 ms), or until ctx ends.
+func conflictPause(ctx context.Context, conflicts int) error {
+	limit := min(100*time.Microsecond<<min(conflicts-1, 8), 25*time.Millisecond)
+	t := time.NewTimer(rand.N(limit) + 1)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

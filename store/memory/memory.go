@@ -23,10 +23,39 @@ type Store struct {
 }
 
 // table holds the records of one kind and their ids in sorted order, so
-// that List is a binary search and a scan of the matches.
+// that List is a binary search and a scan of the matches. Writes do not
+// keep the order, which would cost a shift of the ids per new record:
+// new ids collect in added, deleted ones stay in ids, and List tidies up
+// first (sort the new ids, merge, drop the deleted).
 type table struct {
-	recs map[string]*store.Record
-	ids  []string // sorted ascending
+	recs  map[string]*store.Record
+	ids   []string // sorted ascending; may hold deleted ids until tidy
+	added []string // ids created since the last tidy, unsorted
+	stale bool     // ids holds deleted ids
+}
+
+// tidy makes ids exactly the sorted ids of recs. s.mu must be held for
+// writing.
+func (t *table) tidy() {
+	if len(t.added) == 0 && !t.stale {
+		return
+	}
+	slices.Sort(t.added)
+	merged := make([]string, 0, len(t.recs))
+	i, j := 0, 0
+	for i < len(t.ids) || j < len(t.added) {
+		var id string
+		if j == len(t.added) || (i < len(t.ids) && t.ids[i] <= t.added[j]) {
+			id, i = t.ids[i], i+1
+		} else {
+			id, j = t.added[j], j+1
+		}
+		if _, ok := t.recs[id]; !ok || (len(merged) > 0 && merged[len(merged)-1] == id) {
+			continue
+		}
+		merged = append(merged, id)
+	}
+	t.ids, t.added, t.stale = merged, nil, false
 }
 
 // New returns an empty Store.
@@ -86,8 +115,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		s.kinds[kind] = t
 	}
 	if cur == nil {
-		i, _ := slices.BinarySearch(t.ids, id)
-		t.ids = slices.Insert(t.ids, i, id)
+		t.added = append(t.added, id)
 		cur = &store.Record{Kind: kind, ID: id}
 		t.recs[id] = cur
 	}
@@ -123,9 +151,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 		return fmt.Errorf("%w: %s/%s: have version %d, stored %d", store.ErrConflict, kind, id, version, cur.Version)
 	}
 	delete(t.recs, id)
-	if i, ok := slices.BinarySearch(t.ids, id); ok {
-		t.ids = slices.Delete(t.ids, i, i+1)
-	}
+	t.stale = true
 	if len(t.recs) == 0 {
 		delete(s.kinds, kind)
 	}
@@ -142,8 +168,8 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock() // tidy may write
+	defer s.mu.Unlock()
 	if s.closed {
 		return nil, store.ErrClosed
 	}
@@ -151,6 +177,7 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 	if t == nil {
 		return nil, nil
 	}
+	t.tidy()
 	i, _ := slices.BinarySearch(t.ids, prefix)
 	if after >= prefix {
 		j, found := slices.BinarySearch(t.ids, after)

@@ -27,7 +27,8 @@
 // Writes are single statements: a create is an INSERT that does nothing
 // when the record exists, and a compare-and-swap is an UPDATE guarded by
 // the expected version, so Stores in many processes may share the
-// records. A Store keeps up to [Options.MaxConns] connections. When the
+// records. A Store keeps up to [Options.MaxConns] connections in a pgxpool
+// pool, which checks a connection that sat idle before reusing it. When the
 // server closes them (a restart, a failover, pg_terminate_backend), the
 // next operations open new ones: reads and deletes that hit a closed
 // connection run again on a new one, and so does a write that never

@@ -100,7 +100,10 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
 	}
-	pool := newConnPool(cfg, o.MaxConns)
+	pool, err := newConnPool(cfg, o.MaxConns)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
 	t := newTables(o.Schema)
 	_, err = pool.with(ctx, func(conn *pgx.Conn) error {
 		_, err := migrate(ctx, conn, t, o.Now(), o.Logger)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // maxAttempts bounds how often an operation runs when the server keeps
@@ -30,3 +31,7 @@ func (s *Store) retry(ctx context.Context, op string, idempotent bool, fn func(*
 			slog.String("op", op), slog.Int("attempt", attempt), slog.Any("err", err))
 	}
 }
+
+// safeToRetry reports whether err shows that the statement never reached
+// the server.
+func safeToRetry(err error) bool { return pgconn.SafeToRetry(err) }

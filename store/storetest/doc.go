@@ -24,4 +24,12 @@
 // stores it receives (to check the behaviour after Close), so newStore
 // must not return the same value twice, and Close must tolerate a second
 // call from the caller's cleanup.
+//
+// # Faults
+//
+// [WithFaults] wraps a store in a [FaultyStore] that injects failures, for
+// testing what runs on top of a store: writes that fail, writes whose reply
+// is lost after they landed, conflicts, other writers racing the caller,
+// and failed or slow reads, on chosen calls ([Faults.Inject]) or at seeded
+// random rates.
 package storetest
