@@ -38,6 +38,28 @@ type Broker interface {
 	Close() error
 }
 
+// ChannelCreator is implemented by brokers that keep a resource per
+// channel, such as a Kafka topic, created on first publish. A subscriber
+// to a pattern in another process finds a channel created before it
+// subscribed at once, but one created later only at its next refresh, and
+// may miss the messages published meanwhile. A program that knows its
+// channels ahead (a worker serving an agent) creates them first. Brokers
+// without such resources need not implement it.
+type ChannelCreator interface {
+	// CreateChannels creates the broker's resources for channels; it is
+	// idempotent.
+	CreateChannels(ctx context.Context, channels ...string) error
+}
+
+// CreateChannels creates channels on b if b is a [ChannelCreator], and
+// does nothing otherwise.
+func CreateChannels(ctx context.Context, b Broker, channels ...string) error {
+	if cc, ok := b.(ChannelCreator); ok {
+		return cc.CreateChannels(ctx, channels...)
+	}
+	return nil
+}
+
 // Subscription is an active subscription.
 type Subscription interface {
 	// Close stops delivery and waits for the handlers in progress to return.

@@ -36,6 +36,7 @@ type Client struct {
 	max    int
 	now    func() time.Time
 	newID  func() string
+	inbox  string
 
 	mu     sync.Mutex
 	subs   []Subscription
@@ -63,8 +64,19 @@ func NewClient(b Broker, opts *Options) *Client {
 	if o.NewID == nil {
 		o.NewID = NewID
 	}
-	return &Client{broker: b, log: o.Logger, max: o.MaxMessageSize, now: o.Now, newID: o.NewID, taps: map[string]*tap{}}
+	return &Client{broker: b, log: o.Logger, max: o.MaxMessageSize, now: o.Now, newID: o.NewID,
+		inbox: InboxPrefix + NewID(), taps: map[string]*tap{}}
 }
+
+// InboxPrefix starts the name of every client's inbox channel.
+const InboxPrefix = "calf.inbox."
+
+// Inbox returns the client's own channel, "calf.inbox." followed by an id
+// unique to the client. A request that names it as the place to answer
+// gets its reply delivered to this client alone: callers in many processes
+// then each receive their own replies, instead of every caller receiving
+// every reply on a shared channel. Follow the inbox with [Client.Follow].
+func (c *Client) Inbox() string { return c.inbox }
 
 // Broker returns the client's broker.
 func (c *Client) Broker() Broker { return c.broker }
@@ -123,6 +135,11 @@ func (c *Client) NewMessage(ctx context.Context, channel string, data any, opts 
 	if err != nil {
 		return nil, fmt.Errorf("calf: encode data for %s: %w", channel, err)
 	}
+	return c.newMessage(ctx, channel, raw, opts), nil
+}
+
+// newMessage is NewMessage with the data encoded.
+func (c *Client) newMessage(ctx context.Context, channel string, raw json.RawMessage, opts []EmitOption) *Message {
 	m := &Message{Channel: channel, Data: raw}
 	if in, ok := MessageFromContext(ctx); ok {
 		m.Metadata = in.Metadata
@@ -142,7 +159,7 @@ func (c *Client) NewMessage(ctx context.Context, channel string, data any, opts 
 	if m.Metadata.Time.IsZero() {
 		m.Metadata.Time = c.now()
 	}
-	return m, nil
+	return m
 }
 
 func encodeData(data any) (json.RawMessage, error) {
@@ -160,23 +177,38 @@ func encodeData(data any) (json.RawMessage, error) {
 
 // Emit builds a message with [Client.NewMessage] and publishes it.
 func (c *Client) Emit(ctx context.Context, channel string, data any, opts ...EmitOption) (*Message, error) {
-	m, err := c.NewMessage(ctx, channel, data, opts...)
+	raw, err := encodeData(data)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("calf: encode data for %s: %w", channel, err)
 	}
-	return m, c.Publish(ctx, m)
+	m := c.newMessage(ctx, channel, raw, opts)
+	// Data that json.Marshal produced here, and that no option replaced, is
+	// valid JSON: checking it again would scan every byte once more.
+	encoded := false
+	switch data.(type) {
+	case nil, json.RawMessage, []byte:
+	default:
+		encoded = len(raw) > 0 && len(m.Data) == len(raw) && &m.Data[0] == &raw[0]
+	}
+	return m, c.publish(ctx, m, encoded)
 }
 
 // Publish checks msg against the channel rules and the size limit and
 // publishes it.
 func (c *Client) Publish(ctx context.Context, msg *Message) error {
+	return c.publish(ctx, msg, false)
+}
+
+// publish is Publish; validJSON says that msg.Data is known to be valid
+// JSON.
+func (c *Client) publish(ctx context.Context, msg *Message, validJSON bool) error {
 	if err := ValidateChannel(msg.Channel); err != nil {
 		return err
 	}
 	if len(msg.Data) > c.max {
 		return &SizeError{Channel: msg.Channel, Size: len(msg.Data), Limit: c.max}
 	}
-	if len(msg.Data) > 0 && !json.Valid(msg.Data) {
+	if !validJSON && len(msg.Data) > 0 && !json.Valid(msg.Data) {
 		return fmt.Errorf("calf: data of message %s on %s is not valid JSON", msg.ID, msg.Channel)
 	}
 	if msg.ID == "" {

@@ -79,6 +79,14 @@ func TestPublishRejectsOversizeAndBadChannels(t *testing.T) {
 	if _, err := c.Emit(ctx, "a.b", func() {}); err == nil {
 		t.Fatal("unencodable data accepted")
 	}
+	if _, err := c.Emit(ctx, "a.b", json.RawMessage(`{"a":`)); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Fatalf("invalid raw JSON: %v", err)
+	}
+	// An option that replaces encoded data is checked like raw data.
+	replace := func(m *calf.Message) { m.Data = json.RawMessage(`nope`) }
+	if _, err := c.Emit(ctx, "a.b", 1, replace); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Fatalf("data replaced by an option: %v", err)
+	}
 	if err := c.Handle(ctx, "a..b", func(context.Context, *calf.Message) error { return nil }, nil); !errors.Is(err, calf.ErrInvalidChannel) {
 		t.Fatalf("bad pattern: %v", err)
 	}

@@ -18,7 +18,8 @@ type env struct {
 	t      *testing.T
 	b      calf.Broker
 	f      Features
-	prefix string // unique to this subtest run; a valid channel token
+	prefix string             // unique to this subtest run; a valid channel token
+	open   func() calf.Broker // opens another broker on b's backing; durable tests only
 }
 
 // with returns a copy of e for the subtest t.

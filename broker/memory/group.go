@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -140,8 +141,17 @@ func (g *group) schedule(q *keyQueue) {
 	}
 	s.active++
 	g.active++
-	s.wg.Add(1)
 	g.b.addBusy(1)
+	if n := len(s.idle); n > 0 {
+		// A worker that finished recently waits for work: hand q to it
+		// (the channel has room for one), sparing a goroutine start and
+		// the growth of a fresh stack.
+		w := s.idle[n-1]
+		s.idle = s.idle[:n-1]
+		w <- q
+		return
+	}
+	s.wg.Add(1)
 	go s.work(q)
 }
 
@@ -185,10 +195,15 @@ type subscription struct {
 	wg          sync.WaitGroup // running workers
 
 	// Guarded by g.mu.
-	active  int       // running workers
-	ready   queueList // queues waiting for a free worker slot
+	active  int              // running workers
+	ready   queueList        // queues waiting for a free worker slot
+	idle    []chan *keyQueue // workers waiting for work, most recent last
 	stopped bool
 }
+
+// idleWorkerTimeout is how long a worker with nothing to do waits for more
+// work before its goroutine ends.
+const idleWorkerTimeout = time.Second
 
 // Close stops delivery to this member, cancels its handlers' context and
 // waits for the handlers in progress to return. The keys it held move to
@@ -223,6 +238,10 @@ func (s *subscription) stop() {
 		g.closed = true
 		b.removeGroup(g)
 	}
+	for _, w := range s.idle {
+		w <- nil
+	}
+	s.idle = nil
 	for q := s.ready.pop(); q != nil; q = s.ready.pop() {
 		q.owner = nil
 		if !g.closed {
@@ -236,8 +255,48 @@ func (s *subscription) stop() {
 }
 
 // work handles the messages of q, and then of the queues waiting in s's
-// ready list, until there is nothing left for it to do.
+// ready list, until there is nothing left for it to do; then it waits a
+// while for more work before it ends.
 func (s *subscription) work(q *keyQueue) {
+	defer s.wg.Done()
+	var wake chan *keyQueue
+	var timer *time.Timer
+	for q != nil {
+		s.drainQueues(q)
+		g := s.g
+		g.mu.Lock()
+		if s.stopped {
+			g.mu.Unlock()
+			return
+		}
+		if wake == nil {
+			wake = make(chan *keyQueue, 1)
+			timer = time.NewTimer(idleWorkerTimeout)
+		} else {
+			timer.Reset(idleWorkerTimeout)
+		}
+		s.idle = append(s.idle, wake)
+		g.mu.Unlock()
+		select {
+		case q = <-wake:
+			timer.Stop()
+		case <-timer.C:
+			g.mu.Lock()
+			if i := slices.Index(s.idle, wake); i >= 0 {
+				s.idle = slices.Delete(s.idle, i, i+1)
+				q = nil
+			} else {
+				// Handed work (or told to stop) just as the time ran out.
+				q = <-wake
+			}
+			g.mu.Unlock()
+		}
+	}
+}
+
+// drainQueues is one stretch of work: the messages of q, and then of the
+// queues waiting in s's ready list, until there is nothing left.
+func (s *subscription) drainQueues(q *keyQueue) {
 	g, b := s.g, s.g.b
 	g.mu.Lock()
 	msg, attempt := q.next()
@@ -266,7 +325,6 @@ func (s *subscription) work(q *keyQueue) {
 			g.discard()
 			g.mu.Unlock()
 			b.addBusy(-1)
-			s.wg.Done()
 			return
 		}
 		msg, attempt = q.next()

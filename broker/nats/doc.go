@@ -93,11 +93,15 @@
 // parked without calling the handler. The consumers' MaxDeliver (the
 // attempts plus 5) is a safety net should parking keep failing.
 //
-// While a handler runs, the broker tells the server every third of
-// [Options.AckWait] (2 minutes by default) that the message is in
-// progress. When a worker dies, the server redelivers its message after
-// AckWait. Dead letters are kept only while some group subscribes to
-// [calf.DeadLetterChannel]: run a named group on it to keep them.
+// While a handler runs, the broker tells the server every quarter of
+// [Options.AckWait] (4 seconds by default) that the message is in
+// progress, so a handler may run for as long as it needs. When a worker
+// dies (kill -9, a lost machine), the server redelivers the message it was
+// handling once AckWait has passed since its last heartbeat, to another
+// member of the group, and the partition moves on: with the defaults, a
+// run continues on another worker within about 4 seconds. Dead letters
+// are kept only while some group subscribes to [calf.DeadLetterChannel]:
+// run a named group on it to keep them.
 //
 // # Closing
 //

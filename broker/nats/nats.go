@@ -27,8 +27,11 @@ const (
 	// DefaultPartitions is the default number of partitions.
 	DefaultPartitions = 16
 	// DefaultAckWait is the default time the server waits for the outcome
-	// of a delivery before redelivering it.
-	DefaultAckWait = 2 * time.Minute
+	// of a delivery before redelivering it: the time a worker that died
+	// holds up the partition of the message it was handling. Handlers may
+	// run longer: the broker tells the server every quarter of AckWait
+	// that the message is still in progress.
+	DefaultAckWait = 4 * time.Second
 	// DefaultMinBackoff is the default delay before the first redelivery.
 	DefaultMinBackoff = 50 * time.Millisecond
 	// DefaultMaxBackoff is the default cap on the delay before a redelivery.
@@ -88,8 +91,10 @@ type Options struct {
 	Backoff func(attempt int) time.Duration
 	// AckWait is how long the server waits for the outcome of a delivery
 	// before it redelivers the message, when the worker handling it went
-	// away. While a handler runs, the broker tells the server every third
-	// of AckWait that it is still working. Default: [DefaultAckWait].
+	// away. While a handler runs, the broker tells the server every quarter
+	// of AckWait that it is still working, so AckWait bounds how long a
+	// crashed worker holds up a partition, not how long a handler may
+	// run. Default: [DefaultAckWait].
 	AckWait time.Duration
 	// Concurrency bounds the partitions one subscription handles at once,
 	// for subscriptions that do not set [calf.SubscribeOptions.Concurrency].

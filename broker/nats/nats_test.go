@@ -115,17 +115,54 @@ func conformanceOptions() *Options {
 	return o
 }
 
+// crash abandons b as a killed process would: the connection drops, and
+// an embedded server stops, without waiting for the handlers, so that
+// their acknowledgements are lost.
+func crash(b calf.Broker) {
+	nb := b.(*Broker)
+	nb.closed.Store(true)
+	nb.nc.Close()
+	if nb.srv != nil {
+		nb.srv.Shutdown()
+	}
+}
+
 func TestConformanceExternal(t *testing.T) {
 	natsURL(t)
+	f := features
+	f.Durable = func(t *testing.T) func() calf.Broker {
+		opts := testOptions()
+		var first atomic.Bool
+		return func() calf.Broker {
+			if !first.Swap(true) {
+				return openExternal(t, opts) // deletes the stream at the end
+			}
+			b, err := Open(t.Context(), natsURL(t), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = b.Close() })
+			return b
+		}
+	}
+	f.Crash = crash
 	brokertest.Run(t, func(t *testing.T) calf.Broker {
 		return openExternal(t, conformanceOptions())
-	}, features)
+	}, f)
 }
 
 func TestConformanceEmbedded(t *testing.T) {
+	f := features
+	f.Durable = func(t *testing.T) func() calf.Broker {
+		dir, opts := t.TempDir(), testOptions()
+		return func() calf.Broker { return openEmbedded(t, dir, opts) }
+	}
+	// The embedded server holds its directory.
+	f.SingleInstance = true
+	f.Crash = crash
 	brokertest.Run(t, func(t *testing.T) calf.Broker {
 		return openEmbedded(t, t.TempDir(), conformanceOptions())
-	}, features)
+	}, f)
 }
 
 // backends runs f against a broker factory for each backend. Brokers from
@@ -492,16 +529,19 @@ func TestLongHandlerIsNotRedelivered(t *testing.T) {
 	opts.AckWait = 300 * time.Millisecond
 	b := openEmbedded(t, t.TempDir(), opts)
 	rec := newRecorder()
-	subscribe(t, b, "long.x", func(ctx context.Context, m *calf.Message) error {
+	h := func(ctx context.Context, m *calf.Message) error {
 		rec.add(m)
 		if m.ID == "slow" {
 			select {
-			case <-time.After(3 * opts.AckWait):
+			case <-time.After(5 * opts.AckWait):
 			case <-ctx.Done():
 			}
 		}
 		return nil
-	}, &calf.SubscribeOptions{Group: "g"})
+	}
+	// Two members: a redelivery would reach the idle one at once.
+	subscribe(t, b, "long.x", h, &calf.SubscribeOptions{Group: "g"})
+	subscribe(t, b, "long.x", h, &calf.SubscribeOptions{Group: "g"})
 	publish(t, b, msg("long.x", "k", "slow"), msg("long.x", "k", "next"))
 	got := rec.waitN(t, "both messages", 2)
 	if diff := cmp.Diff([]delivery{{"slow", 1}, {"next", 1}}, got); diff != "" {
@@ -650,37 +690,5 @@ func TestPublishFromHandlerNeverBlocks(t *testing.T) {
 // server, from Publish to the end of its handler, with as many keys in
 // flight as partitions.
 func BenchmarkPublishHandle(b *testing.B) {
-	br := openEmbedded(b, b.TempDir(), testOptions())
-	var handled atomic.Int64
-	done := make(chan struct{}, 1)
-	var want atomic.Int64
-	want.Store(-1)
-	sub, err := br.Subscribe(b.Context(), "bench.x", func(context.Context, *calf.Message) error {
-		if handled.Add(1) == want.Load() {
-			done <- struct{}{}
-		}
-		return nil
-	}, &calf.SubscribeOptions{Group: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sub.Close()
-	data := json.RawMessage(`{"content":"hello"}`)
-	b.ReportAllocs()
-	n := int64(0)
-	for b.Loop() {
-		m := &calf.Message{ID: calf.NewID(), Channel: "bench.x", Key: "run-" + strconv.FormatInt(n%16, 10), Data: data}
-		if err := br.Publish(b.Context(), m); err != nil {
-			b.Fatal(err)
-		}
-		n++
-	}
-	want.Store(n)
-	if handled.Load() < n {
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			b.Fatalf("handled %d of %d", handled.Load(), n)
-		}
-	}
+	brokertest.PublishHandleBenchmark(b, openEmbedded(b, b.TempDir(), testOptions()))
 }

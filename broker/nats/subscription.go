@@ -268,13 +268,15 @@ func (s *subscription) deliver(jm jetstream.Msg) {
 	s.handle(jm)
 }
 
-// keepAlive tells the server every third of the ack wait that jm is still
-// being worked on, until the returned function is called.
+// keepAlive tells the server every quarter of the ack wait that jm is
+// still being worked on, until the returned function is called: three
+// heartbeats may go missing (a busy machine, a slow network) before the
+// server redelivers a message whose handler still runs.
 func (s *subscription) keepAlive(jm jetstream.Msg) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(s.b.opts.AckWait / 3)
+		t := time.NewTicker(s.b.opts.AckWait / 4)
 		defer t.Stop()
 		for {
 			select {

@@ -1,0 +1,66 @@
+package kafka
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/calf-go/calf"
+)
+
+// ErrWire is matched by the errors of records that do not decode from the
+// wire: their value is not a message envelope, or its channel does not
+// belong on the record's topic.
+var ErrWire = errors.New("kafka: malformed wire message")
+
+// recordKey returns the Kafka record key of msg: its key, or its id when
+// the key is empty. Kafka's default partitioner (murmur2 of the key, as
+// every Kafka client computes it) places the record.
+func recordKey(msg *calf.Message) []byte {
+	if msg.Key != "" {
+		return []byte(msg.Key)
+	}
+	return []byte(msg.ID)
+}
+
+// encode returns the value of msg's record: the message as JSON, with the
+// attempt left out. The data is compacted, and otherwise kept as it is.
+func encode(msg *calf.Message) ([]byte, error) {
+	m := *msg
+	m.Metadata.Attempt = 0
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep the data as published, but for white space
+	if err := enc.Encode(&m); err != nil {
+		return nil, fmt.Errorf("kafka: encode message %s: %w", msg.ID, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// decode returns the message a record's value carries on topic. When the
+// envelope has no channel, the topic without the prefix is the channel;
+// when it has no key, the record key is the key. The envelope's channel
+// must map to the topic.
+func decode(prefix, topic string, key, value []byte) (*calf.Message, error) {
+	var m calf.Message
+	if err := json.Unmarshal(value, &m); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrWire, err)
+	}
+	if m.Channel == "" {
+		m.Channel = strings.TrimPrefix(topic, prefix)
+	}
+	t, err := Topic(prefix, m.Channel)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrWire, err)
+	}
+	if t != topic {
+		return nil, fmt.Errorf("%w: message on channel %q published on topic %q", ErrWire, m.Channel, topic)
+	}
+	if m.Key == "" && string(key) != m.ID {
+		m.Key = string(key)
+	}
+	m.Metadata.Attempt = 0
+	return &m, nil
+}
