@@ -8,99 +8,83 @@ import (
 	"strconv"
 	"strings"
 
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/shared"
-
 	"github.com/calf-go/calf/model"
 )
 
-// params converts req into chat completion parameters.
-func (m *Model) params(req *model.Request) (sdk.ChatCompletionNewParams, error) {
-	p := sdk.ChatCompletionNewParams{Model: m.model}
+// request converts req into the body of a chat completion request.
+func (m *Model) request(req *model.Request) (*wireRequest, error) {
+	p := &wireRequest{Model: m.model}
 	msgs, err := messages(req.Messages)
 	if err != nil {
-		return p, fmt.Errorf("openai: %w", err)
+		return nil, fmt.Errorf("openai: %w", err)
 	}
 	p.Messages = msgs
 	if len(req.Tools) > 0 {
-		p.Tools = make([]sdk.ChatCompletionToolUnionParam, len(req.Tools))
+		p.Tools = make([]wireTool, len(req.Tools))
 		for i, t := range req.Tools {
-			fn := shared.FunctionDefinitionParam{Name: t.Name}
-			if t.Description != "" {
-				fn.Description = param.NewOpt(t.Description)
-			}
-			fn.Parameters, err = parameters(t.Parameters)
+			params, err := parameters(t.Parameters)
 			if err != nil {
-				return p, fmt.Errorf("openai: tool %q: parameters: %w", t.Name, err)
+				return nil, fmt.Errorf("openai: tool %q: parameters: %w", t.Name, err)
 			}
-			p.Tools[i] = sdk.ChatCompletionFunctionTool(fn)
+			p.Tools[i] = wireTool{Type: "function", Function: wireFunction{Name: t.Name, Description: t.Description, Parameters: params}}
 		}
-		if req.ParallelToolCalls != nil {
-			// The API rejects parallel_tool_calls in a request without tools.
-			p.ParallelToolCalls = param.NewOpt(*req.ParallelToolCalls)
-		}
+		// The API rejects parallel_tool_calls in a request without tools.
+		p.ParallelToolCalls = req.ParallelToolCalls
 	}
 	switch c := req.ToolChoice; c {
 	case "":
 	case model.ToolChoiceAuto, model.ToolChoiceNone, model.ToolChoiceRequired:
-		p.ToolChoice.OfAuto = param.NewOpt(string(c))
+		p.ToolChoice = json.RawMessage(`"` + string(c) + `"`)
 	default:
-		p.ToolChoice = sdk.ToolChoiceOptionFunctionToolChoice(sdk.ChatCompletionNamedToolChoiceFunctionParam{Name: string(c)})
+		named, err := json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": string(c)}})
+		if err != nil {
+			return nil, fmt.Errorf("openai: tool choice: %w", err)
+		}
+		p.ToolChoice = named
 	}
 	if o := req.Output; o != nil {
 		name := o.Name
 		if name == "" {
 			name = "output"
 		}
-		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: name}
-		if len(o.Schema) > 0 {
-			js.Schema = o.Schema
-		}
-		if o.Strict {
-			js.Strict = param.NewOpt(true)
-		}
-		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}
+		p.ResponseFormat = &wireResponseFormat{Type: "json_schema", JSONSchema: &wireJSONSchema{Name: name, Schema: o.Schema, Strict: o.Strict}}
 	}
-	if req.Temperature != nil {
-		p.Temperature = param.NewOpt(*req.Temperature)
-	}
+	p.Temperature = req.Temperature
 	if req.MaxTokens > 0 {
 		if m.completionTokens {
-			p.MaxCompletionTokens = param.NewOpt(int64(req.MaxTokens))
+			p.MaxCompletionTokens = req.MaxTokens
 		} else {
-			p.MaxTokens = param.NewOpt(int64(req.MaxTokens))
+			p.MaxTokens = req.MaxTokens
 		}
 	}
 	return p, nil
 }
 
-// parameters converts a tool's JSON Schema into the SDK's form. A missing
-// schema stands for an object without properties.
-func parameters(schema json.RawMessage) (shared.FunctionParameters, error) {
+// parameters checks a tool's JSON Schema, which must be a JSON object. A
+// missing schema stands for an object without properties.
+func parameters(schema json.RawMessage) (json.RawMessage, error) {
 	if len(schema) == 0 {
-		return shared.FunctionParameters{"type": "object", "properties": map[string]any{}}, nil
+		return json.RawMessage(`{"type":"object","properties":{}}`), nil
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(schema, &top); err != nil {
 		return nil, err
 	}
-	out := make(shared.FunctionParameters, len(top))
-	for k, v := range top {
-		out[k] = v
+	if top == nil {
+		return nil, fmt.Errorf("schema is null, want an object")
 	}
-	return out, nil
+	return schema, nil
 }
 
 // messages converts the conversation. Images in tool messages, which the
 // API does not accept there, move to a user message after the run of tool
 // messages they belong to.
-func messages(in []model.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
-	out := make([]sdk.ChatCompletionMessageParamUnion, 0, len(in))
-	var toolImages []sdk.ChatCompletionContentPartUnionParam
+func messages(in []model.Message) ([]wireMessage, error) {
+	out := make([]wireMessage, 0, len(in))
+	var toolImages []wirePart
 	flush := func() {
 		if len(toolImages) > 0 {
-			out = append(out, sdk.UserMessage(toolImages))
+			out = append(out, wireMessage{Role: "user", Content: toolImages})
 			toolImages = nil
 		}
 	}
@@ -113,13 +97,13 @@ func messages(in []model.Message) ([]sdk.ChatCompletionMessageParamUnion, error)
 			if hasImage(msg.Parts) {
 				return nil, fmt.Errorf("messages[%d]: a system message cannot hold images", i)
 			}
-			out = append(out, sdk.SystemMessage(msg.Text()))
+			out = append(out, wireMessage{Role: "system", Content: msg.Text()})
 		case model.RoleUser:
 			if !hasImage(msg.Parts) {
-				out = append(out, sdk.UserMessage(msg.Text()))
+				out = append(out, wireMessage{Role: "user", Content: msg.Text()})
 				continue
 			}
-			parts := make([]sdk.ChatCompletionContentPartUnionParam, 0, len(msg.Parts))
+			parts := make([]wirePart, 0, len(msg.Parts))
 			for _, p := range msg.Parts {
 				part, err := contentPart(p)
 				if err != nil {
@@ -127,31 +111,29 @@ func messages(in []model.Message) ([]sdk.ChatCompletionMessageParamUnion, error)
 				}
 				parts = append(parts, part)
 			}
-			out = append(out, sdk.UserMessage(parts))
+			out = append(out, wireMessage{Role: "user", Content: parts})
 		case model.RoleAssistant:
 			if hasImage(msg.Parts) {
 				return nil, fmt.Errorf("messages[%d]: an assistant message cannot hold images", i)
 			}
-			var a sdk.ChatCompletionAssistantMessageParam
+			a := wireMessage{Role: "assistant"}
 			if text := msg.Text(); text != "" || len(msg.ToolCalls) == 0 {
-				a.Content.OfString = param.NewOpt(text)
+				a.Content = text
 			}
-			for _, c := range msg.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-						ID:       c.ID,
-						Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
-					},
-				})
+			if len(msg.ToolCalls) > 0 {
+				a.ToolCalls = make([]wireToolCall, len(msg.ToolCalls))
+				for j, c := range msg.ToolCalls {
+					a.ToolCalls[j] = wireToolCall{ID: c.ID, Type: "function", Function: wireFunctionCall{Name: c.Name, Arguments: c.Arguments}}
+				}
 			}
-			out = append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			out = append(out, a)
 		case model.RoleTool:
 			text := msg.Text()
 			if hasImage(msg.Parts) {
 				if text == "" {
 					text = "The result is the image in the next message."
 				}
-				toolImages = append(toolImages, sdk.TextContentPart("Images returned by tool call "+msg.ToolCallID+":"))
+				toolImages = append(toolImages, wirePart{Type: "text", Text: "Images returned by tool call " + msg.ToolCallID + ":"})
 				for _, p := range msg.Parts {
 					if p.Type != model.PartImage {
 						continue
@@ -163,7 +145,7 @@ func messages(in []model.Message) ([]sdk.ChatCompletionMessageParamUnion, error)
 					toolImages = append(toolImages, part)
 				}
 			}
-			out = append(out, sdk.ToolMessage(text, msg.ToolCallID))
+			out = append(out, wireMessage{Role: "tool", Content: text, ToolCallID: msg.ToolCallID})
 		default:
 			return nil, fmt.Errorf("messages[%d]: unknown role %q", i, msg.Role)
 		}
@@ -183,10 +165,10 @@ func hasImage(parts []model.Part) bool {
 
 // contentPart converts a text or image part. An image given inline becomes
 // a base64 data URL.
-func contentPart(p model.Part) (sdk.ChatCompletionContentPartUnionParam, error) {
+func contentPart(p model.Part) (wirePart, error) {
 	switch p.Type {
 	case model.PartText:
-		return sdk.TextContentPart(p.Text), nil
+		return wirePart{Type: "text", Text: p.Text}, nil
 	case model.PartImage:
 		url := p.URL
 		if len(p.Data) > 0 {
@@ -197,21 +179,21 @@ func contentPart(p model.Part) (sdk.ChatCompletionContentPartUnionParam, error) 
 			url = "data:" + mimeType + ";base64," + base64.StdEncoding.EncodeToString(p.Data)
 		}
 		if url == "" {
-			return sdk.ChatCompletionContentPartUnionParam{}, fmt.Errorf("image part has neither URL nor data")
+			return wirePart{}, fmt.Errorf("image part has neither URL nor data")
 		}
-		return sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: url}), nil
+		return wirePart{Type: "image_url", ImageURL: &wireImageURL{URL: url}}, nil
 	default:
-		return sdk.ChatCompletionContentPartUnionParam{}, fmt.Errorf("unknown part type %q", p.Type)
+		return wirePart{}, fmt.Errorf("unknown part type %q", p.Type)
 	}
 }
 
 // response converts a chat completion: its first choice's message, finish
 // reason and the usage.
-func (m *Model) response(c *sdk.ChatCompletion) (*model.Response, error) {
+func (m *Model) response(c *wireCompletion) (*model.Response, error) {
 	if len(c.Choices) == 0 {
 		return nil, fmt.Errorf("%w (model %s)", ErrEmptyResponse, m.model)
 	}
-	choice := c.Choices[0]
+	choice := &c.Choices[0]
 	msg := model.Message{Role: model.RoleAssistant}
 	text := choice.Message.Content
 	if text == "" {
@@ -221,7 +203,7 @@ func (m *Model) response(c *sdk.ChatCompletion) (*model.Response, error) {
 		msg.Parts = []model.Part{model.TextPart(text)}
 	}
 	for i, tc := range choice.Message.ToolCalls {
-		if tc.Type == "custom" {
+		if tc.Type != "" && tc.Type != "function" {
 			continue
 		}
 		id := tc.ID
@@ -231,7 +213,10 @@ func (m *Model) response(c *sdk.ChatCompletion) (*model.Response, error) {
 		}
 		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
-	u := c.Usage
+	var u wireUsage
+	if c.Usage != nil {
+		u = *c.Usage
+	}
 	total := u.TotalTokens
 	if total == 0 {
 		total = u.PromptTokens + u.CompletionTokens

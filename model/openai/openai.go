@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -13,7 +14,7 @@ import (
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/calf-go/calf/model"
 )
@@ -209,16 +210,33 @@ func (m *Model) Name() string { return "openai:" + m.model }
 // matches [model.ErrTimeout] and, when that was the cause,
 // [context.DeadlineExceeded]; a cancelled ctx yields ctx's error.
 func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Response, error) {
-	params, err := m.params(req)
+	body, err := m.body(req, false)
 	if err != nil {
 		return nil, err
 	}
 	var raw *http.Response
-	completion, err := m.client.Chat.Completions.New(ctx, params, option.WithResponseInto(&raw))
-	if err != nil {
+	var completion wireCompletion
+	if err := m.client.Post(ctx, "chat/completions", body, &completion, option.WithResponseInto(&raw)); err != nil {
 		return nil, m.wrapError(ctx, err, raw)
 	}
-	return m.response(completion)
+	return m.response(&completion)
+}
+
+// body encodes req as the JSON body of a chat completion request.
+func (m *Model) body(req *model.Request, stream bool) ([]byte, error) {
+	w, err := m.request(req)
+	if err != nil {
+		return nil, err
+	}
+	if stream {
+		w.Stream = true
+		w.StreamOptions = &wireStreamOptions{IncludeUsage: true}
+	}
+	body, err := json.Marshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("openai: encode request: %w", err)
+	}
+	return body, nil
 }
 
 // GenerateStream sends req as a streamed chat completion. It yields text
@@ -227,19 +245,19 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 // are those of [Model.Generate].
 func (m *Model) GenerateStream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
 	return func(yield func(model.Chunk, error) bool) {
-		params, err := m.params(req)
+		body, err := m.body(req, true)
 		if err != nil {
 			yield(model.Chunk{}, err)
 			return
 		}
-		params.StreamOptions.IncludeUsage = param.NewOpt(true)
 		var raw *http.Response
-		stream := m.client.Chat.Completions.NewStreaming(ctx, params, option.WithResponseInto(&raw))
+		err = m.client.Post(ctx, "chat/completions", body, &raw)
+		stream := ssestream.NewStream[wireCompletion](ssestream.NewDecoder(raw), err)
 		defer stream.Close()
-		var acc sdk.ChatCompletionAccumulator
+		var acc accumulator
 		for stream.Next() {
 			chunk := stream.Current()
-			if !acc.AddChunk(chunk) {
+			if !acc.add(&chunk) {
 				yield(model.Chunk{}, fmt.Errorf("openai: %s: malformed stream chunk", m.model))
 				return
 			}
@@ -254,7 +272,7 @@ func (m *Model) GenerateStream(ctx context.Context, req *model.Request) iter.Seq
 				}
 				for _, tc := range choice.Delta.ToolCalls {
 					d := &model.ToolCallDelta{
-						Index:     max(int(tc.Index), 0),
+						Index:     max(deref(tc.Index), 0),
 						ID:        tc.ID,
 						Name:      tc.Function.Name,
 						Arguments: tc.Function.Arguments,
@@ -269,11 +287,73 @@ func (m *Model) GenerateStream(ctx context.Context, req *model.Request) iter.Seq
 			yield(model.Chunk{}, m.wrapError(ctx, err, raw))
 			return
 		}
-		resp, err := m.response(&acc.ChatCompletion)
+		resp, err := m.response(&acc.c)
 		if err != nil {
 			yield(model.Chunk{}, err)
 			return
 		}
 		yield(model.Chunk{Response: resp}, nil)
 	}
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// accumulator builds the completion of a stream from its chunks: the first
+// choice's text and tool calls, its finish reason, and the usage.
+type accumulator struct {
+	c wireCompletion
+}
+
+// add adds a chunk. It reports false for a chunk that cannot continue the
+// stream: a tool-call piece with an index out of order.
+func (a *accumulator) add(ch *wireCompletion) bool {
+	if a.c.ID == "" {
+		a.c.ID = ch.ID
+	}
+	if a.c.Model == "" {
+		a.c.Model = ch.Model
+	}
+	if ch.Usage != nil {
+		a.c.Usage = ch.Usage
+	}
+	for i := range ch.Choices {
+		d := &ch.Choices[i]
+		if d.Index != 0 {
+			continue
+		}
+		if len(a.c.Choices) == 0 {
+			a.c.Choices = []wireChoice{{}}
+		}
+		c := &a.c.Choices[0]
+		c.Message.Content += d.Delta.Content
+		c.Message.Refusal += d.Delta.Refusal
+		if d.FinishReason != "" {
+			c.FinishReason = d.FinishReason
+		}
+		for _, tc := range d.Delta.ToolCalls {
+			idx := deref(tc.Index)
+			switch {
+			case idx < 0 || idx > len(c.Message.ToolCalls):
+				return false
+			case idx == len(c.Message.ToolCalls):
+				c.Message.ToolCalls = append(c.Message.ToolCalls, wireToolCall{ID: tc.ID, Type: tc.Type, Function: tc.Function})
+			default:
+				t := &c.Message.ToolCalls[idx]
+				if tc.ID != "" {
+					t.ID = tc.ID
+				}
+				if tc.Type != "" {
+					t.Type = tc.Type
+				}
+				t.Function.Name += tc.Function.Name
+				t.Function.Arguments += tc.Function.Arguments
+			}
+		}
+	}
+	return true
 }
