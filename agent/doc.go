@@ -34,6 +34,39 @@
 // model response is not requested again and a recorded tool result is not
 // executed again.
 //
+// # Workers
+//
+// A [Worker] hosts the handlers of any number of agents in a process that
+// shares its broker and store with others: serve the agents on
+// [Worker.Runtime], then [Worker.Run] until the process is told to stop.
+// It records dead letters in the store (package deadletter) and drains on
+// shutdown: the handlers in progress finish, and the messages not handled
+// go back to the broker for the other workers. The calf command's
+// "calf worker" is such a process; docs/deploy.md describes deployments.
+//
+// # Recovery
+//
+// On a durable broker a dead worker's messages are delivered again to the
+// others. The in-memory broker loses them with its process: after a
+// restart on the same store, [Agent.Recover] re-emits the event that
+// continues each unfinished run, with the ids the handlers use, so that it
+// is harmless where nothing was lost.
+//
+// # Children, handoffs and subagents
+//
+// [Agent.Submit] and [Runtime.Submit] start a run without waiting; its
+// output also goes to the [ReplyTo] channel its input names, where a
+// parent's handler (of an agent, a team or a workflow) receives it. [Agent.Run]
+// uses the same mechanism with the caller's [calf.Client.Inbox], so a
+// caller receives only its own outputs. A tool made by [Handoff] (or any
+// tool calling [HandoffTo]) ends the run and hands the conversation to
+// another agent as a linked run; the caller's Run answers with the chain's
+// last output, and [HandoffOptions.MaxHandoffs] bounds cycles. [AsTool]
+// and [Agent.AddSubagent] give an agent to another as a tool: each call
+// starts a child run with its own turns and deadline, and its output
+// comes back as the call's result. docs/multi-agent.md compares them with
+// teams and workflows.
+//
 // # Dependencies
 //
 // Deps reach tools and dynamic instructions through [RunContext]. Values

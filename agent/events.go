@@ -2,7 +2,10 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
+	"hash/fnv"
 	"strconv"
+	"time"
 
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
@@ -60,6 +63,18 @@ func streamID(run string, step, n int) string {
 }
 func outputID(run string) string { return run + ".output" }
 
+// replyID is the id of a run's reply to r: one id per destination, so that
+// a broker that drops repeated ids within a window still delivers the
+// answer to a caller that submitted the run again from elsewhere.
+func replyID(run string, r *ReplyTo) string {
+	h := fnv.New64a()
+	for _, s := range []string{r.Channel, r.Key, r.CorrelationID, r.Ref} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("%s.reply.%016x", run, h.Sum64())
+}
+
 // InputEvent is the payload of the input channel. The message's metadata
 // carries the run id (also the correlation id) and the session id.
 type InputEvent struct {
@@ -72,6 +87,52 @@ type InputEvent struct {
 	// Stream asks the inference handler to emit model deltas on the stream
 	// channel.
 	Stream bool `json:"stream,omitempty"`
+	// ReplyTo, when set, asks for the run's output to be published there
+	// too when the run ends. Submitting a run again with another ReplyTo
+	// moves the reply to the new place.
+	ReplyTo *ReplyTo `json:"reply_to,omitempty"`
+	// Parent is the id of the run (of an agent, a team or a workflow) that
+	// started this one, if any.
+	Parent string `json:"parent,omitempty"`
+	// Messages, when set (or when Chain is), is the conversation the run
+	// starts from, in place of the session's history: a handoff passes the
+	// conversation this way. A run reached by a handoff adds a user message
+	// only when Content or Parts are not empty.
+	Messages []model.Message `json:"messages,omitempty"`
+	// Chain lists the runs that handed off, one to the next, to reach this
+	// run, oldest first; see [Handoff].
+	Chain []Hop `json:"chain,omitempty"`
+	// Deadline, when set, ends the run with an error at the first step that
+	// starts after it, and bounds its model and tool calls; see [AsTool].
+	Deadline time.Time `json:"deadline,omitzero"`
+	// MaxTurns, when positive, lowers the agent's maximum number of model
+	// calls for this run.
+	MaxTurns int `json:"max_turns,omitempty"`
+	// Depth is how many subagent calls deep the run is: 0 for a run that
+	// no agent's tool call started.
+	Depth int `json:"depth,omitempty"`
+}
+
+// ReplyTo names where a run's output goes when the run ends (complete,
+// failed or cancelled), besides the agent's output channel. A caller, a
+// parent agent, a team or a workflow learns of the end by this event,
+// without a goroutine waiting: its own handler receives the reply.
+//
+// The reply is an [OutputEvent] on Channel with message id
+// "{run}.reply.{h}" (h: 16 hex digits of the FNV-1a hash of Channel, Key,
+// CorrelationID and Ref, each followed by a zero byte),
+// key Key and correlation id CorrelationID (the run id when empty); its
+// run_id metadata is the run's id.
+type ReplyTo struct {
+	// Channel receives the reply.
+	Channel string `json:"channel"`
+	// Key is the reply's partition key, typically the parent's run id.
+	Key string `json:"key,omitempty"`
+	// CorrelationID is the reply's correlation id. Default: the run id.
+	CorrelationID string `json:"correlation_id,omitempty"`
+	// Ref is opaque to the agent and echoed in [OutputEvent.Ref]: a tool
+	// call id, a node name, whatever lets the parent place the reply.
+	Ref string `json:"ref,omitempty"`
 }
 
 // InferenceEvent is the payload of the inference channel.
@@ -109,6 +170,9 @@ type ToolResultEvent struct {
 	// tool (an unknown tool, or arguments over the size limit): no tool-call
 	// event precedes it.
 	Undispatched bool `json:"undispatched,omitempty"`
+	// Handoff, when set, asks the run to hand off to another agent once
+	// every tool call of the step has its result; see [HandoffTo].
+	Handoff *HandoffRequest `json:"handoff,omitempty"`
 }
 
 // StreamEvent is the payload of the stream channel.
@@ -122,11 +186,14 @@ const (
 	OutputComplete  = "complete"
 	OutputFailed    = "error"
 	OutputCancelled = "cancelled"
+	// OutputHandoff ends a run that handed the conversation to another
+	// agent; [OutputEvent.Handoff] names the run that continues it.
+	OutputHandoff = "handoff"
 )
 
 // OutputEvent is the payload of the output channel.
 type OutputEvent struct {
-	// Status is "complete", "error" or "cancelled".
+	// Status is "complete", "error", "cancelled" or "handoff".
 	Status string `json:"status"`
 	// Content is the output: a JSON string for text agents, the JSON value
 	// for agents with a structured output type.
@@ -136,4 +203,11 @@ type OutputEvent struct {
 	Usage model.Usage `json:"usage"`
 	// Steps is the number of model calls made.
 	Steps int `json:"steps"`
+	// RunID and Agent name the run that ended.
+	RunID string `json:"run_id,omitempty"`
+	Agent string `json:"agent,omitempty"`
+	// Ref echoes [ReplyTo.Ref] in a reply.
+	Ref string `json:"ref,omitempty"`
+	// Handoff names the run that continues a run that handed off.
+	Handoff *Hop `json:"handoff,omitempty"`
 }

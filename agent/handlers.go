@@ -36,9 +36,22 @@ type ServeOptions[Deps any] struct {
 // same agent: they share the work through the broker's consumer groups.
 // The subscriptions last until the runtime's client shuts down.
 func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOptions[Deps]) error {
-	h := &handlers[Deps, Out]{a: a, rt: rt}
+	h := &handlers[Deps, Out]{a: a, rt: rt, unsaved: newUnsavedResults()}
 	if opts != nil {
 		h.opts = *opts
+	}
+	// Observers elsewhere follow the agent's channels by pattern: create
+	// them now on brokers that keep a resource per channel, so that the
+	// first run's events are not missed.
+	a.mu.RLock()
+	names := a.tools.Names()
+	a.mu.RUnlock()
+	channels := []string{InputChannel(a.name), InferenceChannel(a.name), ToolResultChannel(a.name), StreamChannel(a.name), OutputChannel(a.name)}
+	for _, name := range names {
+		channels = append(channels, ToolCallChannel(a.name, name))
+	}
+	if err := calf.CreateChannels(ctx, rt.client.Broker(), channels...); err != nil {
+		return fmt.Errorf("agent %s: serve: create channels: %w", a.name, err)
 	}
 	sub := func(pattern string, fn calf.Handler) error {
 		return rt.client.Handle(ctx, pattern, fn, &calf.SubscribeOptions{
@@ -54,9 +67,11 @@ func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOp
 	if err := sub(ToolResultChannel(a.name), h.onToolResult); err != nil {
 		return fmt.Errorf("agent %s: serve: %w", a.name, err)
 	}
-	a.mu.RLock()
-	names := a.tools.Names()
-	a.mu.RUnlock()
+	if a.hasSubagents() {
+		if err := sub(SubagentCompletedChannel(a.name), h.onSubagentCompleted); err != nil {
+			return fmt.Errorf("agent %s: serve: %w", a.name, err)
+		}
+	}
 	for _, name := range names {
 		if err := sub(ToolCallChannel(a.name, name), h.onToolCall); err != nil {
 			return fmt.Errorf("agent %s: serve tool %s: %w", a.name, name, err)
@@ -69,6 +84,9 @@ type handlers[Deps, Out any] struct {
 	a    *Agent[Deps, Out]
 	rt   *Runtime
 	opts ServeOptions[Deps]
+	// unsaved holds the results of executed tool calls whose recording
+	// failed, for their redelivery.
+	unsaved *unsavedResults
 }
 
 // runID returns the run a message belongs to.
@@ -167,14 +185,25 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 		return calf.Permanent(err)
 	}
 	var st *RunState
+	var created []byte
 	_, err = store.Update(ctx, h.rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
+		created = nil
 		if exists {
 			var err error
-			st, err = DecodeRunState(data)
-			return nil, err
+			if st, err = DecodeRunState(data); err != nil {
+				return nil, err
+			}
+			if in.ReplyTo == nil || (st.ReplyTo != nil && *st.ReplyTo == *in.ReplyTo) {
+				return nil, nil
+			}
+			// Submitted again by another caller: the reply goes to it.
+			st.ReplyTo = in.ReplyTo
+			return json.Marshal(st)
 		}
 		var history []model.Message
-		if sid := msg.Metadata.SessionID; sid != "" {
+		if in.Messages != nil || len(in.Chain) > 0 {
+			history = in.Messages // a handoff: the conversation so far
+		} else if sid := msg.Metadata.SessionID; sid != "" {
 			s, err := h.rt.LoadSession(ctx, sid)
 			switch {
 			case err == nil:
@@ -183,22 +212,36 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 				return nil, err
 			}
 		}
-		user := model.Message{Role: model.RoleUser, Parts: append([]model.Part{model.TextPart(in.Content)}, in.Parts...)}
+		msgs := history[:len(history):len(history)]
+		if len(in.Chain) == 0 || in.Content != "" || len(in.Parts) > 0 {
+			msgs = append(msgs, model.Message{Role: model.RoleUser, Parts: append([]model.Part{model.TextPart(in.Content)}, in.Parts...)})
+		}
 		st = &RunState{
 			RunID: id, Agent: h.a.name, SessionID: msg.Metadata.SessionID,
 			Status: RunRunning, Phase: PhaseInference, Step: 1,
-			Messages:   append(history[:len(history):len(history)], user),
+			Messages:   msgs,
 			HistoryLen: len(history),
 			Deps:       in.Deps, Stream: in.Stream,
+			ReplyTo: in.ReplyTo, Parent: in.Parent,
+			Chain: in.Chain, Deadline: in.Deadline, MaxTurns: in.MaxTurns, Depth: in.Depth,
 			StartedAt: msg.Metadata.Time,
 		}
-		return json.Marshal(st)
+		if c := msg.Metadata.CorrelationID; c != "" && c != id {
+			st.Correlation = c
+		}
+		var err error
+		created, err = json.Marshal(st)
+		return created, err
 	})
 	if errors.Is(err, ErrCorruptState) {
 		return calf.Permanent(err)
 	}
 	if err != nil {
 		return err
+	}
+	if created != nil {
+		// The next handler of the run finds it decoded.
+		h.rt.states.put(id, created, st)
 	}
 	switch {
 	case st.Status.Terminal():
@@ -237,8 +280,11 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 	case st.Phase == PhaseTools:
 		return h.next(ctx, st)
 	}
-	if st.Step > h.a.opts.MaxTurns {
-		return h.fail(ctx, id, fmt.Sprintf("max turns exceeded: the run needed more than %d model calls", h.a.opts.MaxTurns))
+	if max := h.maxTurns(st); st.Step > max {
+		return h.fail(ctx, id, fmt.Sprintf("max turns exceeded: the run needed more than %d model calls", max))
+	}
+	if !st.Deadline.IsZero() && !h.rt.now().Before(st.Deadline) {
+		return h.fail(ctx, id, fmt.Sprintf("timed out: the run's deadline (%s) passed before step %d", st.Deadline.Format(time.RFC3339), st.Step))
 	}
 	deps, err := h.deps(st)
 	if err != nil {
@@ -312,7 +358,7 @@ func (h *handlers[Deps, Out]) callModel(ctx context.Context, st *RunState, req *
 	if h.a.model == nil {
 		return nil, fmt.Errorf("agent %s: %w", h.a.name, model.ErrNoModel)
 	}
-	timeout := h.a.opts.ModelTimeout
+	timeout := h.within(st, h.a.opts.ModelTimeout)
 	mctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var resp *model.Response
@@ -358,11 +404,22 @@ func (h *handlers[Deps, Out]) record(st *RunState, resp *model.Response) {
 	st.Usage = st.Usage.Add(u)
 	m := resp.Message
 	m.Role = model.RoleAssistant
+	// Tool call ids key the calls' records (and subagent runs) within the
+	// run: make them unique across its steps, as some servers number the
+	// calls of each response from 0.
 	seen := map[string]bool{}
+	if len(m.ToolCalls) > 0 {
+		for _, r := range st.ToolCalls {
+			seen[r.ID] = true
+		}
+	}
 	for i := range m.ToolCalls {
 		c := &m.ToolCalls[i]
 		if c.ID == "" || seen[c.ID] || len(c.ID) > 128 {
 			c.ID = fmt.Sprintf("call_%d_%d", st.Step, i)
+			for k := 1; seen[c.ID]; k++ {
+				c.ID = fmt.Sprintf("call_%d_%d_%d", st.Step, i, k)
+			}
 		}
 		seen[c.ID] = true
 	}
@@ -455,28 +512,55 @@ func (h *handlers[Deps, Out]) fail(ctx context.Context, id, reason string) error
 	return h.finish(ctx, st)
 }
 
-// finish appends a completed run to its session and emits its output.
+// finish appends a completed (or handed-off) run to its session and emits
+// its output; a run that handed off then emits the input of the run that
+// continues it.
 func (h *handlers[Deps, Out]) finish(ctx context.Context, st *RunState) error {
-	if st.Status == RunComplete {
+	if st.Status == RunComplete || st.Status == RunHandedOff {
 		if err := h.rt.appendSession(ctx, st); err != nil {
 			return err
 		}
 	}
-	return h.rt.emitOutput(ctx, st)
+	if err := h.rt.emitOutput(ctx, st); err != nil {
+		return err
+	}
+	if st.Status == RunHandedOff {
+		return h.emitHandoff(ctx, st)
+	}
+	return nil
 }
 
 func (rt *Runtime) emitOutput(ctx context.Context, st *RunState) error {
-	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: st.Usage, Steps: st.Step}
+	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: st.Usage, Steps: st.Step, RunID: st.RunID, Agent: st.Agent}
 	switch st.Status {
 	case RunComplete:
 		ev.Status = OutputComplete
 	case RunCancelled:
 		ev.Status = OutputCancelled
+	case RunHandedOff:
+		ev.Status, ev.Handoff = OutputHandoff, st.HandedOffTo
 	default:
 		ev.Status = OutputFailed
 	}
-	_, err := rt.client.Emit(ctx, OutputChannel(st.Agent), ev, calf.WithID(outputID(st.RunID)), calf.WithKey(st.RunID),
-		calf.WithMetadata(calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID, SessionID: st.SessionID}))
+	if _, err := rt.client.Emit(ctx, OutputChannel(st.Agent), ev, calf.WithID(outputID(st.RunID)), calf.WithKey(st.RunID),
+		calf.WithMetadata(calf.Metadata{CorrelationID: st.correlationID(), RunID: st.RunID, SessionID: st.SessionID})); err != nil {
+		return err
+	}
+	r := st.ReplyTo
+	if r == nil || r.Channel == "" || st.Status == RunHandedOff {
+		return nil // a run that handed off answers through the run that continues it
+	}
+	ev.Ref = r.Ref
+	corr := r.CorrelationID
+	if corr == "" {
+		corr = st.RunID
+	}
+	key := r.Key
+	if key == "" {
+		key = st.RunID
+	}
+	_, err := rt.client.Emit(ctx, r.Channel, ev, calf.WithID(replyID(st.RunID, r)), calf.WithKey(key),
+		calf.WithMetadata(calf.Metadata{CorrelationID: corr, RunID: st.RunID, SessionID: st.SessionID}))
 	return err
 }
 
@@ -504,21 +588,32 @@ func (h *handlers[Deps, Out]) onToolCall(ctx context.Context, msg *calf.Message)
 	p := st.pending(ev.ToolCallID)
 	if st.Status.Terminal() || st.Step != ev.Step || st.Phase != PhaseTools || p == nil || p.Name != ev.ToolName {
 		h.rt.log.Debug("agent: ignoring tool call that the run does not wait for", "agent", h.a.name, "run", id, "tool_call_id", ev.ToolCallID)
+		h.unsaved.take(key)
 		return nil
 	}
-	res := h.execute(ctx, st, ev)
-	if ctx.Err() != nil {
-		return ctx.Err() // shutting down: leave the call for redelivery
+	if sub, input, ok := h.subagentCall(ev); ok {
+		return h.startSubagent(ctx, msg, st, ev, sub, input)
 	}
-	data, err := json.Marshal(res)
-	if err != nil {
-		res = errorResult(ev.Step, *p, fmt.Errorf("tool result does not encode as JSON: %v", err))
-		data, _ = json.Marshal(res)
+	// A delivery that executed the call but failed to record the result
+	// left it here: record it rather than execute the tool again.
+	r, executed := h.unsaved.take(key)
+	if !executed {
+		res := h.execute(ctx, st, ev)
+		if ctx.Err() != nil {
+			return ctx.Err() // shutting down: leave the call for redelivery
+		}
+		data, err := json.Marshal(res)
+		if err != nil {
+			res = errorResult(ev.Step, *p, fmt.Errorf("tool result does not encode as JSON: %v", err))
+			data, _ = json.Marshal(res)
+		}
+		if limit := h.rt.client.MaxMessageSize(); len(data) > limit {
+			res = errorResult(ev.Step, *p, fmt.Errorf("tool result of %d bytes exceeds the message size limit of %d bytes", len(data), limit))
+			data, _ = json.Marshal(res)
+		}
+		r = unsavedResult{ev: res, data: data}
 	}
-	if limit := h.rt.client.MaxMessageSize(); len(data) > limit {
-		res = errorResult(ev.Step, *p, fmt.Errorf("tool result of %d bytes exceeds the message size limit of %d bytes", len(data), limit))
-		data, _ = json.Marshal(res)
-	}
+	res, data := r.ev, r.data
 	if _, err := h.rt.store.Put(ctx, store.KindToolResult, key, data, 0); errors.Is(err, store.ErrConflict) {
 		rec, err := h.rt.store.Get(ctx, store.KindToolResult, key)
 		if err != nil {
@@ -526,6 +621,7 @@ func (h *handlers[Deps, Out]) onToolCall(ctx context.Context, msg *calf.Message)
 		}
 		return h.emitRecorded(ctx, id, rec.Data) // another delivery recorded first
 	} else if err != nil {
+		h.unsaved.keep(key, r)
 		return err
 	}
 	return h.emitResult(ctx, id, res)
@@ -551,11 +647,13 @@ func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev Tool
 	if err != nil {
 		return errorResult(ev.Step, p, err)
 	}
-	timeout := h.a.opts.ToolTimeout
+	timeout := h.within(st, h.a.opts.ToolTimeout)
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	rc := RunContext[Deps]{Deps: deps, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: ev.Step, ToolCallID: ev.ToolCallID, rt: h.rt}
 	tctx = context.WithValue(tctx, runContextKey{}, rc)
+	handoff := &handoffSlot{}
+	tctx = context.WithValue(tctx, handoffKey{}, handoff)
 	defer func() {
 		if r := recover(); r != nil {
 			h.rt.log.Error("agent: tool panicked", "agent", h.a.name, "tool", ev.ToolName, "panic", r, "stack", string(debug.Stack()))
@@ -573,11 +671,10 @@ func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev Tool
 		out = &tool.Result{}
 	}
 	h.rt.log.Debug("agent: tool done", "agent", h.a.name, "tool", ev.ToolName, "run", st.RunID, "elapsed", time.Since(start))
-	status := StatusSuccess
 	if out.IsError {
-		status = StatusError
+		return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusError, Result: out}
 	}
-	return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: status, Result: out}
+	return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusSuccess, Result: out, Handoff: handoff.get()}
 }
 
 // onToolResult records a tool result. The result that completes the step
@@ -603,14 +700,17 @@ func (h *handlers[Deps, Out]) onToolResult(ctx context.Context, msg *calf.Messag
 		if p == nil || p.Result != nil {
 			return false, nil // unknown, or already answered
 		}
-		p.Result, p.Status = ev.Result, ev.Status
-		if st.allAnswered() {
+		p.Result, p.Status, p.Handoff = ev.Result, ev.Status, ev.Handoff
+		if st.allAnswered() && !h.handOff(st, ev.ToolCallID) {
 			h.advance(st, ev.ToolCallID)
 		}
 		return true, nil
 	})
 	if err != nil {
 		return err
+	}
+	if st.Status.Terminal() && st.Step == ev.Step && st.AdvancedBy == ev.ToolCallID {
+		return h.finish(ctx, st) // handed off, or refused a handoff over the limit
 	}
 	if st.Status == RunRunning && st.Phase == PhaseInference && st.Step == ev.Step+1 && st.AdvancedBy == ev.ToolCallID {
 		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: st.Step}, inferenceID(id, st.Step), id)
@@ -622,7 +722,7 @@ func (h *handlers[Deps, Out]) onToolResult(ctx context.Context, msg *calf.Messag
 func (h *handlers[Deps, Out]) advance(st *RunState, by string) {
 	for _, p := range st.Pending {
 		st.Messages = append(st.Messages, toolMessage(p))
-		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result})
+		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result, Handoff: p.Handoff})
 	}
 	st.Pending = nil
 	st.Step++

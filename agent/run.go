@@ -31,6 +31,12 @@ type RunOptions[Deps any] struct {
 	RunID string
 	// Parts are further content of the user's message, such as images.
 	Parts []model.Part
+	// ReplyTo, for [Agent.Submit], names where the run's output goes when
+	// it ends. Run and RunStream set their own.
+	ReplyTo *ReplyTo
+	// Parent is the id of the run that starts this one, if any; it is
+	// recorded in the run's state.
+	Parent string
 }
 
 // Output is the result of a completed run.
@@ -88,12 +94,14 @@ func (e *RunError) Unwrap() error { return e.Err }
 func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) (*Output[Out], error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, a.opts.Timeout, fmt.Errorf("agent %s: run timed out after %s: %w", a.name, a.opts.Timeout, context.DeadlineExceeded))
 	defer cancel()
-	msg, err := a.input(ctx, rt, prompt, opts, false)
+	// The output comes back on this client's inbox: callers in other
+	// processes do not receive it.
+	msg, err := a.input(ctx, rt, prompt, opts, false, rt.client.Inbox())
 	if err != nil {
 		return nil, err
 	}
 	id := msg.Metadata.RunID
-	f, err := rt.client.Follow(ctx, OutputChannel(a.name), id)
+	f, err := rt.client.Follow(ctx, rt.client.Inbox(), id)
 	if err != nil {
 		return nil, err
 	}
@@ -114,27 +122,41 @@ func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, 
 
 // Result returns the output of a finished run, read from the store: a
 // *RunError for a run that failed or was cancelled, and an error matching
-// store.ErrNotFound for an unknown run.
+// store.ErrNotFound for an unknown run. For a run that handed off, it is
+// the output of its handoff chain: the last run's output and id, with the
+// messages, tool calls, usage and steps of every run of the chain.
 func (a *Agent[Deps, Out]) Result(ctx context.Context, rt *Runtime, runID string) (*Output[Out], error) {
-	st, err := rt.LoadRun(ctx, runID)
+	st, err := rt.lastOfChain(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
 	if !st.Status.Terminal() {
 		return nil, fmt.Errorf("agent %s: run %s is still %s", a.name, runID, st.Status)
 	}
+	if st, err = rt.withChain(ctx, st); err != nil {
+		return nil, err
+	}
 	return a.outputOf(st)
 }
 
+// result returns the output of the run id, answered by ev: the output of
+// that run or, after handoffs, of the last run of its chain.
 func (a *Agent[Deps, Out]) result(ctx context.Context, rt *Runtime, id string, ev *OutputEvent) (*Output[Out], error) {
+	name := a.name
+	if ev.RunID != "" && ev.RunID != id {
+		id, name = ev.RunID, ev.Agent
+	}
 	if ev.Status != OutputComplete {
 		status := RunFailed
 		if ev.Status == OutputCancelled {
 			status = RunCancelled
 		}
-		return nil, &RunError{Agent: a.name, RunID: id, Status: status, Reason: ev.Error}
+		return nil, &RunError{Agent: name, RunID: id, Status: status, Reason: ev.Error}
 	}
 	st, err := rt.LoadRun(ctx, id)
+	if err == nil {
+		st, err = rt.withChain(ctx, st)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +165,7 @@ func (a *Agent[Deps, Out]) result(ctx context.Context, rt *Runtime, id string, e
 
 func (a *Agent[Deps, Out]) outputOf(st *RunState) (*Output[Out], error) {
 	if st.Status != RunComplete {
-		return nil, &RunError{Agent: a.name, RunID: st.RunID, Status: st.Status, Reason: st.Error}
+		return nil, &RunError{Agent: st.Agent, RunID: st.RunID, Status: st.Status, Reason: st.Error}
 	}
 	o := &Output[Out]{
 		RunID: st.RunID, SessionID: st.SessionID,
@@ -157,7 +179,8 @@ func (a *Agent[Deps, Out]) outputOf(st *RunState) (*Output[Out], error) {
 }
 
 // input builds the input message of a new run.
-func (a *Agent[Deps, Out]) input(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps], stream bool) (*calf.Message, error) {
+// inbox, when set, is the caller's inbox, where the output is to go.
+func (a *Agent[Deps, Out]) input(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps], stream bool, inbox string) (*calf.Message, error) {
 	var o RunOptions[Deps]
 	if opts != nil {
 		o = *opts
@@ -166,7 +189,10 @@ func (a *Agent[Deps, Out]) input(ctx context.Context, rt *Runtime, prompt string
 	if id == "" {
 		id = rt.newID()
 	}
-	in := InputEvent{Content: prompt, Parts: o.Parts, Stream: stream}
+	in := InputEvent{Content: prompt, Parts: o.Parts, Stream: stream, ReplyTo: o.ReplyTo, Parent: o.Parent}
+	if inbox != "" {
+		in.ReplyTo = &ReplyTo{Channel: inbox, Key: id}
+	}
 	if reflect.TypeFor[Deps]() != reflect.TypeFor[NoDeps]() {
 		d, err := json.Marshal(o.Deps)
 		if err != nil {
@@ -183,6 +209,65 @@ func (a *Agent[Deps, Out]) input(ctx context.Context, rt *Runtime, prompt string
 	return msg, nil
 }
 
+// Submit starts a run without waiting for it and returns its id. The run
+// is carried out by whichever processes serve the agent; its output goes
+// to the agent's output channel and, when opts.ReplyTo is set, to the
+// reply channel, where a handler (of a parent agent, a team, a workflow)
+// picks it up. Called from inside a handler, the input records the
+// handled message as its cause. Submitting a run id again starts nothing
+// new: a run that has ended answers again with its output.
+func (a *Agent[Deps, Out]) Submit(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) (string, error) {
+	msg, err := a.input(ctx, rt, prompt, opts, false, "")
+	if err != nil {
+		return "", err
+	}
+	if err := rt.client.Publish(ctx, msg); err != nil {
+		return "", fmt.Errorf("agent %s: submit run: %w", a.name, err)
+	}
+	return msg.Metadata.RunID, nil
+}
+
+// Submit starts a run of the agent named agentName, which any process on
+// the runtime's broker may serve, without waiting for it: it publishes the
+// run's input event (id "{runID}.input", key runID). It is the untyped
+// form of [Agent.Submit], for callers that know an agent by name only.
+// Deps in the input must be what that agent's Deps encode to. sessionID is
+// the run's session, or none when empty, whatever the handled message has.
+func (rt *Runtime) Submit(ctx context.Context, agentName, runID string, in *InputEvent, sessionID string) error {
+	if agentName == "" || runID == "" || in == nil {
+		return errors.New("agent: submit needs an agent name, a run id and an input")
+	}
+	if err := calf.ValidateChannel(InputChannel(agentName)); err != nil {
+		return fmt.Errorf("agent: submit to %q: %w", agentName, err)
+	}
+	_, err := rt.client.Emit(ctx, InputChannel(agentName), in, calf.WithID(inputID(runID)), calf.WithKey(runID),
+		calf.WithMetadata(calf.Metadata{CorrelationID: runID, RunID: runID}),
+		// The run's session is sessionID, even when empty: a run started
+		// from a handler must not join the handled run's session.
+		func(m *calf.Message) { m.Metadata.SessionID = sessionID })
+	if err != nil {
+		return fmt.Errorf("agent %s: submit run %s: %w", agentName, runID, err)
+	}
+	return nil
+}
+
+// DecodeOutput returns the typed output of an [OutputEvent], such as a
+// reply to [Agent.Submit]. A run that did not complete gives a *RunError.
+func (a *Agent[Deps, Out]) DecodeOutput(ev *OutputEvent) (Out, error) {
+	var out Out
+	if ev.Status != OutputComplete {
+		st := RunFailed
+		if ev.Status == OutputCancelled {
+			st = RunCancelled
+		}
+		return out, &RunError{Agent: a.name, RunID: ev.RunID, Status: st, Reason: ev.Error}
+	}
+	if err := json.Unmarshal(ev.Content, &out); err != nil {
+		return out, fmt.Errorf("agent %s: run %s: decode output: %w", a.name, ev.RunID, err)
+	}
+	return out, nil
+}
+
 // abandon cancels a run whose caller stopped waiting, and reports it.
 func (a *Agent[Deps, Out]) abandon(ctx context.Context, rt *Runtime, id string) error {
 	cause := context.Cause(ctx)
@@ -191,10 +276,36 @@ func (a *Agent[Deps, Out]) abandon(ctx context.Context, rt *Runtime, id string) 
 	defer cancel()
 	// The run may not exist yet (its input not handled): then the
 	// cancelled state is created, and the input handler will find it.
+	// A run that handed off is cancelled in the run that continues it.
 	var st *RunState
-	_, err := store.Update(bg, rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
+	var err error
+	for run, agentName, hops := id, a.name, 0; ; hops++ {
+		st, err = rt.cancelRun(bg, run, agentName, reason)
+		if err != nil || st.Status != RunHandedOff || st.HandedOffTo == nil || hops > maxChain {
+			break
+		}
+		run, agentName = st.HandedOffTo.RunID, st.HandedOffTo.Agent
+	}
+	if err == nil && st.Status == RunCancelled {
+		if eerr := rt.emitOutput(bg, st); eerr != nil {
+			rt.log.Warn("agent: emit cancelled output", "agent", st.Agent, "run", st.RunID, "err", eerr)
+		}
+		rt.cancelSubagents(bg, st, 0)
+	}
+	if st != nil && st.Status != RunCancelled {
+		// The run ended just before the caller gave up.
+		reason = fmt.Sprintf("the run ended (%s) but the caller stopped waiting: %v", st.Status, cause)
+	}
+	return &RunError{Agent: a.name, RunID: id, Status: RunCancelled, Reason: reason, Err: cause}
+}
+
+// cancelRun marks the run cancelled unless it has ended, creating it
+// cancelled if its input has not been handled yet, and returns its state.
+func (rt *Runtime) cancelRun(ctx context.Context, id, agentName, reason string) (*RunState, error) {
+	var st *RunState
+	_, err := store.Update(ctx, rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
 		if !exists {
-			st = &RunState{RunID: id, Agent: a.name, Status: RunCancelled, Error: reason, StartedAt: rt.now(), EndedAt: rt.now()}
+			st = &RunState{RunID: id, Agent: agentName, Status: RunCancelled, Error: reason, StartedAt: rt.now(), EndedAt: rt.now()}
 			return json.Marshal(st)
 		}
 		var err error
@@ -204,16 +315,7 @@ func (a *Agent[Deps, Out]) abandon(ctx context.Context, rt *Runtime, id string) 
 		st.Status, st.Error, st.EndedAt = RunCancelled, reason, rt.now()
 		return json.Marshal(st)
 	})
-	if err == nil && st.Status == RunCancelled {
-		if eerr := rt.emitOutput(bg, st); eerr != nil {
-			rt.log.Warn("agent: emit cancelled output", "agent", a.name, "run", id, "err", eerr)
-		}
-	}
-	if st != nil && st.Status != RunCancelled {
-		// The run ended just before the caller gave up.
-		reason = fmt.Sprintf("the run ended (%s) but the caller stopped waiting: %v", st.Status, cause)
-	}
-	return &RunError{Agent: a.name, RunID: id, Status: RunCancelled, Reason: reason, Err: cause}
+	return st, err
 }
 
 // validate turns the final response text into the output's JSON.
@@ -277,10 +379,20 @@ const (
 	EventToolCall   EventKind = "tool_call"
 	EventToolResult EventKind = "tool_result"
 	EventOutput     EventKind = "output"
+	// EventHandoff is the output of a run that handed off (Output.Status
+	// "handoff", Output.Handoff the run that continues it). The stream
+	// goes on with the events of that run.
+	EventHandoff EventKind = "handoff"
+	// EventSubagentSpawned: a tool call of the run started a subagent's
+	// run (Subagent).
+	EventSubagentSpawned EventKind = "subagent_spawned"
+	// EventSubagentCompleted: a subagent's run ended (Subagent, and
+	// Output, the subagent's output); its output becomes the tool's result.
+	EventSubagentCompleted EventKind = "subagent_completed"
 )
 
-// Event is one event of a run, as [Agent.RunStream] yields it. Exactly one
-// of the payload fields is set, according to Kind.
+// Event is one event of a run, as [Agent.RunStream] yields it. One of the
+// payload fields is set, according to Kind (two for subagent_completed).
 type Event struct {
 	Kind  EventKind
 	Agent string
@@ -292,6 +404,7 @@ type Event struct {
 	ToolCall   *ToolCallEvent
 	ToolResult *ToolResultEvent
 	Output     *OutputEvent
+	Subagent   *SubagentEvent
 	// Message is the event as it travelled on the broker.
 	Message *calf.Message
 }
@@ -302,34 +415,41 @@ type Event struct {
 // yields its output event and then a *RunError. Stopping the iteration
 // before the output cancels the run. Use [Agent.Result] with the run id for
 // the typed output.
+//
+// The starts and ends of subagent runs appear as subagent_spawned and
+// subagent_completed events. A handoff appears as a handoff event, followed
+// by the events of the run that continues the conversation (Event.Agent
+// and Event.RunID say whose), up to the output of the last run of the
+// chain. The stream follows handoffs to the agents that the handoff tools
+// of this process's agents name.
 func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithTimeoutCause(ctx, a.opts.Timeout, fmt.Errorf("agent %s: run timed out after %s: %w", a.name, a.opts.Timeout, context.DeadlineExceeded))
 		defer cancel()
-		msg, err := a.input(ctx, rt, prompt, opts, true)
+		msg, err := a.input(ctx, rt, prompt, opts, true, "")
 		if err != nil {
 			yield(Event{}, err)
 			return
 		}
 		id := msg.Metadata.RunID
-		f, err := rt.client.Follow(ctx, AllChannels(a.name), id)
+		f, err := followChain(ctx, rt, a.reachable(), id)
 		if err != nil {
 			yield(Event{}, err)
 			return
 		}
-		defer f.Close()
+		defer f.close()
 		if err := rt.client.Publish(ctx, msg); err != nil {
 			yield(Event{}, fmt.Errorf("agent %s: start run: %w", a.name, err))
 			return
 		}
-		o := &streamOrder{called: map[string]bool{}}
+		o := newChainOrder(id)
 		for {
-			m, err := f.Next(ctx)
+			m, err := f.next(ctx)
 			if err != nil {
 				yield(Event{}, a.abandon(ctx, rt, id))
 				return
 			}
-			ev, err := a.event(m)
+			ev, err := decodeEvent(m)
 			if err != nil {
 				rt.log.Warn("agent: undecodable event in stream", "agent", a.name, "run", id, "err", err)
 				continue
@@ -390,6 +510,9 @@ func (o *streamOrder) release() []Event {
 		if ev.Kind == EventToolResult && !o.called[ev.ToolResult.ToolCallID] && !ev.ToolResult.Undispatched {
 			break
 		}
+		if ev.Kind == EventSubagentSpawned && !o.called[ev.Subagent.ToolCallID] {
+			break
+		}
 		out = append(out, ev)
 		o.held = o.held[1:]
 		if ev.Kind == EventInference {
@@ -409,9 +532,10 @@ func (o *streamOrder) release() []Event {
 	return out
 }
 
-func (a *Agent[Deps, Out]) event(m *calf.Message) (Event, error) {
-	ev := Event{Agent: a.name, RunID: m.Metadata.RunID, Message: m}
-	rest := strings.TrimPrefix(m.Channel, channelPrefix+a.name+".")
+// decodeEvent decodes an event of any agent's channels.
+func decodeEvent(m *calf.Message) (Event, error) {
+	name, rest, _ := strings.Cut(strings.TrimPrefix(m.Channel, channelPrefix), ".")
+	ev := Event{Agent: name, RunID: m.Metadata.RunID, Message: m}
 	kind, _, _ := strings.Cut(rest, ".")
 	var err error
 	switch kind {
@@ -438,6 +562,22 @@ func (a *Agent[Deps, Out]) event(m *calf.Message) (Event, error) {
 		ev.Kind, ev.Output = EventOutput, new(OutputEvent)
 		err = m.Decode(ev.Output)
 		ev.Step = ev.Output.Steps
+		if ev.Output.Status == OutputHandoff {
+			ev.Kind = EventHandoff
+		}
+	case suffixSubagentSpawned:
+		ev.Kind, ev.Subagent = EventSubagentSpawned, new(SubagentEvent)
+		err = m.Decode(ev.Subagent)
+		ev.Step = ev.Subagent.Step
+	case suffixSubagentCompleted:
+		ev.Kind, ev.Output = EventSubagentCompleted, new(OutputEvent)
+		if err = m.Decode(ev.Output); err == nil {
+			var ref subagentRef
+			if err = json.Unmarshal([]byte(ev.Output.Ref), &ref); err == nil {
+				ev.RunID, ev.Step = ref.Run, ref.Step
+				ev.Subagent = &SubagentEvent{Step: ref.Step, ToolCallID: ref.Call, ToolName: ref.Tool, Agent: ev.Output.Agent, RunID: ev.Output.RunID}
+			}
+		}
 	default:
 		err = fmt.Errorf("agent: unknown channel %s", m.Channel)
 	}

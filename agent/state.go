@@ -22,11 +22,14 @@ const (
 	RunComplete  RunStatus = "complete"
 	RunFailed    RunStatus = "failed"
 	RunCancelled RunStatus = "cancelled"
+	// RunHandedOff: the run handed its conversation to another agent's run
+	// (RunState.HandedOffTo), which answers in its place.
+	RunHandedOff RunStatus = "handed_off"
 )
 
 // Terminal reports whether the run has ended.
 func (s RunStatus) Terminal() bool {
-	return s == RunComplete || s == RunFailed || s == RunCancelled
+	return s == RunComplete || s == RunFailed || s == RunCancelled || s == RunHandedOff
 }
 
 // Phase says what a running run waits for.
@@ -73,6 +76,25 @@ type RunState struct {
 	// Deps are the serialized dependencies that travel with the run.
 	Deps   json.RawMessage `json:"deps,omitempty"`
 	Stream bool            `json:"stream,omitempty"`
+	// ReplyTo is where the output goes when the run ends, besides the
+	// agent's output channel.
+	ReplyTo *ReplyTo `json:"reply_to,omitempty"`
+	// Parent is the run that started this one, if any.
+	Parent string `json:"parent,omitempty"`
+	// Correlation is the correlation id of the run's events when it is not
+	// the run id: the runs of a handoff chain share the first one's.
+	Correlation string `json:"correlation,omitempty"`
+	// Chain lists the runs that handed off, one to the next, to reach this
+	// run, oldest first.
+	Chain []Hop `json:"chain,omitempty"`
+	// HandedOffTo is the run that continues a run that handed off.
+	HandedOffTo *Hop `json:"handed_off_to,omitempty"`
+	// Deadline, when set, ends the run at the first step after it.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// MaxTurns, when positive, lowers the agent's maximum turns for this run.
+	MaxTurns int `json:"max_turns,omitempty"`
+	// Depth is how many subagent calls deep the run is.
+	Depth int `json:"depth,omitempty"`
 	// SessionSaved reports that the run's messages were appended to its session.
 	SessionSaved bool      `json:"session_saved,omitempty"`
 	StartedAt    time.Time `json:"started_at"`
@@ -86,6 +108,8 @@ type PendingCall struct {
 	Arguments string       `json:"arguments"`
 	Result    *tool.Result `json:"result,omitempty"`
 	Status    string       `json:"status,omitempty"`
+	// Handoff is the handoff the call's result asks for, if any.
+	Handoff *HandoffRequest `json:"handoff,omitempty"`
 }
 
 // ToolCallRecord is one tool call of a run and its result.
@@ -96,6 +120,8 @@ type ToolCallRecord struct {
 	Arguments string       `json:"arguments"`
 	Status    string       `json:"status"`
 	Result    *tool.Result `json:"result,omitempty"`
+	// Handoff is the handoff the call's result asked for, if any.
+	Handoff *HandoffRequest `json:"handoff,omitempty"`
 }
 
 // NewMessages returns the messages this run added to its session's history.
@@ -141,7 +167,7 @@ func DecodeRunState(data []byte) (*RunState, error) {
 		return nil, fmt.Errorf("%w: run %s: step %d, history %d of %d messages", ErrCorruptState, s.RunID, s.Step, s.HistoryLen, len(s.Messages))
 	}
 	switch s.Status {
-	case RunRunning, RunComplete, RunFailed, RunCancelled:
+	case RunRunning, RunComplete, RunFailed, RunCancelled, RunHandedOff:
 	default:
 		return nil, fmt.Errorf("%w: run %s: unknown status %q", ErrCorruptState, s.RunID, s.Status)
 	}

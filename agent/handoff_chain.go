@@ -1,0 +1,174 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/store"
+)
+
+// maxChain bounds the handoffs followed when reading a chain from the
+// store, against a corrupt chain that loops.
+const maxChain = 1000
+
+// lastOfChain returns the state of the run id or, if it handed off, of the
+// last run of its handoff chain.
+func (rt *Runtime) lastOfChain(ctx context.Context, id string) (*RunState, error) {
+	st, err := rt.LoadRun(ctx, id)
+	for hops := 0; err == nil && st.Status == RunHandedOff && st.HandedOffTo != nil; hops++ {
+		if hops >= maxChain {
+			return nil, fmt.Errorf("%w: run %s: handoff chain longer than %d", ErrCorruptState, id, maxChain)
+		}
+		to := st.HandedOffTo
+		if st, err = rt.LoadRun(ctx, to.RunID); errors.Is(err, store.ErrNotFound) {
+			return &RunState{RunID: to.RunID, Agent: to.Agent, Status: RunRunning}, nil // not started yet
+		}
+	}
+	return st, err
+}
+
+// withChain returns st, the last run of a handoff chain, as the output of
+// the whole chain: the messages each run added, the tool calls, usage and
+// steps of every run in order, from the first run's start. A run that did
+// not complete, or has no chain, is returned as is.
+func (rt *Runtime) withChain(ctx context.Context, st *RunState) (*RunState, error) {
+	if len(st.Chain) == 0 || st.Status != RunComplete {
+		return st, nil
+	}
+	c := *st
+	c.Messages, c.ToolCalls, c.Usage, c.Step, c.HistoryLen = nil, nil, model.Usage{}, 0, 0
+	for i, h := range append(slices.Clone(st.Chain), Hop{Agent: st.Agent, RunID: st.RunID}) {
+		hs := st
+		if i < len(st.Chain) {
+			var err error
+			if hs, err = rt.LoadRun(ctx, h.RunID); err != nil {
+				return nil, err
+			}
+		}
+		if i == 0 {
+			c.StartedAt = hs.StartedAt
+		}
+		c.Messages = append(c.Messages, hs.NewMessages()...)
+		c.ToolCalls = append(c.ToolCalls, hs.ToolCalls...)
+		c.Usage = c.Usage.Add(hs.Usage)
+		c.Step += hs.Step
+	}
+	return &c, nil
+}
+
+// chainFollower collects the events of a run and of the runs its handoffs
+// lead to: one follower per agent that the chain may reach, all on the
+// chain's correlation id (the first run's id), merged.
+type chainFollower struct {
+	fs     []*calf.Follower
+	cancel context.CancelFunc
+	ch     chan *calf.Message
+	wg     sync.WaitGroup
+}
+
+func followChain(ctx context.Context, rt *Runtime, agents []string, id string) (*chainFollower, error) {
+	c := &chainFollower{ch: make(chan *calf.Message)}
+	for _, name := range agents {
+		f, err := rt.client.Follow(ctx, AllChannels(name), id)
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+		c.fs = append(c.fs, f)
+	}
+	if len(c.fs) == 1 {
+		return c, nil
+	}
+	// Several followers: merge them. The goroutines live as long as the
+	// stream, which has a caller waiting on it anyway.
+	ctx, c.cancel = context.WithCancel(ctx)
+	for _, f := range c.fs {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			for {
+				m, err := f.Next(ctx)
+				if err != nil {
+					return
+				}
+				select {
+				case c.ch <- m:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	return c, nil
+}
+
+func (c *chainFollower) next(ctx context.Context) (*calf.Message, error) {
+	if len(c.fs) == 1 {
+		return c.fs[0].Next(ctx)
+	}
+	select {
+	case m := <-c.ch:
+		return m, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", calf.ErrTimeout, context.Cause(ctx))
+	}
+}
+
+func (c *chainFollower) close() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	for _, f := range c.fs {
+		f.Close()
+	}
+	c.wg.Wait()
+}
+
+// chainOrder restores causal order for a stream over a handoff chain: each
+// run's events in the order of its own streamOrder, and the events of a
+// run that continues a handoff only after the handoff event.
+type chainOrder struct {
+	runs    map[string]*streamOrder
+	waiting map[string][]Event // events of runs not yet handed off to
+}
+
+func newChainOrder(first string) *chainOrder {
+	return &chainOrder{
+		runs:    map[string]*streamOrder{first: {called: map[string]bool{}}},
+		waiting: map[string][]Event{},
+	}
+}
+
+func (c *chainOrder) add(ev Event) []Event {
+	o, ok := c.runs[ev.RunID]
+	if !ok {
+		c.waiting[ev.RunID] = append(c.waiting[ev.RunID], ev)
+		return nil
+	}
+	var out []Event
+	pending := o.add(ev)
+	for len(pending) > 0 {
+		e := pending[0]
+		pending = pending[1:]
+		out = append(out, e)
+		if e.Kind != EventHandoff || e.Output.Handoff == nil {
+			continue
+		}
+		next := e.Output.Handoff.RunID
+		if _, ok := c.runs[next]; ok {
+			continue
+		}
+		no := &streamOrder{called: map[string]bool{}}
+		c.runs[next] = no
+		for _, w := range c.waiting[next] {
+			pending = append(pending, no.add(w)...)
+		}
+		delete(c.waiting, next)
+	}
+	return out
+}

@@ -1,0 +1,49 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/model/modeltest"
+	storemem "github.com/calf-go/calf/store/memory"
+	"github.com/calf-go/calf/tool"
+)
+
+// A triage agent hands the conversation to a billing agent, which
+// answers: the caller of the triage run gets the billing agent's output.
+func ExampleHandoff() {
+	ctx := context.Background()
+	b := memory.New(nil)
+	defer b.Close()
+	rt := agent.NewRuntime(calf.NewClient(b, nil), storemem.New(), nil)
+
+	billing := agent.Must(agent.New[agent.NoDeps, string]("billing",
+		modeltest.NewTestModel(modeltest.Text("Your invoice was resent.")),
+		&agent.Options[agent.NoDeps]{Description: "Invoices and payments."}))
+	// The tool is named transfer_to_billing; the billing agent sees the
+	// conversation without triage's tool calls, plus the context.
+	transfer := tool.Must(agent.Handoff(billing, &agent.HandoffOptions{InputFilter: agent.RemoveToolCalls}))
+	triage := agent.Must(agent.New[agent.NoDeps, string]("triage",
+		modeltest.NewTestModel(modeltest.ToolCalls(modeltest.Call("c1", "transfer_to_billing", `{"context":"Needs invoice 12 again."}`))),
+		&agent.Options[agent.NoDeps]{Tools: []tool.Tool{transfer}}))
+	for _, a := range []*agent.Agent[agent.NoDeps, string]{triage, billing} {
+		if err := a.Serve(ctx, rt, nil); err != nil {
+			panic(err)
+		}
+	}
+	out, err := triage.Run(ctx, rt, "I never got my invoice", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(out.Output)
+	fmt.Println("answered by run", out.RunID)
+	st, _ := rt.LoadRun(ctx, "r1")
+	fmt.Println("r1:", st.Status, "to", st.HandedOffTo.Agent)
+	// Output:
+	// Your invoice was resent.
+	// answered by run r1.handoff.1
+	// r1: handed_off to billing
+}

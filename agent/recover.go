@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/store"
+)
+
+// RecoverOptions configures [Agent.Recover]. A nil *RecoverOptions means
+// the defaults.
+type RecoverOptions struct {
+	// WrittenBefore, when set, limits recovery to runs whose state was
+	// last written before it, so that a sweep leaves alone the runs that
+	// live workers are moving forward. Default: every unfinished run.
+	WrittenBefore time.Time
+	// EndedAfter, when set, also emits again the output of every run that
+	// ended at or after it: a process that recorded a run's end and died
+	// before publishing its output leaves a caller waiting. Default: ended
+	// runs are left alone (a caller that submits an ended run again gets
+	// its output anyway).
+	EndedAfter time.Time
+}
+
+// recoverPage is how many run records Recover reads at a time.
+const recoverPage = 256
+
+// Recover emits again, for every unfinished run of the agent recorded in
+// rt's store, the event that continues it: the inference of its current
+// step, or the tool calls of the current step that have no result yet.
+// It returns how many runs it continued.
+//
+// Call it when a process starts on a broker that loses in-flight messages
+// when the process dies, such as the in-memory broker: the run states are
+// in the (durable) store, but the events that would move them forward went
+// down with the process. The events carry the ids the handlers give them,
+// so on a durable broker, which still holds the originals, they are
+// harmless duplicates: the handlers recognise them and neither the model
+// nor a tool whose outcome is recorded is called again.
+//
+// Recover reads the runs of every agent in the store and skips those of
+// other agents. A record that does not decode is skipped and reported in
+// the returned error, after the other runs have been recovered.
+func (a *Agent[Deps, Out]) Recover(ctx context.Context, rt *Runtime, opts *RecoverOptions) (int, error) {
+	var o RecoverOptions
+	if opts != nil {
+		o = *opts
+	}
+	h := &handlers[Deps, Out]{a: a, rt: rt}
+	var n int
+	var errs []error
+	after := ""
+	for {
+		recs, err := rt.store.List(ctx, store.KindRun, "", after, recoverPage)
+		if err != nil {
+			return n, fmt.Errorf("agent %s: recover: list runs: %w", a.name, err)
+		}
+		for _, rec := range recs {
+			after = rec.ID
+			if !o.WrittenBefore.IsZero() && !rec.UpdatedAt.Before(o.WrittenBefore) {
+				continue
+			}
+			st, err := DecodeRunState(rec.Data)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if st.Agent != a.name {
+				continue
+			}
+			// The events inherit the run's metadata as if emitted while
+			// handling one of its messages.
+			rctx := calf.ContextWithMessage(ctx, &calf.Message{
+				Metadata: calf.Metadata{CorrelationID: st.correlationID(), RunID: st.RunID, SessionID: st.SessionID},
+			})
+			if st.Status.Terminal() {
+				if o.EndedAfter.IsZero() || st.EndedAt.Before(o.EndedAfter) {
+					continue
+				}
+				err = h.finish(rctx, st)
+			} else {
+				err = h.next(rctx, st)
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return n, fmt.Errorf("agent %s: recover: %w", a.name, context.Cause(ctx))
+				}
+				errs = append(errs, fmt.Errorf("run %s: %w", st.RunID, err))
+				continue
+			}
+			n++
+		}
+		if len(recs) < recoverPage {
+			break
+		}
+	}
+	if len(errs) > 0 {
+		return n, fmt.Errorf("agent %s: recover: %w", a.name, errors.Join(errs...))
+	}
+	return n, nil
+}

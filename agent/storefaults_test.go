@@ -1,0 +1,325 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/deadletter"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/storetest"
+	"github.com/calf-go/calf/tool"
+)
+
+// faultEnv serves W1 on a runtime whose store injects faults. The caller
+// runs through its own runtime on the same broker and the healthy store,
+// as a caller in another process would, so that what is tested is the
+// handlers' behaviour.
+type faultEnv struct {
+	*env
+	faulty     *storetest.FaultyStore
+	worker     *agent.Runtime
+	agent      *agent.Agent[agent.NoDeps, string]
+	modelCalls *atomic.Int64
+	toolCalls  *atomic.Int64
+}
+
+// storeFaultAttempts is the delivery budget of the handlers under faults:
+// large enough that a run meets no budget at the tested rates.
+const storeFaultAttempts = 60
+
+func newFaultEnv(t *testing.T, f storetest.Faults, maxAttempts int) *faultEnv {
+	t.Helper()
+	e := newEnv(t, nil)
+	fs := storetest.WithFaults(e.store, f)
+	worker := agent.NewRuntime(e.client, fs, nil)
+	var modelCalls atomic.Int64
+	add, toolCalls := addTool(t)
+	a, err := agent.New[agent.NoDeps, string]("calculator", w1Model(&modelCalls), &agent.Options[agent.NoDeps]{
+		Instructions: "You add numbers with the add tool.",
+		Tools:        []tool.Tool{add},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Serve(t.Context(), worker, &agent.ServeOptions[agent.NoDeps]{MaxAttempts: maxAttempts}); err != nil {
+		t.Fatal(err)
+	}
+	return &faultEnv{env: e, faulty: fs, worker: worker, agent: a, modelCalls: &modelCalls, toolCalls: toolCalls}
+}
+
+// checkRuns checks the invariants after runs with the given ids ended
+// with W1's answer: one tool execution and one recorded tool result per
+// run, and one output id and one reply id per run.
+func (fe *faultEnv) checkRuns(t *testing.T, ids []string) {
+	t.Helper()
+	fe.settle(t)
+	if n := fe.toolCalls.Load(); n != int64(len(ids)) {
+		t.Errorf("the tool ran %d times for %d runs", n, len(ids))
+	}
+	if n := fe.modelCalls.Load(); n < 2*int64(len(ids)) {
+		t.Errorf("the model was called %d times for %d runs", n, len(ids))
+	}
+	for _, id := range ids {
+		st, err := fe.rt.LoadRun(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status != agent.RunComplete || len(st.ToolCalls) != 1 || st.ToolCalls[0].Result.Text() != "5" || len(st.Pending) != 0 {
+			t.Errorf("run %s: status %s, tool calls %+v, pending %+v", id, st.Status, st.ToolCalls, st.Pending)
+		}
+		if _, err := fe.store.Get(t.Context(), store.KindToolResult, id+"/call_1"); err != nil {
+			t.Errorf("run %s: recorded tool result: %v", id, err)
+		}
+	}
+	outputs, _ := fe.eventIDs(agent.OutputChannel("calculator"))
+	replies, _ := fe.eventIDs(calf.InboxPrefix + ">")
+	if len(outputs) != len(ids) || len(replies) != len(ids) {
+		t.Errorf("%d output ids and %d reply ids for %d runs", len(outputs), len(replies), len(ids))
+	}
+	t.Logf("model calls %d; injected %+v", fe.modelCalls.Load(), fe.faulty.Stats())
+}
+
+// The fault chosen for one write of a W1 run is survived: the run ends
+// with its answer, the tool runs once, and one output is published.
+func TestRunSurvivesAFaultOnEachWrite(t *testing.T) {
+	// The writes of a W1 run, in order.
+	writes := []struct {
+		name, kind string
+		n          int64 // the n-th Put of kind
+	}{
+		{"input creates the run", store.KindRun, 1},
+		{"step 1 records the tool call", store.KindRun, 2},
+		{"the tool result is recorded", store.KindToolResult, 1},
+		{"the tool result advances the run", store.KindRun, 3},
+		{"step 2 records the answer", store.KindRun, 4},
+	}
+	faults := []storetest.Fault{storetest.Fail, storetest.LostReply, storetest.Conflict, storetest.ConcurrentWrite}
+	for _, w := range writes {
+		for _, f := range faults {
+			if f == storetest.Conflict && w.n == 1 {
+				continue // a conflict on a create says the record exists: ConcurrentWrite covers that
+			}
+			t.Run(w.name+"/"+f.String(), func(t *testing.T) {
+				var puts sync.Map // kind -> *atomic.Int64
+				fe := newFaultEnv(t, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
+					if c.Op != storetest.OpPut {
+						return storetest.NoFault
+					}
+					n, _ := puts.LoadOrStore(c.Kind, new(atomic.Int64))
+					if n.(*atomic.Int64).Add(1) == w.n && c.Kind == w.kind {
+						return f
+					}
+					return storetest.NoFault
+				}}, storeFaultAttempts)
+				out, err := fe.agent.Run(runCtx(t), fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.Output != "The sum is 5" {
+					t.Fatalf("output = %q", out.Output)
+				}
+				fe.checkRuns(t, []string{"r1"})
+				if st := fe.faulty.Stats(); st == (storetest.FaultStats{}) {
+					t.Error("no fault was injected")
+				}
+			})
+		}
+	}
+}
+
+// Many concurrent runs on a store that fails, loses replies, conflicts
+// and races other writers at random all end with their answer, each tool
+// call executed once.
+func TestConcurrentRunsUnderStoreFaults(t *testing.T) {
+	tests := []struct {
+		name string
+		f    storetest.Faults
+	}{
+		{"write failures", storetest.Faults{Seed: 1, WriteFailRate: 0.2}},
+		{"lost replies", storetest.Faults{Seed: 2, LostReplyRate: 0.2}},
+		{"conflicts", storetest.Faults{Seed: 3, ConflictRate: 0.3}},
+		{"concurrent writers", storetest.Faults{Seed: 4, ConcurrentWriteRate: 0.3}},
+		{"read failures", storetest.Faults{Seed: 5, ReadFailRate: 0.2}},
+		{"slow reads", storetest.Faults{Seed: 7, ReadDelay: time.Millisecond, ReadFailRate: 0.05}},
+		{"everything", storetest.Faults{Seed: 6, WriteFailRate: 0.1, LostReplyRate: 0.1, ConflictRate: 0.1, ConcurrentWriteRate: 0.1, ReadFailRate: 0.1}},
+	}
+	const runs = 16
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fe := newFaultEnv(t, tt.f, storeFaultAttempts)
+			ids := make([]string, runs)
+			errs := make([]error, runs)
+			var wg sync.WaitGroup
+			for i := range runs {
+				ids[i] = fmt.Sprintf("run-%02d", i)
+				wg.Go(func() {
+					out, err := fe.agent.Run(runCtx(t), fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: ids[i]})
+					if err == nil && out.Output != "The sum is 5" {
+						err = fmt.Errorf("output %q", out.Output)
+					}
+					errs[i] = err
+				})
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			fe.checkRuns(t, ids)
+		})
+	}
+}
+
+// A tool result that cannot be recorded, whatever the retries, does not
+// make the tool run once per delivery, and the run ends with a clear error
+// once the caller gives up after the retry budget was spent.
+func TestUnrecordableToolResult(t *testing.T) {
+	const attempts = 4
+	fe := newFaultEnv(t, storetest.Faults{Kinds: []string{store.KindToolResult}, WriteFailRate: 1}, attempts)
+	ctx, cancel := context.WithCancel(runCtx(t))
+	defer cancel()
+	dead := make(chan calf.DeadLetter, 1)
+	if err := fe.client.Handle(t.Context(), calf.DeadLetterChannel, func(_ context.Context, m *calf.Message) error {
+		var dl calf.DeadLetter
+		if err := m.Decode(&dl); err != nil {
+			return calf.Permanent(err)
+		}
+		dead <- dl
+		cancel() // the caller gives up once the message is parked
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := fe.agent.Run(ctx, fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+	if !errors.Is(err, agent.ErrRunCancelled) {
+		t.Fatalf("err = %v, want ErrRunCancelled", err)
+	}
+	dl := <-dead
+	if dl.Attempts != attempts || !strings.Contains(dl.Error, storetest.ErrInjected.Error()) || !strings.Contains(dl.Message.Channel, ".tool_call.add") {
+		t.Errorf("dead letter = %+v", dl)
+	}
+	fe.settle(t)
+	if n := fe.toolCalls.Load(); n != 1 {
+		t.Errorf("the tool ran %d times in %d deliveries, want once", n, attempts)
+	}
+	st, err := fe.rt.LoadRun(t.Context(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != agent.RunCancelled {
+		t.Errorf("run status %s, want cancelled", st.Status)
+	}
+}
+
+// Runs that continue one session on a faulty store each append their
+// messages to it exactly once, in order, and each sees the history of the
+// runs before it.
+func TestSessionUnderStoreFaults(t *testing.T) {
+	fe := newFaultEnv(t, storetest.Faults{Seed: 11, WriteFailRate: 0.15, LostReplyRate: 0.15, ConcurrentWriteRate: 0.15, ReadFailRate: 0.1}, storeFaultAttempts)
+	const runs = 5
+	var ids []string
+	for i := range runs {
+		id := fmt.Sprintf("run-%d", i)
+		ids = append(ids, id)
+		out, err := fe.agent.Run(runCtx(t), fe.rt, fmt.Sprintf("add 2 and 3, turn %d", i), &agent.RunOptions[agent.NoDeps]{RunID: id, SessionID: "s1"})
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if out.Output != "The sum is 5" {
+			t.Fatalf("run %d: output %q", i, out.Output)
+		}
+		st, err := fe.rt.LoadRun(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.HistoryLen != 4*i {
+			t.Errorf("run %d saw %d messages of history, want %d", i, st.HistoryLen, 4*i)
+		}
+	}
+	fe.checkRuns(t, ids)
+	s, err := fe.rt.LoadSession(t.Context(), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Runs, ids) || len(s.Messages) != 4*runs {
+		t.Fatalf("session runs %v with %d messages, want %v with %d", s.Runs, len(s.Messages), ids, 4*runs)
+	}
+	for i := range runs {
+		if got, want := s.Messages[4*i].Text(), fmt.Sprintf("add 2 and 3, turn %d", i); got != want {
+			t.Errorf("message %d of the session is %q, want %q", 4*i, got, want)
+		}
+	}
+}
+
+// A run whose message is parked while the store is down is not lost: the
+// dead letter is recorded, and once the store is back, replaying it
+// completes the run, without executing its tool call again.
+func TestStoreOutageParksThenReplayCompletes(t *testing.T) {
+	tests := []struct {
+		name, kind string
+		channel    string // where the parked message was
+	}{
+		{"tool result not recorded", store.KindToolResult, agent.ToolCallChannel("calculator", "add")},
+		{"run not advanced", store.KindRun, agent.ToolResultChannel("calculator")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var down atomic.Bool
+			var puts atomic.Int64
+			fe := newFaultEnv(t, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
+				if c.Op != storetest.OpPut || c.Kind != tt.kind {
+					return storetest.NoFault
+				}
+				// The store goes down for good at the write of the tool's
+				// result, or at the run's third write: after the tool ran.
+				if n := puts.Add(1); tt.kind == store.KindToolResult || n == 3 {
+					down.Store(true)
+				}
+				if down.Load() {
+					return storetest.Fail
+				}
+				return storetest.NoFault
+			}}, 3)
+			if err := deadletter.Serve(t.Context(), fe.client, fe.store); err != nil {
+				t.Fatal(err)
+			}
+			opts := &agent.RunOptions[agent.NoDeps]{RunID: "r1", ReplyTo: &agent.ReplyTo{Channel: fe.client.Inbox(), Key: "r1"}}
+			if _, err := fe.agent.Submit(t.Context(), fe.rt, "add 2 and 3", opts); err != nil {
+				t.Fatal(err)
+			}
+			fe.settle(t)
+			recs, err := deadletter.List(t.Context(), fe.store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != 1 || recs[0].Message.Channel != tt.channel || !strings.Contains(recs[0].Error, storetest.ErrInjected.Error()) {
+				t.Fatalf("dead letters: %+v", recs)
+			}
+			if st, err := fe.rt.LoadRun(t.Context(), "r1"); err != nil || st.Status != agent.RunRunning {
+				t.Fatalf("run during the outage: %+v, %v", st, err)
+			}
+			down.Store(false)
+			fe.faulty.SetEnabled(false)
+			if _, published, err := deadletter.Replay(t.Context(), fe.broker, fe.store, recs[0].ID, time.Now()); err != nil || !published {
+				t.Fatalf("replay: published %v, %v", published, err)
+			}
+			fe.settle(t)
+			out, err := fe.agent.Result(t.Context(), fe.rt, "r1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Output != "The sum is 5" {
+				t.Errorf("output = %q", out.Output)
+			}
+			fe.checkRuns(t, []string{"r1"})
+		})
+	}
+}

@@ -1,0 +1,377 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/tool"
+)
+
+// Channels of subagent runs, besides the agent channels.
+const (
+	suffixSubagentSpawned   = "subagent_spawned"
+	suffixSubagentCompleted = "subagent_completed"
+)
+
+// SubagentSpawnedChannel returns the channel on which an agent announces
+// the subagent runs its tool calls start. The events are informational.
+func SubagentSpawnedChannel(agent string) string {
+	return channelPrefix + agent + "." + suffixSubagentSpawned
+}
+
+// SubagentCompletedChannel returns the channel on which an agent receives
+// the outputs of the subagent runs its tool calls started: the
+// subagents' replies ([ReplyTo]).
+func SubagentCompletedChannel(agent string) string {
+	return channelPrefix + agent + "." + suffixSubagentCompleted
+}
+
+// SubagentEvent is the payload of the subagent_spawned channel: a tool
+// call of the run started the run RunID of the agent Agent.
+type SubagentEvent struct {
+	Step       int    `json:"step"`
+	ToolCallID string `json:"tool_call_id"`
+	ToolName   string `json:"tool_name"`
+	Agent      string `json:"agent"`
+	RunID      string `json:"run_id"`
+}
+
+// Defaults of [SubagentOptions].
+const (
+	DefaultSubagentTimeout  = DefaultTimeout
+	DefaultMaxSubagentDepth = 5
+)
+
+// SubagentOptions configures a subagent tool made by [AsTool]. A nil
+// *SubagentOptions means the defaults.
+type SubagentOptions struct {
+	// Name is the tool's name. Default: the subagent's name.
+	Name string
+	// Description tells the model what the subagent does. Default: the
+	// subagent's description.
+	Description string
+	// MaxTurns, when positive, bounds the model calls of each of the
+	// subagent's runs, below the subagent's own maximum. The parent's
+	// turns are not spent on the subagent's.
+	MaxTurns int
+	// Timeout bounds each of the subagent's runs: a run still going when
+	// it passes ends with an error at its next step (its model and tool
+	// calls are cut at the deadline), and the parent's model gets that
+	// error as the tool's result. Default: DefaultSubagentTimeout.
+	Timeout time.Duration
+	// MaxDepth bounds the nesting of subagent runs: a call from a run
+	// that is already MaxDepth subagent calls deep gets an error result
+	// instead of a run, so that agents that call each other (or
+	// themselves) stop. Default: DefaultMaxSubagentDepth.
+	MaxDepth int
+}
+
+// AsTool returns a tool that delegates a task to the agent sub: each call
+// starts a run of sub, as its own run with its own budget, and the tool's
+// result is that run's output (the text, or the JSON of a structured
+// output), or an error result when the run fails or times out: the
+// parent's model sees it and the parent's run goes on.
+//
+// No goroutine waits for the subagent: the tool call stays pending in the
+// parent's state; the subagent's run (on any process that serves it, as
+// only its name is needed) replies on the parent's subagent_completed
+// channel, and that reply becomes the tool's result. The subagent's run
+// id is derived from the parent's run id and the tool call id (see
+// [SubagentRunID]), and its state records the parent ([RunState.Parent]).
+// The parent's stream shows a subagent_spawned event when the run starts
+// and a subagent_completed event when it ends.
+//
+// The model calls the tool with {"input": "..."}, the subagent's prompt.
+// The subagent starts with no session and no dependencies from the
+// parent: give it LocalDeps when it needs some.
+func AsTool(sub Target, opts *SubagentOptions) (tool.Tool, error) {
+	var o SubagentOptions
+	if opts != nil {
+		o = *opts
+	}
+	if sub == nil || !nameRE.MatchString(sub.Name()) {
+		return nil, fmt.Errorf("%w: subagent must have a valid agent name", ErrInvalidAgent)
+	}
+	if o.Name == "" {
+		o.Name = sub.Name()
+	}
+	if err := tool.CheckName(o.Name); err != nil {
+		return nil, err
+	}
+	if o.Description == "" {
+		o.Description = sub.Description()
+	}
+	if o.Description == "" {
+		o.Description = "Ask the agent " + sub.Name() + " to carry out a task."
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultSubagentTimeout
+	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = DefaultMaxSubagentDepth
+	}
+	schema, err := tool.ParseSchema(subagentParams)
+	if err != nil {
+		return nil, err
+	}
+	st := &subagentTool{agent: sub.Name(), opts: o, schema: schema}
+	st.Tool = tool.NewRaw(model.ToolDefinition{Name: o.Name, Description: o.Description, Parameters: subagentParams}, st.call)
+	return st, nil
+}
+
+// AddSubagent gives sub to the agent as a tool; see [AsTool]. Like
+// AddTool, it must be called before Serve.
+func (a *Agent[Deps, Out]) AddSubagent(sub Target, opts *SubagentOptions) error {
+	t, err := AsTool(sub, opts)
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", a.name, err)
+	}
+	return a.AddTool(t)
+}
+
+// SubagentRunID returns the id of the subagent run that the tool call
+// callID of the run parent starts.
+func SubagentRunID(parent, callID string) string { return parent + "/" + callID }
+
+// subagentTool is the tool made by AsTool. The tool-call handler starts
+// the subagent's run instead of calling it.
+type subagentTool struct {
+	tool.Tool
+	agent  string
+	opts   SubagentOptions
+	schema *tool.Schema
+}
+
+var subagentParams = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string",` +
+	`"description":"The task for the agent, with everything it needs to know."}},"required":["input"],"additionalProperties":false}`)
+
+// input returns the subagent's prompt from the call's arguments.
+func (t *subagentTool) input(args json.RawMessage) (string, error) {
+	var in struct {
+		Input string `json:"input"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return "", &tool.ArgumentError{Tool: t.opts.Name, Err: err}
+	}
+	if err := t.schema.Validate(args); err != nil {
+		return "", &tool.ArgumentError{Tool: t.opts.Name, Err: err}
+	}
+	if in.Input == "" {
+		return "", &tool.ArgumentError{Tool: t.opts.Name, Err: errors.New("input is empty")}
+	}
+	return in.Input, nil
+}
+
+// call reports bad arguments; valid calls never reach it, as the handlers
+// start the subagent instead.
+func (t *subagentTool) call(_ context.Context, args json.RawMessage) (*tool.Result, error) {
+	if _, err := t.input(args); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("agent: the subagent tool %q runs only as a tool of an agent served on a runtime", t.opts.Name)
+}
+
+// hasSubagents reports whether the agent has a subagent tool.
+func (a *Agent[Deps, Out]) hasSubagents() bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	for _, name := range a.tools.Names() {
+		if t, ok := a.tools.Get(name); ok {
+			if _, ok := t.(*subagentTool); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// subagentCall reports whether ev calls a subagent tool with valid
+// arguments. Invalid ones take the ordinary path, which reports them to
+// the model.
+func (h *handlers[Deps, Out]) subagentCall(ev ToolCallEvent) (*subagentTool, string, bool) {
+	t, ok := h.a.tool(ev.ToolName)
+	if !ok {
+		return nil, "", false
+	}
+	sub, ok := t.(*subagentTool)
+	if !ok {
+		return nil, "", false
+	}
+	input, err := sub.input(json.RawMessage(ev.Arguments))
+	if err != nil {
+		return nil, "", false
+	}
+	return sub, input, true
+}
+
+// subagentRef is the [ReplyTo.Ref] of a subagent run: where its output
+// goes in the parent.
+type subagentRef struct {
+	Run     string `json:"run"`
+	Step    int    `json:"step"`
+	Tool    string `json:"tool"`
+	Call    string `json:"call"`
+	Session string `json:"session,omitempty"`
+}
+
+// startSubagent starts the subagent run of a tool call, and leaves the call
+// pending: the run's reply completes it. A redelivered call submits the
+// same run again, which starts nothing new (a run that has ended answers
+// again).
+func (h *handlers[Deps, Out]) startSubagent(ctx context.Context, msg *calf.Message, st *RunState, ev ToolCallEvent, sub *subagentTool, input string) error {
+	if st.Depth >= sub.opts.MaxDepth {
+		p := PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
+		res := errorResult(ev.Step, p, fmt.Errorf("the agent %s was not called: this run is %d subagent calls deep, the limit", sub.agent, st.Depth))
+		return h.recordResult(ctx, st.RunID, res, calf.Metadata{})
+	}
+	child := SubagentRunID(st.RunID, ev.ToolCallID)
+	spawned := SubagentEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Agent: sub.agent, RunID: child}
+	if _, err := h.rt.client.Emit(ctx, SubagentSpawnedChannel(h.a.name), spawned, calf.WithID(child+".spawned"), calf.WithKey(st.RunID)); err != nil {
+		return err
+	}
+	ref, err := json.Marshal(subagentRef{Run: st.RunID, Step: ev.Step, Tool: ev.ToolName, Call: ev.ToolCallID, Session: st.SessionID})
+	if err != nil {
+		return err
+	}
+	start := msg.Metadata.Time // the same deadline for every delivery
+	if start.IsZero() {
+		start = h.rt.now()
+	}
+	in := InputEvent{
+		Content: input, Parent: st.RunID,
+		ReplyTo:  &ReplyTo{Channel: SubagentCompletedChannel(h.a.name), Key: st.RunID, CorrelationID: st.correlationID(), Ref: string(ref)},
+		Deadline: start.Add(sub.opts.Timeout), MaxTurns: sub.opts.MaxTurns, Depth: st.Depth + 1,
+	}
+	m, err := h.rt.client.NewMessage(ctx, InputChannel(sub.agent), in, calf.WithID(inputID(child)), calf.WithKey(child),
+		calf.WithMetadata(calf.Metadata{CorrelationID: child, RunID: child}))
+	if err != nil {
+		return err
+	}
+	m.Metadata.SessionID = "" // the subagent does not continue the parent's conversation
+	if err := h.rt.client.Publish(ctx, m); err != nil {
+		return fmt.Errorf("agent %s: start subagent %s: %w", h.a.name, sub.agent, err)
+	}
+	return nil
+}
+
+// onSubagentCompleted turns a subagent run's output into the result of the
+// tool call that started it: it records the result (so that a redelivered
+// tool call emits it rather than starting the subagent again) and emits it
+// on the tool-result channel with the id a tool's result would have.
+func (h *handlers[Deps, Out]) onSubagentCompleted(ctx context.Context, msg *calf.Message) error {
+	var out OutputEvent
+	if err := msg.Decode(&out); err != nil {
+		return calf.Permanent(err)
+	}
+	var ref subagentRef
+	if err := json.Unmarshal([]byte(out.Ref), &ref); err != nil || ref.Run == "" || ref.Call == "" {
+		return calf.Permanent(fmt.Errorf("agent %s: subagent reply %s has no valid ref %q", h.a.name, msg.ID, out.Ref))
+	}
+	return h.recordResult(ctx, ref.Run, subagentResult(ref, &out), calf.Metadata{RunID: ref.Run, SessionID: ref.Session})
+}
+
+// recordResult records res as the result of its call in run, with a
+// create-only write (a result recorded first by another delivery wins),
+// and emits the recorded result on the tool-result channel, with md over
+// the metadata of the message being handled.
+func (h *handlers[Deps, Out]) recordResult(ctx context.Context, run string, res ToolResultEvent, md calf.Metadata) error {
+	data, err := json.Marshal(res)
+	if err != nil {
+		return calf.Permanent(err)
+	}
+	key := run + "/" + res.ToolCallID
+	if _, err := h.rt.store.Put(ctx, store.KindToolResult, key, data, 0); errors.Is(err, store.ErrConflict) {
+		rec, err := h.rt.store.Get(ctx, store.KindToolResult, key)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(rec.Data, &res); err != nil {
+			return calf.Permanent(fmt.Errorf("%w: tool result: %v", ErrCorruptState, err))
+		}
+	} else if err != nil {
+		return err
+	}
+	_, err = h.rt.client.Emit(ctx, ToolResultChannel(h.a.name), res, calf.WithID(toolResultID(run, res.Step, res.ToolCallID)),
+		calf.WithKey(run), calf.WithMetadata(md))
+	return err
+}
+
+// subagentResult is the tool result a subagent's output makes.
+func subagentResult(ref subagentRef, out *OutputEvent) ToolResultEvent {
+	ev := ToolResultEvent{Step: ref.Step, ToolCallID: ref.Call, ToolName: ref.Tool, Status: StatusSuccess}
+	if out.Status != OutputComplete {
+		reason := out.Error
+		if reason == "" {
+			reason = "the run ended with status " + out.Status
+		}
+		ev.Status = StatusError
+		ev.Result = tool.ErrorResult(fmt.Errorf("the agent %s did not finish the task (%s): %s", out.Agent, out.Status, reason))
+		return ev
+	}
+	var s string
+	if err := json.Unmarshal(out.Content, &s); err == nil {
+		ev.Result = tool.TextResult(s)
+		return ev
+	}
+	ev.Result = &tool.Result{Parts: []model.Part{model.TextPart(string(out.Content))}, Structured: out.Content}
+	return ev
+}
+
+// within bounds a timeout by the run's deadline, if it has one.
+func (h *handlers[Deps, Out]) within(st *RunState, timeout time.Duration) time.Duration {
+	if st.Deadline.IsZero() {
+		return timeout
+	}
+	if left := st.Deadline.Sub(h.rt.now()); left < timeout {
+		return max(left, time.Millisecond)
+	}
+	return timeout
+}
+
+// maxTurns is the run's bound on model calls.
+func (h *handlers[Deps, Out]) maxTurns(st *RunState) int {
+	if st.MaxTurns > 0 && st.MaxTurns < h.a.opts.MaxTurns {
+		return st.MaxTurns
+	}
+	return h.a.opts.MaxTurns
+}
+
+// cancelSubagents cancels the subagent runs (or the last runs of their
+// handoff chains) that the cancelled run st was waiting for, and theirs in
+// turn. It is best effort: a failure is logged, and a subagent run that
+// ends anyway only answers a run that no longer listens.
+func (rt *Runtime) cancelSubagents(ctx context.Context, st *RunState, depth int) {
+	if depth > maxChain {
+		return
+	}
+	for _, p := range st.Pending {
+		if p.Result != nil {
+			continue
+		}
+		id := SubagentRunID(st.RunID, p.ID)
+		if _, err := rt.store.Get(ctx, store.KindRun, id); err != nil {
+			continue // not a subagent call, or its run has not started
+		}
+		last, err := rt.lastOfChain(ctx, id)
+		if err == nil {
+			last, err = rt.cancelRun(ctx, last.RunID, last.Agent, "its parent run "+st.RunID+" was cancelled")
+		}
+		if err != nil {
+			rt.log.Warn("agent: cancel subagent run", "run", id, "parent", st.RunID, "err", err)
+			continue
+		}
+		if last.Status != RunCancelled {
+			continue
+		}
+		if err := rt.emitOutput(ctx, last); err != nil {
+			rt.log.Warn("agent: emit cancelled output", "agent", last.Agent, "run", last.RunID, "err", err)
+		}
+		rt.cancelSubagents(ctx, last, depth+1)
+	}
+}

@@ -1,0 +1,49 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/model/modeltest"
+	storemem "github.com/calf-go/calf/store/memory"
+)
+
+// A writer agent delegates research to a researcher agent through a tool:
+// the researcher runs as a child run, and its output is the tool's result.
+func ExampleAgent_AddSubagent() {
+	ctx := context.Background()
+	b := memory.New(nil)
+	defer b.Close()
+	rt := agent.NewRuntime(calf.NewClient(b, nil), storemem.New(), nil)
+
+	researcher := agent.Must(agent.New[agent.NoDeps, string]("researcher",
+		modeltest.NewTestModel(modeltest.Text("Lyon has 520,000 inhabitants.")),
+		&agent.Options[agent.NoDeps]{Description: "Finds facts."}))
+	writer := agent.Must(agent.New[agent.NoDeps, string]("writer", modeltest.NewTestModel(
+		modeltest.ToolCalls(modeltest.Call("c1", "researcher", `{"input":"How many people live in Lyon?"}`)),
+		modeltest.Text("Lyon, a city of about half a million people."),
+	), nil))
+	if err := writer.AddSubagent(researcher, &agent.SubagentOptions{MaxTurns: 5}); err != nil {
+		panic(err)
+	}
+	for _, a := range []*agent.Agent[agent.NoDeps, string]{writer, researcher} {
+		if err := a.Serve(ctx, rt, nil); err != nil {
+			panic(err)
+		}
+	}
+	out, err := writer.Run(ctx, rt, "Write one line about Lyon.", &agent.RunOptions[agent.NoDeps]{RunID: "w1"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(out.Output)
+	fmt.Println("tool result:", out.ToolCalls[0].Result.Text())
+	child, _ := rt.LoadRun(ctx, agent.SubagentRunID("w1", "c1"))
+	fmt.Println("child run", child.RunID, "of", child.Parent, child.Status)
+	// Output:
+	// Lyon, a city of about half a million people.
+	// tool result: Lyon has 520,000 inhabitants.
+	// child run w1/c1 of w1 complete
+}

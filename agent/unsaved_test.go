@@ -1,0 +1,29 @@
+package agent
+
+import (
+	"strconv"
+	"testing"
+)
+
+func TestUnsavedResults(t *testing.T) {
+	u := newUnsavedResults()
+	u.keep("r/c1", unsavedResult{ev: ToolResultEvent{ToolCallID: "c1"}, data: []byte("x")})
+	r, ok := u.take("r/c1")
+	if !ok || r.ev.ToolCallID != "c1" || string(r.data) != "x" {
+		t.Fatalf("take = %+v, %v", r, ok)
+	}
+	if _, ok := u.take("r/c1"); ok {
+		t.Error("a result was taken twice")
+	}
+	for i := range maxUnsavedResults + 10 {
+		u.keep(strconv.Itoa(i), unsavedResult{})
+	}
+	if n := len(u.results); n != maxUnsavedResults {
+		t.Errorf("%d results kept, want the bound %d", n, maxUnsavedResults)
+	}
+	var none *unsavedResults
+	none.keep("k", unsavedResult{})
+	if _, ok := none.take("k"); ok {
+		t.Error("a nil *unsavedResults kept a result")
+	}
+}

@@ -1,0 +1,214 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/deadletter"
+	"github.com/calf-go/calf/store"
+)
+
+// DefaultDrainTimeout is the default of [WorkerOptions.DrainTimeout].
+const DefaultDrainTimeout = 30 * time.Second
+
+// WorkerOptions configures a [Worker]. A nil *WorkerOptions means the
+// defaults.
+type WorkerOptions struct {
+	// Client configures the worker's client. Default: the defaults, with
+	// Logger.
+	Client *calf.Options
+	// Runtime configures the worker's runtime. Default: the defaults.
+	Runtime *RuntimeOptions
+	// Logger receives the worker's diagnostics: when it starts draining
+	// and when it has stopped. Default: discard.
+	Logger *slog.Logger
+	// DrainTimeout bounds how long [Worker.Run] lets the handlers in
+	// progress finish once its context ends. After it, their contexts are
+	// cancelled, and the messages they were handling are handed back to
+	// the broker unacknowledged, for another worker. Default:
+	// [DefaultDrainTimeout].
+	DrainTimeout time.Duration
+	// NoDeadLetters turns off the recorder that keeps the messages parked
+	// on [calf.DeadLetterChannel] in the store (see package deadletter).
+	NoDeadLetters bool
+}
+
+// Worker hosts the handlers of agents in one process, on a broker that
+// other processes share, and shuts them down gracefully. Serve agents on
+// [Worker.Runtime], then call [Worker.Run]: it records dead letters in the
+// store, blocks until its context ends, and then drains: it stops taking
+// new messages, lets the handlers in progress finish (up to
+// [WorkerOptions.DrainTimeout]) and leaves every message it has not
+// handled unacknowledged, so that the broker redelivers it to another
+// worker. Several workers serving the same agents share their messages
+// through the broker's consumer groups.
+type Worker struct {
+	broker  *drainBroker
+	client  *calf.Client
+	rt      *Runtime
+	store   store.Store
+	log     *slog.Logger
+	drain   time.Duration
+	recordD bool
+
+	runMu   sync.Mutex
+	started bool
+	running bool
+}
+
+// NewWorker returns a worker on the broker b and the store s. The worker
+// does not close them: the caller does, after Run returns.
+func NewWorker(b calf.Broker, s store.Store, opts *WorkerOptions) *Worker {
+	var o WorkerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	var co calf.Options
+	if o.Client != nil {
+		co = *o.Client
+	}
+	if co.Logger == nil {
+		co.Logger = o.Logger
+	}
+	db := newDrainBroker(b)
+	client := calf.NewClient(db, &co)
+	return &Worker{
+		broker: db, client: client, rt: NewRuntime(client, s, o.Runtime), store: s,
+		log: o.Logger, drain: o.DrainTimeout, recordD: !o.NoDeadLetters,
+	}
+}
+
+// Runtime returns the worker's runtime: serve agents on it, and start runs
+// through it.
+func (w *Worker) Runtime() *Runtime { return w.rt }
+
+// Start subscribes the dead-letter recorder (unless turned off), so that
+// the worker is fully up when it returns. Run calls it if it was not
+// called; calling it again does nothing.
+func (w *Worker) Start(ctx context.Context) error {
+	w.runMu.Lock()
+	defer w.runMu.Unlock()
+	if w.started {
+		return nil
+	}
+	if w.recordD {
+		if err := deadletter.Serve(ctx, w.client, w.store); err != nil {
+			return fmt.Errorf("agent: worker: %w", err)
+		}
+	}
+	w.started = true
+	return nil
+}
+
+// Run starts the worker (see [Worker.Start]), then blocks until ctx ends,
+// and then drains the worker's subscriptions, as described on [Worker].
+// It returns nil when every handler finished within the drain timeout,
+// and an error when some had to be interrupted. A worker runs once.
+func (w *Worker) Run(ctx context.Context) error {
+	w.runMu.Lock()
+	if w.running {
+		w.runMu.Unlock()
+		return errors.New("agent: worker: Run called twice")
+	}
+	w.running = true
+	w.runMu.Unlock()
+	if err := w.Start(ctx); err != nil {
+		w.shutdown(0)
+		return err
+	}
+	<-ctx.Done()
+	w.log.Info("calf worker: draining", "timeout", w.drain)
+	return w.shutdown(w.drain)
+}
+
+// Interrupt cancels the contexts of the handlers in progress, as the end
+// of the drain timeout does: their messages go back to the broker. Call it
+// to cut a drain short, on a second signal say; the handlers of a worker
+// that is not draining are interrupted too.
+func (w *Worker) Interrupt() { w.broker.interrupt() }
+
+// shutdown stops the subscriptions and waits for the handlers in progress,
+// interrupting them after drain.
+func (w *Worker) shutdown(drain time.Duration) error {
+	timer := time.AfterFunc(drain, w.broker.interrupt)
+	defer timer.Stop()
+	err := w.client.Shutdown(context.Background())
+	if w.broker.interrupted() {
+		err = errors.Join(err, fmt.Errorf("agent: worker: handlers in progress were interrupted (by the drain timeout of %s, or by Interrupt); their messages go back to the broker", drain))
+	}
+	w.log.Info("calf worker: stopped")
+	return err
+}
+
+// CreateChannels passes the call on to the wrapped broker.
+func (d *drainBroker) CreateChannels(ctx context.Context, channels ...string) error {
+	return calf.CreateChannels(ctx, d.Broker, channels...)
+}
+
+// drainBroker wraps a broker so that closing a subscription lets the
+// handlers in progress finish instead of cancelling them at once: their
+// context is cancelled only by interrupt.
+type drainBroker struct {
+	calf.Broker
+	hard       context.Context
+	stopHandle context.CancelFunc
+
+	mu     sync.Mutex
+	active int  // handlers in progress
+	cut    bool // interrupt found handlers in progress
+}
+
+func newDrainBroker(b calf.Broker) *drainBroker {
+	hard, cancel := context.WithCancel(context.Background())
+	return &drainBroker{Broker: b, hard: hard, stopHandle: cancel}
+}
+
+// interrupt cancels the contexts of the handlers in progress, and of
+// those that start later.
+func (d *drainBroker) interrupt() {
+	d.mu.Lock()
+	d.cut = d.cut || d.active > 0
+	d.mu.Unlock()
+	d.stopHandle()
+}
+
+// interrupted reports whether interrupt cut a handler short.
+func (d *drainBroker) interrupted() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cut
+}
+
+// Subscribe subscribes h so that its context survives the closing of the
+// subscription until interrupt. The message of a handler that succeeds is
+// acknowledged; one that fails after the subscription closed goes back to
+// the broker.
+func (d *drainBroker) Subscribe(ctx context.Context, pattern string, h calf.Handler, opts *calf.SubscribeOptions) (calf.Subscription, error) {
+	wrapped := func(hctx context.Context, msg *calf.Message) error {
+		d.mu.Lock()
+		d.active++
+		d.mu.Unlock()
+		defer func() {
+			d.mu.Lock()
+			d.active--
+			d.mu.Unlock()
+		}()
+		ctx, cancel := context.WithCancel(context.WithoutCancel(hctx))
+		defer cancel()
+		stop := context.AfterFunc(d.hard, cancel)
+		defer stop()
+		return h(ctx, msg)
+	}
+	return d.Broker.Subscribe(ctx, pattern, wrapped, opts)
+}
