@@ -1,0 +1,189 @@
+package deadletter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/store"
+)
+
+// RecorderGroup is the consumer group of the recorder [Serve] subscribes.
+const RecorderGroup = "calf.deadletter.recorder"
+
+// ErrNotFound is returned (wrapped) for an id that names no recorded dead
+// letter.
+var ErrNotFound = errors.New("deadletter: no such dead letter")
+
+// Record is a dead letter as kept in the store.
+type Record struct {
+	// ID identifies the record: the id of the message that carried the dead
+	// letter on [calf.DeadLetterChannel].
+	ID string `json:"id"`
+	calf.DeadLetter
+	// ReplayedAt is when the message was last republished by [Replay]; zero
+	// if never.
+	ReplayedAt time.Time `json:"replayed_at,omitzero"`
+	// ReplayID is the id of the republished message.
+	ReplayID string `json:"replay_id,omitempty"`
+}
+
+// Replayed reports whether the record was replayed.
+func (r *Record) Replayed() bool { return !r.ReplayedAt.IsZero() }
+
+// Handler returns the handler that records each dead letter it receives in
+// s. A dead letter already recorded is left as it is, so that a
+// redelivery does not undo a replay mark. A payload that is not a
+// [calf.DeadLetter] is recorded too, with its bytes in RawData, so that
+// nothing parked is invisible.
+func Handler(s store.Store) calf.Handler {
+	return func(ctx context.Context, msg *calf.Message) error {
+		rec := Record{ID: msg.ID}
+		if err := json.Unmarshal(msg.Data, &rec.DeadLetter); err != nil || rec.Message == nil {
+			rec.DeadLetter = calf.DeadLetter{
+				Message: &calf.Message{ID: msg.Metadata.CausationID, Key: msg.Key},
+				RawData: msg.Data,
+				Error:   "deadletter: the dead letter's payload is not a calf.DeadLetter",
+				Time:    msg.Metadata.Time,
+			}
+		}
+		data, err := json.Marshal(rec)
+		if err != nil {
+			return calf.Permanent(fmt.Errorf("deadletter: encode %s: %w", msg.ID, err))
+		}
+		if _, err := store.Claim(ctx, s, store.KindDeadLetter, msg.ID, data); err != nil {
+			return fmt.Errorf("deadletter: record %s: %w", msg.ID, err)
+		}
+		return nil
+	}
+}
+
+// Serve subscribes the recorder ([Handler]) on c, in [RecorderGroup]. The
+// subscription lasts until the client shuts down.
+func Serve(ctx context.Context, c *calf.Client, s store.Store) error {
+	if err := c.Handle(ctx, calf.DeadLetterChannel, Handler(s), &calf.SubscribeOptions{Group: RecorderGroup}); err != nil {
+		return fmt.Errorf("deadletter: serve: %w", err)
+	}
+	return nil
+}
+
+// Get returns the record with id, or an error matching [ErrNotFound].
+func Get(ctx context.Context, s store.Store, id string) (*Record, error) {
+	if id == "" {
+		return nil, fmt.Errorf("%w: empty id", ErrNotFound)
+	}
+	r, err := s.Get(ctx, store.KindDeadLetter, id)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalidKey) {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("deadletter: get %s: %w", id, err)
+	}
+	return decode(r)
+}
+
+func decode(r store.Record) (*Record, error) {
+	var rec Record
+	if err := json.Unmarshal(r.Data, &rec); err != nil {
+		return nil, fmt.Errorf("deadletter: decode %s: %w", r.ID, err)
+	}
+	rec.ID = r.ID
+	return &rec, nil
+}
+
+// listPage is how many records List reads at a time.
+const listPage = 500
+
+// List returns every recorded dead letter, ordered by id.
+func List(ctx context.Context, s store.Store) ([]*Record, error) {
+	var out []*Record
+	after := ""
+	for {
+		page, err := s.List(ctx, store.KindDeadLetter, "", after, listPage)
+		if err != nil {
+			return nil, fmt.Errorf("deadletter: list: %w", err)
+		}
+		for _, r := range page {
+			rec, err := decode(r)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rec)
+		}
+		if len(page) < listPage {
+			return out, nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// ReplayMessage returns the message [Replay] publishes for rec: the
+// original message, with its original bytes, attempt 0, and the id
+// ReplayID(rec).
+func ReplayMessage(rec *Record) (*calf.Message, error) {
+	if rec.Message == nil || rec.Message.Channel == "" {
+		return nil, fmt.Errorf("deadletter: %s holds no message to replay", rec.ID)
+	}
+	m := rec.Message.Clone()
+	if len(rec.RawData) > 0 {
+		m.Data = json.RawMessage(rec.RawData)
+	}
+	m.ID = ReplayID(rec)
+	m.Metadata.Attempt = 0
+	return m, nil
+}
+
+// ReplayID returns the id a replay of rec publishes under. It is derived
+// from the original id, so that a replay retried after a failure
+// publishes the same message again, which brokers that deduplicate by id
+// drop and idempotent handlers ignore.
+func ReplayID(rec *Record) string {
+	return rec.Message.ID + ".replay"
+}
+
+// Replay republishes the message of the dead letter id on b, on its
+// original channel, and marks the record replayed. It returns the record
+// and whether this call published it: a record already replayed is
+// returned as it is, without publishing. An unknown id returns an error
+// matching [ErrNotFound].
+func Replay(ctx context.Context, b calf.Broker, s store.Store, id string, now time.Time) (*Record, bool, error) {
+	rec, err := Get(ctx, s, id)
+	if err != nil {
+		return nil, false, err
+	}
+	if rec.Replayed() {
+		return rec, false, nil
+	}
+	m, err := ReplayMessage(rec)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := b.Publish(ctx, m); err != nil {
+		return nil, false, fmt.Errorf("deadletter: replay %s: %w", id, err)
+	}
+	var out *Record
+	published := true
+	_, err = store.Update(ctx, s, store.KindDeadLetter, id, func(data []byte, exists bool) ([]byte, error) {
+		if !exists {
+			return nil, fmt.Errorf("%w: %q (deleted during the replay)", ErrNotFound, id)
+		}
+		cur, err := decode(store.Record{ID: id, Data: data})
+		if err != nil {
+			return nil, err
+		}
+		out = cur
+		if cur.Replayed() {
+			published = false // another replay marked it first
+			return nil, nil
+		}
+		cur.ReplayedAt, cur.ReplayID = now, m.ID
+		return json.Marshal(cur)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("deadletter: mark %s replayed: %w", id, err)
+	}
+	return out, published, nil
+}

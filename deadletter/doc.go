@@ -1,0 +1,25 @@
+// Package deadletter keeps the messages brokers park on
+// [calf.DeadLetterChannel] in a state store, where an operator can list
+// them, read them and replay them.
+//
+// A broker parks a message after its handler failed the last allowed
+// attempt (or marked the error [calf.Permanent]), publishing a
+// [calf.DeadLetter] on the dead-letter channel. [Serve] subscribes a
+// recorder to that channel, in the consumer group [RecorderGroup], which
+// writes each dead letter once to the store under [store.KindDeadLetter],
+// keyed by the dead-letter message's id. Every worker may run the
+// recorder: the group gives each dead letter to one of them, and a dead
+// letter delivered twice is recorded once.
+//
+// [List] and [Get] read the records; [Replay] republishes the original
+// message on its channel, with a new id derived from the old one, and
+// marks the record replayed. Replaying a record again does nothing, so an
+// operator (or a script) may retry a replay whose outcome it did not see.
+// A replayed message goes to every consumer group subscribed to its
+// channel, not only the one that failed: Calf's agent handlers are
+// idempotent, so a group that had handled it handles it again without
+// effect. A replayed message that fails again is parked again, as a new
+// dead letter.
+//
+// The calf command exposes this as calf deadletters list, show and replay.
+package deadletter
