@@ -1,0 +1,150 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/calf-go/calf/agent"
+)
+
+// Member is a participant of a team: an agent ([AgentMember],
+// [RemoteAgent]) or another team (*[Team]). A team knows its members by
+// name and talks to them by events only: it starts a member's run with
+// Submit, whichever worker serves the member carries the run out, and the
+// run's end comes back as an [agent.OutputEvent] on the team's channel. So
+// members can be hosted by other workers, and no goroutine waits for them.
+type Member interface {
+	// Name is the member's name: unique within a team, and the name of the
+	// agent (or team) whose channels receive its runs.
+	Name() string
+	// Description says what the member does. Moderators and managers read
+	// it to choose who works next.
+	Description() string
+	// Submit starts a run of the member for req without waiting for it.
+	// When the run ends it must publish its [agent.OutputEvent] as
+	// req.ReplyTo asks. Submitting the same run id again must not start a
+	// second run.
+	Submit(ctx context.Context, rt *agent.Runtime, req *Request) error
+	// Text returns the text that a completed run's output passes on to the
+	// team, or the error of a run that failed or was cancelled.
+	Text(ev *agent.OutputEvent) (string, error)
+}
+
+// Request asks a [Member] for one run.
+type Request struct {
+	// RunID names the run; it is required, and deterministic when a team
+	// makes the request, so that a redelivered request starts nothing new.
+	RunID string
+	// Prompt is the run's input.
+	Prompt string
+	// Parent is the id of the run that asks, if any.
+	Parent string
+	// SessionID continues a conversation, if set.
+	SessionID string
+	// ReplyTo names where the run's output goes when it ends.
+	ReplyTo *agent.ReplyTo
+	// Stream asks agents to emit their model deltas.
+	Stream bool
+	// Deadline, when set, bounds an agent's run (see
+	// [agent.InputEvent.Deadline]).
+	Deadline time.Time
+}
+
+func (r *Request) check() error {
+	if r == nil || r.RunID == "" {
+		return errors.New("team: a request needs a run id")
+	}
+	return nil
+}
+
+// AgentMember returns a as a team member. The agent must be served
+// ([agent.Agent.Serve]) by some worker on the runtime's broker. Its runs get
+// no dependencies from the team: an agent that needs some gets them from
+// [agent.ServeOptions.LocalDeps]. A structured output is passed on as its
+// JSON text.
+func AgentMember[Deps, Out any](a *agent.Agent[Deps, Out]) Member {
+	return &agentMember[Deps, Out]{a: a}
+}
+
+type agentMember[Deps, Out any] struct{ a *agent.Agent[Deps, Out] }
+
+func (m *agentMember[Deps, Out]) Name() string        { return m.a.Name() }
+func (m *agentMember[Deps, Out]) Description() string { return m.a.Description() }
+
+func (m *agentMember[Deps, Out]) Submit(ctx context.Context, rt *agent.Runtime, req *Request) error {
+	return submitAgent(ctx, rt, m.a.Name(), req)
+}
+
+func (m *agentMember[Deps, Out]) Text(ev *agent.OutputEvent) (string, error) {
+	if _, err := m.a.DecodeOutput(ev); err != nil {
+		return "", err
+	}
+	return contentText(ev.Content), nil
+}
+
+// RemoteAgent returns a member for the agent named name, known by name
+// only: some worker on the broker serves it, possibly a program in another
+// language that follows docs/channels.md. Its output is passed on as text
+// (a structured output as its JSON text).
+func RemoteAgent(name, description string) Member {
+	return &remoteAgent{name: name, description: description}
+}
+
+type remoteAgent struct{ name, description string }
+
+func (m *remoteAgent) Name() string        { return m.name }
+func (m *remoteAgent) Description() string { return m.description }
+
+func (m *remoteAgent) Submit(ctx context.Context, rt *agent.Runtime, req *Request) error {
+	return submitAgent(ctx, rt, m.name, req)
+}
+
+func (m *remoteAgent) Text(ev *agent.OutputEvent) (string, error) {
+	if err := outputError(m.name, ev); err != nil {
+		return "", err
+	}
+	return contentText(ev.Content), nil
+}
+
+func submitAgent(ctx context.Context, rt *agent.Runtime, name string, req *Request) error {
+	if err := req.check(); err != nil {
+		return err
+	}
+	in := &agent.InputEvent{Content: req.Prompt, Stream: req.Stream, ReplyTo: req.ReplyTo, Parent: req.Parent, Deadline: req.Deadline}
+	return rt.Submit(ctx, name, req.RunID, in, req.SessionID)
+}
+
+// outputError returns the *agent.RunError of an output that is not
+// complete.
+func outputError(name string, ev *agent.OutputEvent) error {
+	switch ev.Status {
+	case agent.OutputComplete:
+		return nil
+	case agent.OutputCancelled:
+		return &agent.RunError{Agent: name, RunID: ev.RunID, Status: agent.RunCancelled, Reason: ev.Error}
+	default:
+		return &agent.RunError{Agent: name, RunID: ev.RunID, Status: agent.RunFailed, Reason: ev.Error}
+	}
+}
+
+// contentText returns an output's content as text: a JSON string
+// unquoted, any other JSON value as its text.
+func contentText(raw json.RawMessage) string {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s
+	}
+	return string(raw)
+}
+
+// errorText returns the reason of a member's failure for a transcript.
+func errorText(err error) string {
+	var re *agent.RunError
+	if errors.As(err, &re) && re.Reason != "" {
+		return fmt.Sprintf("%s (%s)", re.Reason, re.Status)
+	}
+	return err.Error()
+}

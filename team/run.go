@@ -1,0 +1,631 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/store"
+)
+
+// RunOptions configures one team run. A nil *RunOptions means the
+// defaults.
+type RunOptions struct {
+	// RunID names the run. Default: a fresh id. Running the same run id
+	// again starts nothing new: once the first run has ended, the caller
+	// gets its output.
+	RunID string
+	// SessionID is carried on the run's events.
+	SessionID string
+}
+
+// Output is the result of a completed team run.
+type Output struct {
+	// Output is the team's answer.
+	Output string
+	RunID  string
+	// Transcript holds every member run of the team run, in order.
+	Transcript []Turn
+	// Usage adds up the members' usage.
+	Usage model.Usage
+	// Steps is the number of steps (batches of member runs) taken.
+	Steps int
+	// Duration is the time from the run's start to its end.
+	Duration time.Duration
+}
+
+var _ Member = (*Team)(nil)
+
+// Submit starts a team run without waiting for it: it publishes the run's
+// input event (id "{run}.input", key the run id), and the run's
+// [agent.OutputEvent] goes to req.ReplyTo when the run ends. It makes a
+// team a [Member] of another team. Submitting a run id again starts
+// nothing new: a run that has ended answers again.
+func (t *Team) Submit(ctx context.Context, rt *agent.Runtime, req *Request) error {
+	msg, err := t.input(ctx, rt, req)
+	if err != nil {
+		return err
+	}
+	if err := rt.Client().Publish(ctx, msg); err != nil {
+		return fmt.Errorf("team %s: submit run %s: %w", t.name, req.RunID, err)
+	}
+	return nil
+}
+
+func (t *Team) input(ctx context.Context, rt *agent.Runtime, req *Request) (*calf.Message, error) {
+	if err := req.check(); err != nil {
+		return nil, err
+	}
+	in := InputEvent{Content: req.Prompt, ReplyTo: req.ReplyTo, Parent: req.Parent, Stream: req.Stream}
+	msg, err := rt.Client().NewMessage(ctx, InputChannel(t.name), in, calf.WithID(inputID(req.RunID)), calf.WithKey(req.RunID),
+		calf.WithMetadata(calf.Metadata{CorrelationID: req.RunID, RunID: req.RunID}))
+	if err != nil {
+		return nil, err
+	}
+	msg.Metadata.SessionID = req.SessionID
+	return msg, nil
+}
+
+// Text returns the team's output as text, or the *agent.RunError of a run
+// that did not complete.
+func (t *Team) Text(ev *agent.OutputEvent) (string, error) {
+	if err := outputError(t.name, ev); err != nil {
+		return "", withKind(err)
+	}
+	return contentText(ev.Content), nil
+}
+
+// withKind makes the error of a run failed by an unknown member match
+// ErrUnknownMember.
+func withKind(err error) error {
+	var re *agent.RunError
+	if errors.As(err, &re) && strings.Contains(re.Reason, ErrUnknownMember.Error()) && re.Err == nil {
+		re.Err = ErrUnknownMember
+	}
+	return err
+}
+
+func (t *Team) request(rt *agent.Runtime, prompt string, opts *RunOptions, stream bool) *Request {
+	var o RunOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.RunID == "" {
+		o.RunID = calf.NewID()
+	}
+	return &Request{RunID: o.RunID, Prompt: prompt, SessionID: o.SessionID, Stream: stream}
+}
+
+// Run starts a team run with prompt as its task and waits for its output.
+// The run is carried out by the coordinators of whichever processes serve
+// the team, and the members by whichever serve them. When ctx ends or the
+// team's Timeout passes first, the run is cancelled and Run returns an
+// *agent.RunError matching agent.ErrRunCancelled. A run that fails returns
+// an *agent.RunError matching agent.ErrRunFailed (and [ErrUnknownMember]
+// when a moderator picked a speaker that is not a member).
+func (t *Team) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) (*Output, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, fmt.Errorf("team %s: run timed out after %s: %w", t.name, t.opts.Timeout, context.DeadlineExceeded))
+	defer cancel()
+	req := t.request(rt, prompt, opts, false)
+	// The output comes back on this client's inbox.
+	req.ReplyTo = &agent.ReplyTo{Channel: rt.Client().Inbox(), Key: req.RunID}
+	msg, err := t.input(ctx, rt, req)
+	if err != nil {
+		return nil, err
+	}
+	f, err := rt.Client().Follow(ctx, rt.Client().Inbox(), req.RunID)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := rt.Client().Publish(ctx, msg); err != nil {
+		return nil, fmt.Errorf("team %s: start run: %w", t.name, err)
+	}
+	m, err := f.Next(ctx)
+	if err != nil {
+		return nil, t.abandon(ctx, rt, req.RunID)
+	}
+	var ev agent.OutputEvent
+	if err := m.Decode(&ev); err != nil {
+		return nil, err
+	}
+	if _, err := t.Text(&ev); err != nil {
+		return nil, err
+	}
+	return t.Result(ctx, rt, req.RunID)
+}
+
+// Result returns the output of a finished team run, read from the store:
+// an *agent.RunError for a run that failed or was cancelled, and an error
+// matching store.ErrNotFound for an unknown run.
+func (t *Team) Result(ctx context.Context, rt *agent.Runtime, runID string) (*Output, error) {
+	st, err := LoadState(ctx, rt, runID)
+	if err != nil {
+		return nil, err
+	}
+	switch st.Status {
+	case agent.RunComplete:
+	case agent.RunRunning:
+		return nil, fmt.Errorf("team %s: run %s is still running", t.name, runID)
+	default:
+		return nil, withKind(&agent.RunError{Agent: t.name, RunID: runID, Status: st.Status, Reason: st.Error})
+	}
+	return &Output{Output: st.Output, RunID: runID, Transcript: st.Transcript, Usage: st.Usage, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt)}, nil
+}
+
+// Cancel ends a running team run with status cancelled and emits its
+// output. The member runs in flight carry on, and their replies are
+// ignored. Cancelling a run that has ended changes nothing.
+func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	now := rt.Client().Now()
+	_, err := store.Update(ctx, rt.Store(), KindTeam, runID, func(data []byte, exists bool) ([]byte, error) {
+		if !exists {
+			// Not started yet: the input handler will find the run ended.
+			return json.Marshal(&State{RunID: runID, Team: t.name, Process: t.process, Status: agent.RunCancelled, Error: reason, StartedAt: now, EndedAt: now})
+		}
+		st, err := DecodeState(data)
+		if err != nil || st.Status.Terminal() {
+			return nil, err
+		}
+		st.Status, st.Error, st.Calls, st.EndedAt = agent.RunCancelled, reason, nil, now
+		return json.Marshal(st)
+	})
+	if err != nil {
+		return err
+	}
+	st, err := LoadState(ctx, rt, runID)
+	if err != nil {
+		return err
+	}
+	if st.Status != agent.RunCancelled {
+		return nil
+	}
+	return emitOutput(ctx, rt, st)
+}
+
+// abandon cancels a run whose caller stopped waiting, and reports it.
+func (t *Team) abandon(ctx context.Context, rt *agent.Runtime, id string) error {
+	cause := context.Cause(ctx)
+	reason := "the caller stopped waiting: " + cause.Error()
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := t.Cancel(bg, rt, id, reason); err != nil {
+		rt.Client().Logger().Warn("team: cancel abandoned run", "team", t.name, "run", id, "err", err)
+	}
+	if st, err := LoadState(bg, rt, id); err == nil && st.Status != agent.RunCancelled {
+		reason = fmt.Sprintf("the run ended (%s) but the caller stopped waiting: %v", st.Status, cause)
+	}
+	return &agent.RunError{Agent: t.name, RunID: id, Status: agent.RunCancelled, Reason: reason, Err: cause}
+}
+
+// EventKind is the kind of an [Event].
+type EventKind string
+
+// Event kinds.
+const (
+	// EventInput: the team run started (or a nested team's run did).
+	EventInput EventKind = "input"
+	// EventStep: a step's member runs are being started.
+	EventStep EventKind = "step"
+	// EventMember: an event of a member's agent run; Agent holds it.
+	EventMember EventKind = "member"
+	// EventMemberDone: a member run ended; Output holds its output.
+	EventMemberDone EventKind = "member_done"
+	// EventOutput: the team run ended; Output holds its output. It is the
+	// last event of a stream.
+	EventOutput EventKind = "output"
+)
+
+// Event is one event of a team run, as [Team.RunStream] yields it.
+type Event struct {
+	Kind EventKind
+	// Team and RunID name the team run being streamed.
+	Team  string
+	RunID string
+	// Step is the team step the event belongs to (0 for the input and the
+	// output), and Member the member whose run it belongs to, if any. For
+	// the events of a nested team or of an agent's subagents, Member is
+	// the top-level member that started them.
+	Step   int
+	Member string
+	// Agent is the member's agent event, for EventMember: its Agent field
+	// names the agent, its RunID the agent's run. For the events of a
+	// nested team or of a workflow, Agent names the team or the workflow,
+	// Kind is empty and Message holds the event.
+	Agent *agent.Event
+	// Output is the output of a member run (EventMemberDone) or of the
+	// team run (EventOutput).
+	Output *agent.OutputEvent
+	// Message is the event as it travelled on the broker.
+	Message *calf.Message
+}
+
+// RunStream starts a team run like [Team.Run] and yields its events as
+// they happen: the team's steps, every event of its members' runs (the
+// model's deltas included) tagged with the member and the step, each
+// member's end, and last the team's output. A run that fails yields its
+// output event and then an *agent.RunError. Stopping the iteration before
+// the output cancels the run. Use [Team.Result] with the run id for the
+// transcript.
+//
+// The stream observes the agent, team and workflow channels of the broker
+// in private subscriptions and keeps the events of this run and of the runs it
+// started (by run id and by parent): it is meant for interactive use, not
+// for many concurrent runs. Events of different runs may interleave in
+// any order that respects each run's own order.
+func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		ctx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, fmt.Errorf("team %s: run timed out after %s: %w", t.name, t.opts.Timeout, context.DeadlineExceeded))
+		defer cancel()
+		req := t.request(rt, prompt, opts, true)
+		msg, err := t.input(ctx, rt, req)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		id := req.RunID
+		w := newWatcher(id)
+		for _, p := range []string{"calf.agent.>", "calf.team.>", "calf.workflow.>"} {
+			sub, err := rt.Client().Broker().Subscribe(context.WithoutCancel(ctx), p, w.deliver, nil)
+			if err != nil {
+				yield(Event{}, err)
+				return
+			}
+			defer sub.Close()
+		}
+		if err := rt.Client().Publish(ctx, msg); err != nil {
+			yield(Event{}, fmt.Errorf("team %s: start run: %w", t.name, err))
+			return
+		}
+		// The output of a completed run comes last, after every member's.
+		o := newCausalOrder(inputID(id), func(m *calf.Message) bool {
+			if m.Channel != OutputChannel(t.name) || m.Metadata.RunID != id {
+				return false
+			}
+			var out agent.OutputEvent
+			return m.Decode(&out) == nil && out.Status == agent.OutputComplete
+		})
+		for {
+			m, err := w.next(ctx)
+			if err != nil {
+				yield(Event{}, t.abandon(ctx, rt, id))
+				return
+			}
+			for _, m := range o.add(m) {
+				ev, ok := t.event(id, m, w.at(m.Metadata.RunID))
+				if !ok {
+					continue
+				}
+				if !yield(ev, nil) {
+					if ev.Kind != EventOutput {
+						cancel()
+						_ = t.abandon(ctx, rt, id)
+					}
+					return
+				}
+				if ev.Kind == EventOutput {
+					if _, err := t.Text(ev.Output); err != nil {
+						yield(Event{}, err)
+					}
+					return
+				}
+			}
+		}
+	}
+}
+
+// causalOrder restores causal order in a stream that gathers events of
+// many keys, which a broker delivers in parallel: it holds an event until
+// the event that caused it has been released, and the reply of a child
+// run (a member's, a subagent's) until that run's output has been
+// released. Copies of a released event
+// (same id) are dropped.
+//
+// The last event, the output of a team run that completed, waits for the
+// outputs of every run whose input was released: a step can depend on
+// several events (an inference on all the tool results of its step) and
+// names only the last as its cause.
+type causalOrder struct {
+	root     string                   // the id of the stream's input event
+	last     func(*calf.Message) bool // reports the stream's last event
+	released map[string]bool          // message ids
+	outputs  map[string]bool          // run ids whose output was released
+	started  map[string]bool          // run ids whose input was released
+	held     []*calf.Message
+}
+
+func newCausalOrder(root string, last func(*calf.Message) bool) *causalOrder {
+	return &causalOrder{root: root, last: last, released: map[string]bool{}, outputs: map[string]bool{}, started: map[string]bool{}}
+}
+
+func (o *causalOrder) ready(m *calf.Message) bool {
+	if c := m.Metadata.CausationID; c != "" && m.ID != o.root && !o.released[c] {
+		return false
+	}
+	if isReply(m.Channel) && !o.outputs[m.Metadata.RunID] {
+		return false
+	}
+	if o.last(m) {
+		for run := range o.started {
+			if !o.outputs[run] && run != m.Metadata.RunID {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// isReply reports whether channel carries the replies of child runs: a
+// team's member_done, an agent's subagent_completed, a workflow's reply.
+func isReply(channel string) bool {
+	return strings.HasSuffix(channel, "."+suffixMemberDone) || strings.HasSuffix(channel, ".subagent_completed") ||
+		(strings.HasPrefix(channel, "calf.workflow.") && strings.HasSuffix(channel, ".reply"))
+}
+
+// add takes m and returns the events that are now ready, in order.
+func (o *causalOrder) add(m *calf.Message) []*calf.Message {
+	if o.released[m.ID] {
+		return nil
+	}
+	o.held = append(o.held, m)
+	var out []*calf.Message
+	for again := true; again; {
+		again = false
+		for i, h := range o.held {
+			if o.released[h.ID] {
+				o.held = append(o.held[:i], o.held[i+1:]...)
+				again = true
+				break
+			}
+			if o.ready(h) {
+				o.held = append(o.held[:i], o.held[i+1:]...)
+				o.released[h.ID] = true
+				switch {
+				case strings.HasSuffix(h.Channel, ".output"):
+					o.outputs[h.Metadata.RunID] = true
+				case strings.HasSuffix(h.Channel, ".input"):
+					o.started[h.Metadata.RunID] = true
+				}
+				out = append(out, h)
+				again = true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// watcher keeps the messages of one team run and of the runs it started.
+type watcher struct {
+	id     string
+	mu     sync.Mutex
+	runs   map[string]bool
+	pos    map[string]runPosition
+	queue  []*calf.Message
+	notify chan struct{}
+}
+
+func newWatcher(id string) *watcher {
+	return &watcher{id: id, runs: map[string]bool{id: true}, pos: map[string]runPosition{}, notify: make(chan struct{}, 1)}
+}
+
+func (w *watcher) deliver(_ context.Context, m *calf.Message) error {
+	run := m.Metadata.RunID
+	w.mu.Lock()
+	keep := w.runs[run] || strings.HasPrefix(run, w.id+".")
+	if !keep && strings.HasSuffix(m.Channel, ".input") {
+		// A run started by one of ours (a subagent, say) names it as parent.
+		if p := parentOf(m); p != "" && w.runs[p] {
+			keep = true
+		}
+	}
+	if keep {
+		if !w.runs[run] {
+			w.runs[run] = true
+			w.pos[run] = w.position(run, m)
+		}
+		w.queue = append(w.queue, m)
+	}
+	w.mu.Unlock()
+	if keep {
+		select {
+		case w.notify <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+func parentOf(m *calf.Message) string {
+	var in struct {
+		Parent string `json:"parent"`
+	}
+	if json.Unmarshal(m.Data, &in) != nil {
+		return ""
+	}
+	return in.Parent
+}
+
+// position returns the step and top-level member of a run: from its id
+// when the team derived it, else from its parent's. w.mu must be held.
+func (w *watcher) position(run string, m *calf.Message) runPosition {
+	if step, member := position(w.id, run); member != "" {
+		return runPosition{step, member}
+	}
+	if p := parentOf(m); p != "" {
+		return w.pos[p]
+	}
+	return runPosition{}
+}
+
+// at returns the position of a run of the stream.
+func (w *watcher) at(run string) runPosition {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pos[run]
+}
+
+type runPosition struct {
+	step   int
+	member string
+}
+
+func (w *watcher) next(ctx context.Context) (*calf.Message, error) {
+	for {
+		w.mu.Lock()
+		if len(w.queue) > 0 {
+			m := w.queue[0]
+			w.queue[0] = nil
+			w.queue = w.queue[1:]
+			w.mu.Unlock()
+			return m, nil
+		}
+		w.mu.Unlock()
+		select {
+		case <-w.notify:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// event turns a message of the watched run into an Event; it reports false
+// for messages the stream does not show (replies to the caller).
+func (t *Team) event(id string, m *calf.Message, at runPosition) (Event, bool) {
+	ev := Event{Team: t.name, RunID: id, Message: m, Step: at.step, Member: at.member}
+	tokens := strings.Split(m.Channel, ".")
+	if len(tokens) < 4 {
+		return ev, false
+	}
+	kind, name, suffix := tokens[1], tokens[2], tokens[3]
+	if kind == "team" && name == t.name && m.Metadata.RunID == id {
+		switch suffix {
+		case suffixInput:
+			ev.Kind = EventInput
+		case suffixStep:
+			var p StepEvent
+			if m.Decode(&p) != nil {
+				return ev, false
+			}
+			ev.Kind, ev.Step = EventStep, p.Step
+		case suffixOutput:
+			ev.Kind, ev.Output = EventOutput, new(agent.OutputEvent)
+			if m.Decode(ev.Output) != nil {
+				return ev, false
+			}
+		default:
+			return ev, false
+		}
+		return ev, true
+	}
+	if kind == "team" && suffix == suffixMemberDone {
+		ev.Kind, ev.Output = EventMemberDone, new(agent.OutputEvent)
+		if m.Decode(ev.Output) != nil {
+			return ev, false
+		}
+		return ev, true
+	}
+	if kind == "team" || kind == "workflow" {
+		// A nested team's or a workflow's own events: the stream carries
+		// them as they are, in Agent.Message.
+		if kind == "workflow" && suffix == "reply" {
+			return ev, false // the replies of the workflow's own children
+		}
+		ev.Kind = EventMember
+		ev.Agent = &agent.Event{Agent: name, RunID: m.Metadata.RunID, Message: m}
+		return ev, true
+	}
+	if kind != "agent" {
+		return ev, false
+	}
+	a, ok := agentEvent(name, strings.Join(tokens[3:], "."), m)
+	if !ok {
+		return ev, false
+	}
+	ev.Kind, ev.Agent = EventMember, a
+	return ev, true
+}
+
+// position returns the step and the top-level member of a run started by
+// the team run id: its run id is "{id}.{step}.{member}…".
+func position(id, run string) (int, string) {
+	rest, ok := strings.CutPrefix(run, id+".")
+	if !ok {
+		return 0, ""
+	}
+	s, rest, _ := strings.Cut(rest, ".")
+	step, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, ""
+	}
+	if i := strings.IndexAny(rest, "./"); i >= 0 {
+		rest = rest[:i]
+	}
+	return step, rest
+}
+
+// agentEvent decodes a message of an agent's channels.
+func agentEvent(name, rest string, m *calf.Message) (*agent.Event, bool) {
+	ev := &agent.Event{Agent: name, RunID: m.Metadata.RunID, Message: m}
+	kind, _, _ := strings.Cut(rest, ".")
+	var err error
+	switch kind {
+	case "input":
+		ev.Kind, ev.Input = agent.EventInput, new(agent.InputEvent)
+		err = m.Decode(ev.Input)
+	case "inference":
+		var p agent.InferenceEvent
+		err = m.Decode(&p)
+		ev.Kind, ev.Step = agent.EventInference, p.Step
+	case "stream":
+		var p agent.StreamEvent
+		err = m.Decode(&p)
+		ev.Kind, ev.Step, ev.Delta = agent.EventDelta, p.Step, &p.Delta
+	case "tool_call":
+		ev.Kind, ev.ToolCall = agent.EventToolCall, new(agent.ToolCallEvent)
+		err = m.Decode(ev.ToolCall)
+		ev.Step = ev.ToolCall.Step
+	case "tool_result":
+		ev.Kind, ev.ToolResult = agent.EventToolResult, new(agent.ToolResultEvent)
+		err = m.Decode(ev.ToolResult)
+		ev.Step = ev.ToolResult.Step
+	case "output":
+		ev.Kind, ev.Output = agent.EventOutput, new(agent.OutputEvent)
+		err = m.Decode(ev.Output)
+		ev.Step = ev.Output.Steps
+		if ev.Output.Status == agent.OutputHandoff {
+			ev.Kind = agent.EventHandoff
+		}
+	case "subagent_spawned":
+		ev.Kind, ev.Subagent = agent.EventSubagentSpawned, new(agent.SubagentEvent)
+		err = m.Decode(ev.Subagent)
+		ev.Step = ev.Subagent.Step
+	case "subagent_completed":
+		// The reply of a subagent: its ref names the parent's run and call.
+		ev.Kind, ev.Output = agent.EventSubagentCompleted, new(agent.OutputEvent)
+		if err = m.Decode(ev.Output); err == nil {
+			var ref struct {
+				Run  string `json:"run"`
+				Step int    `json:"step"`
+				Tool string `json:"tool"`
+				Call string `json:"call"`
+			}
+			if json.Unmarshal([]byte(ev.Output.Ref), &ref) == nil && ref.Run != "" {
+				ev.RunID, ev.Step = ref.Run, ref.Step
+				ev.Subagent = &agent.SubagentEvent{Step: ref.Step, ToolCallID: ref.Call, ToolName: ref.Tool, Agent: ev.Output.Agent, RunID: ev.Output.RunID}
+			}
+		}
+	default:
+		return nil, false
+	}
+	return ev, err == nil
+}

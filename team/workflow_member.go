@@ -1,0 +1,52 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/workflow"
+)
+
+// WorkflowMember returns the workflow w as a team member: in turns the
+// member's prompt into the workflow's initial state, and out turns its
+// final state into the text the team passes on. The workflow must be
+// served ([workflow.Workflow.Serve]) by some worker; its run is a child run
+// of the team run, and its end comes back as an event like an agent's.
+func WorkflowMember[S any](w *workflow.Workflow[S], description string, in func(prompt string) (S, error), out func(final S) (string, error)) Member {
+	return &workflowMember[S]{w: w, description: description, in: in, out: out}
+}
+
+type workflowMember[S any] struct {
+	w           *workflow.Workflow[S]
+	description string
+	in          func(string) (S, error)
+	out         func(S) (string, error)
+}
+
+func (m *workflowMember[S]) Name() string        { return m.w.Name() }
+func (m *workflowMember[S]) Description() string { return m.description }
+
+func (m *workflowMember[S]) Submit(ctx context.Context, rt *agent.Runtime, req *Request) error {
+	if err := req.check(); err != nil {
+		return err
+	}
+	s, err := m.in(req.Prompt)
+	if err != nil {
+		return fmt.Errorf("team: workflow %s: initial state: %w", m.w.Name(), err)
+	}
+	_, err = m.w.Start(ctx, rt, s, &workflow.RunOptions{RunID: req.RunID, ReplyTo: req.ReplyTo, Parent: req.Parent})
+	return err
+}
+
+func (m *workflowMember[S]) Text(ev *agent.OutputEvent) (string, error) {
+	if err := outputError(m.w.Name(), ev); err != nil {
+		return "", err
+	}
+	var s S
+	if err := json.Unmarshal(ev.Content, &s); err != nil {
+		return "", fmt.Errorf("team: workflow %s: decode final state: %w", m.w.Name(), err)
+	}
+	return m.out(s)
+}

@@ -1,0 +1,50 @@
+// Package workflow runs typed graphs of steps over a state, as events.
+//
+// A [Workflow] is a graph of nodes over a state of type S. A node is a
+// function of the state ([Func]), an agent run ([AgentNode]) or a run of
+// another workflow ([SubWorkflow]). Edges say
+// what runs next; a route ([Builder.Route]) chooses the next node from the
+// state, which also makes loops, bounded by MaxVisits; a parallel step
+// ([Builder.Parallel]) runs several branches on copies of the state and
+// merges them before a join node; an edge to [End] completes the run.
+// [Builder.Build] checks the graph and reports every problem at once.
+//
+//	wf, err := workflow.New[Draft]("review", nil).
+//		Node("write", workflow.AgentNode(writer, writePrompt, setDraft)).
+//		Node("review", workflow.AgentNode(reviewer, reviewPrompt, setReview)).
+//		Edge(workflow.Start, "write").
+//		Edge("write", "review").
+//		Route("review", approvedOrAgain, "write", workflow.End).
+//		Build()
+//
+// # Execution as events
+//
+// Nothing runs in a hidden loop. Every step is an event on the workflow's
+// channels (calf.workflow.{name}.input, .step, .reply, .resume,
+// .node_done, .output; docs/channels.md describes them), handled by
+// whichever worker serves the workflow ([Workflow.Serve]). A step's
+// handler loads the run's state from the store, runs the node, records the
+// new state as a checkpoint with a compare-and-swap, and only then emits
+// the next step. Event ids derive from the run id, the step number and the
+// node, so a redelivered step whose node has completed is recognised and
+// skipped; a node runs again only if its worker stopped before recording
+// its result. An agent node submits its agent's run as a child run whose
+// output comes back as an event on the reply channel: no goroutine waits
+// for it, and neither does one wait for an interrupted run. A workflow run
+// can itself be a child: given RunOptions.ReplyTo, it reports its end as
+// an agent.OutputEvent, the way an agent run does.
+//
+// # Checkpoints, interrupts, recovery
+//
+// The state after every step is kept as a checkpoint ([Workflow.Checkpoints]);
+// [Workflow.Fork] starts an independent run from any checkpoint, with the
+// same or a changed state. A node that needs outside input returns
+// [Interrupt]: the run is suspended at no cost but its stored state until
+// [Workflow.Resume] sends the input, and the node then runs again on any
+// worker and reads it with [ResumeInput]. After a crash that lost events
+// (an in-memory broker), [Workflow.Recover] re-emits the pending step of
+// every unfinished run from its stored state.
+//
+// [Workflow.Run] waits for the final state, [Workflow.RunStream] yields the
+// run's events, and [Workflow.Start] starts a run without waiting.
+package workflow

@@ -1,0 +1,701 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
+)
+
+// ServeOptions configures [Workflow.Serve]. A nil *ServeOptions means the
+// defaults.
+type ServeOptions struct {
+	// Concurrency bounds how many runs (and branches) each handler works
+	// on at once. Zero means the broker's default.
+	Concurrency int
+	// MaxAttempts bounds deliveries of a message whose handling fails on
+	// infrastructure errors before it is dead-lettered. Zero means the
+	// broker's default.
+	MaxAttempts int
+}
+
+// Serve subscribes the workflow's handlers on rt: input, step, agent
+// replies and resume. Several processes may serve the same workflow: they
+// share the work through the broker's consumer groups. The agents of
+// agent nodes must be served too, here or elsewhere. The subscriptions
+// last until the runtime's client shuts down.
+func (w *Workflow[S]) Serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions) error {
+	h := &handlers[S]{w: w, rt: rt}
+	var o ServeOptions
+	if opts != nil {
+		o = *opts
+	}
+	for _, s := range []struct {
+		channel string
+		fn      calf.Handler
+	}{
+		{InputChannel(w.name), h.onInput},
+		{StepChannel(w.name), h.onStep},
+		{ReplyChannel(w.name), h.onReply},
+		{ResumeChannel(w.name), h.onResume},
+	} {
+		if err := rt.Client().Handle(ctx, s.channel, s.fn, &calf.SubscribeOptions{
+			Group: s.channel, Concurrency: o.Concurrency, MaxAttempts: o.MaxAttempts,
+		}); err != nil {
+			return fmt.Errorf("workflow %s: serve: %w", w.name, err)
+		}
+	}
+	return nil
+}
+
+// RecoverOptions configures [Workflow.Recover]. A nil *RecoverOptions
+// means the defaults.
+type RecoverOptions struct {
+	// WrittenBefore, when set, limits recovery to runs whose state was
+	// last written before it, so that a sweep leaves alone the runs that
+	// live workers are moving forward. Default: every unfinished run.
+	WrittenBefore time.Time
+	// EndedAfter, when set, also emits again the output of every run that
+	// ended at or after it, for callers left waiting by a process that
+	// recorded a run's end and died before publishing its output. Default:
+	// ended runs are left alone.
+	EndedAfter time.Time
+}
+
+// Recover emits again, for every unfinished run of the workflow recorded
+// in rt's store, what the run waits for: the step events of the nodes its
+// current step has not completed (and its last checkpoint, if missing).
+// Call it when a process starts on a broker that loses in-flight messages
+// when the process dies, such as the in-memory broker. The events carry
+// the handlers' ids, and the handlers skip a step whose node has
+// completed, so Recover is idempotent and harmless on a durable broker. An
+// interrupted run is left alone: it waits for [Workflow.Resume]. An agent
+// node's own run is the agent's to recover ([agent.Agent.Recover]); the
+// step of an agent node submits it again, which is a no-op for a run that
+// exists. It returns how many runs it continued.
+func (w *Workflow[S]) Recover(ctx context.Context, rt *agent.Runtime, opts *RecoverOptions) (int, error) {
+	var o RecoverOptions
+	if opts != nil {
+		o = *opts
+	}
+	h := &handlers[S]{w: w, rt: rt}
+	n, after := 0, ""
+	var errs []error
+	for {
+		recs, err := rt.Store().List(ctx, store.KindWorkflow, w.name+"/", after, 100)
+		if err != nil {
+			return n, fmt.Errorf("workflow %s: recover: %w", w.name, errors.Join(append(errs, err)...))
+		}
+		for _, r := range recs {
+			if !o.WrittenBefore.IsZero() && !r.UpdatedAt.Before(o.WrittenBefore) {
+				continue
+			}
+			st, err := decodeRunState(r.Data)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", r.ID, err))
+				continue
+			}
+			switch {
+			case st.Status == RunRunning:
+			case st.Status.Terminal() && !o.EndedAfter.IsZero() && !st.EndedAt.Before(o.EndedAfter):
+			default:
+				continue
+			}
+			if err := h.emitPending(ctx, st); err != nil {
+				return n, fmt.Errorf("workflow %s: recover run %s: %w", w.name, st.RunID, err)
+			}
+			n++
+		}
+		if len(recs) < 100 {
+			if len(errs) > 0 {
+				return n, fmt.Errorf("workflow %s: recover: %w", w.name, errors.Join(errs...))
+			}
+			return n, nil
+		}
+		after = recs[len(recs)-1].ID
+	}
+}
+
+type handlers[S any] struct {
+	w  *Workflow[S]
+	rt *agent.Runtime
+}
+
+func runOf(msg *calf.Message) (string, error) {
+	if msg.Metadata.RunID == "" {
+		return "", calf.Permanent(fmt.Errorf("workflow: message %s on %s has no run id", msg.ID, msg.Channel))
+	}
+	return msg.Metadata.RunID, nil
+}
+
+func (h *handlers[S]) load(ctx context.Context, run string) (*RunState, error) {
+	st, err := h.w.Load(ctx, h.rt, run)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, calf.Permanent(err)
+	}
+	return st, err
+}
+
+// commit applies fn to the run's stored state with a compare-and-swap. fn
+// reports whether it changed the state; commit returns the state and
+// whether fn changed it.
+func (h *handlers[S]) commit(ctx context.Context, run string, fn func(st *RunState) bool) (*RunState, bool, error) {
+	var st *RunState
+	changed := false
+	_, err := store.Update(ctx, h.rt.Store(), store.KindWorkflow, recordID(h.w.name, run), func(data []byte, exists bool) ([]byte, error) {
+		if !exists {
+			return nil, calf.Permanent(fmt.Errorf("workflow %s: run %s: %w", h.w.name, run, store.ErrNotFound))
+		}
+		var err error
+		if st, err = decodeRunState(data); err != nil {
+			return nil, calf.Permanent(err)
+		}
+		if changed = fn(st); !changed {
+			return nil, nil
+		}
+		return json.Marshal(st)
+	})
+	return st, changed, err
+}
+
+// emit publishes an event of the run with a deterministic id.
+func (h *handlers[S]) emit(ctx context.Context, channel, run, id string, data any) error {
+	_, err := h.rt.Client().Emit(ctx, channel, data, calf.WithID(id), calf.WithKey(run),
+		calf.WithMetadata(calf.Metadata{CorrelationID: run, RunID: run}))
+	return err
+}
+
+// emitPending saves the run's last checkpoint if it is missing, emits what
+// follows from the run's state, and records that it did.
+func (h *handlers[S]) emitPending(ctx context.Context, st *RunState) error {
+	if err := h.emitState(ctx, st); err != nil {
+		return err
+	}
+	seq := st.Seq
+	_, _, err := h.commit(ctx, st.RunID, func(st *RunState) bool {
+		if st.Emitted >= seq {
+			return false
+		}
+		st.Emitted = seq
+		return true
+	})
+	return err
+}
+
+// emitState emits what follows from the run's state: the completion of the
+// last step, then the steps of the nodes still to run, or the output.
+func (h *handlers[S]) emitState(ctx context.Context, st *RunState) error {
+	if err := h.w.saveCheckpoint(ctx, h.rt, st); err != nil {
+		return err
+	}
+	run := st.RunID
+	if st.LastStep > 0 {
+		ev := NodeDoneEvent{Step: st.LastStep, Node: st.LastNode, Checkpoint: st.Checkpoint, Next: h.w.nextNames(st), State: st.State}
+		if err := h.emit(ctx, NodeDoneChannel(h.w.name), run, nodeDoneID(run, st.LastStep), ev); err != nil {
+			return err
+		}
+	}
+	switch st.Status {
+	case RunRunning:
+		if st.FanOut == "" {
+			return h.emit(ctx, StepChannel(h.w.name), run, stepID(run, st.Step, st.Node), StepEvent{Step: st.Step, Node: st.Node})
+		}
+		f := h.w.fanOuts[st.FanOut]
+		if f == nil {
+			// The run was saved by a version of the workflow with another graph.
+			return h.fail(ctx, run, st.Step, fmt.Sprintf("the workflow has no parallel step after %q", st.FanOut), "")
+		}
+		for _, b := range f.branches {
+			if bs := st.Branches[b]; bs != nil && bs.Done {
+				continue
+			}
+			// A branch has its own key, so that the branches run at once.
+			if _, err := h.rt.Client().Emit(ctx, StepChannel(h.w.name), StepEvent{Step: st.Step, Node: b},
+				calf.WithID(stepID(run, st.Step, b)), calf.WithKey(run+"/"+b),
+				calf.WithMetadata(calf.Metadata{CorrelationID: run, RunID: run})); err != nil {
+				return err
+			}
+		}
+		return nil
+	case RunInterrupted:
+		ev := OutputEvent{Status: OutputInterrupted, Interrupt: st.Interrupt, Steps: st.Step, RunID: run}
+		return h.emit(ctx, OutputChannel(h.w.name), run, interruptedID(run, st.Interrupts), ev)
+	case RunComplete:
+		ev := OutputEvent{Status: OutputComplete, State: st.State, Steps: st.LastStep, RunID: run}
+		if err := h.emit(ctx, OutputChannel(h.w.name), run, outputID(run), ev); err != nil {
+			return err
+		}
+	default:
+		ev := OutputEvent{Status: OutputFailed, Error: st.Error, ErrorKind: st.ErrorKind, Steps: st.Step, RunID: run}
+		if st.Status == RunCancelled {
+			ev.Status = OutputCancelled
+		}
+		if err := h.emit(ctx, OutputChannel(h.w.name), run, outputID(run), ev); err != nil {
+			return err
+		}
+	}
+	return h.reply(ctx, st)
+}
+
+// reply reports the end of a run to its ReplyTo, as an agent.OutputEvent.
+func (h *handlers[S]) reply(ctx context.Context, st *RunState) error {
+	r := st.ReplyTo
+	if r == nil || r.Channel == "" {
+		return nil
+	}
+	ev := agent.OutputEvent{Status: agent.OutputFailed, Error: st.Error, Steps: st.LastStep, RunID: st.RunID, Agent: h.w.name, Ref: r.Ref}
+	switch st.Status {
+	case RunComplete:
+		ev.Status, ev.Content = agent.OutputComplete, st.State
+	case RunCancelled:
+		ev.Status = agent.OutputCancelled
+	}
+	corr, key := r.CorrelationID, r.Key
+	if corr == "" {
+		corr = st.RunID
+	}
+	if key == "" {
+		key = st.RunID
+	}
+	_, err := h.rt.Client().Emit(ctx, r.Channel, ev, calf.WithID(replyID(st.RunID)), calf.WithKey(key),
+		calf.WithMetadata(calf.Metadata{CorrelationID: corr, RunID: st.RunID}))
+	return err
+}
+
+func (w *Workflow[S]) nextNames(st *RunState) []string {
+	switch {
+	case st.Status == RunFailed || st.Status == RunCancelled:
+		return nil
+	case st.FanOut != "" && w.fanOuts[st.FanOut] != nil:
+		return slices.Clone(w.fanOuts[st.FanOut].branches)
+	default:
+		return []string{st.Node}
+	}
+}
+
+// stale handles an event the run has moved past: a duplicate, or a
+// redelivery after a crash. If the run's last transition was saved but
+// its events are not recorded as emitted, the worker that saved it may
+// have stopped before emitting them, so they are emitted again (with
+// their original ids); otherwise the event is dropped.
+func (h *handlers[S]) stale(ctx context.Context, _ *calf.Message, st *RunState) error {
+	if st.Emitted >= st.Seq {
+		return nil
+	}
+	return h.emitPending(ctx, st)
+}
+
+// onInput creates a run, or a fork of a run, and emits its first step.
+func (h *handlers[S]) onInput(ctx context.Context, msg *calf.Message) error {
+	run, err := runOf(msg)
+	if err != nil {
+		return err
+	}
+	var ev InputEvent
+	if err := msg.Decode(&ev); err != nil {
+		return calf.Permanent(err)
+	}
+	now := h.rt.Client().Now()
+	st := &RunState{Workflow: h.w.name, RunID: run, Status: RunRunning, Seq: 1, StartedAt: now, CheckpointAt: now, From: ev.From,
+		ReplyTo: ev.ReplyTo, Parent: ev.Parent}
+	if ev.From != nil {
+		cp, err := h.w.loadCheckpoint(ctx, h.rt, ev.From.Run, ev.From.Seq)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return calf.Permanent(err)
+			}
+			return err
+		}
+		st.Position, st.State = cp.Next, cp.State
+		st.LastNode = fmt.Sprintf("fork of %s at checkpoint %d", ev.From.Run, ev.From.Seq)
+		if st.Node == End {
+			st.Status, st.EndedAt = RunComplete, now
+		}
+	} else {
+		st.Position = Position{Step: 1, Node: h.w.entry, Visits: map[string]int{h.w.entry: 1}}
+		st.State = ev.State
+	}
+	if ev.State != nil {
+		st.State = ev.State
+	}
+	var s S
+	if err := json.Unmarshal(st.State, &s); err != nil {
+		st.Status, st.EndedAt = RunFailed, now
+		st.Error = fmt.Sprintf("the input state does not decode into %T: %v", s, err)
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if _, err := h.rt.Store().Put(ctx, store.KindWorkflow, recordID(h.w.name, run), data, 0); err != nil {
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		old, err := h.load(ctx, run)
+		if err != nil {
+			return err
+		}
+		if old.Status.Terminal() && old.Emitted >= old.Seq {
+			// A run started again after it ended answers again.
+			return h.emitState(ctx, old)
+		}
+		return h.stale(ctx, msg, old)
+	}
+	return h.emitPending(ctx, st)
+}
+
+// pending reports whether the run's current step still has to run node.
+func (st *RunState) pending(step int, node string) bool {
+	if st.Status != RunRunning || st.Step != step {
+		return false
+	}
+	if st.FanOut == "" {
+		return st.Node == node
+	}
+	bs := st.Branches[node]
+	return bs == nil || !bs.Done
+}
+
+// onStep runs one node.
+func (h *handlers[S]) onStep(ctx context.Context, msg *calf.Message) error {
+	run, err := runOf(msg)
+	if err != nil {
+		return err
+	}
+	var ev StepEvent
+	if err := msg.Decode(&ev); err != nil {
+		return calf.Permanent(err)
+	}
+	st, err := h.load(ctx, run)
+	if err != nil {
+		return err
+	}
+	if !st.pending(ev.Step, ev.Node) || !h.w.runs(st, ev.Node) {
+		return h.stale(ctx, msg, st)
+	}
+	return h.execute(ctx, st, ev.Node)
+}
+
+// runs reports whether the run's current step runs node.
+func (w *Workflow[S]) runs(st *RunState, node string) bool {
+	if st.FanOut == "" {
+		return st.Node == node
+	}
+	f := w.fanOuts[st.FanOut]
+	return f != nil && slices.Contains(f.branches, node)
+}
+
+// execute runs node at the run's current step: a function node is called
+// and its result recorded; an agent node starts its agent's run, whose
+// reply completes the step.
+func (h *handlers[S]) execute(ctx context.Context, st *RunState, node string) error {
+	n, ok := h.w.nodes[node]
+	if !ok {
+		return h.fail(ctx, st.RunID, st.Step, fmt.Sprintf("the workflow has no node %q", node), "")
+	}
+	var s S
+	if err := json.Unmarshal(st.State, &s); err != nil {
+		return h.fail(ctx, st.RunID, st.Step, fmt.Sprintf("decode the state for node %q: %v", node, err), "")
+	}
+	if n.agent != nil {
+		reply := &agent.ReplyTo{Channel: ReplyChannel(h.w.name), Key: st.RunID, CorrelationID: st.RunID, Ref: replyRef(st.Step, node)}
+		err := n.agent.submit(ctx, h.rt, s, childRunID(st.RunID, st.Step, node), st.RunID, reply)
+		var pe *promptError
+		if errors.As(err, &pe) {
+			return h.fail(ctx, st.RunID, st.Step, fmt.Sprintf("agent node %q: %v", node, pe.err), "")
+		}
+		return err
+	}
+	info := RunInfo{Workflow: h.w.name, RunID: st.RunID, Step: st.Step, Node: node, resume: st.ResumeInput}
+	nctx, cancel := context.WithTimeoutCause(withInfo(ctx, info), h.w.opts.NodeTimeout,
+		fmt.Errorf("node %q timed out after %s (Options.NodeTimeout)", node, h.w.opts.NodeTimeout))
+	out, err := h.call(nctx, n.fn, s)
+	timedOut := nctx.Err() != nil
+	cause := context.Cause(nctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return err // shutting down: the step is delivered again
+		}
+		if timedOut {
+			return h.fail(ctx, st.RunID, st.Step, cause.Error(), "")
+		}
+		var ie *InterruptError
+		if errors.As(err, &ie) {
+			return h.interrupt(ctx, st, node, ie.Reason)
+		}
+		return h.fail(ctx, st.RunID, st.Step, fmt.Sprintf("node %q: %v", node, err), "")
+	}
+	return h.complete(ctx, st.RunID, st.Step, node, out)
+}
+
+// call runs a node function, turning a panic into an error (whose stack
+// goes to the log, not into the run's recorded error).
+func (h *handlers[S]) call(ctx context.Context, fn func(context.Context, S) (S, error), s S) (out S, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			info, _ := Info(ctx)
+			h.rt.Client().Logger().Error("workflow: node panicked", "workflow", h.w.name, "run", info.RunID, "node", info.Node, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return fn(ctx, s)
+}
+
+// complete records that node finished step with state out, moves the run
+// on, and emits what follows.
+func (h *handlers[S]) complete(ctx context.Context, run string, step int, node string, out S) error {
+	data, err := json.Marshal(out)
+	if err != nil {
+		return h.fail(ctx, run, step, fmt.Sprintf("node %q: encode state: %v", node, err), "")
+	}
+	now := h.rt.Client().Now()
+	advanced := false
+	st, changed, err := h.commit(ctx, run, func(st *RunState) bool {
+		if !st.pending(step, node) || !h.w.runs(st, node) {
+			return false
+		}
+		before := st.Seq
+		defer func() { advanced = st.Seq != before }()
+		if st.FanOut == "" {
+			h.w.moveOn(st, node, data, func(s S) (string, error) { return h.w.successor(node, s) }, now)
+			return true
+		}
+		if st.Branches == nil {
+			st.Branches = map[string]*BranchState{}
+		}
+		st.Branches[node] = &BranchState{Done: true, State: data}
+		f := h.w.fanOuts[st.FanOut]
+		states := make([]S, 0, len(f.branches))
+		for _, b := range f.branches {
+			bs := st.Branches[b]
+			if bs == nil || !bs.Done {
+				return true // others still run
+			}
+			var s S
+			if err := json.Unmarshal(bs.State, &s); err != nil {
+				st.failed(fmt.Sprintf("branch %q: decode state: %v", b, err), "", now)
+				return true
+			}
+			states = append(states, s)
+		}
+		var base S
+		if err := json.Unmarshal(st.State, &base); err != nil {
+			st.failed(fmt.Sprintf("decode the state of %q: %v", st.FanOut, err), "", now)
+			return true
+		}
+		merged, err := f.merge(base, states)
+		if err != nil {
+			st.failed(fmt.Sprintf("merge the branches after %q: %v", st.FanOut, err), "", now)
+			return true
+		}
+		mdata, err := json.Marshal(merged)
+		if err != nil {
+			st.failed(fmt.Sprintf("merge the branches after %q: encode state: %v", st.FanOut, err), "", now)
+			return true
+		}
+		h.w.moveOn(st, strings.Join(f.branches, ","), mdata, func(S) (string, error) { return f.join, nil }, now)
+		return true
+	})
+	if err != nil || !changed || !advanced {
+		return err
+	}
+	return h.emitPending(ctx, st)
+}
+
+func (st *RunState) failed(reason, kind string, now time.Time) {
+	st.Seq++
+	st.Status, st.Error, st.ErrorKind, st.EndedAt = RunFailed, reason, kind, now
+	st.Branches, st.ResumeInput = nil, nil
+}
+
+// Error kinds of a failed run, in [OutputEvent.ErrorKind].
+const (
+	// ErrorKindLimit marks a run stopped by MaxSteps or MaxVisits.
+	ErrorKindLimit = "limit"
+)
+
+// moveOn records that the run's current step completed with state data
+// (what ran is named by label), saves it as the next checkpoint, and moves
+// the run to what next chooses: a node, a parallel step, or End.
+func (w *Workflow[S]) moveOn(st *RunState, label string, data json.RawMessage, next func(S) (string, error), now time.Time) {
+	st.Seq++
+	st.State = data
+	st.LastStep, st.LastNode = st.Step, label
+	st.Checkpoint++
+	st.CheckpointAt = now
+	st.Branches, st.ResumeInput, st.Resumed = nil, nil, 0
+	var s S
+	if err := json.Unmarshal(data, &s); err != nil {
+		st.failed(fmt.Sprintf("after %s: decode state: %v", label, err), "", now)
+		return
+	}
+	to, err := next(s)
+	if err != nil {
+		st.failed(fmt.Sprintf("after %s: %v", label, err), "", now)
+		return
+	}
+	if to == End {
+		st.Status, st.Node, st.FanOut, st.EndedAt = RunComplete, End, "", now
+		return
+	}
+	if st.Step+1 > w.opts.MaxSteps {
+		st.failed(fmt.Sprintf("the run needs more than %d steps (Options.MaxSteps)", w.opts.MaxSteps), ErrorKindLimit, now)
+		return
+	}
+	st.Step++
+	enter := []string{to}
+	st.Node, st.FanOut = to, ""
+	if strings.HasPrefix(to, fanOutPrefix) {
+		from := strings.TrimPrefix(to, fanOutPrefix)
+		st.Node, st.FanOut = "", from
+		enter = w.fanOuts[from].branches
+	}
+	for _, n := range enter {
+		st.Visits[n]++
+		if lim := w.visitLimit(n); st.Visits[n] > lim {
+			st.Visits[n]--
+			st.Step--
+			st.failed(fmt.Sprintf("node %q would run %d times, over its limit of %d (MaxVisits): a loop did not end", n, lim+1, lim), ErrorKindLimit, now)
+			return
+		}
+	}
+}
+
+// fanOutPrefix marks a successor that is a parallel step.
+const fanOutPrefix = "parallel:"
+
+// successor returns what runs after node given the state it left: a node,
+// End, or fanOutPrefix+node for the parallel step after node.
+func (w *Workflow[S]) successor(node string, s S) (string, error) {
+	if _, ok := w.fanOuts[node]; ok {
+		return fanOutPrefix + node, nil
+	}
+	if r := w.routes[node]; r != nil {
+		to := r.fn(s)
+		if !slices.Contains(r.targets, to) {
+			return "", fmt.Errorf("the route after %q chose %q, which is not one of its targets %q", node, to, r.targets)
+		}
+		return to, nil
+	}
+	return w.next[node], nil
+}
+
+// fail ends the run with an error, unless it has moved past step.
+func (h *handlers[S]) fail(ctx context.Context, run string, step int, reason, kind string) error {
+	now := h.rt.Client().Now()
+	st, changed, err := h.commit(ctx, run, func(st *RunState) bool {
+		if st.Status.Terminal() || st.Step != step {
+			return false
+		}
+		st.failed(reason, kind, now)
+		return true
+	})
+	if err != nil || !changed {
+		return err
+	}
+	return h.emitPending(ctx, st)
+}
+
+// interrupt suspends the run at node until a resume event arrives.
+func (h *handlers[S]) interrupt(ctx context.Context, st *RunState, node, reason string) error {
+	if st.FanOut != "" {
+		return h.fail(ctx, st.RunID, st.Step, fmt.Sprintf("node %q interrupted (%s), but a branch of a parallel step cannot interrupt", node, reason), "")
+	}
+	step := st.Step
+	st, changed, err := h.commit(ctx, st.RunID, func(st *RunState) bool {
+		if !st.pending(step, node) {
+			return false
+		}
+		st.Interrupts++
+		st.Seq++
+		st.Status = RunInterrupted
+		st.Interrupt = &InterruptInfo{N: st.Interrupts, Step: step, Node: node, Reason: reason}
+		st.ResumeInput, st.Resumed = nil, 0
+		return true
+	})
+	if err != nil || !changed {
+		return err
+	}
+	return h.emitPending(ctx, st)
+}
+
+// resume records that interrupt n is answered with input.
+func (st *RunState) resume(n int, input json.RawMessage) {
+	st.Status, st.Interrupt = RunRunning, nil
+	st.Resumed, st.ResumeInput = n, input
+}
+
+// onResume resumes an interrupted run: it records the input, then runs the
+// interrupted node again, which finds the input with [ResumeInput].
+func (h *handlers[S]) onResume(ctx context.Context, msg *calf.Message) error {
+	run, err := runOf(msg)
+	if err != nil {
+		return err
+	}
+	var ev ResumeEvent
+	if err := msg.Decode(&ev); err != nil {
+		return calf.Permanent(err)
+	}
+	input := ev.Input
+	if len(input) == 0 {
+		input = json.RawMessage("null")
+	}
+	// Resume records the input before it publishes the event; another
+	// producer may not have.
+	st, _, err := h.commit(ctx, run, func(st *RunState) bool {
+		if st.Status != RunInterrupted || st.Interrupts != ev.Interrupt {
+			return false
+		}
+		st.resume(ev.Interrupt, input)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if st.Status != RunRunning || st.Resumed != ev.Interrupt || st.ResumeInput == nil {
+		return h.stale(ctx, msg, st)
+	}
+	return h.execute(ctx, st, st.Node)
+}
+
+// onReply completes an agent node with its agent run's output.
+func (h *handlers[S]) onReply(ctx context.Context, msg *calf.Message) error {
+	run := msg.Metadata.CorrelationID
+	if run == "" {
+		return calf.Permanent(fmt.Errorf("workflow: reply %s has no correlation id", msg.ID))
+	}
+	var ev agent.OutputEvent
+	if err := msg.Decode(&ev); err != nil {
+		return calf.Permanent(err)
+	}
+	step, node, err := parseRef(ev.Ref)
+	if err != nil {
+		return calf.Permanent(err)
+	}
+	st, err := h.load(ctx, run)
+	if err != nil {
+		return err
+	}
+	n := h.w.nodes[node]
+	if !st.pending(step, node) || !h.w.runs(st, node) || n.agent == nil {
+		return h.stale(ctx, msg, st)
+	}
+	s, base := *new(S), st.State
+	if err := json.Unmarshal(base, &s); err != nil {
+		return h.fail(ctx, run, step, fmt.Sprintf("decode the state for node %q: %v", node, err), "")
+	}
+	out, err := n.agent.apply(s, &ev)
+	if err != nil {
+		return h.fail(ctx, run, step, fmt.Sprintf("agent node %q: %v", node, err), "")
+	}
+	return h.complete(ctx, run, step, node, out)
+}

@@ -1,0 +1,417 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+)
+
+// Errors of a run. A *RunError matches ErrFailed, and ErrLimit too when a
+// bound stopped the run, or ErrCancelled for a cancelled run.
+var (
+	ErrFailed    = errors.New("workflow: run failed")
+	ErrLimit     = errors.New("workflow: limit exceeded")
+	ErrCancelled = errors.New("workflow: run cancelled")
+)
+
+// RunError reports a run that ended with an error.
+type RunError struct {
+	Workflow string
+	RunID    string
+	// Reason says why, as recorded in the run's state.
+	Reason string
+	// Kind is the error's kind, such as ErrorKindLimit, or empty.
+	Kind string
+	// Cancelled reports a run ended by [Workflow.Cancel].
+	Cancelled bool
+}
+
+func (e *RunError) Error() string {
+	if e.Cancelled {
+		return fmt.Sprintf("workflow %s: run %s cancelled: %s", e.Workflow, e.RunID, e.Reason)
+	}
+	return fmt.Sprintf("workflow %s: run %s failed: %s", e.Workflow, e.RunID, e.Reason)
+}
+
+// Is matches ErrFailed for a failed run, ErrLimit for a run stopped by a
+// bound, and ErrCancelled for a cancelled one.
+func (e *RunError) Is(target error) bool {
+	if e.Cancelled {
+		return target == ErrCancelled
+	}
+	return target == ErrFailed || (target == ErrLimit && e.Kind == ErrorKindLimit)
+}
+
+// RunOptions configures a run. A nil *RunOptions means the defaults.
+type RunOptions struct {
+	// RunID names the run. Default: a fresh id. Starting a run id again
+	// does not start a second run: once the first has ended, it reports
+	// its end again.
+	RunID string
+	// ReplyTo, for [Workflow.Start], names where the run's end is reported
+	// besides the output channel, as an agent.OutputEvent whose Content is
+	// the final state: a parent learns of it as of an agent run's end.
+	ReplyTo *agent.ReplyTo
+	// Parent is the id of the run that starts this one, if any; it is
+	// recorded in the run's state.
+	Parent string
+}
+
+// input builds the input message of a new run.
+func (w *Workflow[S]) input(ctx context.Context, rt *agent.Runtime, ev *InputEvent, runID string) (*calf.Message, error) {
+	if runID == "" {
+		runID = calf.NewID()
+	}
+	return rt.Client().NewMessage(ctx, InputChannel(w.name), ev, calf.WithID(inputID(runID)), calf.WithKey(runID),
+		calf.WithMetadata(calf.Metadata{CorrelationID: runID, RunID: runID}))
+}
+
+func (w *Workflow[S]) newInput(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) (*calf.Message, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: encode state: %w", w.name, err)
+	}
+	var o RunOptions
+	if opts != nil {
+		o = *opts
+	}
+	return w.input(ctx, rt, &InputEvent{State: data, ReplyTo: o.ReplyTo, Parent: o.Parent}, o.RunID)
+}
+
+// Start starts a run on state s without waiting for it, and returns its
+// id. The run is carried out by whichever processes serve the workflow;
+// [Workflow.Wait] waits for it.
+func (w *Workflow[S]) Start(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) (string, error) {
+	msg, err := w.newInput(ctx, rt, s, opts)
+	if err != nil {
+		return "", err
+	}
+	if err := rt.Client().Publish(ctx, msg); err != nil {
+		return "", fmt.Errorf("workflow %s: start run: %w", w.name, err)
+	}
+	return msg.Metadata.RunID, nil
+}
+
+// Run runs the workflow on state s and returns the final state. The run is
+// carried out by the handlers of whichever processes serve the workflow,
+// this one included if it called Serve; Run waits for its output by
+// correlation id. A run that fails gives a *RunError; a run that
+// interrupts gives an *InterruptError (matching ErrInterrupted) with the
+// run id, to resume with [Workflow.Resume] and wait for with
+// [Workflow.Wait]. When ctx ends first Run returns ctx's error, and the
+// run goes on.
+func (w *Workflow[S]) Run(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) (S, error) {
+	var zero S
+	msg, err := w.newInput(ctx, rt, s, opts)
+	if err != nil {
+		return zero, err
+	}
+	id := msg.Metadata.RunID
+	f, err := rt.Client().Follow(ctx, OutputChannel(w.name), id)
+	if err != nil {
+		return zero, err
+	}
+	defer f.Close()
+	if opts != nil && opts.RunID != "" {
+		// A run id given again: a run that has ended or waits answers
+		// from the store (a broker that drops messages with a repeated id
+		// would drop its output emitted again).
+		if st, err := w.Load(ctx, rt, id); err == nil && (st.Status.Terminal() || st.Status == RunInterrupted) {
+			return w.stored(st)
+		}
+	}
+	if err := rt.Client().Publish(ctx, msg); err != nil {
+		return zero, fmt.Errorf("workflow %s: start run: %w", w.name, err)
+	}
+	return w.await(ctx, f)
+}
+
+// Wait waits for the next output of a run: its end, or its next
+// interrupt. A run that has ended, or is interrupted, answers at once from
+// the store (after [Workflow.Resume] a run is no longer interrupted).
+func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string) (S, error) {
+	var zero S
+	f, err := rt.Client().Follow(ctx, OutputChannel(w.name), runID)
+	if err != nil {
+		return zero, err
+	}
+	defer f.Close()
+	st, err := w.Load(ctx, rt, runID)
+	if err == nil && (st.Status.Terminal() || st.Status == RunInterrupted) {
+		return w.stored(st)
+	}
+	return w.await(ctx, f)
+}
+
+// stored returns the result of a run that has ended or is interrupted,
+// from its stored state.
+func (w *Workflow[S]) stored(st *RunState) (S, error) {
+	return w.result(&OutputEvent{Status: outputStatus(st.Status), State: st.State, Error: st.Error, ErrorKind: st.ErrorKind,
+		Interrupt: st.Interrupt, RunID: st.RunID})
+}
+
+func outputStatus(s RunStatus) string {
+	switch s {
+	case RunComplete:
+		return OutputComplete
+	case RunCancelled:
+		return OutputCancelled
+	case RunInterrupted:
+		return OutputInterrupted
+	}
+	return OutputFailed
+}
+
+func (w *Workflow[S]) await(ctx context.Context, f *calf.Follower) (S, error) {
+	var zero S
+	m, err := f.Next(ctx)
+	if err != nil {
+		return zero, fmt.Errorf("workflow %s: %w", w.name, err)
+	}
+	var ev OutputEvent
+	if err := m.Decode(&ev); err != nil {
+		return zero, err
+	}
+	return w.result(&ev)
+}
+
+// DecodeOutput returns the final state an [OutputEvent] carries, such as
+// the last event [Workflow.RunStream] yields: a *RunError for a run that
+// failed, an *InterruptError for one that is suspended.
+func (w *Workflow[S]) DecodeOutput(ev *OutputEvent) (S, error) { return w.result(ev) }
+
+func (w *Workflow[S]) result(ev *OutputEvent) (S, error) {
+	var s S
+	switch ev.Status {
+	case OutputComplete:
+		if err := json.Unmarshal(ev.State, &s); err != nil {
+			return s, fmt.Errorf("workflow %s: run %s: decode state: %w", w.name, ev.RunID, err)
+		}
+		return s, nil
+	case OutputInterrupted:
+		ie := &InterruptError{RunID: ev.RunID, Info: ev.Interrupt}
+		if ev.Interrupt != nil {
+			ie.Reason = ev.Interrupt.Reason
+		}
+		return s, ie
+	default:
+		return s, &RunError{Workflow: w.name, RunID: ev.RunID, Reason: ev.Error, Kind: ev.ErrorKind, Cancelled: ev.Status == OutputCancelled}
+	}
+}
+
+// Cancel ends a run that has not ended, running or interrupted, with
+// status cancelled and reason, and emits its output. Events of the run
+// that arrive later are dropped; a node in progress finishes but its
+// result is not recorded, and a child run (of an agent node) is not
+// stopped: its reply is dropped. Cancelling an ended run changes nothing.
+func (w *Workflow[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	h := &handlers[S]{w: w, rt: rt}
+	now := rt.Client().Now()
+	st, changed, err := h.commit(ctx, runID, func(st *RunState) bool {
+		if st.Status.Terminal() {
+			return false
+		}
+		st.failed(reason, "", now)
+		st.Status = RunCancelled
+		return true
+	})
+	if err != nil || !changed {
+		return err
+	}
+	return h.emitPending(ctx, st)
+}
+
+// Resume answers a run's interrupt with input (any JSON-encodable value,
+// which the interrupted node reads with [ResumeInput]). It records the
+// input in the run's state, so that from then on the run is running (and
+// a crash loses nothing: [Workflow.Recover] continues it), then publishes
+// a resume event and returns; the interrupted node runs again on whichever
+// worker handles the event. Follow with [Workflow.Wait] for the run's
+// next output. Resuming a run that is not interrupted is an error.
+func (w *Workflow[S]) Resume(ctx context.Context, rt *agent.Runtime, runID string, input any) error {
+	data, err := json.Marshal(input)
+	if err != nil {
+		return fmt.Errorf("workflow %s: resume run %s: encode input: %w", w.name, runID, err)
+	}
+	h := &handlers[S]{w: w, rt: rt}
+	var status RunStatus
+	st, changed, err := h.commit(ctx, runID, func(st *RunState) bool {
+		status = st.Status
+		if st.Status != RunInterrupted {
+			return false
+		}
+		st.resume(st.Interrupts, data)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if !changed {
+		return fmt.Errorf("workflow %s: resume run %s: it is %s, not interrupted", w.name, runID, status)
+	}
+	_, err = rt.Client().Emit(ctx, ResumeChannel(w.name), ResumeEvent{Interrupt: st.Resumed, Input: data},
+		calf.WithID(resumeID(runID, st.Resumed)), calf.WithKey(runID),
+		calf.WithMetadata(calf.Metadata{CorrelationID: runID, RunID: runID}))
+	return err
+}
+
+// ForkOptions configures [Workflow.Fork]. A nil *ForkOptions means the
+// defaults.
+type ForkOptions[S any] struct {
+	// RunID names the new run. Default: a fresh id.
+	RunID string
+	// State, when set, replaces the checkpoint's state in the new run.
+	State *S
+}
+
+// Fork starts a new run that continues run runID from its checkpoint seq
+// (see [Workflow.Checkpoints]), optionally with another state, and returns
+// the new run's id. The new run is independent: its steps, checkpoints and
+// output are its own, and the old run is untouched.
+func (w *Workflow[S]) Fork(ctx context.Context, rt *agent.Runtime, runID string, seq int, opts *ForkOptions[S]) (string, error) {
+	if _, err := w.loadCheckpoint(ctx, rt, runID, seq); err != nil {
+		return "", err
+	}
+	var o ForkOptions[S]
+	if opts != nil {
+		o = *opts
+	}
+	ev := &InputEvent{From: &ForkFrom{Run: runID, Seq: seq}}
+	if o.State != nil {
+		data, err := json.Marshal(*o.State)
+		if err != nil {
+			return "", fmt.Errorf("workflow %s: fork: encode state: %w", w.name, err)
+		}
+		ev.State = data
+	}
+	msg, err := w.input(ctx, rt, ev, o.RunID)
+	if err != nil {
+		return "", err
+	}
+	if err := rt.Client().Publish(ctx, msg); err != nil {
+		return "", fmt.Errorf("workflow %s: fork run %s: %w", w.name, runID, err)
+	}
+	return msg.Metadata.RunID, nil
+}
+
+// EventKind is the kind of an [Event].
+type EventKind string
+
+// Event kinds, one per workflow channel.
+const (
+	EventInput    EventKind = "input"
+	EventStep     EventKind = "step"
+	EventReply    EventKind = "reply"
+	EventResume   EventKind = "resume"
+	EventNodeDone EventKind = "node_done"
+	EventOutput   EventKind = "output"
+)
+
+// Event is one event of a run, as [Workflow.RunStream] yields it.
+type Event struct {
+	Kind  EventKind
+	RunID string
+	// Step and Node say which step and node the event belongs to (0 and
+	// "" for input and output).
+	Step int
+	Node string
+	// NodeDone is set for EventNodeDone, Reply (the output of an agent
+	// node's run) for EventReply, Output for EventOutput.
+	NodeDone *NodeDoneEvent
+	Reply    *agent.OutputEvent
+	Output   *OutputEvent
+	// Message is the event as it travelled on the broker.
+	Message *calf.Message
+}
+
+// RunStream starts a run like [Workflow.Run] and yields its events as they
+// happen: the input, each step (tagged with its node and step number), the
+// replies of agent nodes, each node's completion with the state it left,
+// and last the output. A run that fails or is cancelled yields its output
+// event and then a *RunError; a run that interrupts yields its output event (status
+// "interrupted") and stops. Each event is yielded once, even if the
+// broker delivers it twice.
+func (w *Workflow[S]) RunStream(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		msg, err := w.newInput(ctx, rt, s, opts)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		id := msg.Metadata.RunID
+		f, err := rt.Client().Follow(ctx, AllChannels(w.name), id)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		defer f.Close()
+		if err := rt.Client().Publish(ctx, msg); err != nil {
+			yield(Event{}, fmt.Errorf("workflow %s: start run: %w", w.name, err))
+			return
+		}
+		seen := map[string]bool{}
+		for {
+			m, err := f.Next(ctx)
+			if err != nil {
+				yield(Event{}, fmt.Errorf("workflow %s: %w", w.name, err))
+				return
+			}
+			if seen[m.ID] {
+				continue
+			}
+			seen[m.ID] = true
+			ev, err := w.event(m)
+			if err != nil {
+				rt.Client().Logger().Warn("workflow: undecodable event in stream", "workflow", w.name, "run", id, "err", err)
+				continue
+			}
+			if !yield(ev, nil) {
+				return
+			}
+			if ev.Kind == EventOutput {
+				if ev.Output.Status == OutputFailed || ev.Output.Status == OutputCancelled {
+					_, err := w.result(ev.Output)
+					yield(Event{}, err)
+				}
+				return
+			}
+		}
+	}
+}
+
+func (w *Workflow[S]) event(m *calf.Message) (Event, error) {
+	ev := Event{RunID: m.Metadata.CorrelationID, Message: m}
+	kind := strings.TrimPrefix(m.Channel, channelPrefix+w.name+".")
+	var err error
+	switch kind {
+	case suffixInput:
+		ev.Kind = EventInput
+	case suffixStep:
+		var p StepEvent
+		err = m.Decode(&p)
+		ev.Kind, ev.Step, ev.Node = EventStep, p.Step, p.Node
+	case suffixReply:
+		ev.Kind, ev.Reply = EventReply, new(agent.OutputEvent)
+		if err = m.Decode(ev.Reply); err == nil {
+			ev.Step, ev.Node, err = parseRef(ev.Reply.Ref)
+		}
+	case suffixResume:
+		ev.Kind = EventResume
+	case suffixNodeDone:
+		ev.Kind, ev.NodeDone = EventNodeDone, new(NodeDoneEvent)
+		err = m.Decode(ev.NodeDone)
+		ev.Step, ev.Node = ev.NodeDone.Step, ev.NodeDone.Node
+	case suffixOutput:
+		ev.Kind, ev.Output = EventOutput, new(OutputEvent)
+		err = m.Decode(ev.Output)
+	default:
+		err = fmt.Errorf("workflow: unknown channel %s", m.Channel)
+	}
+	return ev, err
+}
