@@ -54,22 +54,7 @@ func newCalfStack(ctx context.Context, kind, dir string, httpClient *http.Client
 	default:
 		return nil, fmt.Errorf("%w: unknown store %q: want %s or %s", errUsage, kind, storeMemory, storeSQLite)
 	}
-	m, err := openai.New(openai.Options{Model: modelName, BaseURL: base, APIKey: apiKey, HTTPClient: httpClient, MaxRetries: -1})
-	if err != nil {
-		_ = closeStore(st)
-		return nil, err
-	}
-	add, err := tool.New(toolName, toolDesc, func(_ context.Context, in operands) (int, error) {
-		return in.A + in.B, nil
-	})
-	if err != nil {
-		_ = closeStore(st)
-		return nil, err
-	}
-	a, err := agent.New[agent.NoDeps, string](agentName, m, &agent.Options[agent.NoDeps]{
-		Instructions: instructions,
-		Tools:        []tool.Tool{add},
-	})
+	a, err := newW1Agent(httpClient, base)
 	if err != nil {
 		_ = closeStore(st)
 		return nil, err
@@ -87,7 +72,32 @@ func newCalfStack(ctx context.Context, kind, dir string, httpClient *http.Client
 // run does one W1 run through agent.Run and checks its output, its tool
 // call and its number of model calls.
 func (s *calfStack) run(ctx context.Context) error {
-	out, err := s.agent.Run(ctx, s.rt, prompt, nil)
+	return runW1(ctx, s.agent, s.rt)
+}
+
+// newW1Agent returns W1's agent, calling the mock at base through
+// model/openai without retries.
+func newW1Agent(httpClient *http.Client, base string) (*agent.Agent[agent.NoDeps, string], error) {
+	m, err := openai.New(openai.Options{Model: modelName, BaseURL: base, APIKey: apiKey, HTTPClient: httpClient, MaxRetries: -1})
+	if err != nil {
+		return nil, err
+	}
+	add, err := tool.New(toolName, toolDesc, func(_ context.Context, in operands) (int, error) {
+		return in.A + in.B, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return agent.New[agent.NoDeps, string](agentName, m, &agent.Options[agent.NoDeps]{
+		Instructions: instructions,
+		Tools:        []tool.Tool{add},
+	})
+}
+
+// runW1 does one W1 run of a through agent.Run on rt and checks its
+// output, its tool call and its number of model calls.
+func runW1(ctx context.Context, a *agent.Agent[agent.NoDeps, string], rt *agent.Runtime) error {
+	out, err := a.Run(ctx, rt, prompt, nil)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,22 @@
 //     state store (store/memory or store/sqlite), calling the mock through
 //     model/openai (no retries), each run started with agent.Run.
 //
+// With -dist, Calf is also measured as a distributed system: worker
+// processes (this binary, re-executed with -worker) serve the agent with
+// agent.Serve on a shared broker and store, and this process, the caller,
+// starts each run with agent.Run on its own client of the same broker and
+// store. A setup is BROKER+STORE: nats (JetStream at -nats, default
+// nats://127.0.0.1:4222) or kafka (an in-process franz-go kfake cluster
+// that calf-bench starts itself), with postgres (-postgres, default
+// postgres://127.0.0.1:5432/test) or redis (-redis, default
+// redis://127.0.0.1:6379/0); -workers lists the numbers of worker
+// processes (default 1,2). The report names each such system
+// calf/SETUP/Nw. Every round of a distributed system starts its workers
+// afresh, in a namespace of its own (a NATS stream and subject prefix, a
+// kfake cluster, a PostgreSQL schema, a Redis key prefix), removed when the
+// round ends; its allocations are the caller's only (and kfake's, which
+// runs in this process).
+//
 // For each concurrency level the command alternates the systems over
 // several rounds; each round warms up, then measures a fixed number of
 // runs. It reports, per system, the time per run (wall time divided by
@@ -29,6 +45,7 @@
 // Usage:
 //
 //	calf-bench [-runs N] [-concurrency 1,64] [-store memory,sqlite] [-mock process|inproc|URL] [-rounds 3] [-json]
+//	           [-dist nats+postgres,kafka+redis [-workers 1,2] [-nats URL] [-postgres URL] [-redis URL]]
 //	calf-bench -serve-mock
 //
 // By default the mock runs in a child process of the same binary, on a free

@@ -51,10 +51,10 @@ type completion struct {
 // The parts of W1's request bodies that do not change, in the order and
 // shape the openai adapter writes them.
 const (
-	bodyStart = `{"messages":[{"content":` // then the instructions
-	bodyUser  = `,"role":"system"},{"content":`
-	bodyTools = `],"model":"` + modelName + `","tools":[{"function":{"name":"` + toolName + `","description":"` + toolDesc +
-		`","parameters":{"additionalProperties":false,"properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"],"type":"object"}},"type":"function"}]}`
+	bodyStart = `{"model":"` + modelName + `","messages":[{"role":"system","content":` // then the instructions
+	bodyUser  = `},{"role":"user","content":`
+	bodyTools = `],"tools":[{"type":"function","function":{"name":"` + toolName + `","description":"` + toolDesc +
+		`","parameters":{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"],"additionalProperties":false}}}]}`
 )
 
 // run does one W1 run: ask, call the tool, ask again, check the answer.
@@ -64,7 +64,7 @@ func (f *floor) run(ctx context.Context) error {
 	body = appendJSONString(body, instructions)
 	body = append(body, bodyUser...)
 	body = appendJSONString(body, prompt)
-	body = append(body, `,"role":"user"}`...)
+	body = append(body, '}')
 	var first completion
 	if err := f.post(ctx, append(body[:len(body):len(body)], bodyTools...), &first); err != nil {
 		return err
@@ -82,17 +82,17 @@ func (f *floor) run(ctx context.Context) error {
 	}
 	result := strconv.Itoa(in.A + in.B)
 
-	body = append(body, `,{"tool_calls":[{"id":`...)
+	body = append(body, `,{"role":"assistant","tool_calls":[{"id":`...)
 	body = appendJSONString(body, call.ID)
-	body = append(body, `,"function":{"arguments":`...)
-	body = appendJSONString(body, call.Function.Arguments)
-	body = append(body, `,"name":`...)
+	body = append(body, `,"type":"function","function":{"name":`...)
 	body = appendJSONString(body, call.Function.Name)
-	body = append(body, `},"type":"function"}],"role":"assistant"},{"content":`...)
+	body = append(body, `,"arguments":`...)
+	body = appendJSONString(body, call.Function.Arguments)
+	body = append(body, `}}]},{"role":"tool","content":`...)
 	body = appendJSONString(body, result)
 	body = append(body, `,"tool_call_id":`...)
 	body = appendJSONString(body, call.ID)
-	body = append(body, `,"role":"tool"}`...)
+	body = append(body, '}')
 	body = append(body, bodyTools...)
 	var second completion
 	if err := f.post(ctx, body, &second); err != nil {

@@ -42,6 +42,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	serve := fs.Bool("serve-mock", false, "only serve the W1 mock on a free loopback port, printing its base URL, until interrupted")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark (this process, not the mock's) to `file`")
 	lifeline := fs.Bool("stdin-lifeline", false, "with -serve-mock: also stop when standard input closes")
+	dists := fs.String("dist", "", "comma-separated distributed setups BROKER+STORE to measure as well, BROKER nats or kafka, STORE postgres or redis, as in "+setupNATSPostgres+","+setupKafkaRedis+" (default none)")
+	workers := fs.String("workers", "1,2", "with -dist: comma-separated numbers of worker processes")
+	natsURL := fs.String("nats", defaultNATSURL, "with -dist nats+...: the NATS server (JetStream)")
+	postgresURL := fs.String("postgres", defaultPostgresURL, "with -dist ...+postgres: the PostgreSQL database")
+	redisURL := fs.String("redis", defaultRedisURL, "with -dist ...+redis: the Redis database")
+	worker := fs.String("worker", "", "internal: serve W1 as a worker process of a distributed setup, as the JSON `spec` says")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,7 +57,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if *serve {
 		return serveMock(ctx, stdin, *lifeline, stdout, w1)
 	}
-	cfg := config{runs: *runs, warmup: *warmup, mock: *mock, rounds: *rounds, stores: splitList(*stores)}
+	if *worker != "" {
+		return serveWorker(ctx, *worker, stdin, stdout)
+	}
+	cfg := config{runs: *runs, warmup: *warmup, mock: *mock, rounds: *rounds, stores: splitList(*stores),
+		dists: splitList(*dists), svc: services{nats: *natsURL, postgres: *postgresURL, redis: *redisURL}}
+	for _, d := range cfg.dists {
+		if err := checkSetup(d); err != nil {
+			return fmt.Errorf("%w: -dist: %v", errUsage, err)
+		}
+	}
+	for _, s := range splitList(*workers) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%w: -workers: %q is not a positive integer", errUsage, s)
+		}
+		cfg.workers = append(cfg.workers, n)
+	}
 	if *verbose {
 		cfg.progress = stderr
 	}

@@ -45,6 +45,14 @@ type config struct {
 	levels []int
 	// stores are the Calf stores to measure, each next to the floor.
 	stores []string
+	// dists are the distributed setups to measure (setupNATSPostgres,
+	// setupKafkaRedis), each with every number of worker processes in
+	// workers, on the services in svc.
+	dists   []string
+	workers []int
+	svc     services
+	// workerStderr receives the worker processes' standard error.
+	workerStderr io.Writer
 	// mock is where the mock runs: mockProcess, mockInproc or a base URL.
 	mock   string
 	rounds int
@@ -159,8 +167,11 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 	if cfg.handler == nil {
 		cfg.handler = w1
 	}
-	if len(cfg.levels) == 0 || len(cfg.stores) == 0 {
-		return nil, fmt.Errorf("%w: no concurrency level or no store", errUsage)
+	if len(cfg.levels) == 0 || len(cfg.stores)+len(cfg.dists) == 0 {
+		return nil, fmt.Errorf("%w: no concurrency level or no system to measure", errUsage)
+	}
+	if len(cfg.dists) > 0 && len(cfg.workers) == 0 {
+		return nil, fmt.Errorf("%w: distributed setups but no number of workers", errUsage)
 	}
 	ms, err := startMock(ctx, cfg.mock, cfg.handler, stderr)
 	if err != nil {
@@ -184,6 +195,14 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 	for _, s := range cfg.stores {
 		systems = append(systems, "calf/"+s)
 	}
+	for _, d := range cfg.dists {
+		for _, n := range cfg.workers {
+			systems = append(systems, distSystem(d, n))
+		}
+	}
+	if cfg.workerStderr == nil {
+		cfg.workerStderr = stderr
+	}
 	rep = &Report{
 		Workload:      "W1: agent " + agentName + ", tool " + toolName + ", " + fmt.Sprintf("%q", prompt) + "; 2 model calls and 1 tool call per run",
 		Machine:       machine(),
@@ -192,7 +211,7 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 		Method: fmt.Sprintf("%s per concurrency level; each round runs every system once, the order rotating "+
 			"from round to round (%s); each measurement warms up, then times a fixed number of runs after a GC; "+
 			"figures are the median over the rounds, metric by metric; allocations are runtime.MemStats deltas / runs%s",
-			plural(cfg.rounds, "round"), rotation(systems, cfg.rounds), allocNote(ms.inproc)),
+			plural(cfg.rounds, "round"), rotation(systems, cfg.rounds), allocNote(ms.inproc)) + distNote(cfg.dists),
 	}
 	for _, conc := range cfg.levels {
 		lv := Level{Concurrency: conc, RunsPerRound: cfg.runsAt(conc), WarmupRuns: cfg.warmupAt(conc), Rounds: cfg.rounds}
@@ -200,7 +219,7 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 		for r := range cfg.rounds {
 			for k := range systems {
 				i := (r + k) % len(systems)
-				s, err := measureSystem(ctx, systems[i], cfg, conc, fl, calfHTTP, ms.url, dir)
+				s, err := measureSystem(ctx, systems[i], cfg, conc, top, fl, calfHTTP, ms.url, dir)
 				if err != nil {
 					return nil, fmt.Errorf("%s at concurrency %d, round %d: %w", systems[i], conc, r+1, err)
 				}
@@ -223,9 +242,20 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 
 // measureSystem warms up and measures one round of one system. Each round
 // of Calf gets a fresh broker and store.
-func measureSystem(ctx context.Context, system string, cfg config, conc int, fl *floor, calfHTTP *http.Client, base, dir string) (sample, error) {
+func measureSystem(ctx context.Context, system string, cfg config, conc, top int, fl *floor, calfHTTP *http.Client, base, dir string) (s sample, err error) {
 	var r runner = fl
-	if system != systemFloor {
+	if setup, workers, ok := parseDistSystem(system); ok {
+		ds, err := newDistStack(ctx, setup, workers, cfg.svc, base, top, cfg.workerStderr)
+		if err != nil {
+			return sample{}, err
+		}
+		defer func() {
+			if cerr := ds.close(); err == nil && cerr != nil {
+				err = fmt.Errorf("close: %w", cerr)
+			}
+		}()
+		r = ds
+	} else if system != systemFloor {
 		s, err := newCalfStack(ctx, system[len("calf/"):], dir, calfHTTP, base)
 		if err != nil {
 			return sample{}, err
@@ -235,8 +265,6 @@ func measureSystem(ctx context.Context, system string, cfg config, conc int, fl 
 	}
 	// The label tells the systems apart in a CPU profile:
 	// go tool pprof -tagfocus system=calf/memory.
-	var s sample
-	var err error
 	pprof.Do(ctx, pprof.Labels("system", system), func(ctx context.Context) {
 		if _, err = measure(ctx, r, cfg.warmupAt(conc), conc); err != nil {
 			err = fmt.Errorf("warm-up: %w", err)
@@ -338,6 +366,15 @@ func allocNote(inproc bool) string {
 		return "; the mock runs in this process, so they include the mock's"
 	}
 	return "; the mock runs elsewhere, so they count the client side only"
+}
+
+func distNote(dists []string) string {
+	if len(dists) == 0 {
+		return ""
+	}
+	return "; calf/SETUP/Nw is the agent served by N worker processes of this binary (agent.Serve) on the setup's broker and store, " +
+		"each round on a fresh namespace (NATS stream, Kafka cluster, PostgreSQL schema, Redis key prefix), and called from this " +
+		"process with agent.Run; the workers' allocations are not counted (for Kafka, the kfake cluster runs in this process and its are)"
 }
 
 // plural returns n and noun, in the plural unless n is 1.

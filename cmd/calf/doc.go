@@ -8,6 +8,10 @@
 // Usage:
 //
 //	calf run [flags] PROMPT...
+//	calf worker --broker URL [flags]
+//	calf deadletters list [--json] [--store URL]
+//	calf deadletters show [--raw] [--store URL] ID
+//	calf deadletters replay --broker URL [--store URL] ID
 //	calf version
 //
 // # calf run
@@ -30,11 +34,29 @@
 //	                                    such as http://127.0.0.1:11434/v1; the model is
 //	                                    the first one the server lists at GET URL/models
 //	                    URL#NAME        model NAME on that server
-//	--store SPEC      where state lives (default sqlite:):
+//	--store URL       where state lives (default sqlite:):
 //	                    sqlite:PATH     a SQLite file; an empty PATH means
 //	                                    $XDG_DATA_HOME/calf/calf.db, or
 //	                                    ~/.local/share/calf/calf.db
 //	                    memory:         in memory, gone when calf exits
+//	                    postgres://USER@HOST:PORT/DB   PostgreSQL
+//	                    redis://HOST:PORT/DB           Redis
+//	--broker URL      the broker (default memory://):
+//	                    memory://                   in this process
+//	                    nats://HOST:PORT[,HOST:PORT] a NATS JetStream server
+//	                                                or cluster
+//	                    nats+embedded://DIR         a NATS server inside this
+//	                                                process, storing in DIR
+//	                    kafka://HOST:PORT[,HOST:PORT] a Kafka cluster
+//	                  With a broker other processes reach (nats://, kafka://)
+//	                  the run is carried out by the calf worker processes
+//	                  serving the agent there; this process starts it and
+//	                  follows its events, needs no model, and --store must
+//	                  name the workers' store. --model, --system,
+//	                  --max-turns and --read configure the agent, so they
+//	                  are refused there: give them to calf worker.
+//	--serve           serve the agent in this process too, on a shared
+//	                  broker (on memory:// and nats+embedded:// it always is)
 //	--system TEXT     the agent's instructions (default: a short
 //	                  helpful-assistant prompt)
 //	--session ID      continue the conversation ID kept in the store; the run
@@ -49,6 +71,38 @@
 //	                  standard output, ending with the output event; "data"
 //	                  holds the event's payload as described in docs/channels.md
 //	-q, --quiet       print only the final answer
+//
+// # calf worker
+//
+// Worker serves the handlers of the agents named by --agent (default
+// "assistant", the agent calf run runs; repeat the flag for several) on
+// the broker --broker, which must be one that other processes reach, with
+// state in --store, which they share (not memory:). Start as many workers as the load needs: they share
+// the broker's consumer groups. It takes the agent flags of calf run
+// (--model, --system, --max-turns, --timeout, --read) and:
+//
+//	--concurrency N   bound on the runs each handler works on at once
+//	--max-attempts N  deliveries of a failing message before it is parked
+//	                  on the dead-letter channel (default 5)
+//	--drain D         how long handlers in progress may take to finish
+//	                  after SIGINT or SIGTERM (default 30s)
+//	-q, --quiet       log only warnings and errors
+//
+// It logs to standard error and records every dead letter in the store.
+// SIGINT or SIGTERM drains it: no new message is taken, the handlers in
+// progress finish (up to --drain), every message not handled is left to
+// the other workers, and the worker exits with status 0. A second signal
+// ends it at once.
+//
+// # calf deadletters
+//
+// Deadletters reads the dead letters the workers recorded in --store:
+// list prints a table (ID, CHANNEL, GROUP, ATTEMPTS, ERROR, TIME,
+// REPLAYED), oldest first, or one JSON object per line with --json; show
+// prints one as JSON, or with --raw the original message's data byte for
+// byte; replay publishes the original message again on its channel on
+// --broker and marks the record replayed (replaying it again does
+// nothing). An unknown id is an error (status 1).
 //
 // # calf version
 //
@@ -70,7 +124,8 @@
 //
 // # Exit status
 //
-// 0 on success; 1 when the run fails (calf prints "calf: <error>" on
-// standard error); 2 for bad arguments or missing configuration; 130 when
-// interrupted (Ctrl-C, which cancels the run).
+// 0 on success, and for a worker that drained cleanly; 1 when a command
+// fails (calf prints "calf: <error>" on standard error); 2 for bad
+// arguments or missing configuration; 130 when interrupted (Ctrl-C, which
+// cancels the run).
 package main

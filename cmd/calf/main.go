@@ -13,13 +13,19 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	// The first SIGINT or SIGTERM cancels ctx: a run is cancelled, a
+	// worker drains. A second one ends the process at once. Both are
+	// caught on one buffered channel, so that none is lost however fast
+	// they come.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		// After the first signal, restore the default behaviour, so that a
-		// second one ends the process at once.
-		<-ctx.Done()
-		stop()
+		<-sigs
+		cancel()
+		<-sigs
+		fmt.Fprintln(os.Stderr, "calf: interrupted again: exiting at once")
+		os.Exit(exitInterrupted)
 	}()
 	os.Exit(Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -99,6 +105,6 @@ OPENAI_BASE_URL or --model http://HOST:PORT/v1#MODEL.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(getenv), newVersionCommand())
+	root.AddCommand(newRunCommand(getenv), newWorkerCommand(getenv), newDeadLettersCommand(), newVersionCommand())
 	return root
 }

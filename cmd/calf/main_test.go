@@ -130,10 +130,24 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string // in stderr
 	}{
-		{"unknown store scheme", []string{"run", "--store", "redis://127.0.0.1:6379", "hi"},
-			`calf: --store "redis://127.0.0.1:6379": unknown store scheme "redis": known schemes: memory, sqlite`},
-		{"store without scheme", []string{"run", "--store", "calf.db", "hi"}, `--store "calf.db": no scheme`},
+		{"unknown store scheme", []string{"run", "--store", "mysql://127.0.0.1:3306/calf", "hi"},
+			`calf: --store: store mysql://127.0.0.1:3306/calf: adapters: unknown scheme "mysql": known schemes: memory, postgres, postgresql, redis, rediss, sqlite`},
+		{"store without scheme", []string{"run", "--store", "calf.db", "hi"}, `--store: store calf.db: adapters: unknown scheme: no scheme`},
 		{"memory store with a location", []string{"run", "--store", "memory:x", "hi"}, `memory: takes nothing after the scheme`},
+		{"unknown broker scheme", []string{"run", "--broker", "amqp://h", "hi"}, `--broker: broker amqp://h: adapters: unknown scheme "amqp"`},
+		{"bad broker URL", []string{"run", "--broker", "nats://", "hi"}, `--broker: broker nats://: adapters: bad URL: no host`},
+		{"agent flag with a remote broker", []string{"run", "--broker", "nats://127.0.0.1:4222", "--read", ".", "hi"},
+			"--read configures the agent, which the calf worker processes on nats://127.0.0.1:4222 serve"},
+		{"worker without broker", []string{"worker"}, "calf worker needs --broker"},
+		{"worker on the memory broker", []string{"worker", "--broker", "memory://"}, "reachable only from inside this process"},
+		{"worker on an embedded broker", []string{"worker", "--broker", "nats+embedded://" + dir}, "reachable only from inside this process"},
+		{"worker with an unknown agent", []string{"worker", "--broker", "nats://127.0.0.1:4222", "--agent", "bob"}, `--agent "bob": unknown agent; known: assistant`},
+		{"worker with arguments", []string{"worker", "--broker", "nats://127.0.0.1:4222", "now"}, "calf worker takes no arguments"},
+		{"worker with a memory store", []string{"worker", "--broker", "nats://127.0.0.1:4222", "--store", "memory:"}, "keeps state inside this process"},
+		{"worker with a bad store", []string{"worker", "--broker", "nats://127.0.0.1:4222", "--store", "x"}, "--store: store x: adapters: unknown scheme"},
+		{"show without id", []string{"deadletters", "show"}, "calf deadletters show needs one dead letter id"},
+		{"replay without broker", []string{"deadletters", "replay", "x"}, "calf deadletters replay needs --broker"},
+		{"replay on the memory broker", []string{"deadletters", "replay", "--broker", "memory://", "x"}, "no worker is reachable there"},
 		{"no prompt", []string{"run"}, "run needs a prompt"},
 		{"empty prompt", []string{"run", "  "}, "the prompt is empty"},
 		{"unknown flag", []string{"run", "--frobnicate", "hi"}, "unknown flag: --frobnicate"},
@@ -186,9 +200,21 @@ func TestHelp(t *testing.T) {
 	if got.code != exitOK {
 		t.Fatalf("calf run --help = %d, stderr %q", got.code, got.stderr)
 	}
-	for _, flag := range []string{"--model", "--store", "--system", "--session", "--timeout", "--max-turns", "--read", "--json", "--quiet"} {
+	for _, flag := range []string{"--model", "--store", "--broker", "--serve", "--system", "--session", "--timeout", "--max-turns", "--read", "--json", "--quiet"} {
 		if !strings.Contains(got.stdout, flag) {
 			t.Errorf("calf run --help does not mention %s:\n%s", flag, got.stdout)
+		}
+	}
+	got = runMain(t.Context(), "", "worker", "--help")
+	for _, flag := range []string{"--broker", "--store", "--agent", "--model", "--system", "--read", "--concurrency", "--max-attempts", "--drain", "--quiet"} {
+		if got.code != exitOK || !strings.Contains(got.stdout, flag) {
+			t.Errorf("calf worker --help = %d, does not mention %s:\n%s", got.code, flag, got.stdout)
+		}
+	}
+	got = runMain(t.Context(), "", "deadletters", "--help")
+	for _, sub := range []string{"list", "show", "replay", "--store"} {
+		if got.code != exitOK || !strings.Contains(got.stdout, sub) {
+			t.Errorf("calf deadletters --help = %d, does not mention %s:\n%s", got.code, sub, got.stdout)
 		}
 	}
 }

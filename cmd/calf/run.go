@@ -5,24 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
-	"github.com/calf-go/calf/broker/memory"
-	"github.com/calf-go/calf/tool"
-	"github.com/calf-go/calf/tool/builtin"
 )
-
-// defaultInstructions is the --system default.
-const defaultInstructions = "You are a helpful assistant. Answer clearly and concisely."
-
-// agentName is the name of the agent calf run runs.
-const agentName = "assistant"
 
 // shutdownTimeout bounds the wait for handlers in progress when calf run
 // ends.
@@ -30,15 +21,13 @@ const shutdownTimeout = 5 * time.Second
 
 // runFlags are the flags of calf run.
 type runFlags struct {
-	model    string
-	store    string
-	system   string
-	session  string
-	timeout  time.Duration
-	maxTurns int
-	read     string
-	json     bool
-	quiet    bool
+	agentFlags
+	broker  string
+	serve   bool
+	store   string
+	session string
+	json    bool
+	quiet   bool
 }
 
 func newRunCommand(getenv func(string) string) *cobra.Command {
@@ -48,9 +37,13 @@ func newRunCommand(getenv func(string) string) *cobra.Command {
 		Short: "Run an agent once on a prompt and stream its answer",
 		Long: `Run an agent once on a prompt and stream its answer.
 
-The agent runs in this process, on an in-memory broker, with its state in
-the store given by --store. The words of PROMPT are joined with spaces; a
-PROMPT of "-" is read from standard input.
+By default the agent runs in this process, on an in-memory broker, with its
+state in the store given by --store. With --broker naming a shared broker
+(nats://, kafka://), the run is carried out by the calf worker processes
+serving the agent there: this process only starts the run and follows its
+events, and --store must name the workers' store. --serve makes this
+process serve the agent as well. The words of PROMPT are joined with
+spaces; a PROMPT of "-" is read from standard input.
 
 The answer's text is streamed to standard output as it arrives; each tool
 call and its result are shown on standard error. --json prints every event
@@ -59,7 +52,8 @@ of the run as a line of JSON instead, and --quiet only the final answer.`,
   calf run --model openai:gpt-4o "Summarize the theory of relativity in two sentences."
   calf run --model http://127.0.0.1:11434/v1#llama3.2 "Hello"
   calf run --read . "What does go.mod require?"
-  calf run --session trip "Plan a day in Lyon." && calf run --session trip "Make it rainy-day friendly."`,
+  calf run --session trip "Plan a day in Lyon." && calf run --session trip "Make it rainy-day friendly."
+  calf run --broker nats://127.0.0.1:4222 --store postgres://calf@db/calf "Hello, workers"`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError(errors.New(`run needs a prompt: calf run "your question"`))
@@ -67,27 +61,24 @@ of the run as a line of JSON instead, and --quiet only the final answer.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOnce(cmd.Context(), f, args, getenv, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runOnce(cmd.Context(), cmd, f, args, getenv, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.model, "model", "", "the model: openai:NAME, a bare NAME, or the base URL of an OpenAI-compatible server "+
-		"with an optional #NAME (default $"+envModel+", else "+defaultModel+")")
-	fl.StringVar(&f.store, "store", defaultStore, "where state lives: sqlite:PATH (empty PATH: the default file) or memory:")
-	fl.StringVar(&f.system, "system", defaultInstructions, "the agent's instructions (system prompt)")
+	f.register(fl)
+	fl.StringVar(&f.store, "store", defaultStore, storeHelp)
+	fl.StringVar(&f.broker, "broker", defaultBroker, brokerHelp)
+	fl.BoolVar(&f.serve, "serve", false, "serve the agent in this process too, when --broker is shared with calf worker processes")
 	fl.StringVar(&f.session, "session", "", "continue the conversation with this id, kept in the store (created if new)")
-	fl.DurationVar(&f.timeout, "timeout", agent.DefaultTimeout, "bound on the whole run")
-	fl.IntVar(&f.maxTurns, "max-turns", agent.DefaultMaxTurns, "bound on the model calls of the run")
-	fl.StringVar(&f.read, "read", "", "give the agent read-only file tools (read_file, list_dir, glob, grep) confined to `DIR`")
 	fl.BoolVar(&f.json, "json", false, "print every event of the run as one line of JSON on standard output")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final answer")
 	cmd.MarkFlagsMutuallyExclusive("json", "quiet")
 	return cmd
 }
 
-// runOnce is calf run: it checks the configuration, wires the embedded
-// runtime and streams one run.
-func runOnce(ctx context.Context, f runFlags, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+// runOnce is calf run: it checks the configuration, wires the runtime and
+// streams one run.
+func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	prompt := strings.Join(args, " ")
 	if prompt == "-" {
 		b, err := io.ReadAll(stdin)
@@ -99,56 +90,67 @@ func runOnce(ctx context.Context, f runFlags, args []string, getenv func(string)
 	if strings.TrimSpace(prompt) == "" {
 		return usageError(errors.New("the prompt is empty"))
 	}
-	if f.timeout <= 0 {
-		return usageError(fmt.Errorf("--timeout must be positive, got %s", f.timeout))
-	}
-	if f.maxTurns <= 0 {
-		return usageError(fmt.Errorf("--max-turns must be positive, got %d", f.maxTurns))
-	}
-	openStore, err := storeOpener(f.store)
-	if err != nil {
+	if err := checkBroker(f.broker); err != nil {
 		return err
 	}
-	var tools []tool.Tool
-	if f.read != "" {
-		if tools, err = builtin.ReadOnly(f.read); err != nil {
-			return usageError(fmt.Errorf("--read: %w", err))
+	if err := checkStore(f.store); err != nil {
+		return err
+	}
+	// An in-process broker reaches no worker: this process must serve.
+	serve := f.serve || adapters.InProcess(f.broker)
+	if !serve {
+		for _, name := range agentFlagNames {
+			if cmd.Flags().Changed(name) {
+				return usageError(fmt.Errorf("--%s configures the agent, which the calf worker processes on %s serve: "+
+					"give it to calf worker, or add --serve to serve the agent here too", name, adapters.Redact(f.broker)))
+			}
 		}
 	}
-	choice, err := selectModel(ctx, f.model, getenv, http.DefaultClient)
-	if err != nil {
-		return failure(err)
-	}
-	m, err := newModel(choice)
+	a, err := newAssistant(ctx, &f.agentFlags, getenv, serve)
 	if err != nil {
 		return err
 	}
-	a, err := agent.New[agent.NoDeps, string](agentName, m, &agent.Options[agent.NoDeps]{
-		Instructions: f.system,
-		Tools:        tools,
-		MaxTurns:     f.maxTurns,
-		Timeout:      f.timeout,
-	})
-	if err != nil {
-		return failure(err)
-	}
 
-	st, err := openStore()
+	st, err := openStore(ctx, f.store, nil)
 	if err != nil {
-		return failure(err)
+		return err
 	}
 	defer st.Close()
-	b := memory.New(nil)
+	b, err := openBroker(ctx, f.broker, nil)
+	if err != nil {
+		return err
+	}
 	defer b.Close()
-	client := calf.NewClient(b, nil)
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-		defer cancel()
-		_ = client.Shutdown(sctx)
-	}()
-	rt := agent.NewRuntime(client, st, nil)
-	if err := a.Serve(ctx, rt, nil); err != nil {
-		return failure(err)
+
+	var rt *agent.Runtime
+	var runErr error
+	if serve {
+		w := agent.NewWorker(b, st, &agent.WorkerOptions{DrainTimeout: shutdownTimeout})
+		rt = w.Runtime()
+		if err := a.Serve(ctx, rt, nil); err != nil {
+			return failure(err)
+		}
+		// The worker records dead letters and, when the run ends, drains.
+		wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(wctx) }()
+		defer func() {
+			if runErr != nil || ctx.Err() != nil {
+				// The run was abandoned: what is still in progress belongs
+				// to it, or goes back to the broker.
+				w.Interrupt()
+			}
+			stop()
+			<-ran
+		}()
+	} else {
+		client := calf.NewClient(b, nil)
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+			defer cancel()
+			_ = client.Shutdown(sctx)
+		}()
+		rt = agent.NewRuntime(client, st, nil)
 	}
 
 	records := func(runID string) ([]agent.ToolCallRecord, error) {
@@ -162,7 +164,6 @@ func runOnce(ctx context.Context, f runFlags, args []string, getenv func(string)
 	if f.json {
 		v = newJSONView(stdout)
 	}
-	var runErr error
 	for ev, err := range a.RunStream(ctx, rt, prompt, &agent.RunOptions[agent.NoDeps]{SessionID: f.session}) {
 		if err != nil {
 			runErr = err

@@ -1,70 +1,72 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"slices"
-	"strings"
+	"log/slog"
 
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/store"
-	"github.com/calf-go/calf/store/memory"
-	"github.com/calf-go/calf/store/sqlite"
 )
 
 // defaultStore is the --store default: SQLite at sqlite.DefaultPath.
 const defaultStore = "sqlite:"
 
-// storeSchemes maps the scheme of a --store value to the function that
-// opens such a store at the rest of the value. A scheme added here is
-// accepted by --store.
-var storeSchemes = map[string]func(location string) (store.Store, error){
-	// sqlite:PATH, sqlite:///ABS/PATH; an empty PATH means sqlite.DefaultPath.
-	"sqlite": func(location string) (store.Store, error) {
-		path := strings.TrimPrefix(location, "//")
-		if path == "" {
-			var err error
-			if path, err = sqlite.DefaultPath(); err != nil {
-				return nil, err
-			}
-		}
-		return sqlite.Open(path, nil)
-	},
-	// memory: keeps state in the process; it is gone when calf exits.
-	"memory": func(location string) (store.Store, error) {
-		if rest := strings.TrimPrefix(location, "//"); rest != "" {
-			return nil, usageError(fmt.Errorf("memory: takes nothing after the scheme, got %q", location))
-		}
-		return memory.New(), nil
-	},
+// defaultBroker is the --broker default of calf run: in this process.
+const defaultBroker = "memory://"
+
+// storeHelp and brokerHelp describe the URLs --store and --broker take.
+const (
+	storeHelp  = "where state lives: sqlite:PATH (empty PATH: the default file), memory:, postgres://..., redis://..."
+	brokerHelp = "the broker: memory:// (in this process), nats://HOST:PORT[,HOST:PORT], nats+embedded://DIR, kafka://HOST:PORT[,HOST:PORT]"
+)
+
+// checkStore validates a --store value without opening it: an unknown
+// scheme is a usage error.
+func checkStore(spec string) error {
+	if err := adapters.CheckStoreURL(spec); err != nil {
+		return usageError(fmt.Errorf("--store: %w", err))
+	}
+	return nil
 }
 
-// storeSchemeNames returns the known store schemes, sorted.
-func storeSchemeNames() []string {
-	names := make([]string, 0, len(storeSchemes))
-	for s := range storeSchemes {
-		names = append(names, s)
+// checkBroker validates a --broker value without opening it.
+func checkBroker(spec string) error {
+	if err := adapters.CheckBrokerURL(spec); err != nil {
+		return usageError(fmt.Errorf("--broker: %w", err))
 	}
-	slices.Sort(names)
-	return names
+	return nil
 }
 
-// storeOpener parses a --store value, SCHEME:LOCATION, and returns the
-// function that opens the store. An unknown or missing scheme is a usage
-// error that lists the known ones.
-func storeOpener(spec string) (func() (store.Store, error), error) {
-	known := strings.Join(storeSchemeNames(), ", ")
-	scheme, location, ok := strings.Cut(spec, ":")
-	if !ok {
-		return nil, usageError(fmt.Errorf("--store %q: no scheme: want SCHEME:LOCATION, as in sqlite:PATH or memory:; known schemes: %s", spec, known))
+// openStore opens the store of a --store value. A malformed value is a
+// usage error; a store that cannot be reached is a failure.
+func openStore(ctx context.Context, spec string, log *slog.Logger) (store.Store, error) {
+	if err := checkStore(spec); err != nil {
+		return nil, err
 	}
-	open, ok := storeSchemes[scheme]
-	if !ok {
-		return nil, usageError(fmt.Errorf("--store %q: unknown store scheme %q: known schemes: %s", spec, scheme, known))
+	s, err := adapters.OpenStore(ctx, spec, &adapters.Options{Logger: log})
+	if errors.Is(err, adapters.ErrBadURL) {
+		return nil, usageError(fmt.Errorf("--store: %w", err))
 	}
-	return func() (store.Store, error) {
-		s, err := open(location)
-		if err != nil {
-			return nil, fmt.Errorf("--store %s: %w", spec, err)
-		}
-		return s, nil
-	}, nil
+	if err != nil {
+		return nil, failure(fmt.Errorf("--store: %w", err))
+	}
+	return s, nil
+}
+
+// openBroker opens the broker of a --broker value.
+func openBroker(ctx context.Context, spec string, log *slog.Logger) (calf.Broker, error) {
+	if err := checkBroker(spec); err != nil {
+		return nil, err
+	}
+	b, err := adapters.OpenBroker(ctx, spec, &adapters.Options{Logger: log})
+	if errors.Is(err, adapters.ErrBadURL) {
+		return nil, usageError(fmt.Errorf("--broker: %w", err))
+	}
+	if err != nil {
+		return nil, failure(fmt.Errorf("--broker: %w", err))
+	}
+	return b, nil
 }

@@ -38,8 +38,8 @@ type humanView struct {
 	midLine bool
 	// textStep is the step of the text last written.
 	textStep int
-	// streamed records the steps whose text was streamed.
-	streamed map[int]bool
+	// streamed records the steps whose text was streamed, and that text.
+	streamed map[int]*strings.Builder
 	// calls are the lines of tool calls not yet shown, of step callStep.
 	// A step's tool calls may reach the stream before the end of its
 	// text, so they wait for the next event that follows all of it.
@@ -48,6 +48,8 @@ type humanView struct {
 	// called and answered hold the ids of the tool calls, and of the
 	// results, that are shown or about to be.
 	called, answered map[string]bool
+	// done is set once the output is shown.
+	done bool
 	// unanswered are the results held back because their call was not
 	// seen, in case the run's records cannot be read.
 	unanswered []*agent.ToolResultEvent
@@ -56,7 +58,7 @@ type humanView struct {
 func newHumanView(out, errOut io.Writer, quiet bool, records func(runID string) ([]agent.ToolCallRecord, error)) *humanView {
 	return &humanView{
 		out: out, errOut: errOut, quiet: quiet, records: records,
-		streamed: map[int]bool{}, called: map[string]bool{}, answered: map[string]bool{},
+		streamed: map[int]*strings.Builder{}, called: map[string]bool{}, answered: map[string]bool{},
 	}
 }
 
@@ -103,6 +105,12 @@ func resultLine(status string, r *tool.Result) string {
 }
 
 func (v *humanView) show(ev agent.Event) error {
+	if v.done {
+		return nil // the answer is shown in full: late events add nothing
+	}
+	if ev.Kind == agent.EventOutput {
+		v.done = true
+	}
 	if v.quiet {
 		if ev.Kind == agent.EventOutput {
 			return v.showOutput(ev.Output)
@@ -128,7 +136,12 @@ func (v *humanView) show(ev agent.Event) error {
 			}
 		}
 		v.textStep = ev.Step
-		v.streamed[ev.Step] = true
+		b := v.streamed[ev.Step]
+		if b == nil {
+			b = &strings.Builder{}
+			v.streamed[ev.Step] = b
+		}
+		b.WriteString(ev.Delta.Text)
 		return v.write(ev.Delta.Text)
 	case agent.EventToolCall:
 		c := ev.ToolCall
@@ -211,14 +224,24 @@ func (v *humanView) showMissing(runID string) error {
 	return nil
 }
 
-// showOutput shows the final answer, unless its text was streamed.
+// showOutput shows the final answer, or, when its text was streamed, what
+// the stream did not bring: a broker that does not order the deltas with
+// the output (one with a topic per channel) may deliver the output before
+// the last deltas, which are then dropped.
 func (v *humanView) showOutput(out *agent.OutputEvent) error {
-	if out.Status != agent.OutputComplete || (!v.quiet && v.streamed[out.Steps]) {
+	if out.Status != agent.OutputComplete {
 		return nil
 	}
 	var text string
 	if err := json.Unmarshal(out.Content, &text); err != nil {
 		text = string(out.Content)
+	}
+	if b := v.streamed[out.Steps]; b != nil && !v.quiet {
+		streamed := b.String()
+		if rest, ok := strings.CutPrefix(text, streamed); ok {
+			return v.write(rest)
+		}
+		// The stream lost text in the middle: show the whole answer again.
 	}
 	if err := v.endLine(); err != nil {
 		return err

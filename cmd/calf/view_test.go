@@ -89,6 +89,16 @@ func TestHumanView(t *testing.T) {
 			wantOut: wantOut, wantErr: wantErr,
 		},
 		{
+			name:    "output before the last delta",
+			events:  []agent.Event{delta(1, "Let me look."), evCall, evResult, evInference2, delta(2, "Do"), evOutput, delta(2, "ne.")},
+			wantOut: wantOut, wantErr: wantErr,
+		},
+		{
+			name:    "a delta lost in the middle",
+			events:  []agent.Event{delta(1, "Let me look."), evCall, evResult, evInference2, delta(2, "D"), delta(2, "."), evOutput},
+			wantOut: "Let me look.\nD.\nDone.\n", wantErr: wantErr,
+		},
+		{
 			name:    "answer not streamed",
 			events:  []agent.Event{evOutput},
 			wantOut: "Done.\n",

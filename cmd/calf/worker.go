@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/calf-go/calf/adapters"
+	"github.com/calf-go/calf/agent"
+)
+
+// workerAgents are the agents calf worker can serve, by name.
+var workerAgents = []string{agentName}
+
+// workerFlags are the flags of calf worker.
+type workerFlags struct {
+	agentFlags
+	broker      string
+	store       string
+	agents      []string
+	concurrency int
+	maxAttempts int
+	drain       time.Duration
+	quiet       bool
+}
+
+func newWorkerCommand(getenv func(string) string) *cobra.Command {
+	var f workerFlags
+	cmd := &cobra.Command{
+		Use:   "worker --broker URL [flags]",
+		Short: "Serve agents' handlers on a shared broker until stopped",
+		Long: `Serve agents' handlers on a shared broker until stopped.
+
+A worker joins the broker's consumer groups of the agents named by --agent
+(by default "assistant", the agent calf run runs) and carries out their
+runs, keeping state in --store. Start as many workers as the load needs:
+they share the messages. Runs are started by calf run --broker URL (or by
+any program on the same broker) from anywhere.
+
+Messages parked on the dead-letter channel are recorded in the store for
+calf deadletters.
+
+SIGINT or SIGTERM drains the worker: it takes no new message, lets the
+handlers in progress finish (up to --drain), leaves every message it has
+not handled to the other workers, and exits with status 0. A second
+signal exits at once.`,
+		Example: `  calf worker --broker nats://127.0.0.1:4222 --store postgres://calf@db:5432/calf --model openai:gpt-4o-mini
+  calf worker --broker kafka://k1:9092,k2:9092 --store redis://cache:6379/0 --read /srv/docs`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWorker(cmd.Context(), f, getenv, cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	f.register(fl)
+	fl.StringVar(&f.broker, "broker", "", brokerHelp+" (required; one other processes reach)")
+	fl.StringVar(&f.store, "store", defaultStore, storeHelp+"; every worker and caller must use the same one")
+	fl.StringSliceVar(&f.agents, "agent", []string{agentName}, "serve the agent named `NAME` (repeat, or separate with commas); known: "+strings.Join(workerAgents, ", "))
+	fl.IntVar(&f.concurrency, "concurrency", 0, "bound on the runs (and tool calls) each handler works on at once (default: the broker's)")
+	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "deliveries of a failing message before it is parked on the dead-letter channel (default: the broker's, 5)")
+	fl.DurationVar(&f.drain, "drain", agent.DefaultDrainTimeout, "on SIGINT or SIGTERM, how long the handlers in progress may take to finish")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "log only warnings and errors")
+	return cmd
+}
+
+// runWorker is calf worker.
+func runWorker(ctx context.Context, f workerFlags, getenv func(string) string, stderr io.Writer) error {
+	if f.broker == "" {
+		return usageError(errors.New("calf worker needs --broker: the URL of a broker the callers reach, such as nats://127.0.0.1:4222 or kafka://127.0.0.1:9092"))
+	}
+	if err := checkBroker(f.broker); err != nil {
+		return err
+	}
+	if adapters.InProcess(f.broker) {
+		return usageError(fmt.Errorf("--broker %s is reachable only from inside this process, so no caller could reach the worker: use nats:// or kafka://", adapters.Redact(f.broker)))
+	}
+	if err := checkStore(f.store); err != nil {
+		return err
+	}
+	if scheme, _, _ := strings.Cut(f.store, ":"); scheme == "memory" {
+		return usageError(fmt.Errorf("--store %s keeps state inside this process, where no other worker or caller can read it: "+
+			"use postgres://, redis://, or sqlite:PATH for processes on one machine", f.store))
+	}
+	for _, name := range f.agents {
+		if !slices.Contains(workerAgents, name) {
+			return usageError(fmt.Errorf("--agent %q: unknown agent; known: %s", name, strings.Join(workerAgents, ", ")))
+		}
+	}
+	if f.concurrency < 0 || f.maxAttempts < 0 {
+		return usageError(errors.New("--concurrency and --max-attempts must not be negative"))
+	}
+	if f.drain <= 0 {
+		return usageError(fmt.Errorf("--drain must be positive, got %s", f.drain))
+	}
+	a, err := newAssistant(ctx, &f.agentFlags, getenv, true)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if f.quiet {
+		level = slog.LevelWarn
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	st, err := openStore(ctx, f.store, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	b, err := openBroker(ctx, f.broker, log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+
+	w := agent.NewWorker(b, st, &agent.WorkerOptions{Logger: log, DrainTimeout: f.drain})
+	// The subscriptions outlive ctx: the worker drains them when it ends.
+	sctx := context.WithoutCancel(ctx)
+	if err := a.Serve(sctx, w.Runtime(), &agent.ServeOptions[agent.NoDeps]{Concurrency: f.concurrency, MaxAttempts: f.maxAttempts}); err != nil {
+		return failure(err)
+	}
+	if err := w.Start(sctx); err != nil {
+		return failure(err)
+	}
+	log.Info("calf worker: serving", "agents", strings.Join(f.agents, ","), "broker", adapters.Redact(f.broker), "store", adapters.Redact(f.store))
+	return failure(w.Run(ctx))
+}
