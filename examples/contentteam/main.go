@@ -1,0 +1,109 @@
+// Command contentteam writes a short article with a sequential team: a
+// researcher gathers facts, a writer drafts from them, and an editor
+// polishes the draft. Each member's output is the next one's input, and
+// each step is printed as it ends.
+//
+//	OPENAI_API_KEY=... go run ./examples/contentteam "why cats purr"
+//
+// Any OpenAI-compatible server works: set OPENAI_BASE_URL (for example
+// http://127.0.0.1:11434/v1 for Ollama) and pass -model.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/openai"
+	storemem "github.com/calf-go/calf/store/memory"
+	"github.com/calf-go/calf/team"
+)
+
+func main() {
+	modelName := flag.String("model", "gpt-4o-mini", "model name")
+	flag.Parse()
+	topic := strings.Join(flag.Args(), " ")
+	if topic == "" {
+		topic = "why cats purr"
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	m, err := openai.FromEnv(*modelName)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "contentteam:", err)
+		os.Exit(2)
+	}
+	article, err := run(ctx, m, topic, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "contentteam:", err)
+		os.Exit(1)
+	}
+	fmt.Println(article)
+}
+
+// Instructions of the three members.
+const (
+	researcherInstructions = "You are a researcher. List five short, accurate facts about the topic you are given, one per line. Facts only."
+	writerInstructions     = "You are a writer. Write a short article (at most 150 words) from the facts you are given. Plain text."
+	editorInstructions     = "You are an editor. Correct and tighten the article you are given, and give it a title on its first line. Reply with the edited article only."
+)
+
+// run writes an article about topic with the team on the in-process
+// broker, logging each member's step to w as it ends.
+func run(ctx context.Context, m model.Model, topic string, w io.Writer) (string, error) {
+	b := memory.New(nil)
+	defer b.Close()
+	client := calf.NewClient(b, nil)
+	defer client.Close()
+	rt := agent.NewRuntime(client, storemem.New(), nil)
+
+	var members []team.Member
+	for _, spec := range []struct{ name, description, instructions string }{
+		{"researcher", "gathers facts", researcherInstructions},
+		{"writer", "drafts the article", writerInstructions},
+		{"editor", "edits the article", editorInstructions},
+	} {
+		a, err := agent.New[agent.NoDeps, string](spec.name, m, &agent.Options[agent.NoDeps]{
+			Description: spec.description, Instructions: spec.instructions,
+		})
+		if err != nil {
+			return "", err
+		}
+		if err := a.Serve(ctx, rt, nil); err != nil {
+			return "", err
+		}
+		members = append(members, team.AgentMember(a))
+	}
+	content, err := team.NewSequential("content", members, &team.Options{Description: "researches, writes and edits an article"})
+	if err != nil {
+		return "", err
+	}
+	if err := content.Serve(ctx, rt, nil); err != nil {
+		return "", err
+	}
+	var article string
+	for ev, err := range content.RunStream(ctx, rt, topic, nil) {
+		if err != nil {
+			return "", err
+		}
+		switch ev.Kind {
+		case team.EventMemberDone:
+			fmt.Fprintf(w, "[step %d] %s done (%d tokens)\n", ev.Step, ev.Member, ev.Output.Usage.TotalTokens)
+		case team.EventOutput:
+			out, err := content.Result(ctx, rt, ev.RunID)
+			if err != nil {
+				return "", err
+			}
+			article = out.Output
+		}
+	}
+	return article, nil
+}
