@@ -53,6 +53,10 @@ type humanView struct {
 	// unanswered are the results held back because their call was not
 	// seen, in case the run's records cannot be read.
 	unanswered []*agent.ToolResultEvent
+	// late are the lines of tool calls and results of an earlier step that
+	// came while a later step's text was mid-line. They wait for the end
+	// of that line rather than break it in two.
+	late []string
 }
 
 func newHumanView(out, errOut io.Writer, quiet bool, records func(runID string) ([]agent.ToolCallRecord, error)) *humanView {
@@ -67,8 +71,42 @@ func (v *humanView) write(s string) error {
 		return nil
 	}
 	v.midLine = !strings.HasSuffix(s, "\n")
-	_, err := io.WriteString(v.out, s)
-	return err
+	if _, err := io.WriteString(v.out, s); err != nil {
+		return err
+	}
+	if v.midLine || len(v.late) == 0 {
+		return nil
+	}
+	late := v.late
+	v.late = nil
+	return v.writeErr(late)
+}
+
+func (v *humanView) writeErr(lines []string) error {
+	for _, line := range lines {
+		if _, err := io.WriteString(v.errOut, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// showLines shows lines of tool calls or results of the given step on
+// errOut, each on a line of its own. Lines of a step earlier than the text
+// being written wait for the end of its line: a broker with a topic per
+// channel may bring them in the middle of the next step's text.
+func (v *humanView) showLines(step int, lines ...string) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	if v.midLine && step < v.textStep {
+		v.late = append(v.late, lines...)
+		return nil
+	}
+	if err := v.endLine(); err != nil {
+		return err
+	}
+	return v.writeErr(lines)
 }
 
 // endLine ends a partly written line of out.
@@ -84,16 +122,9 @@ func (v *humanView) flushCalls() error {
 	if len(v.calls) == 0 {
 		return nil
 	}
-	if err := v.endLine(); err != nil {
-		return err
-	}
-	for _, line := range v.calls {
-		if _, err := io.WriteString(v.errOut, line); err != nil {
-			return err
-		}
-	}
-	v.calls = v.calls[:0]
-	return nil
+	calls := v.calls
+	v.calls = nil
+	return v.showLines(v.callStep, calls...)
 }
 
 func callLine(name, args string) string {
@@ -166,14 +197,10 @@ func (v *humanView) show(ev agent.Event) error {
 			v.unanswered = append(v.unanswered, r)
 			return nil
 		}
-		if err := v.endLine(); err != nil {
-			return err
-		}
 		v.answered[r.ToolCallID] = true
-		_, err := io.WriteString(v.errOut, resultLine(r.Status, r.Result))
-		return err
+		return v.showLines(r.Step, resultLine(r.Status, r.Result))
 	case agent.EventOutput:
-		if err := v.showMissing(ev.RunID); err != nil {
+		if err := v.showMissing(ev.RunID, ev.Output.Steps); err != nil {
 			return err
 		}
 		return v.showOutput(ev.Output)
@@ -182,8 +209,9 @@ func (v *humanView) show(ev agent.Event) error {
 }
 
 // showMissing shows the tool calls and results of the run that the stream
-// did not bring before the output, as the run recorded them.
-func (v *humanView) showMissing(runID string) error {
+// did not bring before the output, as the run recorded them. They belong to
+// steps before the last one, steps.
+func (v *humanView) showMissing(runID string, steps int) error {
 	var lines []string
 	var records []agent.ToolCallRecord
 	var err error
@@ -210,18 +238,7 @@ func (v *humanView) showMissing(runID string) error {
 		}
 	}
 	v.unanswered = nil
-	if len(lines) == 0 {
-		return nil
-	}
-	if err := v.endLine(); err != nil {
-		return err
-	}
-	for _, line := range lines {
-		if _, err := io.WriteString(v.errOut, line); err != nil {
-			return err
-		}
-	}
-	return nil
+	return v.showLines(steps-1, lines...)
 }
 
 // showOutput shows the final answer, or, when its text was streamed, what
@@ -253,7 +270,12 @@ func (v *humanView) close() error {
 	if err := v.flushCalls(); err != nil {
 		return err
 	}
-	return v.endLine()
+	if err := v.endLine(); err != nil {
+		return err
+	}
+	late := v.late
+	v.late = nil
+	return v.writeErr(late)
 }
 
 // resultSummary describes a tool result in one line: its text when it is

@@ -66,6 +66,22 @@ func TestHumanView(t *testing.T) {
 			wantOut: wantOut, wantErr: wantErr,
 		},
 		{
+			name:    "call and result in the middle of the next step's text",
+			events:  []agent.Event{delta(1, "Let me look."), evInference2, delta(2, "Do"), evCall, evResult, delta(2, "ne."), evOutput},
+			wantOut: wantOut, wantErr: wantErr,
+		},
+		{
+			name:    "result in the middle of the next step's text",
+			events:  []agent.Event{delta(1, "Let me look."), evCall, evInference2, delta(2, "Do"), evResult, delta(2, "ne."), evOutput},
+			wantOut: wantOut, wantErr: wantErr,
+		},
+		{
+			name:    "call and result never streamed, output before the last delta",
+			records: records,
+			events:  []agent.Event{delta(1, "Let me look."), evInference2, delta(2, "Do"), evOutput, delta(2, "ne.")},
+			wantOut: wantOut, wantErr: wantErr,
+		},
+		{
 			name:    "call never streamed",
 			records: records,
 			events:  []agent.Event{delta(1, "Let me look."), evResult, evInference2, delta(2, "Done."), evOutput},
