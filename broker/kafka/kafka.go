@@ -56,6 +56,10 @@ const (
 	// DefaultMaxBufferedRecords is the default number of records a broker
 	// holds on their way to Kafka before Publish blocks.
 	DefaultMaxBufferedRecords = 10000
+	// DefaultFailoverAfter is the default time after which the members
+	// of a process that stopped its liveness beats are removed from their
+	// groups; see [Options.FailoverAfter].
+	DefaultFailoverAfter = 2 * time.Second
 	// DefaultQueueSize is the default number of fetched records a
 	// subscription holds per partition before it pauses fetching that
 	// partition.
@@ -103,6 +107,18 @@ type Options struct {
 	// no less than [MinDefaultSessionTimeout]; [DefaultSessionTimeout] if
 	// the cluster does not tell.
 	SessionTimeout time.Duration
+	// FailoverAfter is how long a crashed process holds up its
+	// partitions when its groups have members in other processes. Every
+	// broker with a consumer group subscription publishes a liveness beat
+	// on [MembersTopic] eight times per FailoverAfter; when a broker's
+	// beats stop for FailoverAfter, the brokers that share a group with
+	// it remove its members from the group, whose partitions then move to
+	// the live members without waiting for SessionTimeout. A live member
+	// removed by mistake (a process paused for that long) rejoins at its
+	// next heartbeat; its messages not yet committed are delivered again.
+	// Default: [DefaultFailoverAfter]; a negative value turns it off, and
+	// partitions then move after SessionTimeout.
+	FailoverAfter time.Duration
 	// HeartbeatInterval is the time between a member's heartbeats.
 	// Default: [DefaultHeartbeatInterval], or a third of SessionTimeout if
 	// that is less.
@@ -172,6 +188,7 @@ type Broker struct {
 	adm   *kadm.Client
 
 	topics sync.Map // topic name → struct{}: topics known to exist
+	live   *liveness
 
 	// An estimate of the lag of the slowest group of each topic, for
 	// MaxPending: the lag last read from the cluster plus the messages
@@ -229,6 +246,7 @@ func Open(ctx context.Context, seeds []string, opts *Options) (*Broker, error) {
 	if b.opts.HeartbeatInterval <= 0 {
 		b.opts.HeartbeatInterval = min(DefaultHeartbeatInterval, b.opts.SessionTimeout/3)
 	}
+	b.live = newLiveness(b)
 	return b, nil
 }
 
@@ -297,6 +315,9 @@ func withDefaults(opts *Options) Options {
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = DefaultQueueSize
+	}
+	if o.FailoverAfter == 0 {
+		o.FailoverAfter = DefaultFailoverAfter
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -449,8 +470,9 @@ func (b *Broker) ensureTopic(ctx context.Context, topic string) error {
 		return nil
 	}
 	partitions := int32(b.opts.Partitions)
-	if strings.HasPrefix(topic, b.opts.TopicPrefix+calf.InboxPrefix) {
-		// An inbox has one consumer, the client that owns it.
+	if strings.HasPrefix(topic, b.opts.TopicPrefix+calf.InboxPrefix) || topic == b.opts.TopicPrefix+MembersTopic {
+		// An inbox has one consumer, the client that owns it; the
+		// members topic is read whole by every broker.
 		partitions = 1
 	}
 	resp, err := b.adm.CreateTopic(ctx, partitions, int16(b.opts.ReplicationFactor), nil, topic)
@@ -534,6 +556,7 @@ func (b *Broker) Close() error {
 	for _, s := range subs {
 		errs = append(errs, s.Close())
 	}
+	b.live.stop(true)
 	b.cl.Close()
 	return errors.Join(errs...)
 }
@@ -552,6 +575,7 @@ func (b *Broker) crash() {
 	for _, s := range subs {
 		s.crash()
 	}
+	b.live.stop(false)
 	b.cl.Close()
 }
 

@@ -846,3 +846,86 @@ func TestCreateChannels(t *testing.T) {
 		t.Errorf("CreateChannels after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestSilentMemberIsRemovedFromItsGroup checks that the partitions of a
+// member whose process dies without leaving its group move to another
+// member once its liveness beats stop for FailoverAfter, long before its
+// session times out.
+func TestSilentMemberIsRemovedFromItsGroup(t *testing.T) {
+	c := newCluster(t)
+	// Swallow the leave requests of members leaving by themselves, as a
+	// killed process never sends them; let through those that remove a
+	// silent member.
+	c.ControlKey(int16(kmsg.LeaveGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		for _, m := range req.(*kmsg.LeaveGroupRequest).Members {
+			if m.Reason != nil && strings.HasPrefix(*m.Reason, "calf:") {
+				return nil, nil, false
+			}
+		}
+		resp := req.ResponseKind()
+		resp.SetVersion(req.GetVersion())
+		return resp, nil, true
+	})
+	opts := testOptions()
+	// Without failover, the partitions would move after a minute.
+	opts.SessionTimeout = time.Minute
+	opts.FailoverAfter = 500 * time.Millisecond
+	a, b := open(t, c, opts), open(t, c, opts)
+	started := make(chan struct{})
+	var once sync.Once
+	subscribe(t, a, "silent.x", func(ctx context.Context, m *calf.Message) error {
+		once.Do(func() { close(started) })
+		<-ctx.Done()
+		return ctx.Err()
+	}, &calf.SubscribeOptions{Group: "g"})
+	publish(t, a, msg("silent.x", "k", "m1"))
+	<-started
+	rec := newRecorder()
+	subscribe(t, b, "silent.x", rec.handle, &calf.SubscribeOptions{Group: "g"})
+	// b has joined the group, a still holds the partition of "k", and b
+	// has seen a's beats.
+	waitUntil(t, "both members beating", func() bool {
+		b.live.mu.Lock()
+		defer b.live.mu.Unlock()
+		return len(b.live.peers) == 1
+	})
+	a.crash()
+	publish(t, b, msg("silent.x", "k", "m2"))
+	got := rec.waitFor(t, "messages of the silent member", func(c []delivery) bool { return len(c) >= 2 })
+	if diff := cmp.Diff([]delivery{{"m1", 1}, {"m2", 1}}, got); diff != "" {
+		t.Errorf("deliveries (-want +got):\n%s", diff)
+	}
+}
+
+// TestFailoverOff checks that a negative FailoverAfter publishes no
+// liveness beats.
+func TestFailoverOff(t *testing.T) {
+	c := newCluster(t)
+	opts := testOptions()
+	opts.FailoverAfter = -1
+	b := open(t, c, opts)
+	rec := newRecorder()
+	subscribe(t, b, "off.x", rec.handle, &calf.SubscribeOptions{Group: "g"})
+	publish(t, b, msg("off.x", "k", "m1"))
+	rec.waitID(t, "message", "m1")
+	topics, err := b.adm.ListTopics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topics.Has(opts.TopicPrefix + MembersTopic) {
+		t.Errorf("topic %s exists with failover off", opts.TopicPrefix+MembersTopic)
+	}
+}
+
+// waitUntil waits for cond, checked every 10 ms, for up to timeout.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v", what, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

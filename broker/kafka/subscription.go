@@ -147,6 +147,7 @@ func (s *subscription) start(ctx context.Context) error {
 	if s.private {
 		return s.startDirect(ctx)
 	}
+	b.live.start(ctx)
 	if err := s.position(ctx); err != nil {
 		return err
 	}
@@ -283,6 +284,8 @@ func (s *subscription) poll() {
 // assigned starts a worker for each partition the group assigned to the
 // member.
 func (s *subscription) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	// The member may have a new member id: tell the peers at once.
+	s.b.live.poke()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
