@@ -133,16 +133,28 @@
 //
 // A member that closes leaves its group at once, and the others take its
 // partitions. A member that dies without closing (kill -9, a lost
-// machine) holds its partitions until the group coordinator misses its
-// heartbeats for [Options.SessionTimeout]; the others learn of the new
-// assignment at their next heartbeat ([Options.HeartbeatInterval], 500 ms
-// by default) and fetch the partitions they got within 250 ms. The
-// session timeout defaults to the lowest the cluster accepts, its
-// group.min.session.timeout.ms, but no less than 2 seconds. On a stock
-// Kafka that is 6 seconds, and a dead member's partitions move within
-// about 7 seconds; a cluster configured with
-// group.min.session.timeout.ms=2000 has them move within about 3 seconds,
-// with no change to the broker's options.
+// machine) holds its partitions until either of two things happens:
+//
+//   - Its process's liveness beats stop for [Options.FailoverAfter] (2 s
+//     by default). Every broker with a consumer group subscription
+//     publishes a beat on [MembersTopic] eight times per FailoverAfter,
+//     naming its group members; the brokers that share a group with a
+//     silent one remove its members from the group (a LeaveGroup request
+//     on their behalf), and the group rebalances at once.
+//   - The group coordinator misses its heartbeats for
+//     [Options.SessionTimeout]. The session timeout defaults to the
+//     lowest the cluster accepts, its group.min.session.timeout.ms, but no
+//     less than 2 seconds: 6 seconds on a stock Kafka.
+//
+// The others learn of the new assignment at their next heartbeat
+// ([Options.HeartbeatInterval], 500 ms by default) and fetch the
+// partitions they got within 250 ms: with the defaults, a dead member's
+// partitions move within about 3 seconds. A live process taken for dead
+// (paused for FailoverAfter) loses its partitions and gets some back at
+// its next heartbeat; the messages it handled but had not committed are
+// handled again, as after a crash. On a cluster where the broker may not
+// create topics, create the members topic with one partition beforehand,
+// or failover waits for the session timeout (the broker logs a warning).
 //
 // When partitions move, the member that loses one finishes the handler in
 // progress (it is not cancelled) and commits before the partition is

@@ -470,12 +470,17 @@ func (b *Broker) ensureTopic(ctx context.Context, topic string) error {
 		return nil
 	}
 	partitions := int32(b.opts.Partitions)
-	if strings.HasPrefix(topic, b.opts.TopicPrefix+calf.InboxPrefix) || topic == b.opts.TopicPrefix+MembersTopic {
-		// An inbox has one consumer, the client that owns it; the
-		// members topic is read whole by every broker.
+	var configs map[string]*string
+	switch {
+	case strings.HasPrefix(topic, b.opts.TopicPrefix+calf.InboxPrefix):
+		// An inbox has one consumer, the client that owns it.
 		partitions = 1
+	case topic == b.opts.TopicPrefix+MembersTopic:
+		// Every broker reads the beats whole, and only the last ones.
+		partitions = 1
+		configs = map[string]*string{"retention.ms": new(membersRetention)}
 	}
-	resp, err := b.adm.CreateTopic(ctx, partitions, int16(b.opts.ReplicationFactor), nil, topic)
+	resp, err := b.adm.CreateTopic(ctx, partitions, int16(b.opts.ReplicationFactor), configs, topic)
 	switch {
 	case err == nil:
 		b.announce(topic)

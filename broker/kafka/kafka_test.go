@@ -535,6 +535,9 @@ func TestParseURL(t *testing.T) {
 		{"kafka://k:1?partitions=0", nil, nil, true},
 		{"kafka://k:1?partition=3", nil, nil, true},
 		{"kafka://k:1?session_timeout=6", nil, nil, true},
+		{"kafka://k:1?failover_after=500ms", []string{"k:1"}, &Options{FailoverAfter: 500 * time.Millisecond}, false},
+		{"kafka://k:1?failover_after=off", []string{"k:1"}, &Options{FailoverAfter: -1}, false},
+		{"kafka://k:1?failover_after=0s", nil, nil, true},
 		{"kafka://k:1/x", nil, nil, true},
 	}
 	for _, tc := range tests {
@@ -895,6 +898,31 @@ func TestSilentMemberIsRemovedFromItsGroup(t *testing.T) {
 	got := rec.waitFor(t, "messages of the silent member", func(c []delivery) bool { return len(c) >= 2 })
 	if diff := cmp.Diff([]delivery{{"m1", 1}, {"m2", 1}}, got); diff != "" {
 		t.Errorf("deliveries (-want +got):\n%s", diff)
+	}
+	topic := opts.TopicPrefix + MembersTopic
+	details, err := b.adm.ListTopics(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(details[topic].Partitions); n != 1 {
+		t.Errorf("%s has %d partitions, want 1", topic, n)
+	}
+	configs, err := b.adm.DescribeTopicConfigs(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := configs.On(topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retention := ""
+	for _, c := range rc.Configs {
+		if c.Key == "retention.ms" && c.Value != nil {
+			retention = *c.Value
+		}
+	}
+	if retention != membersRetention {
+		t.Errorf("%s has retention.ms %q, want %s", topic, retention, membersRetention)
 	}
 }
 

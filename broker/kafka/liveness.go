@@ -18,6 +18,10 @@ import (
 // channel maps to it: a channel's topic never holds two dots in a row.
 const MembersTopic = "calf..members"
 
+// membersRetention is the retention.ms of the members topic: brokers read
+// only the beats of the last few seconds.
+const membersRetention = "60000"
+
 // beat is a liveness record: the process whose broker published it is
 // alive, and holds these group members.
 type beat struct {

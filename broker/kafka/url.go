@@ -18,7 +18,8 @@ import (
 // without a port gets 9092. The query may set partitions,
 // replication_factor, topic_prefix, max_attempts, concurrency,
 // max_pending, session_timeout, heartbeat_interval, rebalance_timeout,
-// commit_interval and metadata_max_age (durations as 6s, 500ms). Other
+// commit_interval, metadata_max_age and failover_after (durations as 6s,
+// 500ms; failover_after=off turns failover off). Other
 // parameters are an error, so that a misspelt one is not ignored.
 func ParseURL(rawURL string) (seeds []string, opts *Options, err error) {
 	u, err := url.Parse(rawURL)
@@ -79,6 +80,16 @@ func ParseURL(rawURL string) (seeds []string, opts *Options, err error) {
 				errs = append(errs, fmt.Errorf("kafka: url: %s=%q is not a positive integer", k, v))
 			}
 			opts.MaxPending = n
+		case k == "failover_after":
+			if v == "off" {
+				opts.FailoverAfter = -1
+				break
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Errorf("kafka: url: %s=%q is neither a positive duration nor off", k, v))
+			}
+			opts.FailoverAfter = d
 		case k == "topic_prefix":
 			opts.TopicPrefix = v
 		default:
