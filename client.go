@@ -297,14 +297,63 @@ func (c *Client) Follow(ctx context.Context, pattern, correlationID string) (*Fo
 	if err != nil {
 		return nil, err
 	}
-	f := &Follower{t: t, id: correlationID, notify: make(chan struct{}, 1)}
-	t.mu.Lock()
-	if t.followers[correlationID] == nil {
-		t.followers[correlationID] = map[*Follower]struct{}{}
+	f := &Follower{c: c, id: correlationID, notify: make(chan struct{}, 1)}
+	return f, f.join(t)
+}
+
+// join registers f on t, unless f is closed.
+func (f *Follower) join(t *tap) error {
+	// The tap's lock is never taken with the follower's held: a delivery
+	// takes them in the other order.
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return ErrClosed
 	}
-	t.followers[correlationID][f] = struct{}{}
-	t.mu.Unlock()
-	return f, nil
+	f.taps = append(f.taps, t)
+	f.mu.Unlock()
+	t.add(f)
+	f.mu.Lock()
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		// Close ran meanwhile, maybe before t.add: undo it.
+		t.remove(f)
+		return ErrClosed
+	}
+	return nil
+}
+
+func (t *tap) add(f *Follower) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.followers[f.id] == nil {
+		t.followers[f.id] = map[*Follower]struct{}{}
+	}
+	t.followers[f.id][f] = struct{}{}
+}
+
+func (t *tap) remove(f *Follower) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if fs := t.followers[f.id]; fs != nil {
+		delete(fs, f)
+		if len(fs) == 0 {
+			delete(t.followers, f.id)
+		}
+	}
+}
+
+// Add has the follower also collect the messages with its correlation id
+// on the channels matching pattern, in the order they arrive: one
+// follower, and one Next, for the events of several channels. It fails
+// like [Client.Follow], and with [ErrClosed] once the follower is closed.
+func (f *Follower) Add(pattern string) error {
+	t, err := f.c.tap(pattern)
+	if err != nil {
+		return err
+	}
+	return f.join(t)
 }
 
 // OrphanReplies counts messages that reached one of the client's follow
@@ -352,7 +401,9 @@ func (t *tap) deliver(_ context.Context, msg *Message) error {
 	}
 	n := len(fs)
 	t.mu.Unlock()
-	if n == 0 {
+	if n == 0 && t.pattern != DeadLetterChannel {
+		// Dead letters are not replies: those of other requests are
+		// expected.
 		t.c.orphans.Add(1)
 		t.c.log.Debug("calf: message with no follower", "channel", msg.Channel, "id", msg.ID, "correlation_id", msg.Metadata.CorrelationID)
 	}
@@ -363,9 +414,10 @@ func (t *tap) deliver(_ context.Context, msg *Message) error {
 // [Client.Follow]. It buffers what arrives until Next takes it, so a slow
 // reader never blocks the broker.
 type Follower struct {
-	t      *tap
+	c      *Client
 	id     string
 	mu     sync.Mutex
+	taps   []*tap
 	queue  []*Message
 	closed bool
 	notify chan struct{}
@@ -410,19 +462,15 @@ func (f *Follower) Next(ctx context.Context) (*Message, error) {
 
 // Close stops collecting.
 func (f *Follower) Close() {
-	t := f.t
-	t.mu.Lock()
-	if fs := t.followers[f.id]; fs != nil {
-		delete(fs, f)
-		if len(fs) == 0 {
-			delete(t.followers, f.id)
-		}
-	}
-	t.mu.Unlock()
 	f.mu.Lock()
 	f.closed = true
 	f.queue = nil
+	taps := f.taps
+	f.taps = nil
 	f.mu.Unlock()
+	for _, t := range taps {
+		t.remove(f)
+	}
 	select {
 	case f.notify <- struct{}{}:
 	default:

@@ -225,3 +225,50 @@ func TestExponentialBackoff(t *testing.T) {
 		}
 	}
 }
+
+func TestFollowerAdd(t *testing.T) {
+	ctx := t.Context()
+	c := newClient(t, nil)
+	f, err := c.Follow(ctx, "x.a", "corr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Add("y.>"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Add("bad..pattern"); err == nil {
+		t.Error("Add of an invalid pattern succeeded")
+	}
+	for _, ch := range []string{"x.a", "y.b.c", "z.a"} {
+		for _, corr := range []string{"corr", "other"} {
+			if _, err := c.Emit(ctx, ch, ch, calf.WithMetadata(calf.Metadata{CorrelationID: corr})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := map[string]bool{}
+	for range 2 {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := f.Next(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("Next after %v: %v", got, err)
+		}
+		if m.Metadata.CorrelationID != "corr" {
+			t.Errorf("message of correlation id %q", m.Metadata.CorrelationID)
+		}
+		got[m.Channel] = true
+	}
+	if !got["x.a"] || !got["y.b.c"] {
+		t.Errorf("channels followed: %v, want x.a and y.b.c", got)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if m, err := f.Next(wctx); err == nil {
+		t.Errorf("a third message, on %s", m.Channel)
+	}
+	f.Close()
+	if err := f.Add("w.a"); !errors.Is(err, calf.ErrClosed) {
+		t.Errorf("Add after Close = %v, want ErrClosed", err)
+	}
+}

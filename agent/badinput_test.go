@@ -325,8 +325,8 @@ func TestFailingStoreDeadLettersAfterMaxAttempts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	_, err := a.Run(ctx, rt, "hi", nil)
-	if !errors.Is(err, agent.ErrRunCancelled) {
-		t.Fatalf("err = %v", err)
+	if !errors.Is(err, agent.ErrRunParked) {
+		t.Fatalf("err = %v, want ErrRunParked", err)
 	}
 	select {
 	case dl := <-dead:

@@ -52,6 +52,12 @@
 // continues each unfinished run, with the ids the handlers use, so that it
 // is harmless where nothing was lost.
 //
+// A message that a handler fails to handle after its last attempt (the
+// store down for longer than the retries last) is parked on the
+// dead-letter channel, and the run waits: [Agent.Run] and
+// [Agent.RunStream] return an error matching [ErrRunParked] at once, and
+// replaying the dead letter continues the run.
+//
 // # Children, handoffs and subagents
 //
 // [Agent.Submit] and [Runtime.Submit] start a run without waiting; its

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/model"
@@ -61,72 +60,22 @@ func (rt *Runtime) withChain(ctx context.Context, st *RunState) (*RunState, erro
 	return &c, nil
 }
 
-// chainFollower collects the events of a run and of the runs its handoffs
-// lead to: one follower per agent that the chain may reach, all on the
-// chain's correlation id (the first run's id), merged.
-type chainFollower struct {
-	fs     []*calf.Follower
-	cancel context.CancelFunc
-	ch     chan *calf.Message
-	wg     sync.WaitGroup
-}
-
-func followChain(ctx context.Context, rt *Runtime, agents []string, id string) (*chainFollower, error) {
-	c := &chainFollower{ch: make(chan *calf.Message)}
+// followChain follows the events of a run and of the runs its handoffs
+// lead to, on all the channels of the agents that the chain may reach, and
+// the dead letters of the chain: all on the chain's correlation id (the
+// first run's id), with one follower.
+func followChain(ctx context.Context, rt *Runtime, agents []string, id string) (*calf.Follower, error) {
+	f, err := rt.client.Follow(ctx, calf.DeadLetterChannel, id)
+	if err != nil {
+		return nil, err
+	}
 	for _, name := range agents {
-		f, err := rt.client.Follow(ctx, AllChannels(name), id)
-		if err != nil {
-			c.close()
+		if err := f.Add(AllChannels(name)); err != nil {
+			f.Close()
 			return nil, err
 		}
-		c.fs = append(c.fs, f)
 	}
-	if len(c.fs) == 1 {
-		return c, nil
-	}
-	// Several followers: merge them. The goroutines live as long as the
-	// stream, which has a caller waiting on it anyway.
-	ctx, c.cancel = context.WithCancel(ctx)
-	for _, f := range c.fs {
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			for {
-				m, err := f.Next(ctx)
-				if err != nil {
-					return
-				}
-				select {
-				case c.ch <- m:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	return c, nil
-}
-
-func (c *chainFollower) next(ctx context.Context) (*calf.Message, error) {
-	if len(c.fs) == 1 {
-		return c.fs[0].Next(ctx)
-	}
-	select {
-	case m := <-c.ch:
-		return m, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", calf.ErrTimeout, context.Cause(ctx))
-	}
-}
-
-func (c *chainFollower) close() {
-	if c.cancel != nil {
-		c.cancel()
-	}
-	for _, f := range c.fs {
-		f.Close()
-	}
-	c.wg.Wait()
+	return f, nil
 }
 
 // chainOrder restores causal order for a stream over a handoff chain: each

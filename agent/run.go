@@ -61,6 +61,13 @@ type Output[Out any] struct {
 var (
 	ErrRunFailed    = errors.New("agent: run failed")
 	ErrRunCancelled = errors.New("agent: run cancelled")
+	// ErrRunParked is matched by the error of Run and RunStream when a
+	// handler of the agent parked a message of the run on
+	// [calf.DeadLetterChannel] after its last attempt: the run cannot go
+	// on by itself. It has not ended: replaying the dead letter, once its
+	// cause is fixed ([deadletter.Replay], or calf deadletters replay),
+	// continues it, and [Agent.Result] then gives its output.
+	ErrRunParked = errors.New("agent: run held up by a parked message")
 )
 
 // RunError reports a run that ended without output.
@@ -72,15 +79,39 @@ type RunError struct {
 	Reason string
 	// Err is the caller's context error for a cancelled run.
 	Err error
+	// Parked is the dead letter of the message that holds up the run,
+	// for an error matching ErrRunParked.
+	Parked *calf.DeadLetter
 }
 
 func (e *RunError) Error() string {
 	return fmt.Sprintf("agent %s: run %s %s: %s", e.Agent, e.RunID, e.Status, e.Reason)
 }
 
-// Is matches ErrRunFailed or ErrRunCancelled.
+// Is matches ErrRunFailed, ErrRunCancelled or ErrRunParked.
 func (e *RunError) Is(target error) bool {
-	return (target == ErrRunFailed && e.Status == RunFailed) || (target == ErrRunCancelled && e.Status == RunCancelled)
+	return (target == ErrRunFailed && e.Status == RunFailed) || (target == ErrRunCancelled && e.Status == RunCancelled) ||
+		(target == ErrRunParked && e.Parked != nil)
+}
+
+// parked returns the error of the run id when m, a dead letter of its
+// chain, holds it up: a message that a handler of an agent parked. It
+// returns nil for other dead letters (those of other subscribers to the
+// run's channels).
+func (a *Agent[Deps, Out]) parked(m *calf.Message, id string) error {
+	var dl calf.DeadLetter
+	if err := m.Decode(&dl); err != nil || dl.Message == nil || !strings.HasPrefix(dl.Group, channelPrefix) {
+		return nil
+	}
+	run := dl.Message.Metadata.RunID
+	if run == "" {
+		run = id
+	}
+	return &RunError{
+		Agent: a.name, RunID: run, Status: RunRunning, Parked: &dl,
+		Reason: fmt.Sprintf("message %s on %s was parked after %d attempts (%s); replaying dead letter %s continues the run",
+			dl.Message.ID, dl.Message.Channel, dl.Attempts, dl.Error, m.ID),
+	}
 }
 
 // Unwrap returns the context error of a cancelled run.
@@ -91,6 +122,9 @@ func (e *RunError) Unwrap() error { return e.Err }
 // serve the agent on rt's broker, this one included if it called Serve.
 // When ctx ends or the agent's Timeout passes first, the run is cancelled
 // and Run returns a *RunError matching ErrRunCancelled and ctx's error.
+// When a message of the run is parked on the dead-letter channel, Run
+// returns at once a *RunError matching ErrRunParked, and the run stays as
+// it is, to be continued by replaying the dead letter.
 func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) (*Output[Out], error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, a.opts.Timeout, fmt.Errorf("agent %s: run timed out after %s: %w", a.name, a.opts.Timeout, context.DeadlineExceeded))
 	defer cancel()
@@ -106,12 +140,23 @@ func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, 
 		return nil, err
 	}
 	defer f.Close()
+	if err := f.Add(calf.DeadLetterChannel); err != nil {
+		return nil, err
+	}
 	if err := rt.client.Publish(ctx, msg); err != nil {
 		return nil, fmt.Errorf("agent %s: start run: %w", a.name, err)
 	}
-	m, err := f.Next(ctx)
-	if err != nil {
-		return nil, a.abandon(ctx, rt, id)
+	var m *calf.Message
+	for m == nil {
+		if m, err = f.Next(ctx); err != nil {
+			return nil, a.abandon(ctx, rt, id)
+		}
+		if m.Channel == calf.DeadLetterChannel {
+			if err := a.parked(m, id); err != nil {
+				return nil, err
+			}
+			m = nil
+		}
 	}
 	var ev OutputEvent
 	if err := m.Decode(&ev); err != nil {
@@ -437,17 +482,24 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 			yield(Event{}, err)
 			return
 		}
-		defer f.close()
+		defer f.Close()
 		if err := rt.client.Publish(ctx, msg); err != nil {
 			yield(Event{}, fmt.Errorf("agent %s: start run: %w", a.name, err))
 			return
 		}
 		o := newChainOrder(id)
 		for {
-			m, err := f.next(ctx)
+			m, err := f.Next(ctx)
 			if err != nil {
 				yield(Event{}, a.abandon(ctx, rt, id))
 				return
+			}
+			if m.Channel == calf.DeadLetterChannel {
+				if err := a.parked(m, id); err != nil {
+					yield(Event{}, err)
+					return
+				}
+				continue
 			}
 			ev, err := decodeEvent(m)
 			if err != nil {

@@ -179,13 +179,11 @@ func TestConcurrentRunsUnderStoreFaults(t *testing.T) {
 }
 
 // A tool result that cannot be recorded, whatever the retries, does not
-// make the tool run once per delivery, and the run ends with a clear error
-// once the caller gives up after the retry budget was spent.
+// make the tool run once per delivery; once the retry budget is spent, the
+// caller gets a clear error and the run waits for the dead letter's replay.
 func TestUnrecordableToolResult(t *testing.T) {
 	const attempts = 4
 	fe := newFaultEnv(t, storetest.Faults{Kinds: []string{store.KindToolResult}, WriteFailRate: 1}, attempts)
-	ctx, cancel := context.WithCancel(runCtx(t))
-	defer cancel()
 	dead := make(chan calf.DeadLetter, 1)
 	if err := fe.client.Handle(t.Context(), calf.DeadLetterChannel, func(_ context.Context, m *calf.Message) error {
 		var dl calf.DeadLetter
@@ -193,14 +191,13 @@ func TestUnrecordableToolResult(t *testing.T) {
 			return calf.Permanent(err)
 		}
 		dead <- dl
-		cancel() // the caller gives up once the message is parked
 		return nil
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err := fe.agent.Run(ctx, fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
-	if !errors.Is(err, agent.ErrRunCancelled) {
-		t.Fatalf("err = %v, want ErrRunCancelled", err)
+	_, err := fe.agent.Run(runCtx(t), fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+	if !errors.Is(err, agent.ErrRunParked) {
+		t.Fatalf("err = %v, want ErrRunParked", err)
 	}
 	dl := <-dead
 	if dl.Attempts != attempts || !strings.Contains(dl.Error, storetest.ErrInjected.Error()) || !strings.Contains(dl.Message.Channel, ".tool_call.add") {
@@ -214,8 +211,8 @@ func TestUnrecordableToolResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != agent.RunCancelled {
-		t.Errorf("run status %s, want cancelled", st.Status)
+	if st.Status != agent.RunRunning {
+		t.Errorf("run status %s, want running: it waits for the replay", st.Status)
 	}
 }
 
@@ -321,5 +318,98 @@ func TestStoreOutageParksThenReplayCompletes(t *testing.T) {
 			}
 			fe.checkRuns(t, []string{"r1"})
 		})
+	}
+}
+
+// A caller waiting on a run whose message gets parked hears of it at once,
+// rather than at its timeout; the run stays as it is, and replaying the
+// dead letter completes it.
+func TestRunReportsAParkedMessage(t *testing.T) {
+	var down atomic.Bool
+	var puts atomic.Int64
+	fe := newFaultEnv(t, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
+		if c.Op != storetest.OpPut || c.Kind != store.KindRun {
+			return storetest.NoFault
+		}
+		// The store goes down at the run's third write: after the tool ran.
+		if puts.Add(1) == 3 {
+			down.Store(true)
+		}
+		if down.Load() {
+			return storetest.Fail
+		}
+		return storetest.NoFault
+	}}, 3)
+	if err := deadletter.Serve(t.Context(), fe.client, fe.store); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, err := fe.agent.Run(ctx, fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+	var re *agent.RunError
+	if !errors.Is(err, agent.ErrRunParked) || !errors.As(err, &re) || errors.Is(err, agent.ErrRunCancelled) || errors.Is(err, agent.ErrRunFailed) {
+		t.Fatalf("Run = %v, %v; want a *RunError matching ErrRunParked only", out, err)
+	}
+	if re.RunID != "r1" || re.Status != agent.RunRunning || re.Parked == nil || re.Parked.Message.Channel != agent.ToolResultChannel("calculator") ||
+		re.Parked.Attempts != 3 || !strings.Contains(re.Reason, storetest.ErrInjected.Error()) {
+		t.Errorf("RunError = %+v, parked %+v", re, re.Parked)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Run returned only at its deadline")
+	}
+	fe.settle(t)
+	if st, err := fe.rt.LoadRun(t.Context(), "r1"); err != nil || st.Status != agent.RunRunning {
+		t.Fatalf("run after the caller's error: %+v, %v", st, err)
+	}
+	down.Store(false)
+	fe.faulty.SetEnabled(false)
+	recs, err := deadletter.List(t.Context(), fe.store)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("dead letters: %+v, %v", recs, err)
+	}
+	if _, published, err := deadletter.Replay(t.Context(), fe.broker, fe.store, recs[0].ID, time.Now()); err != nil || !published {
+		t.Fatalf("replay: published %v, %v", published, err)
+	}
+	fe.settle(t)
+	res, err := fe.agent.Result(t.Context(), fe.rt, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != "The sum is 5" {
+		t.Errorf("output after the replay = %q", res.Output)
+	}
+	fe.checkRuns(t, []string{"r1"})
+}
+
+// RunStream ends with the same error as Run when a message of the run is
+// parked.
+func TestRunStreamReportsAParkedMessage(t *testing.T) {
+	var puts atomic.Int64
+	fe := newFaultEnv(t, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
+		if c.Op == storetest.OpPut && c.Kind == store.KindRun && puts.Add(1) >= 3 {
+			return storetest.Fail
+		}
+		return storetest.NoFault
+	}}, 2)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var last error
+	var kinds []agent.EventKind
+	for ev, err := range fe.agent.RunStream(ctx, fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"}) {
+		if err != nil {
+			last = err
+			continue
+		}
+		kinds = append(kinds, ev.Kind)
+	}
+	var re *agent.RunError
+	if !errors.Is(last, agent.ErrRunParked) || !errors.As(last, &re) || re.Parked.Attempts != 2 {
+		t.Fatalf("RunStream ended with %v (events %v); want a *RunError matching ErrRunParked after 2 attempts", last, kinds)
+	}
+	if !slices.Contains(kinds, agent.EventToolResult) || slices.Contains(kinds, agent.EventOutput) {
+		t.Errorf("events %v: want the tool result and no output", kinds)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("RunStream ended only at its deadline")
 	}
 }

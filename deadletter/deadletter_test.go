@@ -99,10 +99,15 @@ func TestPoisonMessageParkedAndReplayed(t *testing.T) {
 		r.Attempts != attempts || !strings.Contains(r.Error, "disk full") || r.Replayed() {
 		t.Errorf("record = %+v", r)
 	}
-	select {
-	case res := <-poisoned:
-		t.Fatalf("the poisoned run ended before its replay: %+v", res)
-	default:
+	// The caller of the poisoned run hears of the parked message; the run
+	// waits for its replay.
+	res := <-poisoned
+	if !errors.Is(res.err, agent.ErrRunParked) {
+		t.Fatalf("the poisoned run = %+v, %v; want an error matching agent.ErrRunParked", res.out, res.err)
+	}
+	runID := r.Message.Metadata.RunID
+	if st, err := rt.LoadRun(t.Context(), runID); err == nil && st.Status.Terminal() {
+		t.Fatalf("the poisoned run ended before its replay: %+v", st)
 	}
 
 	// Fix the fault, then replay.
@@ -111,9 +116,22 @@ func TestPoisonMessageParkedAndReplayed(t *testing.T) {
 	if err != nil || !published || !got.Replayed() || got.ReplayID != r.Message.ID+".replay" {
 		t.Fatalf("Replay = %+v, %t, %v", got, published, err)
 	}
-	res := <-poisoned
-	if res.err != nil || res.out.Output != "echo: poison" {
-		t.Fatalf("the replayed run = %+v, %v", res.out, res.err)
+	for {
+		out, err := a.Result(t.Context(), rt, runID)
+		if err == nil {
+			if out.Output != "echo: poison" {
+				t.Fatalf("the replayed run's output = %q", out.Output)
+			}
+			break
+		}
+		if !strings.Contains(err.Error(), "still") && !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the replayed run: %v", err)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal("the replayed run did not end")
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 
 	// A second replay publishes nothing and returns the same record.
