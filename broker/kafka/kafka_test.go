@@ -957,3 +957,32 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestStaleViewEvictsNobody checks that a broker that has not read back
+// its own beats lately (it was paused, or the cluster is slow) takes no
+// peer for dead, and that it does once its view is fresh.
+func TestStaleViewEvictsNobody(t *testing.T) {
+	c := newCluster(t)
+	b := open(t, c, testOptions())
+	l := b.live
+	long := time.Now().Add(-time.Minute)
+	l.mu.Lock()
+	l.peers["p"] = &peer{seen: long}
+	l.selfSeen = long
+	l.mu.Unlock()
+	l.evictSilent()
+	l.mu.Lock()
+	_, kept := l.peers["p"]
+	l.selfSeen = time.Now()
+	l.mu.Unlock()
+	if !kept {
+		t.Error("a broker with a stale view took a silent peer for dead")
+	}
+	l.evictSilent()
+	l.mu.Lock()
+	_, kept = l.peers["p"]
+	l.mu.Unlock()
+	if kept {
+		t.Error("a broker with a fresh view kept a peer silent for a minute")
+	}
+}

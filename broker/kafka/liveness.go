@@ -70,6 +70,9 @@ type liveness struct {
 
 	mu    sync.Mutex
 	peers map[string]*peer
+	// selfSeen is when this broker last read back one of its own beats:
+	// its view of the members topic is fresh.
+	selfSeen time.Time
 }
 
 func newLiveness(b *Broker) *liveness {
@@ -140,11 +143,15 @@ func (l *liveness) watch() {
 		now := time.Now()
 		fs.EachRecord(func(r *kgo.Record) {
 			var bt beat
-			if err := json.Unmarshal(r.Value, &bt); err != nil || bt.ID == "" || bt.ID == l.id {
+			if err := json.Unmarshal(r.Value, &bt); err != nil || bt.ID == "" {
 				return
 			}
 			l.mu.Lock()
 			defer l.mu.Unlock()
+			if bt.ID == l.id {
+				l.selfSeen = now
+				return
+			}
 			if bt.Leaving {
 				delete(l.peers, bt.ID)
 				return
@@ -204,6 +211,13 @@ func (l *liveness) evictSilent() {
 	now := time.Now()
 	var silent []*peer
 	l.mu.Lock()
+	if now.Sub(l.selfSeen) > 4*l.every {
+		// This broker has not read back its own beats lately (it was
+		// paused, or the cluster is slow or unreachable): its view of the
+		// peers is stale, and their silence proves nothing.
+		l.mu.Unlock()
+		return
+	}
 	for id, p := range l.peers {
 		if now.Sub(p.seen) >= l.after {
 			delete(l.peers, id)
