@@ -99,8 +99,13 @@ func (c *chainOrder) add(ev Event) []Event {
 		c.waiting[ev.RunID] = append(c.waiting[ev.RunID], ev)
 		return nil
 	}
+	return c.expand(o.add(ev))
+}
+
+// expand returns pending, each handoff event followed by the events of the
+// run it hands off to that were waiting for it.
+func (c *chainOrder) expand(pending []Event) []Event {
 	var out []Event
-	pending := o.add(ev)
 	for len(pending) > 0 {
 		e := pending[0]
 		pending = pending[1:]
@@ -118,6 +123,43 @@ func (c *chainOrder) add(ev Event) []Event {
 			pending = append(pending, no.add(w)...)
 		}
 		delete(c.waiting, next)
+	}
+	return out
+}
+
+// next returns the next message of f. Once a run of the chain has ended
+// with events held, it waits at most streamEndGrace, then fails with
+// errEndGraceOver.
+func (c *chainOrder) next(ctx context.Context, f *calf.Follower) (*calf.Message, error) {
+	if !c.ended() {
+		return f.Next(ctx)
+	}
+	gctx, cancel := context.WithTimeout(ctx, streamEndGrace)
+	defer cancel()
+	m, err := f.Next(gctx)
+	if err != nil && ctx.Err() == nil && gctx.Err() != nil {
+		return nil, errEndGraceOver
+	}
+	return m, err
+}
+
+// ended reports whether a run of the chain has ended with events held.
+func (c *chainOrder) ended() bool {
+	for _, o := range c.runs {
+		if o.ended() {
+			return true
+		}
+	}
+	return false
+}
+
+// flush returns the events held by the runs that have ended.
+func (c *chainOrder) flush() []Event {
+	var out []Event
+	for _, o := range c.runs {
+		if o.ended() {
+			out = append(out, c.expand(o.flush())...)
+		}
 	}
 	return out
 }

@@ -467,6 +467,14 @@ type Event struct {
 // and Event.RunID say whose), up to the output of the last run of the
 // chain. The stream follows handoffs to the agents that the handoff tools
 // of this process's agents name.
+//
+// Events come in causal order: a tool call after the inference of its
+// step, a result after its call, even on brokers that do not order the
+// channels with each other (Kafka). A tool call that has still not come
+// two seconds after the run's output is not waited for: the events held
+// for it are yielded, and [Agent.Result] has the run's tool calls.
+// A message of the run parked on the dead-letter channel ends the stream
+// with an error matching [ErrRunParked].
 func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithTimeoutCause(ctx, a.opts.Timeout, fmt.Errorf("agent %s: run timed out after %s: %w", a.name, a.opts.Timeout, context.DeadlineExceeded))
@@ -488,8 +496,36 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 			return
 		}
 		o := newChainOrder(id)
+		// send yields evs, and reports whether the stream is over.
+		send := func(evs []Event) bool {
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					if ev.Kind != EventOutput {
+						cancel()
+						_ = a.abandon(ctx, rt, id)
+					}
+					return true
+				}
+				if ev.Kind == EventOutput {
+					if ev.Output.Status != OutputComplete {
+						_, err := a.result(ctx, rt, id, ev.Output)
+						yield(Event{}, err)
+					}
+					return true
+				}
+			}
+			return false
+		}
 		for {
-			m, err := f.Next(ctx)
+			m, err := o.next(ctx, f)
+			if errors.Is(err, errEndGraceOver) {
+				// The run has ended, and the tool calls its last events
+				// wait for have not come: yield what is held.
+				if send(o.flush()) {
+					return
+				}
+				continue
+			}
 			if err != nil {
 				yield(Event{}, a.abandon(ctx, rt, id))
 				return
@@ -506,32 +542,29 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 				rt.log.Warn("agent: undecodable event in stream", "agent", a.name, "run", id, "err", err)
 				continue
 			}
-			for _, ev := range o.add(ev) {
-				if !yield(ev, nil) {
-					if ev.Kind != EventOutput {
-						cancel()
-						_ = a.abandon(ctx, rt, id)
-					}
-					return
-				}
-				if ev.Kind == EventOutput {
-					if ev.Output.Status != OutputComplete {
-						_, err := a.result(ctx, rt, id, ev.Output)
-						yield(Event{}, err)
-					}
-					return
-				}
+			if send(o.add(ev)) {
+				return
 			}
 		}
 	}
 }
+
+// streamEndGrace is how long RunStream waits, once a run's end has come,
+// for the tool calls that its held events wait for: on a broker with a
+// topic per channel they may come after the output, but a call that never
+// comes must not hold up the end of the stream.
+const streamEndGrace = 2 * time.Second
+
+// errEndGraceOver reports that streamEndGrace passed.
+var errEndGraceOver = errors.New("agent: stream end grace over")
 
 // streamOrder restores causal order for RunStream. A tool call travels under
 // its own key (so that the calls of a step run in parallel), and so may
 // reach an observer before the inference of its step or after its result.
 // streamOrder holds a tool call until the inference of its step has been
 // yielded, and a result, with every run event after it (the output
-// included), until its call has been yielded.
+// included), until its call has been yielded; once the run's end has come,
+// for at most streamEndGrace.
 type streamOrder struct {
 	called map[string]bool
 	step   int     // the last inference step yielded
@@ -550,6 +583,27 @@ func (o *streamOrder) add(ev Event) []Event {
 	}
 	o.held = append(o.held, ev)
 	return o.release()
+}
+
+// ended reports whether the run's end (its output or handoff) is held.
+func (o *streamOrder) ended() bool {
+	for _, ev := range o.held {
+		if ev.Kind == EventOutput || ev.Kind == EventHandoff {
+			return true
+		}
+	}
+	return false
+}
+
+// flush returns every event held, the early tool calls first.
+func (o *streamOrder) flush() []Event {
+	out := o.early
+	for _, c := range o.early {
+		o.called[c.ToolCall.ToolCallID] = true
+	}
+	out = append(out, o.held...)
+	o.early, o.held = nil, nil
+	return out
 }
 
 // release returns the held events up to the first result whose call has

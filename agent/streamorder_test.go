@@ -1,10 +1,16 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/broker/memory"
 )
 
 // TestStreamOrder feeds events in orders an observer can see them (a tool
@@ -59,5 +65,69 @@ func TestStreamOrder(t *testing.T) {
 				t.Errorf("order (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestStreamOrderFlush checks that a run's end with events held for a tool
+// call that never comes makes the order report it, and that flushing
+// yields every held event, the early calls first.
+func TestStreamOrderFlush(t *testing.T) {
+	c := newChainOrder("r1")
+	evs := []Event{
+		{Kind: EventInference, RunID: "r1", Step: 1},
+		{Kind: EventToolResult, RunID: "r1", Step: 1, ToolResult: &ToolResultEvent{Step: 1, ToolCallID: "lost", ToolName: "add"}},
+		{Kind: EventToolCall, RunID: "r1", Step: 3, ToolCall: &ToolCallEvent{Step: 3, ToolCallID: "early", ToolName: "add"}},
+		{Kind: EventInference, RunID: "r1", Step: 2},
+	}
+	var got []EventKind
+	for _, ev := range evs {
+		for _, e := range c.add(ev) {
+			got = append(got, e.Kind)
+		}
+	}
+	if c.ended() {
+		t.Fatal("ended before the output")
+	}
+	for _, e := range c.add(Event{Kind: EventOutput, RunID: "r1", Output: &OutputEvent{Status: OutputComplete}}) {
+		got = append(got, e.Kind)
+	}
+	if !c.ended() {
+		t.Fatal("not ended with the output held")
+	}
+	for _, e := range c.flush() {
+		got = append(got, e.Kind)
+	}
+	want := []EventKind{EventInference, EventToolCall, EventToolResult, EventInference, EventOutput}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if c.ended() {
+		t.Error("still ended after the flush")
+	}
+}
+
+// TestChainOrderNextGivesUp checks that once a run has ended with events
+// held, waiting for the next message gives up after streamEndGrace, and
+// that it waits as long as its context otherwise.
+func TestChainOrderNextGivesUp(t *testing.T) {
+	b := memory.New(nil)
+	t.Cleanup(func() { _ = b.Close() })
+	cl := calf.NewClient(b, nil)
+	t.Cleanup(func() { _ = cl.Close() })
+	f, err := cl.Follow(t.Context(), "x.y", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c := newChainOrder("r1")
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.next(ctx, f); errors.Is(err, errEndGraceOver) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("next of a running stream = %v, want its context's deadline", err)
+	}
+	c.add(Event{Kind: EventToolResult, RunID: "r1", Step: 1, ToolResult: &ToolResultEvent{Step: 1, ToolCallID: "lost", ToolName: "add"}})
+	c.add(Event{Kind: EventOutput, RunID: "r1", Output: &OutputEvent{Status: OutputComplete}})
+	if _, err := c.next(t.Context(), f); !errors.Is(err, errEndGraceOver) {
+		t.Errorf("next of an ended stream = %v, want errEndGraceOver", err)
 	}
 }

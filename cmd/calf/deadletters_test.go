@@ -70,7 +70,12 @@ func TestDeadLettersCommands(t *testing.T) {
 	if replay.code != exitOK || replay.stdout != "replayed deadletter.workers.m1: published m1.replay on calf.test.work\n" {
 		t.Errorf("calf deadletters replay = %+v", replay)
 	}
-	m := <-got
+	var m *calf.Message
+	select {
+	case m = <-got:
+	case <-time.After(exitWait):
+		t.Fatalf("the replayed message did not arrive within %v", exitWait)
+	}
 	if m.ID != "m1.replay" || m.Key != "k1" || string(m.Data) != `{"n":1}` {
 		t.Errorf("replayed message = %s key %s data %s", m.ID, m.Key, m.Data)
 	}

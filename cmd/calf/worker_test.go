@@ -305,7 +305,7 @@ func testWorkersAndDeadLetters(t *testing.T, brokerURL string, firstRunComplete 
 
 	stop() // as SIGTERM does
 	for i, code := range codes {
-		if c := <-code; c != exitOK {
+		if c := waitExit(t, code, logs[i]); c != exitOK {
 			t.Errorf("worker %d exited with %d, want 0:\n%s", i, c, logs[i].String())
 		}
 		if log := logs[i].String(); !strings.Contains(log, "calf worker: draining") || !strings.Contains(log, "calf worker: stopped") {
@@ -386,10 +386,10 @@ func TestWorkerDrainLeavesQueuedMessages(t *testing.T) {
 	stopA() // as SIGTERM does
 	logA.waitFor(t, "calf worker: draining", nil)
 	close(release)
-	if c := <-codeA; c != exitOK {
+	if c := waitExit(t, codeA, logA); c != exitOK {
 		t.Fatalf("worker A exited with %d:\n%s", c, logA.String())
 	}
-	if res := <-first; res.code != exitOK || !strings.Contains(res.stdout, `You said: first`) {
+	if res := waitResult(t, first); res.code != exitOK || !strings.Contains(res.stdout, `You said: first`) {
 		t.Errorf("the first run = %+v", res)
 	}
 	select {
@@ -402,14 +402,43 @@ func TestWorkerDrainLeavesQueuedMessages(t *testing.T) {
 	ctxB, stopB := context.WithCancel(t.Context())
 	defer stopB()
 	codeB, logB := startWorker(t, ctxB, workerArgs...)
-	if res := <-second; res.code != exitOK || !strings.Contains(res.stdout, `You said: second`) {
+	if res := waitResult(t, second); res.code != exitOK || !strings.Contains(res.stdout, `You said: second`) {
 		t.Errorf("the second run = %+v", res)
 	}
 	if p := <-started; p != "second" {
 		t.Errorf("worker B was asked about %q, want second", p)
 	}
 	stopB()
-	if c := <-codeB; c != exitOK {
+	if c := waitExit(t, codeB, logB); c != exitOK {
 		t.Errorf("worker B exited with %d:\n%s", c, logB.String())
+	}
+}
+
+// exitWait bounds the waits for a worker or a run to end, so that one that
+// never does fails the test with what it logged, rather than hanging it
+// until the test binary's timeout.
+const exitWait = 2 * time.Minute
+
+// waitExit returns the exit code of a worker started by startWorker.
+func waitExit(t *testing.T, code <-chan int, log *logWatcher) int {
+	t.Helper()
+	select {
+	case c := <-code:
+		return c
+	case <-time.After(exitWait):
+		t.Fatalf("the worker did not exit within %v; its log:\n%s", exitWait, log.String())
+		return 0
+	}
+}
+
+// waitResult returns the result of a run started in the background.
+func waitResult(t *testing.T, done <-chan result) result {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(exitWait):
+		t.Fatalf("the run did not end within %v", exitWait)
+		return result{}
 	}
 }
