@@ -699,8 +699,10 @@ func TestTimeouts(t *testing.T) {
 			if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("returned after %v", d)
 			}
-			if srv.Requests() != 1 {
-				t.Errorf("server saw %d requests, want 1", srv.Requests())
+			// The one attempt may time out before the server has read it
+			// (a loaded machine); it is never retried.
+			if n := srv.Requests(); n > 1 {
+				t.Errorf("server saw %d requests, want at most 1: a timed-out attempt was retried", n)
 			}
 		})
 	}
