@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -298,11 +299,12 @@ func (c *Client) Follow(ctx context.Context, pattern, correlationID string) (*Fo
 		return nil, err
 	}
 	f := &Follower{c: c, id: correlationID, notify: make(chan struct{}, 1)}
-	return f, f.join(t)
+	return f, f.join(t, false)
 }
 
-// join registers f on t, unless f is closed.
-func (f *Follower) join(t *tap) error {
+// join registers f on t, for its correlation id or, with tree, for the ids
+// derived from it too, unless f is closed.
+func (f *Follower) join(t *tap, tree bool) error {
 	// The tap's lock is never taken with the follower's held: a delivery
 	// takes them in the other order.
 	f.mu.Lock()
@@ -312,7 +314,7 @@ func (f *Follower) join(t *tap) error {
 	}
 	f.taps = append(f.taps, t)
 	f.mu.Unlock()
-	t.add(f)
+	t.add(f, tree)
 	f.mu.Lock()
 	closed := f.closed
 	f.mu.Unlock()
@@ -324,36 +326,59 @@ func (f *Follower) join(t *tap) error {
 	return nil
 }
 
-func (t *tap) add(f *Follower) {
+func (t *tap) add(f *Follower, tree bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.followers[f.id] == nil {
-		t.followers[f.id] = map[*Follower]struct{}{}
+	m := t.followers
+	if tree {
+		m = t.trees
 	}
-	t.followers[f.id][f] = struct{}{}
+	if m[f.id] == nil {
+		m[f.id] = map[*Follower]struct{}{}
+	}
+	m[f.id][f] = struct{}{}
 }
 
 func (t *tap) remove(f *Follower) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if fs := t.followers[f.id]; fs != nil {
-		delete(fs, f)
-		if len(fs) == 0 {
-			delete(t.followers, f.id)
+	for _, m := range []map[string]map[*Follower]struct{}{t.followers, t.trees} {
+		if fs := m[f.id]; fs != nil {
+			delete(fs, f)
+			if len(fs) == 0 {
+				delete(m, f.id)
+			}
 		}
 	}
 }
 
 // Add has the follower also collect the messages with its correlation id
 // on the channels matching pattern, in the order they arrive: one
-// follower, and one Next, for the events of several channels. It fails
+// follower, and one Next, for the events of several channels. Give it
+// patterns that do not overlap: each delivers on its own, so a message
+// that two of them match arrives twice. It fails
 // like [Client.Follow], and with [ErrClosed] once the follower is closed.
 func (f *Follower) Add(pattern string) error {
 	t, err := f.c.tap(pattern)
 	if err != nil {
 		return err
 	}
-	return f.join(t)
+	return f.join(t, false)
+}
+
+// ID returns the correlation id the follower follows.
+func (f *Follower) ID() string { return f.id }
+
+// AddTree is Add for the messages whose correlation id is the follower's
+// or derives from it: the follower's id followed by '.' or '/' and more,
+// as the ids of the runs a run starts derive from its own ("r1.2.writer",
+// "r1/call_1").
+func (f *Follower) AddTree(pattern string) error {
+	t, err := f.c.tap(pattern)
+	if err != nil {
+		return err
+	}
+	return f.join(t, true)
 }
 
 // OrphanReplies counts messages that reached one of the client's follow
@@ -367,6 +392,9 @@ type tap struct {
 	pattern   string
 	mu        sync.Mutex
 	followers map[string]map[*Follower]struct{}
+	// trees are the followers of a correlation id and of the ids derived
+	// from it; see [Follower.AddTree].
+	trees map[string]map[*Follower]struct{}
 }
 
 func (c *Client) tap(pattern string) (*tap, error) {
@@ -381,7 +409,7 @@ func (c *Client) tap(pattern string) (*tap, error) {
 	if err := ValidatePattern(pattern); err != nil {
 		return nil, err
 	}
-	t := &tap{c: c, pattern: pattern, followers: map[string]map[*Follower]struct{}{}}
+	t := &tap{c: c, pattern: pattern, followers: map[string]map[*Follower]struct{}{}, trees: map[string]map[*Follower]struct{}{}}
 	// The tap outlives the caller that created it: it must not keep that
 	// caller's context values.
 	sub, err := c.broker.Subscribe(context.WithoutCancel(context.Background()), pattern, t.deliver, nil)
@@ -394,12 +422,26 @@ func (c *Client) tap(pattern string) (*tap, error) {
 }
 
 func (t *tap) deliver(_ context.Context, msg *Message) error {
+	corr := msg.Metadata.CorrelationID
 	t.mu.Lock()
-	fs := t.followers[msg.Metadata.CorrelationID]
+	fs := t.followers[corr]
 	for f := range fs {
 		f.push(msg)
 	}
 	n := len(fs)
+	if len(t.trees) > 0 {
+		for id := corr; ; {
+			for f := range t.trees[id] {
+				f.push(msg)
+				n++
+			}
+			i := strings.LastIndexAny(id, "./")
+			if i < 0 {
+				break
+			}
+			id = id[:i]
+		}
+	}
 	t.mu.Unlock()
 	if n == 0 && t.pattern != DeadLetterChannel {
 		// Dead letters are not replies: those of other requests are

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -270,5 +271,46 @@ func TestFollowerAdd(t *testing.T) {
 	f.Close()
 	if err := f.Add("w.a"); !errors.Is(err, calf.ErrClosed) {
 		t.Errorf("Add after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestFollowerAddTree(t *testing.T) {
+	ctx := t.Context()
+	c := newClient(t, nil)
+	f, err := c.Follow(ctx, "x.a", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.AddTree("dl.x"); err != nil {
+		t.Fatal(err)
+	}
+	for _, corr := range []string{"r10", "r2.r1", "r1", "r1.2.writer", "r1/call_1", "r1.2.writer/call_7", "r"} {
+		if _, err := c.Emit(ctx, "dl.x", corr, calf.WithMetadata(calf.Metadata{CorrelationID: corr})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for range 4 {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := f.Next(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("Next after %v: %v", got, err)
+		}
+		got = append(got, m.Metadata.CorrelationID)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if m, err := f.Next(wctx); err == nil {
+		got = append(got, m.Metadata.CorrelationID)
+	}
+	want := []string{"r1", "r1.2.writer", "r1.2.writer/call_7", "r1/call_1"}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("correlation ids followed: %v, want %v", got, want)
+	}
+	if n := c.OrphanReplies(); n != 3 {
+		t.Errorf("orphan replies = %d, want the 3 unfollowed messages", n)
 	}
 }

@@ -61,15 +61,21 @@ func (rt *Runtime) withChain(ctx context.Context, st *RunState) (*RunState, erro
 }
 
 // followChain follows the events of a run and of the runs its handoffs
-// lead to, on all the channels of the agents that the chain may reach, and
-// the dead letters of the chain: all on the chain's correlation id (the
-// first run's id), with one follower.
+// lead to, on all the channels of the agents that the chain may reach (the
+// first is the run's own agent), and the dead letters of the chain and of
+// the runs it starts: all on the chain's correlation id (the first run's
+// id), with one follower.
 func followChain(ctx context.Context, rt *Runtime, agents []string, id string) (*calf.Follower, error) {
-	f, err := rt.client.Follow(ctx, calf.DeadLetterChannel, id)
+	f, err := rt.client.Follow(ctx, AllChannels(agents[0]), id)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range agents {
+	// The dead letters of the chain, and of the runs it starts.
+	if err := f.AddTree(calf.DeadLetterChannel); err != nil {
+		f.Close()
+		return nil, err
+	}
+	for _, name := range agents[1:] {
 		if err := f.Add(AllChannels(name)); err != nil {
 			f.Close()
 			return nil, err

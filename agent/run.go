@@ -95,23 +95,43 @@ func (e *RunError) Is(target error) bool {
 }
 
 // parked returns the error of the run id when m, a dead letter of its
-// chain, holds it up: a message that a handler of an agent parked. It
-// returns nil for other dead letters (those of other subscribers to the
-// run's channels).
+// run tree, holds it up, or nil; see [ParkedError].
 func (a *Agent[Deps, Out]) parked(m *calf.Message, id string) error {
+	return ParkedError(m, a.name, id)
+}
+
+// ParkedError returns the error that a caller waiting on the run runID of
+// name (an agent, a team or a workflow) reports when msg, a message of
+// [calf.DeadLetterChannel] that belongs to the run or to a run it started,
+// holds it up: a *RunError matching [ErrRunParked], with Parked set. A
+// dead letter parked by another kind of subscriber (one outside Calf's
+// agent, team and workflow handlers) holds nothing up: ParkedError returns
+// nil for it, and for a message that is not a dead letter.
+func ParkedError(msg *calf.Message, name, runID string) error {
 	var dl calf.DeadLetter
-	if err := m.Decode(&dl); err != nil || dl.Message == nil || !strings.HasPrefix(dl.Group, channelPrefix) {
+	if err := msg.Decode(&dl); err != nil || dl.Message == nil || !heldUp(dl.Group) {
 		return nil
 	}
 	run := dl.Message.Metadata.RunID
 	if run == "" {
-		run = id
+		run = runID
 	}
 	return &RunError{
-		Agent: a.name, RunID: run, Status: RunRunning, Parked: &dl,
-		Reason: fmt.Sprintf("message %s on %s was parked after %d attempts (%s); replaying dead letter %s continues the run",
-			dl.Message.ID, dl.Message.Channel, dl.Attempts, dl.Error, m.ID),
+		Agent: name, RunID: runID, Status: RunRunning, Parked: &dl,
+		Reason: fmt.Sprintf("message %s of run %s on %s was parked after %d attempts (%s); replaying dead letter %s continues the run",
+			dl.Message.ID, run, dl.Message.Channel, dl.Attempts, dl.Error, msg.ID),
 	}
+}
+
+// heldUp reports whether a message that group parked holds its run up: the
+// group is one of the handlers of an agent, a team or a workflow.
+func heldUp(group string) bool {
+	for _, p := range []string{channelPrefix, "calf.team.", "calf.workflow."} {
+		if strings.HasPrefix(group, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Unwrap returns the context error of a cancelled run.
@@ -140,7 +160,8 @@ func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, 
 		return nil, err
 	}
 	defer f.Close()
-	if err := f.Add(calf.DeadLetterChannel); err != nil {
+	// The dead letters of the run, and of the runs it starts (subagents).
+	if err := f.AddTree(calf.DeadLetterChannel); err != nil {
 		return nil, err
 	}
 	if err := rt.client.Publish(ctx, msg); err != nil {

@@ -111,7 +111,10 @@ func (t *Team) request(rt *agent.Runtime, prompt string, opts *RunOptions, strea
 // team's Timeout passes first, the run is cancelled and Run returns an
 // *agent.RunError matching agent.ErrRunCancelled. A run that fails returns
 // an *agent.RunError matching agent.ErrRunFailed (and [ErrUnknownMember]
-// when a moderator picked a speaker that is not a member).
+// when a moderator picked a speaker that is not a member). When a message
+// of the run or of a member run is parked on the dead-letter channel, Run
+// returns at once an *agent.RunError matching agent.ErrRunParked, and the
+// run waits for the dead letter's replay. RunStream ends the same way.
 func (t *Team) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) (*Output, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, fmt.Errorf("team %s: run timed out after %s: %w", t.name, t.opts.Timeout, context.DeadlineExceeded))
 	defer cancel()
@@ -127,12 +130,24 @@ func (t *Team) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *
 		return nil, err
 	}
 	defer f.Close()
+	// The dead letters of the run, and of its member runs.
+	if err := f.AddTree(calf.DeadLetterChannel); err != nil {
+		return nil, err
+	}
 	if err := rt.Client().Publish(ctx, msg); err != nil {
 		return nil, fmt.Errorf("team %s: start run: %w", t.name, err)
 	}
-	m, err := f.Next(ctx)
-	if err != nil {
-		return nil, t.abandon(ctx, rt, req.RunID)
+	var m *calf.Message
+	for m == nil {
+		if m, err = f.Next(ctx); err != nil {
+			return nil, t.abandon(ctx, rt, req.RunID)
+		}
+		if m.Channel == calf.DeadLetterChannel {
+			if err := agent.ParkedError(m, t.name, req.RunID); err != nil {
+				return nil, err
+			}
+			m = nil
+		}
 	}
 	var ev agent.OutputEvent
 	if err := m.Decode(&ev); err != nil {
@@ -274,7 +289,7 @@ func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, 
 		}
 		id := req.RunID
 		w := newWatcher(id)
-		for _, p := range []string{"calf.agent.>", "calf.team.>", "calf.workflow.>"} {
+		for _, p := range []string{"calf.agent.>", "calf.team.>", "calf.workflow.>", calf.DeadLetterChannel} {
 			sub, err := rt.Client().Broker().Subscribe(context.WithoutCancel(ctx), p, w.deliver, nil)
 			if err != nil {
 				yield(Event{}, err)
@@ -299,6 +314,13 @@ func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, 
 			if err != nil {
 				yield(Event{}, t.abandon(ctx, rt, id))
 				return
+			}
+			if m.Channel == calf.DeadLetterChannel {
+				if err := agent.ParkedError(m, t.name, id); err != nil {
+					yield(Event{}, err)
+					return
+				}
+				continue
 			}
 			for _, m := range o.add(m) {
 				ev, ok := t.event(id, m, w.at(m.Metadata.RunID))

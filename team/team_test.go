@@ -19,7 +19,9 @@ import (
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
+	"github.com/calf-go/calf/store/storetest"
 	"github.com/calf-go/calf/team"
 	"github.com/calf-go/calf/tool"
 	"github.com/calf-go/calf/workflow"
@@ -896,5 +898,45 @@ func TestWorkflowMember(t *testing.T) {
 	}
 	if workflowEvents == 0 {
 		t.Error("the stream showed none of the workflow's events")
+	}
+}
+
+// A member run held up by a parked message holds up the team run: the
+// caller hears of it at once, through Run and through RunStream.
+func TestMemberParkedMessage(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%t", stream), func(t *testing.T) {
+			e := newEnv(t, nil)
+			faulty := storetest.WithFaults(e.rt.Store(), storetest.Faults{Kinds: []string{store.KindRun}, WriteFailRate: 1})
+			m := modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+				return modeltest.Text("never"), nil
+			})
+			a := agent.Must(agent.New[agent.NoDeps, string]("writer", m, nil))
+			if err := a.Serve(t.Context(), agent.NewRuntime(e.rt.Client(), faulty, nil), nil); err != nil {
+				t.Fatal(err)
+			}
+			tm := serve(t, e, team.Must(team.NewSequential("content", []team.Member{team.AgentMember(a)}, nil)))
+			ctx := runCtx(t)
+			var err error
+			if stream {
+				for _, e := range tm.RunStream(ctx, e.rt, "cats", &team.RunOptions{RunID: "t1"}) {
+					if e != nil {
+						err = e
+					}
+				}
+			} else {
+				_, err = tm.Run(ctx, e.rt, "cats", &team.RunOptions{RunID: "t1"})
+			}
+			var re *agent.RunError
+			if !errors.Is(err, agent.ErrRunParked) || !errors.As(err, &re) {
+				t.Fatalf("err = %v, want an *agent.RunError matching ErrRunParked", err)
+			}
+			if ctx.Err() != nil {
+				t.Fatal("the caller heard of it only at its deadline")
+			}
+			if re.RunID != "t1" || re.Parked.Group != agent.InputChannel("writer") || !strings.HasPrefix(re.Parked.Message.Metadata.RunID, "t1.") {
+				t.Errorf("RunError = %+v, parked %+v", re, re.Parked)
+			}
+		})
 	}
 }

@@ -105,7 +105,10 @@ func (w *Workflow[S]) Start(ctx context.Context, rt *agent.Runtime, s S, opts *R
 // interrupts gives an *InterruptError (matching ErrInterrupted) with the
 // run id, to resume with [Workflow.Resume] and wait for with
 // [Workflow.Wait]. When ctx ends first Run returns ctx's error, and the
-// run goes on.
+// run goes on. When a message of the run, or of an agent run it started,
+// is parked on the dead-letter channel, Run returns at once an
+// *agent.RunError matching agent.ErrRunParked; the run waits for the dead
+// letter's replay.
 func (w *Workflow[S]) Run(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) (S, error) {
 	var zero S
 	msg, err := w.newInput(ctx, rt, s, opts)
@@ -113,7 +116,7 @@ func (w *Workflow[S]) Run(ctx context.Context, rt *agent.Runtime, s S, opts *Run
 		return zero, err
 	}
 	id := msg.Metadata.RunID
-	f, err := rt.Client().Follow(ctx, OutputChannel(w.name), id)
+	f, err := w.follow(ctx, rt, OutputChannel(w.name), id)
 	if err != nil {
 		return zero, err
 	}
@@ -137,7 +140,7 @@ func (w *Workflow[S]) Run(ctx context.Context, rt *agent.Runtime, s S, opts *Run
 // the store (after [Workflow.Resume] a run is no longer interrupted).
 func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string) (S, error) {
 	var zero S
-	f, err := rt.Client().Follow(ctx, OutputChannel(w.name), runID)
+	f, err := w.follow(ctx, rt, OutputChannel(w.name), runID)
 	if err != nil {
 		return zero, err
 	}
@@ -168,11 +171,34 @@ func outputStatus(s RunStatus) string {
 	return OutputFailed
 }
 
+// follow follows pattern for the run id, and the dead letters of the run
+// and of the runs it starts.
+func (w *Workflow[S]) follow(ctx context.Context, rt *agent.Runtime, pattern, id string) (*calf.Follower, error) {
+	f, err := rt.Client().Follow(ctx, pattern, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.AddTree(calf.DeadLetterChannel); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 func (w *Workflow[S]) await(ctx context.Context, f *calf.Follower) (S, error) {
 	var zero S
-	m, err := f.Next(ctx)
-	if err != nil {
-		return zero, fmt.Errorf("workflow %s: %w", w.name, err)
+	var m *calf.Message
+	for m == nil {
+		var err error
+		if m, err = f.Next(ctx); err != nil {
+			return zero, fmt.Errorf("workflow %s: %w", w.name, err)
+		}
+		if m.Channel == calf.DeadLetterChannel {
+			if err := agent.ParkedError(m, w.name, f.ID()); err != nil {
+				return zero, err
+			}
+			m = nil
+		}
 	}
 	var ev OutputEvent
 	if err := m.Decode(&ev); err != nil {
@@ -345,7 +371,7 @@ func (w *Workflow[S]) RunStream(ctx context.Context, rt *agent.Runtime, s S, opt
 			return
 		}
 		id := msg.Metadata.RunID
-		f, err := rt.Client().Follow(ctx, AllChannels(w.name), id)
+		f, err := w.follow(ctx, rt, AllChannels(w.name), id)
 		if err != nil {
 			yield(Event{}, err)
 			return
@@ -361,6 +387,13 @@ func (w *Workflow[S]) RunStream(ctx context.Context, rt *agent.Runtime, s S, opt
 			if err != nil {
 				yield(Event{}, fmt.Errorf("workflow %s: %w", w.name, err))
 				return
+			}
+			if m.Channel == calf.DeadLetterChannel {
+				if err := agent.ParkedError(m, w.name, id); err != nil {
+					yield(Event{}, err)
+					return
+				}
+				continue
 			}
 			if seen[m.ID] {
 				continue

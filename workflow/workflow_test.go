@@ -23,6 +23,7 @@ import (
 	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/store/sqlite"
+	"github.com/calf-go/calf/store/storetest"
 	"github.com/calf-go/calf/workflow"
 )
 
@@ -1322,5 +1323,52 @@ func TestNodeTimeout(t *testing.T) {
 	var re *workflow.RunError
 	if !errors.As(err, &re) || re.Reason != `node "a" timed out after 1ms (Options.NodeTimeout)` {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// An agent node's run held up by a parked message holds up the workflow
+// run: Run and RunStream report it at once, and the run goes on waiting
+// for the replay.
+func TestAgentNodeParkedMessage(t *testing.T) {
+	b := memory.New(&memory.Options{MaxAttempts: 2, Backoff: func(int) time.Duration { return time.Millisecond }})
+	t.Cleanup(func() { _ = b.Close() })
+	st := storemem.New()
+	rt := runtimeOn(t, b, st)
+	faulty := storetest.WithFaults(st, storetest.Faults{Kinds: []string{store.KindRun}, WriteFailRate: 1})
+	writer := agent.Must(agent.New[agent.NoDeps, string]("writer", modeltest.NewTestModel(modeltest.Text("never")), nil))
+	if err := writer.Serve(t.Context(), agent.NewRuntime(rt.Client(), faulty, nil), nil); err != nil {
+		t.Fatal(err)
+	}
+	w := workflow.New[doc]("poet", nil).
+		Node("write", workflow.AgentNode(writer,
+			func(s doc) (string, error) { return "Write", nil },
+			func(s doc, out string) (doc, error) { s.Text = out; return s, nil })).
+		Edge(workflow.Start, "write").
+		Edge("write", workflow.End).
+		MustBuild()
+	serve(t, w, rt)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	check := func(how string, err error) {
+		t.Helper()
+		var re *agent.RunError
+		if !errors.Is(err, agent.ErrRunParked) || !errors.As(err, &re) || re.Parked.Group != agent.InputChannel("writer") {
+			t.Fatalf("%s: err = %v, want an *agent.RunError matching ErrRunParked for the writer's input", how, err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s: heard of it only at the deadline", how)
+		}
+	}
+	_, err := w.Run(ctx, rt, doc{}, &workflow.RunOptions{RunID: "w1"})
+	check("Run", err)
+	var last error
+	for _, e := range w.RunStream(ctx, rt, doc{}, &workflow.RunOptions{RunID: "w2"}) {
+		if e != nil {
+			last = e
+		}
+	}
+	check("RunStream", last)
+	if s, err := w.Load(t.Context(), rt, "w1"); err != nil || s.Status.Terminal() {
+		t.Errorf("run w1 after the caller's error: %+v, %v; want it still running", s, err)
 	}
 }
