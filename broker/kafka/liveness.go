@@ -211,7 +211,7 @@ func (l *liveness) evictSilent() {
 	now := time.Now()
 	var silent []*peer
 	l.mu.Lock()
-	if now.Sub(l.selfSeen) > 4*l.every {
+	if now.Sub(l.selfSeen) > max(4*l.every, time.Second) {
 		// This broker has not read back its own beats lately (it was
 		// paused, or the cluster is slow or unreachable): its view of the
 		// peers is stale, and their silence proves nothing.
