@@ -10,18 +10,15 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"strings"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/examples/internal/excli"
 	"github.com/calf-go/calf/model"
-	"github.com/calf-go/calf/model/openai"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/tool"
 )
@@ -32,25 +29,9 @@ type operands struct {
 }
 
 func main() {
-	modelName := flag.String("model", "gpt-4o-mini", "model name")
-	flag.Parse()
-	question := strings.Join(flag.Args(), " ")
-	if question == "" {
-		question = "What is (2 + 3) * 7?"
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	m, err := openai.FromEnv(*modelName)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "calculator:", err)
-		os.Exit(2)
-	}
-	answer, err := run(ctx, m, question, os.Stdout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "calculator:", err)
-		os.Exit(1)
-	}
-	fmt.Println(answer)
+	excli.Main("calculator", "What is (2 + 3) * 7?", func(ctx context.Context, m model.Model, q string) (string, error) {
+		return run(ctx, m, q, os.Stdout)
+	})
 }
 
 // run answers question with an agent on the in-process broker, writing

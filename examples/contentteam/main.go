@@ -11,42 +11,23 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"strings"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/examples/internal/excli"
 	"github.com/calf-go/calf/model"
-	"github.com/calf-go/calf/model/openai"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/team"
 )
 
 func main() {
-	modelName := flag.String("model", "gpt-4o-mini", "model name")
-	flag.Parse()
-	topic := strings.Join(flag.Args(), " ")
-	if topic == "" {
-		topic = "why cats purr"
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	m, err := openai.FromEnv(*modelName)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "contentteam:", err)
-		os.Exit(2)
-	}
-	article, err := run(ctx, m, topic, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "contentteam:", err)
-		os.Exit(1)
-	}
-	fmt.Println(article)
+	excli.Main("contentteam", "why cats purr", func(ctx context.Context, m model.Model, topic string) (string, error) {
+		return run(ctx, m, topic, os.Stderr)
+	})
 }
 
 // Instructions of the three members.

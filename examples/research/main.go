@@ -12,44 +12,26 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/examples/internal/excli"
 	"github.com/calf-go/calf/model"
-	"github.com/calf-go/calf/model/openai"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/team"
 	"github.com/calf-go/calf/tool"
 )
 
 func main() {
-	modelName := flag.String("model", "gpt-4o-mini", "model name")
-	flag.Parse()
-	question := strings.Join(flag.Args(), " ")
-	if question == "" {
-		question = "Why do cats purr?"
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	m, err := openai.FromEnv(*modelName)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "research:", err)
-		os.Exit(2)
-	}
-	report, err := run(ctx, m, question, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "research:", err)
-		os.Exit(1)
-	}
-	fmt.Println(report)
+	excli.Main("research", "Why do cats purr?", func(ctx context.Context, m model.Model, q string) (string, error) {
+		return run(ctx, m, q, os.Stderr)
+	})
 }
 
 // library is what the searcher's tool searches: a stand-in for a search

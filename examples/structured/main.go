@@ -10,17 +10,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"strings"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/examples/internal/excli"
 	"github.com/calf-go/calf/model"
-	"github.com/calf-go/calf/model/openai"
 	storemem "github.com/calf-go/calf/store/memory"
 )
 
@@ -33,26 +28,14 @@ type Person struct {
 }
 
 func main() {
-	modelName := flag.String("model", "gpt-4o-mini", "model name")
-	flag.Parse()
-	text := strings.Join(flag.Args(), " ")
-	if text == "" {
-		text = "Ada Lovelace, born 1815 in London, mathematician and writer"
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	m, err := openai.FromEnv(*modelName)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "structured:", err)
-		os.Exit(2)
-	}
-	p, err := extract(ctx, m, text)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "structured:", err)
-		os.Exit(1)
-	}
-	out, _ := json.MarshalIndent(p, "", "  ")
-	fmt.Println(string(out))
+	excli.Main("structured", "Ada Lovelace, born 1815 in London, mathematician and writer", func(ctx context.Context, m model.Model, text string) (string, error) {
+		p, err := extract(ctx, m, text)
+		if err != nil {
+			return "", err
+		}
+		out, err := json.MarshalIndent(p, "", "  ")
+		return string(out), err
+	})
 }
 
 // extract runs the extraction agent on text and returns the typed record.

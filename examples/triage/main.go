@@ -14,42 +14,23 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"strings"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/examples/internal/excli"
 	"github.com/calf-go/calf/model"
-	"github.com/calf-go/calf/model/openai"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/tool"
 )
 
 func main() {
-	modelName := flag.String("model", "gpt-4o-mini", "model name")
-	flag.Parse()
-	question := strings.Join(flag.Args(), " ")
-	if question == "" {
-		question = "How much would 12 seats cost?"
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	m, err := openai.FromEnv(*modelName)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "triage:", err)
-		os.Exit(2)
-	}
-	answer, err := run(ctx, m, question, os.Stdout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "triage:", err)
-		os.Exit(1)
-	}
-	fmt.Println(answer)
+	excli.Main("triage", "How much would 12 seats cost?", func(ctx context.Context, m model.Model, q string) (string, error) {
+		return run(ctx, m, q, os.Stdout)
+	})
 }
 
 type quoteArgs struct {

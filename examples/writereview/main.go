@@ -15,14 +15,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/examples/internal/excli"
 	"github.com/calf-go/calf/model"
-	"github.com/calf-go/calf/model/openai"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/workflow"
 )
@@ -37,26 +36,14 @@ type Review struct {
 }
 
 func main() {
-	modelName := flag.String("model", "gpt-4o-mini", "model name")
 	rounds := flag.Int("rounds", 3, "review rounds at most")
-	flag.Parse()
-	topic := strings.Join(flag.Args(), " ")
-	if topic == "" {
-		topic = "a haiku about event-driven agents"
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	m, err := openai.FromEnv(*modelName)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "writereview:", err)
-		os.Exit(2)
-	}
-	final, err := run(ctx, m, m, topic, *rounds, os.Stdout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "writereview:", err)
-		os.Exit(1)
-	}
-	fmt.Printf("\n%s\n(approved: %v after %d rounds)\n", final.Draft, final.Approved, final.Rounds)
+	excli.Main("writereview", "a haiku about event-driven agents", func(ctx context.Context, m model.Model, topic string) (string, error) {
+		final, err := run(ctx, m, m, topic, *rounds, os.Stdout)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("\n%s\n(approved: %v after %d rounds)", final.Draft, final.Approved, final.Rounds), nil
+	})
 }
 
 // newWorkflow is the seed's review cycle: write, review, and again until
