@@ -551,3 +551,50 @@ func TestResubmittedRunReturnsItsOutput(t *testing.T) {
 		t.Fatalf("second submission: %q after %d model calls and %d tool calls", again.Output, modelCalls.Load(), toolCalls.Load())
 	}
 }
+
+// Runtime.Cancel ends a run from outside: its caller gets the cancelled
+// output with the reason, and the run takes no step after the model call
+// in progress. Cancelling it again, or an ended run, changes nothing.
+func TestRuntimeCancel(t *testing.T) {
+	e := newEnv(t, nil)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	var calls atomic.Int64
+	m := modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+		calls.Add(1)
+		started <- struct{}{}
+		<-release
+		return modeltest.Text("too late"), nil
+	})
+	a := agent.Must(agent.New[agent.NoDeps, string]("slow", m, nil))
+	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Run(t.Context(), e.rt, "hi", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+		done <- err
+	}()
+	<-started
+	// Another runtime on the same broker and store: an operator's.
+	op := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
+	st, err := op.Cancel(t.Context(), "slow", "r1", "stopped by the operator")
+	if err != nil || st.Status != agent.RunCancelled {
+		t.Fatalf("Cancel = %+v, %v", st, err)
+	}
+	err = <-done
+	var re *agent.RunError
+	if !errors.Is(err, agent.ErrRunCancelled) || !errors.As(err, &re) || re.Reason != "stopped by the operator" {
+		t.Errorf("Run = %v, want ErrRunCancelled with the operator's reason", err)
+	}
+	close(release)
+	e.settle(t)
+	if st, err := e.rt.LoadRun(t.Context(), "r1"); err != nil || st.Status != agent.RunCancelled || st.Step != 1 {
+		t.Errorf("run after the model answered: %+v, %v; want cancelled at step 1", st, err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("model calls = %d, want 1", n)
+	}
+	if st, err := op.Cancel(t.Context(), "slow", "r1", "again"); err != nil || st.Error != "stopped by the operator" {
+		t.Errorf("second Cancel = %+v, %v; want the first cancellation kept", st, err)
+	}
+}

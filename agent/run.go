@@ -340,29 +340,43 @@ func (a *Agent[Deps, Out]) abandon(ctx context.Context, rt *Runtime, id string) 
 	reason := "the caller stopped waiting: " + cause.Error()
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	// The run may not exist yet (its input not handled): then the
-	// cancelled state is created, and the input handler will find it.
-	// A run that handed off is cancelled in the run that continues it.
-	var st *RunState
-	var err error
-	for run, agentName, hops := id, a.name, 0; ; hops++ {
-		st, err = rt.cancelRun(bg, run, agentName, reason)
-		if err != nil || st.Status != RunHandedOff || st.HandedOffTo == nil || hops > maxChain {
-			break
-		}
-		run, agentName = st.HandedOffTo.RunID, st.HandedOffTo.Agent
-	}
-	if err == nil && st.Status == RunCancelled {
-		if eerr := rt.emitOutput(bg, st); eerr != nil {
-			rt.log.Warn("agent: emit cancelled output", "agent", st.Agent, "run", st.RunID, "err", eerr)
-		}
-		rt.cancelSubagents(bg, st, 0)
-	}
+	st, _ := rt.Cancel(bg, a.name, id, reason)
 	if st != nil && st.Status != RunCancelled {
 		// The run ended just before the caller gave up.
 		reason = fmt.Sprintf("the run ended (%s) but the caller stopped waiting: %v", st.Status, cause)
 	}
 	return &RunError{Agent: a.name, RunID: id, Status: RunCancelled, Reason: reason, Err: cause}
+}
+
+// Cancel ends the run runID of the agent agentName with status cancelled,
+// for reason, unless it has ended, and returns the state the run ends
+// with. A cancelled run emits its output (to its reply channel too, if it
+// has one), and its subagent runs are cancelled as well. A run that
+// handed off is cancelled where its chain continues. A run whose input
+// has not been handled yet is created cancelled, so that it never starts.
+// A model call or a tool in progress is not interrupted, but the run takes
+// no step after it. The agent may be served by any process: Cancel needs
+// only the runtime's broker and store.
+func (rt *Runtime) Cancel(ctx context.Context, agentName, runID, reason string) (*RunState, error) {
+	var st *RunState
+	var err error
+	for run, name, hops := runID, agentName, 0; ; hops++ {
+		st, err = rt.cancelRun(ctx, run, name, reason)
+		if err != nil || st.Status != RunHandedOff || st.HandedOffTo == nil || hops > maxChain {
+			break
+		}
+		run, name = st.HandedOffTo.RunID, st.HandedOffTo.Agent
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: cancel run %s: %w", agentName, runID, err)
+	}
+	if st.Status == RunCancelled {
+		if err := rt.emitOutput(ctx, st); err != nil {
+			rt.log.Warn("agent: emit cancelled output", "agent", st.Agent, "run", st.RunID, "err", err)
+		}
+		rt.cancelSubagents(ctx, st, 0)
+	}
+	return st, nil
 }
 
 // cancelRun marks the run cancelled unless it has ended, creating it

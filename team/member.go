@@ -33,6 +33,16 @@ type Member interface {
 	Text(ev *agent.OutputEvent) (string, error)
 }
 
+// Canceller is implemented by the members whose runs can be cancelled:
+// cancelling a team run cancels the runs in flight of such members. The
+// members that [AgentMember], [RemoteAgent] and [WorkflowMember] return
+// implement it, and so does [Team].
+type Canceller interface {
+	// Cancel ends the member's run runID with status cancelled, for
+	// reason, unless it has ended.
+	Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error
+}
+
 // Request asks a [Member] for one run.
 type Request struct {
 	// RunID names the run; it is required, and deterministic when a team
@@ -78,6 +88,11 @@ func (m *agentMember[Deps, Out]) Submit(ctx context.Context, rt *agent.Runtime, 
 	return submitAgent(ctx, rt, m.a.Name(), req)
 }
 
+func (m *agentMember[Deps, Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	_, err := rt.Cancel(ctx, m.a.Name(), runID, reason)
+	return err
+}
+
 func (m *agentMember[Deps, Out]) Text(ev *agent.OutputEvent) (string, error) {
 	if _, err := m.a.DecodeOutput(ev); err != nil {
 		return "", err
@@ -94,6 +109,11 @@ func RemoteAgent(name, description string) Member {
 }
 
 type remoteAgent struct{ name, description string }
+
+func (m *remoteAgent) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	_, err := rt.Cancel(ctx, m.name, runID, reason)
+	return err
+}
 
 func (m *remoteAgent) Name() string        { return m.name }
 func (m *remoteAgent) Description() string { return m.description }

@@ -178,11 +178,15 @@ func (t *Team) Result(ctx context.Context, rt *agent.Runtime, runID string) (*Ou
 }
 
 // Cancel ends a running team run with status cancelled and emits its
-// output. The member runs in flight carry on, and their replies are
-// ignored. Cancelling a run that has ended changes nothing.
+// output. The member runs in flight are cancelled too, for the members
+// that are [Canceller]s (all but custom members); the others carry on, and
+// their replies are ignored. Cancelling a run that has ended changes
+// nothing.
 func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	now := rt.Client().Now()
+	var inFlight []Call
 	_, err := store.Update(ctx, rt.Store(), KindTeam, runID, func(data []byte, exists bool) ([]byte, error) {
+		inFlight = nil
 		if !exists {
 			// Not started yet: the input handler will find the run ended.
 			return json.Marshal(&State{RunID: runID, Team: t.name, Process: t.process, Status: agent.RunCancelled, Error: reason, StartedAt: now, EndedAt: now})
@@ -191,11 +195,25 @@ func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason stri
 		if err != nil || st.Status.Terminal() {
 			return nil, err
 		}
+		for _, c := range st.Calls {
+			if c.Submitted && !c.Done {
+				inFlight = append(inFlight, c)
+			}
+		}
 		st.Status, st.Error, st.Calls, st.EndedAt = agent.RunCancelled, reason, nil, now
 		return json.Marshal(st)
 	})
 	if err != nil {
 		return err
+	}
+	for _, c := range inFlight {
+		m, ok := t.byName[c.Member].(Canceller)
+		if !ok {
+			continue
+		}
+		if err := m.Cancel(ctx, rt, c.RunID, fmt.Sprintf("team %s: run %s was cancelled: %s", t.name, runID, reason)); err != nil {
+			rt.Client().Logger().Warn("team: cancel member run", "team", t.name, "run", runID, "member", c.Member, "member_run", c.RunID, "err", err)
+		}
 	}
 	st, err := LoadState(ctx, rt, runID)
 	if err != nil {

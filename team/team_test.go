@@ -940,3 +940,42 @@ func TestMemberParkedMessage(t *testing.T) {
 		})
 	}
 }
+
+// Cancelling a team run cancels its member runs in flight: a member agent
+// whose model call is in progress takes no step after it.
+func TestCancelCancelsMemberRuns(t *testing.T) {
+	e := newEnv(t, nil)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	var calls atomic.Int64
+	m := modeltest.FunctionModel(func(ctx context.Context, _ *model.Request) (*model.Response, error) {
+		calls.Add(1)
+		started <- struct{}{}
+		<-release
+		return modeltest.Text("too late"), nil
+	})
+	slow := agent.Must(agent.New[agent.NoDeps, string]("slow", m, nil))
+	if err := slow.Serve(t.Context(), e.rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	tm := serve(t, e, team.Must(team.NewSequential("patient", []team.Member{team.AgentMember(slow)}, nil)))
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-started
+		cancel() // the member's model call is in progress
+	}()
+	if _, err := tm.Run(ctx, e.rt, "go", &team.RunOptions{RunID: "t1"}); !errors.Is(err, agent.ErrRunCancelled) {
+		t.Fatalf("err = %v, want ErrRunCancelled", err)
+	}
+	close(release)
+	e.settle(t)
+	st, err := e.rt.LoadRun(t.Context(), "t1.1.slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != agent.RunCancelled || !strings.Contains(st.Error, "team patient: run t1 was cancelled") {
+		t.Errorf("member run: status %s, error %q; want cancelled by the team", st.Status, st.Error)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the member's model was called %d times, want 1", n)
+	}
+}

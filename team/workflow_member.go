@@ -40,6 +40,10 @@ func (m *workflowMember[S]) Submit(ctx context.Context, rt *agent.Runtime, req *
 	return err
 }
 
+func (m *workflowMember[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	return m.w.Cancel(ctx, rt, runID, reason)
+}
+
 func (m *workflowMember[S]) Text(ev *agent.OutputEvent) (string, error) {
 	if err := outputError(m.w.Name(), ev); err != nil {
 		return "", err
