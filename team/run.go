@@ -195,8 +195,10 @@ func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason stri
 		if err != nil || st.Status.Terminal() {
 			return nil, err
 		}
+		// A call not yet marked submitted may be on its way: cancelling
+		// its run first makes it end as soon as it starts.
 		for _, c := range st.Calls {
-			if c.Submitted && !c.Done {
+			if !c.Done {
 				inFlight = append(inFlight, c)
 			}
 		}
@@ -211,7 +213,8 @@ func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason stri
 		if !ok {
 			continue
 		}
-		if err := m.Cancel(ctx, rt, c.RunID, fmt.Sprintf("team %s: run %s was cancelled: %s", t.name, runID, reason)); err != nil {
+		err := m.Cancel(ctx, rt, c.RunID, fmt.Sprintf("team %s: run %s was cancelled: %s", t.name, runID, reason))
+		if err != nil && !errors.Is(err, store.ErrNotFound) { // a workflow run not started yet
 			rt.Client().Logger().Warn("team: cancel member run", "team", t.name, "run", runID, "member", c.Member, "member_run", c.RunID, "err", err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
 )
 
 // Errors of a run. A *RunError matches ErrFailed, and ErrLimit too when a
@@ -233,16 +234,22 @@ func (w *Workflow[S]) result(ev *OutputEvent) (S, error) {
 
 // Cancel ends a run that has not ended, running or interrupted, with
 // status cancelled and reason, and emits its output. Events of the run
-// that arrive later are dropped; a node in progress finishes but its
-// result is not recorded, and a child run (of an agent node) is not
-// stopped: its reply is dropped. Cancelling an ended run changes nothing.
+// that arrive later are dropped; a function node in progress finishes but
+// its result is not recorded. The child runs in progress (of agent nodes
+// and sub-workflows) are cancelled too: their model call or tool in
+// progress finishes, but they take no step after it. Cancelling an ended
+// run changes nothing.
 func (w *Workflow[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	h := &handlers[S]{w: w, rt: rt}
 	now := rt.Client().Now()
+	var children []string // the nodes whose child runs are in progress
+	var step int
 	st, changed, err := h.commit(ctx, runID, func(st *RunState) bool {
+		children, step = nil, st.Step
 		if st.Status.Terminal() {
 			return false
 		}
+		children = w.childNodes(st)
 		st.failed(reason, "", now)
 		st.Status = RunCancelled
 		return true
@@ -250,7 +257,31 @@ func (w *Workflow[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reas
 	if err != nil || !changed {
 		return err
 	}
+	for _, node := range children {
+		child := childRunID(runID, step, node)
+		why := fmt.Sprintf("workflow %s: run %s was cancelled: %s", w.name, runID, reason)
+		err := w.nodes[node].agent.cancel(ctx, rt, child, why)
+		if err != nil && !errors.Is(err, store.ErrNotFound) { // a sub-workflow run not started yet
+			rt.Client().Logger().Warn("workflow: cancel child run", "workflow", w.name, "run", runID, "node", node, "child", child, "err", err)
+		}
+	}
 	return h.emitPending(ctx, st)
+}
+
+// childNodes returns the nodes of the run's current step that run a child
+// run (agent nodes and sub-workflows) and have not finished.
+func (w *Workflow[S]) childNodes(st *RunState) []string {
+	nodes := []string{st.Node}
+	if f := w.fanOuts[st.FanOut]; st.FanOut != "" && f != nil {
+		nodes = f.branches
+	}
+	var out []string
+	for _, n := range nodes {
+		if node, ok := w.nodes[n]; ok && node.agent != nil && st.Branches[n] == nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Resume answers a run's interrupt with input (any JSON-encodable value,

@@ -69,6 +69,8 @@ func Func[S any](fn func(ctx context.Context, s S) (S, error)) Node[S] {
 type childCall[S any] struct {
 	submit func(ctx context.Context, rt *agent.Runtime, s S, runID, parent string, reply *agent.ReplyTo) error
 	apply  func(s S, ev *agent.OutputEvent) (S, error)
+	// cancel cancels the child run runID.
+	cancel func(ctx context.Context, rt *agent.Runtime, runID, reason string) error
 }
 
 // AgentNode returns a node that runs agent a: prompt turns the state into
@@ -86,6 +88,10 @@ func AgentNode[S, Deps, Out any](a *agent.Agent[Deps, Out], prompt func(s S) (st
 				return &promptError{err}
 			}
 			_, err = a.Submit(ctx, rt, p, &agent.RunOptions[Deps]{RunID: runID, ReplyTo: reply, Parent: parent})
+			return err
+		},
+		cancel: func(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+			_, err := rt.Cancel(ctx, a.Name(), runID, reason)
 			return err
 		},
 		apply: func(s S, ev *agent.OutputEvent) (S, error) {
@@ -124,6 +130,9 @@ func SubWorkflow[S, T any](sub *Workflow[T], in func(s S) (T, error), out func(s
 				return &promptError{err}
 			}
 			return rt.Client().Publish(ctx, msg)
+		},
+		cancel: func(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+			return sub.Cancel(ctx, rt, runID, reason)
 		},
 		apply: func(s S, ev *agent.OutputEvent) (S, error) {
 			if ev.Status != agent.OutputComplete {

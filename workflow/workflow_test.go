@@ -1372,3 +1372,57 @@ func TestAgentNodeParkedMessage(t *testing.T) {
 		t.Errorf("run w1 after the caller's error: %+v, %v; want it still running", s, err)
 	}
 }
+
+// Cancelling a workflow run cancels the agent run of its node in
+// progress: the agent takes no step after its model call.
+func TestCancelCancelsChildRun(t *testing.T) {
+	rt := newRuntime(t)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	var calls atomic.Int64
+	m := modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+		calls.Add(1)
+		started <- struct{}{}
+		<-release
+		return modeltest.Text("too late"), nil
+	})
+	writer := agent.Must(agent.New[agent.NoDeps, string]("writer", m, nil))
+	if err := writer.Serve(t.Context(), rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := workflow.New[doc]("poet", nil).
+		Node("write", workflow.AgentNode(writer,
+			func(s doc) (string, error) { return "Write", nil },
+			func(s doc, out string) (doc, error) { s.Text = out; return s, nil })).
+		Edge(workflow.Start, "write").
+		Edge("write", workflow.End).
+		MustBuild()
+	serve(t, w, rt)
+	if _, err := w.Start(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "w1"}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if err := w.Cancel(t.Context(), rt, "w1", "no longer needed"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if _, err := w.Wait(t.Context(), rt, "w1"); !errors.Is(err, workflow.ErrCancelled) {
+		t.Errorf("Wait = %v, want ErrCancelled", err)
+	}
+	var st *agent.RunState
+	for {
+		var err error
+		if st, err = rt.LoadRun(t.Context(), "w1.1.write"); err != nil {
+			t.Fatal(err)
+		}
+		if st.Status.Terminal() || t.Context().Err() != nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st.Status != agent.RunCancelled || !strings.Contains(st.Error, "workflow poet: run w1 was cancelled: no longer needed") {
+		t.Errorf("agent run: status %s, error %q; want cancelled by the workflow", st.Status, st.Error)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("model calls = %d, want 1", n)
+	}
+}
