@@ -94,12 +94,6 @@ func (e *RunError) Is(target error) bool {
 		(target == ErrRunParked && e.Parked != nil)
 }
 
-// parked returns the error of the run id when m, a dead letter of its
-// run tree, holds it up, or nil; see [ParkedError].
-func (a *Agent[Deps, Out]) parked(m *calf.Message, id string) error {
-	return ParkedError(m, a.name, id)
-}
-
 // ParkedError returns the error that a caller waiting on the run runID of
 // name (an agent, a team or a workflow) reports when msg, a message of
 // [calf.DeadLetterChannel] that belongs to the run or to a run it started,
@@ -173,7 +167,7 @@ func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, 
 			return nil, a.abandon(ctx, rt, id)
 		}
 		if m.Channel == calf.DeadLetterChannel {
-			if err := a.parked(m, id); err != nil {
+			if err := ParkedError(m, a.name, id); err != nil {
 				return nil, err
 			}
 			m = nil
@@ -566,7 +560,7 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 				return
 			}
 			if m.Channel == calf.DeadLetterChannel {
-				if err := a.parked(m, id); err != nil {
+				if err := ParkedError(m, a.name, id); err != nil {
 					yield(Event{}, err)
 					return
 				}

@@ -364,6 +364,18 @@ func TestAgentNode(t *testing.T) {
 	}
 }
 
+// poet is a workflow of one agent node, write, that asks writer to
+// "Write" and keeps its answer as the text.
+func poet(writer *agent.Agent[agent.NoDeps, string]) *workflow.Workflow[doc] {
+	return workflow.New[doc]("poet", nil).
+		Node("write", workflow.AgentNode(writer,
+			func(s doc) (string, error) { return "Write", nil },
+			func(s doc, out string) (doc, error) { s.Text = out; return s, nil })).
+		Edge(workflow.Start, "write").
+		Edge("write", workflow.End).
+		MustBuild()
+}
+
 func TestAgentNodeFailure(t *testing.T) {
 	rt := newRuntime(t)
 	m := modeltest.NewTestModel(errors.New("the model is down"))
@@ -371,13 +383,7 @@ func TestAgentNodeFailure(t *testing.T) {
 	if err := writer.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	w := workflow.New[doc]("poet", nil).
-		Node("write", workflow.AgentNode(writer,
-			func(s doc) (string, error) { return "Write", nil },
-			func(s doc, out string) (doc, error) { s.Text = out; return s, nil })).
-		Edge(workflow.Start, "write").
-		Edge("write", workflow.End).
-		MustBuild()
+	w := poet(writer)
 	serve(t, w, rt)
 	_, err := w.Run(t.Context(), rt, doc{}, nil)
 	if !errors.Is(err, workflow.ErrFailed) || !strings.Contains(err.Error(), `agent node "write"`) || !strings.Contains(err.Error(), "the model is down") {
@@ -1339,13 +1345,7 @@ func TestAgentNodeParkedMessage(t *testing.T) {
 	if err := writer.Serve(t.Context(), agent.NewRuntime(rt.Client(), faulty, nil), nil); err != nil {
 		t.Fatal(err)
 	}
-	w := workflow.New[doc]("poet", nil).
-		Node("write", workflow.AgentNode(writer,
-			func(s doc) (string, error) { return "Write", nil },
-			func(s doc, out string) (doc, error) { s.Text = out; return s, nil })).
-		Edge(workflow.Start, "write").
-		Edge("write", workflow.End).
-		MustBuild()
+	w := poet(writer)
 	serve(t, w, rt)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -1389,13 +1389,7 @@ func TestCancelCancelsChildRun(t *testing.T) {
 	if err := writer.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	w := workflow.New[doc]("poet", nil).
-		Node("write", workflow.AgentNode(writer,
-			func(s doc) (string, error) { return "Write", nil },
-			func(s doc, out string) (doc, error) { s.Text = out; return s, nil })).
-		Edge(workflow.Start, "write").
-		Edge("write", workflow.End).
-		MustBuild()
+	w := poet(writer)
 	serve(t, w, rt)
 	if _, err := w.Start(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "w1"}); err != nil {
 		t.Fatal(err)
