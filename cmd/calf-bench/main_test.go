@@ -67,7 +67,7 @@ func checkFigures(t *testing.T, rep *Report) {
 				t.Errorf("concurrency %d, %s: %d rounds, want %d", lv.Concurrency, r.System, len(r.Rounds), lv.Rounds)
 			}
 			for _, f := range append([]Figures{r.Figures}, r.Rounds...) {
-				if f.PerRunNS <= 0 || f.RunsPerSec <= 0 || f.P50NS <= 0 || f.P50NS > f.P99NS || f.AllocsPerRun <= 0 || f.BytesPerRun <= 0 {
+				if f.PerRunNS <= 0 || f.RunsPerSec <= 0 || f.P50NS <= 0 || f.P50NS > f.P99NS || f.AllocsPerRun <= 0 || f.BytesPerRun <= 0 || f.CPUPerRunNS < 0 {
 					t.Errorf("concurrency %d, %s: implausible figures %+v", lv.Concurrency, r.System, f)
 				}
 			}

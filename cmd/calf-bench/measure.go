@@ -93,6 +93,7 @@ type sample struct {
 	latencies []time.Duration // sorted
 	mallocs   uint64
 	bytes     uint64
+	cpu       time.Duration // user and system CPU time of this process
 }
 
 func (s sample) figures() Figures {
@@ -104,6 +105,7 @@ func (s sample) figures() Figures {
 		P99NS:        float64(percentile(s.latencies, 0.99).Nanoseconds()),
 		AllocsPerRun: float64(s.mallocs) / n,
 		BytesPerRun:  float64(s.bytes) / n,
+		CPUPerRunNS:  float64(s.cpu.Nanoseconds()) / n,
 	}
 }
 
@@ -126,6 +128,7 @@ func measure(ctx context.Context, r runner, runs, conc int) (sample, error) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	cpu0 := processCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range min(conc, runs) {
@@ -147,6 +150,7 @@ func measure(ctx context.Context, r runner, runs, conc int) (sample, error) {
 	}
 	wg.Wait()
 	wall := time.Since(start)
+	cpu := processCPU() - cpu0
 	runtime.ReadMemStats(&after)
 	if err := context.Cause(ctx); err != nil {
 		return sample{}, err
@@ -154,7 +158,7 @@ func measure(ctx context.Context, r runner, runs, conc int) (sample, error) {
 	slices.Sort(lat)
 	return sample{
 		runs: runs, validated: int(validated.Load()), wall: wall, latencies: lat,
-		mallocs: after.Mallocs - before.Mallocs, bytes: after.TotalAlloc - before.TotalAlloc,
+		mallocs: after.Mallocs - before.Mallocs, bytes: after.TotalAlloc - before.TotalAlloc, cpu: cpu,
 	}, nil
 }
 
@@ -297,6 +301,7 @@ func result(system string, rounds []sample) Result {
 		P99NS:        med(func(f Figures) float64 { return f.P99NS }),
 		AllocsPerRun: med(func(f Figures) float64 { return f.AllocsPerRun }),
 		BytesPerRun:  med(func(f Figures) float64 { return f.BytesPerRun }),
+		CPUPerRunNS:  med(func(f Figures) float64 { return f.CPUPerRunNS }),
 	}
 	return res
 }
