@@ -11,10 +11,17 @@ func ValidateChannel(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty channel", ErrInvalidChannel)
 	}
-	for tok := range strings.SplitSeq(name, ".") {
-		if tok == "" || strings.ContainsAny(tok, "*>") || hasSpaceOrControl(tok) {
+	// One pass over the bytes: every publish checks its channel.
+	prev := byte('.')
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c == '*' || c == '>' || c <= ' ' || c == 0x7f || (c == '.' && prev == '.') {
 			return fmt.Errorf("%w: %q", ErrInvalidChannel, name)
 		}
+		prev = c
+	}
+	if prev == '.' {
+		return fmt.Errorf("%w: %q", ErrInvalidChannel, name)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -61,19 +62,34 @@ func (m *Model) request(req *model.Request) (*wireRequest, error) {
 }
 
 // parameters checks a tool's JSON Schema, which must be a JSON object. A
-// missing schema stands for an object without properties.
+// missing schema stands for an object without properties. Only the first
+// byte is looked at here: encoding the request checks that the schema is
+// valid JSON, and so rejects a malformed one with a clear error.
 func parameters(schema json.RawMessage) (json.RawMessage, error) {
-	if len(schema) == 0 {
+	trimmed := bytes.TrimLeft(schema, " \t\r\n")
+	if len(trimmed) == 0 {
 		return json.RawMessage(`{"type":"object","properties":{}}`), nil
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(schema, &top); err != nil {
-		return nil, err
-	}
-	if top == nil {
-		return nil, fmt.Errorf("schema is null, want an object")
+	if trimmed[0] != '{' {
+		return nil, fmt.Errorf("schema is %s, want a JSON object", kindOf(trimmed))
 	}
 	return schema, nil
+}
+
+// kindOf names the kind of the JSON value that data starts with.
+func kindOf(data []byte) string {
+	switch data[0] {
+	case 'n':
+		return "null"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	default:
+		return "not an object"
+	}
 }
 
 // messages converts the conversation. Images in tool messages, which the

@@ -215,9 +215,17 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 		return nil, err
 	}
 	var raw *http.Response
-	var completion wireCompletion
-	if err := m.client.Post(ctx, "chat/completions", body, &completion, option.WithResponseInto(&raw)); err != nil {
+	var contents []byte // the body of a JSON answer, as the SDK read it
+	if err := m.client.Post(ctx, "chat/completions", body, &contents, option.WithResponseInto(&raw)); err != nil {
 		return nil, m.wrapError(ctx, err, raw)
+	}
+	var completion wireCompletion
+	if err := json.Unmarshal(contents, &completion); err != nil {
+		ct := ""
+		if raw != nil {
+			ct = raw.Header.Get("Content-Type")
+		}
+		return nil, fmt.Errorf("openai: %s: the answer (content type %q) is not a JSON chat completion: %w", m.model, ct, err)
 	}
 	return m.response(&completion)
 }
@@ -234,6 +242,13 @@ func (m *Model) body(req *model.Request, stream bool) ([]byte, error) {
 	}
 	body, err := json.Marshal(w)
 	if err != nil {
+		// Name the tool whose schema is not JSON, which request checks
+		// only for being an object.
+		for _, t := range req.Tools {
+			if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
+				return nil, fmt.Errorf("openai: tool %q: parameters: schema is not valid JSON", t.Name)
+			}
+		}
 		return nil, fmt.Errorf("openai: encode request: %w", err)
 	}
 	return body, nil

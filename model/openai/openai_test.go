@@ -250,22 +250,29 @@ func TestRequestErrors(t *testing.T) {
 	srv := modeltest.NewServer(nil)
 	defer srv.Close()
 	m := newModel(t, srv, openai.Options{})
+	withSchema := func(schema string) *model.Request {
+		return &model.Request{
+			Messages: []model.Message{model.UserMessage("x")},
+			Tools:    []model.ToolDefinition{{Name: "ok", Parameters: json.RawMessage(`{}`)}, {Name: "t", Parameters: json.RawMessage(schema)}},
+		}
+	}
 	tests := []struct {
 		name string
 		req  *model.Request
+		want string // in the error
 	}{
-		{"image in system message", &model.Request{Messages: []model.Message{{Role: model.RoleSystem, Parts: []model.Part{model.ImageURLPart("https://x/y.png")}}}}},
-		{"empty image", &model.Request{Messages: []model.Message{{Role: model.RoleUser, Parts: []model.Part{{Type: model.PartImage}}}}}},
-		{"unknown role", &model.Request{Messages: []model.Message{{Role: "robot"}}}},
-		{"bad tool schema", &model.Request{
-			Messages: []model.Message{model.UserMessage("x")},
-			Tools:    []model.ToolDefinition{{Name: "t", Parameters: json.RawMessage(`[1]`)}},
-		}},
+		{"image in system message", &model.Request{Messages: []model.Message{{Role: model.RoleSystem, Parts: []model.Part{model.ImageURLPart("https://x/y.png")}}}}, "system message"},
+		{"empty image", &model.Request{Messages: []model.Message{{Role: model.RoleUser, Parts: []model.Part{{Type: model.PartImage}}}}}, "image"},
+		{"unknown role", &model.Request{Messages: []model.Message{{Role: "robot"}}}, "robot"},
+		{"array tool schema", withSchema(`[1]`), `tool "t": parameters: schema is an array, want a JSON object`},
+		{"null tool schema", withSchema(` null`), `tool "t": parameters: schema is null, want a JSON object`},
+		{"malformed tool schema", withSchema(`{"type":`), `tool "t": parameters: schema is not valid JSON`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := m.Generate(t.Context(), tt.req); err == nil {
-				t.Error("no error")
+			_, err := m.Generate(t.Context(), tt.req)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one saying %q", err, tt.want)
 			}
 		})
 	}
@@ -793,6 +800,24 @@ func TestUnusualServerAnswers(t *testing.T) {
 	}
 }
 
+func TestAnswerNotJSON(t *testing.T) {
+	for _, tt := range []struct{ contentType, body string }{
+		{"text/html", "<html>gateway</html>"},
+		{"application/json", `{"choices":[`},
+	} {
+		t.Run(tt.contentType, func(t *testing.T) {
+			m, err := openai.New(openai.Options{Model: "m", BaseURL: rawServer(t, 200, tt.contentType, tt.body), MaxRetries: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.Generate(t.Context(), &model.Request{Messages: []model.Message{model.UserMessage("hi")}})
+			if err == nil || !strings.Contains(err.Error(), "is not a JSON chat completion") || !strings.Contains(err.Error(), tt.contentType) {
+				t.Errorf("err = %v, want one saying the answer is not a JSON chat completion", err)
+			}
+		})
+	}
+}
+
 func TestStreamWithoutChoices(t *testing.T) {
 	url := rawServer(t, 200, "text/event-stream", "data: [DONE]\n\n")
 	m, err := openai.New(openai.Options{Model: "m", BaseURL: url, MaxRetries: -1})
@@ -912,6 +937,42 @@ func BenchmarkGenerate(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+			}
+		}
+	})
+	// The floor: the same exchange with net/http and encoding/json alone,
+	// against the same server, so that the difference from "plain" is what
+	// the adapter and the SDK's request machinery cost.
+	b.Run("bare-http", func(b *testing.B) {
+		body := []byte(`{"model":"test-model","messages":[{"role":"system","content":"You answer in one sentence."},` +
+			`{"role":"user","content":"What is the capital of France?"}]}`)
+		client := &http.Client{}
+		b.ReportAllocs()
+		for b.Loop() {
+			hreq, err := http.NewRequestWithContext(b.Context(), http.MethodPost, srv.URL()+"/chat/completions", bytes.NewReader(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			hreq.Header.Set("Content-Type", "application/json")
+			hreq.Header.Set("Authorization", "Bearer test")
+			resp, err := client.Do(hreq)
+			if err != nil {
+				b.Fatal(err)
+			}
+			data, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK {
+				b.Fatalf("HTTP %d, %v", resp.StatusCode, err)
+			}
+			var c struct {
+				Choices []struct {
+					Message struct {
+						Content string `json:"content"`
+					} `json:"message"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal(data, &c); err != nil || len(c.Choices) != 1 || c.Choices[0].Message.Content == "" {
+				b.Fatalf("answer %s: %v", data, err)
 			}
 		}
 	})
