@@ -17,6 +17,12 @@
 //     state store (store/memory or store/sqlite), calling the mock through
 //     model/openai (no retries), each run started with agent.Run.
 //
+// With -adapter, a third system, "adapter", makes the floor's two calls
+// through model/openai (the adapter and the SDK it is built on) with
+// nothing else of Calf, and adds the numbers itself: its figures against
+// the floor's are what the adapter costs, and Calf's against the adapter's
+// are what the broker, the store and the agent's handlers cost.
+//
 // With -dist, Calf is also measured as a distributed system: worker
 // processes (this binary, re-executed with -worker) serve the agent with
 // agent.Serve on a shared broker and store, and this process, the caller,
@@ -36,15 +42,17 @@
 // For each concurrency level the command alternates the systems over
 // several rounds; each round warms up, then measures a fixed number of
 // runs. It reports, per system, the time per run (wall time divided by
-// runs), runs per second, p50 and p99 latency and heap allocations per
-// run, each the median over the rounds; and, for Calf, its overhead over
+// runs), runs per second, p50 and p99 latency, the CPU time of this process
+// per run (user and system time: the client side when the mock runs in
+// another process, and a figure the other load of the machine hardly
+// moves) and heap allocations per run, each the median over the rounds; and, for Calf, its overhead over
 // the floor (per-run time / floor's - 1) and its throughput ratio (runs/s /
 // floor's), next to the targets: overhead under 25% sequentially,
 // throughput at least 80% of the floor's under concurrency.
 //
 // Usage:
 //
-//	calf-bench [-runs N] [-concurrency 1,64] [-store memory,sqlite] [-mock process|inproc|URL] [-rounds 3] [-json]
+//	calf-bench [-runs N] [-concurrency 1,64] [-store memory,sqlite] [-adapter] [-mock process|inproc|URL] [-rounds 3] [-json]
 //	           [-dist nats+postgres,kafka+redis [-workers 1,2] [-nats URL] [-postgres URL] [-redis URL]]
 //	calf-bench -serve-mock
 //

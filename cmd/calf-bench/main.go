@@ -35,6 +35,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	warmup := fs.Int("warmup", 0, "unmeasured runs before each round (default a tenth of -runs, at least 4 per worker)")
 	levels := fs.String("concurrency", "1,64", "comma-separated concurrency levels")
 	stores := fs.String("store", storeMemory, "comma-separated Calf stores to measure: memory, sqlite")
+	adapter := fs.Bool("adapter", false, "also measure model/openai alone: W1's two model calls through the adapter, without broker, store or agent")
 	mock := fs.String("mock", mockProcess, "where the mock runs: process (a child process), inproc, or the base URL of a running mock")
 	rounds := fs.Int("rounds", defaultRounds, "rounds per concurrency level; figures are the medians")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -60,7 +61,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if *worker != "" {
 		return serveWorker(ctx, *worker, stdin, stdout)
 	}
-	cfg := config{runs: *runs, warmup: *warmup, mock: *mock, rounds: *rounds, stores: splitList(*stores),
+	cfg := config{runs: *runs, warmup: *warmup, mock: *mock, rounds: *rounds, stores: splitList(*stores), adapter: *adapter,
 		dists: splitList(*dists), svc: services{nats: *natsURL, postgres: *postgresURL, redis: *redisURL}}
 	for _, d := range cfg.dists {
 		if err := checkSetup(d); err != nil {

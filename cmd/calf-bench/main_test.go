@@ -110,12 +110,12 @@ func TestBench(t *testing.T) {
 // does by default: the test binary stands in for the command.
 func TestBenchMockProcess(t *testing.T) {
 	t.Setenv(asMainEnv, "1")
-	rep, err := bench(t.Context(), config{runs: 10, warmup: 2, levels: []int{2}, stores: []string{storeMemory}, mock: mockProcess, rounds: 1}, os.Stderr)
+	rep, err := bench(t.Context(), config{runs: 10, warmup: 2, levels: []int{2}, stores: []string{storeMemory}, adapter: true, mock: mockProcess, rounds: 1}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []shape{{Concurrency: 2, Systems: []string{systemFloor, "calf/memory"}, Runs: []int{10, 10}, Validated: []int{10, 10},
-		Targets: []string{"calf/memory: throughput ratio >= 80%"}}}
+	want := []shape{{Concurrency: 2, Systems: []string{systemFloor, systemAdapter, "calf/memory"}, Runs: []int{10, 10, 10}, Validated: []int{10, 10, 10},
+		Targets: []string{"adapter: ", "calf/memory: throughput ratio >= 80%"}}}
 	if diff := cmp.Diff(want, shapeOf(rep)); diff != "" {
 		t.Errorf("report shape (-want +got):\n%s", diff)
 	}
@@ -126,7 +126,7 @@ func TestBenchMockProcess(t *testing.T) {
 }
 
 // TestRunsCheckTheirOutput: a run whose model does not do W1 fails, in
-// both systems, and so does the benchmark.
+// every system, and so does the benchmark.
 func TestRunsCheckTheirOutput(t *testing.T) {
 	answer := func(text string) modeltest.ServerHandler {
 		return func(ctx context.Context, req *model.Request) (*model.Response, error) {
@@ -159,6 +159,13 @@ func TestRunsCheckTheirOutput(t *testing.T) {
 			fl := newFloor(newHTTPClient(1), srv.URL())
 			if err := fl.run(t.Context()); !errors.Is(err, errWrongOutput) {
 				t.Errorf("floor: err = %v, want %v", err, errWrongOutput)
+			}
+			ad, err := newAdapterRun(newHTTPClient(1), srv.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ad.run(t.Context()); !errors.Is(err, errWrongOutput) {
+				t.Errorf("adapter: err = %v, want %v", err, errWrongOutput)
 			}
 			stack, err := newCalfStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(1), srv.URL())
 			if err != nil {
@@ -210,11 +217,22 @@ func TestFloorSendsWhatTheAdapterSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	calfReqs := take()
+	ad, err := newAdapterRun(newHTTPClient(1), srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ad.run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	adapterReqs := take()
 	if len(floorReqs) != 2 {
 		t.Fatalf("the floor made %d model calls, want 2", len(floorReqs))
 	}
 	if diff := cmp.Diff(calfReqs, floorReqs); diff != "" {
 		t.Errorf("requests (-calf +floor):\n%s", diff)
+	}
+	if diff := cmp.Diff(adapterReqs, floorReqs); diff != "" {
+		t.Errorf("requests (-adapter +floor):\n%s", diff)
 	}
 }
 

@@ -165,6 +165,7 @@ func New(opts Options) (*Model, error) {
 	for k, v := range opts.Headers {
 		ro = append(ro, option.WithHeader(k, v))
 	}
+	ro = append(ro, option.WithMiddleware(inMemoryBody))
 	if opts.Logger != nil {
 		ro = append(ro, option.WithMiddleware(logAttempts(opts.Logger)))
 	}
@@ -177,6 +178,24 @@ func New(opts Options) (*Model, error) {
 // matches [model.ErrNoModel], says what to set.
 func FromEnv(name string) (*Model, error) {
 	return New(Options{Model: name})
+}
+
+// inMemoryBody is middleware that hands net/http each attempt's body as
+// the in-memory reader it is. The SDK wraps the body of every attempt in a
+// reader of its own, which net/http cannot tell from a stream: it would
+// then send the headers and the body in two writes (and two TCP segments)
+// instead of one. The request's GetBody, which the SDK sets for the bytes
+// this adapter sends, gives a fresh reader over the same bytes that net/http
+// recognises.
+func inMemoryBody(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	if r.GetBody != nil && r.Body != nil && r.Body != http.NoBody {
+		if body, err := r.GetBody(); err == nil {
+			orig := r.Body
+			r.Body = body
+			defer orig.Close()
+		}
+	}
+	return next(r)
 }
 
 // logAttempts returns middleware that logs each HTTP attempt at debug level.

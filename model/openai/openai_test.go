@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -976,4 +978,52 @@ func BenchmarkGenerate(b *testing.B) {
 			}
 		}
 	})
+}
+
+// bodyKinds is a transport that records, for each request, whether its
+// body is one net/http can write together with the headers: an in-memory
+// reader (it implements io.WriterTo) rather than an opaque stream.
+type bodyKinds struct {
+	mu       sync.Mutex
+	inMemory []bool
+}
+
+func (b *bodyKinds) RoundTrip(r *http.Request) (*http.Response, error) {
+	_, ok := r.Body.(io.WriterTo)
+	b.mu.Lock()
+	b.inMemory = append(b.inMemory, ok)
+	b.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestBodySentInMemory: every attempt's body reaches net/http as an
+// in-memory reader, retries included, so that the headers and the body go
+// out in one write.
+func TestBodySentInMemory(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !json.Valid(body) || r.ContentLength != int64(len(body)) {
+			t.Errorf("body %q with content length %d", body, r.ContentLength)
+		}
+		if calls.Add(1) == 1 {
+			http.Error(w, "try again", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+	}))
+	defer srv.Close()
+	kinds := &bodyKinds{}
+	m, err := openai.New(openai.Options{Model: "m", BaseURL: srv.URL, APIKey: "k", MaxRetries: 2,
+		HTTPClient: &http.Client{Transport: kinds}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Generate(t.Context(), &model.Request{Messages: []model.Message{model.UserMessage("hi")}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{true, true}; !slices.Equal(kinds.inMemory, want) {
+		t.Errorf("in-memory bodies per attempt = %v, want %v", kinds.inMemory, want)
+	}
 }
