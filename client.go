@@ -257,7 +257,10 @@ func (c *Client) wrap(h Handler) Handler {
 				err = fmt.Errorf("calf: handler panicked on %s: %v\n%s", msg.Channel, r, debug.Stack())
 			}
 		}()
-		return h(ContextWithMessage(ctx, msg), msg)
+		if in, ok := MessageFromContext(ctx); !ok || in != msg {
+			ctx = ContextWithMessage(ctx, msg) // the broker did not
+		}
+		return h(ctx, msg)
 	}
 }
 
