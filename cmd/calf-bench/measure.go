@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -196,7 +195,6 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 
 	top := slices.Max(cfg.levels)
 	fl := newFloor(newHTTPClient(top), ms.url)
-	calfHTTP := newHTTPClient(top)
 	systems := []string{systemFloor}
 	if cfg.adapter {
 		systems = append(systems, systemAdapter)
@@ -228,7 +226,7 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 		for r := range cfg.rounds {
 			for k := range systems {
 				i := (r + k) % len(systems)
-				s, err := measureSystem(ctx, systems[i], cfg, conc, top, fl, calfHTTP, ms.url, dir)
+				s, err := measureSystem(ctx, systems[i], cfg, conc, top, fl, ms.url, dir)
 				if err != nil {
 					return nil, fmt.Errorf("%s at concurrency %d, round %d: %w", systems[i], conc, r+1, err)
 				}
@@ -251,8 +249,13 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 
 // measureSystem warms up and measures one round of one system. Each round
 // of Calf gets a fresh broker and store.
-func measureSystem(ctx context.Context, system string, cfg config, conc, top int, fl *floor, calfHTTP *http.Client, base, dir string) (s sample, err error) {
+func measureSystem(ctx context.Context, system string, cfg config, conc, top int, fl *floor, base, dir string) (s sample, err error) {
 	var r runner = fl
+	// Each measurement of a system other than the floor has an HTTP client
+	// of its own, so that the goroutines of its connections carry its
+	// profile label (they inherit the label of the run that dialled).
+	httpClient := newHTTPClient(top)
+	defer httpClient.CloseIdleConnections()
 	if setup, workers, ok := parseDistSystem(system); ok {
 		ds, err := newDistStack(ctx, setup, workers, cfg.svc, base, top, cfg.workerStderr)
 		if err != nil {
@@ -265,13 +268,13 @@ func measureSystem(ctx context.Context, system string, cfg config, conc, top int
 		}()
 		r = ds
 	} else if system == systemAdapter {
-		a, err := newAdapterRun(calfHTTP, base)
+		a, err := newAdapterRun(httpClient, base)
 		if err != nil {
 			return sample{}, err
 		}
 		r = a
 	} else if system != systemFloor {
-		s, err := newCalfStack(ctx, system[len("calf/"):], dir, calfHTTP, base)
+		s, err := newCalfStack(ctx, system[len("calf/"):], dir, httpClient, base)
 		if err != nil {
 			return sample{}, err
 		}
