@@ -343,6 +343,12 @@ func (h *handlers[S]) onInput(ctx context.Context, msg *calf.Message) error {
 		if err != nil {
 			return err
 		}
+		if old.Status == RunCancelled && old.Step == 0 {
+			// Cancelled before its input arrived (by its parent): it
+			// never runs, and answers whoever submitted it.
+			old.ReplyTo = ev.ReplyTo
+			return h.emitCancelledUnstarted(ctx, old)
+		}
 		if old.Status.Terminal() && old.Emitted >= old.Seq {
 			// A run started again after it ended answers again.
 			return h.emitState(ctx, old)
@@ -350,6 +356,35 @@ func (h *handlers[S]) onInput(ctx context.Context, msg *calf.Message) error {
 		return h.stale(ctx, msg, old)
 	}
 	return h.emitPending(ctx, st)
+}
+
+// createCancelled records the run id, whose input has not been handled,
+// as cancelled before it started. It reports false when the run exists
+// (its input was handled meanwhile).
+func (h *handlers[S]) createCancelled(ctx context.Context, run, reason string, now time.Time) (bool, error) {
+	st := &RunState{Workflow: h.w.name, RunID: run, Status: RunCancelled, Error: reason, Seq: 1, Emitted: 1,
+		StartedAt: now, EndedAt: now}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return false, err
+	}
+	if _, err := h.rt.Store().Put(ctx, store.KindWorkflow, recordID(h.w.name, run), data, 0); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// emitCancelledUnstarted emits the output of a run cancelled before it
+// started, and its reply: it has no step and no checkpoint.
+func (h *handlers[S]) emitCancelledUnstarted(ctx context.Context, st *RunState) error {
+	ev := OutputEvent{Status: OutputCancelled, Error: st.Error, RunID: st.RunID}
+	if err := h.emit(ctx, OutputChannel(h.w.name), st.RunID, outputID(st.RunID), ev); err != nil {
+		return err
+	}
+	return h.reply(ctx, st)
 }
 
 // pending reports whether the run's current step still has to run node.

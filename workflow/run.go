@@ -237,9 +237,19 @@ func (w *Workflow[S]) result(ev *OutputEvent) (S, error) {
 // that arrive later are dropped; a function node in progress finishes but
 // its result is not recorded. The child runs in progress (of agent nodes
 // and sub-workflows) are cancelled too: their model call or tool in
-// progress finishes, but they take no step after it. Cancelling an ended
-// run changes nothing.
+// progress finishes, but they take no step after it; a sub-workflow run
+// whose input is still on its way never starts. Cancelling an ended run
+// changes nothing; cancelling an unknown run returns an error matching
+// store.ErrNotFound.
 func (w *Workflow[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	return w.cancel(ctx, rt, runID, reason, false)
+}
+
+// cancel is Cancel. With unstarted set, a run whose input has not been
+// handled yet is recorded cancelled, so that it never starts: that is how
+// a parent cancels a sub-workflow run it has submitted, whose input may
+// still be on its way.
+func (w *Workflow[S]) cancel(ctx context.Context, rt *agent.Runtime, runID, reason string, unstarted bool) error {
 	h := &handlers[S]{w: w, rt: rt}
 	now := rt.Client().Now()
 	var children []string // the nodes whose child runs are in progress
@@ -254,14 +264,21 @@ func (w *Workflow[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reas
 		st.Status = RunCancelled
 		return true
 	})
+	if errors.Is(err, store.ErrNotFound) && unstarted {
+		created, cerr := h.createCancelled(ctx, runID, reason, now)
+		if cerr != nil || created {
+			return cerr
+		}
+		// The input was handled meanwhile: cancel the run it started.
+		return w.cancel(ctx, rt, runID, reason, false)
+	}
 	if err != nil || !changed {
 		return err
 	}
 	for _, node := range children {
 		child := childRunID(runID, step, node)
 		why := fmt.Sprintf("workflow %s: run %s was cancelled: %s", w.name, runID, reason)
-		err := w.nodes[node].agent.cancel(ctx, rt, child, why)
-		if err != nil && !errors.Is(err, store.ErrNotFound) { // a sub-workflow run not started yet
+		if err := w.nodes[node].agent.cancel(ctx, rt, child, why); err != nil {
 			rt.Client().Logger().Warn("workflow: cancel child run", "workflow", w.name, "run", runID, "node", node, "child", child, "err", err)
 		}
 	}

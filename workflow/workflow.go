@@ -132,7 +132,7 @@ func SubWorkflow[S, T any](sub *Workflow[T], in func(s S) (T, error), out func(s
 			return rt.Client().Publish(ctx, msg)
 		},
 		cancel: func(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
-			return sub.Cancel(ctx, rt, runID, reason)
+			return sub.cancel(ctx, rt, runID, reason, true)
 		},
 		apply: func(s S, ev *agent.OutputEvent) (S, error) {
 			if ev.Status != agent.OutputComplete {

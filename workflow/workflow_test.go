@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -1418,5 +1419,88 @@ func TestCancelCancelsChildRun(t *testing.T) {
 	}
 	if n := calls.Load(); n != 1 {
 		t.Errorf("model calls = %d, want 1", n)
+	}
+}
+
+// gatedStore holds the write that creates a run of the workflow named in
+// until release is closed, announcing it on reached.
+type gatedStore struct {
+	store.Store
+	in      string
+	once    sync.Once
+	reached chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedStore) Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error) {
+	if kind == store.KindWorkflow && version == 0 && bytes.Contains(data, []byte(`"workflow":"`+g.in+`"`)) {
+		g.once.Do(func() { close(g.reached) })
+		<-g.release
+	}
+	return g.Store.Put(ctx, kind, id, data, version)
+}
+
+// TestCancelBeforeSubWorkflowStarts: a parent cancelled while the input of
+// its sub-workflow run is on its way records the child cancelled, and the
+// child, when its input arrives, runs none of its nodes.
+func TestCancelBeforeSubWorkflowStarts(t *testing.T) {
+	b := memory.New(nil)
+	t.Cleanup(func() { _ = b.Close() })
+	s := storemem.New()
+	var c counts
+	inner := workflow.New[doc]("inner", nil).
+		Node("x", mark("x", &c)).
+		Edge(workflow.Start, "x").Edge("x", workflow.End).
+		MustBuild()
+	gate := &gatedStore{Store: s, in: "inner", reached: make(chan struct{}), release: make(chan struct{})}
+	// The child is served on a runtime whose store holds the write that
+	// would create the child's run, as if its input were still on its way.
+	serve(t, inner, runtimeOn(t, b, gate))
+	rt := runtimeOn(t, b, s)
+	outer := workflow.New[doc]("outer", nil).
+		Node("sub", workflow.SubWorkflow(inner,
+			func(s doc) (doc, error) { return s, nil },
+			func(_ doc, d doc) (doc, error) { return d, nil })).
+		Edge(workflow.Start, "sub").Edge("sub", workflow.End).
+		MustBuild()
+	serve(t, outer, rt)
+	if _, err := outer.Start(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	<-gate.reached
+	if err := outer.Cancel(t.Context(), rt, "p", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := rt.Client().Follow(t.Context(), workflow.OutputChannel("inner"), "p.1.sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	close(gate.release)
+	m, err := f.Next(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out workflow.OutputEvent
+	if err := m.Decode(&out); err != nil || out.Status != workflow.OutputCancelled {
+		t.Fatalf("child output %+v (%v), want cancelled", out, err)
+	}
+	child, err := inner.Load(t.Context(), rt, "p.1.sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if child.Status != workflow.RunCancelled || !strings.Contains(child.Error, "workflow outer: run p was cancelled: stop") {
+		t.Errorf("child: status %s, error %q; want cancelled by its parent", child.Status, child.Error)
+	}
+	if _, err := outer.Wait(t.Context(), rt, "p"); !errors.Is(err, workflow.ErrCancelled) {
+		t.Errorf("parent Wait = %v, want ErrCancelled", err)
+	}
+	// The child's handlers are done with its input once its output is out;
+	// close the clients to be sure, then check that x never ran.
+	if err := rt.Client().Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.get(); len(got) != 0 {
+		t.Errorf("the cancelled child ran %v", got)
 	}
 }
