@@ -60,6 +60,26 @@ func CreateChannels(ctx context.Context, b Broker, channels ...string) error {
 	return nil
 }
 
+// ChannelDeleter is implemented by brokers that keep a resource per
+// channel (see [ChannelCreator]) and can remove it. A [Client] deletes its
+// inbox channel when it shuts down, so that the inboxes of clients that
+// have ended do not pile up. Brokers without such resources need not
+// implement it.
+type ChannelDeleter interface {
+	// DeleteChannels removes the broker's resources for channels, with the
+	// messages they hold. Deleting a channel that has none is not an error.
+	DeleteChannels(ctx context.Context, channels ...string) error
+}
+
+// DeleteChannels deletes channels on b if b is a [ChannelDeleter], and
+// does nothing otherwise.
+func DeleteChannels(ctx context.Context, b Broker, channels ...string) error {
+	if cd, ok := b.(ChannelDeleter); ok {
+		return cd.DeleteChannels(ctx, channels...)
+	}
+	return nil
+}
+
 // Subscription is an active subscription.
 type Subscription interface {
 	// Close stops delivery and waits for the handlers in progress to return.

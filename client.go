@@ -44,7 +44,8 @@ type Client struct {
 	taps   map[string]*tap
 	closed bool
 
-	orphans atomic.Int64
+	orphans   atomic.Int64
+	inboxUsed atomic.Bool // Inbox was called: delete the inbox on shutdown
 }
 
 // NewClient returns a client on b.
@@ -77,7 +78,12 @@ const InboxPrefix = "calf.inbox."
 // gets its reply delivered to this client alone: callers in many processes
 // then each receive their own replies, instead of every caller receiving
 // every reply on a shared channel. Follow the inbox with [Client.Follow].
-func (c *Client) Inbox() string { return c.inbox }
+// When the client shuts down, it deletes its inbox on a broker that keeps
+// a resource per channel (a [ChannelDeleter], such as a Kafka topic).
+func (c *Client) Inbox() string {
+	c.inboxUsed.Store(true)
+	return c.inbox
+}
 
 // Broker returns the client's broker.
 func (c *Client) Broker() Broker { return c.broker }
@@ -555,9 +561,27 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case err := <-done:
+		c.deleteInbox(ctx)
 		return err
 	case <-ctx.Done():
 		return fmt.Errorf("calf: shutdown: %w", context.Cause(ctx))
+	}
+}
+
+// inboxDeleteTimeout bounds the deletion of a client's inbox at shutdown.
+const inboxDeleteTimeout = 10 * time.Second
+
+// deleteInbox deletes the client's inbox channel if it was handed out. A
+// failure is logged: the client has shut down all the same, and the
+// inbox is only left behind.
+func (c *Client) deleteInbox(ctx context.Context) {
+	if !c.inboxUsed.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, inboxDeleteTimeout)
+	defer cancel()
+	if err := DeleteChannels(ctx, c.broker, c.inbox); err != nil && !errors.Is(err, ErrClosed) {
+		c.log.Warn("calf: delete the client's inbox", "channel", c.inbox, "err", err)
 	}
 }
 

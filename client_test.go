@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -313,4 +314,89 @@ func TestFollowerAddTree(t *testing.T) {
 	if n := c.OrphanReplies(); n != 3 {
 		t.Errorf("orphan replies = %d, want the 3 unfollowed messages", n)
 	}
+}
+
+// deletingBroker is a broker with per-channel resources: it records the
+// channels it is asked to delete, and fails when err is set.
+type deletingBroker struct {
+	*memory.Broker
+	mu      sync.Mutex
+	deleted []string
+	err     error
+}
+
+func (b *deletingBroker) DeleteChannels(_ context.Context, channels ...string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.deleted = append(b.deleted, channels...)
+	return b.err
+}
+
+func (b *deletingBroker) got() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.deleted)
+}
+
+// TestShutdownDeletesTheInbox: a client that handed out its inbox deletes
+// it when it shuts down, once; a client that did not leaves the broker
+// alone; a failed deletion is logged, not returned.
+func TestShutdownDeletesTheInbox(t *testing.T) {
+	newBroker := func(err error) *deletingBroker {
+		b := &deletingBroker{Broker: memory.New(nil), err: err}
+		t.Cleanup(func() { _ = b.Broker.Close() })
+		return b
+	}
+
+	b := newBroker(nil)
+	c := calf.NewClient(b, nil)
+	f, err := c.Follow(t.Context(), c.Inbox(), "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.got(), []string{c.Inbox()}; !slices.Equal(got, want) {
+		t.Errorf("deleted %q, want %q", got, want)
+	}
+
+	b = newBroker(nil)
+	worker := calf.NewClient(b, nil)
+	if err := worker.Handle(t.Context(), "w.x", func(context.Context, *calf.Message) error { return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.got(); len(got) != 0 {
+		t.Errorf("a client that never used its inbox deleted %q", got)
+	}
+
+	b = newBroker(errors.New("cluster unreachable"))
+	var logs strings.Builder
+	c = calf.NewClient(b, &calf.Options{Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))})
+	_ = c.Inbox()
+	if err := c.Close(); err != nil {
+		t.Errorf("Close = %v, want nil: a failed deletion only leaves the inbox behind", err)
+	}
+	if !strings.Contains(logs.String(), "cluster unreachable") {
+		t.Errorf("the failed deletion was not logged: %q", logs.String())
+	}
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -28,10 +28,11 @@
 // factor of [Options.ReplicationFactor] (the cluster's default unless
 // set). The inbox of a [calf.Client] (a channel starting with
 // [calf.InboxPrefix]) has one consumer, the client that owns it: its topic
-// gets a single partition. Kafka keeps a topic until it is deleted, so the
-// inbox topics of clients that have ended stay; delete the topics
-// calf.inbox.* that no running client owns now and then, or give them a
-// short retention. On a cluster that does not let it create topics,
+// gets a single partition and a retention of one day. A client deletes its
+// inbox topic when it shuts down ([Broker.DeleteChannels]); the inbox
+// topics of clients that died stay until deleted: remove the topics
+// calf.inbox.* that no running client owns now and then. On a cluster that
+// does not let it create topics,
 // create them beforehand: the broker uses the topics that exist, whatever
 // their partitions.
 //

@@ -473,8 +473,10 @@ func (b *Broker) ensureTopic(ctx context.Context, topic string) error {
 	var configs map[string]*string
 	switch {
 	case strings.HasPrefix(topic, b.opts.TopicPrefix+calf.InboxPrefix):
-		// An inbox has one consumer, the client that owns it.
+		// An inbox has one consumer, the client that owns it, which reads
+		// replies as they come: what is older than a day was never read.
 		partitions = 1
+		configs = map[string]*string{"retention.ms": new(inboxRetention)}
 	case topic == b.opts.TopicPrefix+MembersTopic:
 		// Every broker reads the beats whole, and only the last ones.
 		partitions = 1
@@ -522,6 +524,45 @@ func (b *Broker) CreateChannels(ctx context.Context, channels ...string) error {
 		}
 	}
 	return nil
+}
+
+// inboxRetention is the retention.ms of a client's inbox topic: one day.
+const inboxRetention = "86400000"
+
+// DeleteChannels deletes the topics of channels, with their messages (see
+// [calf.ChannelDeleter]); a channel without a topic is skipped. A
+// [calf.Client] deletes its inbox this way when it shuts down. Publishing
+// on a deleted channel creates its topic again.
+func (b *Broker) DeleteChannels(ctx context.Context, channels ...string) error {
+	if b.closed.Load() {
+		return calf.ErrClosed
+	}
+	topics := make([]string, 0, len(channels))
+	for _, ch := range channels {
+		if err := calf.ValidateChannel(ch); err != nil {
+			return err
+		}
+		topic, err := Topic(b.opts.TopicPrefix, ch)
+		if err != nil {
+			return err
+		}
+		topics = append(topics, topic)
+	}
+	resps, err := b.adm.DeleteTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("kafka: delete topics %s: %w", strings.Join(topics, ", "), err)
+	}
+	var errs []error
+	for _, topic := range topics {
+		b.topics.Delete(topic)
+		r, ok := resps[topic]
+		if !ok || r.Err == nil || errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("kafka: delete topic %s: %w", topic, r.Err))
+	}
+	b.cl.PurgeTopicsFromClient(topics...)
+	return errors.Join(errs...)
 }
 
 // announce has the subscriptions whose pattern matches topic look for new

@@ -907,21 +907,7 @@ func TestSilentMemberIsRemovedFromItsGroup(t *testing.T) {
 	if n := len(details[topic].Partitions); n != 1 {
 		t.Errorf("%s has %d partitions, want 1", topic, n)
 	}
-	configs, err := b.adm.DescribeTopicConfigs(t.Context(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := configs.On(topic, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	retention := ""
-	for _, c := range rc.Configs {
-		if c.Key == "retention.ms" && c.Value != nil {
-			retention = *c.Value
-		}
-	}
-	if retention != membersRetention {
+	if retention := topicRetention(t, b, topic); retention != membersRetention {
 		t.Errorf("%s has retention.ms %q, want %s", topic, retention, membersRetention)
 	}
 }
@@ -984,5 +970,66 @@ func TestStaleViewEvictsNobody(t *testing.T) {
 	l.mu.Unlock()
 	if kept {
 		t.Error("a broker with a fresh view kept a peer silent for a minute")
+	}
+}
+
+// topicRetention returns the retention.ms of topic.
+func topicRetention(t *testing.T, b *Broker, topic string) string {
+	t.Helper()
+	configs, err := b.adm.DescribeTopicConfigs(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := configs.On(topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == "retention.ms" && c.Value != nil {
+			return *c.Value
+		}
+	}
+	return ""
+}
+
+// TestClientDeletesItsInboxTopic: a client's inbox topic has a bounded
+// retention, and the client deletes it when it shuts down; deleting a
+// channel without a topic is not an error.
+func TestClientDeletesItsInboxTopic(t *testing.T) {
+	c := newCluster(t)
+	opts := testOptions()
+	b := open(t, c, opts)
+	client := calf.NewClient(b, nil)
+	inbox := client.Inbox()
+	f, err := client.Follow(t.Context(), inbox, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := client.Emit(t.Context(), inbox, 1, calf.WithMetadata(calf.Metadata{CorrelationID: "r1"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Next(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	topic, _ := Topic(opts.TopicPrefix, inbox)
+	if got := topicRetention(t, b, topic); got != inboxRetention {
+		t.Errorf("inbox topic retention.ms %q, want %s", got, inboxRetention)
+	}
+	if err := client.Close(); err != nil {
+		t.Fatal(err)
+	}
+	details, err := b.adm.ListTopics(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if details.Has(topic) {
+		t.Errorf("inbox topic %s still exists after the client shut down", topic)
+	}
+	if err := b.DeleteChannels(t.Context(), "never.published"); err != nil {
+		t.Errorf("deleting a channel without a topic: %v", err)
+	}
+	if err := b.DeleteChannels(t.Context(), "bad..channel"); !errors.Is(err, calf.ErrInvalidChannel) {
+		t.Errorf("deleting an invalid channel: %v", err)
 	}
 }
