@@ -186,7 +186,8 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 	}
 	var st *RunState
 	var created []byte
-	_, err = store.Update(ctx, h.rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
+	// A run is usually new: create it without reading it first.
+	_, err = store.CreateOrUpdate(ctx, h.rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
 		created = nil
 		if exists {
 			var err error

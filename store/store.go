@@ -148,6 +148,29 @@ func Update(ctx context.Context, s Store, kind, id string, fn func(data []byte, 
 	return Record{}, fmt.Errorf("%w: %s/%s: gave up after %d attempts", ErrConflict, kind, id, MaxUpdateAttempts)
 }
 
+// CreateOrUpdate is [Update] for a record that usually does not exist
+// yet: it first applies fn to no data (exists=false) and writes the result
+// create-only, without reading the record, which saves a read (a query,
+// on a database) when the record is new. When the record exists (the
+// write conflicts), or fn returns a nil slice, it goes on as Update, which
+// applies fn again to the stored data.
+func CreateOrUpdate(ctx context.Context, s Store, kind, id string, fn func(data []byte, exists bool) ([]byte, error)) (Record, error) {
+	data, err := fn(nil, false)
+	if err != nil {
+		return Record{}, err
+	}
+	if data != nil {
+		v, err := s.Put(ctx, kind, id, data, 0)
+		if err == nil {
+			return Record{Kind: kind, ID: id, Version: v, Data: data}, nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return Record{}, err
+		}
+	}
+	return Update(ctx, s, kind, id, fn)
+}
+
 // ConflictError returns the error an adapter reports when a write's
 // expected version is not the stored one. It matches [ErrConflict].
 func ConflictError(kind, id string, version int64) error {

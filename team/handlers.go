@@ -80,7 +80,8 @@ func (c *coordinator) onInput(ctx context.Context, msg *calf.Message) error {
 	}
 	now := c.rt.Client().Now()
 	var st *State
-	_, err = store.Update(ctx, c.rt.Store(), KindTeam, id, func(data []byte, exists bool) ([]byte, error) {
+	// A team run is usually new: create it without reading it first.
+	_, err = store.CreateOrUpdate(ctx, c.rt.Store(), KindTeam, id, func(data []byte, exists bool) ([]byte, error) {
 		if exists {
 			var err error
 			if st, err = DecodeState(data); err != nil {
