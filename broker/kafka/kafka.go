@@ -511,19 +511,32 @@ func (b *Broker) CreateChannels(ctx context.Context, channels ...string) error {
 	if b.closed.Load() {
 		return calf.ErrClosed
 	}
-	for _, ch := range channels {
-		if err := calf.ValidateChannel(ch); err != nil {
-			return err
-		}
-		topic, err := Topic(b.opts.TopicPrefix, ch)
-		if err != nil {
-			return err
-		}
+	topics, err := b.topicsOf(channels)
+	if err != nil {
+		return err
+	}
+	for _, topic := range topics {
 		if err := b.ensureTopic(ctx, topic); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// topicsOf returns the topics of channels, which must be valid channels.
+func (b *Broker) topicsOf(channels []string) ([]string, error) {
+	topics := make([]string, 0, len(channels))
+	for _, ch := range channels {
+		if err := calf.ValidateChannel(ch); err != nil {
+			return nil, err
+		}
+		topic, err := Topic(b.opts.TopicPrefix, ch)
+		if err != nil {
+			return nil, err
+		}
+		topics = append(topics, topic)
+	}
+	return topics, nil
 }
 
 // inboxRetention is the retention.ms of a client's inbox topic: one day.
@@ -537,16 +550,9 @@ func (b *Broker) DeleteChannels(ctx context.Context, channels ...string) error {
 	if b.closed.Load() {
 		return calf.ErrClosed
 	}
-	topics := make([]string, 0, len(channels))
-	for _, ch := range channels {
-		if err := calf.ValidateChannel(ch); err != nil {
-			return err
-		}
-		topic, err := Topic(b.opts.TopicPrefix, ch)
-		if err != nil {
-			return err
-		}
-		topics = append(topics, topic)
+	topics, err := b.topicsOf(channels)
+	if err != nil {
+		return err
 	}
 	resps, err := b.adm.DeleteTopics(ctx, topics...)
 	if err != nil {

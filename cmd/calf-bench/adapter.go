@@ -9,7 +9,6 @@ import (
 
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/openai"
-	"github.com/calf-go/calf/tool"
 )
 
 // systemAdapter names the measurement of model/openai alone.
@@ -27,13 +26,7 @@ type adapterRun struct {
 }
 
 func newAdapterRun(httpClient *http.Client, base string) (*adapterRun, error) {
-	m, err := openai.New(openai.Options{Model: modelName, BaseURL: base, APIKey: apiKey, HTTPClient: httpClient, MaxRetries: -1})
-	if err != nil {
-		return nil, err
-	}
-	add, err := tool.New(toolName, toolDesc, func(_ context.Context, in operands) (int, error) {
-		return in.A + in.B, nil
-	})
+	m, add, err := w1ModelAndTool(httpClient, base)
 	if err != nil {
 		return nil, err
 	}

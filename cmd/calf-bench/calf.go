@@ -78,13 +78,7 @@ func (s *calfStack) run(ctx context.Context) error {
 // newW1Agent returns W1's agent, calling the mock at base through
 // model/openai without retries.
 func newW1Agent(httpClient *http.Client, base string) (*agent.Agent[agent.NoDeps, string], error) {
-	m, err := openai.New(openai.Options{Model: modelName, BaseURL: base, APIKey: apiKey, HTTPClient: httpClient, MaxRetries: -1})
-	if err != nil {
-		return nil, err
-	}
-	add, err := tool.New(toolName, toolDesc, func(_ context.Context, in operands) (int, error) {
-		return in.A + in.B, nil
-	})
+	m, add, err := w1ModelAndTool(httpClient, base)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +86,22 @@ func newW1Agent(httpClient *http.Client, base string) (*agent.Agent[agent.NoDeps
 		Instructions: instructions,
 		Tools:        []tool.Tool{add},
 	})
+}
+
+// w1ModelAndTool returns W1's model, the mock at base through
+// model/openai without retries, and its add tool.
+func w1ModelAndTool(httpClient *http.Client, base string) (*openai.Model, tool.Tool, error) {
+	m, err := openai.New(openai.Options{Model: modelName, BaseURL: base, APIKey: apiKey, HTTPClient: httpClient, MaxRetries: -1})
+	if err != nil {
+		return nil, nil, err
+	}
+	add, err := tool.New(toolName, toolDesc, func(_ context.Context, in operands) (int, error) {
+		return in.A + in.B, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, add, nil
 }
 
 // runW1 does one W1 run of a through agent.Run on rt and checks its
