@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 )
 
@@ -74,6 +75,51 @@ func CheckKey(kind, id string) error {
 		return fmt.Errorf("%w: kind %q id %q", ErrInvalidKey, kind, truncate(id))
 	}
 	return nil
+}
+
+// Guard is what a store adapter keeps to refuse work once it is closed,
+// with the checks every adapter makes around an operation. The zero value
+// is open.
+type Guard struct {
+	// Name starts the errors of Fail, such as "postgres".
+	Name   string
+	closed atomic.Bool
+}
+
+// Close marks the store closed.
+func (g *Guard) Close() { g.closed.Store(true) }
+
+// Closed reports whether Close was called.
+func (g *Guard) Closed() bool { return g.closed.Load() }
+
+// Check validates the key with [CheckKey], then returns what Live
+// returns. Adapters call it first in every method that takes a key.
+func (g *Guard) Check(ctx context.Context, kind, id string) error {
+	if err := CheckKey(kind, id); err != nil {
+		return err
+	}
+	return g.Live(ctx)
+}
+
+// Live returns [ErrClosed] once the store is closed, and otherwise ctx's
+// error.
+func (g *Guard) Live(ctx context.Context) error {
+	if g.closed.Load() {
+		return ErrClosed
+	}
+	return ctx.Err()
+}
+
+// Fail wraps err, which the database returned for operation op. A close
+// or a done ctx that happened during the operation is reported as such
+// ([ErrClosed], ctx's error) rather than as what the database made of it.
+func (g *Guard) Fail(ctx context.Context, op string, err error) error {
+	if g.closed.Load() {
+		err = ErrClosed
+	} else if ctxErr := ctx.Err(); ctxErr != nil {
+		err = ctxErr
+	}
+	return fmt.Errorf("%s: %s: %w", g.Name, op, err)
 }
 
 // CheckKind validates a kind alone, for methods such as List that take no

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,7 +62,7 @@ type Store struct {
 	insert, update, remove, removeVersion, versionOf, get string
 	list                                                  [2][2]string
 
-	closed    atomic.Bool
+	guard     store.Guard
 	closeOnce sync.Once
 }
 
@@ -117,7 +116,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
 
-	s := &Store{pool: pool, now: o.Now, log: o.Logger}
+	s := &Store{guard: store.Guard{Name: "postgres"}, pool: pool, now: o.Now, log: o.Logger}
 	r := t.records
 	s.insert = `INSERT INTO ` + r + ` (kind, id, version, data, updated_at) VALUES ($1, $2, 1, $3, $4)
 		ON CONFLICT (kind, id) DO NOTHING`
@@ -140,7 +139,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 
 // Get returns the record, or [store.ErrNotFound].
 func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) {
-	if err := s.check(ctx, kind, id); err != nil {
+	if err := s.guard.Check(ctx, kind, id); err != nil {
 		return store.Record{}, err
 	}
 	rec := store.Record{Kind: kind, ID: id}
@@ -151,7 +150,7 @@ func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) 
 		return store.Record{}, fmt.Errorf("%w: %s/%s", store.ErrNotFound, kind, id)
 	}
 	if err != nil {
-		return store.Record{}, s.fail(ctx, "get", err)
+		return store.Record{}, s.guard.Fail(ctx, "get", err)
 	}
 	return rec, nil
 }
@@ -159,7 +158,7 @@ func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) 
 // Put writes data if the record's stored version is version (0: the record
 // must not exist) and returns the new version, or [store.ErrConflict].
 func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error) {
-	if err := s.check(ctx, kind, id); err != nil {
+	if err := s.guard.Check(ctx, kind, id); err != nil {
 		return 0, err
 	}
 	if version < 0 {
@@ -179,7 +178,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		return err
 	})
 	if err != nil {
-		return 0, s.fail(ctx, "put", err)
+		return 0, s.guard.Fail(ctx, "put", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return 0, store.ConflictError(kind, id, version)
@@ -190,7 +189,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 // Delete removes the record if its stored version is version, or whatever
 // its version when version is 0. Deleting a missing record is not an error.
 func (s *Store) Delete(ctx context.Context, kind, id string, version int64) error {
-	if err := s.check(ctx, kind, id); err != nil {
+	if err := s.guard.Check(ctx, kind, id); err != nil {
 		return err
 	}
 	k, i := []byte(kind), []byte(id)
@@ -200,7 +199,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 			return err
 		})
 		if err != nil {
-			return s.fail(ctx, "delete", err)
+			return s.guard.Fail(ctx, "delete", err)
 		}
 		return nil
 	}
@@ -211,7 +210,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 			return err
 		})
 		if err != nil {
-			return s.fail(ctx, "delete", err)
+			return s.guard.Fail(ctx, "delete", err)
 		}
 		if tag.RowsAffected() == 1 {
 			return nil
@@ -227,7 +226,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 		case errors.Is(err, pgx.ErrNoRows):
 			return nil
 		case err != nil:
-			return s.fail(ctx, "delete", err)
+			return s.guard.Fail(ctx, "delete", err)
 		case stored != version:
 			return store.ConflictError(kind, id, version)
 		}
@@ -241,7 +240,7 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 	if err := store.CheckKind(kind); err != nil {
 		return nil, err
 	}
-	if err := s.live(ctx); err != nil {
+	if err := s.guard.Live(ctx); err != nil {
 		return nil, err
 	}
 	// Every id with the prefix is >= prefix and < the prefix's successor;
@@ -283,7 +282,7 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, s.fail(ctx, "list", err)
+		return nil, s.guard.Fail(ctx, "list", err)
 	}
 	return out, nil
 }
@@ -293,37 +292,10 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 // [store.ErrClosed]; Close itself may be called more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.closed.Store(true)
+		s.guard.Close()
 		s.pool.close()
 	})
 	return nil
-}
-
-// check validates the key and reports whether the store and ctx still
-// allow work.
-func (s *Store) check(ctx context.Context, kind, id string) error {
-	if err := store.CheckKey(kind, id); err != nil {
-		return err
-	}
-	return s.live(ctx)
-}
-
-func (s *Store) live(ctx context.Context) error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	return ctx.Err()
-}
-
-// fail wraps an error from the database, reporting a close or a done ctx
-// that happened during the operation as such.
-func (s *Store) fail(ctx context.Context, op string, err error) error {
-	if s.closed.Load() {
-		err = store.ErrClosed
-	} else if ctxErr := ctx.Err(); ctxErr != nil {
-		err = ctxErr
-	}
-	return fmt.Errorf("postgres: %s: %w", op, err)
 }
 
 func boolIndex(b bool) int {

@@ -20,7 +20,7 @@ const maxAttempts = 3
 func (s *Store) retry(ctx context.Context, op string, idempotent bool, fn func(*pgx.Conn) error) error {
 	for attempt := 1; ; attempt++ {
 		lost, err := s.pool.with(ctx, fn)
-		if err == nil || !lost || ctx.Err() != nil || s.closed.Load() {
+		if err == nil || !lost || ctx.Err() != nil || s.guard.Closed() {
 			return err
 		}
 		s.pool.dropIdle()

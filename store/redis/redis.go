@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -50,7 +49,7 @@ type Store struct {
 	now    func() time.Time
 	log    *slog.Logger
 
-	closed    atomic.Bool
+	guard     store.Guard
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -100,7 +99,7 @@ func New(client goredis.UniversalClient, opts *Options) *Store {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Store{client: client, prefix: o.KeyPrefix, now: o.Now, log: o.Logger}
+	return &Store{guard: store.Guard{Name: "store/redis"}, client: client, prefix: o.KeyPrefix, now: o.Now, log: o.Logger}
 }
 
 // Keys: every record is a hash at recordKey, and every kind has a sorted
@@ -176,7 +175,7 @@ return out
 
 // Get returns the record, or [store.ErrNotFound].
 func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) {
-	if err := s.check(ctx, kind, id); err != nil {
+	if err := s.guard.Check(ctx, kind, id); err != nil {
 		return store.Record{}, err
 	}
 	key := s.recordKey(kind, id)
@@ -187,7 +186,7 @@ func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) 
 		return err
 	})
 	if err != nil {
-		return store.Record{}, s.fail(ctx, "get", err)
+		return store.Record{}, s.guard.Fail(ctx, "get", err)
 	}
 	if len(vals) != 3 || vals[0] == nil {
 		return store.Record{}, fmt.Errorf("%w: %s/%s", store.ErrNotFound, kind, id)
@@ -202,7 +201,7 @@ func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) 
 // Put writes data if the record's stored version is version (0: the record
 // must not exist) and returns the new version, or [store.ErrConflict].
 func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error) {
-	if err := s.check(ctx, kind, id); err != nil {
+	if err := s.guard.Check(ctx, kind, id); err != nil {
 		return 0, err
 	}
 	if version < 0 {
@@ -223,7 +222,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		return err
 	})
 	if err != nil {
-		return 0, s.fail(ctx, "put", err)
+		return 0, s.guard.Fail(ctx, "put", err)
 	}
 	switch res {
 	case 0:
@@ -237,7 +236,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 // Delete removes the record if its stored version is version, or whatever
 // its version when version is 0. Deleting a missing record is not an error.
 func (s *Store) Delete(ctx context.Context, kind, id string, version int64) error {
-	if err := s.check(ctx, kind, id); err != nil {
+	if err := s.guard.Check(ctx, kind, id); err != nil {
 		return err
 	}
 	if version < 0 {
@@ -251,7 +250,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 		return err
 	})
 	if err != nil {
-		return s.fail(ctx, "delete", err)
+		return s.guard.Fail(ctx, "delete", err)
 	}
 	if res == 0 {
 		return store.ConflictError(kind, id, version)
@@ -266,7 +265,7 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 	if err := store.CheckKind(kind); err != nil {
 		return nil, err
 	}
-	if err := s.live(ctx); err != nil {
+	if err := s.guard.Live(ctx); err != nil {
 		return nil, err
 	}
 	lower, upper := lexRange(prefix, after)
@@ -283,7 +282,7 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 		return err
 	})
 	if err != nil {
-		return nil, s.fail(ctx, "list", err)
+		return nil, s.guard.Fail(ctx, "list", err)
 	}
 	if len(vals)%4 != 0 {
 		return nil, fmt.Errorf("store/redis: list %s: reply of %d values", kind, len(vals))
@@ -309,7 +308,7 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 // and returns the first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.closed.Store(true)
+		s.guard.Close()
 		if s.owned {
 			if err := s.client.Close(); err != nil {
 				s.closeErr = fmt.Errorf("store/redis: close: %w", err)
@@ -340,33 +339,6 @@ func (s *Store) do(ctx context.Context, fn func(context.Context) error) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// check validates the key and reports whether the store and ctx still
-// allow work.
-func (s *Store) check(ctx context.Context, kind, id string) error {
-	if err := store.CheckKey(kind, id); err != nil {
-		return err
-	}
-	return s.live(ctx)
-}
-
-func (s *Store) live(ctx context.Context) error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	return ctx.Err()
-}
-
-// fail wraps an error from Redis, reporting a close or a done ctx that
-// happened during the operation as such.
-func (s *Store) fail(ctx context.Context, op string, err error) error {
-	if s.closed.Load() {
-		err = store.ErrClosed
-	} else if ctxErr := ctx.Err(); ctxErr != nil {
-		err = ctxErr
-	}
-	return fmt.Errorf("store/redis: %s: %w", op, err)
 }
 
 // decode makes a record from the hash fields v, d and t.

@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -56,7 +55,7 @@ type Store struct {
 	get                                              *sql.Stmt // on reader
 	list                                             [2][2]*sql.Stmt
 
-	closed    atomic.Bool
+	guard     store.Guard
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -107,7 +106,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 
-	s := &Store{now: o.Now}
+	s := &Store{guard: store.Guard{Name: "sqlite"}, now: o.Now}
 	if err := s.open(abs, o); err != nil {
 		s.closeDBs()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -184,7 +183,7 @@ func dsn(path string, params url.Values) string {
 
 // Get returns the record, or [store.ErrNotFound].
 func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) {
-	if err := s.check(ctx, kind, id); err != nil {
+	if err := s.guard.Check(ctx, kind, id); err != nil {
 		return store.Record{}, err
 	}
 	rec := store.Record{Kind: kind, ID: id}
@@ -194,7 +193,7 @@ func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) 
 		return store.Record{}, fmt.Errorf("%w: %s/%s", store.ErrNotFound, kind, id)
 	}
 	if err != nil {
-		return store.Record{}, s.fail(ctx, "get", err)
+		return store.Record{}, s.guard.Fail(ctx, "get", err)
 	}
 	rec.UpdatedAt = time.Unix(0, updated)
 	return rec, nil
@@ -203,7 +202,7 @@ func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) 
 // Put writes data if the record's stored version is version (0: the record
 // must not exist) and returns the new version, or [store.ErrConflict].
 func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error) {
-	if err := s.check(ctx, kind, id); err != nil {
+	if err := s.guard.Check(ctx, kind, id); err != nil {
 		return 0, err
 	}
 	if version < 0 {
@@ -223,11 +222,11 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		res, err = s.update.ExecContext(ctx, kind, id, data, now, version)
 	}
 	if err != nil {
-		return 0, s.fail(ctx, "put", err)
+		return 0, s.guard.Fail(ctx, "put", err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return 0, s.fail(ctx, "put", err)
+		return 0, s.guard.Fail(ctx, "put", err)
 	}
 	if n == 0 {
 		return 0, store.ConflictError(kind, id, version)
@@ -238,21 +237,21 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 // Delete removes the record if its stored version is version, or whatever
 // its version when version is 0. Deleting a missing record is not an error.
 func (s *Store) Delete(ctx context.Context, kind, id string, version int64) error {
-	if err := s.check(ctx, kind, id); err != nil {
+	if err := s.guard.Check(ctx, kind, id); err != nil {
 		return err
 	}
 	if version == 0 {
 		if _, err := s.remove.ExecContext(ctx, kind, id); err != nil {
-			return s.fail(ctx, "delete", err)
+			return s.guard.Fail(ctx, "delete", err)
 		}
 		return nil
 	}
 	res, err := s.removeVersion.ExecContext(ctx, kind, id, version)
 	if err != nil {
-		return s.fail(ctx, "delete", err)
+		return s.guard.Fail(ctx, "delete", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return s.fail(ctx, "delete", err)
+		return s.guard.Fail(ctx, "delete", err)
 	} else if n == 1 {
 		return nil
 	}
@@ -263,7 +262,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 		if errors.Is(err, store.ErrConflict) {
 			return err
 		}
-		return s.fail(ctx, "delete", err)
+		return s.guard.Fail(ctx, "delete", err)
 	}
 	return nil
 }
@@ -297,7 +296,7 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 	if err := store.CheckKind(kind); err != nil {
 		return nil, err
 	}
-	if err := s.live(ctx); err != nil {
+	if err := s.guard.Live(ctx); err != nil {
 		return nil, err
 	}
 	// Every id with the prefix is >= prefix and < the prefix's successor;
@@ -317,7 +316,7 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 	st := s.list[strict][boolIndex(bounded)]
 	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
-		return nil, s.fail(ctx, "list", err)
+		return nil, s.guard.Fail(ctx, "list", err)
 	}
 	defer rows.Close()
 	var out []store.Record
@@ -328,13 +327,13 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 		rec := store.Record{Kind: kind}
 		var updated int64
 		if err := rows.Scan(&rec.ID, &rec.Version, &rec.Data, &updated); err != nil {
-			return nil, s.fail(ctx, "list", err)
+			return nil, s.guard.Fail(ctx, "list", err)
 		}
 		rec.UpdatedAt = time.Unix(0, updated)
 		out = append(out, rec)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.fail(ctx, "list", err)
+		return nil, s.guard.Fail(ctx, "list", err)
 	}
 	return out, nil
 }
@@ -344,7 +343,7 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 // the first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.closed.Store(true)
+		s.guard.Close()
 		s.closeErr = s.closeDBs()
 	})
 	return s.closeErr
@@ -362,33 +361,6 @@ func (s *Store) closeDBs() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// check validates the key and reports whether the store and ctx still
-// allow work.
-func (s *Store) check(ctx context.Context, kind, id string) error {
-	if err := store.CheckKey(kind, id); err != nil {
-		return err
-	}
-	return s.live(ctx)
-}
-
-func (s *Store) live(ctx context.Context) error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	return ctx.Err()
-}
-
-// fail wraps an error from the database, reporting a close or a done ctx
-// that happened during the operation as such.
-func (s *Store) fail(ctx context.Context, op string, err error) error {
-	if s.closed.Load() {
-		err = store.ErrClosed
-	} else if ctxErr := ctx.Err(); ctxErr != nil {
-		err = ctxErr
-	}
-	return fmt.Errorf("sqlite: %s: %w", op, err)
 }
 
 func boolIndex(b bool) int {
