@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -57,8 +58,86 @@ func Handler(s store.Store) calf.Handler {
 		if _, err := store.Claim(ctx, s, store.KindDeadLetter, msg.ID, data); err != nil {
 			return fmt.Errorf("deadletter: record %s: %w", msg.ID, err)
 		}
+		return index(ctx, s, msg)
+	}
+}
+
+// runEntry is a record of the index of dead letters by correlation id.
+type runEntry struct {
+	CorrelationID string `json:"correlation_id"`
+	DeadLetter    string `json:"dead_letter"`
+}
+
+// index records the dead letter msg under the correlation id of the
+// message parked, for [OfRun]. A message without one, or whose index key
+// would be too long, is not indexed.
+func index(ctx context.Context, s store.Store, msg *calf.Message) error {
+	corr := msg.Metadata.CorrelationID
+	id := corr + "/" + msg.ID
+	if corr == "" || len(id) > store.MaxKeyLen {
 		return nil
 	}
+	data, err := json.Marshal(runEntry{CorrelationID: corr, DeadLetter: msg.ID})
+	if err != nil {
+		return calf.Permanent(fmt.Errorf("deadletter: encode the index of %s: %w", msg.ID, err))
+	}
+	if _, err := store.Claim(ctx, s, store.KindDeadLetterRun, id, data); err != nil {
+		return fmt.Errorf("deadletter: index %s: %w", msg.ID, err)
+	}
+	return nil
+}
+
+// OfRun returns the recorded dead letters, not yet replayed, of the
+// messages whose correlation id is runID or derived from it (a run's own
+// messages, and those of the runs it started, whose ids extend runID
+// after a '.' or a '/'). Only what a recorder ([Serve]) recorded is
+// known.
+func OfRun(ctx context.Context, s store.Store, runID string) ([]*Record, error) {
+	if runID == "" {
+		return nil, nil
+	}
+	var out []*Record
+	after := ""
+	for {
+		page, err := s.List(ctx, store.KindDeadLetterRun, runID, after, listPage)
+		if err != nil {
+			return nil, fmt.Errorf("deadletter: list the dead letters of %s: %w", runID, err)
+		}
+		for _, r := range page {
+			var e runEntry
+			if err := json.Unmarshal(r.Data, &e); err != nil {
+				return nil, fmt.Errorf("deadletter: decode index record %s: %w", r.ID, err)
+			}
+			if c := e.CorrelationID; c != runID && !strings.HasPrefix(c, runID+".") && !strings.HasPrefix(c, runID+"/") {
+				continue // another run whose id starts with runID
+			}
+			rec, err := Get(ctx, s, e.DeadLetter)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if !rec.Replayed() {
+				out = append(out, rec)
+			}
+		}
+		if len(page) < listPage {
+			return out, nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// Letter returns the message that carried r on [calf.DeadLetterChannel],
+// as the recorder received it: what agent.ParkedError reads.
+func (r *Record) Letter() *calf.Message {
+	data, _ := json.Marshal(r.DeadLetter) // a DeadLetter always marshals
+	m := &calf.Message{ID: r.ID, Channel: calf.DeadLetterChannel, Data: data}
+	if r.DeadLetter.Message != nil {
+		m.Key = r.DeadLetter.Message.Key
+	}
+	return m
 }
 
 // Serve subscribes the recorder ([Handler]) on c, in [RecorderGroup]. The

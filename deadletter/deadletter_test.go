@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -190,5 +191,56 @@ func TestHandler(t *testing.T) {
 	}
 	if _, _, err := deadletter.Replay(t.Context(), b, s, junk.ID, time.Now()); err == nil || !strings.Contains(err.Error(), "no message to replay") {
 		t.Errorf("Replay of a junk record = %v, want an error", err)
+	}
+}
+
+// TestOfRun: the dead letters of a run and of the runs it started are
+// found by the run's id, those of other runs are not, and a replayed one
+// is left out.
+func TestOfRun(t *testing.T) {
+	s := storememory.New()
+	h := deadletter.Handler(s)
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	park := func(id, corr string) *calf.Message {
+		t.Helper()
+		orig := &calf.Message{ID: id, Channel: "calf.test.work", Key: corr, Data: json.RawMessage(`{}`),
+			Metadata: calf.Metadata{CorrelationID: corr, RunID: corr}}
+		dlm := calf.NewDeadLetterMessage(orig, "calf.agent.a.input", errors.New("boom"), 3, now)
+		if err := h(t.Context(), dlm); err != nil {
+			t.Fatal(err)
+		}
+		return dlm
+	}
+	own := park("r.input", "r")
+	child := park("r.1.write.inference.1", "r.1.write")
+	park("r2.input", "r2")            // another run whose id starts with "r"
+	park("x.input", "")               // no correlation id: not indexed
+	replayed := park("r.step.2", "r") // replayed below
+	b := memory.New(nil)
+	defer b.Close()
+	if _, _, err := deadletter.Replay(t.Context(), b, s, replayed.ID, now); err != nil {
+		t.Fatal(err)
+	}
+
+	recs, err := deadletter.OfRun(t.Context(), s, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.ID)
+	}
+	slices.Sort(got)
+	want := []string{own.ID, child.ID}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("OfRun(r) = %q, want %q", got, want)
+	}
+	// What the recorder received, as agent.ParkedError reads it.
+	if err := agent.ParkedError(recs[0].Letter(), "a", "r"); !errors.Is(err, agent.ErrRunParked) {
+		t.Errorf("ParkedError of the letter = %v, want ErrRunParked", err)
+	}
+	if recs, err := deadletter.OfRun(t.Context(), s, "nobody"); err != nil || len(recs) != 0 {
+		t.Errorf("OfRun of a run without dead letters = %v, %v", recs, err)
 	}
 }

@@ -11,6 +11,12 @@
 // recorder: the group gives each dead letter to one of them, and a dead
 // letter delivered twice is recorded once.
 //
+// The recorder also indexes each record under the correlation id of the
+// parked message ([store.KindDeadLetterRun]): [OfRun] finds the dead
+// letters, not yet replayed, of a run and of the runs it started, so that
+// a caller that begins to wait on a run after one of its messages was
+// parked (workflow.Wait) learns of it at once.
+//
 // [List] and [Get] read the records; [Replay] republishes the original
 // message on its channel, with a new id derived from the old one, and
 // marks the record replayed. Replaying a record again does nothing, so an

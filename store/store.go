@@ -32,6 +32,9 @@ const (
 	KindCheckpoint = "checkpoint"  // a workflow checkpoint
 	KindWorkflow   = "workflow"    // one workflow run's position and state
 	KindDeadLetter = "dead_letter" // a message parked on the dead-letter channel
+	// KindDeadLetterRun indexes the dead letters by the correlation id of
+	// the message parked: {correlation id}/{dead letter id}.
+	KindDeadLetterRun = "dead_letter_run"
 )
 
 // MaxKeyLen bounds the length of a kind and of an id.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/deadletter"
 	"github.com/calf-go/calf/store"
 )
 
@@ -138,7 +139,11 @@ func (w *Workflow[S]) Run(ctx context.Context, rt *agent.Runtime, s S, opts *Run
 
 // Wait waits for the next output of a run: its end, or its next
 // interrupt. A run that has ended, or is interrupted, answers at once from
-// the store (after [Workflow.Resume] a run is no longer interrupted).
+// the store (after [Workflow.Resume] a run is no longer interrupted). A
+// run held up by a parked message answers at once with an
+// *agent.RunError matching agent.ErrRunParked, whether the message was
+// parked while Wait waits or before (if a dead-letter recorder,
+// deadletter.Serve, recorded it).
 func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string) (S, error) {
 	var zero S
 	f, err := w.follow(ctx, rt, OutputChannel(w.name), runID)
@@ -149,6 +154,15 @@ func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string)
 	st, err := w.Load(ctx, rt, runID)
 	if err == nil && (st.Status.Terminal() || st.Status == RunInterrupted) {
 		return w.stored(st)
+	}
+	// A message of the run parked before Wait began to follow the
+	// dead-letter channel: known if a recorder recorded it.
+	if recs, err := deadletter.OfRun(ctx, rt.Store(), runID); err == nil {
+		for _, rec := range recs {
+			if perr := agent.ParkedError(rec.Letter(), w.name, runID); perr != nil {
+				return zero, perr
+			}
+		}
 	}
 	return w.await(ctx, f)
 }

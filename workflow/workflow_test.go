@@ -19,6 +19,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/deadletter"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -1348,6 +1349,9 @@ func TestAgentNodeParkedMessage(t *testing.T) {
 	}
 	w := poet(writer)
 	serve(t, w, rt)
+	if err := deadletter.Serve(t.Context(), rt.Client(), st); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	check := func(how string, err error) {
@@ -1371,6 +1375,25 @@ func TestAgentNodeParkedMessage(t *testing.T) {
 	check("RunStream", last)
 	if s, err := w.Load(t.Context(), rt, "w1"); err != nil || s.Status.Terminal() {
 		t.Errorf("run w1 after the caller's error: %+v, %v; want it still running", s, err)
+	}
+	// Wait, called after the message was parked, finds the recorded dead
+	// letter instead of waiting for an output that will not come.
+	for {
+		recs, err := deadletter.OfRun(ctx, st, "w1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) > 0 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	waitCtx, waitCancel := context.WithTimeout(ctx, 5*time.Second)
+	defer waitCancel()
+	_, err = w.Wait(waitCtx, rt, "w1")
+	check("Wait", err)
+	if waitCtx.Err() != nil {
+		t.Fatal("Wait: heard of it only at its deadline")
 	}
 }
 
