@@ -97,36 +97,28 @@ func OfRun(ctx context.Context, s store.Store, runID string) ([]*Record, error) 
 		return nil, nil
 	}
 	var out []*Record
-	after := ""
-	for {
-		page, err := s.List(ctx, store.KindDeadLetterRun, runID, after, listPage)
-		if err != nil {
-			return nil, fmt.Errorf("deadletter: list the dead letters of %s: %w", runID, err)
+	err := each(ctx, s, store.KindDeadLetterRun, runID, func(r store.Record) error {
+		var e runEntry
+		if err := json.Unmarshal(r.Data, &e); err != nil {
+			return fmt.Errorf("deadletter: decode index record %s: %w", r.ID, err)
 		}
-		for _, r := range page {
-			var e runEntry
-			if err := json.Unmarshal(r.Data, &e); err != nil {
-				return nil, fmt.Errorf("deadletter: decode index record %s: %w", r.ID, err)
-			}
-			if c := e.CorrelationID; c != runID && !strings.HasPrefix(c, runID+".") && !strings.HasPrefix(c, runID+"/") {
-				continue // another run whose id starts with runID
-			}
-			rec, err := Get(ctx, s, e.DeadLetter)
-			if errors.Is(err, ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			if !rec.Replayed() {
-				out = append(out, rec)
-			}
+		if c := e.CorrelationID; c != runID && !strings.HasPrefix(c, runID+".") && !strings.HasPrefix(c, runID+"/") {
+			return nil // another run whose id starts with runID
 		}
-		if len(page) < listPage {
-			return out, nil
+		rec, err := Get(ctx, s, e.DeadLetter)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return err
+		case !rec.Replayed():
+			out = append(out, rec)
 		}
-		after = page[len(page)-1].ID
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // Letter returns the message that carried r on [calf.DeadLetterChannel],
@@ -179,21 +171,35 @@ const listPage = 500
 // List returns every recorded dead letter, ordered by id.
 func List(ctx context.Context, s store.Store) ([]*Record, error) {
 	var out []*Record
-	after := ""
-	for {
-		page, err := s.List(ctx, store.KindDeadLetter, "", after, listPage)
-		if err != nil {
-			return nil, fmt.Errorf("deadletter: list: %w", err)
-		}
-		for _, r := range page {
-			rec, err := decode(r)
-			if err != nil {
-				return nil, err
-			}
+	err := each(ctx, s, store.KindDeadLetter, "", func(r store.Record) error {
+		rec, err := decode(r)
+		if err == nil {
 			out = append(out, rec)
 		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// each calls fn for every record of kind whose id starts with prefix, in
+// id order, reading them listPage at a time.
+func each(ctx context.Context, s store.Store, kind, prefix string, fn func(store.Record) error) error {
+	after := ""
+	for {
+		page, err := s.List(ctx, kind, prefix, after, listPage)
+		if err != nil {
+			return fmt.Errorf("deadletter: list %s: %w", kind, err)
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
 		if len(page) < listPage {
-			return out, nil
+			return nil
 		}
 		after = page[len(page)-1].ID
 	}
