@@ -57,7 +57,10 @@ type Options[Deps any] struct {
 	Timeout time.Duration
 	// ModelTimeout bounds one model call. Default: DefaultModelTimeout.
 	ModelTimeout time.Duration
-	// ToolTimeout bounds one tool call. Default: DefaultToolTimeout.
+	// ToolTimeout bounds one tool call. Default: DefaultToolTimeout. At
+	// the timeout the model gets an error for the call and the run goes
+	// on, even when the tool ignores its context; what such a tool returns
+	// later is dropped (see [Runtime.LateToolResults]).
 	ToolTimeout time.Duration
 }
 
@@ -138,6 +141,9 @@ func Must[Deps, Out any](a *Agent[Deps, Out], err error) *Agent[Deps, Out] {
 	return a
 }
 
+// outputType returns Out, for the check of handoff tools.
+func (a *Agent[Deps, Out]) outputType() reflect.Type { return reflect.TypeFor[Out]() }
+
 // Name returns the agent's name.
 func (a *Agent[Deps, Out]) Name() string { return a.name }
 
@@ -148,8 +154,17 @@ func (a *Agent[Deps, Out]) Description() string { return a.opts.Description }
 func (a *Agent[Deps, Out]) Model() model.Model { return a.model }
 
 // AddTool adds a tool. Tools added after Serve are not served by that
-// registration.
+// registration. A handoff tool ([Handoff]) to an agent of another output
+// type is refused with an error matching [ErrInvalidAgent]: the caller of
+// a run decodes the output of the chain's last agent as the first agent's
+// Out.
 func (a *Agent[Deps, Out]) AddTool(t tool.Tool) error {
+	if ht, ok := t.(*handoffTool); ok {
+		if typed, ok := ht.target.(interface{ outputType() reflect.Type }); ok && typed.outputType() != reflect.TypeFor[Out]() {
+			return fmt.Errorf("%w: agent %s: handoff tool %s: agent %s answers with %s, and %s's callers decode the output of a handoff chain as %s: the agents of a chain must share an output type",
+				ErrInvalidAgent, a.name, ht.opts.Name, ht.target.Name(), typed.outputType(), a.name, reflect.TypeFor[Out]())
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.tools.Add(t); err != nil {

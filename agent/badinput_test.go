@@ -109,6 +109,57 @@ func TestToolFailuresGoBackToTheModel(t *testing.T) {
 	}
 }
 
+// A tool that ignores its context does not hold the run past its timeout:
+// the model gets a timeout error for the call, and what the tool returns
+// later is dropped and counted, never recorded as the call's result.
+func TestToolThatIgnoresItsContextTimesOut(t *testing.T) {
+	e := newEnv(t, nil)
+	release := make(chan struct{})
+	returned := make(chan struct{})
+	stubborn := tool.Must(tool.New("stubborn", "Ignores its context.", func(context.Context, struct{}) (string, error) {
+		defer close(returned)
+		<-release // until the test says so, whatever the context says
+		return "late success", nil
+	}))
+	a, err := agent.New[agent.NoDeps, string]("calc", oneCall("stubborn", `{}`), &agent.Options[agent.NoDeps]{
+		Tools: []tool.Tool{stubborn}, ToolTimeout: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The run ends while the tool is still blocked: it did not wait for it.
+	out, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `tool "stubborn" timed out after 50ms`; !strings.Contains(out.Output, want) {
+		t.Errorf("the model saw %q, want %q", out.Output, want)
+	}
+	if n := e.rt.LateToolResults(); n != 0 {
+		t.Errorf("late results before the tool returned: %d", n)
+	}
+	close(release)
+	<-returned
+	deadline := time.Now().Add(10 * time.Second)
+	for e.rt.LateToolResults() != 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := e.rt.LateToolResults(); n != 1 {
+		t.Fatalf("late results = %d, want 1", n)
+	}
+	e.settle(t)
+	got, err := a.Result(runCtx(t), e.rt, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.ToolCalls) != 1 || got.ToolCalls[0].Status != agent.StatusError || strings.Contains(got.ToolCalls[0].Result.Text(), "late success") {
+		t.Errorf("recorded tool calls: %+v, want the timeout error only", got.ToolCalls)
+	}
+}
+
 // A model that answers HTTP 500 once is retried by the model adapter, and
 // the run completes.
 func TestModelServerErrorIsRetried(t *testing.T) {

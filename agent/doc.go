@@ -25,6 +25,17 @@
 // The payloads and the rules each handler follows are specified in
 // docs/channels.md, so an agent or a tool in another language can take part.
 //
+// # Streams
+//
+// [Agent.RunStream] yields a run's events in causal order on every
+// broker: each step's inference, then its deltas, then its tool calls and
+// their results, and last the output, which carries (with [Output]) the
+// agent that answered and the handoff chain that led to it. A tool call
+// travels under its own key so that the calls of a step run in parallel;
+// it counts the deltas of its step ([ToolCallEvent.Deltas]) so that an
+// observer can hold it until they have been shown. docs/channels.md
+// ("Order of a stream") gives the rules for observers in other languages.
+//
 // # Idempotency
 //
 // Every handler may see the same message twice. Each saves its decision
@@ -78,7 +89,15 @@
 // Deps reach tools and dynamic instructions through [RunContext]. Values
 // that can be serialized travel with the run ([RunOptions.Deps]);
 // process-local values (a database handle, a client with credentials) are
-// given by each worker at registration ([ServeOptions.LocalDeps]).
+// given by each worker at registration ([ServeOptions.LocalDeps]). A run
+// whose RunOptions leave Deps unset carries none, so an agent whose Deps
+// hold funcs or channels runs with nil options on LocalDeps.
+//
+// # Run options
+//
+// A nil *RunOptions means a new run outside any session;
+// [Agent.InSession] makes the options of a run that continues a session
+// without naming the Deps type.
 //
 // # Structured output
 //

@@ -148,6 +148,11 @@ type ToolCallEvent struct {
 	ToolName   string `json:"tool_name"`
 	// Arguments is the JSON text the model sent, exactly; it may be malformed.
 	Arguments string `json:"arguments"`
+	// Deltas is the number of stream deltas of the step (on the stream
+	// channel, ids "{run}.stream.{step}.1" to "{run}.stream.{step}.{n}"),
+	// all emitted before this call: an observer yields the call after
+	// them. Zero when the run does not stream.
+	Deltas int `json:"deltas,omitempty"`
 }
 
 // Tool result statuses.
@@ -175,7 +180,9 @@ type ToolResultEvent struct {
 	Handoff *HandoffRequest `json:"handoff,omitempty"`
 }
 
-// StreamEvent is the payload of the stream channel.
+// StreamEvent is the payload of the stream channel: one delta of the
+// model's response at Step. The n-th delta of a step has the message id
+// "{run}.stream.{step}.{n}", from 1.
 type StreamEvent struct {
 	Step  int         `json:"step"`
 	Delta model.Delta `json:"delta"`
@@ -203,11 +210,18 @@ type OutputEvent struct {
 	Usage model.Usage `json:"usage"`
 	// Steps is the number of model calls made.
 	Steps int `json:"steps"`
-	// RunID and Agent name the run that ended.
+	// RunID and Agent name the run that ended: after handoffs, the last
+	// run of the chain, whose agent produced the output.
 	RunID string `json:"run_id,omitempty"`
 	Agent string `json:"agent,omitempty"`
+	// Chain lists the runs that handed off, one to the next, to reach
+	// this run, oldest first; empty when no handoff led to it.
+	Chain []Hop `json:"chain,omitempty"`
 	// Ref echoes [ReplyTo.Ref] in a reply.
 	Ref string `json:"ref,omitempty"`
 	// Handoff names the run that continues a run that handed off.
 	Handoff *Hop `json:"handoff,omitempty"`
+	// Deltas is the number of stream deltas of the last step, all emitted
+	// before this event (see [ToolCallEvent.Deltas]).
+	Deltas int `json:"deltas,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/tool"
@@ -99,4 +100,36 @@ func ExampleAgent_Run_structured() {
 	}
 	fmt.Printf("%+v\n", out.Output)
 	// Output: {Name:Lyon Country:France}
+}
+
+func ExampleAgent_InSession() {
+	ctx := context.Background()
+	b := memory.New(nil)
+	defer b.Close()
+	rt := agent.NewRuntime(calf.NewClient(b, nil), storemem.New(), nil)
+
+	// A model that says how many user messages it sees.
+	m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		n := 0
+		for _, msg := range req.Messages {
+			if msg.Role == model.RoleUser {
+				n++
+			}
+		}
+		return modeltest.Text(fmt.Sprintf("I have seen %d messages from you.", n)), nil
+	})
+	chat := agent.Must(agent.New[agent.NoDeps, string]("chat", m, nil))
+	if err := chat.Serve(ctx, rt, nil); err != nil {
+		panic(err)
+	}
+	for _, prompt := range []string{"hello", "are you there?"} {
+		out, err := chat.Run(ctx, rt, prompt, chat.InSession("s1"))
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(out.Output)
+	}
+	// Output:
+	// I have seen 1 messages from you.
+	// I have seen 2 messages from you.
 }

@@ -292,7 +292,7 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 		return h.fail(ctx, id, err.Error())
 	}
 	rc := RunContext[Deps]{Context: ctx, Deps: deps, Agent: h.a.name, RunID: id, SessionID: st.SessionID, Step: st.Step, rt: h.rt}
-	resp, err := h.callModel(ctx, st, h.request(rc, st))
+	resp, deltas, err := h.callModel(ctx, st, h.request(rc, st))
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err() // shutting down: leave the message for redelivery
@@ -303,7 +303,7 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 		if cur.Status.Terminal() || cur.Step != ev.Step || cur.Phase != PhaseInference {
 			return false, nil // cancelled, or recorded by another delivery
 		}
-		h.record(cur, resp)
+		h.record(cur, resp, deltas)
 		return true, nil
 	})
 	if err != nil {
@@ -354,27 +354,31 @@ func (h *handlers[Deps, Out]) request(rc RunContext[Deps], st *RunState) *model.
 }
 
 // callModel calls the model with the agent's timeout, streaming deltas on
-// the stream channel when the run asked for them.
-func (h *handlers[Deps, Out]) callModel(ctx context.Context, st *RunState, req *model.Request) (*model.Response, error) {
+// the stream channel when the run asked for them. It returns the response
+// and the number of deltas emitted.
+func (h *handlers[Deps, Out]) callModel(ctx context.Context, st *RunState, req *model.Request) (*model.Response, int, error) {
 	if h.a.model == nil {
-		return nil, fmt.Errorf("agent %s: %w", h.a.name, model.ErrNoModel)
+		return nil, 0, fmt.Errorf("agent %s: %w", h.a.name, model.ErrNoModel)
 	}
 	timeout := h.within(st, h.a.opts.ModelTimeout)
 	mctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var resp *model.Response
 	var err error
+	n := 0 // deltas emitted
 	if st.Stream {
-		n := 0
 		for chunk, cerr := range model.Stream(mctx, h.a.model, req) {
 			if cerr != nil {
 				err = cerr
 				break
 			}
 			if chunk.Delta != nil {
-				n++
-				if eerr := h.emit(ctx, StreamChannel(h.a.name), StreamEvent{Step: st.Step, Delta: *chunk.Delta}, streamID(st.RunID, st.Step, n), st.RunID); eerr != nil {
+				// A delta that fails to go out is skipped, not counted:
+				// what follows the step waits only for those emitted.
+				if eerr := h.emit(ctx, StreamChannel(h.a.name), StreamEvent{Step: st.Step, Delta: *chunk.Delta}, streamID(st.RunID, st.Step, n+1), st.RunID); eerr != nil {
 					h.rt.log.Warn("agent: emit stream delta", "agent", h.a.name, "run", st.RunID, "err", eerr)
+				} else {
+					n++
 				}
 			}
 			if chunk.Response != nil {
@@ -389,15 +393,17 @@ func (h *handlers[Deps, Out]) callModel(ctx context.Context, st *RunState, req *
 	}
 	if err != nil {
 		if ctx.Err() == nil && mctx.Err() != nil {
-			return nil, fmt.Errorf("model call timed out after %s: %w", timeout, err)
+			return nil, n, fmt.Errorf("model call timed out after %s: %w", timeout, err)
 		}
-		return nil, fmt.Errorf("model call failed: %w", err)
+		return nil, n, fmt.Errorf("model call failed: %w", err)
 	}
-	return resp, nil
+	return resp, n, nil
 }
 
-// record applies a model response to the run's state.
-func (h *handlers[Deps, Out]) record(st *RunState, resp *model.Response) {
+// record applies a model response, for which deltas stream deltas were
+// emitted, to the run's state.
+func (h *handlers[Deps, Out]) record(st *RunState, resp *model.Response, deltas int) {
+	st.Deltas = deltas
 	u := resp.Usage
 	if u.Requests == 0 {
 		u.Requests = 1
@@ -443,6 +449,7 @@ func (h *handlers[Deps, Out]) record(st *RunState, resp *model.Response) {
 		st.Messages = append(st.Messages, model.UserMessage(fmt.Sprintf(
 			"Your response is not valid output: %v\nReply again with only a JSON value that follows the required schema.", err)))
 		st.Step++
+		st.Deltas = 0
 		st.Phase = PhaseInference
 	default:
 		st.Status, st.EndedAt = RunFailed, h.rt.now()
@@ -472,7 +479,7 @@ func (h *handlers[Deps, Out]) next(ctx context.Context, st *RunState) error {
 		case len(p.Arguments) > limit-1024:
 			err = h.emitResult(ctx, st.RunID, undispatched(st.Step, p, fmt.Errorf("arguments of %d bytes exceed the limit of %d", len(p.Arguments), limit-1024)))
 		default:
-			ev := ToolCallEvent{Step: st.Step, ToolCallID: p.ID, ToolName: p.Name, Arguments: p.Arguments}
+			ev := ToolCallEvent{Step: st.Step, ToolCallID: p.ID, ToolName: p.Name, Arguments: p.Arguments, Deltas: st.Deltas}
 			err = h.emit(ctx, ToolCallChannel(h.a.name, p.Name), ev, toolCallID(st.RunID, st.Step, p.ID), st.RunID+"/"+p.ID)
 		}
 		if err != nil {
@@ -532,7 +539,7 @@ func (h *handlers[Deps, Out]) finish(ctx context.Context, st *RunState) error {
 }
 
 func (rt *Runtime) emitOutput(ctx context.Context, st *RunState) error {
-	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: st.Usage, Steps: st.Step, RunID: st.RunID, Agent: st.Agent}
+	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: st.Usage, Steps: st.Step, RunID: st.RunID, Agent: st.Agent, Chain: st.Chain, Deltas: st.Deltas}
 	switch st.Status {
 	case RunComplete:
 		ev.Status = OutputComplete
@@ -637,8 +644,11 @@ func (h *handlers[Deps, Out]) emitRecorded(ctx context.Context, run string, data
 }
 
 // execute runs the tool with its timeout. Every failure (bad arguments, an
-// error, a panic, a timeout) becomes an error result for the model.
-func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev ToolCallEvent) (res ToolResultEvent) {
+// error, a panic, a timeout) becomes an error result for the model. At the
+// timeout the run goes on, even when the tool ignores its context: the
+// call is left to finish on its own, and what it returns then is dropped
+// (counted by [Runtime.LateToolResults] and logged), never recorded.
+func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev ToolCallEvent) ToolResultEvent {
 	p := PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
 	t, ok := h.a.tool(ev.ToolName)
 	if !ok {
@@ -655,27 +665,59 @@ func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev Tool
 	tctx = context.WithValue(tctx, runContextKey{}, rc)
 	handoff := &handoffSlot{}
 	tctx = context.WithValue(tctx, handoffKey{}, handoff)
-	defer func() {
-		if r := recover(); r != nil {
-			h.rt.log.Error("agent: tool panicked", "agent", h.a.name, "tool", ev.ToolName, "panic", r, "stack", string(debug.Stack()))
-			res = errorResult(ev.Step, p, fmt.Errorf("tool %q panicked: %v", ev.ToolName, r))
-		}
-	}()
 	start := time.Now()
-	out, err := t.Call(tctx, json.RawMessage(ev.Arguments))
+	done := make(chan toolReturn, 1)
+	go func() {
+		var r toolReturn
+		defer func() {
+			if v := recover(); v != nil {
+				h.rt.log.Error("agent: tool panicked", "agent", h.a.name, "tool", ev.ToolName, "panic", v, "stack", string(debug.Stack()))
+				r = toolReturn{err: fmt.Errorf("tool %q panicked: %v", ev.ToolName, v)}
+			}
+			done <- r
+		}()
+		r.out, r.err = t.Call(tctx, json.RawMessage(ev.Arguments))
+	}()
+	var r toolReturn
+	select {
+	case r = <-done:
+	case <-tctx.Done():
+		select {
+		case r = <-done: // it returned at the deadline, probably with ctx's error
+		default:
+			go h.dropLate(done, st.RunID, ev, start)
+			r = toolReturn{err: tctx.Err()}
+		}
+	}
 	switch {
-	case err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil:
+	case r.err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil:
 		return errorResult(ev.Step, p, fmt.Errorf("tool %q timed out after %s", ev.ToolName, timeout))
-	case err != nil:
-		return errorResult(ev.Step, p, err)
-	case out == nil:
-		out = &tool.Result{}
+	case r.err != nil:
+		return errorResult(ev.Step, p, r.err)
+	case r.out == nil:
+		r.out = &tool.Result{}
 	}
 	h.rt.log.Debug("agent: tool done", "agent", h.a.name, "tool", ev.ToolName, "run", st.RunID, "elapsed", time.Since(start))
-	if out.IsError {
-		return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusError, Result: out}
+	if r.out.IsError {
+		return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusError, Result: r.out}
 	}
-	return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusSuccess, Result: out, Handoff: handoff.get()}
+	return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusSuccess, Result: r.out, Handoff: handoff.get()}
+}
+
+// toolReturn is what a tool's Call returned.
+type toolReturn struct {
+	out *tool.Result
+	err error
+}
+
+// dropLate waits for a tool call that outlived its timeout and drops what
+// it returns.
+func (h *handlers[Deps, Out]) dropLate(done <-chan toolReturn, run string, ev ToolCallEvent, start time.Time) {
+	r := <-done
+	h.rt.late.Add(1)
+	h.rt.log.Warn("agent: tool returned after its timeout; its result is dropped",
+		"agent", h.a.name, "tool", ev.ToolName, "run", run, "tool_call_id", ev.ToolCallID,
+		"elapsed", time.Since(start), "err", r.err)
 }
 
 // onToolResult records a tool result. The result that completes the step
@@ -727,6 +769,7 @@ func (h *handlers[Deps, Out]) advance(st *RunState, by string) {
 	}
 	st.Pending = nil
 	st.Step++
+	st.Deltas = 0
 	st.Phase = PhaseInference
 	st.AdvancedBy = by
 }

@@ -94,7 +94,7 @@ type chainOrder struct {
 
 func newChainOrder(first string) *chainOrder {
 	return &chainOrder{
-		runs:    map[string]*streamOrder{first: {called: map[string]bool{}}},
+		runs:    map[string]*streamOrder{first: newStreamOrder()},
 		waiting: map[string][]Event{},
 	}
 }
@@ -123,7 +123,7 @@ func (c *chainOrder) expand(pending []Event) []Event {
 		if _, ok := c.runs[next]; ok {
 			continue
 		}
-		no := &streamOrder{called: map[string]bool{}}
+		no := newStreamOrder()
 		c.runs[next] = no
 		for _, w := range c.waiting[next] {
 			pending = append(pending, no.add(w)...)

@@ -76,6 +76,9 @@ func TestHandoffWithInputFilter(t *testing.T) {
 	if out.Output != "Your refund is on its way." || out.RunID != "r1.handoff.1" {
 		t.Errorf("output %q of run %s; want the refunds agent's answer from run r1.handoff.1", out.Output, out.RunID)
 	}
+	if diff := cmp.Diff([]agent.Hop{{Agent: "triage", RunID: "r1"}}, out.Chain); out.Agent != "refunds" || diff != "" {
+		t.Errorf("answered by %q after the chain (-want +got):\n%s; want refunds", out.Agent, diff)
+	}
 	if p.triageCalls.Load() != 1 || p.refundCalls.Load() != 1 {
 		t.Errorf("model calls: triage %d, refunds %d; want 1 and 1", p.triageCalls.Load(), p.refundCalls.Load())
 	}
@@ -329,5 +332,42 @@ func TestHandoffToInvalidNameFails(t *testing.T) {
 	_, err := a.Run(runCtx(t), e.rt, "go", nil)
 	if !errors.Is(err, agent.ErrRunFailed) || !strings.Contains(err.Error(), `handoff to "x.tool_call.y" refused`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The output event of a handoff chain names the agent that answered and
+// the chain that led to it, for observers that read the wire only.
+func TestOutputEventNamesWhoAnswered(t *testing.T) {
+	e := newEnv(t, nil)
+	p := newTriagePair(t, e, nil)
+	var last *agent.OutputEvent
+	for ev, err := range p.triage.RunStream(runCtx(t), e.rt, "refund please", &agent.RunOptions[agent.NoDeps]{RunID: "r2"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventOutput {
+			last = ev.Output
+		}
+	}
+	if last == nil || last.Agent != "refunds" || last.RunID != "r2.handoff.1" || len(last.Chain) != 1 || last.Chain[0] != (agent.Hop{Agent: "triage", RunID: "r2"}) {
+		t.Errorf("output event %+v; want the refunds agent's, after triage's run r2", last)
+	}
+}
+
+// A handoff to an agent of another output type is refused when the tool
+// is added, not at run time.
+func TestHandoffToAnotherOutputTypeIsRefused(t *testing.T) {
+	type verdict struct {
+		OK bool `json:"ok"`
+	}
+	judge := agent.Must(agent.New[agent.NoDeps, verdict]("judge", modeltest.NewTestModel(), nil))
+	transfer := tool.Must(agent.Handoff(judge, nil))
+	_, err := agent.New[agent.NoDeps, string]("front", modeltest.NewTestModel(), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{transfer}})
+	if !errors.Is(err, agent.ErrInvalidAgent) || !strings.Contains(err.Error(), "judge answers with agent_test.verdict") {
+		t.Errorf("err = %v; want ErrInvalidAgent naming judge's output type", err)
+	}
+	same := agent.Must(agent.New[agent.NoDeps, verdict]("appeal", modeltest.NewTestModel(), nil))
+	if err := same.AddTool(transfer); err != nil {
+		t.Errorf("a handoff between agents of one output type: %v", err)
 	}
 }

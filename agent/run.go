@@ -20,7 +20,9 @@ import (
 type RunOptions[Deps any] struct {
 	// Deps are dependencies that travel with the run, as JSON, to whichever
 	// worker handles it. A worker that gives LocalDeps at Serve uses those
-	// instead.
+	// instead. Left unset (the zero value), nothing travels: the workers'
+	// LocalDeps serve, or the zero value. Deps that do not encode as JSON
+	// (funcs, channels, handles) must be left unset and given as LocalDeps.
 	Deps Deps
 	// SessionID continues a conversation: the run sees the session's
 	// history, and a completed run's messages are appended to it.
@@ -39,12 +41,32 @@ type RunOptions[Deps any] struct {
 	Parent string
 }
 
+// InSession returns the options of a run that continues the session id,
+// for [Agent.Run], [Agent.RunStream] and [Agent.Submit], so that the
+// common case needs no type arguments:
+//
+//	out, err := chat.Run(ctx, rt, "and in French?", chat.InSession("s1"))
+//
+// Set further fields on the result, or build a [RunOptions] for more.
+func (a *Agent[Deps, Out]) InSession(id string) *RunOptions[Deps] {
+	return &RunOptions[Deps]{SessionID: id}
+}
+
 // Output is the result of a completed run.
 type Output[Out any] struct {
 	// Output is the agent's typed output.
-	Output    Out
+	Output Out
+	// Agent is the agent that produced the output: the agent run, or after
+	// handoffs the last agent of the chain.
+	Agent string
+	// RunID is the id of the run that produced the output: after
+	// handoffs, the last run of the chain.
 	RunID     string
 	SessionID string
+	// Chain lists the runs that handed off, one to the next, before the
+	// run that produced the output, oldest first; it is empty when the run
+	// did not hand off.
+	Chain []Hop
 	// Messages are the messages the run added to the conversation: the
 	// user's input, the assistant's responses and the tool results.
 	Messages []model.Message
@@ -228,11 +250,15 @@ func (a *Agent[Deps, Out]) outputOf(st *RunState) (*Output[Out], error) {
 		return nil, &RunError{Agent: st.Agent, RunID: st.RunID, Status: st.Status, Reason: st.Error}
 	}
 	o := &Output[Out]{
-		RunID: st.RunID, SessionID: st.SessionID,
+		Agent: st.Agent, RunID: st.RunID, SessionID: st.SessionID, Chain: st.Chain,
 		Messages: st.NewMessages(), ToolCalls: st.ToolCalls,
 		Usage: st.Usage, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt),
 	}
 	if err := json.Unmarshal(st.Output, &o.Output); err != nil {
+		if st.Agent != a.name {
+			return nil, fmt.Errorf("agent %s: run %s: the output of agent %s, which the run handed off to, does not decode as %s: %w",
+				a.name, st.RunID, st.Agent, reflect.TypeFor[Out](), err)
+		}
 		return nil, fmt.Errorf("agent %s: run %s: decode output: %w", a.name, st.RunID, err)
 	}
 	return o, nil
@@ -253,10 +279,13 @@ func (a *Agent[Deps, Out]) input(ctx context.Context, rt *Runtime, prompt string
 	if inbox != "" {
 		in.ReplyTo = &ReplyTo{Channel: inbox, Key: id}
 	}
-	if reflect.TypeFor[Deps]() != reflect.TypeFor[NoDeps]() {
+	// Deps travel only when the caller gave some: a run without them
+	// carries none, and a worker's LocalDeps (or the zero value) serve.
+	if reflect.TypeFor[Deps]() != reflect.TypeFor[NoDeps]() && !reflect.ValueOf(&o.Deps).Elem().IsZero() {
 		d, err := json.Marshal(o.Deps)
 		if err != nil {
-			return nil, fmt.Errorf("agent %s: dependencies of type %T cannot travel with the run (%v): give them to Serve as ServeOptions.LocalDeps instead", a.name, o.Deps, err)
+			return nil, fmt.Errorf("agent %s: RunOptions.Deps of type %T cannot travel with the run, which carries them as JSON: %v; "+
+				"leave RunOptions.Deps unset and give the dependencies to each process that serves the agent as ServeOptions.LocalDeps", a.name, o.Deps, err)
 		}
 		in.Deps = d
 	}
@@ -497,11 +526,14 @@ type Event struct {
 // chain. The stream follows handoffs to the agents that the handoff tools
 // of this process's agents name.
 //
-// Events come in causal order: a tool call after the inference of its
-// step, a result after its call, even on brokers that do not order the
-// channels with each other (Kafka). A tool call that has still not come
-// two seconds after the run's output is not waited for: the events held
-// for it are yielded, and [Agent.Result] has the run's tool calls.
+// Events come in causal order, on every broker, even those that do not
+// order the channels with each other (Kafka): each step's inference, then
+// its text and tool-call deltas, then its tool calls (after all of the
+// step's deltas), each result after its call, and the output after the
+// deltas of the last step. A chat UI can show them in the order yielded.
+// A tool call that has still not come two seconds after the run's output
+// is not waited for: the events held for it are yielded, and
+// [Agent.Result] has the run's tool calls.
 // A message of the run parked on the dead-letter channel ends the stream
 // with an error matching [ErrRunParked].
 func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) iter.Seq2[Event, error] {
@@ -566,7 +598,7 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 				}
 				continue
 			}
-			ev, err := decodeEvent(m)
+			ev, err := DecodeEvent(m)
 			if err != nil {
 				rt.log.Warn("agent: undecodable event in stream", "agent", a.name, "run", id, "err", err)
 				continue
@@ -589,29 +621,33 @@ var errEndGraceOver = errors.New("agent: stream end grace over")
 
 // streamOrder restores causal order for RunStream. A tool call travels under
 // its own key (so that the calls of a step run in parallel), and so may
-// reach an observer before the inference of its step or after its result.
-// streamOrder holds a tool call until the inference of its step has been
-// yielded, and a result, with every run event after it (the output
-// included), until its call has been yielded; once the run's end has come,
-// for at most streamEndGrace.
+// reach an observer before the inference of its step, before the deltas of
+// its step, or after its result. streamOrder holds a tool call until the
+// inference of its step and the deltas the call counts
+// ([ToolCallEvent.Deltas]) have been yielded; a result, with every run
+// event after it, until its call has been yielded; and the output until
+// the deltas of its step have been yielded: once the run's end has come,
+// for at most streamEndGrace. A delta is yielded as soon as the inference
+// of its step has been.
 type streamOrder struct {
 	called map[string]bool
-	step   int     // the last inference step yielded
-	held   []Event // events of the run's key waiting for a tool call
-	early  []Event // tool calls whose step's inference is not yet yielded
+	step   int         // the last inference step yielded
+	deltas map[int]int // deltas yielded, by step
+	held   []Event     // events of the run's key waiting for a tool call or deltas
+	early  []Event     // tool calls and deltas waiting for their step's inference (calls: or deltas)
+}
+
+func newStreamOrder() *streamOrder {
+	return &streamOrder{called: map[string]bool{}, deltas: map[int]int{}}
 }
 
 func (o *streamOrder) add(ev Event) []Event {
-	if ev.Kind == EventToolCall {
-		if ev.Step > o.step {
-			o.early = append(o.early, ev)
-			return nil
-		}
-		o.called[ev.ToolCall.ToolCallID] = true
-		return append([]Event{ev}, o.release()...)
+	if ev.Kind == EventToolCall || ev.Kind == EventDelta {
+		o.early = append(o.early, ev)
+	} else {
+		o.held = append(o.held, ev)
 	}
-	o.held = append(o.held, ev)
-	return o.release()
+	return o.release(nil)
 }
 
 // ended reports whether the run's end (its output or handoff) is held.
@@ -624,51 +660,74 @@ func (o *streamOrder) ended() bool {
 	return false
 }
 
-// flush returns every event held, the early tool calls first.
+// flush returns every event held, the early tool calls and deltas first.
 func (o *streamOrder) flush() []Event {
 	out := o.early
 	for _, c := range o.early {
-		o.called[c.ToolCall.ToolCallID] = true
+		if c.Kind == EventToolCall {
+			o.called[c.ToolCall.ToolCallID] = true
+		}
 	}
 	out = append(out, o.held...)
 	o.early, o.held = nil, nil
 	return out
 }
 
-// release returns the held events up to the first result whose call has
-// not been yielded (an undispatched result has no call event), with the
-// early tool calls of each inference step it passes.
-func (o *streamOrder) release() []Event {
-	var out []Event
-	for len(o.held) > 0 {
-		ev := o.held[0]
-		if ev.Kind == EventToolResult && !o.called[ev.ToolResult.ToolCallID] && !ev.ToolResult.Undispatched {
-			break
-		}
-		if ev.Kind == EventSubagentSpawned && !o.called[ev.Subagent.ToolCallID] {
-			break
-		}
-		out = append(out, ev)
-		o.held = o.held[1:]
-		if ev.Kind == EventInference {
-			o.step = ev.Step
+// release appends to out the early deltas and tool calls that are now
+// due and the held events up to the first that must still wait, and
+// returns out.
+func (o *streamOrder) release(out []Event) []Event {
+	for {
+		for again := true; again; {
+			again = false
 			rest := o.early[:0]
 			for _, c := range o.early {
-				if c.Step <= o.step {
+				switch {
+				case c.Kind == EventDelta && c.Step <= o.step:
+					o.deltas[c.Step]++
+					out = append(out, c)
+					again = true // a call may have waited for it
+				case c.Kind == EventToolCall && c.Step <= o.step && o.deltas[c.Step] >= c.ToolCall.Deltas:
 					o.called[c.ToolCall.ToolCallID] = true
 					out = append(out, c)
-				} else {
+				default:
 					rest = append(rest, c)
 				}
 			}
 			o.early = rest
 		}
+		if len(o.held) == 0 || !o.due(o.held[0]) {
+			return out
+		}
+		ev := o.held[0]
+		o.held = o.held[1:]
+		out = append(out, ev)
+		if ev.Kind == EventInference {
+			o.step = max(o.step, ev.Step)
+		}
 	}
-	return out
 }
 
-// decodeEvent decodes an event of any agent's channels.
-func decodeEvent(m *calf.Message) (Event, error) {
+// due reports whether a held event may be yielded: a result once its call
+// has been (an undispatched result has no call event), a subagent's start
+// once the call that started it has been, a run's end once the deltas of
+// its step have been.
+func (o *streamOrder) due(ev Event) bool {
+	switch ev.Kind {
+	case EventToolResult:
+		return o.called[ev.ToolResult.ToolCallID] || ev.ToolResult.Undispatched
+	case EventSubagentSpawned:
+		return o.called[ev.Subagent.ToolCallID]
+	case EventOutput, EventHandoff:
+		return o.deltas[ev.Step] >= ev.Output.Deltas
+	}
+	return true
+}
+
+// DecodeEvent decodes a message of any agent's channels (see
+// [AllChannels]) into the Event that RunStream would yield for it. A
+// subagent_completed message is placed in the parent's run and step.
+func DecodeEvent(m *calf.Message) (Event, error) {
 	name, rest, _ := strings.Cut(strings.TrimPrefix(m.Channel, channelPrefix), ".")
 	ev := Event{Agent: name, RunID: m.Metadata.RunID, Message: m}
 	kind, _, _ := strings.Cut(rest, ".")

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -30,6 +31,8 @@ type Runtime struct {
 	now    func() time.Time
 	newID  func() string
 	states *stateCache
+	// late counts tool calls that returned after their timeout.
+	late atomic.Int64
 }
 
 // NewRuntime returns a runtime on client and s.
@@ -55,3 +58,9 @@ func (rt *Runtime) Client() *calf.Client { return rt.client }
 
 // Store returns the runtime's state store.
 func (rt *Runtime) Store() store.Store { return rt.store }
+
+// LateToolResults returns how many tool calls handled by this runtime
+// returned after their timeout (see [Options.ToolTimeout]): their results
+// were dropped, since the model had been given a timeout error for them.
+// Each is also logged at level Warn.
+func (rt *Runtime) LateToolResults() int64 { return rt.late.Load() }

@@ -135,8 +135,50 @@ func TestUnserializableDepsAreRefused(t *testing.T) {
 	e := newEnv(t, nil)
 	a := agent.Must(agent.New[chan int, string]("chans", modeltest.NewTestModel(modeltest.Text("x")), nil))
 	_, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions[chan int]{Deps: make(chan int)})
-	if err == nil || !strings.Contains(err.Error(), "LocalDeps") {
+	if err == nil || !strings.Contains(err.Error(), "leave RunOptions.Deps unset") || !strings.Contains(err.Error(), "ServeOptions.LocalDeps") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// localDeps holds what cannot travel as JSON.
+type localDeps struct {
+	Lookup func(string) string
+	Events chan string
+}
+
+// A run without deps carries none, so an agent whose Deps do not encode as
+// JSON runs on its workers' LocalDeps with no RunOptions, or with options
+// that leave Deps unset.
+func TestRunWithoutDepsCarriesNone(t *testing.T) {
+	e := newEnv(t, nil)
+	lookup, err := agent.NewTool("lookup", "Look a word up.", func(rc agent.RunContext[localDeps], in echoArgs) (string, error) {
+		if rc.Deps.Lookup == nil {
+			return "", errors.New("no local deps")
+		}
+		return rc.Deps.Lookup(in.Text), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := agent.Must(agent.New[localDeps, string]("local", oneCall("lookup", `{"text":"calf"}`), &agent.Options[localDeps]{Tools: []tool.Tool{lookup}}))
+	if err := a.Serve(t.Context(), e.rt, &agent.ServeOptions[localDeps]{LocalDeps: func() localDeps {
+		return localDeps{Lookup: strings.ToUpper, Events: make(chan string)}
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.Run(runCtx(t), e.rt, "go", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Output != "saw: CALF" {
+		t.Fatalf("output = %q", out.Output)
+	}
+	st, err := e.rt.LoadRun(runCtx(t), out.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Deps) != 0 {
+		t.Errorf("the run carried deps %s", st.Deps)
 	}
 }
 

@@ -69,6 +69,10 @@ type RunState struct {
 	Usage     model.Usage      `json:"usage"`
 	// Repairs counts model calls spent on correcting invalid output.
 	Repairs int `json:"repairs,omitempty"`
+	// Deltas is the number of stream deltas emitted for the response
+	// recorded at the current step; the step's tool calls and the run's
+	// output carry it so that a stream yields them after those deltas.
+	Deltas int `json:"deltas,omitempty"`
 	// Output is the final output (see [OutputEvent.Content]).
 	Output json.RawMessage `json:"output,omitempty"`
 	// Error explains a failed or cancelled run.

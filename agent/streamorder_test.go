@@ -21,10 +21,20 @@ func TestStreamOrder(t *testing.T) {
 	call := func(step int, id string) Event {
 		return Event{Kind: EventToolCall, Step: step, ToolCall: &ToolCallEvent{Step: step, ToolCallID: id, ToolName: "add"}}
 	}
+	// callAfter is a call of a step that streamed n deltas.
+	callAfter := func(step, n int, id string) Event {
+		ev := call(step, id)
+		ev.ToolCall.Deltas = n
+		return ev
+	}
+	delta := func(step int) Event { return Event{Kind: EventDelta, Step: step} }
+	outputAfter := func(step, n int) Event {
+		return Event{Kind: EventOutput, Step: step, Output: &OutputEvent{Steps: step, Deltas: n}}
+	}
 	result := func(step int, id, tool string) Event {
 		return Event{Kind: EventToolResult, Step: step, ToolResult: &ToolResultEvent{Step: step, ToolCallID: id, ToolName: tool, Undispatched: tool != "add"}}
 	}
-	output := Event{Kind: EventOutput}
+	output := Event{Kind: EventOutput, Output: &OutputEvent{}}
 	name := func(ev Event) string {
 		switch ev.Kind {
 		case EventToolCall:
@@ -49,12 +59,22 @@ func TestStreamOrder(t *testing.T) {
 			[]string{"inference 1", "call c1", "result c1", "output 0"}},
 		{"unknown tool has no call", []Event{in(1), result(1, "c1", "nope"), in(2), output},
 			[]string{"inference 1", "result c1", "inference 2", "output 0"}},
+		{"call before the deltas of its step", []Event{in(1), callAfter(1, 2, "c1"), delta(1), delta(1), result(1, "c1", "add"), in(2), output},
+			[]string{"inference 1", "delta 1", "delta 1", "call c1", "result c1", "inference 2", "output 0"}},
+		{"call and result before the deltas", []Event{in(1), callAfter(1, 2, "c1"), result(1, "c1", "add"), delta(1), delta(1), in(2), output},
+			[]string{"inference 1", "delta 1", "delta 1", "call c1", "result c1", "inference 2", "output 0"}},
+		{"call before its inference and deltas", []Event{callAfter(1, 1, "c1"), in(1), delta(1), result(1, "c1", "add"), output},
+			[]string{"inference 1", "delta 1", "call c1", "result c1", "output 0"}},
+		{"delta before its inference", []Event{delta(1), in(1), callAfter(1, 1, "c1"), result(1, "c1", "add"), output},
+			[]string{"inference 1", "delta 1", "call c1", "result c1", "output 0"}},
+		{"output before the deltas of its step", []Event{in(1), outputAfter(1, 2), delta(1), delta(1)},
+			[]string{"inference 1", "delta 1", "delta 1", "output 1"}},
 		{"output waits for the last call", []Event{in(1), call(1, "c1"), result(1, "c1", "add"), in(2), result(2, "c2", "add"), in(3), output, call(2, "c2")},
 			[]string{"inference 1", "call c1", "result c1", "inference 2", "call c2", "result c2", "inference 3", "output 0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := &streamOrder{called: map[string]bool{}}
+			o := newStreamOrder()
 			var got []string
 			for _, ev := range tt.in {
 				for _, e := range o.add(ev) {

@@ -164,7 +164,7 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 	if f.json {
 		v = newJSONView(stdout)
 	}
-	for ev, err := range a.RunStream(ctx, rt, prompt, &agent.RunOptions[agent.NoDeps]{SessionID: f.session}) {
+	for ev, err := range a.RunStream(ctx, rt, prompt, a.InSession(f.session)) {
 		if err != nil {
 			runErr = err
 			break

@@ -218,7 +218,7 @@ func TestRunJSON(t *testing.T) {
 	if err := json.Unmarshal(last.Data, &out); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(agent.OutputEvent{Status: agent.OutputComplete, Content: json.RawMessage(`"The note says: hello from the note"`), Steps: 2},
+	if diff := cmp.Diff(agent.OutputEvent{Status: agent.OutputComplete, Content: json.RawMessage(`"The note says: hello from the note"`), Steps: 2, Deltas: 7},
 		out, cmp.FilterPath(func(p cmp.Path) bool { s := p.String(); return s == "Usage" || s == "RunID" || s == "Agent" }, cmp.Ignore())); diff != "" {
 		t.Errorf("output event (-want +got):\n%s", diff)
 	}
