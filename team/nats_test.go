@@ -3,6 +3,7 @@ package team_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,9 +11,13 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/broker/nats"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/team"
+	"github.com/calf-go/calf/tool"
 )
 
 // Teams on a network broker (NATS JetStream, embedded): runs complete, and
@@ -60,5 +65,68 @@ func TestTeamsOnNATS(t *testing.T) {
 	want := []string{"1 x output", "1 x done", "2 y output", "2 z output", "2 panel done", `output "y(x(go))+z(x(go))"`}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// A team stream yields each member step's deltas before the step's tool
+// call and before the member's output, on the memory broker and on NATS,
+// run after run.
+func TestTeamStreamYieldsDeltasBeforeWhatFollows(t *testing.T) {
+	const runs = 15
+	brokers := []struct {
+		name string
+		open func(t *testing.T) calf.Broker
+	}{
+		{"memory", func(*testing.T) calf.Broker { return memory.New(nil) }},
+		{"nats", func(t *testing.T) calf.Broker {
+			b, err := nats.OpenEmbedded(t.Context(), t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}},
+	}
+	for _, bt := range brokers {
+		t.Run(bt.name, func(t *testing.T) {
+			b := bt.open(t)
+			t.Cleanup(func() { _ = b.Close() })
+			c := calf.NewClient(b, nil)
+			t.Cleanup(func() { _ = c.Close() })
+			e := &env{rt: agent.NewRuntime(c, storemem.New(), nil)}
+			var steps []modeltest.Step
+			for range runs {
+				first := modeltest.ToolCalls(modeltest.Call("call_1", "note", `{"text":"x"}`))
+				first.Message.Parts = []model.Part{model.TextPart("Let me write that down in my notes first.")}
+				steps = append(steps, first, modeltest.Text("It is written down now."))
+			}
+			note := tool.Must(tool.New("note", "Write a note.", func(_ context.Context, in struct {
+				Text string `json:"text"`
+			}) (string, error) {
+				return "noted", nil
+			}))
+			writer := agent.Must(agent.New[agent.NoDeps, string]("writer", modeltest.NewTestModel(steps...), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{note}}))
+			if err := writer.Serve(t.Context(), e.rt, nil); err != nil {
+				t.Fatal(err)
+			}
+			seq := serve(t, e, team.Must(team.NewSequential("scribes", []team.Member{team.AgentMember(writer)}, nil)))
+			for i := range runs {
+				var kinds []string
+				for ev, err := range seq.RunStream(runCtx(t), e.rt, "write it down", nil) {
+					if err != nil {
+						t.Fatalf("run %d: %v", i, err)
+					}
+					if ev.Kind == team.EventMember && ev.Agent.Kind != "" {
+						kinds = append(kinds, fmt.Sprintf("%s%d", ev.Agent.Kind, ev.Agent.Step))
+					}
+				}
+				got := strings.Join(kinds, " ")
+				// Nine words and the call's three deltas, then four words.
+				want := "input0 inference1 " + strings.Repeat("delta1 ", 12) + "tool_call1 tool_result1 inference2 " +
+					strings.Repeat("delta2 ", 5) + "output2"
+				if got != want {
+					t.Errorf("run %d: member events\n got %s\nwant %s", i, got, want)
+				}
+			}
+		})
 	}
 }

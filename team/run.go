@@ -371,7 +371,9 @@ func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, 
 // the event that caused it has been released, and the reply of a child
 // run (a member's, a subagent's) until that run's output has been
 // released. Copies of a released event
-// (same id) are dropped.
+// (same id) are dropped. An agent's tool call and output, which count the
+// stream deltas of their step, wait for those deltas: they share the
+// inference that caused them, and travel under other keys or channels.
 //
 // The last event, the output of a team run that completed, waits for the
 // outputs of every run whose input was released: a step can depend on
@@ -383,11 +385,48 @@ type causalOrder struct {
 	released map[string]bool          // message ids
 	outputs  map[string]bool          // run ids whose output was released
 	started  map[string]bool          // run ids whose input was released
+	deltas   map[runStep]int          // stream deltas released, by agent run and step
+	follows  map[string]deltasOf      // held message ids: the deltas they count or are
 	held     []*calf.Message
 }
 
+// runStep is a step of an agent run.
+type runStep struct {
+	run  string
+	step int
+}
+
+// deltasOf says how a message of an agent relates to the stream deltas of
+// a step: it is one of them, or follows n of them.
+type deltasOf struct {
+	at    runStep
+	delta bool
+	n     int
+}
+
 func newCausalOrder(root string, last func(*calf.Message) bool) *causalOrder {
-	return &causalOrder{root: root, last: last, released: map[string]bool{}, outputs: map[string]bool{}, started: map[string]bool{}}
+	return &causalOrder{root: root, last: last, released: map[string]bool{}, outputs: map[string]bool{}, started: map[string]bool{},
+		deltas: map[runStep]int{}, follows: map[string]deltasOf{}}
+}
+
+// noteDeltas records how m relates to the stream deltas of its step.
+func (o *causalOrder) noteDeltas(m *calf.Message) {
+	if !strings.HasPrefix(m.Channel, "calf.agent.") {
+		return
+	}
+	ev, err := agent.DecodeEvent(m)
+	if err != nil {
+		return
+	}
+	at := runStep{ev.RunID, ev.Step}
+	switch {
+	case ev.Kind == agent.EventDelta:
+		o.follows[m.ID] = deltasOf{at: at, delta: true}
+	case ev.Kind == agent.EventToolCall && ev.ToolCall.Deltas > 0:
+		o.follows[m.ID] = deltasOf{at: at, n: ev.ToolCall.Deltas}
+	case (ev.Kind == agent.EventOutput || ev.Kind == agent.EventHandoff) && ev.Output.Deltas > 0:
+		o.follows[m.ID] = deltasOf{at: at, n: ev.Output.Deltas}
+	}
 }
 
 func (o *causalOrder) ready(m *calf.Message) bool {
@@ -395,6 +434,9 @@ func (o *causalOrder) ready(m *calf.Message) bool {
 		return false
 	}
 	if isReply(m.Channel) && !o.outputs[m.Metadata.RunID] {
+		return false
+	}
+	if d, ok := o.follows[m.ID]; ok && !d.delta && o.deltas[d.at] < d.n {
 		return false
 	}
 	if o.last(m) {
@@ -419,6 +461,7 @@ func (o *causalOrder) add(m *calf.Message) []*calf.Message {
 	if o.released[m.ID] {
 		return nil
 	}
+	o.noteDeltas(m)
 	o.held = append(o.held, m)
 	var out []*calf.Message
 	for again := true; again; {
@@ -432,6 +475,12 @@ func (o *causalOrder) add(m *calf.Message) []*calf.Message {
 			if o.ready(h) {
 				o.held = append(o.held[:i], o.held[i+1:]...)
 				o.released[h.ID] = true
+				if d, ok := o.follows[h.ID]; ok {
+					if d.delta {
+						o.deltas[d.at]++
+					}
+					delete(o.follows, h.ID)
+				}
 				switch {
 				case strings.HasSuffix(h.Channel, ".output"):
 					o.outputs[h.Metadata.RunID] = true
@@ -590,11 +639,11 @@ func (t *Team) event(id string, m *calf.Message, at runPosition) (Event, bool) {
 	if kind != "agent" {
 		return ev, false
 	}
-	a, ok := agentEvent(name, strings.Join(tokens[3:], "."), m)
-	if !ok {
+	a, err := agent.DecodeEvent(m)
+	if err != nil {
 		return ev, false
 	}
-	ev.Kind, ev.Agent = EventMember, a
+	ev.Kind, ev.Agent = EventMember, &a
 	return ev, true
 }
 
@@ -614,61 +663,4 @@ func position(id, run string) (int, string) {
 		rest = rest[:i]
 	}
 	return step, rest
-}
-
-// agentEvent decodes a message of an agent's channels.
-func agentEvent(name, rest string, m *calf.Message) (*agent.Event, bool) {
-	ev := &agent.Event{Agent: name, RunID: m.Metadata.RunID, Message: m}
-	kind, _, _ := strings.Cut(rest, ".")
-	var err error
-	switch kind {
-	case "input":
-		ev.Kind, ev.Input = agent.EventInput, new(agent.InputEvent)
-		err = m.Decode(ev.Input)
-	case "inference":
-		var p agent.InferenceEvent
-		err = m.Decode(&p)
-		ev.Kind, ev.Step = agent.EventInference, p.Step
-	case "stream":
-		var p agent.StreamEvent
-		err = m.Decode(&p)
-		ev.Kind, ev.Step, ev.Delta = agent.EventDelta, p.Step, &p.Delta
-	case "tool_call":
-		ev.Kind, ev.ToolCall = agent.EventToolCall, new(agent.ToolCallEvent)
-		err = m.Decode(ev.ToolCall)
-		ev.Step = ev.ToolCall.Step
-	case "tool_result":
-		ev.Kind, ev.ToolResult = agent.EventToolResult, new(agent.ToolResultEvent)
-		err = m.Decode(ev.ToolResult)
-		ev.Step = ev.ToolResult.Step
-	case "output":
-		ev.Kind, ev.Output = agent.EventOutput, new(agent.OutputEvent)
-		err = m.Decode(ev.Output)
-		ev.Step = ev.Output.Steps
-		if ev.Output.Status == agent.OutputHandoff {
-			ev.Kind = agent.EventHandoff
-		}
-	case "subagent_spawned":
-		ev.Kind, ev.Subagent = agent.EventSubagentSpawned, new(agent.SubagentEvent)
-		err = m.Decode(ev.Subagent)
-		ev.Step = ev.Subagent.Step
-	case "subagent_completed":
-		// The reply of a subagent: its ref names the parent's run and call.
-		ev.Kind, ev.Output = agent.EventSubagentCompleted, new(agent.OutputEvent)
-		if err = m.Decode(ev.Output); err == nil {
-			var ref struct {
-				Run  string `json:"run"`
-				Step int    `json:"step"`
-				Tool string `json:"tool"`
-				Call string `json:"call"`
-			}
-			if json.Unmarshal([]byte(ev.Output.Ref), &ref) == nil && ref.Run != "" {
-				ev.RunID, ev.Step = ref.Run, ref.Step
-				ev.Subagent = &agent.SubagentEvent{Step: ref.Step, ToolCallID: ref.Call, ToolName: ref.Tool, Agent: ev.Output.Agent, RunID: ev.Output.RunID}
-			}
-		}
-	default:
-		return nil, false
-	}
-	return ev, err == nil
 }
