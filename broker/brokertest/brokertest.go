@@ -25,9 +25,12 @@ type Features struct {
 	Unbounded bool
 	// SerializedKeys declares that the broker may handle messages with
 	// different keys one after another (keys that share a partition, for
-	// example). The test that two keys are handled at the same time is
-	// skipped, and the dead-letter test does not check that other keys
-	// progress while a failing key is held.
+	// example), so that a slow handler holds up other keys. The tests that
+	// keys are handled at the same time (KeysInParallel,
+	// SlowKeyHoldsNoOther, CrashWithKeysInFlight) are skipped, and the
+	// dead-letter test does not check that other keys progress while a
+	// failing key is held. Calf's brokers must not declare it: a model call
+	// of one run must not hold up another run.
 	SerializedKeys bool
 	// KeyOrderPerChannel declares that the broker keeps a key's messages
 	// in order only among those of one channel (a topic per channel, say),
@@ -92,6 +95,8 @@ func Run(t *testing.T, newBroker func(t *testing.T) calf.Broker, f Features) {
 		{"MemberLeaves", testMemberLeaves, false},
 		{"KeyOrder", testKeyOrder, false},
 		{"KeysInParallel", testKeysInParallel, false},
+		{"SlowKeyHoldsNoOther", testSlowKeyHoldsNoOther, false},
+		{"KeyOrderUnderFaults", testKeyOrderUnderFaults, false},
 		{"PublishFromHandler", testPublishFromHandler, false},
 		{"Redelivery", testRedelivery, false},
 		{"DeadLetter", testDeadLetter, false},
@@ -102,6 +107,7 @@ func Run(t *testing.T, newBroker func(t *testing.T) calf.Broker, f Features) {
 		{"AckLost", testAckLost, true},
 		{"Rebalance", testRebalance, true},
 		{"ScaleOrder", testScaleOrder, true},
+		{"CrashWithKeysInFlight", testCrashWithKeysInFlight, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
