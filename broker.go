@@ -80,6 +80,28 @@ func DeleteChannels(ctx context.Context, b Broker, channels ...string) error {
 	return nil
 }
 
+// GroupInspector is implemented by brokers that can tell whether a
+// consumer group has live members: a caller that waits for a run of an
+// agent asks it whether any process serves the agent, and reports at once
+// when none does, instead of waiting for its timeout.
+type GroupInspector interface {
+	// GroupMembers returns how many live members the consumer group named
+	// group has, or at least whether it has some: a result above zero may
+	// be a lower bound. A group that does not exist has none.
+	GroupMembers(ctx context.Context, group string) (int, error)
+}
+
+// GroupMembers asks b for the live members of group if b is a
+// [GroupInspector]; known is false when b cannot tell.
+func GroupMembers(ctx context.Context, b Broker, group string) (n int, known bool, err error) {
+	gi, ok := b.(GroupInspector)
+	if !ok {
+		return 0, false, nil
+	}
+	n, err = gi.GroupMembers(ctx, group)
+	return n, err == nil, err
+}
+
 // Subscription is an active subscription.
 type Subscription interface {
 	// Close stops delivery and waits for the handlers in progress to return.

@@ -22,6 +22,7 @@ const (
 	DefaultTimeout      = 10 * time.Minute
 	DefaultModelTimeout = 2 * time.Minute
 	DefaultToolTimeout  = 2 * time.Minute
+	DefaultStartTimeout = 3 * time.Second
 )
 
 // Options configures an [Agent]. A nil *Options means the defaults.
@@ -55,6 +56,13 @@ type Options[Deps any] struct {
 	// Timeout bounds a whole run, as seen by Run and RunStream. Default:
 	// DefaultTimeout.
 	Timeout time.Duration
+	// StartTimeout is how long Run and RunStream wait for a sign that a
+	// process took the run (its state in the store, or its output) before
+	// they ask the broker whether any process serves the agent: when none
+	// does, they cancel the run and return an error matching
+	// [ErrNotServed]. [RunOptions.WaitForWorkers] turns the check off.
+	// Default: DefaultStartTimeout.
+	StartTimeout time.Duration
 	// ModelTimeout bounds one model call. Default: DefaultModelTimeout.
 	ModelTimeout time.Duration
 	// ToolTimeout bounds one tool call. Default: DefaultToolTimeout. At
@@ -109,6 +117,9 @@ func New[Deps, Out any](name string, m model.Model, opts *Options[Deps]) (*Agent
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = DefaultStartTimeout
 	}
 	if o.ModelTimeout <= 0 {
 		o.ModelTimeout = DefaultModelTimeout

@@ -39,6 +39,12 @@ type RunOptions[Deps any] struct {
 	// Parent is the id of the run that starts this one, if any; it is
 	// recorded in the run's state.
 	Parent string
+	// WaitForWorkers has Run and RunStream wait for a process that serves
+	// the agent, however long it takes to start (up to the run's
+	// timeout), instead of failing with [ErrNotServed] when none serves it
+	// (see [Options.StartTimeout]). Submit never checks: its run waits in
+	// the broker for a worker.
+	WaitForWorkers bool
 }
 
 // InSession returns the options of a run that continues the session id,
@@ -90,6 +96,11 @@ var (
 	// cause is fixed ([deadletter.Replay], or calf deadletters replay),
 	// continues it, and [Agent.Result] then gives its output.
 	ErrRunParked = errors.New("agent: run held up by a parked message")
+	// ErrNotServed is matched by the error of Run and RunStream when no
+	// process serves the agent: nothing consumes its input channel (see
+	// [Options.StartTimeout]). The run is cancelled, so that a worker that
+	// starts later does not carry it out for nobody.
+	ErrNotServed = errors.New("agent: no process serves the agent")
 )
 
 // RunError reports a run that ended without output.
@@ -180,12 +191,19 @@ func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, 
 	if err := f.AddTree(calf.DeadLetterChannel); err != nil {
 		return nil, err
 	}
+	if err := a.waitForWorkers(ctx, rt, id, opts); err != nil {
+		return nil, err
+	}
 	if err := rt.client.Publish(ctx, msg); err != nil {
 		return nil, fmt.Errorf("agent %s: start run: %w", a.name, err)
 	}
+	start := a.startCheck(rt, id, opts)
 	var m *calf.Message
 	for m == nil {
-		if m, err = f.Next(ctx); err != nil {
+		if m, err = start.next(ctx, f); err != nil {
+			if errors.Is(err, ErrNotServed) {
+				return nil, a.notServed(ctx, rt, id, err)
+			}
 			return nil, a.abandon(ctx, rt, id)
 		}
 		if m.Channel == calf.DeadLetterChannel {
@@ -236,6 +254,10 @@ func (a *Agent[Deps, Out]) result(ctx context.Context, rt *Runtime, id string, e
 		return nil, &RunError{Agent: name, RunID: id, Status: status, Reason: ev.Error}
 	}
 	st, err := rt.LoadRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("agent %s: run %s ended (%s), but this process's store has no record of it: "+
+			"the processes that serve the agent use another store than this caller: %w", name, id, ev.Status, err)
+	}
 	if err == nil {
 		st, err = rt.withChain(ctx, st)
 	}
@@ -355,6 +377,97 @@ func (a *Agent[Deps, Out]) DecodeOutput(ev *OutputEvent) (Out, error) {
 		return out, fmt.Errorf("agent %s: run %s: decode output: %w", a.name, ev.RunID, err)
 	}
 	return out, nil
+}
+
+// startCheck is the check, made once StartTimeout has passed without a
+// sign of the run, that some process serves the agent.
+type startCheck struct {
+	due   time.Time // zero once the check is made or not wanted
+	seen  bool      // a sign of the run came
+	input string    // the run's input channel, whose message is no sign
+	// check reports ErrNotServed, or nil when the run has started or a
+	// process may yet take it.
+	check func(ctx context.Context) error
+}
+
+func (a *Agent[Deps, Out]) startCheck(rt *Runtime, id string, opts *RunOptions[Deps]) *startCheck {
+	c := &startCheck{}
+	if opts != nil && opts.WaitForWorkers {
+		return c
+	}
+	c.due = time.Now().Add(a.opts.StartTimeout)
+	c.input = InputChannel(a.name)
+	c.check = func(ctx context.Context) error {
+		if _, err := rt.store.Get(ctx, store.KindRun, id); !errors.Is(err, store.ErrNotFound) {
+			return nil // started (or the store cannot tell)
+		}
+		in := InputChannel(a.name)
+		n, known, err := calf.GroupMembers(ctx, rt.client.Broker(), in)
+		if err != nil || !known || n > 0 {
+			return nil // served, but busy or on another store; or unknown
+		}
+		return fmt.Errorf("%w %s: nothing consumed its input channel %s within %s; start a worker that serves it (calf worker), "+
+			"or call Serve in this process, or set RunOptions.WaitForWorkers to wait for one", ErrNotServed, a.name, in, a.opts.StartTimeout)
+	}
+	return c
+}
+
+// waitForWorkers waits, when opts ask for it, until some process serves
+// the agent: a broker delivers a group only the messages published after
+// it was created, so the input goes out once the group has a member. A
+// broker that cannot tell is not waited for.
+func (a *Agent[Deps, Out]) waitForWorkers(ctx context.Context, rt *Runtime, id string, opts *RunOptions[Deps]) error {
+	if opts == nil || !opts.WaitForWorkers {
+		return nil
+	}
+	in := InputChannel(a.name)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		n, known, err := calf.GroupMembers(ctx, rt.client.Broker(), in)
+		if err == nil && (!known || n > 0) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return &RunError{Agent: a.name, RunID: id, Status: RunCancelled, Err: context.Cause(ctx),
+				Reason: fmt.Sprintf("no process came to serve the agent (its input channel %s) before the caller stopped waiting: %v", in, context.Cause(ctx))}
+		case <-time.After(wait):
+		}
+	}
+}
+
+// pending reports whether the check is still to be made.
+func (c *startCheck) pending() bool { return !c.due.IsZero() && !c.seen }
+
+// next returns the next message of f, making the start check when it is
+// due: it fails with ErrNotServed when no process serves the agent.
+func (c *startCheck) next(ctx context.Context, f *calf.Follower) (*calf.Message, error) {
+	for c.pending() {
+		cctx, cancel := context.WithDeadline(ctx, c.due)
+		m, err := f.Next(cctx)
+		cancel()
+		if err == nil {
+			c.seen = m.Channel != c.input
+			return m, nil
+		}
+		if ctx.Err() != nil || cctx.Err() == nil {
+			return nil, err
+		}
+		c.due = time.Time{}
+		if err := c.check(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return f.Next(ctx)
+}
+
+// notServed cancels a run that no process serves and reports it.
+func (a *Agent[Deps, Out]) notServed(ctx context.Context, rt *Runtime, id string, cause error) error {
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := rt.Cancel(bg, a.name, id, cause.Error()); err != nil {
+		rt.log.Warn("agent: cancel a run no process serves", "agent", a.name, "run", id, "err", err)
+	}
+	return &RunError{Agent: a.name, RunID: id, Status: RunCancelled, Reason: cause.Error(), Err: ErrNotServed}
 }
 
 // abandon cancels a run whose caller stopped waiting, and reports it.
@@ -552,11 +665,16 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 			return
 		}
 		defer f.Close()
+		if err := a.waitForWorkers(ctx, rt, id, opts); err != nil {
+			yield(Event{}, err)
+			return
+		}
 		if err := rt.client.Publish(ctx, msg); err != nil {
 			yield(Event{}, fmt.Errorf("agent %s: start run: %w", a.name, err))
 			return
 		}
 		o := newChainOrder(id)
+		start := a.startCheck(rt, id, opts)
 		// send yields evs, and reports whether the stream is over.
 		send := func(evs []Event) bool {
 			for _, ev := range evs {
@@ -578,7 +696,16 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 			return false
 		}
 		for {
-			m, err := o.next(ctx, f)
+			var m *calf.Message
+			if start.pending() {
+				m, err = start.next(ctx, f)
+			} else {
+				m, err = o.next(ctx, f)
+			}
+			if errors.Is(err, ErrNotServed) {
+				yield(Event{}, a.notServed(ctx, rt, id, err))
+				return
+			}
 			if errors.Is(err, errEndGraceOver) {
 				// The run has ended, and the tool calls its last events
 				// wait for have not come: yield what is held.

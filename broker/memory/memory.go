@@ -102,7 +102,10 @@ type Broker struct {
 	published, delivered, redelivered, deadLettered, discarded atomic.Int64
 }
 
-var _ calf.Broker = (*Broker)(nil)
+var (
+	_ calf.Broker         = (*Broker)(nil)
+	_ calf.GroupInspector = (*Broker)(nil)
+)
 
 // New returns a broker configured by opts.
 func New(opts *Options) *Broker {
@@ -255,6 +258,21 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	g.mu.Unlock()
 	b.subs[s] = struct{}{}
 	return s, nil
+}
+
+// GroupMembers returns the number of subscriptions in the consumer
+// group named group (0 for a group nobody has joined); it implements
+// [calf.GroupInspector].
+func (b *Broker) GroupMembers(_ context.Context, group string) (int, error) {
+	b.mu.Lock()
+	g := b.groups[group]
+	b.mu.Unlock()
+	if g == nil {
+		return 0, nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.members), nil
 }
 
 // Close stops every subscription, waits for the handlers in progress and

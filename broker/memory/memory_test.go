@@ -645,3 +645,28 @@ func BenchmarkRequestReply(b *testing.B) {
 		}
 	}
 }
+
+func TestGroupMembers(t *testing.T) {
+	b := newBroker(t, nil)
+	count := func() int {
+		n, err := b.GroupMembers(t.Context(), "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("members of a group nobody joined: %d", n)
+	}
+	h := func(context.Context, *calf.Message) error { return nil }
+	s1 := subscribe(t, b, "a.b", h, &calf.SubscribeOptions{Group: "g"})
+	subscribe(t, b, "a.b", h, &calf.SubscribeOptions{Group: "g"})
+	subscribe(t, b, "a.b", h, nil) // a private group is another group
+	if n := count(); n != 2 {
+		t.Errorf("members = %d, want 2", n)
+	}
+	_ = s1.Close()
+	if n := count(); n != 1 {
+		t.Errorf("members after one left = %d, want 1", n)
+	}
+}

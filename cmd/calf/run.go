@@ -26,6 +26,7 @@ type runFlags struct {
 	serve   bool
 	store   string
 	session string
+	wait    bool
 	json    bool
 	quiet   bool
 }
@@ -70,6 +71,7 @@ of the run as a line of JSON instead, and --quiet only the final answer.`,
 	fl.StringVar(&f.broker, "broker", defaultBroker, brokerHelp)
 	fl.BoolVar(&f.serve, "serve", false, "serve the agent in this process too, when --broker is shared with calf worker processes")
 	fl.StringVar(&f.session, "session", "", "continue the conversation with this id, kept in the store (created if new)")
+	fl.BoolVar(&f.wait, "wait", false, "wait for a calf worker to serve the agent, instead of failing when none does within a few seconds")
 	fl.BoolVar(&f.json, "json", false, "print every event of the run as one line of JSON on standard output")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final answer")
 	cmd.MarkFlagsMutuallyExclusive("json", "quiet")
@@ -164,7 +166,9 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 	if f.json {
 		v = newJSONView(stdout)
 	}
-	for ev, err := range a.RunStream(ctx, rt, prompt, a.InSession(f.session)) {
+	opts := a.InSession(f.session)
+	opts.WaitForWorkers = f.wait
+	for ev, err := range a.RunStream(ctx, rt, prompt, opts) {
 		if err != nil {
 			runErr = err
 			break
