@@ -13,8 +13,11 @@ import (
 	"github.com/calf-go/calf/store"
 )
 
-// DefaultDrainTimeout is the default of [WorkerOptions.DrainTimeout].
-const DefaultDrainTimeout = 30 * time.Second
+// Defaults of [WorkerOptions].
+const (
+	DefaultDrainTimeout      = 30 * time.Second
+	DefaultWorkerConcurrency = 256
+)
 
 // WorkerOptions configures a [Worker]. A nil *WorkerOptions means the
 // defaults.
@@ -36,6 +39,14 @@ type WorkerOptions struct {
 	// NoDeadLetters turns off the recorder that keeps the messages parked
 	// on [calf.DeadLetterChannel] in the store (see package deadletter).
 	NoDeadLetters bool
+	// Concurrency bounds the handler calls the worker makes at once,
+	// across every agent and handler it serves: the model calls and tool
+	// calls in progress, and so the runs it works on at once. A message
+	// beyond it waits in the broker's subscription, which holds a bounded
+	// number in memory (see [ServeOptions.Concurrency] and the broker's
+	// options); the broker's partitions do not bound it. Default:
+	// [DefaultWorkerConcurrency].
+	Concurrency int
 }
 
 // Worker hosts the handlers of agents in one process, on a broker that
@@ -74,6 +85,9 @@ func NewWorker(b calf.Broker, s store.Store, opts *WorkerOptions) *Worker {
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = DefaultDrainTimeout
 	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultWorkerConcurrency
+	}
 	var co calf.Options
 	if o.Client != nil {
 		co = *o.Client
@@ -81,7 +95,7 @@ func NewWorker(b calf.Broker, s store.Store, opts *WorkerOptions) *Worker {
 	if co.Logger == nil {
 		co.Logger = o.Logger
 	}
-	db := newDrainBroker(b)
+	db := newDrainBroker(b, o.Concurrency)
 	client := calf.NewClient(db, &co)
 	return &Worker{
 		broker: db, client: client, rt: NewRuntime(client, s, o.Runtime), store: s,
@@ -156,6 +170,16 @@ func (d *drainBroker) CreateChannels(ctx context.Context, channels ...string) er
 	return calf.CreateChannels(ctx, d.Broker, channels...)
 }
 
+// GroupMembers passes the call on to the wrapped broker, which must be a
+// [calf.GroupInspector].
+func (d *drainBroker) GroupMembers(ctx context.Context, group string) (int, error) {
+	n, known, err := calf.GroupMembers(ctx, d.Broker, group)
+	if err == nil && !known {
+		err = errors.ErrUnsupported
+	}
+	return n, err
+}
+
 // drainBroker wraps a broker so that closing a subscription lets the
 // handlers in progress finish instead of cancelling them at once: their
 // context is cancelled only by interrupt.
@@ -163,15 +187,16 @@ type drainBroker struct {
 	calf.Broker
 	hard       context.Context
 	stopHandle context.CancelFunc
+	slots      chan struct{} // bounds the handler calls in progress
 
 	mu     sync.Mutex
 	active int  // handlers in progress
 	cut    bool // interrupt found handlers in progress
 }
 
-func newDrainBroker(b calf.Broker) *drainBroker {
+func newDrainBroker(b calf.Broker, concurrency int) *drainBroker {
 	hard, cancel := context.WithCancel(context.Background())
-	return &drainBroker{Broker: b, hard: hard, stopHandle: cancel}
+	return &drainBroker{Broker: b, hard: hard, stopHandle: cancel, slots: make(chan struct{}, concurrency)}
 }
 
 // interrupt cancels the contexts of the handlers in progress, and of
@@ -191,11 +216,18 @@ func (d *drainBroker) interrupted() bool {
 }
 
 // Subscribe subscribes h so that its context survives the closing of the
-// subscription until interrupt. The message of a handler that succeeds is
+// subscription until interrupt, and so that it runs only while it has one
+// of the worker's slots. The message of a handler that succeeds is
 // acknowledged; one that fails after the subscription closed goes back to
 // the broker.
 func (d *drainBroker) Subscribe(ctx context.Context, pattern string, h calf.Handler, opts *calf.SubscribeOptions) (calf.Subscription, error) {
 	wrapped := func(hctx context.Context, msg *calf.Message) error {
+		select {
+		case d.slots <- struct{}{}:
+		case <-hctx.Done():
+			return context.Cause(hctx) // closing: the message goes back
+		}
+		defer func() { <-d.slots }()
 		d.mu.Lock()
 		d.active++
 		d.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
+	"github.com/calf-go/calf/tool"
 )
 
 // ctxBroker hands out the context the broker gives each delivery on
@@ -173,3 +174,81 @@ func (h *drainLog) Handle(_ context.Context, r slog.Record) error {
 }
 func (h *drainLog) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *drainLog) WithGroup(string) slog.Handler      { return h }
+
+// A worker's Concurrency bounds the handler calls it makes at once across
+// its agents, whatever the broker and the handlers allow: with a bound of
+// 2, five runs whose tool blocks have two tool calls in progress, and all
+// complete once the tool lets go.
+func TestWorkerConcurrencyBoundsHandlerCalls(t *testing.T) {
+	b := memory.New(nil)
+	defer b.Close()
+	st := storemem.New()
+	w := agent.NewWorker(b, st, &agent.WorkerOptions{Concurrency: 2})
+	var (
+		mu          sync.Mutex
+		now, most   int
+		release     = make(chan struct{})
+		twoInFlight = make(chan struct{})
+	)
+	closeTwo := sync.OnceFunc(func() { close(twoInFlight) })
+	wait := tool.Must(tool.New("wait", "Wait.", func(ctx context.Context, _ struct{}) (string, error) {
+		mu.Lock()
+		now++
+		most = max(most, now)
+		if now == 2 {
+			closeTwo()
+		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			now--
+			mu.Unlock()
+		}()
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return "done", nil
+	}))
+	m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		if req.Messages[len(req.Messages)-1].Role == model.RoleTool {
+			return modeltest.Text("ok"), nil
+		}
+		return modeltest.ToolCalls(modeltest.Call("c1", "wait", `{}`)), nil
+	})
+	a := agent.Must(agent.New[agent.NoDeps, string]("bounded", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{wait}}))
+	if err := a.Serve(t.Context(), w.Runtime(), nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	go func() { _ = w.Run(ctx) }()
+	caller := agent.NewRuntime(calf.NewClient(b, nil), st, nil)
+	var runs sync.WaitGroup
+	errs := make(chan error, 5)
+	for range 5 {
+		runs.Go(func() {
+			_, err := a.Run(t.Context(), caller, "go", nil)
+			errs <- err
+		})
+	}
+	select {
+	case <-twoInFlight:
+	case <-time.After(10 * time.Second):
+		t.Fatal("two tool calls never ran at once")
+	}
+	// Give a third call the chance to start, were it allowed to.
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	runs.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if most != 2 {
+		t.Errorf("at most %d tool calls ran at once, want 2", most)
+	}
+}

@@ -57,6 +57,10 @@
 //	                  are refused there: give them to calf worker.
 //	--serve           serve the agent in this process too, on a shared
 //	                  broker (on memory:// and nats+embedded:// it always is)
+//	--wait            on a shared broker with no calf worker serving the
+//	                  agent, wait for one to start (up to --timeout) instead
+//	                  of failing after a few seconds with an error that names
+//	                  the agent's input channel
 //	--system TEXT     the agent's instructions (default: a short
 //	                  helpful-assistant prompt)
 //	--session ID      continue the conversation ID kept in the store; the run
@@ -81,7 +85,9 @@
 // the broker's consumer groups. It takes the agent flags of calf run
 // (--model, --system, --max-turns, --timeout, --read) and:
 //
-//	--concurrency N   bound on the runs each handler works on at once
+//	--concurrency N   bound on the model and tool calls the worker makes
+//	                  at once across its agents, so on the runs it works
+//	                  on at once (default 256); partitions do not bound it
 //	--max-attempts N  deliveries of a failing message before it is parked
 //	                  on the dead-letter channel (default 5)
 //	--drain D         how long handlers in progress may take to finish

@@ -63,7 +63,7 @@ signal exits at once.`,
 	fl.StringVar(&f.broker, "broker", "", brokerHelp+" (required; one other processes reach)")
 	fl.StringVar(&f.store, "store", defaultStore, storeHelp+"; every worker and caller must use the same one")
 	fl.StringSliceVar(&f.agents, "agent", []string{agentName}, "serve the agent named `NAME` (repeat, or separate with commas); known: "+strings.Join(workerAgents, ", "))
-	fl.IntVar(&f.concurrency, "concurrency", 0, "bound on the runs (and tool calls) each handler works on at once (default: the broker's)")
+	fl.IntVar(&f.concurrency, "concurrency", agent.DefaultWorkerConcurrency, "bound on the model and tool calls this worker makes at once, across its agents: the runs it works on at once (the broker's partitions do not bound it)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "deliveries of a failing message before it is parked on the dead-letter channel (default: the broker's, 5)")
 	fl.DurationVar(&f.drain, "drain", agent.DefaultDrainTimeout, "on SIGINT or SIGTERM, how long the handlers in progress may take to finish")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "log only warnings and errors")
@@ -120,7 +120,7 @@ func runWorker(ctx context.Context, f workerFlags, getenv func(string) string, s
 	}
 	defer b.Close()
 
-	w := agent.NewWorker(b, st, &agent.WorkerOptions{Logger: log, DrainTimeout: f.drain})
+	w := agent.NewWorker(b, st, &agent.WorkerOptions{Logger: log, DrainTimeout: f.drain, Concurrency: f.concurrency})
 	// The subscriptions outlive ctx: the worker drains them when it ends.
 	sctx := context.WithoutCancel(ctx)
 	if err := a.Serve(sctx, w.Runtime(), &agent.ServeOptions[agent.NoDeps]{Concurrency: f.concurrency, MaxAttempts: f.maxAttempts}); err != nil {
