@@ -7,75 +7,134 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/kafka"
+	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
+	storemem "github.com/calf-go/calf/store/memory"
 )
 
-// Run on an agent that no process serves fails with ErrNotServed well
-// before its timeout, names the agent and its input channel, and cancels
-// the run so that a worker starting later does not carry it out.
-func TestRunWithNoProcessServing(t *testing.T) {
-	e := newEnv(t, nil)
-	a := agent.Must(agent.New[agent.NoDeps, string]("lonely", modeltest.NewTestModel(modeltest.Text("hi")), nil))
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	_, err := a.Run(ctx, e.rt, "anyone?", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
-	if !errors.Is(err, agent.ErrNotServed) || !errors.Is(err, agent.ErrRunCancelled) {
-		t.Fatalf("err = %v; want ErrNotServed and ErrRunCancelled", err)
-	}
-	for _, want := range []string{"lonely", "calf.agent.lonely.input", "WaitForWorkers"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not mention %q", err, want)
+// callerBrokers are the brokers a caller may find no process serving an
+// agent on: the in-process one, and Kafka (on an in-process fake cluster),
+// where workers are other processes.
+var callerBrokers = []struct {
+	name string
+	open func(t *testing.T) calf.Broker
+}{
+	{"memory", func(t *testing.T) calf.Broker {
+		b := memory.New(nil)
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}},
+	{"kafka", func(t *testing.T) calf.Broker {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	st, err := e.rt.LoadRun(t.Context(), "r1")
-	if err != nil || st.Status != agent.RunCancelled {
-		t.Fatalf("run record %+v, %v; want cancelled", st, err)
-	}
+		t.Cleanup(c.Close)
+		b, err := kafka.Open(t.Context(), c.ListenAddrs(), &kafka.Options{Partitions: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}},
+}
 
-	// RunStream says the same, after the agent's own start timeout.
-	a = agent.Must(agent.New[agent.NoDeps, string]("lonely", modeltest.NewTestModel(modeltest.Text("hi")), &agent.Options[agent.NoDeps]{StartTimeout: 50 * time.Millisecond}))
-	var last error
-	for _, err := range a.RunStream(runCtx(t), e.rt, "anyone?", nil) {
-		last = err
-	}
-	if !errors.Is(last, agent.ErrNotServed) {
-		t.Errorf("RunStream ended with %v; want ErrNotServed", last)
+// Run on an agent that no process serves fails with ErrNotServed within
+// five seconds (the default start timeout is three), names the agent and
+// its input channel, and cancels the run so that a worker starting later
+// does not carry it out; RunStream says the same.
+func TestRunWithNoProcessServing(t *testing.T) {
+	for _, bt := range callerBrokers {
+		t.Run(bt.name, func(t *testing.T) {
+			t.Parallel()
+			b := bt.open(t)
+			c := calf.NewClient(b, nil)
+			t.Cleanup(func() { _ = c.Close() })
+			rt := agent.NewRuntime(c, storemem.New(), nil)
+			a := agent.Must(agent.New[agent.NoDeps, string]("lonely", modeltest.NewTestModel(modeltest.Text("hi")), nil))
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			_, err := a.Run(ctx, rt, "anyone?", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+			if !errors.Is(err, agent.ErrNotServed) || !errors.Is(err, agent.ErrRunCancelled) {
+				t.Fatalf("err = %v; want ErrNotServed and ErrRunCancelled", err)
+			}
+			for _, want := range []string{"lonely", "calf.agent.lonely.input", "WaitForWorkers"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+			st, err := rt.LoadRun(t.Context(), "r1")
+			if err != nil || st.Status != agent.RunCancelled {
+				t.Fatalf("run record %+v, %v; want cancelled", st, err)
+			}
+
+			// RunStream says the same, after the agent's own start timeout.
+			a = agent.Must(agent.New[agent.NoDeps, string]("lonely", modeltest.NewTestModel(modeltest.Text("hi")), &agent.Options[agent.NoDeps]{StartTimeout: 50 * time.Millisecond}))
+			var last error
+			for _, err := range a.RunStream(runCtx(t), rt, "anyone?", nil) {
+				last = err
+			}
+			if !errors.Is(last, agent.ErrNotServed) {
+				t.Errorf("RunStream ended with %v; want ErrNotServed", last)
+			}
+		})
 	}
 }
 
 // With WaitForWorkers, Run waits past the start timeout and completes once
 // a process serves the agent.
 func TestRunWaitsForWorkers(t *testing.T) {
-	e := newEnv(t, nil)
-	a := agent.Must(agent.New[agent.NoDeps, string]("patient", modeltest.NewTestModel(modeltest.Text("at last")), &agent.Options[agent.NoDeps]{StartTimeout: 20 * time.Millisecond}))
-	type result struct {
-		out *agent.Output[string]
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := a.Run(runCtx(t), e.rt, "hello?", &agent.RunOptions[agent.NoDeps]{RunID: "r1", WaitForWorkers: true})
-		done <- result{out, err}
-	}()
-	// Nothing takes the run until the agent is served: it stays unknown.
-	for range 5 {
-		time.Sleep(20 * time.Millisecond)
-		if _, err := e.rt.LoadRun(t.Context(), "r1"); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("the run exists before any process serves the agent: %v", err)
-		}
-	}
-	select {
-	case r := <-done:
-		t.Fatalf("Run returned before a worker started: %+v, %v", r.out, r.err)
-	default:
-	}
-	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
-		t.Fatal(err)
-	}
-	r := <-done
-	if r.err != nil || r.out.Output != "at last" {
-		t.Fatalf("Run = %+v, %v", r.out, r.err)
+	for _, bt := range callerBrokers {
+		t.Run(bt.name, func(t *testing.T) {
+			b := bt.open(t)
+			st := storemem.New()
+			caller := calf.NewClient(b, nil)
+			t.Cleanup(func() { _ = caller.Close() })
+			rt := agent.NewRuntime(caller, st, nil)
+			a := agent.Must(agent.New[agent.NoDeps, string]("patient", modeltest.NewTestModel(modeltest.Text("at last")), &agent.Options[agent.NoDeps]{StartTimeout: 20 * time.Millisecond}))
+			type result struct {
+				out *agent.Output[string]
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				out, err := a.Run(runCtx(t), rt, "hello?", &agent.RunOptions[agent.NoDeps]{RunID: "r1", WaitForWorkers: true})
+				done <- result{out, err}
+			}()
+			// Nothing takes the run until the agent is served.
+			for range 5 {
+				time.Sleep(20 * time.Millisecond)
+				if _, err := rt.LoadRun(t.Context(), "r1"); !errors.Is(err, store.ErrNotFound) {
+					t.Fatalf("the run exists before any process serves the agent: %v", err)
+				}
+			}
+			select {
+			case r := <-done:
+				t.Fatalf("Run returned before a worker started: %+v, %v", r.out, r.err)
+			default:
+			}
+			// The worker is another client, as in another process.
+			w := agent.NewWorker(b, st, nil)
+			if err := a.Serve(t.Context(), w.Runtime(), nil); err != nil {
+				t.Fatal(err)
+			}
+			ctx, stop := context.WithCancel(t.Context())
+			ran := make(chan error, 1)
+			go func() { ran <- w.Run(ctx) }()
+			defer func() {
+				stop()
+				<-ran
+			}()
+			r := <-done
+			if r.err != nil || r.out.Output != "at last" {
+				t.Fatalf("Run = %+v, %v", r.out, r.err)
+			}
+		})
 	}
 }

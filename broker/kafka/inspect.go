@@ -1,0 +1,44 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/calf-go/calf"
+)
+
+var _ calf.GroupInspector = (*Broker)(nil)
+
+// GroupMembers returns the number of members of the Kafka consumer group
+// group, as the cluster describes it; it implements
+// [calf.GroupInspector]. A group the cluster does not know, or that is
+// empty or dead, has none. The member of a crashed process stays counted
+// until its session times out or a live broker evicts it (see the
+// package documentation on liveness).
+func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
+	if b.closed.Load() {
+		return 0, calf.ErrClosed
+	}
+	groups, err := b.adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return 0, fmt.Errorf("kafka: describe group %s: %w", group, err)
+	}
+	g, ok := groups[group]
+	if !ok {
+		return 0, nil
+	}
+	if g.Err != nil {
+		if errors.Is(g.Err, kerr.GroupIDNotFound) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("kafka: describe group %s: %w", group, g.Err)
+	}
+	switch g.State {
+	case "Empty", "Dead", "":
+		return 0, nil
+	}
+	return len(g.Members), nil
+}
