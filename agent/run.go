@@ -401,13 +401,12 @@ func (a *Agent[Deps, Out]) startCheck(rt *Runtime, id string, opts *RunOptions[D
 		if _, err := rt.store.Get(ctx, store.KindRun, id); !errors.Is(err, store.ErrNotFound) {
 			return nil // started (or the store cannot tell)
 		}
-		in := InputChannel(a.name)
-		n, known, err := calf.GroupMembers(ctx, rt.client.Broker(), in)
+		n, known, err := calf.GroupMembers(ctx, rt.client.Broker(), c.input)
 		if err != nil || !known || n > 0 {
 			return nil // served, but busy or on another store; or unknown
 		}
 		return fmt.Errorf("%w %s: nothing consumed its input channel %s within %s; start a worker that serves it (calf worker), "+
-			"or call Serve in this process, or set RunOptions.WaitForWorkers to wait for one", ErrNotServed, a.name, in, a.opts.StartTimeout)
+			"or call Serve in this process, or set RunOptions.WaitForWorkers to wait for one", ErrNotServed, a.name, c.input, a.opts.StartTimeout)
 	}
 	return c
 }
@@ -761,7 +760,7 @@ type streamOrder struct {
 	step   int         // the last inference step yielded
 	deltas map[int]int // deltas yielded, by step
 	held   []Event     // events of the run's key waiting for a tool call or deltas
-	early  []Event     // tool calls and deltas waiting for their step's inference (calls: or deltas)
+	early  []Event     // deltas waiting for their step's inference; tool calls, for it and its deltas
 }
 
 func newStreamOrder() *streamOrder {
@@ -774,7 +773,7 @@ func (o *streamOrder) add(ev Event) []Event {
 	} else {
 		o.held = append(o.held, ev)
 	}
-	return o.release(nil)
+	return o.release()
 }
 
 // ended reports whether the run's end (its output or handoff) is held.
@@ -800,10 +799,10 @@ func (o *streamOrder) flush() []Event {
 	return out
 }
 
-// release appends to out the early deltas and tool calls that are now
-// due and the held events up to the first that must still wait, and
-// returns out.
-func (o *streamOrder) release(out []Event) []Event {
+// release returns the early deltas and tool calls that are now due and
+// the held events up to the first that must still wait.
+func (o *streamOrder) release() []Event {
+	var out []Event
 	for {
 		for again := true; again; {
 			again = false
