@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -285,6 +286,26 @@ func TestOpenStore(t *testing.T) {
 		}},
 		{"postgres", func(t *testing.T) string {
 			return service(t, "CALF_TEST_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+		}},
+		{"postgres with a schema", func(t *testing.T) string {
+			u := service(t, "CALF_TEST_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+			schema := "calf_t" + strings.ToLower(calf.NewID()[:10])
+			t.Cleanup(func() {
+				conn, err := pgx.Connect(context.Background(), u)
+				if err != nil {
+					t.Errorf("connect to drop schema %s: %v", schema, err)
+					return
+				}
+				defer conn.Close(context.Background())
+				if _, err := conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+					t.Errorf("drop schema %s: %v", schema, err)
+				}
+			})
+			sep := "?"
+			if strings.Contains(u, "?") {
+				sep = "&"
+			}
+			return u + sep + "schema=" + schema
 		}},
 		{"redis", func(t *testing.T) string { return service(t, "CALF_TEST_REDIS_URL", "redis://127.0.0.1:6379/0") }},
 	} {

@@ -26,7 +26,10 @@
 // kafka URL may set what broker/kafka's ParseURL reads: partitions,
 // replication_factor, topic_prefix, max_attempts, concurrency and the
 // group timings. Every process that shares a broker must use the same
-// values. Kafka URLs take no credentials: a program that needs SASL or TLS
+// values. A postgres URL takes libpq's parameters and schema=NAME, the
+// schema that holds Calf's tables (created if missing); without it the
+// tables go in the first schema of the search_path, which is created if
+// none of the search_path exists. Kafka URLs take no credentials: a program that needs SASL or TLS
 // opens broker/kafka itself with its client options.
 //
 // A password in a URL (in its user information, or in the password and

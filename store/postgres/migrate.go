@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -71,8 +72,10 @@ func migrate(ctx context.Context, conn *pgx.Conn, t tables, now time.Time, log *
 	}
 	if t.schema != "" {
 		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+t.schema); err != nil {
-			return 0, err
+			return 0, fmt.Errorf("create schema %s: %w", t.schema, err)
 		}
+	} else if err := ensureSearchPath(ctx, tx); err != nil {
+		return 0, err
 	}
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+t.migrations+` (
 		version    INTEGER     PRIMARY KEY,
@@ -100,4 +103,70 @@ func migrate(ctx context.Context, conn *pgx.Conn, t tables, now time.Time, log *
 		return 0, err
 	}
 	return len(migrations), nil
+}
+
+// ensureSearchPath creates the first schema of the search_path when none
+// of its schemas exists, so that the unqualified tables have a home.
+func ensureSearchPath(ctx context.Context, tx pgx.Tx) error {
+	var current *string
+	if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&current); err != nil {
+		return fmt.Errorf("current schema: %w", err)
+	}
+	if current != nil {
+		return nil
+	}
+	var path string
+	if err := tx.QueryRow(ctx, `SHOW search_path`).Scan(&path); err != nil {
+		return fmt.Errorf("search_path: %w", err)
+	}
+	name := firstSchema(path)
+	if name == "" {
+		return fmt.Errorf("no schema of the search_path (%s) exists: create one, or name one with the URL's schema parameter (?schema=NAME)", path)
+	}
+	if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("no schema of the search_path (%s) exists, and creating %q failed: %w; create it, or name an existing schema with the URL's schema parameter (?schema=NAME)", path, name, err)
+	}
+	return nil
+}
+
+// firstSchema returns the first schema of a search_path setting other than
+// "$user", unquoted (and lowercased when it was not quoted, as the server
+// does), or "" if there is none.
+func firstSchema(path string) string {
+	for rest := path; rest != ""; {
+		rest = strings.TrimLeft(rest, " ,")
+		var name string
+		if strings.HasPrefix(rest, `"`) {
+			var b strings.Builder
+			i := 1
+			for ; i < len(rest); i++ {
+				if rest[i] == '"' {
+					if i+1 < len(rest) && rest[i+1] == '"' {
+						b.WriteByte('"')
+						i++
+						continue
+					}
+					break
+				}
+				b.WriteByte(rest[i])
+			}
+			name, rest = b.String(), rest[min(i+1, len(rest)):]
+			if name == "$user" {
+				name = ""
+			}
+		} else {
+			end := strings.IndexByte(rest, ',')
+			if end < 0 {
+				end = len(rest)
+			}
+			name, rest = strings.ToLower(strings.TrimSpace(rest[:end])), rest[end:]
+			if name == "$user" {
+				name = ""
+			}
+		}
+		if name != "" {
+			return name
+		}
+	}
+	return ""
 }

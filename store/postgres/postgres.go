@@ -31,8 +31,10 @@ const cancelGrace = time.Second
 type Options struct {
 	// Schema is the PostgreSQL schema that holds the Store's tables; Open
 	// creates it if it does not exist. Deployments that share a database
-	// keep their records apart by using different schemas. Default: the
-	// first schema of the connection's search_path (usually public).
+	// keep their records apart by using different schemas. The connection
+	// URL may name it too, with the parameter schema (?schema=NAME).
+	// Default: the first schema of the connection's search_path (usually
+	// public), created if none of the search_path exists.
 	Schema string
 	// MaxConns bounds the connections the Store keeps open; operations
 	// beyond it wait for a connection as long as their context allows.
@@ -68,7 +70,8 @@ type Store struct {
 
 // Open connects to the database at url, a PostgreSQL connection URL or
 // key=value string such as postgres://user@host:5432/dbname, and applies
-// any pending schema migrations. A nil opts means defaults. Close the Store
+// any pending schema migrations. Besides libpq's parameters, url may set
+// schema (postgres://host/db?schema=calf; see [Options.Schema]). A nil opts means defaults. Close the Store
 // when done.
 func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	var o Options
@@ -87,6 +90,17 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	// schema is this package's parameter, not a server setting.
+	if schema, ok := cfg.RuntimeParams["schema"]; ok {
+		delete(cfg.RuntimeParams, "schema")
+		switch {
+		case schema == "":
+			return nil, errors.New("postgres: open: the URL's schema parameter is empty: name a schema, as in ?schema=calf")
+		case o.Schema != "" && o.Schema != schema:
+			return nil, fmt.Errorf("postgres: open: the URL names schema %q and Options.Schema %q: name one", schema, o.Schema)
+		}
+		o.Schema = schema
 	}
 	if o.ApplicationName != "" {
 		cfg.RuntimeParams["application_name"] = o.ApplicationName

@@ -1,0 +1,102 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/postgres"
+)
+
+// withParam returns u with the query parameter k=v added.
+func withParam(u, k, v string) string {
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + k + "=" + v
+}
+
+// freshSchema returns the name of a schema that does not exist, dropped
+// with what it holds when the test ends.
+func freshSchema(t *testing.T) string {
+	t.Helper()
+	name := "calf_t" + strings.ToLower(calf.NewID()[:10])
+	conn := admin(t)
+	t.Cleanup(func() {
+		if _, err := conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// hasTable reports whether schema holds a calf_records table.
+func hasTable(t *testing.T, schema string) bool {
+	t.Helper()
+	var n int
+	err := admin(t).QueryRow(context.Background(),
+		`SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'calf_records'`, schema).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// roundTrip writes and reads a record through s.
+func roundTrip(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := s.Put(ctx, "k", "id1", []byte(`{"a":1}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Get(ctx, "k", "id1")
+	if err != nil || string(rec.Data) != `{"a":1}` {
+		t.Fatalf("Get = %+v, %v", rec, err)
+	}
+}
+
+// The URL's schema parameter puts the store's tables in that schema,
+// created when missing.
+func TestSchemaFromURL(t *testing.T) {
+	schema := freshSchema(t)
+	s, err := postgres.Open(t.Context(), withParam(testURL(t), "schema", schema), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	roundTrip(t, s)
+	if !hasTable(t, schema) {
+		t.Errorf("no calf_records table in schema %s", schema)
+	}
+}
+
+// A search_path whose schemas do not exist gets its first one created.
+func TestSearchPathSchemaIsCreated(t *testing.T) {
+	schema := freshSchema(t)
+	s, err := postgres.Open(t.Context(), withParam(testURL(t), "search_path", schema), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	roundTrip(t, s)
+	if !hasTable(t, schema) {
+		t.Errorf("no calf_records table in schema %s", schema)
+	}
+}
+
+func TestSchemaParameterErrors(t *testing.T) {
+	u := testURL(t)
+	_, err := postgres.Open(t.Context(), withParam(u, "schema", "a"), &postgres.Options{Schema: "b"})
+	if err == nil || !strings.Contains(err.Error(), `schema "a" and Options.Schema "b"`) {
+		t.Errorf("conflicting schemas: %v", err)
+	}
+	_, err = postgres.Open(t.Context(), withParam(u, "schema", ""), nil)
+	if err == nil || !strings.Contains(err.Error(), "schema parameter is empty") {
+		t.Errorf("empty schema: %v", err)
+	}
+}
