@@ -21,9 +21,10 @@
 // Models make mistakes. Arguments that are not valid JSON, or that do not
 // follow the schema (a missing required property, a wrong type, an unknown
 // property, a value outside an enum), make Call return an [*ArgumentError]
-// without running the function. Its message names the failing property and
-// is meant to be sent back to the model as the tool's error result so that
-// it can correct the call.
+// without running the function. Its message names every failing property
+// at once (a [ValidationErrors] when there are several) and is meant to be
+// sent back to the model as the tool's error result, so that it can
+// correct the call in one round trip.
 //
 // # Structured output
 //

@@ -77,3 +77,23 @@ func ExampleSet() {
 	// [greet] Hello, Ada <nil>
 	// tool: unknown tool "shout"
 }
+
+// Arguments that break the schema in several places get one error that
+// lists them all, for the model to correct in one go.
+func ExampleValidationErrors() {
+	type Booking struct {
+		Guest  string `json:"guest"`
+		Nights int    `json:"nights"`
+		Rooms  int    `json:"rooms"`
+	}
+	book := tool.Must(tool.New("book", "Book rooms.", func(_ context.Context, in Booking) (string, error) {
+		return "booked", nil
+	}))
+	_, err := book.Call(context.Background(), json.RawMessage(`{"guest": 7, "nights": "two"}`))
+	fmt.Println(err)
+	// Output:
+	// invalid arguments for tool "book": 3 problems:
+	// - required: missing properties: ["rooms"]
+	// - property "guest": type: 7 has type "integer", want "string"
+	// - property "nights": type: two has type "string", want "integer"
+}

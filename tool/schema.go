@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -51,6 +52,18 @@ type Schema struct {
 	resolved *jsonschema.Resolved
 	wrapped  bool
 	name     string
+	// parts, when not nil, check an object one property at a time, so
+	// that Validate reports every violation, not only the first.
+	parts *objectParts
+}
+
+// objectParts are the pieces of an object schema with properties: the
+// schema of each property alone, the required list alone, and the rest of
+// the schema with the properties' values unconstrained.
+type objectParts struct {
+	props    map[string]*jsonschema.Resolved
+	required *jsonschema.Resolved
+	rest     *jsonschema.Resolved
 }
 
 // JSON returns the schema's JSON text. The caller may modify the returned
@@ -67,9 +80,12 @@ func (s *Schema) Name() string { return s.name }
 func (s *Schema) Wrapped() bool { return s.wrapped }
 
 // Validate reports whether data is valid JSON that follows the schema. It
-// returns a [*ValidationError] for a value that does not, and an error that
-// says the text is not valid JSON otherwise. Messages are written to be
-// shown to a model so that it can correct its output.
+// returns a [*ValidationError] for a value that does not (a
+// [ValidationErrors] when an object breaks the schema in several
+// properties: every violation at once, so that a model can correct them
+// in one round trip), and an error that says the text is not valid JSON
+// otherwise. Messages are written to be shown to a model so that it can
+// correct its output.
 func (s *Schema) Validate(data json.RawMessage) error {
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
@@ -79,10 +95,43 @@ func (s *Schema) Validate(data json.RawMessage) error {
 }
 
 func (s *Schema) validateValue(v any) error {
-	if err := s.resolved.Validate(v); err != nil {
+	err := s.resolved.Validate(v)
+	if err == nil {
+		return nil
+	}
+	obj, ok := v.(map[string]any)
+	if s.parts == nil || !ok {
 		return newValidationError(err)
 	}
-	return nil
+	var errs ValidationErrors
+	for _, r := range []*jsonschema.Resolved{s.parts.required, s.parts.rest} {
+		if r == nil {
+			continue
+		}
+		if e := r.Validate(v); e != nil {
+			errs = append(errs, newValidationError(e))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
+		if r := s.parts.props[name]; r != nil {
+			if e := r.Validate(map[string]any{name: obj[name]}); e != nil {
+				ve := newValidationError(e)
+				if !within(ve.Path, name) {
+					// A path into a shared definition: the property is
+					// what the model can act on.
+					ve.Path = name
+				}
+				errs = append(errs, ve)
+			}
+		}
+	}
+	switch len(errs) {
+	case 0:
+		return newValidationError(err) // a violation the parts do not see
+	case 1:
+		return errs[0]
+	}
+	return errs
 }
 
 // Unwrap returns the value in data, a JSON value that follows the schema:
@@ -179,7 +228,73 @@ func compile(js *jsonschema.Schema, wrapped bool, name string) (*Schema, error) 
 	if name == "" {
 		name = WrapperProperty
 	}
-	return &Schema{raw: raw, resolved: resolved, wrapped: wrapped, name: name}, nil
+	return &Schema{raw: raw, resolved: resolved, wrapped: wrapped, name: name, parts: splitObject(raw)}, nil
+}
+
+// splitObject returns the parts of raw, an object schema with properties,
+// or nil when raw is not one or a part does not resolve on its own (a
+// reference into another property, say).
+func splitObject(raw json.RawMessage) *objectParts {
+	var root map[string]json.RawMessage
+	if json.Unmarshal(raw, &root) != nil {
+		return nil
+	}
+	var props map[string]json.RawMessage
+	if json.Unmarshal(root["properties"], &props) != nil || len(props) == 0 {
+		return nil
+	}
+	// Each part keeps what references and the draft need of the root.
+	base := func() map[string]json.RawMessage {
+		m := map[string]json.RawMessage{}
+		for _, k := range []string{"$schema", "$defs", "definitions"} {
+			if v, ok := root[k]; ok {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	resolve := func(m map[string]json.RawMessage) *jsonschema.Resolved {
+		data, err := json.Marshal(m)
+		if err != nil {
+			return nil
+		}
+		var js jsonschema.Schema
+		if json.Unmarshal(data, &js) != nil {
+			return nil
+		}
+		r, err := js.Resolve(nil)
+		if err != nil {
+			return nil
+		}
+		return r
+	}
+	p := &objectParts{props: map[string]*jsonschema.Resolved{}}
+	for name, sub := range props {
+		m := base()
+		one, _ := json.Marshal(map[string]json.RawMessage{name: sub})
+		m["properties"] = one
+		if p.props[name] = resolve(m); p.props[name] == nil {
+			return nil
+		}
+	}
+	if req, ok := root["required"]; ok {
+		m := base()
+		m["required"] = req
+		if p.required = resolve(m); p.required == nil {
+			return nil
+		}
+	}
+	rest := maps.Clone(root)
+	delete(rest, "required")
+	open := map[string]json.RawMessage{}
+	for name := range props {
+		open[name] = json.RawMessage(`{}`)
+	}
+	rest["properties"], _ = json.Marshal(open)
+	if p.rest = resolve(rest); p.rest == nil {
+		return nil
+	}
+	return p
 }
 
 var nameInvalidChars = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
@@ -244,4 +359,10 @@ func inferSchema(t reflect.Type, typeSchemas map[reflect.Type]*jsonschema.Schema
 		return nil, err
 	}
 	return js, nil
+}
+
+// within reports whether the value path p is the property name or inside it.
+func within(p, name string) bool {
+	rest, ok := strings.CutPrefix(p, name)
+	return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
 }

@@ -31,6 +31,32 @@ func (e *ValidationError) Error() string {
 // schema rather than in the value.
 func (e *ValidationError) Unwrap() error { return e.err }
 
+// ValidationErrors reports a JSON object that breaks its schema in several
+// places: one *ValidationError per failing property, and one for the
+// object itself (a missing required property, an unknown one), so that a
+// model can correct them all in one round trip. errors.As finds the first
+// *ValidationError in it.
+type ValidationErrors []*ValidationError
+
+func (e ValidationErrors) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems:", len(e))
+	for _, v := range e {
+		b.WriteString("\n- ")
+		b.WriteString(v.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the violations, for errors.Is and errors.As.
+func (e ValidationErrors) Unwrap() []error {
+	errs := make([]error, len(e))
+	for i, v := range e {
+		errs[i] = v
+	}
+	return errs
+}
+
 // newValidationError turns an error of the JSON Schema validator, a chain of
 // "validating <schema path>: " wrappers around the reason, into a
 // ValidationError.
