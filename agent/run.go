@@ -105,7 +105,10 @@ var (
 
 // RunError reports a run that ended without output.
 type RunError struct {
-	Agent  string
+	// Agent names the agent whose run it is, or the team when Kind says so.
+	Agent string
+	// Kind says what Agent names: "agent" when empty, or "team".
+	Kind   string
 	RunID  string
 	Status RunStatus
 	// Reason says why, as recorded in the run's state.
@@ -118,7 +121,11 @@ type RunError struct {
 }
 
 func (e *RunError) Error() string {
-	return fmt.Sprintf("agent %s: run %s %s: %s", e.Agent, e.RunID, e.Status, e.Reason)
+	kind := e.Kind
+	if kind == "" {
+		kind = "agent"
+	}
+	return fmt.Sprintf("%s %s: run %s %s: %s", kind, e.Agent, e.RunID, e.Status, e.Reason)
 }
 
 // Is matches ErrRunFailed, ErrRunCancelled or ErrRunParked.

@@ -38,7 +38,10 @@
 //
 // [Team.Run] waits for a run's output; [Team.RunStream] yields the run's
 // events and its members' (model deltas, tool calls, outputs), each
-// tagged with the step and the member.
+// tagged with the step and the member, in each member run's causal order
+// (a step's deltas before its tool calls and output). A failed run's
+// error names the team, the member that failed, its kind and its run id,
+// and the member's own reason.
 //
 // The channels and payloads are specified in docs/channels.md; when to
 // use a team rather than handoffs, agents as tools or a workflow is

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/calf-go/calf/agent"
@@ -93,6 +92,8 @@ func (m *agentMember[Deps, Out]) Cancel(ctx context.Context, rt *agent.Runtime, 
 	return err
 }
 
+func (m *agentMember[Deps, Out]) agentName() string { return m.a.Name() }
+
 func (m *agentMember[Deps, Out]) Text(ev *agent.OutputEvent) (string, error) {
 	if _, err := m.a.DecodeOutput(ev); err != nil {
 		return "", err
@@ -123,7 +124,7 @@ func (m *remoteAgent) Submit(ctx context.Context, rt *agent.Runtime, req *Reques
 }
 
 func (m *remoteAgent) Text(ev *agent.OutputEvent) (string, error) {
-	if err := outputError(m.name, ev); err != nil {
+	if err := outputError("agent", m.name, ev); err != nil {
 		return "", err
 	}
 	return contentText(ev.Content), nil
@@ -138,16 +139,32 @@ func submitAgent(ctx context.Context, rt *agent.Runtime, name string, req *Reque
 }
 
 // outputError returns the *agent.RunError of an output that is not
-// complete.
-func outputError(name string, ev *agent.OutputEvent) error {
+// complete, of the run of name, a kind ("agent", "team", "workflow").
+func outputError(kind, name string, ev *agent.OutputEvent) error {
 	switch ev.Status {
 	case agent.OutputComplete:
 		return nil
 	case agent.OutputCancelled:
-		return &agent.RunError{Agent: name, RunID: ev.RunID, Status: agent.RunCancelled, Reason: ev.Error}
+		return &agent.RunError{Agent: name, Kind: kind, RunID: ev.RunID, Status: agent.RunCancelled, Reason: ev.Error}
 	default:
-		return &agent.RunError{Agent: name, RunID: ev.RunID, Status: agent.RunFailed, Reason: ev.Error}
+		return &agent.RunError{Agent: name, Kind: kind, RunID: ev.RunID, Status: agent.RunFailed, Reason: ev.Error}
 	}
+}
+
+// kindOf says what a member is, for errors: "agent", "team", "workflow",
+// or "member" for a Member of another kind.
+func kindOf(m Member) string {
+	switch m.(type) {
+	case *Team:
+		return "team"
+	case *remoteAgent:
+		return "agent"
+	case interface{ workflowName() string }:
+		return "workflow"
+	case interface{ agentName() string }:
+		return "agent"
+	}
+	return "member"
 }
 
 // contentText returns an output's content as text: a JSON string
@@ -163,8 +180,11 @@ func contentText(raw json.RawMessage) string {
 // errorText returns the reason of a member's failure for a transcript.
 func errorText(err error) string {
 	var re *agent.RunError
-	if errors.As(err, &re) && re.Reason != "" {
-		return fmt.Sprintf("%s (%s)", re.Reason, re.Status)
+	switch {
+	case errors.As(err, &re) && re.Reason != "" && re.Status == agent.RunCancelled:
+		return "cancelled: " + re.Reason
+	case errors.As(err, &re) && re.Reason != "":
+		return re.Reason
 	}
 	return err.Error()
 }

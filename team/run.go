@@ -78,10 +78,19 @@ func (t *Team) input(ctx context.Context, rt *agent.Runtime, req *Request) (*cal
 // Text returns the team's output as text, or the *agent.RunError of a run
 // that did not complete.
 func (t *Team) Text(ev *agent.OutputEvent) (string, error) {
-	if err := outputError(t.name, ev); err != nil {
+	if err := outputError("team", t.name, ev); err != nil {
 		return "", withKind(err)
 	}
 	return contentText(ev.Content), nil
+}
+
+// teamError marks err, a *agent.RunError of a team run, as a team's.
+func teamError(err error) error {
+	var re *agent.RunError
+	if errors.As(err, &re) {
+		re.Kind = "team"
+	}
+	return err
 }
 
 // withKind makes the error of a run failed by an unknown member match
@@ -111,7 +120,15 @@ func (t *Team) request(rt *agent.Runtime, prompt string, opts *RunOptions, strea
 // team's Timeout passes first, the run is cancelled and Run returns an
 // *agent.RunError matching agent.ErrRunCancelled. A run that fails returns
 // an *agent.RunError matching agent.ErrRunFailed (and [ErrUnknownMember]
-// when a moderator picked a speaker that is not a member). When a message
+// when a moderator picked a speaker that is not a member). Its Kind is
+// "team", and its reason names the participant that failed, its kind and
+// its run, then that run's own reason, nested teams included:
+//
+//	team press: run r1 failed: member drafting (team drafting, run r1.1.drafting) failed:
+//	member writer (agent writer, run r1.1.drafting.1.writer) failed: model call failed: no ink
+//
+// The reason is recorded in the run's state and output event, so
+// [Team.Result] and observers in other processes read the same. When a message
 // of the run or of a member run is parked on the dead-letter channel, Run
 // returns at once an *agent.RunError matching agent.ErrRunParked, and the
 // run waits for the dead letter's replay. RunStream ends the same way.
@@ -143,7 +160,7 @@ func (t *Team) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *
 			return nil, t.abandon(ctx, rt, req.RunID)
 		}
 		if m.Channel == calf.DeadLetterChannel {
-			if err := agent.ParkedError(m, t.name, req.RunID); err != nil {
+			if err := teamError(agent.ParkedError(m, t.name, req.RunID)); err != nil {
 				return nil, err
 			}
 			m = nil
@@ -172,7 +189,7 @@ func (t *Team) Result(ctx context.Context, rt *agent.Runtime, runID string) (*Ou
 	case agent.RunRunning:
 		return nil, fmt.Errorf("team %s: run %s is still running", t.name, runID)
 	default:
-		return nil, withKind(&agent.RunError{Agent: t.name, RunID: runID, Status: st.Status, Reason: st.Error})
+		return nil, withKind(&agent.RunError{Agent: t.name, Kind: "team", RunID: runID, Status: st.Status, Reason: st.Error})
 	}
 	return &Output{Output: st.Output, RunID: runID, Transcript: st.Transcript, Usage: st.Usage, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt)}, nil
 }
@@ -240,7 +257,7 @@ func (t *Team) abandon(ctx context.Context, rt *agent.Runtime, id string) error 
 	if st, err := LoadState(bg, rt, id); err == nil && st.Status != agent.RunCancelled {
 		reason = fmt.Sprintf("the run ended (%s) but the caller stopped waiting: %v", st.Status, cause)
 	}
-	return &agent.RunError{Agent: t.name, RunID: id, Status: agent.RunCancelled, Reason: reason, Err: cause}
+	return &agent.RunError{Agent: t.name, Kind: "team", RunID: id, Status: agent.RunCancelled, Reason: reason, Err: cause}
 }
 
 // EventKind is the kind of an [Event].
@@ -337,7 +354,7 @@ func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, 
 				return
 			}
 			if m.Channel == calf.DeadLetterChannel {
-				if err := agent.ParkedError(m, t.name, id); err != nil {
+				if err := teamError(agent.ParkedError(m, t.name, id)); err != nil {
 					yield(Event{}, err)
 					return
 				}

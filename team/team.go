@@ -320,6 +320,17 @@ func (t *Team) Process() Process { return t.process }
 // Members returns the team's members, in order.
 func (t *Team) Members() []Member { return slices.Clone(t.members) }
 
+// kindOf says what the participant named name is (a member, the lead,
+// an aggregator or moderator agent), for errors.
+func (t *Team) kindOf(name string) string {
+	for _, m := range []Member{t.byName[name], t.lead, t.aggregator.agent, t.moderator.agent} {
+		if m != nil && m.Name() == name {
+			return kindOf(m)
+		}
+	}
+	return "member"
+}
+
 func (t *Team) memberNames() []string {
 	names := make([]string, len(t.members))
 	for i, m := range t.members {
@@ -428,7 +439,7 @@ func (t *Team) advance(ctx context.Context, st *State, now time.Time) error {
 	calls := st.Calls
 	last := calls[len(calls)-1]
 	if len(calls) == 1 && last.Error != "" && !(t.process == Concurrent && last.Role == RoleMember) {
-		st.fail(fmt.Sprintf("%s %s failed: %s", last.Role, last.Member, last.Error), now)
+		st.fail(fmt.Sprintf("%s %s (%s %s, run %s) failed: %s", last.Role, last.Member, t.kindOf(last.Member), last.Member, last.RunID, last.Error), now)
 		return nil
 	}
 	switch t.process {

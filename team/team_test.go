@@ -214,9 +214,14 @@ func TestSequentialMemberFails(t *testing.T) {
 	w := newAgent(t, e, "writer", func(string) (string, error) { return "", errors.New("writer's block") })
 	ed := wrapper(t, e, "editor")
 	tm := serve(t, e, team.Must(team.NewSequential("content", members(r, w, ed), nil)))
-	_, err := tm.Run(runCtx(t), e.rt, "cats", nil)
-	if !errors.Is(err, agent.ErrRunFailed) || !strings.Contains(err.Error(), "member writer failed") || !strings.Contains(err.Error(), "writer's block") {
-		t.Fatalf("err = %v, want a failed run naming the writer and its error", err)
+	_, err := tm.Run(runCtx(t), e.rt, "cats", &team.RunOptions{RunID: "r1"})
+	want := "team content: run r1 failed: member writer (agent writer, run r1.2.writer) failed: model call failed: writer's block"
+	if !errors.Is(err, agent.ErrRunFailed) || err.Error() != want {
+		t.Fatalf("err = %v\nwant %s", err, want)
+	}
+	// Team.Result, in any process, says the same.
+	if _, err := tm.Result(runCtx(t), e.rt, "r1"); !errors.Is(err, agent.ErrRunFailed) || err.Error() != want {
+		t.Errorf("Result: %v\nwant %s", err, want)
 	}
 	if ed.calls.Load() != 0 {
 		t.Errorf("the editor ran %d times after the writer failed", ed.calls.Load())
@@ -447,9 +452,11 @@ func TestInnerTeamFailureFailsOuter(t *testing.T) {
 	bad := newAgent(t, e, "writer", func(string) (string, error) { return "", errors.New("no ink") })
 	inner := serve(t, e, team.Must(team.NewSequential("drafting", members(bad), nil)))
 	outer := serve(t, e, team.Must(team.NewSequential("press", []team.Member{inner}, nil)))
-	_, err := outer.Run(runCtx(t), e.rt, "cats", nil)
-	if !errors.Is(err, agent.ErrRunFailed) || !strings.Contains(err.Error(), "member drafting failed") || !strings.Contains(err.Error(), "no ink") {
-		t.Fatalf("err = %v", err)
+	_, err := outer.Run(runCtx(t), e.rt, "cats", &team.RunOptions{RunID: "r1"})
+	want := "team press: run r1 failed: member drafting (team drafting, run r1.1.drafting) failed: " +
+		"member writer (agent writer, run r1.1.drafting.1.writer) failed: model call failed: no ink"
+	if !errors.Is(err, agent.ErrRunFailed) || err.Error() != want {
+		t.Fatalf("err = %v\nwant %s", err, want)
 	}
 }
 

@@ -40,12 +40,14 @@ func (m *workflowMember[S]) Submit(ctx context.Context, rt *agent.Runtime, req *
 	return err
 }
 
+func (m *workflowMember[S]) workflowName() string { return m.w.Name() }
+
 func (m *workflowMember[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	return m.w.Cancel(ctx, rt, runID, reason)
 }
 
 func (m *workflowMember[S]) Text(ev *agent.OutputEvent) (string, error) {
-	if err := outputError(m.w.Name(), ev); err != nil {
+	if err := outputError("workflow", m.w.Name(), ev); err != nil {
 		return "", err
 	}
 	var s S
