@@ -56,6 +56,14 @@ type Features struct {
 	// fails a test after [Timeout] without progress. Nil skips these
 	// tests: a broker that lives in one process cannot be restarted.
 	Durable func(t *testing.T) (open func() calf.Broker)
+	// ReplaysPastInterrupted declares that a group's position may stop at
+	// a message whose handling was interrupted (one offset per partition,
+	// as Kafka commits), so that the messages of other keys handled after
+	// it are delivered again to the group's next member: at-least-once
+	// delivery, in order per key. Restart then checks that those come
+	// again in order and, to an idempotent handler, with no second effect,
+	// instead of checking that no handled message comes again.
+	ReplaysPastInterrupted bool
 	// SingleInstance declares that only one broker of a Durable backing
 	// may be open at a time (an embedded server that holds its directory).
 	// The tests with members in two brokers at once (Rebalance,

@@ -243,6 +243,9 @@ func testRestart(e *env) {
 	e.subscribeOn(c, ch, l.handle, opts)
 	l.waitEffects("every message after the restart", keys*(first+second))
 	l.check(keys, first+second)
+	if e.f.ReplaysPastInterrupted {
+		return // handled ones may come again; the ledger had each effect once, in order
+	}
 	for _, id := range before {
 		if n := l.deliveriesOf(id); n > 0 {
 			t.Errorf("message %s, handled before the restart, delivered %d times after it", id, n)

@@ -90,29 +90,41 @@
 // one of them has subscribed.)
 //
 // The group assigns each partition to one member (cooperative sticky
-// balancing). The member handles a partition's records one at a time in
-// offset order, so that the messages of a key on one channel are handled
-// in publish order, one at a time, across the whole group. Partitions are
-// handled in parallel, up to [calf.SubscribeOptions.Concurrency] at once
-// per subscription ([Options.Concurrency], the number of partitions, by
-// default). Keys that share a partition wait for each other, and the
-// messages of one key on different channels are in different topics: a
-// subscription to several channels keeps each channel's order per key, not
-// the order between channels.
+// balancing). The member takes a partition's records in offset order and
+// hands each to the lane of its key: a lane handles its records one at a
+// time, in order, so the messages of a key on one channel are handled in
+// publish order, one at a time, across the whole group; lanes run in
+// parallel, so keys that share a partition do not wait for each other (a
+// model call of one run holds up no other run). What bounds a member's
+// work is [calf.SubscribeOptions.Concurrency] ([Options.Concurrency], 256
+// by default): the messages a subscription handles at once. Partitions
+// only spread the work over the members. A member holds at most
+// [Options.QueueSize] records of a partition between fetching and
+// settling them (and pauses fetching the partition at that bound), so
+// memory stays bounded however long a key takes. The messages of one key
+// on different channels are in different topics: a subscription to
+// several channels keeps each channel's order per key, not the order
+// between channels.
 //
 // # Delivery, retries and dead letters
 //
-// The offset of a record is committed only once its handler has returned
-// nil (or the record is parked): the member marks it, and commits what it
-// marked every [Options.CommitInterval] (100 ms by default), when a
-// partition is taken from it, and when it closes. Delivery is therefore at
-// least once: a member that crashes has the messages it handled since its
-// last commit handled again by the member that gets its partitions.
+// Kafka keeps one committed offset per partition, so a member commits a
+// partition up to its lowest record not yet settled (handled, or
+// parked): it marks that position, and commits what it marked every
+// [Options.CommitInterval] (100 ms by default), when a partition is taken
+// from it, and when it closes. Delivery is therefore at least once: when a
+// member crashes, or a partition moves while a record is in progress, the
+// next owner handles again, in offset order, every record from that
+// position on, including those of other keys already handled after it (at
+// most QueueSize of them). Each key's records still come in order, and a
+// handler that records what it did (as Calf's agent handlers do) has its
+// effect once. For the same reason [Options.MaxPending] counts the records
+// after a slow key's as pending until it is settled.
 //
 // A handler's error is retried in place: the member waits for
 // [Options.Backoff] (50 ms doubling to 5 s, with jitter, by default) and
 // calls the handler again with the same message, holding back the later
-// records of that partition and no others. [calf.Metadata.Attempt] counts
+// records of its key and no others. [calf.Metadata.Attempt] counts
 // the calls within one member: a message handled again after a rebalance
 // or a crash starts again at 1. After the last attempt
 // ([calf.SubscribeOptions.MaxAttempts], else [Options.MaxAttempts]), or at

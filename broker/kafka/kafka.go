@@ -64,6 +64,9 @@ const (
 	// subscription holds per partition before it pauses fetching that
 	// partition.
 	DefaultQueueSize = 256
+	// DefaultConcurrency is the default bound on the messages one
+	// subscription handles at once.
+	DefaultConcurrency = 256
 )
 
 // maxRecordBytes is the largest record franz-go produces by default (its
@@ -80,8 +83,10 @@ type Options struct {
 	// channel's topic is named like the channel.
 	TopicPrefix string
 	// Partitions is the number of partitions of the topics the broker
-	// creates. Default: [DefaultPartitions]. It bounds how many keys a
-	// group handles at once on one channel, across all its members.
+	// creates. Default: [DefaultPartitions]. Partitions spread a group's
+	// work over its members (a partition belongs to one member at a time);
+	// they do not bound how many keys a member handles at once (see
+	// Concurrency).
 	Partitions int
 	// ReplicationFactor is the replication factor of the topics the
 	// broker creates. Default: the cluster's default.
@@ -94,9 +99,11 @@ type Options struct {
 	// delivery number attempt (1 for the first) failed. Default:
 	// [calf.ExponentialBackoff] from [DefaultMinBackoff] to [DefaultMaxBackoff].
 	Backoff func(attempt int) time.Duration
-	// Concurrency bounds the partitions one subscription handles at once,
+	// Concurrency bounds the messages one subscription handles at once,
 	// for subscriptions that do not set [calf.SubscribeOptions.Concurrency].
-	// Default: Partitions.
+	// Messages of different keys are handled at once even when they share
+	// a partition; only the messages of one key wait for each other.
+	// Default: [DefaultConcurrency].
 	Concurrency int
 	// SessionTimeout is how long after a member's last heartbeat the group
 	// coordinator declares it dead and moves its partitions to the other
@@ -151,7 +158,8 @@ type Options struct {
 	MaxBufferedRecords int
 	// MaxPending bounds the messages of a topic that a consumer group has
 	// not handled yet: Publish blocks while a named group of the message's
-	// topic is this many messages behind, by the offsets it committed,
+	// topic is this many messages behind, by the offsets it committed
+	// (which stop at a slow key's record: set it well above QueueSize),
 	// until the group catches up or the publisher's context ends. A
 	// publish made from a handler of the broker (with the handler's
 	// context or one derived from it) never blocks, so that chains of
@@ -296,7 +304,7 @@ func withDefaults(opts *Options) Options {
 		o.Backoff = calf.ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff)
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = o.Partitions
+		o.Concurrency = DefaultConcurrency
 	}
 	if o.RebalanceTimeout <= 0 {
 		o.RebalanceTimeout = DefaultRebalanceTimeout

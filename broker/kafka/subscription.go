@@ -104,8 +104,8 @@ type partition struct {
 }
 
 // subscription is one member of a consumer group: a franz-go group
-// client, and a worker per assigned partition that handles its records
-// one at a time.
+// client, and a worker per assigned partition that handles its records by
+// key: one at a time and in offset order for each key, keys in parallel.
 type subscription struct {
 	b           *Broker
 	pattern     string
@@ -116,7 +116,7 @@ type subscription struct {
 	ctx         context.Context // the handlers' context
 	cancel      context.CancelFunc
 	maxAttempts int
-	sem         chan struct{} // bounds the partitions handled at once
+	sem         chan struct{} // bounds the messages handled at once
 	cl          *kgo.Client
 
 	mu      sync.Mutex
@@ -402,8 +402,13 @@ func (s *subscription) crash() {
 	})
 }
 
-// worker handles the records of one partition, one at a time in offset
-// order.
+// worker handles the records of one partition. Its dispatcher takes them
+// in offset order and hands each to the lane of its key: a lane handles
+// its records one at a time, in order, and lanes run in parallel, so a
+// slow record holds up only the later records of its key. The offsets
+// committed are those below the lowest record not yet settled, so that
+// the next owner of the partition starts with it; records after it that
+// were settled are then handled again, in order.
 type worker struct {
 	s      *subscription
 	tp     partition
@@ -415,13 +420,32 @@ type worker struct {
 	paused bool
 	closed bool // stopped: pushes are dropped
 	notify chan struct{}
-	next   int64   // the offset after the last record handled; -1 before the first
-	seen   *window // the ids settled recently; the worker's goroutine only
+
+	// The dispatcher's and the lanes' state, under lmu.
+	lmu      sync.Mutex
+	lanes    map[string]*lane // by key, while they have records
+	pending  []*slot          // dispatched records not yet committable, in offset order
+	next     int64            // the offset after the last record dispatched; -1 before the first
+	room     chan struct{}    // signalled when a record is settled
+	seen     *window          // the ids settled recently
+	lanesRun sync.WaitGroup
+}
+
+// lane holds the records of one key waiting for the one in progress.
+type lane struct {
+	queue []*slot
+}
+
+// slot is a dispatched record and whether it is settled.
+type slot struct {
+	r       *kgo.Record
+	settled bool
 }
 
 func newWorker(s *subscription, tp partition) *worker {
 	return &worker{
 		s: s, tp: tp, stopCh: make(chan struct{}), done: make(chan struct{}), notify: make(chan struct{}, 1), next: -1,
+		lanes: map[string]*lane{}, room: make(chan struct{}, 1),
 		seen: newWindow(s.b.opts.DuplicateWindow, s.b.opts.Now),
 	}
 }
@@ -500,24 +524,106 @@ func (w *worker) stopped() bool {
 	}
 }
 
-// run handles the partition's records until the worker is stopped.
+// run dispatches the partition's records to their lanes until the
+// worker is stopped, and then waits for the lanes.
 func (w *worker) run() {
 	defer close(w.done)
+	defer w.lanesRun.Wait()
 	for {
 		r := w.pop()
 		if r == nil || w.stopped() {
 			return
 		}
-		if r.Offset < w.next {
-			continue // fetched again after a rebalance: handled already
-		}
-		if !w.handle(r) {
+		if !w.dispatch(r) {
 			return
 		}
-		w.next = r.Offset + 1
-		if !w.s.crashed.Load() {
-			w.s.cl.MarkCommitRecords(r)
+	}
+}
+
+// dispatch hands r to the lane of its key, starting the lane if it is
+// idle, once fewer than QueueSize records of the partition are unsettled.
+// It reports false when the worker stopped first.
+func (w *worker) dispatch(r *kgo.Record) bool {
+	for {
+		w.lmu.Lock()
+		if r.Offset < w.next {
+			w.lmu.Unlock()
+			return true // fetched again after a rebalance: dispatched already
 		}
+		if len(w.pending) < w.s.b.opts.QueueSize {
+			break
+		}
+		w.lmu.Unlock()
+		select {
+		case <-w.room:
+		case <-w.stopCh:
+			return false
+		}
+	}
+	defer w.lmu.Unlock()
+	w.next = r.Offset + 1
+	sl := &slot{r: r}
+	w.pending = append(w.pending, sl)
+	key := string(r.Key)
+	if key == "" {
+		// A record without a key is ordered with nothing.
+		key = "\x00" + strconv.FormatInt(r.Offset, 10)
+	}
+	if l := w.lanes[key]; l != nil {
+		l.queue = append(l.queue, sl)
+		return true
+	}
+	l := &lane{queue: []*slot{sl}}
+	w.lanes[key] = l
+	w.lanesRun.Add(1)
+	go w.runLane(key, l)
+	return true
+}
+
+// runLane handles the records of a lane in order until it is empty, or
+// until the worker stops.
+func (w *worker) runLane(key string, l *lane) {
+	defer w.lanesRun.Done()
+	for {
+		w.lmu.Lock()
+		if len(l.queue) == 0 {
+			delete(w.lanes, key)
+			w.lmu.Unlock()
+			return
+		}
+		sl := l.queue[0]
+		w.lmu.Unlock()
+		if w.stopped() || !w.handle(sl.r) {
+			return // stopped: the next owner handles the lane's records
+		}
+		w.lmu.Lock()
+		l.queue[0] = nil
+		l.queue = l.queue[1:]
+		w.settled(sl)
+		w.lmu.Unlock()
+	}
+}
+
+// settled marks sl settled, and marks for commit the offsets below the
+// lowest record not settled. w.lmu must be held.
+func (w *worker) settled(sl *slot) {
+	sl.settled = true
+	n := 0
+	for n < len(w.pending) && w.pending[n].settled {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	last := w.pending[n-1].r
+	clear(w.pending[:n])
+	w.pending = w.pending[n:]
+	if !w.s.crashed.Load() {
+		w.s.cl.MarkCommitRecords(last)
+	}
+	select {
+	case w.room <- struct{}{}:
+	default:
 	}
 }
 
@@ -538,7 +644,7 @@ func (w *worker) handle(r *kgo.Record) bool {
 	if !calf.MatchChannel(s.pattern, msg.Channel) {
 		return true // a channel that shares the topic of a matching one
 	}
-	if w.seen.has(msg.ID) {
+	if w.hasSeen(msg.ID) {
 		return true // published again within the duplicate window
 	}
 	for attempt := 1; ; attempt++ {
@@ -550,7 +656,7 @@ func (w *worker) handle(r *kgo.Record) bool {
 		err := w.call(m)
 		<-s.sem
 		if err == nil {
-			w.seen.add(msg.ID)
+			w.addSeen(msg.ID)
 			return true
 		}
 		if w.stopped() || s.ctx.Err() != nil {
@@ -560,13 +666,25 @@ func (w *worker) handle(r *kgo.Record) bool {
 			if !w.settle(msg, err, attempt) {
 				return false
 			}
-			w.seen.add(msg.ID)
+			w.addSeen(msg.ID)
 			return true
 		}
 		if !w.sleep(b.opts.Backoff(attempt)) {
 			return false
 		}
 	}
+}
+
+func (w *worker) hasSeen(id string) bool {
+	w.lmu.Lock()
+	defer w.lmu.Unlock()
+	return w.seen.has(id)
+}
+
+func (w *worker) addSeen(id string) {
+	w.lmu.Lock()
+	defer w.lmu.Unlock()
+	w.seen.add(id)
 }
 
 // settle parks msg, which failed its last attempt with err, retrying the
@@ -582,8 +700,8 @@ func (w *worker) settle(msg *calf.Message, err error, attempts int) bool {
 	}
 }
 
-// acquire takes a place among the partitions handled at once; it reports
-// false when the worker stops first.
+// acquire takes a place among the messages the subscription handles at
+// once; it reports false when the worker stops first.
 func (w *worker) acquire() bool {
 	select {
 	case w.s.sem <- struct{}{}:
