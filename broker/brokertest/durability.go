@@ -201,7 +201,8 @@ func (e *env) subscribeOn(b calf.Broker, pattern string, h calf.Handler, opts *c
 // opened again on the same backing: the messages published and not yet
 // handled are handled, in order, including those published while no
 // member ran and the one whose handler the close interrupted, and the
-// messages handled before the close are not delivered again.
+// messages handled before the close are not delivered again (unless the
+// broker declares [Features.ReplaysPastInterrupted]).
 func testRestart(e *env) {
 	t := e.t
 	ch := e.channel("restart")
