@@ -31,8 +31,8 @@ type ServeOptions[Deps any] struct {
 	MaxAttempts int
 }
 
-// Serve subscribes the agent's handlers on rt: input, inference, tool
-// results, and one subscription per tool. Several processes may serve the
+// Serve subscribes the agent's handlers on rt: inference, tool results,
+// one subscription per tool, and last the input. Several processes may serve the
 // same agent: they share the work through the broker's consumer groups.
 // The subscriptions last until the runtime's client shuts down.
 func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOptions[Deps]) error {
@@ -58,9 +58,6 @@ func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOp
 			Group: pattern, Concurrency: h.opts.Concurrency, MaxAttempts: h.opts.MaxAttempts,
 		})
 	}
-	if err := sub(InputChannel(a.name), h.onInput); err != nil {
-		return fmt.Errorf("agent %s: serve: %w", a.name, err)
-	}
 	if err := sub(InferenceChannel(a.name), h.onInference); err != nil {
 		return fmt.Errorf("agent %s: serve: %w", a.name, err)
 	}
@@ -76,6 +73,12 @@ func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOp
 		if err := sub(ToolCallChannel(a.name, name), h.onToolCall); err != nil {
 			return fmt.Errorf("agent %s: serve tool %s: %w", a.name, name, err)
 		}
+	}
+	// The input handler comes last: a process is seen serving the agent
+	// (see [calf.GroupInspector]) only once every handler of a run is
+	// subscribed, so no event of a run it takes goes unheard.
+	if err := sub(InputChannel(a.name), h.onInput); err != nil {
+		return fmt.Errorf("agent %s: serve: %w", a.name, err)
 	}
 	return nil
 }

@@ -13,20 +13,29 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/kafka"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/broker/nats"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
 )
 
 // callerBrokers are the brokers a caller may find no process serving an
-// agent on: the in-process one, and Kafka (on an in-process fake cluster),
-// where workers are other processes.
+// agent on: the in-process one, NATS (an embedded server) and Kafka (an
+// in-process fake cluster), where workers are other processes.
 var callerBrokers = []struct {
 	name string
 	open func(t *testing.T) calf.Broker
 }{
 	{"memory", func(t *testing.T) calf.Broker {
 		b := memory.New(nil)
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}},
+	{"nats", func(t *testing.T) calf.Broker {
+		b, err := nats.OpenEmbedded(t.Context(), t.TempDir(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Cleanup(func() { _ = b.Close() })
 		return b
 	}},
@@ -104,13 +113,13 @@ func TestRunWaitsForWorkers(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				out, err := a.Run(runCtx(t), rt, "hello?", &agent.RunOptions[agent.NoDeps]{RunID: "r1", WaitForWorkers: true})
+				out, err := a.Run(runCtx(t), rt, "hello?", &agent.RunOptions[agent.NoDeps]{RunID: "r1-" + bt.name, WaitForWorkers: true})
 				done <- result{out, err}
 			}()
 			// Nothing takes the run until the agent is served.
 			for range 5 {
 				time.Sleep(20 * time.Millisecond)
-				if _, err := rt.LoadRun(t.Context(), "r1"); !errors.Is(err, store.ErrNotFound) {
+				if _, err := rt.LoadRun(t.Context(), "r1-"+bt.name); !errors.Is(err, store.ErrNotFound) {
 					t.Fatalf("the run exists before any process serves the agent: %v", err)
 				}
 			}
