@@ -56,62 +56,114 @@
 // # Consumer groups and ordering
 //
 // Each consumer group has one pull consumer per partition, filtering
-// {Prefix}.{P}.{pattern}, with explicit acks and at most one message
-// outstanding (MaxAckPending 1). A partition's messages are therefore
-// handled one at a time in publish order, and a message being retried
-// holds back the later messages of its partition until it succeeds or is
-// parked. This is how the broker keeps per-key order under redelivery,
-// which JetStream alone does not: a refused message comes back after later
-// ones. The cost is that keys sharing a partition wait for each other;
-// partitions are handled in parallel, up to
-// [calf.SubscribeOptions.Concurrency] at once per subscription (default
-// [Options.Concurrency], the number of partitions). Raise Partitions for
-// more parallelism: it bounds how many keys a group handles at once across
-// all its workers.
+// {Prefix}.{P}.{pattern}, with explicit acks and at most [Options.Window]
+// messages outstanding (MaxAckPending, 128 by default). Inside a
+// partition the member keeps a lane per key: a key's messages are handled
+// one at a time, in publish order, while the messages of other keys are
+// handled at the same time, so a slow handler (a model call) holds up
+// only the later messages of its own key (its run), never another key of
+// its partition. [calf.SubscribeOptions.Concurrency] (default
+// [Options.Concurrency], 256) bounds the handlers one subscription runs at
+// once, and a subscription holds at most Partitions × Window messages in
+// memory: once a partition's window is full the server sends it no more
+// until some are settled, which is the backpressure.
+//
+// Order under redelivery is kept by retrying in place: a message whose
+// handler fails is called again after [Options.Backoff] by the same lane,
+// which holds back its key's later messages (and only those), and tells
+// the server meanwhile that the message is in progress. JetStream alone
+// would not keep the order: a refused message comes back after later
+// ones.
+//
+// # Ownership of partitions
+//
+// Lanes keep a key's order only while one member consumes a partition,
+// so each partition of a named group is consumed by one member at a time.
+// The members share the partitions through leases in a key-value bucket
+// ({Stream}_leases, created on the first named Subscribe), which works on
+// servers from 2.9 on (pinned clients of consumer priority groups need
+// 2.11). A member announces itself with a key renewed every sixth of the
+// lease time and expiring after it (AckWait, at least 2 s); every
+// member lists the members, sorted, and claims the partitions p whose
+// p mod n is its place in the list, by creating the partition's lease
+// key only if it is absent, and renews its leases by compare-and-set on
+// their revision. A partition that is another member's now is given up:
+// the member stops fetching, lets the handlers in progress finish, hands
+// its other messages back (Nak), in order per key, and only then deletes
+// its lease, so that the next owner starts after it. A member that stops
+// renewing (a crash, a lost connection) loses its leases when they
+// expire; one that finds its lease taken stops the partition at once.
+// Members see each other one renewal interval after Subscribe, before
+// they claim anything, so that members started together do not hand
+// partitions over at once.
+//
+// A new owner cannot rely on the order in which the server redelivers
+// the previous owner's messages: refused ones come back in the order they
+// were refused, and those of a crashed owner when their ack wait expires,
+// which may be earlier for a later message. So when a member takes a
+// partition over, it reads how many messages the consumer has
+// outstanding and the last stream sequence delivered; it holds every
+// delivery back until each of those outstanding messages has come back,
+// then dispatches them all in stream order, before any newer one. With
+// the defaults a crashed member's partitions move to the others, and its
+// messages flow again, within about 5 seconds (the lease, which lasts as
+// long as the ack wait, and a renewal interval).
+//
+// Failure cases: a delivery counts as an attempt even when it was handed
+// back unhandled at a hand-over, so a message that changes hands many
+// times (members restarted over and over) may reach its last attempt
+// sooner. Should an outstanding message not come back within twice the
+// ack wait and a second (acknowledged late by a member that lost its
+// lease while cut off from the server), the new owner stops waiting, and
+// that member's late handlers may have run after the new owner's: per-key
+// order then holds only as well as at-least-once delivery allows
+// (duplicates, in order of first handling). An acknowledgement lost on
+// the way makes the message come back after later ones of its key: a
+// duplicate, which handlers are idempotent for.
 //
 // The consumers of a named group are durable and named after the group and
-// partition. Every member, in any process, fetches from them, so the group
-// spreads across workers, and a group that comes back resumes where it
-// left off. A group keeps its pattern: subscribing to it with another one
-// fails with [ErrGroupPattern]. A private group (empty Group) has consumers
-// of its own that start at the messages published after Subscribe
-// returns; they are deleted when the subscription closes, or by the server
-// 30 seconds after its process went away.
+// partition, so a group that comes back resumes where it left off. A
+// group keeps its pattern: subscribing to it with another one fails with
+// [ErrGroupPattern]. A private group (empty Group) has one member and
+// consumers of its own, which it consumes without leases, that start at
+// the messages published after Subscribe returns; they are deleted when
+// the subscription closes, or by the server 30 seconds after its process
+// went away.
 //
 // # Delivery, retries and dead letters
 //
-// [calf.Metadata.Attempt] is JetStream's delivery count. The handler's
-// context carries the message and is cancelled when the subscription
-// closes. When a handler returns an error the message is refused with a
-// delay from [Options.Backoff] (50 ms doubling to 5 s, with jitter, by
-// default), so the server redelivers it after the delay. After the last
-// attempt ([calf.SubscribeOptions.MaxAttempts], else [Options.MaxAttempts]),
-// or at once for an error marked [calf.Permanent], the message is parked: a
+// [calf.Metadata.Attempt] is JetStream's delivery count plus the retries
+// in place. The handler's context carries the message and is cancelled
+// when the subscription closes. When a handler returns an error it is
+// called again after a delay from [Options.Backoff] (50 ms doubling to
+// 5 s, with jitter, by default). After the last attempt
+// ([calf.SubscribeOptions.MaxAttempts], else [Options.MaxAttempts]), or at
+// once for an error marked [calf.Permanent], the message is parked: a
 // [calf.NewDeadLetterMessage] is published on [calf.DeadLetterChannel]
-// through the broker, and the original is terminated. A message that
-// arrives over its attempts without an outcome (its workers crashed) is
-// parked without calling the handler. The consumers' MaxDeliver (the
-// attempts plus 5) is a safety net should parking keep failing.
+// through the broker, and the original is terminated; should parking
+// fail, it is tried again, the key's later messages waiting. A message
+// that arrives over its attempts without an outcome (its workers crashed)
+// is parked without calling the handler. The consumers' MaxDeliver (the
+// attempts plus 5) is a safety net.
 //
-// While a handler runs, the broker tells the server every quarter of
-// [Options.AckWait] (4 seconds by default) that the message is in
-// progress, so a handler may run for as long as it needs. When a worker
-// dies (kill -9, a lost machine), the server redelivers the message it was
-// handling once AckWait has passed since its last heartbeat, to another
-// member of the group, and the partition moves on: with the defaults, a
-// run continues on another worker within about 4 seconds. Dead letters
-// are kept only while some group subscribes to [calf.DeadLetterChannel]:
-// run a named group on it to keep them.
+// While a member holds a message (in progress or waiting in its lane),
+// the broker tells the server every quarter of [Options.AckWait] (4
+// seconds by default) that it is in progress, so a handler may run for
+// as long as it needs. When a worker dies (kill -9, a lost machine), its
+// messages come back once AckWait has passed since their last heartbeat,
+// to the member that takes their partition over.
+// Dead letters are kept only while some group subscribes to
+// [calf.DeadLetterChannel]: run a named group on it to keep them.
 //
 // # Closing
 //
 // Closing a subscription stops its fetching, cancels its handlers'
 // context and waits for them. A message whose handler returns an error
-// because of the close is refused at once, so that another member of the
-// group gets it without delay; a handler that returns nil acknowledges its
-// message. Older servers may still hand a message to a member that has
-// just closed; it is then redelivered after AckWait. Closing the broker
-// closes its subscriptions and the connection.
+// because of the close, and the messages waiting behind it, are handed
+// back at once, in order, and the member's leases are deleted, so that
+// other members take its partitions over without waiting for the leases
+// to expire; a handler that returns nil acknowledges its message. Closing
+// the broker closes its subscriptions and the connection.
 //
 // # Backpressure
 //
@@ -128,6 +180,7 @@
 // is soft for handler output. Without MaxPending (the default) Publish
 // never blocks, and the backlog is bounded only by [Options.MaxAge],
 // [Options.MaxBytes] (once reached, Publish fails) and the server's
-// storage limits. The work in flight is bounded by MaxAckPending: one
-// message per partition and group.
+// storage limits. The messages a subscription holds are bounded by
+// Partitions × Window, and the handlers it runs at once by its
+// Concurrency.
 package nats

@@ -18,6 +18,12 @@ import (
 
 // Default values of [Options].
 const (
+	// DefaultConcurrency is the default bound on the messages one
+	// subscription handles at once.
+	DefaultConcurrency = 256
+	// DefaultWindow is the default bound on the messages a member holds
+	// of one partition.
+	DefaultWindow = 128
 	// DefaultStream is the default name of the JetStream stream.
 	DefaultStream = "CALF"
 	// DefaultPrefix is the default first token of the subjects messages are
@@ -27,10 +33,10 @@ const (
 	// DefaultPartitions is the default number of partitions.
 	DefaultPartitions = 16
 	// DefaultAckWait is the default time the server waits for the outcome
-	// of a delivery before redelivering it: the time a worker that died
-	// holds up the partition of the message it was handling. Handlers may
-	// run longer: the broker tells the server every quarter of AckWait
-	// that the message is still in progress.
+	// of a delivery before redelivering it: the time after which the
+	// messages a worker that died held come back. Handlers may run
+	// longer: the broker tells the server every quarter of AckWait that
+	// the messages it holds are still in progress.
 	DefaultAckWait = 4 * time.Second
 	// DefaultMinBackoff is the default delay before the first redelivery.
 	DefaultMinBackoff = 50 * time.Millisecond
@@ -91,15 +97,25 @@ type Options struct {
 	Backoff func(attempt int) time.Duration
 	// AckWait is how long the server waits for the outcome of a delivery
 	// before it redelivers the message, when the worker handling it went
-	// away. While a handler runs, the broker tells the server every quarter
-	// of AckWait that it is still working, so AckWait bounds how long a
-	// crashed worker holds up a partition, not how long a handler may
-	// run. Default: [DefaultAckWait].
+	// away. While a member holds a message, the broker tells the server
+	// every quarter of AckWait that it is still working on it, so AckWait
+	// bounds how long a crashed worker holds its messages, not how long a
+	// handler may run. The leases on partitions last AckWait (at least
+	// 2 s): a crashed worker's partitions move to the other members
+	// after that. Default: [DefaultAckWait].
 	AckWait time.Duration
-	// Concurrency bounds the partitions one subscription handles at once,
+	// Concurrency bounds the messages one subscription handles at once,
 	// for subscriptions that do not set [calf.SubscribeOptions.Concurrency].
-	// Default: Partitions.
+	// Messages of different keys are handled at once even when they share
+	// a partition; only the messages of one key wait for each other.
+	// Default: [DefaultConcurrency].
 	Concurrency int
+	// Window bounds the messages a member holds of one partition, in
+	// progress or waiting behind another of their key (the consumers'
+	// MaxAckPending, which every member of a group sets to its own
+	// Window), so that a subscription holds at most Partitions × Window
+	// messages in memory. Default: [DefaultWindow].
+	Window int
 	// Logger receives the broker's diagnostics: a warning for every parked
 	// message, an error for a message that could not be parked. Default:
 	// discard.
@@ -127,6 +143,9 @@ type Broker struct {
 	roomMu sync.Mutex
 	known  int64
 	since  int64
+
+	leaseMu sync.Mutex
+	leases  jetstream.KeyValue // the bucket of partition leases, once needed
 
 	mu     sync.Mutex
 	subs   map[*subscription]struct{}
@@ -235,7 +254,10 @@ func withDefaults(opts *Options) Options {
 		o.AckWait = DefaultAckWait
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = o.Partitions
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -78,6 +78,9 @@ func openExternal(t testing.TB, opts *Options) *Broker {
 		if err := js.DeleteStream(ctx, opts.Stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			t.Errorf("delete stream %s: %v", opts.Stream, err)
 		}
+		if err := js.DeleteKeyValue(ctx, opts.Stream+"_leases"); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+			t.Errorf("delete lease bucket of %s: %v", opts.Stream, err)
+		}
 	})
 	b, err := Open(t.Context(), u, opts)
 	if err != nil {
@@ -102,8 +105,6 @@ func openEmbedded(t testing.TB, dir string, opts *Options) *Broker {
 const queueSize = 16
 
 var features = brokertest.Features{
-	// Keys that share a partition are handled one after another.
-	SerializedKeys: true,
 	// MaxPending bounds the stream, which each subtest has to itself.
 	QueueSize: queueSize,
 }
@@ -168,9 +169,21 @@ func TestConformanceEmbedded(t *testing.T) {
 // backends runs f against a broker factory for each backend. Brokers from
 // one factory share a stream.
 func backends(t *testing.T, f func(t *testing.T, open func() *Broker)) {
+	backendsWith(t, nil, f)
+}
+
+// backendsWith is backends with the test options changed by set.
+func backendsWith(t *testing.T, set func(*Options), f func(t *testing.T, open func() *Broker)) {
+	options := func() *Options {
+		o := testOptions()
+		if set != nil {
+			set(o)
+		}
+		return o
+	}
 	t.Run("external", func(t *testing.T) {
 		natsURL(t)
-		opts := testOptions()
+		opts := options()
 		var first atomic.Bool
 		f(t, func() *Broker {
 			if !first.Swap(true) {
@@ -195,7 +208,7 @@ func backends(t *testing.T, f func(t *testing.T, open func() *Broker)) {
 			if b != nil {
 				t.Skip("an embedded server serves a single broker")
 			}
-			b = openEmbedded(t, t.TempDir(), testOptions())
+			b = openEmbedded(t, t.TempDir(), options())
 			return b
 		})
 	})

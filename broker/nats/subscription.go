@@ -1,12 +1,14 @@
 package nats
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,13 +32,14 @@ const pullExpiry = 5 * time.Second
 // Subscribe delivers the messages whose channel matches pattern to h, as a
 // member of the consumer group opts.Group (a private group when empty). A
 // named group is a set of durable consumers, one per partition, shared by
-// every member in every process and resumed where it left off; a private
-// group's consumers start at the messages published after Subscribe
-// returns and are deleted when the subscription closes. Subscribe fails
-// with [ErrGroupPattern] when the group exists with another pattern and
-// with [calf.ErrClosed] once the broker is closed. ctx bounds the setup and
-// supplies the values of the handlers' contexts; cancelling it later does
-// not end the subscription.
+// every member in every process and resumed where it left off; each
+// partition is consumed by one member at a time, which holds a lease on it
+// (see the package documentation). A private group's consumers start at
+// the messages published after Subscribe returns and are deleted when the
+// subscription closes. Subscribe fails with [ErrGroupPattern] when the
+// group exists with another pattern and with [calf.ErrClosed] once the
+// broker is closed. ctx bounds the setup and supplies the values of the
+// handlers' contexts; cancelling it later does not end the subscription.
 func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, opts *calf.SubscribeOptions) (calf.Subscription, error) {
 	if err := calf.ValidatePattern(pattern); err != nil {
 		return nil, err
@@ -60,14 +63,18 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	sctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), handlerKey{}, b))
 	s := &subscription{
 		b:           b,
+		pattern:     pattern,
 		group:       o.Group,
 		h:           h,
 		ctx:         sctx,
 		cancel:      cancel,
 		maxAttempts: o.MaxAttempts,
-		sem:         make(chan struct{}, min(o.Concurrency, b.opts.Partitions)),
+		sem:         make(chan struct{}, o.Concurrency),
+		window:      b.opts.Window,
+		parts:       map[int]*part{},
+		beat:        make(chan struct{}),
 	}
-	if err := s.start(ctx, pattern); err != nil {
+	if err := s.start(ctx); err != nil {
 		_ = s.Close()
 		if b.closed.Load() {
 			return nil, calf.ErrClosed
@@ -85,23 +92,61 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	return s, nil
 }
 
-// subscription is one member of a group: a consumer per partition, each
-// consumed one message at a time.
+// subscription is one member of a group: the partitions it consumes now
+// (all of them for a private group; those it holds a lease on for a named
+// one), each with a lane per key.
 type subscription struct {
 	b           *Broker
+	pattern     string
 	group       string
 	h           calf.Handler
 	ctx         context.Context
 	cancel      context.CancelFunc
 	maxAttempts int
-	sem         chan struct{} // bounds the partitions handled at once
+	sem         chan struct{} // bounds the handler calls at once
+	window      int           // messages in progress per partition (MaxAckPending)
+	lease       *leaser       // named groups only
+	beat        chan struct{} // closed to stop the heartbeats
 
 	mu        sync.Mutex
 	stopped   bool
-	consumers []jetstream.ConsumeContext
-	private   []string // names of the private group's consumers
-	wg        sync.WaitGroup
+	parts     map[int]*part
+	private   []string       // names of the private group's consumers
+	wg        sync.WaitGroup // lanes and heartbeats
 	closeOnce sync.Once
+}
+
+// part is a partition a member consumes: its consumer and the lanes of
+// the keys whose messages it holds.
+type part struct {
+	s     *subscription
+	p     int
+	cc    jetstream.ConsumeContext
+	mu    sync.Mutex
+	gone  bool               // given up: lanes hand their messages back
+	lanes map[string][]*item // by key; the first is in progress
+	held  map[uint64]*item   // by stream sequence, every message held
+	idle  *sync.Cond         // signalled when a lane ends
+	count int                // lanes running
+
+	// The takeover gate: while gated, deliveries wait in gated until
+	// every message the consumer had outstanding when the member took the
+	// partition (oldLeft of them, at stream sequences up to oldUpTo) has
+	// come back, and are then dispatched in stream order.
+	gated   bool
+	gatedAt []*item
+	oldUpTo uint64
+	oldLeft map[uint64]bool // sequences of the old messages seen
+	oldN    int
+	timer   *time.Timer
+}
+
+// item is a delivered message, decoded.
+type item struct {
+	jm  jetstream.Msg
+	seq uint64 // its stream sequence, 0 if unknown
+	msg *calf.Message
+	err error // why it does not decode
 }
 
 // consumerName returns the durable consumer name of a group's partition.
@@ -121,54 +166,190 @@ func consumerName(group string, partition int) string {
 	return clean.String() + "_" + hex.EncodeToString(sum[:6]) + "_p" + strconv.Itoa(partition)
 }
 
-// start creates or joins the consumers of every partition and starts
-// consuming them.
-func (s *subscription) start(ctx context.Context, pattern string) error {
+// consumerConfig returns the consumer configuration of partition p.
+func (s *subscription) consumerConfig(p int) jetstream.ConsumerConfig {
 	b := s.b
+	cfg := jetstream.ConsumerConfig{
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       b.opts.AckWait,
+		MaxDeliver:    s.maxAttempts + deliverMargin,
+		FilterSubject: subject(b.opts.Prefix, p, s.pattern),
+		MaxAckPending: s.window,
+	}
+	if s.group == "" {
+		cfg.Description = "calf private group on " + s.pattern
+		cfg.InactiveThreshold = DefaultPrivateInactive
+	} else {
+		cfg.Durable = consumerName(s.group, p)
+		cfg.Description = "calf group " + s.group
+	}
+	return cfg
+}
+
+// start creates or joins the consumers of every partition, so that the
+// group exists from Subscribe on, and starts consuming: a private group
+// every partition, a named group those it gets leases on.
+func (s *subscription) start(ctx context.Context) error {
+	b := s.b
+	conss := make([]jetstream.Consumer, b.opts.Partitions)
 	for p := range b.opts.Partitions {
-		cfg := jetstream.ConsumerConfig{
-			DeliverPolicy: jetstream.DeliverNewPolicy,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       b.opts.AckWait,
-			MaxDeliver:    s.maxAttempts + deliverMargin,
-			FilterSubject: subject(b.opts.Prefix, p, pattern),
-			MaxAckPending: 1,
-		}
+		cfg := s.consumerConfig(p)
 		var (
 			cons jetstream.Consumer
 			err  error
 		)
 		if s.group == "" {
-			cfg.Description = "calf private group on " + pattern
-			cfg.InactiveThreshold = DefaultPrivateInactive
 			cons, err = b.js.CreateConsumer(ctx, b.opts.Stream, cfg)
 			if err == nil {
 				s.private = append(s.private, cons.CachedInfo().Name)
 			}
 		} else {
-			cfg.Durable = consumerName(s.group, p)
-			cfg.Description = "calf group " + s.group
 			cons, err = s.join(ctx, cfg)
 		}
 		if err != nil {
 			return err
 		}
-		cc, err := cons.Consume(func(m jetstream.Msg) { s.deliver(m) },
-			jetstream.PullMaxMessages(1),
-			jetstream.PullExpiry(pullExpiry),
-			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-				if s.ctx.Err() == nil {
-					b.log.Debug("nats: consume", "group", s.group, "partition", p, "error", err)
-				}
-			}))
-		if err != nil {
-			return fmt.Errorf("nats: consume partition %d: %w", p, err)
-		}
-		s.mu.Lock()
-		s.consumers = append(s.consumers, cc)
-		s.mu.Unlock()
+		conss[p] = cons
 	}
+	s.wg.Go(s.heartbeats)
+	if s.group == "" {
+		for p, cons := range conss {
+			if err := s.consume(ctx, p, cons, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	l, err := newLeaser(ctx, s)
+	if err != nil {
+		return err
+	}
+	s.lease = l
+	s.wg.Go(l.run)
 	return nil
+}
+
+// consume starts consuming partition p from cons. With old set (a named
+// group's partition taken over), the messages the consumer had
+// outstanding then are dispatched first, in stream order: see gate.
+func (s *subscription) consume(ctx context.Context, p int, cons jetstream.Consumer, old bool) error {
+	pt := &part{s: s, p: p, lanes: map[string][]*item{}, held: map[uint64]*item{}}
+	pt.idle = sync.NewCond(&pt.mu)
+	if old {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("nats: consumer of partition %d: %w", p, err)
+		}
+		s.b.log.Debug("nats: partition taken over", "group", s.group, "partition", p, "outstanding", info.NumAckPending, "delivered", info.Delivered.Stream)
+		if info.NumAckPending > 0 {
+			pt.gated = true
+			pt.oldUpTo = info.Delivered.Stream
+			pt.oldN = info.NumAckPending
+			pt.oldLeft = map[uint64]bool{}
+			// Should an old message never come back (acknowledged late by
+			// a member that lost its lease), stop waiting after a while.
+			pt.timer = time.AfterFunc(gateTimeout(s.b.opts.AckWait), func() {
+				pt.mu.Lock()
+				defer pt.mu.Unlock()
+				if pt.gated {
+					s.b.log.Warn("nats: old messages of a partition taken over did not come back", "group", s.group, "partition", p, "missing", pt.oldN-len(pt.oldLeft))
+				}
+				pt.openGate()
+			})
+		}
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		if pt.timer != nil {
+			pt.timer.Stop()
+		}
+		return nil
+	}
+	s.parts[p] = pt
+	s.mu.Unlock()
+	cc, err := cons.Consume(pt.deliver,
+		jetstream.PullMaxMessages(s.window),
+		jetstream.PullExpiry(pullExpiry),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if s.ctx.Err() == nil {
+				s.b.log.Debug("nats: consume", "group", s.group, "partition", p, "error", err)
+			}
+		}))
+	if err != nil {
+		s.mu.Lock()
+		delete(s.parts, p)
+		s.mu.Unlock()
+		if pt.timer != nil {
+			pt.timer.Stop()
+		}
+		return fmt.Errorf("nats: consume partition %d: %w", p, err)
+	}
+	pt.mu.Lock()
+	pt.cc = cc
+	pt.mu.Unlock()
+	return nil
+}
+
+// stop marks the partition given up, so that its lanes hand their
+// messages back instead of handling them, and stops fetching from its
+// consumer, so that the messages handed back are not delivered to this
+// member again. Messages left in the client's buffer are dropped: they
+// come back after the ack wait, and the next owner waits for them (see
+// the package documentation). It returns the consume context to wait for.
+func (pt *part) stop() jetstream.ConsumeContext {
+	pt.mu.Lock()
+	pt.gone = true
+	pt.openGate()
+	cc := pt.cc
+	pt.mu.Unlock()
+	if cc != nil {
+		cc.Stop()
+	}
+	return cc
+}
+
+// waitClosed waits, for a while at most, until cc no longer receives
+// messages.
+func (s *subscription) waitClosed(cc jetstream.ConsumeContext) {
+	if cc == nil {
+		return
+	}
+	t := time.NewTimer(s.b.opts.AckWait)
+	defer t.Stop()
+	select {
+	case <-cc.Closed():
+	case <-t.C:
+	}
+}
+
+// giveUp stops consuming partition p, lets the handlers in progress finish
+// (their context is cancelled when cancel is set), hands the messages
+// waiting in its lanes back to the server at once, in order, and forgets
+// the partition. It returns once no lane of it runs.
+func (s *subscription) giveUp(p int) {
+	s.mu.Lock()
+	pt := s.parts[p]
+	s.mu.Unlock()
+	if pt == nil {
+		return
+	}
+	// The partition stays in s.parts meanwhile, so that the messages it
+	// holds keep their heartbeats until they are settled.
+	defer func() {
+		s.mu.Lock()
+		if s.parts[p] == pt {
+			delete(s.parts, p)
+		}
+		s.mu.Unlock()
+	}()
+	s.waitClosed(pt.stop())
+	pt.mu.Lock()
+	for pt.count > 0 {
+		pt.idle.Wait()
+	}
+	pt.mu.Unlock()
 }
 
 // join returns the durable consumer cfg names, creating it, or raising its
@@ -196,11 +377,12 @@ func (s *subscription) join(ctx context.Context, cfg jetstream.ConsumerConfig) (
 		pattern := strings.SplitN(have.FilterSubject, ".", 3)
 		return nil, fmt.Errorf("%w: group %q has pattern %q", ErrGroupPattern, s.group, pattern[len(pattern)-1])
 	}
-	if have.MaxDeliver >= cfg.MaxDeliver && have.AckWait == cfg.AckWait {
+	if have.MaxDeliver >= cfg.MaxDeliver && have.AckWait == cfg.AckWait && have.MaxAckPending == cfg.MaxAckPending {
 		return cons, nil
 	}
 	have.MaxDeliver = max(have.MaxDeliver, cfg.MaxDeliver)
 	have.AckWait = cfg.AckWait
+	have.MaxAckPending = cfg.MaxAckPending
 	cons, err = b.js.UpdateConsumer(ctx, b.opts.Stream, have)
 	if err != nil {
 		return nil, fmt.Errorf("nats: update consumer %s: %w", cfg.Durable, err)
@@ -210,21 +392,42 @@ func (s *subscription) join(ctx context.Context, cfg jetstream.ConsumerConfig) (
 
 // Close stops fetching messages, cancels the handlers' context and waits
 // for the handlers in progress. A message whose handler failed because of
-// the close is handed back at once for another member of the group. The
-// consumers of a private group are deleted; those of a named group stay,
-// holding its messages for its other and future members.
+// the close, and the messages waiting behind it, are handed back at once
+// for another member of the group, which takes the partition over once
+// this member's lease is gone. The consumers of a private group are
+// deleted; those of a named group stay, holding its messages for its other
+// and future members.
 func (s *subscription) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.stopped = true
-		consumers := s.consumers
+		parts := make([]int, 0, len(s.parts))
+		for p := range s.parts {
+			parts = append(parts, p)
+		}
 		s.mu.Unlock()
-		// Stop fetching before the handlers refuse their messages, so
-		// that those go to other members.
-		for _, cc := range consumers {
-			cc.Stop()
+		if s.lease != nil {
+			s.lease.stop()
+		}
+		// Give every partition up before the handlers refuse their
+		// messages, so that those are not handled here again, out of order.
+		s.mu.Lock()
+		ccs := make([]jetstream.ConsumeContext, 0, len(parts))
+		for _, p := range parts {
+			ccs = append(ccs, s.parts[p].stop())
+		}
+		s.mu.Unlock()
+		for _, cc := range ccs {
+			s.waitClosed(cc)
 		}
 		s.cancel()
+		for _, p := range parts {
+			s.giveUp(p)
+		}
+		if s.lease != nil {
+			s.lease.releaseAll()
+		}
+		close(s.beat)
 		s.wg.Wait()
 		b := s.b
 		if len(s.private) > 0 && !b.nc.IsClosed() {
@@ -243,77 +446,230 @@ func (s *subscription) Close() error {
 	return nil
 }
 
-// deliver handles one message of a partition; the consumer's callback
-// calls it one message at a time.
-func (s *subscription) deliver(jm jetstream.Msg) {
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		_ = jm.Nak()
-		return
-	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer s.wg.Done()
-
-	stop := s.keepAlive(jm)
-	defer stop()
-	select {
-	case s.sem <- struct{}{}:
-	case <-s.ctx.Done():
-		_ = jm.Nak()
-		return
-	}
-	defer func() { <-s.sem }()
-	s.handle(jm)
-}
-
-// keepAlive tells the server every quarter of the ack wait that jm is
-// still being worked on, until the returned function is called: three
-// heartbeats may go missing (a busy machine, a slow network) before the
-// server redelivers a message whose handler still runs.
-func (s *subscription) keepAlive(jm jetstream.Msg) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(s.b.opts.AckWait / 4)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				_ = jm.InProgress()
-			case <-done:
-				return
-			}
-		}
-	})
-	return func() {
-		close(done)
-		wg.Wait()
-	}
-}
-
-// handle decodes jm, calls the handler and settles the delivery.
-func (s *subscription) handle(jm jetstream.Msg) {
-	b := s.b
-	attempt := 1
+// deliver takes a message of the partition into the lane of its key,
+// starting the lane if it is idle. A message the member holds already (a
+// redelivery of one in progress) is dropped: the one held settles it.
+func (pt *part) deliver(jm jetstream.Msg) {
+	b := pt.s.b
+	it := &item{jm: jm}
 	if md, err := jm.Metadata(); err == nil {
-		attempt = int(md.NumDelivered)
+		it.seq = md.Sequence.Stream
 	}
 	msgID := jm.Headers().Get(jetstream.MsgIDHeader)
-	msg, err := decode(b.opts.Prefix, jm.Subject(), msgID, jm.Data())
-	if err != nil {
-		s.settle(jm, rawMessage(b.opts.Prefix, jm.Subject(), msgID, jm.Data()), calf.Permanent(err), attempt)
+	it.msg, it.err = decode(b.opts.Prefix, jm.Subject(), msgID, jm.Data())
+	if it.err != nil {
+		it.msg = rawMessage(b.opts.Prefix, jm.Subject(), msgID, jm.Data())
+	}
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if it.seq != 0 {
+		if _, ok := pt.held[it.seq]; ok {
+			return
+		}
+		pt.held[it.seq] = it
+	}
+	if pt.gated {
+		pt.gatedAt = append(pt.gatedAt, it)
+		if it.seq != 0 && it.seq <= pt.oldUpTo {
+			pt.oldLeft[it.seq] = true
+		}
+		if len(pt.oldLeft) >= pt.oldN {
+			pt.openGate()
+		}
 		return
 	}
-	if attempt > s.maxAttempts {
+	pt.dispatch(it)
+}
+
+// gateTimeout is how long a member that took a partition over waits for
+// the messages the consumer had outstanding to come back: the ack wait
+// after which the server redelivers them, twice, and a margin.
+func gateTimeout(ackWait time.Duration) time.Duration {
+	return 2*ackWait + time.Second
+}
+
+// openGate dispatches the deliveries held at the takeover gate in stream
+// order and lets the next ones through. pt.mu is held.
+func (pt *part) openGate() {
+	if !pt.gated {
+		return
+	}
+	pt.gated = false
+	if pt.timer != nil {
+		pt.timer.Stop()
+	}
+	slices.SortFunc(pt.gatedAt, func(a, b *item) int { return cmp.Compare(a.seq, b.seq) })
+	for _, it := range pt.gatedAt {
+		pt.dispatch(it)
+	}
+	pt.gatedAt = nil
+}
+
+// dispatch appends it to the lane of its key, starting the lane if it is
+// idle; once the partition is given up the lane hands it back, in order.
+// pt.mu is held.
+func (pt *part) dispatch(it *item) {
+	key := it.msg.Key
+	if key == "" || it.err != nil {
+		key = "\x00" + strconv.FormatUint(it.seq, 10) // ordered with nothing
+	}
+	q, busy := pt.lanes[key]
+	pt.lanes[key] = append(q, it)
+	if !busy {
+		pt.count++
+		pt.s.wg.Go(func() { pt.runLane(key) })
+	}
+}
+
+// runLane handles the messages of key one at a time, in order, until none
+// is left; once the partition is given up, it hands them back instead.
+func (pt *part) runLane(key string) {
+	defer func() {
+		pt.mu.Lock()
+		pt.count--
+		pt.idle.Broadcast()
+		pt.mu.Unlock()
+	}()
+	for {
+		pt.mu.Lock()
+		q := pt.lanes[key]
+		if len(q) == 0 {
+			delete(pt.lanes, key)
+			pt.mu.Unlock()
+			return
+		}
+		it, gone := q[0], pt.gone
+		pt.mu.Unlock()
+		if gone || pt.s.halted() {
+			_ = it.jm.Nak() // in order: the next owner gets them in turn
+		} else {
+			pt.handle(it)
+		}
+		pt.mu.Lock()
+		pt.lanes[key] = pt.lanes[key][1:]
+		delete(pt.held, it.seq)
+		pt.mu.Unlock()
+	}
+}
+
+// heartbeats tells the server every quarter of the ack wait that every
+// message a lane holds, in progress or waiting its turn, is being worked
+// on: three heartbeats may go missing (a busy machine, a slow network)
+// before the server redelivers a message to another member.
+func (s *subscription) heartbeats() {
+	t := time.NewTicker(s.b.opts.AckWait / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.beat:
+			return
+		}
+		s.mu.Lock()
+		parts := make([]*part, 0, len(s.parts))
+		for _, pt := range s.parts {
+			parts = append(parts, pt)
+		}
+		s.mu.Unlock()
+		for _, pt := range parts {
+			pt.mu.Lock()
+			msgs := make([]jetstream.Msg, 0, len(pt.held))
+			for _, it := range pt.held {
+				msgs = append(msgs, it.jm)
+			}
+			pt.mu.Unlock()
+			for _, jm := range msgs {
+				_ = jm.InProgress()
+			}
+		}
+	}
+}
+
+// handle decodes jm and calls the handler until it succeeds, retrying in
+// place after a backoff (the later messages of the key wait), or parks it
+// after its last attempt. A message left unsettled because the member
+// stopped goes back to the server at once.
+func (pt *part) handle(it *item) {
+	s := pt.s
+	b, jm, msg := s.b, it.jm, it.msg
+	delivered := 1
+	if md, err := jm.Metadata(); err == nil {
+		delivered = int(md.NumDelivered)
+	}
+	if it.err != nil {
+		pt.park(jm, msg, calf.Permanent(it.err), delivered)
+		return
+	}
+	if delivered > s.maxAttempts {
 		// Deliveries ended without an outcome, by crashes or a shorter
 		// MaxAttempts of another member.
-		s.settle(jm, msg, fmt.Errorf("nats: delivered %d times, over the limit of %d", attempt, s.maxAttempts), attempt)
+		pt.park(jm, msg, fmt.Errorf("nats: delivered %d times, over the limit of %d", delivered, s.maxAttempts), delivered)
 		return
 	}
-	msg.Metadata.Attempt = attempt
-	s.settle(jm, msg, s.call(msg), attempt)
+	for attempt := delivered; ; attempt++ {
+		select {
+		case s.sem <- struct{}{}:
+		case <-s.ctx.Done():
+			_ = jm.Nak()
+			return
+		}
+		m := msg.Clone()
+		m.Metadata.Attempt = attempt
+		err := s.call(m)
+		<-s.sem
+		switch {
+		case err == nil:
+			_ = jm.Ack()
+			return
+		case s.halted():
+			_ = jm.Nak() // interrupted by Close: hand it back at once
+			return
+		case attempt >= s.maxAttempts || calf.IsPermanent(err):
+			pt.park(jm, msg, err, attempt)
+			return
+		}
+		t := time.NewTimer(b.opts.Backoff(attempt))
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			t.Stop()
+			_ = jm.Nak()
+			return
+		}
+	}
+}
+
+// park parks msg, which failed its last attempt with err, and terminates
+// jm. Should parking fail, it tries again after a backoff, holding the
+// key's later messages back, until the member stops or gives the
+// partition up: then it hands jm back.
+func (pt *part) park(jm jetstream.Msg, msg *calf.Message, err error, attempt int) {
+	s := pt.s
+	for try := 1; ; try++ {
+		if s.b.park(msg, s.group, err, attempt) {
+			_ = jm.Term()
+			return
+		}
+		t := time.NewTimer(s.b.opts.Backoff(try))
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			t.Stop()
+		}
+		pt.mu.Lock()
+		gone := pt.gone
+		pt.mu.Unlock()
+		if gone || s.halted() {
+			_ = jm.Nak()
+			return
+		}
+	}
+}
+
+// halted reports whether the member must stop handling messages: it is
+// closing, or its broker is closed or has lost its connection for good.
+func (s *subscription) halted() bool {
+	return s.ctx.Err() != nil || s.b.closed.Load() || s.b.nc.IsClosed()
 }
 
 // call calls the handler, turning a panic into an error.
@@ -324,25 +680,4 @@ func (s *subscription) call(msg *calf.Message) (err error) {
 		}
 	}()
 	return s.h(calf.ContextWithMessage(s.ctx, msg), msg)
-}
-
-// settle acknowledges, redelivers or parks jm according to the outcome err
-// of its delivery number attempt.
-func (s *subscription) settle(jm jetstream.Msg, msg *calf.Message, err error, attempt int) {
-	b := s.b
-	switch {
-	case err == nil:
-		_ = jm.Ack()
-	case s.ctx.Err() != nil:
-		// Interrupted by Close: hand it back at once.
-		_ = jm.Nak()
-	case attempt >= s.maxAttempts || calf.IsPermanent(err):
-		if b.park(msg, s.group, err, attempt) {
-			_ = jm.Term()
-			return
-		}
-		_ = jm.NakWithDelay(b.opts.Backoff(attempt))
-	default:
-		_ = jm.NakWithDelay(b.opts.Backoff(attempt))
-	}
 }

@@ -1,0 +1,250 @@
+package nats
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/calf-go/calf"
+)
+
+// leaser keeps the leases of one member of a named group on the partitions
+// it consumes, in the key-value bucket of the broker's stream. Each member
+// announces itself with a key that expires unless renewed; every member
+// reads the list of members, sorted, and claims the partitions p with
+// p mod n equal to its place i in it; a partition's lease is a key created
+// only if absent, renewed by its holder, and deleted by it once it has
+// handed the partition's messages back when the partition is no longer
+// its own. A member that stops renewing (a crash) loses its leases when
+// they expire.
+type leaser struct {
+	s      *subscription
+	kv     jetstream.KeyValue
+	id     string
+	prefix string // the group's keys: prefix+"m."+member, prefix+"p."+partition
+	every  time.Duration
+
+	mu    sync.Mutex
+	owned map[int]*held // by partition
+	done  chan struct{}
+	once  sync.Once
+}
+
+// held is a lease the member holds.
+type held struct {
+	rev     uint64        // the revision of its key
+	drained chan struct{} // set while the partition is given up; closed once it is
+}
+
+// leaseTTL is how long a lease, or a member's announcement, lasts without
+// renewal: the ack wait, after which a crashed holder's messages come
+// back too (the next owner waits for them anyway), and at least 2 s, so
+// that a live member misses several renewals before it loses a lease.
+func leaseTTL(ackWait time.Duration) time.Duration {
+	return max(ackWait, 2*time.Second)
+}
+
+// leaseBucket returns the broker's key-value bucket of leases, creating it.
+func (b *Broker) leaseBucket(ctx context.Context) (jetstream.KeyValue, error) {
+	b.leaseMu.Lock()
+	defer b.leaseMu.Unlock()
+	if b.leases != nil {
+		return b.leases, nil
+	}
+	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      b.opts.Stream + "_leases",
+		Description: "calf: leases of consumer group members on partitions",
+		TTL:         leaseTTL(b.opts.AckWait),
+		History:     1,
+		Replicas:    b.opts.Replicas,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nats: lease bucket: %w", err)
+	}
+	b.leases = kv
+	return kv, nil
+}
+
+func newLeaser(ctx context.Context, s *subscription) (*leaser, error) {
+	kv, err := s.b.leaseBucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(s.group))
+	l := &leaser{
+		s: s, kv: kv, id: calf.NewID(),
+		prefix: "g" + hex.EncodeToString(sum[:8]) + ".",
+		every:  leaseTTL(s.b.opts.AckWait) / 6,
+		owned:  map[int]*held{},
+		done:   make(chan struct{}),
+	}
+	// Announce the member at once, so that the others make room for it.
+	if _, err := kv.Put(ctx, l.prefix+"m."+l.id, nil); err != nil {
+		return nil, fmt.Errorf("nats: group %s: announce member: %w", s.group, err)
+	}
+	return l, nil
+}
+
+// run renews the leases and claims or gives up partitions until stop.
+func (l *leaser) run() {
+	t := time.NewTicker(l.every)
+	defer t.Stop()
+	for {
+		// The first tick comes after one interval, so that members that
+		// start together see each other before they claim partitions,
+		// rather than handing them over at once.
+		select {
+		case <-t.C:
+		case <-l.done:
+			return
+		}
+		l.tick()
+	}
+}
+
+func (l *leaser) stop() { l.once.Do(func() { close(l.done) }) }
+
+func (l *leaser) key(p int) string { return l.prefix + "p." + strconv.Itoa(p) }
+
+// tick announces the member, and claims, renews or gives up each
+// partition according to its place among the members.
+func (l *leaser) tick() {
+	s := l.s
+	ctx, cancel := context.WithTimeout(s.ctx, l.every*2)
+	defer cancel()
+	if _, err := l.kv.Put(ctx, l.prefix+"m."+l.id, nil); err != nil {
+		s.b.log.Debug("nats: announce member", "group", s.group, "error", err)
+		return
+	}
+	members, err := l.members(ctx)
+	if err != nil {
+		s.b.log.Debug("nats: list members", "group", s.group, "error", err)
+		return
+	}
+	i, n := slices.Index(members, l.id), len(members)
+	if i < 0 {
+		return // our announcement expired meanwhile: the next tick puts it back
+	}
+	for p := range s.b.opts.Partitions {
+		select {
+		case <-l.done:
+			return
+		default:
+		}
+		l.mu.Lock()
+		h := l.owned[p]
+		l.mu.Unlock()
+		want := p%n == i
+		switch {
+		case h != nil && h.drained != nil:
+			select {
+			case <-h.drained:
+				// Given up, its messages back at the server: let go.
+				l.release(ctx, p, h.rev)
+				continue
+			default:
+			}
+			fallthrough // still draining: keep the lease meanwhile
+		case h != nil:
+			next, err := l.kv.Update(ctx, l.key(p), []byte(l.id), h.rev)
+			if err != nil {
+				// Lost: another member holds it now. Stop at once.
+				s.b.log.Warn("nats: lost the lease on a partition", "group", s.group, "partition", p, "error", err)
+				l.forget(p)
+				go s.giveUp(p)
+				continue
+			}
+			l.mu.Lock()
+			h.rev = next
+			if !want && h.drained == nil {
+				// Another member's now: hand the partition over once the
+				// handlers in progress have finished.
+				drained := make(chan struct{})
+				h.drained = drained
+				go func() {
+					s.giveUp(p)
+					close(drained)
+				}()
+			}
+			l.mu.Unlock()
+		case want:
+			rev, err := l.kv.Create(ctx, l.key(p), []byte(l.id))
+			if err != nil {
+				continue // held by a member that has not given it up yet
+			}
+			cons, err := s.b.js.Consumer(ctx, s.b.opts.Stream, consumerName(s.group, p))
+			if err == nil {
+				err = s.consume(ctx, p, cons, true)
+			}
+			if err != nil {
+				s.b.log.Warn("nats: consume a leased partition", "group", s.group, "partition", p, "error", err)
+				l.release(ctx, p, rev)
+				continue
+			}
+			l.mu.Lock()
+			l.owned[p] = &held{rev: rev}
+			l.mu.Unlock()
+		}
+	}
+}
+
+// members returns the ids of the group's members that announced
+// themselves lately, sorted.
+func (l *leaser) members(ctx context.Context) ([]string, error) {
+	lister, err := l.kv.ListKeysFiltered(ctx, l.prefix+"m.*")
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for k := range lister.Keys() {
+		ids = append(ids, strings.TrimPrefix(k, l.prefix+"m."))
+	}
+	_ = lister.Stop() // fails once the listing has ended by itself
+	slices.Sort(ids)
+	return ids, nil
+}
+
+func (l *leaser) forget(p int) {
+	l.mu.Lock()
+	delete(l.owned, p)
+	l.mu.Unlock()
+}
+
+// release deletes the lease on p, which the member no longer consumes.
+func (l *leaser) release(ctx context.Context, p int, rev uint64) {
+	l.forget(p)
+	if err := l.kv.Delete(ctx, l.key(p), jetstream.LastRevision(rev)); err != nil {
+		l.s.b.log.Debug("nats: release a lease", "group", l.s.group, "partition", p, "error", err)
+	}
+}
+
+// releaseAll deletes every lease of the member and its announcement, once
+// its partitions are given up, so that the others take them over at once.
+func (l *leaser) releaseAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l.mu.Lock()
+	owned := l.owned
+	l.owned = map[int]*held{}
+	l.mu.Unlock()
+	if l.s.b.nc.IsClosed() {
+		return
+	}
+	for p, h := range owned {
+		if err := l.kv.Delete(ctx, l.key(p), jetstream.LastRevision(h.rev)); err != nil {
+			l.s.b.log.Debug("nats: release a lease", "group", l.s.group, "partition", p, "error", err)
+		}
+	}
+	if err := l.kv.Delete(ctx, l.prefix+"m."+l.id); err != nil {
+		l.s.b.log.Debug("nats: withdraw member", "group", l.s.group, "error", err)
+	}
+}
