@@ -152,6 +152,7 @@ func TestPasswordsStayOut(t *testing.T) {
 		"postgres://calf:" + secret + "@127.0.0.1:1/db?connect_timeout=2",
 		"postgresql://calf:" + secret + "@[::1/db",
 		"postgres://calf@127.0.0.1:1/db?connect_timeout=2&password=" + secret,
+		"postgres://calf:" + secret + "@127.0.0.1:1/db?schema=",
 		"redis://calf:" + secret + "@127.0.0.1:1/0",
 		"nats://calf:" + secret + "@127.0.0.1:1",
 		"nats://calf:" + secret + "@h1:4222,",
@@ -287,26 +288,6 @@ func TestOpenStore(t *testing.T) {
 		{"postgres", func(t *testing.T) string {
 			return service(t, "CALF_TEST_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
 		}},
-		{"postgres with a schema", func(t *testing.T) string {
-			u := service(t, "CALF_TEST_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
-			schema := "calf_t" + strings.ToLower(calf.NewID()[:10])
-			t.Cleanup(func() {
-				conn, err := pgx.Connect(context.Background(), u)
-				if err != nil {
-					t.Errorf("connect to drop schema %s: %v", schema, err)
-					return
-				}
-				defer conn.Close(context.Background())
-				if _, err := conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-					t.Errorf("drop schema %s: %v", schema, err)
-				}
-			})
-			sep := "?"
-			if strings.Contains(u, "?") {
-				sep = "&"
-			}
-			return u + sep + "schema=" + schema
-		}},
 		{"redis", func(t *testing.T) string { return service(t, "CALF_TEST_REDIS_URL", "redis://127.0.0.1:6379/0") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -317,6 +298,39 @@ func TestOpenStore(t *testing.T) {
 			defer s.Close()
 			putGet(t, s)
 		})
+	}
+}
+
+// A postgres URL's schema parameter puts the store's tables in that
+// schema, created when missing.
+func TestOpenStorePostgresSchema(t *testing.T) {
+	u := service(t, "CALF_TEST_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+	conn, err := pgx.Connect(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	schema := "calf_t" + strings.ToLower(calf.NewID()[:10])
+	t.Cleanup(func() { // before the connection closes
+		if _, err := conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	s, err := adapters.OpenStore(t.Context(), u+sep+"schema="+schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	putGet(t, s)
+	var n int
+	err = conn.QueryRow(t.Context(), `SELECT count(*) FROM information_schema.tables
+		WHERE table_schema = $1 AND table_name = 'calf_records'`, schema).Scan(&n)
+	if err != nil || n != 1 {
+		t.Errorf("calf_records tables in schema %s: %d, %v; want 1", schema, n, err)
 	}
 }
 

@@ -26,11 +26,15 @@
 // kafka URL may set what broker/kafka's ParseURL reads: partitions,
 // replication_factor, topic_prefix, max_attempts, concurrency and the
 // group timings. Every process that shares a broker must use the same
-// values. A postgres URL takes libpq's parameters and schema=NAME, the
-// schema that holds Calf's tables (created if missing); without it the
-// tables go in the first schema of the search_path, which is created if
-// none of the search_path exists. Kafka URLs take no credentials: a program that needs SASL or TLS
+// values. Kafka URLs take no credentials: a program that needs SASL or TLS
 // opens broker/kafka itself with its client options.
+//
+// A postgres URL takes libpq's parameters (sslmode, application_name,
+// search_path, ...) and schema=NAME, the schema that holds Calf's tables,
+// created if it does not exist (postgres://calf@db:5432/app?schema=calf).
+// Without schema, the tables go in the first schema of the search_path
+// that exists, usually public; when none of them exists, the first one is
+// created, or opening fails with an error that names it.
 //
 // A password in a URL (in its user information, or in the password and
 // sslpassword query parameters) never appears in an error: [Redact]

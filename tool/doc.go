@@ -22,9 +22,21 @@
 // follow the schema (a missing required property, a wrong type, an unknown
 // property, a value outside an enum), make Call return an [*ArgumentError]
 // without running the function. Its message names every failing property
-// at once (a [ValidationErrors] when there are several) and is meant to be
-// sent back to the model as the tool's error result, so that it can
-// correct the call in one round trip.
+// at once, with the path of the failing value ("home.city"), and is meant
+// to be sent back to the model as the tool's error result, so that it can
+// correct the call in one round trip:
+//
+//	invalid arguments for tool "book": 3 problems:
+//	- required: missing properties: ["rooms"]
+//	- property "guest": type: 7 has type "integer", want "string"
+//	- property "nights": type: two has type "string", want "integer"
+//
+// [Schema.Validate] returns a [*ValidationError] for one violation and a
+// [ValidationErrors] for several. Each property is checked against its own
+// schema, and the object's required, unknown and other properties against
+// the rest; a hand-written schema with a $ref to anything but its $defs or
+// definitions (to the whole schema, or to another property) is checked as
+// a whole, and reports its first violation only.
 //
 // # Structured output
 //

@@ -104,12 +104,19 @@ func (s *Schema) validateValue(v any) error {
 		return newValidationError(err)
 	}
 	var errs ValidationErrors
+	add := func(ve *ValidationError) {
+		// The object's own keywords (allOf, say) may check a property
+		// that its own schema checks too.
+		if !slices.ContainsFunc(errs, func(o *ValidationError) bool { return o.Path == ve.Path && o.Reason == ve.Reason }) {
+			errs = append(errs, ve)
+		}
+	}
 	for _, r := range []*jsonschema.Resolved{s.parts.required, s.parts.rest} {
 		if r == nil {
 			continue
 		}
 		if e := r.Validate(v); e != nil {
-			errs = append(errs, newValidationError(e))
+			add(newValidationError(e))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(obj)) {
@@ -117,11 +124,11 @@ func (s *Schema) validateValue(v any) error {
 			if e := r.Validate(map[string]any{name: obj[name]}); e != nil {
 				ve := newValidationError(e)
 				if !within(ve.Path, name) {
-					// A path into a shared definition: the property is
-					// what the model can act on.
+					// A path the validator's error does not show: the
+					// property is what the model can act on.
 					ve.Path = name
 				}
-				errs = append(errs, ve)
+				add(ve)
 			}
 		}
 	}
@@ -232,11 +239,17 @@ func compile(js *jsonschema.Schema, wrapped bool, name string) (*Schema, error) 
 }
 
 // splitObject returns the parts of raw, an object schema with properties,
-// or nil when raw is not one or a part does not resolve on its own (a
-// reference into another property, say).
+// or nil when raw is not one, or when a part would not mean on its own what
+// it means in raw: a part that does not resolve, or a reference to
+// anything but a definition in $defs or definitions (such as "#", the
+// whole schema, or "#/properties/b", another property).
 func splitObject(raw json.RawMessage) *objectParts {
 	var root map[string]json.RawMessage
 	if json.Unmarshal(raw, &root) != nil {
+		return nil
+	}
+	var tree any
+	if json.Unmarshal(raw, &tree) != nil || !onlyDefinitionRefs(tree) {
 		return nil
 	}
 	var props map[string]json.RawMessage
@@ -271,6 +284,7 @@ func splitObject(raw json.RawMessage) *objectParts {
 	p := &objectParts{props: map[string]*jsonschema.Resolved{}}
 	for name, sub := range props {
 		m := base()
+		m["type"] = json.RawMessage(`"object"`)
 		one, _ := json.Marshal(map[string]json.RawMessage{name: sub})
 		m["properties"] = one
 		if p.props[name] = resolve(m); p.props[name] == nil {
@@ -295,6 +309,32 @@ func splitObject(raw json.RawMessage) *objectParts {
 		return nil
 	}
 	return p
+}
+
+// onlyDefinitionRefs reports whether every reference in the decoded
+// schema v ($ref, $dynamicRef, $recursiveRef) points into the root's $defs
+// or definitions, which every part of a split schema keeps.
+func onlyDefinitionRefs(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, sub := range v {
+			if ref, ok := sub.(string); ok && (k == "$ref" || k == "$dynamicRef" || k == "$recursiveRef") {
+				if !strings.HasPrefix(ref, "#/$defs/") && !strings.HasPrefix(ref, "#/definitions/") {
+					return false
+				}
+			}
+			if !onlyDefinitionRefs(sub) {
+				return false
+			}
+		}
+	case []any:
+		for _, sub := range v {
+			if !onlyDefinitionRefs(sub) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 var nameInvalidChars = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)

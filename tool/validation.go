@@ -20,6 +20,8 @@ type ValidationError struct {
 	err    error
 }
 
+// Error returns the reason, after the path of the failing property when
+// there is one: `property "city": type: 5 has type "integer", want "string"`.
 func (e *ValidationError) Error() string {
 	if e.Path == "" {
 		return e.Reason
@@ -32,12 +34,19 @@ func (e *ValidationError) Error() string {
 func (e *ValidationError) Unwrap() error { return e.err }
 
 // ValidationErrors reports a JSON object that breaks its schema in several
-// places: one *ValidationError per failing property, and one for the
-// object itself (a missing required property, an unknown one), so that a
-// model can correct them all in one round trip. errors.As finds the first
-// *ValidationError in it.
+// places: one *ValidationError per failing property, and those of the
+// object itself (missing required properties, unknown ones), so that a
+// model can correct them all in one round trip. It always holds at least
+// two violations: [Schema.Validate] reports a single one as a
+// *ValidationError. errors.As finds the first *ValidationError in it.
 type ValidationErrors []*ValidationError
 
+// Error lists the violations one per line, after their count:
+//
+//	3 problems:
+//	- required: missing properties: ["rooms"]
+//	- property "guest": type: 7 has type "integer", want "string"
+//	- property "nights": type: two has type "string", want "integer"
 func (e ValidationErrors) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d problems:", len(e))
@@ -58,23 +67,77 @@ func (e ValidationErrors) Unwrap() []error {
 }
 
 // newValidationError turns an error of the JSON Schema validator, a chain of
-// "validating <schema path>: " wrappers around the reason, into a
-// ValidationError.
+// "validating <schema location>: " wrappers around the reason, into a
+// ValidationError whose path locates the value.
 func newValidationError(err error) *ValidationError {
-	path, e := "", err
+	var locs []string
+	e := err
 	for {
 		rest, ok := strings.CutPrefix(e.Error(), "validating ")
+		next := errors.Unwrap(e)
+		if !ok || next == nil {
+			break
+		}
+		loc, ok := strings.CutSuffix(rest, ": "+next.Error())
 		if !ok {
 			break
 		}
-		next := errors.Unwrap(e)
-		if next == nil {
-			break
-		}
-		path, _, _ = strings.Cut(rest, ": ")
+		locs = append(locs, loc)
 		e = next
 	}
-	return &ValidationError{Path: valuePath(path), Reason: e.Error(), err: err}
+	return &ValidationError{Path: instancePath(locs), Reason: e.Error(), err: err}
+}
+
+// instancePath returns the path of the value that the last of locs
+// describes; locs are the schema locations the validator went through, from
+// the root in. A location that does not descend from the one before it, or
+// that descends into $defs or definitions, was reached through a $ref: the
+// locations after it are relative to the value that holds the reference.
+// When a location cannot be translated, the last one is returned as
+// [valuePath] translates it.
+func instancePath(locs []string) string {
+	base, anchor, prev := "", "", ""
+	for i, loc := range locs {
+		if !strings.HasPrefix(loc, "/") {
+			loc = "" // "root" or an anonymous schema
+		}
+		if i > 0 {
+			descends := prev == "" || loc == prev || strings.HasPrefix(loc, prev+"/")
+			if !descends || intoDefs(loc[len(prev):]) {
+				rel, ok := relativePath(prev[len(anchor):])
+				if !ok {
+					return valuePath(locs[len(locs)-1])
+				}
+				base, anchor = joinPath(base, rel), loc
+			}
+		}
+		prev = loc
+	}
+	rel, ok := relativePath(prev[len(anchor):])
+	if !ok {
+		return valuePath(locs[len(locs)-1])
+	}
+	return joinPath(base, rel)
+}
+
+// intoDefs reports whether the JSON pointer suffix rest enters $defs or
+// definitions, which validation reaches only through a $ref.
+func intoDefs(rest string) bool {
+	return strings.HasPrefix(rest, "/$defs/") || strings.HasPrefix(rest, "/definitions/") ||
+		rest == "/$defs" || rest == "/definitions"
+}
+
+// joinPath appends the value path rel to base.
+func joinPath(base, rel string) string {
+	switch {
+	case base == "":
+		return rel
+	case rel == "":
+		return base
+	case rel[0] == '[':
+		return base + rel
+	}
+	return base + "." + rel
 }
 
 // valuePath turns a JSON pointer into a schema, such as
@@ -84,13 +147,25 @@ func valuePath(ptr string) string {
 	if !strings.HasPrefix(ptr, "/") {
 		return "" // "root" or an anonymous schema: the value itself
 	}
-	segs := strings.Split(ptr[1:], "/")
+	if p, ok := relativePath(ptr); ok {
+		return p
+	}
+	return ptr
+}
+
+// relativePath translates ptr, a JSON pointer into a schema ("" for the
+// schema itself), as [valuePath] does, and reports whether it could.
+func relativePath(ptr string) (string, bool) {
+	if ptr == "" {
+		return "", true
+	}
+	segs := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
 	var b strings.Builder
 	for i := 0; i < len(segs); i++ {
 		switch segs[i] {
 		case "properties":
 			if i+1 >= len(segs) {
-				return ptr
+				return "", false
 			}
 			i++
 			if b.Len() > 0 {
@@ -106,13 +181,20 @@ func valuePath(ptr string) string {
 			b.WriteByte('*')
 		case "prefixItems":
 			if i+1 >= len(segs) {
-				return ptr
+				return "", false
 			}
 			i++
 			b.WriteString("[" + segs[i] + "]")
+		case "allOf", "anyOf", "oneOf", "dependentSchemas":
+			// A subschema that applies to the same value.
+			if i+1 >= len(segs) {
+				return "", false
+			}
+			i++
+		case "not", "if", "then", "else":
 		default:
-			return ptr
+			return "", false
 		}
 	}
-	return b.String()
+	return b.String(), true
 }

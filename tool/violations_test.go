@@ -84,21 +84,67 @@ func TestValidateReportsEveryViolation(t *testing.T) {
 	}
 }
 
-// A hand-written schema whose properties refer to $defs reports its
-// violations by property too.
-func TestValidateEveryViolationWithDefs(t *testing.T) {
-	s, err := tool.ParseSchema(json.RawMessage(`{
-		"type": "object",
-		"$defs": {"pos": {"type": "integer", "minimum": 1}},
-		"properties": {"a": {"$ref": "#/$defs/pos"}, "b": {"$ref": "#/$defs/pos"}},
-		"required": ["a", "b"]
-	}`))
-	if err != nil {
-		t.Fatal(err)
+// Hand-written schemas: references into $defs or definitions keep the
+// value's path, and a schema whose parts would not mean on their own what
+// they mean in it gets the validator's first violation alone.
+func TestValidateEveryViolationHandWritten(t *testing.T) {
+	tests := []struct {
+		name   string
+		schema string
+		value  string
+		want   []string
+		single bool
+	}{
+		{"$defs", `{
+			"type": "object",
+			"$defs": {"pos": {"type": "integer", "minimum": 1}},
+			"properties": {"a": {"$ref": "#/$defs/pos"}, "b": {"$ref": "#/$defs/pos"}},
+			"required": ["a", "b"]
+		}`, `{"a":0,"b":-1}`, []string{"a: minimum", "b: minimum"}, false},
+		{"object in $defs", `{
+			"type": "object",
+			"$defs": {"addr": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+			"properties": {"home": {"$ref": "#/$defs/addr"}, "work": {"$ref": "#/$defs/addr"}},
+			"additionalProperties": false
+		}`, `{"home":{"city":1},"work":{},"x":1}`,
+			[]string{`: unexpected additional properties ["x"]`, "home.city: type", "work: required"}, false},
+		{"draft-07 definitions", `{
+			"$schema": "http://json-schema.org/draft-07/schema#",
+			"type": "object",
+			"definitions": {"tags": {"type": "array", "items": {"type": "string"}}},
+			"properties": {"a": {"$ref": "#/definitions/tags"}, "b": {"$ref": "#/definitions/tags"}}
+		}`, `{"a":[1],"b":"x"}`, []string{"a[]: type", "b: type"}, false},
+		{"a property checked twice", `{
+			"type": "object",
+			"properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+			"allOf": [{"properties": {"a": {"type": "string"}}}]
+		}`, `{"a":1,"b":2}`, []string{"a: type", "b: type"}, false},
+		// Checked alone, kid would lose the required name of the whole.
+		{"a reference to the root", `{
+			"type": "object",
+			"properties": {"name": {"type": "string"}, "kid": {"$ref": "#"}},
+			"required": ["name"]
+		}`, `{"kid":{}}`, []string{"kid: required"}, true},
+		{"a reference to another property", `{
+			"type": "object",
+			"properties": {"a": {"type": "integer"}, "b": {"$ref": "#/properties/a"}}
+		}`, `{"b":"x"}`, []string{"b: type"}, true},
 	}
-	got, _ := paths(t, s.Validate(json.RawMessage(`{"a":0,"b":-1}`)))
-	if diff := cmp.Diff([]string{"a: minimum", "b: minimum"}, got); diff != "" {
-		t.Errorf("violations (-want +got):\n%s", diff)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := tool.ParseSchema(json.RawMessage(tt.schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Validate(json.RawMessage(tt.value))
+			got, single := paths(t, err)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("violations (-want +got):\n%s\n%v", diff, err)
+			}
+			if single != tt.single {
+				t.Errorf("single = %v, want %v: %v", single, tt.single, err)
+			}
+		})
 	}
 }
 

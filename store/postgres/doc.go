@@ -10,7 +10,15 @@
 // advisory lock, so that workers opening one database at the same moment
 // migrate in turn and reopening applies only what is new. A database whose
 // schema is newer than the program is refused with [ErrSchemaVersion].
-// Deployments that share a database keep apart by [Options.Schema].
+//
+// The tables go in the schema that [Options.Schema] or the URL's schema
+// parameter names (postgres://host/db?schema=calf), created if it does not
+// exist; deployments that share a database keep apart by using different
+// schemas. Without one, they go in the first existing schema of the
+// connection's search_path, usually public. When no schema of the
+// search_path exists (a URL with ?search_path=calf, say), Open creates
+// its first one other than "$user" in the migration transaction; if the
+// role may not, Open's error names the missing schema.
 //
 // # Schema
 //

@@ -121,10 +121,13 @@ func ensureSearchPath(ctx context.Context, tx pgx.Tx) error {
 	}
 	name := firstSchema(path)
 	if name == "" {
-		return fmt.Errorf("no schema of the search_path (%s) exists: create one, or name one with the URL's schema parameter (?schema=NAME)", path)
+		return fmt.Errorf("no schema of the search_path (%s) exists: create one, "+
+			"or name one with the URL's schema parameter (?schema=NAME)", path)
 	}
 	if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{name}.Sanitize()); err != nil {
-		return fmt.Errorf("no schema of the search_path (%s) exists, and creating %q failed: %w; create it, or name an existing schema with the URL's schema parameter (?schema=NAME)", path, name, err)
+		return fmt.Errorf("no schema of the search_path (%s) exists, and creating schema %q failed: %w; "+
+			"create it, or name an existing schema with the URL's schema or search_path parameter (?schema=NAME)",
+			path, name, err)
 	}
 	return nil
 }

@@ -71,8 +71,10 @@ type Store struct {
 // Open connects to the database at url, a PostgreSQL connection URL or
 // key=value string such as postgres://user@host:5432/dbname, and applies
 // any pending schema migrations. Besides libpq's parameters, url may set
-// schema (postgres://host/db?schema=calf; see [Options.Schema]). A nil opts means defaults. Close the Store
-// when done.
+// schema, the schema of the Store's tables (postgres://host/db?schema=calf,
+// or schema=calf in the key=value form; see [Options.Schema]); it is an
+// error if opts names another one. A nil opts means defaults. Close the
+// Store when done.
 func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -75,6 +76,35 @@ func TestSchemaFromURL(t *testing.T) {
 	}
 }
 
+// The key=value form of the connection string takes the schema parameter
+// too, and Options.Schema may repeat it.
+func TestSchemaFromKeywordValueString(t *testing.T) {
+	cfg, err := pgx.ParseConfig(testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := freshSchema(t)
+	dsn := fmt.Sprintf("host=%s port=%d dbname=%s user=%s schema=%s",
+		dsnValue(cfg.Host), cfg.Port, dsnValue(cfg.Database), dsnValue(cfg.User), dsnValue(schema))
+	if cfg.Password != "" {
+		dsn += " password=" + dsnValue(cfg.Password)
+	}
+	s, err := postgres.Open(t.Context(), dsn, &postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	roundTrip(t, s)
+	if !hasTable(t, schema) {
+		t.Errorf("no calf_records table in schema %s", schema)
+	}
+}
+
+// dsnValue quotes v for a key=value connection string.
+func dsnValue(v string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+}
+
 // A search_path whose schemas do not exist gets its first one created.
 func TestSearchPathSchemaIsCreated(t *testing.T) {
 	schema := freshSchema(t)
@@ -98,5 +128,46 @@ func TestSchemaParameterErrors(t *testing.T) {
 	_, err = postgres.Open(t.Context(), withParam(u, "schema", ""), nil)
 	if err == nil || !strings.Contains(err.Error(), "schema parameter is empty") {
 		t.Errorf("empty schema: %v", err)
+	}
+}
+
+// A role that may not create the missing schema of its search_path gets
+// an error that names the schema and says what to do.
+func TestSearchPathSchemaCreateRefused(t *testing.T) {
+	ctx := t.Context()
+	conn := admin(t)
+	role := "calf_t" + strings.ToLower(calf.NewID()[:10])
+	if _, err := conn.Exec(ctx, `CREATE ROLE `+pgx.Identifier{role}.Sanitize()+` LOGIN`); err != nil {
+		t.Skipf("cannot create a role to open the store as: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := conn.Exec(context.Background(), `DROP ROLE IF EXISTS `+pgx.Identifier{role}.Sanitize()); err != nil {
+			t.Errorf("drop role %s: %v", role, err)
+		}
+	})
+	u := withParam(testURL(t), "user", role)
+	var canCreate bool
+	if err := conn.QueryRow(ctx, `SELECT has_database_privilege($1, current_database(), 'CREATE')`, role).Scan(&canCreate); err != nil {
+		t.Fatal(err)
+	}
+	if canCreate {
+		t.Skipf("a new role may create schemas in this database")
+	}
+	c, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Skipf("cannot log in as a new role: %v", err)
+	}
+	c.Close(ctx)
+
+	schema := freshSchema(t)
+	s, err := postgres.Open(ctx, withParam(u, "search_path", schema), nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open succeeded, want an error")
+	}
+	for _, want := range []string{`creating schema "` + schema + `" failed`, "create it", "?schema=NAME"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %v", want, err)
+		}
 	}
 }
