@@ -34,8 +34,9 @@ type calfStack struct {
 
 // newCalfStack serves W1's agent on the in-process broker and the store
 // named kind (a SQLite file goes in dir), calling the mock at base through
-// model/openai without retries.
-func newCalfStack(ctx context.Context, kind, dir string, httpClient *http.Client, base string) (*calfStack, error) {
+// model/openai without retries, each of its handlers on up to
+// serveConcurrency runs at once (0: the broker's default).
+func newCalfStack(ctx context.Context, kind, dir string, httpClient *http.Client, base string, serveConcurrency int) (*calfStack, error) {
 	var st store.Store
 	switch kind {
 	case storeMemory:
@@ -62,11 +63,20 @@ func newCalfStack(ctx context.Context, kind, dir string, httpClient *http.Client
 	b := memory.New(nil)
 	client := calf.NewClient(b, nil)
 	s := &calfStack{broker: b, client: client, store: st, rt: agent.NewRuntime(client, st, nil), agent: a}
-	if err := a.Serve(ctx, s.rt, nil); err != nil {
+	if err := a.Serve(ctx, s.rt, serveOptions(serveConcurrency)); err != nil {
 		_ = s.close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// serveOptions bounds each handler of W1's agent to concurrency runs at
+// once; 0 leaves the broker's default (nil options).
+func serveOptions(concurrency int) *agent.ServeOptions[agent.NoDeps] {
+	if concurrency <= 0 {
+		return nil
+	}
+	return &agent.ServeOptions[agent.NoDeps]{Concurrency: concurrency}
 }
 
 // run does one W1 run through agent.Run and checks its output, its tool

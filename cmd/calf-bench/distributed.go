@@ -67,10 +67,25 @@ const (
 	defaultRedisURL    = "redis://127.0.0.1:6379/0"
 )
 
-// distPartitions is the number of partitions of the broker of every
-// distributed setup, the adapters' default, set explicitly because every
-// process must agree on it.
+// distPartitions is the default number of partitions of the broker of
+// every distributed setup (-partitions), the adapters' default, set
+// explicitly because every process must agree on it.
 const distPartitions = 16
+
+// tuning changes Calf's defaults in the systems measured; the zero value
+// keeps them.
+type tuning struct {
+	// serveConcurrency bounds the runs each handler of the agent works on
+	// at once (agent.ServeOptions.Concurrency, -serve-concurrency); 0
+	// means the broker's default, its Options.Concurrency (256 on
+	// broker/memory and broker/kafka, per subscription and process).
+	serveConcurrency int
+	// partitions is the number of partitions of the distributed setups'
+	// brokers (-partitions); 0 means distPartitions. On a broker whose
+	// groups handle a partition's messages one at a time, it bounds the
+	// model calls in flight across all the workers.
+	partitions int
+}
 
 // Timeouts of the worker processes.
 const (
@@ -125,6 +140,10 @@ type workerSpec struct {
 	Mock string `json:"mock"`
 	// Concurrency sizes the worker's HTTP connection pool.
 	Concurrency int `json:"concurrency"`
+	// ServeConcurrency is agent.ServeOptions.Concurrency (0: the broker's
+	// default); Partitions the broker's partitions (0: distPartitions).
+	ServeConcurrency int `json:"serve_concurrency,omitempty"`
+	Partitions       int `json:"partitions,omitempty"`
 }
 
 // brokerURL returns the URL of the broker, with the partitions (which
@@ -149,7 +168,11 @@ func (w *workerSpec) brokerURL() (string, error) {
 	default:
 		return "", fmt.Errorf("%w: unknown broker %q", errUsage, w.Broker)
 	}
-	q.Set("partitions", strconv.Itoa(distPartitions))
+	partitions := w.Partitions
+	if partitions <= 0 {
+		partitions = distPartitions
+	}
+	q.Set("partitions", strconv.Itoa(partitions))
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
@@ -197,9 +220,9 @@ type distStack struct {
 
 // newDistStack starts workers worker processes serving W1 on setup and
 // connects this process to the same broker and store.
-func newDistStack(ctx context.Context, setup string, workers int, svc services, base string, conc int, stderr io.Writer) (s *distStack, err error) {
+func newDistStack(ctx context.Context, setup string, workers int, svc services, base string, conc int, tune tuning, stderr io.Writer) (s *distStack, err error) {
 	id := calf.NewID()[:12]
-	spec := workerSpec{Mock: base, Concurrency: conc}
+	spec := workerSpec{Mock: base, Concurrency: conc, ServeConcurrency: tune.serveConcurrency, Partitions: tune.partitions}
 	s = &distStack{}
 	s.life, s.die = context.WithCancelCause(context.Background())
 	defer func() {
@@ -405,7 +428,7 @@ func serveWorker(ctx context.Context, rawSpec string, stdin io.Reader, stdout io
 	if err != nil {
 		return err
 	}
-	if err := a.Serve(ctx, agent.NewRuntime(client, st, nil), nil); err != nil {
+	if err := a.Serve(ctx, agent.NewRuntime(client, st, nil), serveOptions(spec.ServeConcurrency)); err != nil {
 		return err
 	}
 	if _, err := fmt.Fprintln(stdout, workerReady); err != nil {

@@ -104,12 +104,12 @@ func TestDistStack(t *testing.T) {
 	for _, setup := range []string{"nats+redis", "kafka+postgres"} {
 		t.Run(setup, func(t *testing.T) {
 			svc := setupServices(t, setup)
-			ms, err := startMock(t.Context(), mockInproc, w1, io.Discard)
+			ms, err := startMock(t.Context(), mockInproc, w1, 0, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = ms.close() })
-			s, err := newDistStack(t.Context(), setup, 2, svc, ms.url, 4, os.Stderr)
+			s, err := newDistStack(t.Context(), setup, 2, svc, ms.url, 4, tuning{}, os.Stderr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,6 +211,8 @@ func TestBrokerURL(t *testing.T) {
 			"kafka://127.0.0.1:1,127.0.0.1:2?partitions=16"},
 		{workerSpec{Broker: "kafka", KafkaSeeds: []string{"127.0.0.1:1"}, Prefix: "t."},
 			"kafka://127.0.0.1:1?partitions=16&topic_prefix=t."},
+		{workerSpec{Broker: "kafka", KafkaSeeds: []string{"127.0.0.1:1"}, Partitions: 64},
+			"kafka://127.0.0.1:1?partitions=64"},
 	} {
 		got, err := tc.spec.brokerURL()
 		if err != nil || got != tc.want {
@@ -245,5 +247,35 @@ func TestParseDistSystem(t *testing.T) {
 		if err := checkSetup(bad); err == nil {
 			t.Errorf("checkSetup(%q) = nil", bad)
 		}
+	}
+}
+
+// TestBenchDistributedModelDelay measures the documented distributed
+// setups with a model delay: the worker processes call the delayed mock,
+// every run in the window is validated, and the figures are set against
+// the ideal ones.
+func TestBenchDistributedModelDelay(t *testing.T) {
+	t.Setenv(asMainEnv, "1")
+	for _, setup := range []string{setupNATSPostgres, setupKafkaRedis} {
+		t.Run(setup, func(t *testing.T) {
+			svc := setupServices(t, setup)
+			rep, err := bench(t.Context(), config{
+				levels: []int{3}, dists: []string{setup}, workers: []int{1, 2}, svc: svc, mock: mockInproc, rounds: 1,
+				delay: testDelay, window: 300 * time.Millisecond, runTimeout: 10 * time.Second,
+				tuning: tuning{partitions: 4},
+			}, os.Stderr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []delayShape{{Concurrency: 3, IdealRunsPerSec: 75, IdealLatency: 40 * time.Millisecond,
+				Systems: []string{systemFloor, distSystem(setup, 1), distSystem(setup, 2)}, Failed: []int{0, 0, 0}}}
+			if diff := cmp.Diff(want, delayShapeOf(rep)); diff != "" {
+				t.Errorf("report shape (-want +got):\n%s", diff)
+			}
+			checkDelayFigures(t, rep, testDelay)
+			if !strings.Contains(rep.Method, "4 partitions") {
+				t.Errorf("the method does not give the partitions: %s", rep.Method)
+			}
+		})
 	}
 }

@@ -1,5 +1,7 @@
 // Command calf-bench measures what Calf costs on top of the model calls an
-// agent makes, end to end, against a zero-latency OpenAI-compatible mock.
+// agent makes, end to end, against a zero-latency OpenAI-compatible mock,
+// or, with -model-delay, how close Calf comes to the throughput and
+// latency that the model's own latency allows.
 //
 // Workload W1 is one agent, "calculator", with one tool, add(a, b int) int,
 // and the task "add 2 and 3": the model first answers with the tool call
@@ -50,11 +52,52 @@
 // floor's), next to the targets: overhead under 25% sequentially,
 // throughput at least 80% of the floor's under concurrency.
 //
+// # Model latency
+//
+// With -model-delay D (for example 500ms), the mock answers each chat
+// completion after D (or gives up as soon as the client goes away), as a
+// real model would, and each round measures a time window instead of a
+// number of runs. A W1 run then ideally takes 2 × D, its two model calls,
+// and N concurrent callers (-concurrency, up to 1,000 and more) ideally do
+// N / (2 × D) runs per second. Each caller starts a run as soon as its
+// last one ends, the callers starting one after the other over 2 × D so
+// that their runs do not end in bursts; once every caller has finished a
+// first run (the warm-up), the window opens for -duration (default 10s),
+// and the runs that end in it are measured. The report gives, per system
+// and concurrency level: runs/s (the runs in the window that succeeded,
+// their output checked as always, over the window), the ideal runs/s and
+// the ratio to it, the ratio to the floor's runs/s, p50 and p99 latency,
+// the ideal latency (2 × D) and p99's ratio to it, the CPU time of this
+// process per run, and the runs validated, failed and timed out. A run
+// that fails, or takes longer than -run-timeout (default 30s), counts as
+// failed, in the window or not (warm-up, or the runs still going when the
+// window closes, which are waited for); failures do not stop the
+// benchmark, they are counted and the first one's error is printed, and
+// the command then exits with status 1. The floor's figures show what the
+// machine and the mock allow with the least client work; Calf's,
+// including the distributed systems of -dist with their worker processes,
+// what the framework's queues and bounds allow. The mock handles any
+// number of connections, and every HTTP client of the benchmark keeps
+// enough idle connections per host for the highest concurrency level,
+// with no cap on connections per host. With -mock URL, start the mock
+// with the same -model-delay: calf-bench -serve-mock -model-delay D.
+//
+// Two settings bound the runs Calf works on at once, and show under model
+// latency: -serve-concurrency N sets agent.ServeOptions.Concurrency, the
+// runs each of the agent's handlers works on at once in each process
+// (default: the broker's Options.Concurrency, 256 on broker/memory and
+// broker/kafka); -partitions N (default 16) sets the partitions of the
+// distributed brokers, which bound the model calls in flight across all
+// the workers on a broker whose groups handle a partition's messages one
+// at a time.
+//
 // Usage:
 //
 //	calf-bench [-runs N] [-concurrency 1,64] [-store memory,sqlite] [-adapter] [-mock process|inproc|URL] [-rounds 3] [-json]
-//	           [-dist nats+postgres,kafka+redis [-workers 1,2] [-nats URL] [-postgres URL] [-redis URL]]
-//	calf-bench -serve-mock
+//	           [-dist nats+postgres,kafka+redis [-workers 1,2] [-nats URL] [-postgres URL] [-redis URL] [-partitions 16]]
+//	           [-serve-concurrency N]
+//	calf-bench -model-delay 500ms [-duration 10s] [-run-timeout 30s] [-concurrency 64,1000] [other flags but -runs and -warmup]
+//	calf-bench -serve-mock [-model-delay D]
 //
 // By default the mock runs in a child process of the same binary, on a free
 // loopback port, so that its work and allocations are not counted with the

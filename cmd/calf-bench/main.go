@@ -49,20 +49,48 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	postgresURL := fs.String("postgres", defaultPostgresURL, "with -dist ...+postgres: the PostgreSQL database")
 	redisURL := fs.String("redis", defaultRedisURL, "with -dist ...+redis: the Redis database")
 	worker := fs.String("worker", "", "internal: serve W1 as a worker process of a distributed setup, as the JSON `spec` says")
+	delay := fs.Duration("model-delay", 0, "the model's latency: the mock answers each chat completion after this `delay`; "+
+		"a positive delay measures each system for a time window (-duration) against the ideal, model-bound figures (also with -serve-mock)")
+	window := fs.Duration("duration", defaultWindow, "with -model-delay: the measured window of each round")
+	runTimeout := fs.Duration("run-timeout", defaultRunTimeout, "with -model-delay: the time after which a run counts as failed (timed out)")
+	serveConc := fs.Int("serve-concurrency", 0, "the runs each handler of Calf's agent works on at once (agent.ServeOptions.Concurrency); "+
+		"0 means the broker's default (its Options.Concurrency: 256 on the in-process broker and Kafka)")
+	partitions := fs.Int("partitions", distPartitions, "with -dist: the partitions of the brokers (on a broker that handles a partition's messages one at a time, they bound the runs in flight)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *delay < 0 {
+		return fmt.Errorf("%w: -model-delay must not be negative", errUsage)
+	}
 	if *serve {
-		return serveMock(ctx, stdin, *lifeline, stdout, w1)
+		return serveMock(ctx, stdin, *lifeline, stdout, delayed(w1, *delay))
+	}
+	if *delay == 0 && (set["duration"] || set["run-timeout"]) {
+		return fmt.Errorf("%w: -duration and -run-timeout go with -model-delay", errUsage)
+	}
+	if *delay > 0 && (set["runs"] || set["warmup"]) {
+		return fmt.Errorf("%w: with -model-delay, each round measures a window (-duration), not a number of runs: -runs and -warmup do not apply", errUsage)
+	}
+	if *window <= 0 || *runTimeout <= 0 {
+		return fmt.Errorf("%w: -duration and -run-timeout must be positive", errUsage)
 	}
 	if *worker != "" {
 		return serveWorker(ctx, *worker, stdin, stdout)
 	}
 	cfg := config{runs: *runs, warmup: *warmup, mock: *mock, rounds: *rounds, stores: splitList(*stores), adapter: *adapter,
 		dists: splitList(*dists), svc: services{nats: *natsURL, postgres: *postgresURL, redis: *redisURL}}
+	if *delay > 0 {
+		cfg.delay, cfg.window, cfg.runTimeout = *delay, *window, *runTimeout
+	}
+	if *serveConc < 0 || *partitions < 1 {
+		return fmt.Errorf("%w: -serve-concurrency must not be negative, -partitions must be positive", errUsage)
+	}
+	cfg.tuning = tuning{serveConcurrency: *serveConc, partitions: *partitions}
 	for _, d := range cfg.dists {
 		if err := checkSetup(d); err != nil {
 			return fmt.Errorf("%w: -dist: %v", errUsage, err)
@@ -109,9 +137,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	if *asJSON {
-		return writeJSON(stdout, rep)
+		err = writeJSON(stdout, rep)
+	} else {
+		err = writeTable(stdout, rep)
 	}
-	return writeTable(stdout, rep)
+	if err != nil {
+		return err
+	}
+	if n, systems := failures(rep); n > 0 {
+		return fmt.Errorf("%w: %s (%s), counted in the report", errRunsFailed, plural(n, "run"), strings.Join(systems, ", "))
+	}
+	return nil
 }
 
 func splitList(s string) []string {

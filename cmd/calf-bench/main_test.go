@@ -167,7 +167,7 @@ func TestRunsCheckTheirOutput(t *testing.T) {
 			if err := ad.run(t.Context()); !errors.Is(err, errWrongOutput) {
 				t.Errorf("adapter: err = %v, want %v", err, errWrongOutput)
 			}
-			stack, err := newCalfStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(1), srv.URL())
+			stack, err := newCalfStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(1), srv.URL(), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +208,7 @@ func TestFloorSendsWhatTheAdapterSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	floorReqs := take()
-	stack, err := newCalfStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(1), srv.URL())
+	stack, err := newCalfStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(1), srv.URL(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +310,15 @@ func TestRunUsage(t *testing.T) {
 		{[]string{"-dist", "kafka+sqlite"}, errUsage},
 		{[]string{"-dist", setupNATSPostgres, "-workers", "0"}, errUsage},
 		{[]string{"-worker", "{not json"}, errUsage},
+		{[]string{"-duration", "1s"}, errUsage},
+		{[]string{"-run-timeout", "1s"}, errUsage},
+		{[]string{"-model-delay", "-1s"}, errUsage},
+		{[]string{"-model-delay", "1ms", "-runs", "5"}, errUsage},
+		{[]string{"-model-delay", "1ms", "-warmup", "5"}, errUsage},
+		{[]string{"-model-delay", "1ms", "-duration", "0s"}, errUsage},
+		{[]string{"-model-delay", "1ms", "-run-timeout", "-1s"}, errUsage},
+		{[]string{"-serve-concurrency", "-1"}, errUsage},
+		{[]string{"-partitions", "0"}, errUsage},
 		{[]string{"extra"}, errUsage},
 		{[]string{"-no-such-flag"}, nil},
 		{[]string{"-h"}, flag.ErrHelp},

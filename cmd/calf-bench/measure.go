@@ -52,6 +52,8 @@ type config struct {
 	dists   []string
 	workers []int
 	svc     services
+	// tuning changes Calf's defaults (-serve-concurrency, -partitions).
+	tuning tuning
 	// workerStderr receives the worker processes' standard error.
 	workerStderr io.Writer
 	// mock is where the mock runs: mockProcess, mockInproc or a base URL.
@@ -61,6 +63,13 @@ type config struct {
 	handler modeltest.ServerHandler
 	// progress, when set, receives a line per measured round.
 	progress io.Writer
+	// delay, when positive, is the mock's latency per chat completion
+	// (-model-delay), and turns on the model-latency mode: each round
+	// measures a time window of window, each run bounded by runTimeout
+	// (measureWindow), instead of a number of runs.
+	delay      time.Duration
+	window     time.Duration
+	runTimeout time.Duration
 }
 
 func (c *config) runsAt(conc int) int {
@@ -95,10 +104,19 @@ type sample struct {
 	mallocs   uint64
 	bytes     uint64
 	cpu       time.Duration // user and system CPU time of this process
+	// With a model delay: the runs that failed or timed out in the round,
+	// in the window or not, and the first one's error.
+	failed, timedOut int
+	firstErr         string
 }
 
+// figures returns the round's figures per validated run: every run,
+// unless the round measured a window with a model delay.
 func (s sample) figures() Figures {
-	n := float64(s.runs)
+	if s.validated == 0 {
+		return Figures{}
+	}
+	n := float64(s.validated)
 	return Figures{
 		PerRunNS:     float64(s.wall.Nanoseconds()) / n,
 		RunsPerSec:   n / s.wall.Seconds(),
@@ -172,13 +190,21 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 	if cfg.handler == nil {
 		cfg.handler = w1
 	}
+	if cfg.delay > 0 {
+		if cfg.window <= 0 {
+			cfg.window = defaultWindow
+		}
+		if cfg.runTimeout <= 0 {
+			cfg.runTimeout = defaultRunTimeout
+		}
+	}
 	if len(cfg.levels) == 0 || len(cfg.stores)+len(cfg.dists) == 0 {
 		return nil, fmt.Errorf("%w: no concurrency level or no system to measure", errUsage)
 	}
 	if len(cfg.dists) > 0 && len(cfg.workers) == 0 {
 		return nil, fmt.Errorf("%w: distributed setups but no number of workers", errUsage)
 	}
-	ms, err := startMock(ctx, cfg.mock, cfg.handler, stderr)
+	ms, err := startMock(ctx, cfg.mock, cfg.handler, cfg.delay, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -210,18 +236,32 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 	if cfg.workerStderr == nil {
 		cfg.workerStderr = stderr
 	}
+	method := fmt.Sprintf("%s per concurrency level; each round runs every system once, the order rotating "+
+		"from round to round (%s); each measurement warms up, then times a fixed number of runs after a GC; "+
+		"figures are the median over the rounds, metric by metric; allocations are runtime.MemStats deltas / runs%s",
+		plural(cfg.rounds, "round"), rotation(systems, cfg.rounds), allocNote(ms.inproc)) + distNote(cfg.dists)
+	if cfg.delay > 0 {
+		method = delayNote(cfg, systems) + allocNote(ms.inproc)
+	}
+	method += tuningNote(cfg)
 	rep = &Report{
 		Workload:      "W1: agent " + agentName + ", tool " + toolName + ", " + fmt.Sprintf("%q", prompt) + "; 2 model calls and 1 tool call per run",
 		Machine:       machine(),
 		Mock:          ms.where,
 		MockInProcess: ms.inproc,
-		Method: fmt.Sprintf("%s per concurrency level; each round runs every system once, the order rotating "+
-			"from round to round (%s); each measurement warms up, then times a fixed number of runs after a GC; "+
-			"figures are the median over the rounds, metric by metric; allocations are runtime.MemStats deltas / runs%s",
-			plural(cfg.rounds, "round"), rotation(systems, cfg.rounds), allocNote(ms.inproc)) + distNote(cfg.dists),
+		Method:        method,
+		ModelDelayNS:  float64(cfg.delay.Nanoseconds()),
+		WindowNS:      float64(cfg.window.Nanoseconds()),
+		RunTimeoutNS:  float64(cfg.runTimeout.Nanoseconds()),
 	}
 	for _, conc := range cfg.levels {
 		lv := Level{Concurrency: conc, RunsPerRound: cfg.runsAt(conc), WarmupRuns: cfg.warmupAt(conc), Rounds: cfg.rounds}
+		if cfg.delay > 0 {
+			lv.RunsPerRound, lv.WarmupRuns = 0, 0
+			lv.ModelDelayNS, lv.WindowNS = float64(cfg.delay.Nanoseconds()), float64(cfg.window.Nanoseconds())
+			lv.IdealRunsPerSec = idealRunsPerSec(conc, cfg.delay)
+			lv.IdealLatencyNS = float64(idealLatency(cfg.delay).Nanoseconds())
+		}
 		samples := make([][]sample, len(systems))
 		for r := range cfg.rounds {
 			for k := range systems {
@@ -233,15 +273,24 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 				samples[i] = append(samples[i], s)
 				if cfg.progress != nil {
 					f := s.figures()
-					fmt.Fprintf(cfg.progress, "concurrency %d round %d/%d %-12s %10s/run %9.0f runs/s\n",
-						conc, r+1, cfg.rounds, systems[i], fmtNS(f.PerRunNS), f.RunsPerSec)
+					if cfg.delay > 0 {
+						fmt.Fprintf(cfg.progress, "concurrency %d round %d/%d %-12s %9s runs/s, p50 %s, p99 %s, %d/%d validated, %d failed\n",
+							conc, r+1, cfg.rounds, systems[i], fmtRate(f.RunsPerSec), fmtNS(f.P50NS), fmtNS(f.P99NS), s.validated, s.runs, s.failed)
+					} else {
+						fmt.Fprintf(cfg.progress, "concurrency %d round %d/%d %-12s %10s/run %9.0f runs/s\n",
+							conc, r+1, cfg.rounds, systems[i], fmtNS(f.PerRunNS), f.RunsPerSec)
+					}
 				}
 			}
 		}
 		for i, name := range systems {
 			lv.Results = append(lv.Results, result(name, samples[i]))
 		}
-		lv.Comparisons = compare(lv)
+		if cfg.delay > 0 {
+			vsIdeal(&lv)
+		} else {
+			lv.Comparisons = compare(lv)
+		}
 		rep.Levels = append(rep.Levels, lv)
 	}
 	return rep, nil
@@ -257,7 +306,7 @@ func measureSystem(ctx context.Context, system string, cfg config, conc, top int
 	httpClient := newHTTPClient(top)
 	defer httpClient.CloseIdleConnections()
 	if setup, workers, ok := parseDistSystem(system); ok {
-		ds, err := newDistStack(ctx, setup, workers, cfg.svc, base, top, cfg.workerStderr)
+		ds, err := newDistStack(ctx, setup, workers, cfg.svc, base, top, cfg.tuning, cfg.workerStderr)
 		if err != nil {
 			return sample{}, err
 		}
@@ -274,7 +323,7 @@ func measureSystem(ctx context.Context, system string, cfg config, conc, top int
 		}
 		r = a
 	} else if system != systemFloor {
-		s, err := newCalfStack(ctx, system[len("calf/"):], dir, httpClient, base)
+		s, err := newCalfStack(ctx, system[len("calf/"):], dir, httpClient, base, cfg.tuning.serveConcurrency)
 		if err != nil {
 			return sample{}, err
 		}
@@ -284,6 +333,10 @@ func measureSystem(ctx context.Context, system string, cfg config, conc, top int
 	// The label tells the systems apart in a CPU profile:
 	// go tool pprof -tagfocus system=calf/memory.
 	pprof.Do(ctx, pprof.Labels("system", system), func(ctx context.Context) {
+		if cfg.delay > 0 {
+			s, err = measureWindow(ctx, r, conc, cfg.window, cfg.runTimeout, idealLatency(cfg.delay))
+			return
+		}
 		if _, err = measure(ctx, r, cfg.warmupAt(conc), conc); err != nil {
 			err = fmt.Errorf("warm-up: %w", err)
 			return
@@ -300,6 +353,11 @@ func result(system string, rounds []sample) Result {
 		res.Rounds = append(res.Rounds, s.figures())
 		res.Validated += s.validated
 		res.Runs += s.runs
+		res.Failed += s.failed
+		res.TimedOut += s.timedOut
+		if res.FirstError == "" {
+			res.FirstError = s.firstErr
+		}
 	}
 	med := func(get func(Figures) float64) float64 {
 		v := make([]float64, len(res.Rounds))
@@ -397,6 +455,18 @@ func distNote(dists []string) string {
 	return "; calf/SETUP/Nw is the agent served by N worker processes of this binary (agent.Serve) on the setup's broker and store, " +
 		"each round on a fresh namespace (NATS stream, Kafka cluster, PostgreSQL schema, Redis key prefix), and called from this " +
 		"process with agent.Run; the workers' allocations are not counted (for Kafka, the kfake cluster runs in this process and its are)"
+}
+
+// tuningNote says which of Calf's defaults the benchmark changed.
+func tuningNote(cfg config) string {
+	var s string
+	if n := cfg.tuning.serveConcurrency; n > 0 {
+		s += fmt.Sprintf("; each handler of Calf's agent works on up to %d runs at once (-serve-concurrency)", n)
+	}
+	if n := cfg.tuning.partitions; len(cfg.dists) > 0 && n > 0 && n != distPartitions {
+		s += fmt.Sprintf("; the distributed brokers have %d partitions (-partitions)", n)
+	}
+	return s
 }
 
 // plural returns n and noun, in the plural unless n is 1.

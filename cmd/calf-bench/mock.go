@@ -37,14 +37,16 @@ type mockServer struct {
 
 // startMock starts or finds the mock that spec names: "process" (a child
 // process of this binary), "inproc", or the base URL of a running mock.
-func startMock(ctx context.Context, spec string, h modeltest.ServerHandler, stderr io.Writer) (*mockServer, error) {
+// The mock it starts answers each chat completion after delay; a running
+// mock answers as it was started (with -serve-mock -model-delay).
+func startMock(ctx context.Context, spec string, h modeltest.ServerHandler, delay time.Duration, stderr io.Writer) (*mockServer, error) {
 	switch spec {
 	case mockInproc:
-		srv := modeltest.NewServer(h)
+		srv := modeltest.NewServer(delayed(h, delay))
 		return &mockServer{url: srv.URL(), where: "in this process at " + srv.URL(), inproc: true,
 			close: func() error { srv.Close(); return nil }}, nil
 	case mockProcess, "":
-		return startChild(ctx, stderr)
+		return startChild(ctx, delay, stderr)
 	}
 	u, err := url.Parse(spec)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -58,13 +60,14 @@ const childStartTimeout = 30 * time.Second
 
 // startChild runs this binary with -serve-mock as a child process and
 // reads the mock's URL from the first line of its output. The child exits
-// when its standard input closes, so it does not outlive this process.
-func startChild(ctx context.Context, stderr io.Writer) (*mockServer, error) {
+// when its standard input closes, so it does not outlive this process. It
+// answers each chat completion after delay.
+func startChild(ctx context.Context, delay time.Duration, stderr io.Writer) (*mockServer, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("start the mock process: %w", err)
 	}
-	cmd := exec.Command(exe, "-serve-mock", "-stdin-lifeline")
+	cmd := exec.Command(exe, "-serve-mock", "-stdin-lifeline", "-model-delay", delay.String())
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

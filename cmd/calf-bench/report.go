@@ -18,8 +18,15 @@ type Report struct {
 	// MockInProcess reports that the mock's allocations are counted.
 	MockInProcess bool `json:"mock_in_process"`
 	// Method says how the figures were taken.
-	Method string  `json:"method"`
-	Levels []Level `json:"levels"`
+	Method string `json:"method"`
+	// ModelDelayNS is the mock's latency per chat completion
+	// (-model-delay), in nanoseconds; zero without a delay. With a delay,
+	// WindowNS is the measured window of each round and RunTimeoutNS the
+	// bound on each run.
+	ModelDelayNS float64 `json:"model_delay_ns,omitempty"`
+	WindowNS     float64 `json:"window_ns,omitempty"`
+	RunTimeoutNS float64 `json:"run_timeout_ns,omitempty"`
+	Levels       []Level `json:"levels"`
 }
 
 // Machine describes where the benchmark ran.
@@ -43,8 +50,18 @@ type Level struct {
 	RunsPerRound int `json:"runs_per_round"`
 	WarmupRuns   int `json:"warmup_runs"`
 	Rounds       int `json:"rounds"`
+	// With a model delay: the delay and the window, the ideal throughput
+	// (Concurrency / (2 × the delay): W1's two model calls and nothing
+	// else) and the ideal latency of a run (2 × the delay). RunsPerRound
+	// and WarmupRuns are then zero: each round measures a window.
+	ModelDelayNS    float64 `json:"model_delay_ns,omitempty"`
+	WindowNS        float64 `json:"window_ns,omitempty"`
+	IdealRunsPerSec float64 `json:"ideal_runs_per_sec,omitempty"`
+	IdealLatencyNS  float64 `json:"ideal_latency_ns,omitempty"`
 	// Results has the floor first, then Calf on each store.
-	Results     []Result     `json:"results"`
+	Results []Result `json:"results"`
+	// Comparisons set Calf against the floor and its targets; none with a
+	// model delay, where each Result has its Ideal figures instead.
 	Comparisons []Comparison `json:"comparisons"`
 }
 
@@ -77,6 +94,29 @@ type Result struct {
 	Runs      int       `json:"runs"`
 	Validated int       `json:"validated"`
 	Rounds    []Figures `json:"rounds"`
+	// With a model delay, Runs counts the runs that ended in the rounds'
+	// windows, and the figures are per validated run. Failed counts the
+	// runs that failed, TimedOut those of them that timed out, in the
+	// windows or not (warm-up, drain); FirstError is the first failure.
+	// Without a delay, a failed run fails the benchmark.
+	Failed     int    `json:"failed,omitempty"`
+	TimedOut   int    `json:"timed_out,omitempty"`
+	FirstError string `json:"first_error,omitempty"`
+	// Ideal sets the figures against the ideal ones, with a model delay.
+	Ideal *VsIdeal `json:"ideal,omitempty"`
+}
+
+// VsIdeal sets a result measured with a model delay against the ideal,
+// model-bound figures of its level, and against the floor's throughput.
+type VsIdeal struct {
+	// ThroughputRatio is runs/s over the ideal runs/s.
+	ThroughputRatio float64 `json:"throughput_ratio"`
+	// FloorThroughputRatio is runs/s over the floor's.
+	FloorThroughputRatio float64 `json:"floor_throughput_ratio"`
+	// P50Ratio and P99Ratio are the latency percentiles over the ideal
+	// latency of a run.
+	P50Ratio float64 `json:"p50_ratio"`
+	P99Ratio float64 `json:"p99_ratio"`
 }
 
 // Comparison sets one Calf result against the floor's at the same level.
@@ -107,6 +147,9 @@ func writeTable(w io.Writer, rep *Report) error {
 	fmt.Fprintf(w, "machine:  %s/%s, %d CPUs, GOMAXPROCS %d, %s\n", m.GOOS, m.GOARCH, m.CPUs, m.GOMAXPROCS, m.GoVersion)
 	fmt.Fprintf(w, "mock:     %s\n", rep.Mock)
 	fmt.Fprintf(w, "method:   %s\n", rep.Method)
+	if rep.ModelDelayNS > 0 {
+		return writeDelayTable(w, rep)
+	}
 	for _, lv := range rep.Levels {
 		fmt.Fprintf(w, "\nconcurrency %d: %s per round after %s, median of %s\n",
 			lv.Concurrency, plural(lv.RunsPerRound, "run"), plural(lv.WarmupRuns, "warm-up run"), plural(lv.Rounds, "round"))
