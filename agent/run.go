@@ -645,11 +645,14 @@ type Event struct {
 // chain. The stream follows handoffs to the agents that the handoff tools
 // of this process's agents name.
 //
-// Events come in causal order, on every broker, even those that do not
-// order the channels with each other (Kafka): each step's inference, then
-// its text and tool-call deltas, then its tool calls (after all of the
-// step's deltas), each result after its call, and the output after the
-// deltas of the last step. A chat UI can show them in the order yielded.
+// Events come in causal order: each step's inference, then its text and
+// tool-call deltas, then its tool calls (after all of the step's deltas),
+// each result after its call, and the output after the deltas of the last
+// step. A chat UI can show them in the order yielded. On a broker with a
+// topic per channel (Kafka), which does not order channels with each
+// other, the deltas still come before their step's tool calls and output,
+// and a result after its call; but the input and the inference events may
+// come out of order with their neighbours on other channels.
 // A tool call that has still not come two seconds after the run's output
 // is not waited for: the events held for it are yielded, and
 // [Agent.Result] has the run's tool calls.
