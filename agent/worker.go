@@ -16,7 +16,7 @@ import (
 // Defaults of [WorkerOptions].
 const (
 	DefaultDrainTimeout      = 30 * time.Second
-	DefaultWorkerConcurrency = 256
+	DefaultWorkerConcurrency = 1024
 )
 
 // WorkerOptions configures a [Worker]. A nil *WorkerOptions means the

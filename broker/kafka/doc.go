@@ -96,7 +96,7 @@
 // publish order, one at a time, across the whole group; lanes run in
 // parallel, so keys that share a partition do not wait for each other (a
 // model call of one run holds up no other run). What bounds a member's
-// work is [calf.SubscribeOptions.Concurrency] ([Options.Concurrency], 256
+// work is [calf.SubscribeOptions.Concurrency] ([Options.Concurrency], 1024
 // by default): the messages a subscription handles at once. Partitions
 // only spread the work over the members. A member holds at most
 // [Options.QueueSize] records of a partition between fetching and

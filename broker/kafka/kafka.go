@@ -66,7 +66,7 @@ const (
 	DefaultQueueSize = 256
 	// DefaultConcurrency is the default bound on the messages one
 	// subscription handles at once.
-	DefaultConcurrency = 256
+	DefaultConcurrency = 1024
 )
 
 // maxRecordBytes is the largest record franz-go produces by default (its

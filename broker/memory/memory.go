@@ -19,7 +19,7 @@ const (
 	DefaultQueueSize = 10000
 	// DefaultConcurrency is the default bound on the keys one subscription
 	// handles at once.
-	DefaultConcurrency = 256
+	DefaultConcurrency = 1024
 	// DefaultMinBackoff is the default delay before the first redelivery.
 	DefaultMinBackoff = 50 * time.Millisecond
 	// DefaultMaxBackoff is the default cap on the delay before a redelivery.

@@ -63,7 +63,7 @@
 // handled at the same time, so a slow handler (a model call) holds up
 // only the later messages of its own key (its run), never another key of
 // its partition. [calf.SubscribeOptions.Concurrency] (default
-// [Options.Concurrency], 256) bounds the handlers one subscription runs at
+// [Options.Concurrency], 1024) bounds the handlers one subscription runs at
 // once, and a subscription holds at most Partitions × Window messages in
 // memory: once a partition's window is full the server sends it no more
 // until some are settled, which is the backpressure.

@@ -20,7 +20,7 @@ import (
 const (
 	// DefaultConcurrency is the default bound on the messages one
 	// subscription handles at once.
-	DefaultConcurrency = 256
+	DefaultConcurrency = 1024
 	// DefaultWindow is the default bound on the messages a member holds
 	// of one partition.
 	DefaultWindow = 128

@@ -77,13 +77,12 @@ const distPartitions = 16
 type tuning struct {
 	// serveConcurrency bounds the runs each handler of the agent works on
 	// at once (agent.ServeOptions.Concurrency, -serve-concurrency); 0
-	// means the broker's default, its Options.Concurrency (256 on
-	// broker/memory and broker/kafka, per subscription and process).
+	// means the broker's default, its Options.Concurrency (1024 on every
+	// Calf broker, per subscription and process).
 	serveConcurrency int
 	// partitions is the number of partitions of the distributed setups'
-	// brokers (-partitions); 0 means distPartitions. On a broker whose
-	// groups handle a partition's messages one at a time, it bounds the
-	// model calls in flight across all the workers.
+	// brokers (-partitions); 0 means distPartitions. Partitions spread
+	// the runs over the workers; they do not bound the runs in flight.
 	partitions int
 }
 

@@ -82,14 +82,13 @@
 // with no cap on connections per host. With -mock URL, start the mock
 // with the same -model-delay: calf-bench -serve-mock -model-delay D.
 //
-// Two settings bound the runs Calf works on at once, and show under model
+// Two settings change how the runs are spread, and show under model
 // latency: -serve-concurrency N sets agent.ServeOptions.Concurrency, the
 // runs each of the agent's handlers works on at once in each process
-// (default: the broker's Options.Concurrency, 256 on broker/memory and
-// broker/kafka); -partitions N (default 16) sets the partitions of the
-// distributed brokers, which bound the model calls in flight across all
-// the workers on a broker whose groups handle a partition's messages one
-// at a time.
+// (default: the broker's Options.Concurrency, 1024 on every Calf broker);
+// -partitions N (default 16) sets the partitions of the distributed
+// brokers, which spread the runs over the workers but do not bound the
+// runs in flight.
 //
 // Usage:
 //

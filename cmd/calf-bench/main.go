@@ -54,8 +54,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	window := fs.Duration("duration", defaultWindow, "with -model-delay: the measured window of each round")
 	runTimeout := fs.Duration("run-timeout", defaultRunTimeout, "with -model-delay: the time after which a run counts as failed (timed out)")
 	serveConc := fs.Int("serve-concurrency", 0, "the runs each handler of Calf's agent works on at once (agent.ServeOptions.Concurrency); "+
-		"0 means the broker's default (its Options.Concurrency: 256 on the in-process broker and Kafka)")
-	partitions := fs.Int("partitions", distPartitions, "with -dist: the partitions of the brokers (on a broker that handles a partition's messages one at a time, they bound the runs in flight)")
+		"0 means the broker's default (its Options.Concurrency: 1024 on every Calf broker)")
+	partitions := fs.Int("partitions", distPartitions, "with -dist: the partitions of the brokers (they spread runs over workers; -serve-concurrency bounds the runs in flight)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

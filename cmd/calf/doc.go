@@ -87,7 +87,7 @@
 //
 //	--concurrency N   bound on the model and tool calls the worker makes
 //	                  at once across its agents, so on the runs it works
-//	                  on at once (default 256); partitions do not bound it
+//	                  on at once (default 1024); partitions do not bound it
 //	--max-attempts N  deliveries of a failing message before it is parked
 //	                  on the dead-letter channel (default 5)
 //	--drain D         how long handlers in progress may take to finish

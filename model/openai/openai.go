@@ -40,7 +40,7 @@ type Options struct {
 	// $OPENAI_BASE_URL, else OpenAI's API.
 	BaseURL string
 	// HTTPClient sends the requests. Default: a shared client whose
-	// transport keeps up to 256 idle connections per host, so that many
+	// transport keeps up to 1,024 idle connections per host, so that many
 	// concurrent runs reuse connections.
 	HTTPClient *http.Client
 	// MaxRetries is how many times a request is sent again after a rate
@@ -94,13 +94,14 @@ var (
 	_ model.Streamer = (*Model)(nil)
 )
 
-// defaultHTTPClient keeps enough idle connections per host for many
-// concurrent runs against one server; net/http's default keeps two, so a
-// busy worker would open and close a connection for most requests.
+// defaultHTTPClient keeps enough idle connections per host for as many
+// concurrent runs against one server as a worker works on by default
+// (1,024); net/http's default keeps two, so a busy worker would open and
+// close a connection for most requests.
 var defaultHTTPClient = &http.Client{Transport: func() http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 512
-	t.MaxIdleConnsPerHost = 256
+	t.MaxIdleConns = 2048
+	t.MaxIdleConnsPerHost = 1024
 	return t
 }()}
 
