@@ -36,7 +36,11 @@
 // when the record exists, and a compare-and-swap is an UPDATE guarded by
 // the expected version, so Stores in many processes may share the
 // records. A Store keeps up to [Options.MaxConns] connections in a pgxpool
-// pool, which checks a connection that sat idle before reusing it. When the
+// pool ([DefaultMaxConns] by default, or the URL's pool_max_conns), which
+// checks a connection that sat idle before reusing it. Each write is a
+// commit of its own; under load, the server flushes the commits of
+// concurrent connections to disk together, so a pool much smaller than
+// the operations in flight makes writes queue for a connection. When the
 // server closes them (a restart, a failover, pg_terminate_backend), the
 // next operations open new ones: reads and deletes that hit a closed
 // connection run again on a new one, and so does a write that never

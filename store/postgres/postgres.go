@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 
@@ -20,6 +21,12 @@ var _ store.Store = (*Store)(nil)
 
 // DefaultApplicationName is the default of [Options.ApplicationName].
 const DefaultApplicationName = "calf"
+
+// DefaultMaxConns is the default of [Options.MaxConns]: enough connections
+// for a worker working on a thousand runs at once to write while others
+// wait for their commits to reach the disk, since every write is a commit
+// of its own and the server flushes concurrent commits together.
+const DefaultMaxConns = 32
 
 // cancelGrace is how long a cancelled operation waits for the server to
 // confirm the cancellation of its statement before dropping the
@@ -38,7 +45,12 @@ type Options struct {
 	Schema string
 	// MaxConns bounds the connections the Store keeps open; operations
 	// beyond it wait for a connection as long as their context allows.
-	// Default: the larger of 4 and GOMAXPROCS.
+	// The connection URL may set it too, with pgxpool's parameter
+	// pool_max_conns (?pool_max_conns=16). Default: [DefaultMaxConns], or
+	// GOMAXPROCS when that is larger. Each process that opens a Store
+	// keeps its own pool, so the sum over the processes that share a
+	// server must stay below the server's max_connections (100 unless
+	// configured).
 	MaxConns int
 	// ApplicationName is the application_name the Store's connections
 	// report to the server, which shows it in pg_stat_activity. Default:
@@ -86,12 +98,27 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.MaxConns <= 0 {
-		o.MaxConns = max(4, runtime.GOMAXPROCS(0))
+	if o.MaxConns < 0 {
+		return nil, fmt.Errorf("postgres: open: Options.MaxConns is %d: it must not be negative", o.MaxConns)
 	}
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	// pool_max_conns is pgxpool's parameter, not a server setting.
+	if v, ok := cfg.RuntimeParams["pool_max_conns"]; ok {
+		delete(cfg.RuntimeParams, "pool_max_conns")
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil || n < 1:
+			return nil, fmt.Errorf("postgres: open: the URL's pool_max_conns parameter is %q: it must be a positive number", v)
+		case o.MaxConns != 0 && o.MaxConns != n:
+			return nil, fmt.Errorf("postgres: open: the URL sets pool_max_conns=%d and Options.MaxConns %d: set one", n, o.MaxConns)
+		}
+		o.MaxConns = n
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = max(DefaultMaxConns, runtime.GOMAXPROCS(0))
 	}
 	// schema is this package's parameter, not a server setting.
 	if schema, ok := cfg.RuntimeParams["schema"]; ok {

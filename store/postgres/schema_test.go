@@ -3,8 +3,11 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -170,4 +173,98 @@ func TestSearchPathSchemaCreateRefused(t *testing.T) {
 			t.Errorf("the error does not say %q: %v", want, err)
 		}
 	}
+}
+
+// poolConns blocks more writes than limit on a row lock of the Store opened
+// with url and opts and returns how many connections the Store then holds
+// on the server.
+func poolConns(t *testing.T, url string, opts *postgres.Options, limit int) int {
+	t.Helper()
+	app := opts.ApplicationName
+	s, err := postgres.Open(t.Context(), url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	kind := "pool-" + app
+	if _, err := s.Put(ctx, kind, "r", []byte("0"), 0); err != nil {
+		t.Fatal(err)
+	}
+	// Lock the record, so that every write of it waits on a connection of
+	// its own until the lock goes.
+	tx, err := admin(t).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE `+opts.Schema+`.calf_records SET data = data WHERE kind = $1`, []byte(kind)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range limit + 3 {
+		wg.Go(func() { s.Put(ctx, kind, "r", []byte("1"), 1) })
+	}
+	// Wait until limit connections wait on the lock, then give the others
+	// time to open more if the pool let them.
+	var n int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err := admin(t).QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n >= limit {
+			break
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := admin(t).QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	return n
+}
+
+// The URL's pool_max_conns parameter bounds the Store's connections, as
+// Options.MaxConns does.
+func TestPoolMaxConnsFromURL(t *testing.T) {
+	schema := newSchema(t)
+	app := fmt.Sprintf("calf-test-%016x", rand.Uint64())
+	url := withParam(testURL(t), "pool_max_conns", "3")
+	if n := poolConns(t, url, &postgres.Options{Schema: schema, ApplicationName: app}, 3); n != 3 {
+		t.Errorf("with pool_max_conns=3, the Store holds %d connections, want 3", n)
+	}
+	app = fmt.Sprintf("calf-test-%016x", rand.Uint64())
+	if n := poolConns(t, testURL(t), &postgres.Options{Schema: schema, ApplicationName: app, MaxConns: 2}, 2); n != 2 {
+		t.Errorf("with MaxConns 2, the Store holds %d connections, want 2", n)
+	}
+}
+
+func TestPoolMaxConnsErrors(t *testing.T) {
+	u := testURL(t)
+	for _, tt := range []struct {
+		url  string
+		opts *postgres.Options
+		want string
+	}{
+		{withParam(u, "pool_max_conns", "0"), nil, `pool_max_conns parameter is "0"`},
+		{withParam(u, "pool_max_conns", "many"), nil, `pool_max_conns parameter is "many"`},
+		{withParam(u, "pool_max_conns", "4"), &postgres.Options{MaxConns: 8}, "pool_max_conns=4 and Options.MaxConns 8"},
+		{u, &postgres.Options{MaxConns: -1}, "MaxConns is -1"},
+	} {
+		s, err := postgres.Open(t.Context(), tt.url, tt.opts)
+		if err == nil {
+			s.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Open(%s, %+v) = %v, want an error containing %q", tt.url, tt.opts, err, tt.want)
+		}
+	}
+	// The same value in both places is fine.
+	s, err := postgres.Open(t.Context(), withParam(u, "pool_max_conns", "4"), &postgres.Options{Schema: newSchema(t), MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
 }
