@@ -220,6 +220,36 @@ func CreateOrUpdate(ctx context.Context, s Store, kind, id string, fn func(data 
 	return Update(ctx, s, kind, id, fn)
 }
 
+// UpdateFrom is [Update] for a caller that holds a recent copy of the
+// record, known (such as one it read or wrote a moment ago and kept): it
+// first applies fn to known's data and writes the result with a
+// compare-and-swap at known's version, without reading the record, which
+// saves a read when the copy is current. When the write conflicts (the
+// record changed since), or fn returns a nil slice (nothing to write, as
+// far as the copy shows), it goes on as Update, which applies fn again to
+// the stored data. A stored record at known's version holds known's data
+// as long as the record is not deleted and created again: versions start
+// over at 1 on a new record, so a copy of a record that may be deleted and
+// recreated is not safe to pass.
+func UpdateFrom(ctx context.Context, s Store, known Record, fn func(data []byte, exists bool) ([]byte, error)) (Record, error) {
+	if known.Version > 0 {
+		next, err := fn(known.Data, true)
+		if err != nil {
+			return Record{}, err
+		}
+		if next != nil {
+			v, err := s.Put(ctx, known.Kind, known.ID, next, known.Version)
+			if err == nil {
+				return Record{Kind: known.Kind, ID: known.ID, Version: v, Data: next}, nil
+			}
+			if !errors.Is(err, ErrConflict) {
+				return Record{}, err
+			}
+		}
+	}
+	return Update(ctx, s, known.Kind, known.ID, fn)
+}
+
 // ConflictError returns the error an adapter reports when a write's
 // expected version is not the stored one. It matches [ErrConflict].
 func ConflictError(kind, id string, version int64) error {
