@@ -110,23 +110,48 @@ func (h *handlers[Deps, Out]) load(ctx context.Context, id string) (*RunState, i
 	if err != nil {
 		return nil, 0, fmt.Errorf("agent: load run %s: %w", id, err)
 	}
-	st, err := h.rt.states.decode(id, rec.Data)
+	st, err := h.rt.states.decode(id, rec.Data, rec.Version)
 	if err != nil {
 		return nil, 0, calf.Permanent(err)
 	}
 	return st, rec.Version, nil
 }
 
+// loadLatest is load that takes the run's state from the cache when this
+// process wrote or read it lately, without reading the store; cached
+// reports whether it did. The cached state may be behind the store: a
+// caller acts on it only where what it shows is still true of the stored
+// run (a run that waited for a tool call, say, goes on waiting for it
+// until the call is answered, or the run ends, which a write at the
+// cached version would find), and calls load where it is not.
+func (h *handlers[Deps, Out]) loadLatest(ctx context.Context, id string) (st *RunState, cached bool, err error) {
+	if st, _, ok := h.rt.states.latest(id); ok {
+		return st, true, nil
+	}
+	st, _, err = h.load(ctx, id)
+	return st, false, err
+}
+
 // update applies fn to the stored run with a compare-and-swap. fn reports
 // whether it changed the state; the state it saw (changed or not) is
-// returned.
+// returned. When this process wrote or read the run lately, fn is first
+// applied to the cached state, which is written at its version without
+// reading the run; fn is applied again to the stored state if that write
+// conflicts or fn changes nothing in the cached one.
 func (h *handlers[Deps, Out]) update(ctx context.Context, id string, fn func(st *RunState) (changed bool, err error)) (*RunState, error) {
+	return h.updateRun(ctx, id, true, fn)
+}
+
+// updateRun is update, which uses the cached state only if cache is true.
+func (h *handlers[Deps, Out]) updateRun(ctx context.Context, id string, cache bool, fn func(st *RunState) (changed bool, err error)) (*RunState, error) {
 	var out *RunState
-	_, err := store.Update(ctx, h.rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
+	var wrote bool
+	apply := func(data []byte, exists bool) ([]byte, error) {
+		out, wrote = nil, false
 		if !exists {
 			return nil, fmt.Errorf("agent: run %s: %w", id, store.ErrNotFound)
 		}
-		st, err := h.rt.states.decode(id, data)
+		st, err := h.rt.states.decode(id, data, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -135,16 +160,26 @@ func (h *handlers[Deps, Out]) update(ctx context.Context, id string, fn func(st 
 		if err != nil || !changed {
 			return nil, err
 		}
-		next, err := json.Marshal(st)
-		if err == nil {
-			h.rt.states.put(id, next, st)
-		}
-		return next, err
-	})
+		wrote = true
+		return json.Marshal(st)
+	}
+	var rec store.Record
+	var err error
+	if _, known, ok := h.rt.states.latest(id); ok && cache {
+		rec, err = store.UpdateFrom(ctx, h.rt.store, known, apply)
+	} else {
+		rec, err = store.Update(ctx, h.rt.store, store.KindRun, id, apply)
+	}
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrCorruptState) {
 		return nil, calf.Permanent(err)
 	}
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	if wrote {
+		h.rt.states.put(id, rec.Data, rec.Version, out)
+	}
+	return out, nil
 }
 
 // updateFrom is update for a state the handler has just loaded at version:
@@ -160,14 +195,14 @@ func (h *handlers[Deps, Out]) updateFrom(ctx context.Context, st *RunState, vers
 	if err != nil {
 		return nil, err
 	}
-	_, err = h.rt.store.Put(ctx, store.KindRun, st.RunID, data, version)
+	v, err := h.rt.store.Put(ctx, store.KindRun, st.RunID, data, version)
 	if errors.Is(err, store.ErrConflict) {
-		return h.update(ctx, st.RunID, fn)
+		return h.updateRun(ctx, st.RunID, false, fn) // the cache holds st, which is stale
 	}
 	if err != nil {
 		return nil, err
 	}
-	h.rt.states.put(st.RunID, data, st)
+	h.rt.states.put(st.RunID, data, v, st)
 	return st, nil
 }
 
@@ -190,7 +225,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 	var st *RunState
 	var created []byte
 	// A run is usually new: create it without reading it first.
-	_, err = store.CreateOrUpdate(ctx, h.rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
+	rec, err := store.CreateOrUpdate(ctx, h.rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
 		created = nil
 		if exists {
 			var err error
@@ -245,7 +280,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 	}
 	if created != nil {
 		// The next handler of the run finds it decoded.
-		h.rt.states.put(id, created, st)
+		h.rt.states.put(id, created, rec.Version, st)
 	}
 	switch {
 	case st.Status.Terminal():
@@ -592,12 +627,26 @@ func (h *handlers[Deps, Out]) onToolCall(ctx context.Context, msg *calf.Message)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	st, _, err := h.load(ctx, id)
+	// The run's state as this process last saw it will do if it waits for
+	// the call: a run waits for a call until the call is answered, which
+	// the missing record says it is not, or until the run ends, a race
+	// that reading the store would not close either. A state that does not
+	// wait is read again from the store.
+	st, cached, err := h.loadLatest(ctx, id)
 	if err != nil {
 		return err
 	}
+	waits := func(st *RunState) bool {
+		p := st.pending(ev.ToolCallID)
+		return !st.Status.Terminal() && st.Step == ev.Step && st.Phase == PhaseTools && p != nil && p.Name == ev.ToolName
+	}
+	if cached && !waits(st) {
+		if st, _, err = h.load(ctx, id); err != nil {
+			return err
+		}
+	}
 	p := st.pending(ev.ToolCallID)
-	if st.Status.Terminal() || st.Step != ev.Step || st.Phase != PhaseTools || p == nil || p.Name != ev.ToolName {
+	if !waits(st) {
 		h.rt.log.Debug("agent: ignoring tool call that the run does not wait for", "agent", h.a.name, "run", id, "tool_call_id", ev.ToolCallID)
 		h.unsaved.take(key)
 		return nil

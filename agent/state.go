@@ -207,7 +207,7 @@ func (rt *Runtime) LoadRun(ctx context.Context, runID string) (*RunState, error)
 	if err != nil {
 		return nil, fmt.Errorf("agent: load run %s: %w", runID, err)
 	}
-	return rt.states.decode(runID, rec.Data)
+	return rt.states.decode(runID, rec.Data, rec.Version)
 }
 
 // LoadSession returns a stored session, or an error matching

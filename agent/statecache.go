@@ -4,14 +4,21 @@ import (
 	"bytes"
 	"slices"
 	"sync"
+
+	"github.com/calf-go/calf/store"
 )
 
-// stateCache keeps the last decoded state of recently active runs, so that
-// a handler that reads a run its process wrote or read a moment ago does not
-// decode it again. An entry is used only when the stored bytes are exactly
-// the cached ones (a comparison is far cheaper than decoding JSON), so the
-// cache can never return a state other than the stored one, whoever wrote
-// it.
+// stateCache keeps the last decoded state of recently active runs, with
+// the bytes and version they were stored as, so that a handler that reads a
+// run its process wrote or read a moment ago does not decode it again, and
+// one that updates it need not read it first. A decoded entry is used only
+// when the stored bytes are exactly the cached ones (a comparison is far
+// cheaper than decoding JSON), so decoding can never return a state other
+// than the stored one, whoever wrote it. An entry used without reading the
+// store (latest) may be behind the store, when another process wrote the
+// run since: callers either write it with a compare-and-swap at its version
+// (which then conflicts) or read the store before acting on what it does
+// not show.
 type stateCache struct {
 	mu      sync.Mutex
 	max     int
@@ -19,8 +26,9 @@ type stateCache struct {
 }
 
 type cachedState struct {
-	data []byte
-	st   *RunState
+	data    []byte
+	version int64
+	st      *RunState
 }
 
 const stateCacheSize = 4096
@@ -30,33 +38,56 @@ func newStateCache(max int) *stateCache {
 }
 
 // decode returns the state stored as data for run id, from the cache or by
-// decoding it.
-func (c *stateCache) decode(id string, data []byte) (*RunState, error) {
+// decoding it. version, when positive, is the version data was read at:
+// the cache then keeps the decoded state.
+func (c *stateCache) decode(id string, data []byte, version int64) (*RunState, error) {
 	c.mu.Lock()
 	e, ok := c.entries[id]
 	c.mu.Unlock()
 	if ok && bytes.Equal(e.data, data) {
+		if version > e.version {
+			c.put(id, data, version, e.st)
+		}
 		return e.st.clone(), nil
 	}
 	st, err := DecodeRunState(data)
 	if err != nil {
 		return nil, err
 	}
-	c.put(id, data, st)
+	if version > 0 {
+		c.put(id, data, version, st)
+	}
 	return st, nil
 }
 
-// put records that data encodes st. The cache keeps its own copy of st.
-func (c *stateCache) put(id string, data []byte, st *RunState) {
+// put records that data, stored at version, encodes st, unless the cache
+// holds a later version. The cache keeps its own copy of st.
+func (c *stateCache) put(id string, data []byte, version int64, st *RunState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[id]; !ok && len(c.entries) >= c.max {
+	e, ok := c.entries[id]
+	if ok && e.version > version {
+		return
+	}
+	if !ok && len(c.entries) >= c.max {
 		for k := range c.entries { // evict an arbitrary entry
 			delete(c.entries, k)
 			break
 		}
 	}
-	c.entries[id] = cachedState{data: data, st: st.clone()}
+	c.entries[id] = cachedState{data: data, version: version, st: st.clone()}
+}
+
+// latest returns a copy of the cached state of run id, with the record it
+// was stored as, without reading the store: it may be behind the store.
+func (c *stateCache) latest(id string) (*RunState, store.Record, bool) {
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	c.mu.Unlock()
+	if !ok {
+		return nil, store.Record{}, false
+	}
+	return e.st.clone(), store.Record{Kind: store.KindRun, ID: id, Version: e.version, Data: e.data}, true
 }
 
 // clone returns a copy of s that shares no mutable memory with it: slices

@@ -1,0 +1,165 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/tool"
+)
+
+// opCounter counts the operations on the store it wraps, by kind.
+type opCounter struct {
+	store.Store
+	runGets, runPuts, runConflicts, otherGets, otherPuts atomic.Int64
+}
+
+func (c *opCounter) Get(ctx context.Context, kind, id string) (store.Record, error) {
+	if kind == store.KindRun {
+		c.runGets.Add(1)
+	} else {
+		c.otherGets.Add(1)
+	}
+	return c.Store.Get(ctx, kind, id)
+}
+
+func (c *opCounter) Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error) {
+	v, err := c.Store.Put(ctx, kind, id, data, version)
+	if kind == store.KindRun {
+		c.runPuts.Add(1)
+		if errors.Is(err, store.ErrConflict) {
+			c.runConflicts.Add(1)
+		}
+	} else {
+		c.otherPuts.Add(1)
+	}
+	return v, err
+}
+
+// serveW1On serves W1 on a worker runtime over s, on e's broker, with the
+// add tool wrapped by during, which runs before the tool adds. The caller
+// goes through e.rt, as a caller in another process would.
+func serveW1On(t *testing.T, e *env, s store.Store, during func(ctx context.Context)) *agent.Agent[agent.NoDeps, string] {
+	t.Helper()
+	var calls atomic.Int64
+	add, err := tool.New("add", "Add two integers.", func(ctx context.Context, in addArgs) (int, error) {
+		if during != nil {
+			during(ctx)
+		}
+		return in.A + in.B, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New[agent.NoDeps, string]("calculator", w1Model(&calls), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Serve(t.Context(), agent.NewRuntime(e.client, s, nil), nil); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// A worker reads a run from the store only where it must: once per model
+// call (before it calls the model, so that a redelivered inference does
+// not call it again) and never to update a run it has just written. A W1
+// run takes two reads of the run and one of the tool result (the check
+// that the call has not run yet), and five writes.
+func TestWorkerStoreOperationsPerRun(t *testing.T) {
+	e := newEnv(t, nil)
+	counted := &opCounter{Store: e.store}
+	a := serveW1On(t, e, counted, nil)
+	out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", nil)
+	if err != nil || out.Output != "The sum is 5" {
+		t.Fatalf("Run = %+v, %v", out, err)
+	}
+	e.settle(t)
+	if n := counted.runGets.Load(); n != 2 {
+		t.Errorf("the worker read the run %d times, want 2 (one per model call)", n)
+	}
+	if n := counted.otherGets.Load(); n != 1 {
+		t.Errorf("the worker read other records %d times, want 1 (the tool result)", n)
+	}
+	if n, m := counted.runPuts.Load(), counted.otherPuts.Load(); n != 4 || m != 1 {
+		t.Errorf("the worker wrote the run %d times and other records %d times, want 4 and 1", n, m)
+	}
+	if n := counted.runConflicts.Load(); n != 0 {
+		t.Errorf("%d writes of the run conflicted with no other writer", n)
+	}
+}
+
+// When another process writes a run while the worker executes its tool,
+// the state the worker cached is behind: its write of the tool result
+// conflicts, and the result is recorded on the stored state, which keeps
+// the other process's change.
+func TestWorkerCachedStateBehindTheStore(t *testing.T) {
+	e := newEnv(t, nil)
+	counted := &opCounter{Store: e.store}
+	var runID atomic.Value
+	a := serveW1On(t, e, counted, func(ctx context.Context) {
+		// Another process adds a marker to the run's state.
+		rc, _ := agent.FromContext[agent.NoDeps](ctx)
+		id := rc.RunID
+		runID.Store(id)
+		if _, err := store.Update(ctx, e.store, store.KindRun, id, func(data []byte, _ bool) ([]byte, error) {
+			st, err := agent.DecodeRunState(data)
+			if err != nil {
+				return nil, err
+			}
+			st.Correlation = "changed-elsewhere"
+			return json.Marshal(st)
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", nil)
+	if err != nil || out.Output != "The sum is 5" {
+		t.Fatalf("Run = %+v, %v", out, err)
+	}
+	e.settle(t)
+	st, err := e.rt.LoadRun(t.Context(), runID.Load().(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Correlation != "changed-elsewhere" || len(st.ToolCalls) != 1 || st.ToolCalls[0].Result.Text() != "5" {
+		t.Errorf("stored run: correlation %q, tool calls %+v; want the other write kept and the result recorded", st.Correlation, st.ToolCalls)
+	}
+	if n := counted.runConflicts.Load(); n != 1 {
+		t.Errorf("%d writes of the run conflicted, want 1 (the write from the cached state)", n)
+	}
+}
+
+// A run cancelled by another process while its tool runs stays
+// cancelled: the worker's cached state still shows it running, but the
+// result is recorded against the stored, cancelled run, which it does not
+// advance.
+func TestWorkerCachedStateOfCancelledRun(t *testing.T) {
+	e := newEnv(t, nil)
+	var runID atomic.Value
+	a := serveW1On(t, e, e.store, func(ctx context.Context) {
+		rc, _ := agent.FromContext[agent.NoDeps](ctx)
+		id := rc.RunID
+		runID.Store(id)
+		if _, err := e.rt.Cancel(ctx, "calculator", id, "stop"); err != nil {
+			t.Error(err)
+		}
+	})
+	_, err := a.Run(runCtx(t), e.rt, "add 2 and 3", nil)
+	var re *agent.RunError
+	if !errors.As(err, &re) || re.Status != agent.RunCancelled {
+		t.Fatalf("Run error = %v, want the run cancelled", err)
+	}
+	e.settle(t)
+	st, err := e.rt.LoadRun(t.Context(), runID.Load().(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != agent.RunCancelled || st.Step != 1 || len(st.ToolCalls) != 0 {
+		t.Errorf("stored run: status %s, step %d, tool calls %+v; want cancelled at step 1 with no call recorded", st.Status, st.Step, st.ToolCalls)
+	}
+}
