@@ -34,7 +34,9 @@
 // created if it does not exist (postgres://calf@db:5432/app?schema=calf).
 // Without schema, the tables go in the first schema of the search_path
 // that exists, usually public; when none of them exists, the first one is
-// created, or opening fails with an error that names it.
+// created, or opening fails with an error that names it. pool_max_conns=N
+// bounds the process's connections (default
+// [github.com/calf-go/calf/store/postgres.DefaultMaxConns]).
 //
 // A password in a URL (in its user information, or in the password and
 // sslpassword query parameters) never appears in an error: [Redact]

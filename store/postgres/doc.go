@@ -37,17 +37,35 @@
 // the expected version, so Stores in many processes may share the
 // records. A Store keeps up to [Options.MaxConns] connections in a pgxpool
 // pool ([DefaultMaxConns] by default, or the URL's pool_max_conns), which
-// checks a connection that sat idle before reusing it. Each write is a
-// commit of its own; under load, the server flushes the commits of
-// concurrent connections to disk together, so a pool much smaller than
-// the operations in flight makes writes queue for a connection. When the
-// server closes them (a restart, a failover, pg_terminate_backend), the
-// next operations open new ones: reads and deletes that hit a closed
-// connection run again on a new one, and so does a write that never
-// reached the server; a write whose fate is unknown returns its error, so
-// that the caller (or the broker, by redelivering the message) decides. An
-// unreachable server makes operations return an error wrapping the
-// connection failure. Cancelling an operation's context asks the server to
-// cancel its statement, so that a write waiting on a lock does not land
-// after the caller has given up on it.
+// checks a connection that sat idle before reusing it.
+//
+// A quarter of the pool (at least one connection) sends Gets and Puts. An
+// operation that finds one of those connections free goes out alone, as a
+// statement of its own. The operations that arrive while all of them are
+// busy wait, and go out together on the next one free: one round trip and
+// one transaction for up to 64 of them, ordered by record so that two
+// batches never wait for each other's row locks in a cycle, and committed
+// with a single flush to disk, where separate statements would each wait
+// for their own. Each operation of a batch still has its own outcome: a
+// conflict is a conflict of that Put alone. If a batch fails (a statement
+// of it failed, which aborts the transaction, so that nothing of it was
+// written), its operations run again alone. The connections' lock_timeout
+// is 5 seconds unless the URL sets one: a write waiting that long for a row
+// lock, which only another session's open transaction holds that long,
+// fails with the server's lock_not_available error rather than hold up the
+// operations batched with it.
+//
+// When the server closes connections (a restart, a failover,
+// pg_terminate_backend), the next operations open new ones: reads and
+// deletes that hit a closed connection run again on a new one, and so
+// does a write that never reached the server; a write whose fate is
+// unknown returns its error, so that the caller (or the broker, by
+// redelivering the message) decides. An unreachable server makes
+// operations return an error wrapping the connection failure. Cancelling
+// an operation's context returns at once if it has not gone out; if it
+// went out alone, the Store asks the server to cancel its statement and
+// waits for the answer, so that a write waiting on a lock does not land
+// after the caller has given up on it. A batch runs to its end whatever
+// the contexts of its operations: a caller that stops waiting for its
+// write learns no more of it than of any write whose commit was under way.
 package postgres

@@ -67,6 +67,11 @@ func migrate(ctx context.Context, conn *pgx.Conn, t tables, now time.Time, log *
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) // a no-op after Commit
 
+	// Wait for another process's migration however long it takes: the
+	// connection's lock_timeout is for the Store's reads and writes.
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = 0`); err != nil {
+		return 0, err
+	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, t.lockKey); err != nil {
 		return 0, fmt.Errorf("lock: %w", err)
 	}

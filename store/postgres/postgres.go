@@ -22,11 +22,17 @@ var _ store.Store = (*Store)(nil)
 // DefaultApplicationName is the default of [Options.ApplicationName].
 const DefaultApplicationName = "calf"
 
-// DefaultMaxConns is the default of [Options.MaxConns]: enough connections
-// for a worker working on a thousand runs at once to write while others
-// wait for their commits to reach the disk, since every write is a commit
-// of its own and the server flushes concurrent commits together.
-const DefaultMaxConns = 32
+// DefaultMaxConns is the default of [Options.MaxConns]. A quarter of the
+// pool sends the Store's reads and writes, which go out batched when
+// they come faster than those connections answer, so a few connections
+// serve a worker with a thousand runs in flight.
+const DefaultMaxConns = 8
+
+// lockTimeout is the lock_timeout of the Store's connections unless the
+// URL sets one: a write that waits longer for a row lock, which only
+// another session's open transaction holds that long, fails instead of
+// holding up the writes batched with it.
+const lockTimeout = "5s"
 
 // cancelGrace is how long a cancelled operation waits for the server to
 // confirm the cancellation of its statement before dropping the
@@ -44,13 +50,14 @@ type Options struct {
 	// public), created if none of the search_path exists.
 	Schema string
 	// MaxConns bounds the connections the Store keeps open; operations
-	// beyond it wait for a connection as long as their context allows.
-	// The connection URL may set it too, with pgxpool's parameter
-	// pool_max_conns (?pool_max_conns=16). Default: [DefaultMaxConns], or
-	// GOMAXPROCS when that is larger. Each process that opens a Store
-	// keeps its own pool, so the sum over the processes that share a
-	// server must stay below the server's max_connections (100 unless
-	// configured).
+	// beyond it wait for a connection as long as their context allows. A
+	// quarter of them (at least one) send Gets and Puts, batched under
+	// load (see the package documentation). The connection URL may set it
+	// too, with pgxpool's parameter pool_max_conns (?pool_max_conns=16).
+	// Default: [DefaultMaxConns], or GOMAXPROCS when that is larger. Each
+	// process that opens a Store keeps its own pool, so the sum over the
+	// processes that share a server must stay below the server's
+	// max_connections (100 unless configured).
 	MaxConns int
 	// ApplicationName is the application_name the Store's connections
 	// report to the server, which shows it in pg_stat_activity. Default:
@@ -70,6 +77,7 @@ type Options struct {
 // for concurrent use.
 type Store struct {
 	pool *connPool
+	ops  *coalescer
 	now  func() time.Time
 	log  *slog.Logger
 
@@ -131,6 +139,9 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		}
 		o.Schema = schema
 	}
+	if _, ok := cfg.RuntimeParams["lock_timeout"]; !ok {
+		cfg.RuntimeParams["lock_timeout"] = lockTimeout
+	}
 	if o.ApplicationName != "" {
 		cfg.RuntimeParams["application_name"] = o.ApplicationName
 	} else if cfg.RuntimeParams["application_name"] == "" {
@@ -160,6 +171,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	}
 
 	s := &Store{guard: store.Guard{Name: "postgres"}, pool: pool, now: o.Now, log: o.Logger}
+	s.ops = newCoalescer(s, coalescerLimit(o.MaxConns))
 	r := t.records
 	s.insert = `INSERT INTO ` + r + ` (kind, id, version, data, updated_at) VALUES ($1, $2, 1, $3, $4)
 		ON CONFLICT (kind, id) DO NOTHING`
@@ -185,17 +197,14 @@ func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) 
 	if err := s.guard.Check(ctx, kind, id); err != nil {
 		return store.Record{}, err
 	}
-	rec := store.Record{Kind: kind, ID: id}
-	err := s.retry(ctx, "get", true, func(conn *pgx.Conn) error {
-		return conn.QueryRow(ctx, s.get, []byte(kind), []byte(id)).Scan(&rec.Version, &rec.Data, &rec.UpdatedAt)
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
+	r := s.ops.do(&op{ctx: ctx, kind: []byte(kind), id: []byte(id)})
+	if errors.Is(r.err, pgx.ErrNoRows) {
 		return store.Record{}, fmt.Errorf("%w: %s/%s", store.ErrNotFound, kind, id)
 	}
-	if err != nil {
-		return store.Record{}, s.guard.Fail(ctx, "get", err)
+	if r.err != nil {
+		return store.Record{}, s.guard.Fail(ctx, "get", r.err)
 	}
-	return rec, nil
+	return store.Record{Kind: kind, ID: id, Version: r.version, Data: r.data, UpdatedAt: r.updatedAt}, nil
 }
 
 // Put writes data if the record's stored version is version (0: the record
@@ -210,20 +219,11 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 	if data == nil {
 		data = []byte{} // the column is NOT NULL; nil would bind as NULL
 	}
-	now := s.now()
-	var tag pgconn.CommandTag
-	err := s.retry(ctx, "put", false, func(conn *pgx.Conn) (err error) {
-		if version == 0 {
-			tag, err = conn.Exec(ctx, s.insert, []byte(kind), []byte(id), data, now)
-		} else {
-			tag, err = conn.Exec(ctx, s.update, []byte(kind), []byte(id), data, now, version)
-		}
-		return err
-	})
-	if err != nil {
-		return 0, s.guard.Fail(ctx, "put", err)
+	r := s.ops.do(&op{ctx: ctx, kind: []byte(kind), id: []byte(id), put: true, data: data, version: version, now: s.now()})
+	if r.err != nil {
+		return 0, s.guard.Fail(ctx, "put", r.err)
 	}
-	if tag.RowsAffected() == 0 {
+	if r.affected == 0 {
 		return 0, store.ConflictError(kind, id, version)
 	}
 	return version + 1, nil

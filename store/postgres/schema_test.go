@@ -175,9 +175,10 @@ func TestSearchPathSchemaCreateRefused(t *testing.T) {
 	}
 }
 
-// poolConns blocks more writes than limit on a row lock of the Store opened
-// with url and opts and returns how many connections the Store then holds
-// on the server.
+// poolConns blocks more deletes than limit on a row lock of the Store
+// opened with url and opts, each of which waits on a connection of its
+// own, and returns how many connections the Store then holds on the
+// server.
 func poolConns(t *testing.T, url string, opts *postgres.Options, limit int) int {
 	t.Helper()
 	app := opts.ApplicationName
@@ -191,8 +192,8 @@ func poolConns(t *testing.T, url string, opts *postgres.Options, limit int) int 
 	if _, err := s.Put(ctx, kind, "r", []byte("0"), 0); err != nil {
 		t.Fatal(err)
 	}
-	// Lock the record, so that every write of it waits on a connection of
-	// its own until the lock goes.
+	// Lock the record, so that every delete of it waits until the lock
+	// goes.
 	tx, err := admin(t).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -202,12 +203,12 @@ func poolConns(t *testing.T, url string, opts *postgres.Options, limit int) int 
 	}
 	var wg sync.WaitGroup
 	for range limit + 3 {
-		wg.Go(func() { s.Put(ctx, kind, "r", []byte("1"), 1) })
+		wg.Go(func() { s.Delete(ctx, kind, "r", 0) })
 	}
 	// Wait until limit connections wait on the lock, then give the others
 	// time to open more if the pool let them.
 	var n int
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if err := admin(t).QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
 			t.Fatal(err)
 		}

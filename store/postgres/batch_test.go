@@ -1,0 +1,174 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/postgres"
+)
+
+// Operations that arrive while the Store's sender is busy go out together,
+// and each gets its own outcome: no update is lost, every conflict is
+// reported, every read sees a committed version.
+func TestBatchedOperations(t *testing.T) {
+	s := open(t, &postgres.Options{Schema: newSchema(t), MaxConns: 4}) // one sender
+	ctx := t.Context()
+	const writers, increments = 40, 25
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for range increments {
+				// A counter per writer, and one per four writers.
+				for _, id := range []string{fmt.Sprintf("own-%d", w), fmt.Sprintf("shared-%d", w%(writers/4))} {
+					_, err := store.Update(ctx, s, "count", id, func(data []byte, exists bool) ([]byte, error) {
+						var n int
+						if exists {
+							fmt.Sscan(string(data), &n)
+						}
+						return fmt.Appendf(nil, "%d", n+1), nil
+					})
+					if err != nil {
+						t.Errorf("writer %d: update %s: %v", w, id, err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for w := range writers {
+		rec, err := s.Get(ctx, "count", fmt.Sprintf("own-%d", w))
+		if err != nil || string(rec.Data) != fmt.Sprint(increments) || rec.Version != increments {
+			t.Errorf("writer %d's counter: %q at version %d, %v; want %d", w, rec.Data, rec.Version, err, increments)
+		}
+	}
+	for i := range writers / 4 {
+		rec, err := s.Get(ctx, "count", fmt.Sprintf("shared-%d", i))
+		if want := 4 * increments; err != nil || string(rec.Data) != fmt.Sprint(want) || rec.Version != int64(want) {
+			t.Errorf("shared counter %d: %q at version %d, %v; want %d", i, rec.Data, rec.Version, err, want)
+		}
+	}
+	batches, ops := postgres.BatchStats(s)
+	if batches == 0 || ops < 2*batches {
+		t.Errorf("%d batches of %d operations: the operations did not go out together", batches, ops)
+	}
+	t.Logf("%d batches, %.1f operations each", batches, float64(ops)/float64(max(batches, 1)))
+}
+
+// lockRows locks the records of kind with ids in another session until the
+// test ends or release is called.
+func lockRows(t *testing.T, schema, kind string, ids ...string) (release func()) {
+	t.Helper()
+	tx, err := admin(t).Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, err := tx.Exec(t.Context(), `UPDATE `+schema+`.calf_records SET data = data WHERE kind = $1 AND id = $2`, []byte(kind), []byte(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { _ = tx.Rollback(context.Background()) }) }
+	t.Cleanup(release)
+	return release
+}
+
+// A batch whose write waits too long for a row lock fails as a whole, and
+// its operations run again alone: the others succeed, and the blocked one
+// reports the lock timeout.
+func TestBatchWithALockedRecord(t *testing.T) {
+	schema := newSchema(t)
+	s, err := postgres.Open(t.Context(), withParam(testURL(t), "lock_timeout", "300ms"), &postgres.Options{Schema: schema, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	for _, id := range []string{"busy", "locked"} {
+		if _, err := s.Put(ctx, "k", id, []byte("0"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lockRows(t, schema, "k", "busy", "locked")
+
+	// The write of "busy" holds the one sender while the others queue,
+	// and go out together once it times out.
+	busy := make(chan error, 1)
+	go func() { _, err := s.Put(ctx, "k", "busy", []byte("1"), 1); busy <- err }()
+	time.Sleep(100 * time.Millisecond)
+	const others = 10
+	errs := make([]error, others)
+	var lockedErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { _, lockedErr = s.Put(ctx, "k", "locked", []byte("1"), 1) })
+	for i := range others {
+		wg.Go(func() { _, errs[i] = s.Put(ctx, "k", fmt.Sprintf("free-%d", i), []byte("1"), 0) })
+	}
+	wg.Wait()
+	isLockTimeout := func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == "55P03"
+	}
+	if err := <-busy; !isLockTimeout(err) {
+		t.Errorf("Put of the locked record busy = %v, want a lock timeout", err)
+	}
+	if !isLockTimeout(lockedErr) {
+		t.Errorf("Put of the locked record locked = %v, want a lock timeout", lockedErr)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Put free-%d, batched with a locked record: %v", i, err)
+		}
+		if rec, err := s.Get(ctx, "k", fmt.Sprintf("free-%d", i)); err != nil || string(rec.Data) != "1" {
+			t.Errorf("free-%d = %+v, %v", i, rec, err)
+		}
+	}
+	if batches, _ := postgres.BatchStats(s); batches == 0 {
+		t.Error("no batch was sent: the test did not test a failed batch")
+	}
+	for _, id := range []string{"busy", "locked"} {
+		if rec, err := s.Get(ctx, "k", id); err != nil || rec.Version != 1 {
+			t.Errorf("%s after its write timed out = %+v, %v; want version 1", id, rec, err)
+		}
+	}
+}
+
+// An operation whose context ends while it waits for the sender returns
+// at once, and is never sent.
+func TestQueuedOperationCancelled(t *testing.T) {
+	schema := newSchema(t)
+	s := open(t, &postgres.Options{Schema: schema, MaxConns: 4})
+	ctx := t.Context()
+	if _, err := s.Put(ctx, "k", "busy", []byte("0"), 0); err != nil {
+		t.Fatal(err)
+	}
+	release := lockRows(t, schema, "k", "busy")
+	busy := make(chan error, 1)
+	go func() { _, err := s.Put(ctx, "k", "busy", []byte("1"), 1); busy <- err }()
+	time.Sleep(100 * time.Millisecond)
+
+	qctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := s.Put(qctx, "k", "queued", []byte("1"), 0); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("queued Put = %v, want %v", err, context.DeadlineExceeded)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("queued Put returned after %s", d)
+	}
+	release()
+	if err := <-busy; err != nil {
+		t.Fatalf("Put busy after the lock went: %v", err)
+	}
+	if _, err := s.Get(ctx, "k", "queued"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the cancelled Put was written: Get = %v", err)
+	}
+}

@@ -1,0 +1,7 @@
+package postgres
+
+// BatchStats returns how many batches of several operations s has sent,
+// and how many operations they held.
+func BatchStats(s *Store) (batches, ops int64) {
+	return s.ops.batches.Load(), s.ops.batched.Load()
+}
