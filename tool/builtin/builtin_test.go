@@ -380,3 +380,15 @@ func TestCanceled(t *testing.T) {
 		}
 	}
 }
+
+func TestReadOnlyToolsAreReads(t *testing.T) {
+	tools, err := builtin.ReadOnly(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools {
+		if k := tool.KindOf(tl); k != tool.KindRead {
+			t.Errorf("%s is %q, want %q", tl.Definition().Name, k, tool.KindRead)
+		}
+	}
+}

@@ -31,7 +31,7 @@ func Glob(root string, opts *Options) (tool.Tool, error) {
 	desc := fmt.Sprintf("Find files in the working directory by name. Examples: \"*.go\" (Go files at any "+
 		"depth), \"cmd/*.go\" (directly in cmd), \"docs/**/*.md\" (anywhere under docs). Returns "+
 		"matching paths, one per line, at most %d.", r.opts.MaxResults)
-	return tool.New("glob", desc, r.glob)
+	return classify(tool.KindRead)(tool.New("glob", desc, r.glob))
 }
 
 func (r *fsRoot) glob(ctx context.Context, in globArgs) (string, error) {

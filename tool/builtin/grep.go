@@ -38,7 +38,7 @@ func Grep(root string, opts *Options) (tool.Tool, error) {
 	desc := fmt.Sprintf("Search the text files of the working directory for lines matching a regular "+
 		"expression (Go RE2 syntax). Returns path:line:text lines, at most %d. Binary files are skipped.",
 		r.opts.MaxMatches)
-	return tool.New("grep", desc, r.grep)
+	return classify(tool.KindRead)(tool.New("grep", desc, r.grep))
 }
 
 type grepState struct {

@@ -26,7 +26,7 @@ func ListDir(root string, opts *Options) (tool.Tool, error) {
 	}
 	desc := fmt.Sprintf("List a directory in the working directory: one entry per line, directories "+
 		"with a trailing slash, files with their size in bytes. At most %d entries.", r.opts.MaxResults)
-	return tool.New("list_dir", desc, r.listDir)
+	return classify(tool.KindRead)(tool.New("list_dir", desc, r.listDir))
 }
 
 func (r *fsRoot) listDir(ctx context.Context, in listDirArgs) (string, error) {

@@ -30,7 +30,7 @@ func ReadFile(root string, opts *Options) (tool.Tool, error) {
 	desc := fmt.Sprintf("Read a text file in the working directory. Returns its lines, each prefixed "+
 		"with its line number and a tab, and at most %d bytes per call: for a longer file, "+
 		"read on with offset (the first line to read, from 1) and limit (the number of lines).", r.opts.MaxFileBytes)
-	return tool.New("read_file", desc, r.readFile)
+	return classify(tool.KindRead)(tool.New("read_file", desc, r.readFile))
 }
 
 func (r *fsRoot) readFile(ctx context.Context, in readFileArgs) (string, error) {

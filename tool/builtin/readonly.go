@@ -178,3 +178,14 @@ func pathError(p string, err error) error {
 
 // display returns the root-relative path p as shown to the model.
 func display(p string) string { return filepath.ToSlash(p) }
+
+// classify returns a function that declares the kind of the tool a
+// constructor returns, passing its error on.
+func classify(k tool.Kind) func(tool.Tool, error) (tool.Tool, error) {
+	return func(t tool.Tool, err error) (tool.Tool, error) {
+		if err != nil {
+			return nil, err
+		}
+		return tool.WithKind(t, k), nil
+	}
+}
