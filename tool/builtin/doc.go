@@ -9,13 +9,26 @@
 //   - glob finds paths by pattern ("*.go", "docs/**/*.md");
 //   - grep searches text files with a regular expression.
 //
-// None of them writes, runs anything or touches the network. They open the
-// directory with [os.OpenRoot] for each call, so a path that leads outside
-// it, through "..", as an absolute path elsewhere, or through a symbolic
-// link that points outside, is refused with an error matching
-// [ErrOutsideRoot] rather than followed. They skip .git directories and
-// binary files, and bound their output: see [Options] for the limits and
-// their defaults. Errors are returned from the tools' functions with
+// [Edit] returns the tools that change files in the same kind of
+// directory:
+//
+//   - write_file creates or replaces a file, and returns a unified diff of
+//     what it replaced;
+//   - edit_file replaces an exact string that occurs once in a file (or
+//     every occurrence, with replace_all), and returns the diff.
+//
+// Each tool declares its [tool.Kind]: the read-only tools are
+// [tool.KindRead], the edit tools [tool.KindEdit].
+//
+// The read-only tools write nothing, run nothing and touch no network.
+// All of them open the directory with [os.OpenRoot] for each call, so a
+// path that leads outside it, through "..", as an absolute path elsewhere,
+// or through a symbolic link that points outside, is refused with an error
+// matching [ErrOutsideRoot] rather than followed. They refuse .git
+// directories and binary files, and bound what they read, write and
+// return: see [Options] for the limits and their defaults. The edit tools
+// write a file whole through a temporary file renamed over it, and refuse
+// to write through a symbolic link. Errors are returned from the tools' functions with
 // messages written for the model, which an agent sends back as the tool's
 // error result.
 package builtin

@@ -34,12 +34,13 @@ const (
 	DefaultMaxVisited   = 100_000
 )
 
-// Options sets the limits of the file tools. The zero value, like a nil
+// Options sets the limits of the file tools, read-only and edit. The zero value, like a nil
 // *Options, means the defaults.
 type Options struct {
 	// MaxFileBytes bounds the bytes of a file's content that read_file
-	// returns in one call and that grep searches in each file. Default
-	// 256 KiB.
+	// returns in one call and that grep searches in each file, the content
+	// write_file writes, and the size of a file edit_file edits, before and
+	// after. Default 256 KiB.
 	MaxFileBytes int
 	// MaxMatches bounds the matching lines grep returns. Default 200.
 	MaxMatches int
