@@ -17,8 +17,19 @@
 //   - edit_file replaces an exact string that occurs once in a file (or
 //     every occurrence, with replace_all), and returns the diff.
 //
+// [Bash] returns the bash tool, which runs a shell command in the
+// directory with a time limit (the command and every process it started are
+// killed at it), a bound on the output returned, and a minimal environment
+// that passes none of the process's variables on. Where bubblewrap works
+// (Debian's bubblewrap package), commands run in a sandbox: no network,
+// the file system read-only outside the directory, a private /tmp, their
+// own process namespace; [BashTool.Sandboxed] says whether they do, and
+// [SandboxRequired] refuses to make the tool without one. An unsandboxed
+// command can do whatever the process's user can.
+//
 // Each tool declares its [tool.Kind]: the read-only tools are
-// [tool.KindRead], the edit tools [tool.KindEdit].
+// [tool.KindRead], the edit tools [tool.KindEdit], bash
+// [tool.KindExecute].
 //
 // The read-only tools write nothing, run nothing and touch no network.
 // All of them open the directory with [os.OpenRoot] for each call, so a
