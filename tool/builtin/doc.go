@@ -27,9 +27,18 @@
 // [SandboxRequired] refuses to make the tool without one. An unsandboxed
 // command can do whatever the process's user can.
 //
+// [WebFetch] returns the web_fetch tool, which GETs an http or https URL
+// and returns the page as text (HTML as Markdown). It reaches only public
+// addresses: loopback, private, link-local (cloud metadata services among
+// them) and reserved addresses are refused with [ErrForbiddenAddress],
+// checked on the address each connection goes to after DNS resolution, so
+// also for names that resolve to them and on every redirect;
+// [FetchOptions.Allow] opens chosen ranges. Time, bytes read, text
+// returned and redirects are bounded.
+//
 // Each tool declares its [tool.Kind]: the read-only tools are
 // [tool.KindRead], the edit tools [tool.KindEdit], bash
-// [tool.KindExecute].
+// [tool.KindExecute], web_fetch [tool.KindNetwork].
 //
 // The read-only tools write nothing, run nothing and touch no network.
 // All of them open the directory with [os.OpenRoot] for each call, so a
