@@ -36,9 +36,13 @@
 // [FetchOptions.Allow] opens chosen ranges. Time, bytes read, text
 // returned and redirects are bounded.
 //
+// [WebSearch] returns the web_search tool over a [SearchProvider]:
+// [SearXNG] queries a self-hosted SearXNG instance through its JSON API,
+// and [SearchFunc] makes a provider, or a fake for tests, of a function.
+//
 // Each tool declares its [tool.Kind]: the read-only tools are
 // [tool.KindRead], the edit tools [tool.KindEdit], bash
-// [tool.KindExecute], web_fetch [tool.KindNetwork].
+// [tool.KindExecute], web_fetch and web_search [tool.KindNetwork].
 //
 // The read-only tools write nothing, run nothing and touch no network.
 // All of them open the directory with [os.OpenRoot] for each call, so a
