@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -91,6 +92,42 @@ type SubagentOptions struct {
 // The subagent starts with no session and no dependencies from the
 // parent: give it LocalDeps when it needs some.
 func AsTool(sub Target, opts *SubagentOptions) (tool.Tool, error) {
+	return asTool(sub, opts, false)
+}
+
+// DefaultTaskToolName is the name of the tool [AsTask] makes unless
+// [SubagentOptions.Name] gives another.
+const DefaultTaskToolName = "task"
+
+// AsTask returns a tool, named "task" by default, with which the model
+// hands an ad-hoc task to the general-purpose agent sub: the model
+// describes the task in a few words and gives a prompt with everything the
+// subagent needs, and sub, which knows nothing of the parent's
+// conversation, carries it out with its own budget (its turns, and
+// opts.MaxTurns and opts.Timeout) and returns its final answer as the
+// tool's result. It is [AsTool] with those two arguments, whose
+// description the subagent gets first in its prompt: sub is usually an
+// agent with broad instructions ("You carry out one task for another
+// agent, and answer with its result") and the tools the tasks need.
+//
+// The model calls the tool with {"description": "...", "prompt": "..."}.
+func AsTask(sub Target, opts *SubagentOptions) (tool.Tool, error) {
+	var o SubagentOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Name == "" {
+		o.Name = DefaultTaskToolName
+	}
+	if o.Description == "" {
+		o.Description = "Hand a self-contained task to a subagent, which works on it with its own tools and budget " +
+			"and answers with its result. It does not see this conversation: the prompt must say everything it " +
+			"needs to know. Use it for work that needs many steps whose details this conversation does not need."
+	}
+	return asTool(sub, &o, true)
+}
+
+func asTool(sub Target, opts *SubagentOptions, task bool) (tool.Tool, error) {
 	var o SubagentOptions
 	if opts != nil {
 		o = *opts
@@ -116,12 +153,16 @@ func AsTool(sub Target, opts *SubagentOptions) (tool.Tool, error) {
 	if o.MaxDepth <= 0 {
 		o.MaxDepth = DefaultMaxSubagentDepth
 	}
-	schema, err := tool.ParseSchema(subagentParams)
+	params := subagentParams
+	if task {
+		params = taskParams
+	}
+	schema, err := tool.ParseSchema(params)
 	if err != nil {
 		return nil, err
 	}
-	st := &subagentTool{agent: sub.Name(), opts: o, schema: schema}
-	st.Tool = tool.NewRaw(model.ToolDefinition{Name: o.Name, Description: o.Description, Parameters: subagentParams}, st.call)
+	st := &subagentTool{agent: sub.Name(), opts: o, schema: schema, task: task}
+	st.Tool = tool.NewRaw(model.ToolDefinition{Name: o.Name, Description: o.Description, Parameters: params}, st.call)
 	return st, nil
 }
 
@@ -146,7 +187,13 @@ type subagentTool struct {
 	agent  string
 	opts   SubagentOptions
 	schema *tool.Schema
+	task   bool // made by AsTask: its arguments are a description and a prompt
 }
+
+var taskParams = json.RawMessage(`{"type":"object","properties":{` +
+	`"description":{"type":"string","description":"The task in a few words."},` +
+	`"prompt":{"type":"string","description":"The task for the subagent, with everything it needs to know: it does not see this conversation."}},` +
+	`"required":["description","prompt"],"additionalProperties":false}`)
 
 var subagentParams = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string",` +
 	`"description":"The task for the agent, with everything it needs to know."}},"required":["input"],"additionalProperties":false}`)
@@ -154,13 +201,21 @@ var subagentParams = json.RawMessage(`{"type":"object","properties":{"input":{"t
 // input returns the subagent's prompt from the call's arguments.
 func (t *subagentTool) input(args json.RawMessage) (string, error) {
 	var in struct {
-		Input string `json:"input"`
+		Input       string `json:"input"`
+		Description string `json:"description"`
+		Prompt      string `json:"prompt"`
 	}
 	if err := json.Unmarshal(args, &in); err != nil {
 		return "", &tool.ArgumentError{Tool: t.opts.Name, Err: err}
 	}
 	if err := t.schema.Validate(args); err != nil {
 		return "", &tool.ArgumentError{Tool: t.opts.Name, Err: err}
+	}
+	if t.task {
+		if strings.TrimSpace(in.Description) == "" || strings.TrimSpace(in.Prompt) == "" {
+			return "", &tool.ArgumentError{Tool: t.opts.Name, Err: errors.New("description and prompt must not be empty")}
+		}
+		return "Task: " + strings.TrimSpace(in.Description) + "\n\n" + in.Prompt, nil
 	}
 	if in.Input == "" {
 		return "", &tool.ArgumentError{Tool: t.opts.Name, Err: errors.New("input is empty")}
