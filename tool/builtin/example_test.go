@@ -37,3 +37,50 @@ func ExampleReadOnly() {
 	// [the file goes on: read on with offset=2]
 	// path is outside the working directory: "../etc/passwd"
 }
+
+func ExampleEdit() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	_ = os.WriteFile(filepath.Join(dir, "greet.go"), []byte("package greet\nconst Hello = \"hello\"\n"), 0o644)
+
+	tools, err := builtin.Edit(dir)
+	if err != nil {
+		panic(err)
+	}
+	set, _ := tool.NewSet(tools...)
+	ctx := context.Background()
+	res, err := set.Call(ctx, "edit_file", json.RawMessage(`{"path":"greet.go","old_string":"\"hello\"","new_string":"\"hi\""}`))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print(res.Text())
+	_, err = set.Call(ctx, "edit_file", json.RawMessage(`{"path":"greet.go","old_string":"goodbye","new_string":"x"}`))
+	fmt.Println(err)
+	// Output:
+	// Edited "greet.go" (1 occurrence replaced):
+	// --- a/greet.go
+	// +++ b/greet.go
+	// @@ -1,2 +1,2 @@
+	//  package greet
+	// -const Hello = "hello"
+	// +const Hello = "hi"
+	// old_string was not found in "greet.go": check it against the file's current content (read_file), whitespace and line breaks included
+}
+
+func ExampleBash() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+
+	// SandboxAuto (the default) uses bubblewrap where it works; Sandboxed
+	// says whether it does.
+	sh, err := builtin.Bash(dir, &builtin.BashOptions{Sandbox: builtin.SandboxOff})
+	if err != nil {
+		panic(err)
+	}
+	res, err := sh.Call(context.Background(), json.RawMessage(`{"command":"echo hello | tr a-z A-Z; exit 2"}`))
+	fmt.Println(res, err != nil)
+	fmt.Println(tool.KindOf(sh), sh.Sandboxed())
+	// Output:
+	// <nil> true
+	// execute false
+}
