@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/calf-go/calf/internal/proc"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -221,7 +221,7 @@ func (b *BashTool) run(ctx context.Context, in bashArgs) (string, error) {
 	out := &boundedOutput{max: b.opts.MaxOutputBytes}
 	cmd.Stdout, cmd.Stderr = out, out
 	// Its own process group, killed whole.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	proc.Group(cmd)
 	// Once the shell has exited, a process it left running in the
 	// background may hold the output open: Wait gives up on it after a
 	// second, and the group is killed below.
@@ -234,14 +234,14 @@ func (b *BashTool) run(ctx context.Context, in bashArgs) (string, error) {
 	go func() {
 		select {
 		case <-ctx.Done():
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = proc.Kill(cmd)
 		case <-done:
 		}
 	}()
 	err = cmd.Wait()
 	close(done)
 	// Nothing the command started outlives it.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = proc.Kill(cmd)
 	text := out.String()
 	elapsed := time.Since(start).Round(time.Millisecond)
 	switch {
