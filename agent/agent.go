@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,6 +66,9 @@ type Options[Deps any] struct {
 	StartTimeout time.Duration
 	// ModelTimeout bounds one model call. Default: DefaultModelTimeout.
 	ModelTimeout time.Duration
+	// Hooks run before and after the agent's tool calls, in order; see
+	// [Hook].
+	Hooks []Hook
 	// ToolTimeout bounds one tool call. Default: DefaultToolTimeout. At
 	// the timeout the model gets an error for the call and the run goes
 	// on, even when the tool ignores its context; what such a tool returns
@@ -107,6 +111,10 @@ func New[Deps, Out any](name string, m model.Model, opts *Options[Deps]) (*Agent
 		a.opts = *opts
 	}
 	o := &a.opts
+	if err := checkHooks(o.Hooks); err != nil {
+		return nil, err
+	}
+	o.Hooks = slices.Clone(o.Hooks)
 	if o.MaxTurns <= 0 {
 		o.MaxTurns = DefaultMaxTurns
 	}

@@ -178,6 +178,9 @@ type ToolResultEvent struct {
 	// Handoff, when set, asks the run to hand off to another agent once
 	// every tool call of the step has its result; see [HandoffTo].
 	Handoff *HandoffRequest `json:"handoff,omitempty"`
+	// Hooks is what the agent's hooks decided about the call, in order;
+	// see [Hook].
+	Hooks []HookRecord `json:"hooks,omitempty"`
 }
 
 // StreamEvent is the payload of the stream channel: one delta of the

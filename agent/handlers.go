@@ -701,6 +701,43 @@ func (h *handlers[Deps, Out]) emitRecorded(ctx context.Context, run string, data
 // call is left to finish on its own, and what it returns then is dropped
 // (counted by [Runtime.LateToolResults] and logged), never recorded.
 func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev ToolCallEvent) ToolResultEvent {
+	t, ok := h.a.tool(ev.ToolName)
+	if !ok || len(h.a.opts.Hooks) == 0 {
+		return h.callTool(ctx, st, ev)
+	}
+	in := HookInput{
+		Event: HookPreToolUse, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: ev.Step,
+		ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, ToolKind: tool.KindOf(t), Arguments: json.RawMessage(ev.Arguments),
+	}
+	p := PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
+	pre := h.a.runHooks(ctx, HookPreToolUse, in)
+	if pre.denied != "" {
+		res := errorResult(ev.Step, p, errors.New(pre.denied))
+		res.Hooks = pre.records
+		return res
+	}
+	ev.Arguments = string(pre.args)
+	res := h.callTool(ctx, st, ev)
+	if ctx.Err() != nil {
+		return res // shutting down: the call goes back for redelivery
+	}
+	in.Event, in.Arguments, in.Result = HookPostToolUse, pre.args, res.Result
+	post := h.a.runHooks(ctx, HookPostToolUse, in)
+	switch {
+	case post.denied != "":
+		res = errorResult(ev.Step, p, errors.New(post.denied))
+	case post.result != res.Result:
+		res.Result, res.Status = post.result, StatusSuccess
+		if post.result.IsError {
+			res.Status = StatusError
+		}
+	}
+	res.Hooks = append(pre.records, post.records...)
+	return res
+}
+
+// callTool runs the tool of ev with its timeout.
+func (h *handlers[Deps, Out]) callTool(ctx context.Context, st *RunState, ev ToolCallEvent) ToolResultEvent {
 	p := PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
 	t, ok := h.a.tool(ev.ToolName)
 	if !ok {
@@ -795,7 +832,7 @@ func (h *handlers[Deps, Out]) onToolResult(ctx context.Context, msg *calf.Messag
 		if p == nil || p.Result != nil {
 			return false, nil // unknown, or already answered
 		}
-		p.Result, p.Status, p.Handoff = ev.Result, ev.Status, ev.Handoff
+		p.Result, p.Status, p.Handoff, p.Hooks = ev.Result, ev.Status, ev.Handoff, ev.Hooks
 		if st.allAnswered() && !h.handOff(st, ev.ToolCallID) {
 			h.advance(st, ev.ToolCallID)
 		}
@@ -817,7 +854,7 @@ func (h *handlers[Deps, Out]) onToolResult(ctx context.Context, msg *calf.Messag
 func (h *handlers[Deps, Out]) advance(st *RunState, by string) {
 	for _, p := range st.Pending {
 		st.Messages = append(st.Messages, toolMessage(p))
-		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result, Handoff: p.Handoff})
+		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result, Handoff: p.Handoff, Hooks: p.Hooks})
 	}
 	st.Pending = nil
 	st.Step++

@@ -249,7 +249,7 @@ func (h *handlers[Deps, Out]) handOff(st *RunState, by string) bool {
 	req := st.Pending[i].Handoff
 	for _, p := range st.Pending {
 		st.Messages = append(st.Messages, toolMessage(p))
-		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result, Handoff: p.Handoff})
+		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result, Handoff: p.Handoff, Hooks: p.Hooks})
 	}
 	st.Pending = nil
 	st.Phase = ""

@@ -114,6 +114,8 @@ type PendingCall struct {
 	Status    string       `json:"status,omitempty"`
 	// Handoff is the handoff the call's result asks for, if any.
 	Handoff *HandoffRequest `json:"handoff,omitempty"`
+	// Hooks is what the agent's hooks decided about the call.
+	Hooks []HookRecord `json:"hooks,omitempty"`
 }
 
 // ToolCallRecord is one tool call of a run and its result.
@@ -126,6 +128,8 @@ type ToolCallRecord struct {
 	Result    *tool.Result `json:"result,omitempty"`
 	// Handoff is the handoff the call's result asked for, if any.
 	Handoff *HandoffRequest `json:"handoff,omitempty"`
+	// Hooks is what the agent's hooks decided about the call, in order.
+	Hooks []HookRecord `json:"hooks,omitempty"`
 }
 
 // NewMessages returns the messages this run added to its session's history.

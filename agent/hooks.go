@@ -1,0 +1,374 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/calf-go/calf/internal/proc"
+	"github.com/calf-go/calf/tool"
+)
+
+// HookEvent names a point of a run at which hooks run.
+type HookEvent string
+
+// The hook events.
+const (
+	// HookPreToolUse runs before a tool call is executed: a hook may let
+	// it run, deny it (the model gets the reason as the call's error
+	// result), or change its arguments.
+	HookPreToolUse HookEvent = "pre_tool_use"
+	// HookPostToolUse runs after a tool call returned, before its result
+	// is recorded: a hook may let the result through, withhold it (the
+	// model gets the reason as the call's error result), or change it.
+	HookPostToolUse HookEvent = "post_tool_use"
+)
+
+// HookAction is what a hook decides.
+type HookAction string
+
+// The hook actions.
+const (
+	// HookAllow lets the call (or its result) through; the next hooks run.
+	HookAllow HookAction = "allow"
+	// HookDeny stops the call (pre_tool_use) or withholds its result
+	// (post_tool_use); no later hook runs.
+	HookDeny HookAction = "deny"
+	// HookTransform replaces the call's arguments (pre_tool_use) or its
+	// result (post_tool_use); the next hooks see the new ones.
+	HookTransform HookAction = "transform"
+	// HookSkip lets the call (or its result) through as it is now, and no
+	// later hook runs.
+	HookSkip HookAction = "skip"
+)
+
+// HookInput is what a hook is called with.
+type HookInput struct {
+	Event      HookEvent `json:"event"`
+	Agent      string    `json:"agent"`
+	RunID      string    `json:"run_id"`
+	SessionID  string    `json:"session_id,omitempty"`
+	Step       int       `json:"step"`
+	ToolCallID string    `json:"tool_call_id"`
+	ToolName   string    `json:"tool_name"`
+	ToolKind   tool.Kind `json:"tool_kind"`
+	// Arguments are the call's arguments, as earlier hooks left them; for
+	// post_tool_use, those the tool ran with.
+	Arguments json.RawMessage `json:"arguments"`
+	// Result is the tool's result, for post_tool_use; an error of the tool
+	// is an error result.
+	Result *tool.Result `json:"result,omitempty"`
+}
+
+// HookDecision is a hook's answer. The zero value allows.
+type HookDecision struct {
+	Action HookAction `json:"action"`
+	// Reason says why: for a denial, it is what the model is told.
+	Reason string `json:"reason,omitempty"`
+	// Arguments, for a transform at pre_tool_use, are the new arguments
+	// (a JSON object).
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Result, for a transform at post_tool_use, is the new result.
+	Result *tool.Result `json:"result,omitempty"`
+}
+
+// Allow returns the decision that lets a call or result through.
+func Allow() HookDecision { return HookDecision{Action: HookAllow} }
+
+// Deny returns the decision that stops a call or withholds its result,
+// telling the model reason.
+func Deny(reason string) HookDecision { return HookDecision{Action: HookDeny, Reason: reason} }
+
+// TransformArguments returns the pre_tool_use decision that replaces the
+// call's arguments with args.
+func TransformArguments(args json.RawMessage) HookDecision {
+	return HookDecision{Action: HookTransform, Arguments: args}
+}
+
+// TransformResult returns the post_tool_use decision that replaces the
+// call's result with r.
+func TransformResult(r *tool.Result) HookDecision {
+	return HookDecision{Action: HookTransform, Result: r}
+}
+
+// Skip returns the decision that lets a call or result through as it is
+// and runs no later hook.
+func Skip() HookDecision { return HookDecision{Action: HookSkip} }
+
+// DefaultHookTimeout is the default of [Hook.Timeout].
+const DefaultHookTimeout = 30 * time.Second
+
+// Hook is a function that runs at Event for the tool calls whose tool's
+// name Matcher matches. The hooks of an event run in the order of
+// [Options.Hooks], each seeing what the earlier ones left: see
+// [HookAction]. A hook that returns an error, panics, returns an unknown
+// action or a transform without its arguments or result, or outlasts its
+// timeout, denies, and the model is told which hook failed and why.
+//
+// Hooks run in the process that executes the tool call, again if the call
+// is delivered again before its result is recorded, so they should decide
+// the same way for the same input. What each decided is recorded with the
+// call's result ([ToolResultEvent.Hooks], [ToolCallRecord.Hooks]), so it
+// appears in RunStream's tool_result events and in the run's output.
+type Hook struct {
+	// Name identifies the hook in records and in what the model is told.
+	Name string
+	// Event is when the hook runs.
+	Event HookEvent
+	// Matcher selects the tools by name: "" or "*" for every tool, a
+	// pattern of path.Match ("web_*"), or several separated by "|"
+	// ("write_file|edit_file").
+	Matcher string
+	// Func decides.
+	Func func(ctx context.Context, in HookInput) (HookDecision, error)
+	// Timeout bounds one call of Func. Default [DefaultHookTimeout].
+	Timeout time.Duration
+}
+
+// HookRecord is what one hook decided about a tool call.
+type HookRecord struct {
+	Hook   string     `json:"hook"`
+	Event  HookEvent  `json:"event"`
+	Action HookAction `json:"action"`
+	Reason string     `json:"reason,omitempty"`
+	// Arguments, for a transform at pre_tool_use, are the arguments the
+	// hook gave.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// checkHooks validates hooks, for New.
+func checkHooks(hooks []Hook) error {
+	for i, h := range hooks {
+		switch {
+		case h.Name == "":
+			return fmt.Errorf("%w: hook %d has no name", ErrInvalidAgent, i)
+		case h.Event != HookPreToolUse && h.Event != HookPostToolUse:
+			return fmt.Errorf("%w: hook %s: unknown event %q", ErrInvalidAgent, h.Name, h.Event)
+		case h.Func == nil:
+			return fmt.Errorf("%w: hook %s has no Func", ErrInvalidAgent, h.Name)
+		}
+		for _, p := range strings.Split(h.Matcher, "|") {
+			if _, err := path.Match(p, ""); err != nil {
+				return fmt.Errorf("%w: hook %s: matcher %q: %v", ErrInvalidAgent, h.Name, h.Matcher, err)
+			}
+		}
+	}
+	return nil
+}
+
+// matches reports whether h's matcher selects the tool name.
+func (h *Hook) matches(name string) bool {
+	if h.Matcher == "" {
+		return true
+	}
+	for _, p := range strings.Split(h.Matcher, "|") {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// call runs h's function with its timeout, turning a panic into an error.
+func (h *Hook) call(ctx context.Context, in HookInput) (d HookDecision, err error) {
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = DefaultHookTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type answer struct {
+		d   HookDecision
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		defer func() {
+			if v := recover(); v != nil {
+				a = answer{err: fmt.Errorf("panicked: %v\n%s", v, debug.Stack())}
+			}
+			done <- a
+		}()
+		a.d, a.err = h.Func(ctx, in)
+	}()
+	select {
+	case a := <-done:
+		return a.d, a.err
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return HookDecision{}, fmt.Errorf("did not answer within %s", timeout)
+		}
+		return HookDecision{}, ctx.Err()
+	}
+}
+
+// hookOutcome is where the hooks of an event left a tool call.
+type hookOutcome struct {
+	args    json.RawMessage // pre_tool_use: the arguments to run with
+	result  *tool.Result    // post_tool_use: the result to record
+	denied  string          // the denial's text for the model, if denied
+	records []HookRecord
+}
+
+// runHooks runs the hooks of event that match in's tool, in order.
+func (a *Agent[Deps, Out]) runHooks(ctx context.Context, event HookEvent, in HookInput) hookOutcome {
+	out := hookOutcome{args: in.Arguments, result: in.Result}
+	for i := range a.opts.Hooks {
+		h := &a.opts.Hooks[i]
+		if h.Event != event || !h.matches(in.ToolName) {
+			continue
+		}
+		in.Arguments, in.Result = out.args, out.result
+		d, err := h.call(ctx, in)
+		if err == nil {
+			err = d.check(event)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				out.denied = ctx.Err().Error()
+				return out
+			}
+			reason := fmt.Sprintf("the hook %s failed: %v", h.Name, err)
+			out.records = append(out.records, HookRecord{Hook: h.Name, Event: event, Action: HookDeny, Reason: reason})
+			out.denied = reason
+			return out
+		}
+		if d.Action == "" {
+			d.Action = HookAllow
+		}
+		rec := HookRecord{Hook: h.Name, Event: event, Action: d.Action, Reason: d.Reason}
+		if d.Action == HookTransform && event == HookPreToolUse {
+			rec.Arguments = d.Arguments
+		}
+		out.records = append(out.records, rec)
+		switch d.Action {
+		case HookDeny:
+			reason := d.Reason
+			if reason == "" {
+				reason = "no reason given"
+			}
+			if event == HookPreToolUse {
+				out.denied = fmt.Sprintf("the call was denied by %s: %s", h.Name, reason)
+			} else {
+				out.denied = fmt.Sprintf("the result was withheld by %s: %s", h.Name, reason)
+			}
+			return out
+		case HookTransform:
+			if event == HookPreToolUse {
+				out.args = d.Arguments
+			} else {
+				out.result = d.Result
+			}
+		case HookSkip:
+			return out
+		}
+	}
+	return out
+}
+
+// check reports a decision that cannot be carried out at event.
+func (d HookDecision) check(event HookEvent) error {
+	switch d.Action {
+	case "", HookAllow, HookDeny, HookSkip:
+		return nil
+	case HookTransform:
+		if event == HookPreToolUse {
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(d.Arguments, &obj); err != nil || obj == nil {
+				return errors.New("a transform of the arguments must give them as a JSON object")
+			}
+			return nil
+		}
+		if d.Result == nil {
+			return errors.New("a transform of the result must give the new result")
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown action %q", d.Action)
+}
+
+// maxHookOutput bounds what a command hook may print.
+const maxHookOutput = 1 << 20
+
+// CommandHook returns a hook that runs an external program, so that an
+// operator can add a policy without rebuilding the workers: argv[0] with
+// the arguments argv[1:], not through a shell. The program gets the
+// [HookInput] as JSON on its standard input and answers with a
+// [HookDecision] as JSON on its standard output ({"action": "deny",
+// "reason": "..."}); empty output allows. A program that exits with a
+// non-zero status, prints something else, or outlasts the hook's timeout
+// (it is killed then, with the processes it started) denies. Its standard
+// error is kept, up to a limit, in the denial's reason. Its environment is
+// the worker's.
+func CommandHook(name string, event HookEvent, matcher string, argv []string, timeout time.Duration) (Hook, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return Hook{}, fmt.Errorf("%w: hook %s: no command", ErrInvalidAgent, name)
+	}
+	argv = slices.Clone(argv)
+	run := func(ctx context.Context, in HookInput) (HookDecision, error) {
+		input, err := json.Marshal(in)
+		if err != nil {
+			return HookDecision{}, err
+		}
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Stdin = bytes.NewReader(input)
+		var stdout, stderr limitedBuffer
+		stdout.max, stderr.max = maxHookOutput, 4<<10
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		proc.Group(cmd)
+		cmd.Cancel = func() error { return proc.Kill(cmd) }
+		cmd.WaitDelay = time.Second
+		err = cmd.Run()
+		_ = proc.Kill(cmd) // whatever it left behind
+		if ctx.Err() != nil {
+			return HookDecision{}, ctx.Err()
+		}
+		if err != nil {
+			msg := strings.TrimSpace(stderr.String())
+			if msg == "" {
+				return HookDecision{}, fmt.Errorf("%s: %v", argv[0], err)
+			}
+			return HookDecision{}, fmt.Errorf("%s: %v: %s", argv[0], err, msg)
+		}
+		if stdout.over {
+			return HookDecision{}, fmt.Errorf("%s printed more than %d bytes", argv[0], maxHookOutput)
+		}
+		out := bytes.TrimSpace(stdout.Bytes())
+		if len(out) == 0 {
+			return Allow(), nil
+		}
+		var d HookDecision
+		dec := json.NewDecoder(bytes.NewReader(out))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&d); err != nil {
+			return HookDecision{}, fmt.Errorf("%s printed no decision: %v", argv[0], err)
+		}
+		return d, nil
+	}
+	return Hook{Name: name, Event: event, Matcher: matcher, Func: run, Timeout: timeout}, nil
+}
+
+// limitedBuffer keeps up to max bytes and notes whether more came.
+type limitedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room < len(p) {
+		b.over = true
+		b.Buffer.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}

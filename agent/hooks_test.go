@@ -1,0 +1,236 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/tool"
+)
+
+// hookedW1 serves W1 with hooks: the model calls add(2, 3) and then answers
+// with what the call's result says. It returns the agent, the number of
+// times add ran, and the arguments it last ran with.
+func hookedW1(t *testing.T, e *env, hooks ...agent.Hook) (*agent.Agent[agent.NoDeps, string], *atomic.Int64, *atomic.Value) {
+	t.Helper()
+	var runs atomic.Int64
+	var lastArgs atomic.Value
+	add, err := tool.New("add", "Add two integers.", func(_ context.Context, in addArgs) (int, error) {
+		runs.Add(1)
+		lastArgs.Store(in)
+		return in.A + in.B, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	a, err := agent.New[agent.NoDeps, string]("calculator", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == model.RoleTool {
+			if last.IsError {
+				return modeltest.Text("error: " + last.Text()), nil
+			}
+			return modeltest.Text("The sum is " + last.Text()), nil
+		}
+		return modeltest.ToolCalls(modeltest.Call("call_1", "add", `{"a":2,"b":3}`)), nil
+	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}, Hooks: hooks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, e, a), &runs, &lastArgs
+}
+
+func hook(name string, event agent.HookEvent, matcher string, fn func(context.Context, agent.HookInput) (agent.HookDecision, error)) agent.Hook {
+	return agent.Hook{Name: name, Event: event, Matcher: matcher, Func: fn}
+}
+
+func decide(d agent.HookDecision) func(context.Context, agent.HookInput) (agent.HookDecision, error) {
+	return func(context.Context, agent.HookInput) (agent.HookDecision, error) { return d, nil }
+}
+
+func actions(recs []agent.HookRecord) string {
+	var s []string
+	for _, r := range recs {
+		s = append(s, r.Hook+":"+string(r.Action))
+	}
+	return strings.Join(s, ",")
+}
+
+func TestHooks(t *testing.T) {
+	var seen atomic.Value
+	for _, tt := range []struct {
+		name     string
+		hooks    []agent.Hook
+		output   string
+		runs     int64
+		recorded string
+		status   string
+	}{
+		{"allow", []agent.Hook{hook("audit", agent.HookPreToolUse, "*", decide(agent.Allow()))},
+			"The sum is 5", 1, "audit:allow", agent.StatusSuccess},
+		{"deny", []agent.Hook{hook("policy", agent.HookPreToolUse, "add", decide(agent.Deny("no arithmetic today")))},
+			"error: the call was denied by policy: no arithmetic today", 0, "policy:deny", agent.StatusError},
+		{"transform arguments", []agent.Hook{hook("double", agent.HookPreToolUse, "", decide(agent.TransformArguments(json.RawMessage(`{"a":20,"b":30}`))))},
+			"The sum is 50", 1, "double:transform", agent.StatusSuccess},
+		{"transforms chain", []agent.Hook{
+			hook("first", agent.HookPreToolUse, "", decide(agent.TransformArguments(json.RawMessage(`{"a":1,"b":1}`)))),
+			hook("second", agent.HookPreToolUse, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
+				seen.Store(string(in.Arguments))
+				return agent.Allow(), nil
+			}),
+		}, "The sum is 2", 1, "first:transform,second:allow", agent.StatusSuccess},
+		{"skip stops the later hooks", []agent.Hook{
+			hook("trusted", agent.HookPreToolUse, "", decide(agent.Skip())),
+			hook("policy", agent.HookPreToolUse, "", decide(agent.Deny("never reached"))),
+		}, "The sum is 5", 1, "trusted:skip", agent.StatusSuccess},
+		{"matcher", []agent.Hook{hook("web", agent.HookPreToolUse, "web_*|bash", decide(agent.Deny("no")))},
+			"The sum is 5", 1, "", agent.StatusSuccess},
+		{"post transform", []agent.Hook{hook("redact", agent.HookPostToolUse, "", decide(agent.TransformResult(tool.TextResult("[redacted]"))))},
+			"The sum is [redacted]", 1, "redact:transform", agent.StatusSuccess},
+		{"post deny", []agent.Hook{hook("dlp", agent.HookPostToolUse, "", decide(agent.Deny("it holds a secret")))},
+			"error: the result was withheld by dlp: it holds a secret", 1, "dlp:deny", agent.StatusError},
+		{"pre and post", []agent.Hook{
+			hook("post", agent.HookPostToolUse, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
+				return agent.TransformResult(tool.TextResult(in.Result.Text() + " (checked)")), nil
+			}),
+			hook("pre", agent.HookPreToolUse, "", decide(agent.Allow())),
+		}, "The sum is 5 (checked)", 1, "pre:allow,post:transform", agent.StatusSuccess},
+		{"error denies", []agent.Hook{hook("broken", agent.HookPreToolUse, "", func(context.Context, agent.HookInput) (agent.HookDecision, error) {
+			return agent.HookDecision{}, errors.New("policy store down")
+		})}, "error: the hook broken failed: policy store down", 0, "broken:deny", agent.StatusError},
+		{"panic denies", []agent.Hook{hook("crashy", agent.HookPreToolUse, "", func(context.Context, agent.HookInput) (agent.HookDecision, error) {
+			panic("oops")
+		})}, "error: the hook crashy failed: panicked: oops", 0, "crashy:deny", agent.StatusError},
+		{"timeout denies", []agent.Hook{{Name: "slow", Event: agent.HookPreToolUse, Timeout: 50 * time.Millisecond,
+			Func: func(ctx context.Context, _ agent.HookInput) (agent.HookDecision, error) {
+				time.Sleep(time.Second)
+				return agent.Allow(), nil
+			}}}, "error: the hook slow failed: did not answer within 50ms", 0, "slow:deny", agent.StatusError},
+		{"bad transform denies", []agent.Hook{hook("sloppy", agent.HookPreToolUse, "", decide(agent.TransformArguments(json.RawMessage(`[1]`))))},
+			"error: the hook sloppy failed: a transform of the arguments must give them as a JSON object", 0, "sloppy:deny", agent.StatusError},
+		{"unknown action denies", []agent.Hook{hook("odd", agent.HookPreToolUse, "", decide(agent.HookDecision{Action: "maybe"}))},
+			`error: the hook odd failed: unknown action "maybe"`, 0, "odd:deny", agent.StatusError},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			a, runs, _ := hookedW1(t, e, tt.hooks...)
+			out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(out.Output, tt.output) {
+				t.Errorf("output %q, want it to start with %q", out.Output, tt.output)
+			}
+			if n := runs.Load(); n != tt.runs {
+				t.Errorf("the tool ran %d times, want %d", n, tt.runs)
+			}
+			if len(out.ToolCalls) != 1 {
+				t.Fatalf("tool calls %+v", out.ToolCalls)
+			}
+			if got := actions(out.ToolCalls[0].Hooks); got != tt.recorded {
+				t.Errorf("recorded hooks %q, want %q", got, tt.recorded)
+			}
+			if out.ToolCalls[0].Status != tt.status {
+				t.Errorf("status %s, want %s", out.ToolCalls[0].Status, tt.status)
+			}
+		})
+	}
+	if got := seen.Load(); got != `{"a":1,"b":1}` {
+		t.Errorf("the second hook saw %v, want the first one's arguments", got)
+	}
+}
+
+// The hooks' decisions reach the stream with the call's result, and a
+// transform's arguments are recorded.
+func TestHookDecisionsInRunStream(t *testing.T) {
+	e := newEnv(t, nil)
+	a, _, _ := hookedW1(t, e, hook("double", agent.HookPreToolUse, "", decide(agent.TransformArguments(json.RawMessage(`{"a":4,"b":4}`)))))
+	var result *agent.ToolResultEvent
+	for ev, err := range a.RunStream(runCtx(t), e.rt, "add", nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventToolResult {
+			result = ev.ToolResult
+		}
+	}
+	if result == nil || len(result.Hooks) != 1 {
+		t.Fatalf("tool result in the stream: %+v", result)
+	}
+	if h := result.Hooks[0]; h.Hook != "double" || h.Action != agent.HookTransform || string(h.Arguments) != `{"a":4,"b":4}` || result.Result.Text() != "8" {
+		t.Errorf("recorded %+v, result %q", h, result.Result.Text())
+	}
+}
+
+func TestInvalidHooks(t *testing.T) {
+	ok := func(context.Context, agent.HookInput) (agent.HookDecision, error) { return agent.Allow(), nil }
+	for _, h := range []agent.Hook{
+		{Event: agent.HookPreToolUse, Func: ok},
+		{Name: "x", Event: "on_sunday", Func: ok},
+		{Name: "x", Event: agent.HookPreToolUse},
+		{Name: "x", Event: agent.HookPreToolUse, Matcher: "[", Func: ok},
+	} {
+		if _, err := agent.New[agent.NoDeps, string]("a", modeltest.NewTestModel(), &agent.Options[agent.NoDeps]{Hooks: []agent.Hook{h}}); !errors.Is(err, agent.ErrInvalidAgent) {
+			t.Errorf("hook %+v: %v", h, err)
+		}
+	}
+}
+
+// A command hook decides from the call it reads on its standard input; one
+// that crashes, prints no decision, or outlasts its timeout denies.
+func TestCommandHook(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tt := range []struct {
+		name, body, output string
+		runs               int64
+	}{
+		{"deny by input", `grep -q '"tool_name":"add"' && echo '{"action":"deny","reason":"add is off"}'`, "error: the call was denied by cmd: add is off", 0},
+		{"silent allows", `cat >/dev/null`, "The sum is 5", 1},
+		{"transform", `cat >/dev/null; echo '{"action":"transform","arguments":{"a":7,"b":0}}'`, "The sum is 7", 1},
+		{"crash", `echo 'cannot reach the policy server' >&2; exit 3`, "error: the hook cmd failed: ", 0},
+		{"garbage", `echo 'yes please'`, "error: the hook cmd failed: ", 0},
+		{"too slow", `sleep 5 & sleep 5`, "error: the hook cmd failed: did not answer within 300ms", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := agent.CommandHook("cmd", agent.HookPreToolUse, "", []string{script(strings.ReplaceAll(tt.name, " ", "_"), tt.body)}, 300*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newEnv(t, nil)
+			a, runs, _ := hookedW1(t, e, h)
+			start := time.Now()
+			out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(out.Output, tt.output) {
+				t.Errorf("output %q, want it to start with %q", out.Output, tt.output)
+			}
+			if runs.Load() != tt.runs {
+				t.Errorf("the tool ran %d times, want %d", runs.Load(), tt.runs)
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("the run took %s", d)
+			}
+		})
+	}
+	if _, err := agent.CommandHook("x", agent.HookPreToolUse, "", nil, 0); err == nil {
+		t.Error("a command hook without a command was made")
+	}
+}
