@@ -69,6 +69,10 @@ type Options[Deps any] struct {
 	// Hooks run before and after the agent's tool calls, in order; see
 	// [Hook].
 	Hooks []Hook
+	// InputGuardrails check the user's input before the run's first model
+	// call (or alongside it); OutputGuardrails check the final output
+	// before the run completes. See [Guardrail].
+	InputGuardrails, OutputGuardrails []Guardrail
 	// ToolTimeout bounds one tool call. Default: DefaultToolTimeout. At
 	// the timeout the model gets an error for the call and the run goes
 	// on, even when the tool ignores its context; what such a tool returns
@@ -115,6 +119,13 @@ func New[Deps, Out any](name string, m model.Model, opts *Options[Deps]) (*Agent
 		return nil, err
 	}
 	o.Hooks = slices.Clone(o.Hooks)
+	if err := checkGuardrails(o.InputGuardrails, GuardrailOnInput); err != nil {
+		return nil, err
+	}
+	if err := checkGuardrails(o.OutputGuardrails, GuardrailOnOutput); err != nil {
+		return nil, err
+	}
+	o.InputGuardrails, o.OutputGuardrails = slices.Clone(o.InputGuardrails), slices.Clone(o.OutputGuardrails)
 	if o.MaxTurns <= 0 {
 		o.MaxTurns = DefaultMaxTurns
 	}

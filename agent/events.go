@@ -227,4 +227,6 @@ type OutputEvent struct {
 	// Deltas is the number of stream deltas of the last step, all emitted
 	// before this event (see [ToolCallEvent.Deltas]).
 	Deltas int `json:"deltas,omitempty"`
+	// Guardrail, for a run a guardrail ended, says which, and why.
+	Guardrail *GuardrailTrip `json:"guardrail,omitempty"`
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -330,12 +331,57 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 		return h.fail(ctx, id, err.Error())
 	}
 	rc := RunContext[Deps]{Context: ctx, Deps: deps, Agent: h.a.name, RunID: id, SessionID: st.SessionID, Step: st.Step, rt: h.rt}
-	resp, deltas, err := h.callModel(ctx, st, h.request(rc, st))
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err() // shutting down: leave the message for redelivery
+	// Input guardrails check the user's input before the first model call,
+	// or alongside it.
+	var parallel []*Guardrail
+	var input GuardrailInput
+	if st.Step == 1 && len(h.a.opts.InputGuardrails) > 0 {
+		input = h.guardrailInput(st, GuardrailOnInput, lastUserText(st.Messages))
+		var before []*Guardrail
+		for i := range h.a.opts.InputGuardrails {
+			if g := &h.a.opts.InputGuardrails[i]; g.Parallel {
+				parallel = append(parallel, g)
+			} else {
+				before = append(before, g)
+			}
 		}
+		if t := checkAll(ctx, before, input); t != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return h.trip(ctx, id, ev.Step, t)
+		}
+	}
+	var parallelTrip *GuardrailTrip
+	var checks sync.WaitGroup
+	if len(parallel) > 0 {
+		checks.Go(func() { parallelTrip = checkAll(ctx, parallel, input) })
+	}
+	resp, deltas, err := h.callModel(ctx, st, h.request(rc, st))
+	checks.Wait()
+	if (err != nil || parallelTrip != nil) && ctx.Err() != nil {
+		return ctx.Err() // shutting down: leave the message for redelivery
+	}
+	if parallelTrip != nil {
+		return h.trip(ctx, id, ev.Step, parallelTrip) // the model's answer is discarded
+	}
+	if err != nil {
 		return h.fail(ctx, id, err.Error())
+	}
+	// Output guardrails check a final answer before the run completes.
+	if len(h.a.opts.OutputGuardrails) > 0 && len(resp.Message.ToolCalls) == 0 {
+		if _, verr := h.a.validate(resp.Message.Text()); verr == nil {
+			gs := make([]*Guardrail, len(h.a.opts.OutputGuardrails))
+			for i := range gs {
+				gs[i] = &h.a.opts.OutputGuardrails[i]
+			}
+			if t := checkAll(ctx, gs, h.guardrailInput(st, GuardrailOnOutput, resp.Message.Text())); t != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return h.trip(ctx, id, ev.Step, t)
+			}
+		}
 	}
 	st, err = h.updateFrom(ctx, st, version, func(cur *RunState) (bool, error) {
 		if cur.Status.Terminal() || cur.Step != ev.Step || cur.Phase != PhaseInference {
@@ -577,7 +623,7 @@ func (h *handlers[Deps, Out]) finish(ctx context.Context, st *RunState) error {
 }
 
 func (rt *Runtime) emitOutput(ctx context.Context, st *RunState) error {
-	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: st.Usage, Steps: st.Step, RunID: st.RunID, Agent: st.Agent, Chain: st.Chain, Deltas: st.Deltas}
+	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: st.Usage, Steps: st.Step, RunID: st.RunID, Agent: st.Agent, Chain: st.Chain, Deltas: st.Deltas, Guardrail: st.Guardrail}
 	switch st.Status {
 	case RunComplete:
 		ev.Status = OutputComplete

@@ -118,6 +118,9 @@ type RunError struct {
 	// Parked is the dead letter of the message that holds up the run,
 	// for an error matching ErrRunParked.
 	Parked *calf.DeadLetter
+	// Guardrail is the guardrail that ended the run, for an error matching
+	// ErrGuardrailTripped.
+	Guardrail *GuardrailTrip
 }
 
 func (e *RunError) Error() string {
@@ -128,10 +131,11 @@ func (e *RunError) Error() string {
 	return fmt.Sprintf("%s %s: run %s %s: %s", kind, e.Agent, e.RunID, e.Status, e.Reason)
 }
 
-// Is matches ErrRunFailed, ErrRunCancelled or ErrRunParked.
+// Is matches ErrRunFailed, ErrRunCancelled, ErrRunParked or
+// ErrGuardrailTripped.
 func (e *RunError) Is(target error) bool {
 	return (target == ErrRunFailed && e.Status == RunFailed) || (target == ErrRunCancelled && e.Status == RunCancelled) ||
-		(target == ErrRunParked && e.Parked != nil)
+		(target == ErrRunParked && e.Parked != nil) || (target == ErrGuardrailTripped && e.Guardrail != nil)
 }
 
 // ParkedError returns the error that a caller waiting on the run runID of
@@ -258,7 +262,7 @@ func (a *Agent[Deps, Out]) result(ctx context.Context, rt *Runtime, id string, e
 		if ev.Status == OutputCancelled {
 			status = RunCancelled
 		}
-		return nil, &RunError{Agent: name, RunID: id, Status: status, Reason: ev.Error}
+		return nil, &RunError{Agent: name, RunID: id, Status: status, Reason: ev.Error, Guardrail: ev.Guardrail}
 	}
 	st, err := rt.LoadRun(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -276,7 +280,7 @@ func (a *Agent[Deps, Out]) result(ctx context.Context, rt *Runtime, id string, e
 
 func (a *Agent[Deps, Out]) outputOf(st *RunState) (*Output[Out], error) {
 	if st.Status != RunComplete {
-		return nil, &RunError{Agent: st.Agent, RunID: st.RunID, Status: st.Status, Reason: st.Error}
+		return nil, &RunError{Agent: st.Agent, RunID: st.RunID, Status: st.Status, Reason: st.Error, Guardrail: st.Guardrail}
 	}
 	o := &Output[Out]{
 		Agent: st.Agent, RunID: st.RunID, SessionID: st.SessionID, Chain: st.Chain,
@@ -378,7 +382,7 @@ func (a *Agent[Deps, Out]) DecodeOutput(ev *OutputEvent) (Out, error) {
 		if ev.Status == OutputCancelled {
 			st = RunCancelled
 		}
-		return out, &RunError{Agent: a.name, RunID: ev.RunID, Status: st, Reason: ev.Error}
+		return out, &RunError{Agent: a.name, RunID: ev.RunID, Status: st, Reason: ev.Error, Guardrail: ev.Guardrail}
 	}
 	if err := json.Unmarshal(ev.Content, &out); err != nil {
 		return out, fmt.Errorf("agent %s: run %s: decode output: %w", a.name, ev.RunID, err)

@@ -77,6 +77,8 @@ type RunState struct {
 	Output json.RawMessage `json:"output,omitempty"`
 	// Error explains a failed or cancelled run.
 	Error string `json:"error,omitempty"`
+	// Guardrail is the guardrail that ended the run, if one did.
+	Guardrail *GuardrailTrip `json:"guardrail,omitempty"`
 	// Deps are the serialized dependencies that travel with the run.
 	Deps   json.RawMessage `json:"deps,omitempty"`
 	Stream bool            `json:"stream,omitempty"`

@@ -1,0 +1,224 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/calf-go/calf/model"
+)
+
+// ErrGuardrailTripped is matched by the error of a run that a guardrail
+// ended: a *RunError whose Guardrail says which guardrail tripped, at which
+// stage, and why.
+var ErrGuardrailTripped = errors.New("agent: guardrail tripped")
+
+// GuardrailStage says what a guardrail checks.
+type GuardrailStage string
+
+// The guardrail stages.
+const (
+	// GuardrailOnInput checks the user's input, before the run's first model
+	// call (or alongside it, for a parallel guardrail).
+	GuardrailOnInput GuardrailStage = "input"
+	// GuardrailOnOutput checks the run's final output, before the run
+	// completes.
+	GuardrailOnOutput GuardrailStage = "output"
+)
+
+// DefaultGuardrailTimeout is the default of [Guardrail.Timeout].
+const DefaultGuardrailTimeout = time.Minute
+
+// Guardrail checks a run's input or its output. When it trips, the run
+// ends failed, with an error matching [ErrGuardrailTripped], and its output
+// event says which guardrail tripped and why ([OutputEvent.Guardrail]). A
+// guardrail that returns an error, panics or outlasts its timeout trips
+// too: a check that cannot be made does not let the run through.
+type Guardrail struct {
+	// Name identifies the guardrail in errors and events.
+	Name string
+	// Func checks in and says whether the guardrail trips.
+	Func func(ctx context.Context, in GuardrailInput) (GuardrailResult, error)
+	// Parallel, for an input guardrail, runs it alongside the first model
+	// call instead of before it, which saves its time on every run that
+	// passes; when it trips, the model's answer is discarded (the call is
+	// still paid for). Output guardrails always run before the run
+	// completes.
+	Parallel bool
+	// Timeout bounds one check. Default [DefaultGuardrailTimeout].
+	Timeout time.Duration
+}
+
+// GuardrailInput is what a guardrail checks.
+type GuardrailInput struct {
+	Stage     GuardrailStage
+	Agent     string
+	RunID     string
+	SessionID string
+	// Text is the user's input (the run's last user message) for an
+	// input guardrail, and the final output (text, or the JSON of a
+	// structured output) for an output guardrail.
+	Text string
+	// Messages is the conversation so far, session history included.
+	Messages []model.Message
+
+	rt *Runtime
+}
+
+// Runtime returns the runtime of the worker that runs the check, for a
+// guardrail that starts runs of other agents (see [JudgeGuardrail]).
+func (in GuardrailInput) Runtime() *Runtime { return in.rt }
+
+// GuardrailResult is a guardrail's verdict.
+type GuardrailResult struct {
+	Tripped bool
+	// Reason says why it tripped.
+	Reason string
+}
+
+// GuardrailTrip records a guardrail that tripped.
+type GuardrailTrip struct {
+	Name   string         `json:"name"`
+	Stage  GuardrailStage `json:"stage"`
+	Reason string         `json:"reason"`
+}
+
+func (g *GuardrailTrip) message() string {
+	return fmt.Sprintf("the %s guardrail %s tripped: %s", g.Stage, g.Name, g.Reason)
+}
+
+func checkGuardrails(gs []Guardrail, stage GuardrailStage) error {
+	for i, g := range gs {
+		switch {
+		case g.Name == "":
+			return fmt.Errorf("%w: %s guardrail %d has no name", ErrInvalidAgent, stage, i)
+		case g.Func == nil:
+			return fmt.Errorf("%w: %s guardrail %s has no Func", ErrInvalidAgent, stage, g.Name)
+		case g.Parallel && stage == GuardrailOnOutput:
+			return fmt.Errorf("%w: output guardrail %s: only input guardrails run in parallel", ErrInvalidAgent, g.Name)
+		}
+	}
+	return nil
+}
+
+// check runs g on in, with its timeout, and returns the trip, or nil.
+func (g *Guardrail) check(ctx context.Context, in GuardrailInput) *GuardrailTrip {
+	timeout := g.Timeout
+	if timeout <= 0 {
+		timeout = DefaultGuardrailTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type answer struct {
+		r   GuardrailResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		defer func() {
+			if v := recover(); v != nil {
+				a = answer{err: fmt.Errorf("panicked: %v\n%s", v, debug.Stack())}
+			}
+			done <- a
+		}()
+		a.r, a.err = g.Func(ctx, in)
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-ctx.Done():
+		a.err = fmt.Errorf("no verdict within %s", timeout)
+	}
+	switch {
+	case a.err != nil:
+		return &GuardrailTrip{Name: g.Name, Stage: in.Stage, Reason: "the check failed: " + a.err.Error()}
+	case a.r.Tripped:
+		reason := a.r.Reason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		return &GuardrailTrip{Name: g.Name, Stage: in.Stage, Reason: reason}
+	}
+	return nil
+}
+
+// checkAll runs gs on in, all at once, and returns the first trip in gs's
+// order, or nil.
+func checkAll(ctx context.Context, gs []*Guardrail, in GuardrailInput) *GuardrailTrip {
+	trips := make([]*GuardrailTrip, len(gs))
+	var wg sync.WaitGroup
+	for i, g := range gs {
+		wg.Go(func() { trips[i] = g.check(ctx, in) })
+	}
+	wg.Wait()
+	for _, t := range trips {
+		if t != nil {
+			return t
+		}
+	}
+	return nil
+}
+
+// guardrailInput returns the input of the run's guardrails at stage.
+func (h *handlers[Deps, Out]) guardrailInput(st *RunState, stage GuardrailStage, text string) GuardrailInput {
+	return GuardrailInput{Stage: stage, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Text: text, Messages: st.Messages, rt: h.rt}
+}
+
+// lastUserText returns the text of the last user message of msgs.
+func lastUserText(msgs []model.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == model.RoleUser {
+			return msgs[i].Text()
+		}
+	}
+	return ""
+}
+
+// trip ends the run at step as failed by a guardrail and emits its output.
+func (h *handlers[Deps, Out]) trip(ctx context.Context, id string, step int, t *GuardrailTrip) error {
+	st, err := h.update(ctx, id, func(st *RunState) (bool, error) {
+		if st.Status.Terminal() || st.Step != step || st.Phase != PhaseInference {
+			return false, nil
+		}
+		st.Status, st.Error, st.Guardrail, st.EndedAt = RunFailed, t.message(), t, h.rt.now()
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if st.Status.Terminal() {
+		return h.finish(ctx, st)
+	}
+	return h.next(ctx, st)
+}
+
+// GuardrailVerdict is the structured output of a judge agent (see
+// [JudgeGuardrail]).
+type GuardrailVerdict struct {
+	Tripped bool   `json:"tripped" jsonschema:"true when the text breaks the policy"`
+	Reason  string `json:"reason" jsonschema:"why, in one sentence"`
+}
+
+// JudgeGuardrail returns a guardrail that asks the agent judge (a model as
+// judge, with the policy in its instructions) whether the text breaks the
+// policy: judge gets the text as its prompt and answers with a
+// [GuardrailVerdict]. The judge runs as a run of its own (of id
+// "{run}/guardrail-{name}-{stage}", so that a check made again after a
+// crash reuses its answer), carried out by any process that serves judge,
+// while the checking handler waits for it.
+func JudgeGuardrail(name string, judge *Agent[NoDeps, GuardrailVerdict], parallel bool) Guardrail {
+	return Guardrail{Name: name, Parallel: parallel, Func: func(ctx context.Context, in GuardrailInput) (GuardrailResult, error) {
+		if in.rt == nil {
+			return GuardrailResult{}, errors.New("no runtime to run the judge on")
+		}
+		out, err := judge.Run(ctx, in.rt, in.Text, &RunOptions[NoDeps]{RunID: in.RunID + "/guardrail-" + name + "-" + string(in.Stage)})
+		if err != nil {
+			return GuardrailResult{}, fmt.Errorf("the judge %s: %w", judge.Name(), err)
+		}
+		return GuardrailResult{Tripped: out.Output.Tripped, Reason: out.Output.Reason}, nil
+	}}
+}
