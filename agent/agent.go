@@ -69,6 +69,10 @@ type Options[Deps any] struct {
 	// Hooks run before and after the agent's tool calls, in order; see
 	// [Hook].
 	Hooks []Hook
+	// Permissions, when set, decide which tool calls run, which are
+	// refused, and which wait for a person's approval; see [Permissions]
+	// and [Approval]. Default: every call runs.
+	Permissions *Permissions
 	// InputGuardrails check the user's input before the run's first model
 	// call (or alongside it); OutputGuardrails check the final output
 	// before the run completes. See [Guardrail].
@@ -119,6 +123,14 @@ func New[Deps, Out any](name string, m model.Model, opts *Options[Deps]) (*Agent
 		return nil, err
 	}
 	o.Hooks = slices.Clone(o.Hooks)
+	if o.Permissions != nil {
+		if err := o.Permissions.validate(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidAgent, err)
+		}
+		p := *o.Permissions
+		p.Allowed, p.Disallowed = slices.Clone(p.Allowed), slices.Clone(p.Disallowed)
+		o.Permissions = &p
+	}
 	if err := checkGuardrails(o.InputGuardrails, GuardrailOnInput); err != nil {
 		return nil, err
 	}

@@ -70,6 +70,14 @@ func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOp
 			return fmt.Errorf("agent %s: serve: %w", a.name, err)
 		}
 	}
+	if a.opts.Permissions != nil {
+		if err := calf.CreateChannels(ctx, rt.client.Broker(), ApprovalChannel(a.name)); err != nil {
+			return fmt.Errorf("agent %s: serve: create channels: %w", a.name, err)
+		}
+		if err := sub(ApprovalChannel(a.name), h.onApproval); err != nil {
+			return fmt.Errorf("agent %s: serve: %w", a.name, err)
+		}
+	}
 	for _, name := range names {
 		if err := sub(ToolCallChannel(a.name, name), h.onToolCall); err != nil {
 			return fmt.Errorf("agent %s: serve tool %s: %w", a.name, name, err)
@@ -667,6 +675,13 @@ func (h *handlers[Deps, Out]) onToolCall(ctx context.Context, msg *calf.Message)
 	if err := msg.Decode(&ev); err != nil {
 		return calf.Permanent(err)
 	}
+	return h.toolCall(ctx, msg, id, ev)
+}
+
+// toolCall executes the call ev of run id, carried by msg, unless its
+// result is recorded, the run no longer waits for it, or it waits for
+// approval.
+func (h *handlers[Deps, Out]) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) error {
 	key := id + "/" + ev.ToolCallID
 	if rec, err := h.rt.store.Get(ctx, store.KindToolResult, key); err == nil {
 		return h.emitRecorded(ctx, id, rec.Data)
@@ -700,13 +715,33 @@ func (h *handlers[Deps, Out]) onToolCall(ctx context.Context, msg *calf.Message)
 	if sub, input, ok := h.subagentCall(ev); ok {
 		return h.startSubagent(ctx, msg, st, ev, sub, input)
 	}
+	// A call that asked for approval waits for the answer, and runs (or
+	// is denied) as it says.
+	var approval *Approval
+	if h.a.opts.Permissions != nil {
+		a, err := h.rt.Approval(ctx, ApprovalID(id, ev.ToolCallID))
+		switch {
+		case err == nil && a.Status == ApprovalPending:
+			return nil
+		case err == nil:
+			approval = a
+		case !errors.Is(err, ErrApprovalNotFound):
+			return err
+		}
+	}
 	// A delivery that executed the call but failed to record the result
 	// left it here: record it rather than execute the tool again.
 	r, executed := h.unsaved.take(key)
 	if !executed {
-		res := h.execute(ctx, st, ev)
+		res, waiting, err := h.execute(ctx, st, ev, approval)
 		if ctx.Err() != nil {
 			return ctx.Err() // shutting down: leave the call for redelivery
+		}
+		if err != nil {
+			return err
+		}
+		if waiting {
+			return nil // the answer, from a person, continues the call
 		}
 		data, err := json.Marshal(res)
 		if err != nil {
@@ -746,28 +781,59 @@ func (h *handlers[Deps, Out]) emitRecorded(ctx context.Context, run string, data
 // timeout the run goes on, even when the tool ignores its context: the
 // call is left to finish on its own, and what it returns then is dropped
 // (counted by [Runtime.LateToolResults] and logged), never recorded.
-func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev ToolCallEvent) ToolResultEvent {
+func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev ToolCallEvent, approved *Approval) (res ToolResultEvent, waiting bool, err error) {
 	t, ok := h.a.tool(ev.ToolName)
-	if !ok || len(h.a.opts.Hooks) == 0 {
-		return h.callTool(ctx, st, ev)
+	perms := h.a.opts.Permissions
+	if !ok || (len(h.a.opts.Hooks) == 0 && perms == nil) || !json.Valid([]byte(ev.Arguments)) {
+		// Arguments that are not JSON go to the tool, which reports them.
+		return h.callTool(ctx, st, ev), false, nil
 	}
 	in := HookInput{
 		Event: HookPreToolUse, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: ev.Step,
 		ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, ToolKind: tool.KindOf(t), Arguments: json.RawMessage(ev.Arguments),
 	}
 	p := PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
-	pre := h.a.runHooks(ctx, HookPreToolUse, in)
-	if pre.denied != "" {
-		res := errorResult(ev.Step, p, errors.New(pre.denied))
-		res.Hooks = pre.records
-		return res
+	var records []HookRecord
+	if approved == nil {
+		pre := h.a.runHooks(ctx, HookPreToolUse, in)
+		records = pre.records
+		if pre.denied != "" {
+			res := errorResult(ev.Step, p, errors.New(pre.denied))
+			res.Hooks = records
+			return res, false, nil
+		}
+		ev.Arguments = string(pre.args)
+		if perms != nil {
+			switch d, why := perms.Decide(ev.ToolName, in.ToolKind); d {
+			case PermissionDeny:
+				res := errorResult(ev.Step, p, fmt.Errorf("the call was refused: %s", why))
+				res.Hooks = records
+				return res, false, nil
+			case PermissionAskUser:
+				return ToolResultEvent{}, true, h.requestApproval(ctx, st, ev, in.ToolKind, why, records)
+			}
+		}
+	} else {
+		records = approved.Hooks
+		if approved.Status != ApprovalApproved {
+			msg := approved.Message
+			if msg == "" {
+				msg = "no reason given"
+			}
+			res := errorResult(ev.Step, p, fmt.Errorf("the call was denied by the person asked to approve it: %s", msg))
+			res.Hooks = records
+			return res, false, nil
+		}
+		ev.Arguments = string(approved.Arguments)
+		if len(approved.ApprovedArguments) > 0 {
+			ev.Arguments = string(approved.ApprovedArguments)
+		}
 	}
-	ev.Arguments = string(pre.args)
-	res := h.callTool(ctx, st, ev)
+	res = h.callTool(ctx, st, ev)
 	if ctx.Err() != nil {
-		return res // shutting down: the call goes back for redelivery
+		return res, false, nil // shutting down: the call goes back for redelivery
 	}
-	in.Event, in.Arguments, in.Result = HookPostToolUse, pre.args, res.Result
+	in.Event, in.Arguments, in.Result = HookPostToolUse, json.RawMessage(ev.Arguments), res.Result
 	post := h.a.runHooks(ctx, HookPostToolUse, in)
 	switch {
 	case post.denied != "":
@@ -778,8 +844,44 @@ func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev Tool
 			res.Status = StatusError
 		}
 	}
-	res.Hooks = append(pre.records, post.records...)
-	return res
+	res.Hooks = append(records, post.records...)
+	return res, false, nil
+}
+
+// requestApproval records the approval request of ev, unless a delivery
+// before this one did, and publishes it.
+func (h *handlers[Deps, Out]) requestApproval(ctx context.Context, st *RunState, ev ToolCallEvent, kind tool.Kind, why string, records []HookRecord) error {
+	a := &Approval{
+		ID: ApprovalID(st.RunID, ev.ToolCallID), Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, CorrelationID: st.correlationID(),
+		Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, ToolKind: kind,
+		Arguments: json.RawMessage(ev.Arguments), Digest: approvalDigest(ev.ToolName, []byte(ev.Arguments)),
+		Reason: why, Status: ApprovalPending, Hooks: records, RequestedAt: h.rt.now(),
+	}
+	data, err := json.Marshal(a)
+	if err != nil {
+		return calf.Permanent(err)
+	}
+	if _, err := h.rt.store.Put(ctx, KindApproval, a.ID, data, 0); errors.Is(err, store.ErrConflict) {
+		if a, err = h.rt.Approval(ctx, a.ID); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	return h.rt.publishApproval(ctx, a)
+}
+
+// onApproval carries out an answered approval request: the call runs with
+// the approved arguments, or the model is told it was denied.
+func (h *handlers[Deps, Out]) onApproval(ctx context.Context, msg *calf.Message) error {
+	var a Approval
+	if err := msg.Decode(&a); err != nil {
+		return calf.Permanent(err)
+	}
+	if a.Status == ApprovalPending || a.Agent != h.a.name {
+		return nil // a request: the answer is what acts
+	}
+	return h.toolCall(ctx, msg, a.RunID, ToolCallEvent{Step: a.Step, ToolCallID: a.ToolCallID, ToolName: a.ToolName, Arguments: string(a.Arguments)})
 }
 
 // callTool runs the tool of ev with its timeout.

@@ -615,6 +615,9 @@ const (
 	// EventSubagentCompleted: a subagent's run ended (Subagent, and
 	// Output, the subagent's output); its output becomes the tool's result.
 	EventSubagentCompleted EventKind = "subagent_completed"
+	// EventApproval: a tool call asks for a person's approval (Approval,
+	// status pending), or the request was answered (approved or denied).
+	EventApproval EventKind = "approval"
 )
 
 // Event is one event of a run, as [Agent.RunStream] yields it. One of the
@@ -631,6 +634,8 @@ type Event struct {
 	ToolResult *ToolResultEvent
 	Output     *OutputEvent
 	Subagent   *SubagentEvent
+	// Approval is an approval request (status pending) or its answer.
+	Approval *Approval
 	// Message is the event as it travelled on the broker.
 	Message *calf.Message
 }
@@ -858,6 +863,8 @@ func (o *streamOrder) due(ev Event) bool {
 		return o.called[ev.ToolResult.ToolCallID] || ev.ToolResult.Undispatched
 	case EventSubagentSpawned:
 		return o.called[ev.Subagent.ToolCallID]
+	case EventApproval:
+		return o.called[ev.Approval.ToolCallID]
 	case EventOutput, EventHandoff:
 		return o.deltas[ev.Step] >= ev.Output.Deltas
 	}
@@ -899,6 +906,10 @@ func DecodeEvent(m *calf.Message) (Event, error) {
 		if ev.Output.Status == OutputHandoff {
 			ev.Kind = EventHandoff
 		}
+	case suffixApproval:
+		ev.Kind, ev.Approval = EventApproval, new(Approval)
+		err = m.Decode(ev.Approval)
+		ev.Step = ev.Approval.Step
 	case suffixSubagentSpawned:
 		ev.Kind, ev.Subagent = EventSubagentSpawned, new(SubagentEvent)
 		err = m.Decode(ev.Subagent)

@@ -1,0 +1,316 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/tool"
+)
+
+// PermissionMode says which tool calls run without a person's approval.
+type PermissionMode string
+
+// The permission modes, from the strictest.
+const (
+	// PermissionAsk asks for every call (but those of Allowed tools).
+	PermissionAsk PermissionMode = "ask"
+	// PermissionAcceptReads runs read tools, and asks for the others.
+	PermissionAcceptReads PermissionMode = "accept_reads"
+	// PermissionAcceptEdits runs read and edit tools, and asks for
+	// execute and network tools.
+	PermissionAcceptEdits PermissionMode = "accept_edits"
+	// PermissionBypass runs every call (but those of Disallowed tools).
+	PermissionBypass PermissionMode = "bypass"
+)
+
+// Permissions decide which of an agent's tool calls run, which are
+// refused, and which wait for a person's approval (see [Approval]). They
+// apply after the pre_tool_use hooks, to the arguments those leave.
+type Permissions struct {
+	// Mode decides by the tool's kind ([tool.KindOf]). Default
+	// [PermissionAsk].
+	Mode PermissionMode
+	// Allowed tools run without asking, whatever the mode: names, or
+	// path.Match patterns ("web_*"), several separated by "|".
+	Allowed []string
+	// Disallowed tools never run: the model is told the call was refused.
+	// They win over Allowed and over every mode.
+	Disallowed []string
+}
+
+// PermissionDecision is what [Permissions.Decide] says of a call.
+type PermissionDecision string
+
+// The permission decisions.
+const (
+	PermissionAllow   PermissionDecision = "allow"
+	PermissionDeny    PermissionDecision = "deny"
+	PermissionAskUser PermissionDecision = "ask"
+)
+
+// Decide says whether a call of the tool name, of kind, runs, is refused,
+// or asks for approval, and why.
+func (p *Permissions) Decide(name string, kind tool.Kind) (PermissionDecision, string) {
+	if matchAny(p.Disallowed, name) {
+		return PermissionDeny, fmt.Sprintf("the tool %s is not allowed", name)
+	}
+	if matchAny(p.Allowed, name) {
+		return PermissionAllow, ""
+	}
+	mode := p.Mode
+	if mode == "" {
+		mode = PermissionAsk
+	}
+	switch {
+	case mode == PermissionBypass,
+		mode == PermissionAcceptEdits && (kind == tool.KindRead || kind == tool.KindEdit),
+		mode == PermissionAcceptReads && kind == tool.KindRead:
+		return PermissionAllow, ""
+	}
+	return PermissionAskUser, fmt.Sprintf("permission mode %s asks before %s tools", mode, kind)
+}
+
+func (p *Permissions) validate() error {
+	switch p.Mode {
+	case "", PermissionAsk, PermissionAcceptReads, PermissionAcceptEdits, PermissionBypass:
+	default:
+		return fmt.Errorf("unknown permission mode %q", p.Mode)
+	}
+	for _, pat := range append(append([]string(nil), p.Allowed...), p.Disallowed...) {
+		for _, q := range strings.Split(pat, "|") {
+			if _, err := path.Match(q, ""); err != nil {
+				return fmt.Errorf("tool pattern %q: %v", pat, err)
+			}
+		}
+	}
+	return nil
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, pat := range patterns {
+		for _, q := range strings.Split(pat, "|") {
+			if ok, _ := path.Match(q, name); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ApprovalStatus is where an approval request stands.
+type ApprovalStatus string
+
+// The approval statuses.
+const (
+	ApprovalPending  ApprovalStatus = "pending"
+	ApprovalApproved ApprovalStatus = "approved"
+	ApprovalDenied   ApprovalStatus = "denied"
+)
+
+// KindApproval is the store kind of approval requests.
+const KindApproval = "approval"
+
+// Approval is a tool call that waits for a person's approval, and the
+// answer once given. It is stored (kind [KindApproval], id
+// "{run}/{tool_call_id}") and published on the agent's approval channel
+// ([ApprovalChannel]) when requested and when answered. While it waits, the
+// run holds no goroutine and no memory anywhere: only its stored state.
+type Approval struct {
+	ID        string `json:"id"`
+	Agent     string `json:"agent"`
+	RunID     string `json:"run_id"`
+	SessionID string `json:"session_id,omitempty"`
+	// CorrelationID is the correlation id of the run's events, which the
+	// request and the answer carry so that the run's followers see them.
+	CorrelationID string    `json:"correlation_id,omitempty"`
+	Step          int       `json:"step"`
+	ToolCallID    string    `json:"tool_call_id"`
+	ToolName      string    `json:"tool_name"`
+	ToolKind      tool.Kind `json:"tool_kind"`
+	// Arguments are the call's arguments as the approver is shown them.
+	Arguments json.RawMessage `json:"arguments"`
+	// Digest binds an answer to what was shown: the hex SHA-256 of the
+	// tool's name, a NUL byte and the arguments.
+	Digest string `json:"digest"`
+	// Reason says why the call asks.
+	Reason string         `json:"reason"`
+	Status ApprovalStatus `json:"status"`
+	// Message is the answer's message: for a denial, what the model is
+	// told.
+	Message string `json:"message,omitempty"`
+	// ApprovedArguments, when the approver edited them, are the arguments
+	// the tool runs with.
+	ApprovedArguments json.RawMessage `json:"approved_arguments,omitempty"`
+	// Hooks is what the pre_tool_use hooks decided before the call asked.
+	Hooks       []HookRecord `json:"hooks,omitempty"`
+	RequestedAt time.Time    `json:"requested_at"`
+	AnsweredAt  time.Time    `json:"answered_at,omitzero"`
+}
+
+// ApprovalChannel returns the channel of an agent's approval requests and
+// answers.
+func ApprovalChannel(agent string) string { return channelPrefix + agent + "." + suffixApproval }
+
+const suffixApproval = "approval"
+
+// ApprovalID returns the id of the approval request of a run's tool call.
+func ApprovalID(run, toolCallID string) string { return run + "/" + toolCallID }
+
+func approvalDigest(name string, args []byte) string {
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(args)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Errors of [Runtime.AnswerApproval].
+var (
+	// ErrApprovalNotFound: no request has the id.
+	ErrApprovalNotFound = errors.New("agent: no such approval request")
+	// ErrApprovalAnswered: the request was answered already.
+	ErrApprovalAnswered = errors.New("agent: the approval request was answered already")
+	// ErrApprovalMismatch: the answer's digest is not the request's, so
+	// the approver was not shown these arguments.
+	ErrApprovalMismatch = errors.New("agent: the answer does not match the request's arguments")
+)
+
+// ApprovalAnswer is a person's answer to an approval request.
+type ApprovalAnswer struct {
+	// Approve runs the call; false denies it.
+	Approve bool
+	// Message is told to the model with a denial, and kept with the
+	// answer.
+	Message string
+	// Arguments, when set, approve the call with these arguments (a JSON
+	// object) instead of the ones shown.
+	Arguments json.RawMessage
+	// Digest is the [Approval.Digest] of the request as the approver saw
+	// it: an answer for other arguments is refused.
+	Digest string
+}
+
+// Approval returns the approval request id.
+func (rt *Runtime) Approval(ctx context.Context, id string) (*Approval, error) {
+	rec, err := rt.store.Get(ctx, KindApproval, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrApprovalNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeApproval(rec.Data)
+}
+
+// Approvals returns the approval requests of the run runID (of every run
+// when runID is empty) with the given status (any status when empty).
+func (rt *Runtime) Approvals(ctx context.Context, runID string, status ApprovalStatus) ([]Approval, error) {
+	prefix := ""
+	if runID != "" {
+		prefix = runID + "/"
+	}
+	var out []Approval
+	for after := ""; ; {
+		recs, err := rt.store.List(ctx, KindApproval, prefix, after, recoverPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			a, err := decodeApproval(rec.Data)
+			if err != nil {
+				return nil, err
+			}
+			if status == "" || a.Status == status {
+				out = append(out, *a)
+			}
+		}
+		if len(recs) < recoverPage {
+			return out, nil
+		}
+		after = recs[len(recs)-1].ID
+	}
+}
+
+func decodeApproval(data []byte) (*Approval, error) {
+	var a Approval
+	if err := json.Unmarshal(data, &a); err != nil || a.ID == "" {
+		return nil, fmt.Errorf("%w: approval request: %v", ErrCorruptState, err)
+	}
+	return &a, nil
+}
+
+// AnswerApproval answers the approval request id, from any process that
+// shares the agent's store and broker: it records the answer and publishes
+// it, and a worker that serves the agent then runs the call with the
+// approved arguments, or tells the model it was denied. A request answered
+// already is refused with [ErrApprovalAnswered] (its recorded answer is
+// published again, so that retrying an answer whose publishing failed is
+// safe); an unknown id with [ErrApprovalNotFound]; an answer whose Digest
+// is not the request's with [ErrApprovalMismatch].
+func (rt *Runtime) AnswerApproval(ctx context.Context, id string, ans ApprovalAnswer) (*Approval, error) {
+	if ans.Approve && len(ans.Arguments) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(ans.Arguments, &obj); err != nil || obj == nil {
+			return nil, errors.New("agent: approved arguments must be a JSON object")
+		}
+	}
+	var answered *Approval
+	var already bool
+	_, err := store.Update(ctx, rt.store, KindApproval, id, func(data []byte, exists bool) ([]byte, error) {
+		answered, already = nil, false
+		if !exists {
+			return nil, fmt.Errorf("%w: %s", ErrApprovalNotFound, id)
+		}
+		a, err := decodeApproval(data)
+		if err != nil {
+			return nil, err
+		}
+		answered = a
+		if a.Status != ApprovalPending {
+			already = true
+			return nil, nil
+		}
+		if ans.Digest != a.Digest {
+			return nil, fmt.Errorf("%w: request %s", ErrApprovalMismatch, id)
+		}
+		a.Status, a.Message, a.AnsweredAt = ApprovalDenied, ans.Message, rt.now()
+		if ans.Approve {
+			a.Status = ApprovalApproved
+			if len(ans.Arguments) > 0 {
+				a.ApprovedArguments = ans.Arguments
+			}
+		}
+		return json.Marshal(a)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := rt.publishApproval(ctx, answered); err != nil {
+		return answered, err
+	}
+	if already {
+		return answered, fmt.Errorf("%w: %s was %s", ErrApprovalAnswered, id, answered.Status)
+	}
+	return answered, nil
+}
+
+// publishApproval publishes a's request or answer on its agent's approval
+// channel.
+func (rt *Runtime) publishApproval(ctx context.Context, a *Approval) error {
+	what := "answer"
+	if a.Status == ApprovalPending {
+		what = "request"
+	}
+	_, err := rt.client.Emit(ctx, ApprovalChannel(a.Agent), a, calf.WithID(a.RunID+".approval."+a.ToolCallID+"."+what),
+		calf.WithKey(a.RunID), calf.WithMetadata(calf.Metadata{CorrelationID: a.CorrelationID, RunID: a.RunID, SessionID: a.SessionID}))
+	return err
+}

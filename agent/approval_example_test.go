@@ -1,0 +1,66 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/model/modeltest"
+	storemem "github.com/calf-go/calf/store/memory"
+	"github.com/calf-go/calf/tool"
+)
+
+func ExampleRuntime_AnswerApproval() {
+	ctx := context.Background()
+	b := memory.New(nil)
+	defer b.Close()
+	rt := agent.NewRuntime(calf.NewClient(b, nil), storemem.New(), nil)
+
+	type deploy struct {
+		Env string `json:"env"`
+	}
+	release := tool.Must(tool.New("deploy", "Deploy the build.", func(_ context.Context, in deploy) (string, error) {
+		return "deployed to " + in.Env, nil
+	}))
+	m := modeltest.NewTestModel(
+		modeltest.ToolCalls(modeltest.Call("c1", "deploy", `{"env":"production"}`)),
+		modeltest.Text("Done."),
+	)
+	ops := agent.Must(agent.New[agent.NoDeps, string]("ops", m, &agent.Options[agent.NoDeps]{
+		Tools:       []tool.Tool{release},
+		Permissions: &agent.Permissions{Mode: agent.PermissionAcceptEdits}, // deploy is an execute tool: ask
+	}))
+	if err := ops.Serve(ctx, rt, nil); err != nil {
+		panic(err)
+	}
+	done := make(chan *agent.Output[string])
+	go func() {
+		out, err := ops.Run(ctx, rt, "ship it", &agent.RunOptions[agent.NoDeps]{RunID: "run-1"})
+		if err != nil {
+			panic(err)
+		}
+		done <- out
+	}()
+
+	// A person, in this process or another, answers the request.
+	var reqs []agent.Approval
+	for len(reqs) == 0 {
+		time.Sleep(10 * time.Millisecond)
+		reqs, _ = rt.Approvals(ctx, "run-1", agent.ApprovalPending)
+	}
+	fmt.Println(reqs[0].ToolName, string(reqs[0].Arguments))
+	_, err := rt.AnswerApproval(ctx, reqs[0].ID, agent.ApprovalAnswer{
+		Approve: true, Arguments: []byte(`{"env":"staging"}`), Digest: reqs[0].Digest,
+	})
+	if err != nil {
+		panic(err)
+	}
+	out := <-done
+	fmt.Println(out.ToolCalls[0].Result.Text())
+	// Output:
+	// deploy {"env":"production"}
+	// deployed to staging
+}

@@ -1,0 +1,299 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/tool"
+)
+
+func TestPermissionsDecide(t *testing.T) {
+	kinds := []tool.Kind{tool.KindRead, tool.KindEdit, tool.KindExecute, tool.KindNetwork}
+	for _, tt := range []struct {
+		mode agent.PermissionMode
+		want string // the decision for read, edit, execute, network: a (allow) or ? (ask)
+	}{
+		{agent.PermissionAsk, "????"},
+		{"", "????"},
+		{agent.PermissionAcceptReads, "a???"},
+		{agent.PermissionAcceptEdits, "aa??"},
+		{agent.PermissionBypass, "aaaa"},
+	} {
+		p := &agent.Permissions{Mode: tt.mode}
+		var got strings.Builder
+		for _, k := range kinds {
+			switch d, _ := p.Decide("tool", k); d {
+			case agent.PermissionAllow:
+				got.WriteByte('a')
+			case agent.PermissionAskUser:
+				got.WriteByte('?')
+			default:
+				got.WriteByte('d')
+			}
+		}
+		if got.String() != tt.want {
+			t.Errorf("mode %q: %s, want %s", tt.mode, got.String(), tt.want)
+		}
+	}
+	p := &agent.Permissions{Mode: agent.PermissionBypass, Allowed: []string{"bash|web_*"}, Disallowed: []string{"web_fetch"}}
+	if d, why := p.Decide("web_fetch", tool.KindNetwork); d != agent.PermissionDeny || !strings.Contains(why, "web_fetch") {
+		t.Errorf("disallowed over allowed and bypass: %s, %q", d, why)
+	}
+	p = &agent.Permissions{Mode: agent.PermissionAsk, Allowed: []string{"bash|web_*"}}
+	for _, name := range []string{"bash", "web_search"} {
+		if d, _ := p.Decide(name, tool.KindExecute); d != agent.PermissionAllow {
+			t.Errorf("allowed %s in ask mode: %s", name, d)
+		}
+	}
+	if d, _ := p.Decide("write_file", tool.KindEdit); d != agent.PermissionAskUser {
+		t.Errorf("write_file in ask mode: %s", d)
+	}
+	for _, bad := range []agent.Permissions{{Mode: "sometimes"}, {Allowed: []string{"["}}} {
+		if _, err := agent.New[agent.NoDeps, string]("a", modeltest.NewTestModel(), &agent.Options[agent.NoDeps]{Permissions: &bad}); !errors.Is(err, agent.ErrInvalidAgent) {
+			t.Errorf("permissions %+v: %v", bad, err)
+		}
+	}
+}
+
+// approvalAgent is W1's calculator with permissions, served on rt (e.rt
+// when nil); add is an execute tool, peek a read tool. It returns the
+// agent and the number of times add ran with its last arguments.
+func approvalAgent(t *testing.T, e *env, rt *agent.Runtime, perms agent.Permissions, call string) (*agent.Agent[agent.NoDeps, string], *atomic.Int64, *atomic.Value) {
+	t.Helper()
+	var runs atomic.Int64
+	var last atomic.Value
+	add := tool.Must(tool.New("add", "Add two integers.", func(_ context.Context, in addArgs) (int, error) {
+		runs.Add(1)
+		last.Store(in)
+		return in.A + in.B, nil
+	}))
+	peek := tool.WithKind(tool.Must(tool.New("peek", "Read the display.", func(context.Context, addArgs) (string, error) {
+		return "42", nil
+	})), tool.KindRead)
+	m := func(_ context.Context, req *model.Request) (*model.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == model.RoleTool {
+			if last.IsError {
+				return modeltest.Text("error: " + last.Text()), nil
+			}
+			return modeltest.Text("The result is " + last.Text()), nil
+		}
+		return modeltest.ToolCalls(modeltest.Call("call_1", call, `{"a":2,"b":3}`)), nil
+	}
+	a := agent.Must(agent.New[agent.NoDeps, string]("calculator", modeltest.FunctionModel(m), &agent.Options[agent.NoDeps]{
+		Tools: []tool.Tool{add, peek}, Permissions: &perms,
+	}))
+	if rt == nil {
+		rt = e.rt
+	}
+	if err := a.Serve(t.Context(), rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	return a, &runs, &last
+}
+
+type runResult struct {
+	out *agent.Output[string]
+	err error
+}
+
+// startRun runs a in the background.
+func startRun(t *testing.T, a *agent.Agent[agent.NoDeps, string], rt *agent.Runtime, id string) <-chan runResult {
+	done := make(chan runResult, 1)
+	go func() {
+		out, err := a.Run(runCtx(t), rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: id})
+		done <- runResult{out, err}
+	}()
+	return done
+}
+
+// pending waits for the run's one pending approval request.
+func pending(t *testing.T, rt *agent.Runtime, run string) agent.Approval {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		as, err := rt.Approvals(t.Context(), run, agent.ApprovalPending)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(as) == 1 {
+			return as[0]
+		}
+	}
+	t.Fatalf("no approval request of run %s", run)
+	return agent.Approval{}
+}
+
+func wait(t *testing.T, done <-chan runResult) runResult {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run did not end")
+		return runResult{}
+	}
+}
+
+func TestApprovalApproved(t *testing.T) {
+	e := newEnv(t, nil)
+	a, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAcceptReads}, "add")
+	done := startRun(t, a, e.rt, "r1")
+	req := pending(t, e.rt, "r1")
+	if req.ID != agent.ApprovalID("r1", "call_1") || req.ToolName != "add" || req.ToolKind != tool.KindExecute ||
+		string(req.Arguments) != `{"a":2,"b":3}` || req.Digest == "" || !strings.Contains(req.Reason, "accept_reads") {
+		t.Errorf("request %+v", req)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if runs.Load() != 0 {
+		t.Fatal("the tool ran before its approval")
+	}
+	ctx := t.Context()
+	// Forged and mismatched answers are refused and change nothing.
+	if _, err := e.rt.AnswerApproval(ctx, agent.ApprovalID("r1", "call_9"), agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); !errors.Is(err, agent.ErrApprovalNotFound) {
+		t.Errorf("answer to an unknown request: %v", err)
+	}
+	if _, err := e.rt.AnswerApproval(ctx, req.ID, agent.ApprovalAnswer{Approve: true, Digest: "0000"}); !errors.Is(err, agent.ErrApprovalMismatch) {
+		t.Errorf("answer for other arguments: %v", err)
+	}
+	if _, err := e.rt.AnswerApproval(ctx, req.ID, agent.ApprovalAnswer{Approve: true, Arguments: json.RawMessage(`[1]`), Digest: req.Digest}); err == nil {
+		t.Error("edited arguments that are not an object were accepted")
+	}
+	if got, err := e.rt.Approval(ctx, req.ID); err != nil || got.Status != agent.ApprovalPending {
+		t.Fatalf("after refused answers: %+v, %v", got, err)
+	}
+	answered, err := e.rt.AnswerApproval(ctx, req.ID, agent.ApprovalAnswer{Approve: true, Message: "go ahead", Digest: req.Digest})
+	if err != nil || answered.Status != agent.ApprovalApproved {
+		t.Fatalf("approve: %+v, %v", answered, err)
+	}
+	r := wait(t, done)
+	if r.err != nil || r.out.Output != "The result is 5" {
+		t.Fatalf("run: %+v, %v", r.out, r.err)
+	}
+	e.settle(t)
+	if runs.Load() != 1 {
+		t.Errorf("the tool ran %d times", runs.Load())
+	}
+	// A second answer is refused.
+	if _, err := e.rt.AnswerApproval(ctx, req.ID, agent.ApprovalAnswer{Approve: false, Digest: req.Digest}); !errors.Is(err, agent.ErrApprovalAnswered) {
+		t.Errorf("second answer: %v", err)
+	}
+	e.settle(t)
+	if runs.Load() != 1 {
+		t.Errorf("after a second answer the tool ran %d times", runs.Load())
+	}
+}
+
+func TestApprovalDeniedAndEdited(t *testing.T) {
+	e := newEnv(t, nil)
+	a, runs, last := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAsk}, "add")
+
+	done := startRun(t, a, e.rt, "d1")
+	req := pending(t, e.rt, "d1")
+	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Message: "not today", Digest: req.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	r := wait(t, done)
+	if r.err != nil || !strings.HasPrefix(r.out.Output, "error: ") || !strings.Contains(r.out.Output, "not today") || runs.Load() != 0 {
+		t.Fatalf("denied run: %+v, %v; the tool ran %d times", r.out, r.err, runs.Load())
+	}
+
+	done = startRun(t, a, e.rt, "d2")
+	req = pending(t, e.rt, "d2")
+	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Arguments: json.RawMessage(`{"a":10,"b":10}`), Digest: req.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	r = wait(t, done)
+	if r.err != nil || r.out.Output != "The result is 20" || last.Load().(addArgs) != (addArgs{A: 10, B: 10}) {
+		t.Fatalf("edited run: %+v, %v, ran with %+v", r.out, r.err, last.Load())
+	}
+}
+
+// Reads in accept_reads, allowed tools in ask mode and every tool in
+// bypass run without asking; a disallowed tool is refused without asking.
+func TestPermissionsWithoutAsking(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		perms  agent.Permissions
+		call   string
+		output string
+	}{
+		{"read in accept_reads", agent.Permissions{Mode: agent.PermissionAcceptReads}, "peek", "The result is 42"},
+		{"allowed in ask", agent.Permissions{Mode: agent.PermissionAsk, Allowed: []string{"add"}}, "add", "The result is 5"},
+		{"bypass", agent.Permissions{Mode: agent.PermissionBypass}, "add", "The result is 5"},
+		{"disallowed", agent.Permissions{Mode: agent.PermissionBypass, Disallowed: []string{"a*"}}, "add", "error: the call was refused: the tool add is not allowed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			a, _, _ := approvalAgent(t, e, nil, tt.perms, tt.call)
+			r := wait(t, startRun(t, a, e.rt, "p1"))
+			if r.err != nil || r.out.Output != tt.output {
+				t.Errorf("run: %+v, %v; want %q", r.out, r.err, tt.output)
+			}
+			if as, _ := e.rt.Approvals(t.Context(), "", ""); len(as) != 0 {
+				t.Errorf("approval requests: %+v", as)
+			}
+		})
+	}
+}
+
+// RunStream shows the request, then the answer, then the call's result.
+func TestApprovalInRunStream(t *testing.T) {
+	e := newEnv(t, nil)
+	a, _, _ := approvalAgent(t, e, nil, agent.Permissions{}, "add")
+	var kinds []string
+	go func() {
+		req := pending(t, e.rt, "s1")
+		if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+			t.Error(err)
+		}
+	}()
+	for ev, err := range a.RunStream(runCtx(t), e.rt, "add", &agent.RunOptions[agent.NoDeps]{RunID: "s1"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := string(ev.Kind)
+		if ev.Kind == agent.EventApproval {
+			k += ":" + string(ev.Approval.Status)
+		}
+		kinds = append(kinds, k)
+	}
+	got := strings.Join(kinds, " ")
+	if !strings.Contains(got, "tool_call approval:pending approval:approved tool_result") {
+		t.Errorf("stream: %s", got)
+	}
+}
+
+// A run waiting for approval survives its worker: another worker, started
+// after the first one stopped, carries out the answer.
+func TestApprovalAcrossWorkers(t *testing.T) {
+	e := newEnv(t, nil)
+	first := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
+	a, runs, _ := approvalAgent(t, e, first, agent.Permissions{Mode: agent.PermissionAcceptEdits}, "add")
+	done := startRun(t, a, e.rt, "w1")
+	req := pending(t, e.rt, "w1")
+	// The first worker stops: its subscriptions end with its client.
+	if err := first.Client().Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
+	if err := a.Serve(t.Context(), second, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = second.Client().Close() })
+	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	r := wait(t, done)
+	if r.err != nil || r.out.Output != "The result is 5" || runs.Load() != 1 {
+		t.Fatalf("run: %+v, %v; the tool ran %d times", r.out, r.err, runs.Load())
+	}
+}
