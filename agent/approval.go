@@ -201,7 +201,13 @@ type ApprovalAnswer struct {
 
 // Approval returns the approval request id.
 func (rt *Runtime) Approval(ctx context.Context, id string) (*Approval, error) {
-	rec, err := rt.store.Get(ctx, KindApproval, id)
+	return GetApproval(ctx, rt.store, id)
+}
+
+// GetApproval returns the approval request id stored in s, or an error
+// matching [ErrApprovalNotFound].
+func GetApproval(ctx context.Context, s store.Store, id string) (*Approval, error) {
+	rec, err := s.Get(ctx, KindApproval, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrApprovalNotFound, id)
 	}
@@ -214,13 +220,20 @@ func (rt *Runtime) Approval(ctx context.Context, id string) (*Approval, error) {
 // Approvals returns the approval requests of the run runID (of every run
 // when runID is empty) with the given status (any status when empty).
 func (rt *Runtime) Approvals(ctx context.Context, runID string, status ApprovalStatus) ([]Approval, error) {
+	return ListApprovals(ctx, rt.store, runID, status)
+}
+
+// ListApprovals returns the approval requests stored in s of the run runID
+// (of every run when runID is empty) with the given status (any status
+// when empty), in the order of their ids.
+func ListApprovals(ctx context.Context, s store.Store, runID string, status ApprovalStatus) ([]Approval, error) {
 	prefix := ""
 	if runID != "" {
 		prefix = runID + "/"
 	}
 	var out []Approval
 	for after := ""; ; {
-		recs, err := rt.store.List(ctx, KindApproval, prefix, after, recoverPage)
+		recs, err := s.List(ctx, KindApproval, prefix, after, recoverPage)
 		if err != nil {
 			return nil, err
 		}

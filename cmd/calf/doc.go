@@ -12,6 +12,10 @@
 //	calf deadletters list [--json] [--store URL]
 //	calf deadletters show [--raw] [--store URL] ID
 //	calf deadletters replay --broker URL [--store URL] ID
+//	calf approvals list [--run ID] [--all] [--json] [--store URL]
+//	calf approvals show [--store URL] ID
+//	calf approvals approve --broker URL [--store URL] [--arguments JSON] [--message M] [--digest D] ID
+//	calf approvals deny --broker URL [--store URL] [--message M] [--digest D] ID
 //	calf version
 //
 // # calf run
@@ -109,6 +113,21 @@
 // byte; replay publishes the original message again on its channel on
 // --broker and marks the record replayed (replaying it again does
 // nothing). An unknown id is an error (status 1).
+//
+// # calf approvals
+//
+// Approvals reads the approval requests of agents with permissions (tool
+// calls that wait for a person) in --store: list prints the pending ones
+// as a table (ID, AGENT, TOOL, KIND, ARGUMENTS, STATUS, REQUESTED), with
+// --all the answered ones too, or one JSON object per line with --json;
+// show prints one as JSON. approve and deny record the answer and publish
+// it on --broker, the workers' broker, where a worker runs the call (with
+// --arguments, a JSON object, instead of the requested ones) or tells the
+// model it was denied (--message). --digest binds the answer to the
+// request as it was shown (calf approvals show); without it the stored
+// request's digest is used, and the command prints the arguments it
+// approved. A second answer, an unknown id or another digest is an error
+// (status 1).
 //
 // # calf version
 //

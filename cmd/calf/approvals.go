@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/adapters"
+	"github.com/calf-go/calf/agent"
+)
+
+// approvalArgumentsWidth bounds the arguments column of calf approvals list.
+const approvalArgumentsWidth = 60
+
+func newApprovalsCommand() *cobra.Command {
+	var storeURL string
+	cmd := &cobra.Command{
+		Use:   "approvals",
+		Short: "List, show, approve and deny the tool calls that wait for a person",
+		Long: `List, show, approve and deny the tool calls that wait for a person.
+
+An agent with permissions (agent.Options.Permissions) turns a tool call its
+mode does not accept into an approval request, stored with the run, and the
+run waits, holding nothing, until someone answers. These commands read the
+requests in the workers' store; approve and deny record the answer and
+publish it on the workers' broker, where a worker carries it out.`,
+		Args: noArgs,
+	}
+	cmd.PersistentFlags().StringVar(&storeURL, "store", defaultStore, storeHelp+"; the workers' store")
+
+	var run string
+	var all, asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the pending approval requests (--all: answered ones too)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return listApprovals(cmd.Context(), storeURL, run, all, asJSON, cmd.OutOrStdout())
+		},
+	}
+	list.Flags().StringVar(&run, "run", "", "only the requests of this run")
+	list.Flags().BoolVar(&all, "all", false, "also the requests that were answered")
+	list.Flags().BoolVar(&asJSON, "json", false, "print each request as one line of JSON")
+
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Print an approval request, as JSON",
+		Args:  oneApprovalID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return showApproval(cmd.Context(), storeURL, args[0], cmd.OutOrStdout())
+		},
+	}
+
+	var brokerURL, message, arguments, digest string
+	answer := func(approve bool) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			return answerApproval(cmd.Context(), storeURL, brokerURL, args[0], agent.ApprovalAnswer{
+				Approve: approve, Message: message, Arguments: json.RawMessage(arguments), Digest: digest,
+			}, cmd.OutOrStdout())
+		}
+	}
+	approve := &cobra.Command{
+		Use:   "approve ID",
+		Short: "Approve a tool call: a worker runs it (with --arguments, with those instead)",
+		Args:  oneApprovalID,
+		RunE:  answer(true),
+	}
+	approve.Flags().StringVar(&arguments, "arguments", "", "run the call with these arguments (a JSON object) instead")
+	deny := &cobra.Command{
+		Use:   "deny ID",
+		Short: "Deny a tool call: the model is told --message",
+		Args:  oneApprovalID,
+		RunE:  answer(false),
+	}
+	for _, c := range []*cobra.Command{approve, deny} {
+		c.Flags().StringVar(&brokerURL, "broker", "", brokerHelp+" (required: the workers' broker)")
+		c.Flags().StringVar(&message, "message", "", "the answer's message (for a denial, what the model is told)")
+		c.Flags().StringVar(&digest, "digest", "", "the digest of the request as you saw it (calf approvals show); default: the stored request's, whose arguments this command prints")
+	}
+	cmd.AddCommand(list, show, approve, deny)
+	return cmd
+}
+
+// oneApprovalID accepts exactly one argument, the id of a request.
+func oneApprovalID(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 || args[0] == "" {
+		return usageError(fmt.Errorf("%s needs one approval request id (see calf approvals list), got %d arguments", cmd.CommandPath(), len(args)))
+	}
+	return nil
+}
+
+func listApprovals(ctx context.Context, storeURL, run string, all, asJSON bool, out io.Writer) error {
+	st, err := openStore(ctx, storeURL, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	status := agent.ApprovalPending
+	if all {
+		status = ""
+	}
+	reqs, err := agent.ListApprovals(ctx, st, run, status)
+	if err != nil {
+		return failure(err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		for _, r := range reqs {
+			if err := enc.Encode(r); err != nil {
+				return failure(err)
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGENT\tTOOL\tKIND\tARGUMENTS\tSTATUS\tREQUESTED")
+	for _, r := range reqs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Agent, r.ToolName, r.ToolKind,
+			oneLine(string(r.Arguments), approvalArgumentsWidth), r.Status, r.RequestedAt.UTC().Format(time.RFC3339))
+	}
+	return failure(tw.Flush())
+}
+
+func showApproval(ctx context.Context, storeURL, id string, out io.Writer) error {
+	st, err := openStore(ctx, storeURL, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	r, err := agent.GetApproval(ctx, st, id)
+	if err != nil {
+		return failure(err)
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return failure(err)
+	}
+	_, err = fmt.Fprintf(out, "%s\n", b)
+	return failure(err)
+}
+
+func answerApproval(ctx context.Context, storeURL, brokerURL, id string, ans agent.ApprovalAnswer, out io.Writer) error {
+	if brokerURL == "" {
+		return usageError(errors.New("calf approvals approve and deny need --broker: the workers' broker, such as nats://127.0.0.1:4222"))
+	}
+	if err := checkBroker(brokerURL); err != nil {
+		return err
+	}
+	if adapters.InProcess(brokerURL) {
+		return usageError(fmt.Errorf("--broker %s: no worker is reachable there; give the workers' broker", adapters.Redact(brokerURL)))
+	}
+	if len(ans.Arguments) > 0 && !json.Valid(ans.Arguments) {
+		return usageError(errors.New("--arguments is not JSON"))
+	}
+	st, err := openStore(ctx, storeURL, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// Check the id, and take the digest, before connecting to the broker.
+	req, err := agent.GetApproval(ctx, st, id)
+	if err != nil {
+		return failure(err)
+	}
+	if ans.Digest == "" {
+		ans.Digest = req.Digest
+	}
+	b, err := openBroker(ctx, brokerURL, nil)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	c := calf.NewClient(b, nil)
+	defer c.Close()
+	a, err := agent.NewRuntime(c, st, nil).AnswerApproval(ctx, id, ans)
+	if err != nil {
+		return failure(err)
+	}
+	args := a.Arguments
+	if len(a.ApprovedArguments) > 0 {
+		args = a.ApprovedArguments
+	}
+	if a.Status == agent.ApprovalApproved {
+		_, err = fmt.Fprintf(out, "approved %s: %s %s\n", a.ID, a.ToolName, args)
+	} else {
+		_, err = fmt.Fprintf(out, "denied %s: %s %s\n", a.ID, a.ToolName, a.Arguments)
+	}
+	return failure(err)
+}
