@@ -45,6 +45,10 @@ type Permissions struct {
 	// Disallowed tools never run: the model is told the call was refused.
 	// They win over Allowed and over every mode.
 	Disallowed []string
+	// ApprovalTimeout, when positive, denies an approval request that no
+	// one answered within it: [Runtime.ExpireApprovals] does, which
+	// [Worker] calls periodically. Default: requests wait until answered.
+	ApprovalTimeout time.Duration
 }
 
 // PermissionDecision is what [Permissions.Decide] says of a call.
@@ -153,7 +157,9 @@ type Approval struct {
 	// Hooks is what the pre_tool_use hooks decided before the call asked.
 	Hooks       []HookRecord `json:"hooks,omitempty"`
 	RequestedAt time.Time    `json:"requested_at"`
-	AnsweredAt  time.Time    `json:"answered_at,omitzero"`
+	// ExpiresAt, when set, is when the request is denied unanswered.
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	AnsweredAt time.Time `json:"answered_at,omitzero"`
 }
 
 // ApprovalChannel returns the channel of an agent's approval requests and
@@ -182,7 +188,12 @@ var (
 	// ErrApprovalMismatch: the answer's digest is not the request's, so
 	// the approver was not shown these arguments.
 	ErrApprovalMismatch = errors.New("agent: the answer does not match the request's arguments")
+	// ErrApprovalExpired: the request expired unanswered, and was denied.
+	ErrApprovalExpired = errors.New("agent: the approval request expired")
 )
+
+// expiredMessage is what the model is told of a request that expired.
+const expiredMessage = "no one answered the approval request in time"
 
 // ApprovalAnswer is a person's answer to an approval request.
 type ApprovalAnswer struct {
@@ -292,6 +303,10 @@ func (rt *Runtime) AnswerApproval(ctx context.Context, id string, ans ApprovalAn
 			already = true
 			return nil, nil
 		}
+		if !a.ExpiresAt.IsZero() && !rt.now().Before(a.ExpiresAt) {
+			a.Status, a.Message, a.AnsweredAt = ApprovalDenied, expiredMessage, rt.now()
+			return json.Marshal(a)
+		}
 		if ans.Digest != a.Digest {
 			return nil, fmt.Errorf("%w: request %s", ErrApprovalMismatch, id)
 		}
@@ -310,10 +325,58 @@ func (rt *Runtime) AnswerApproval(ctx context.Context, id string, ans ApprovalAn
 	if err := rt.publishApproval(ctx, answered); err != nil {
 		return answered, err
 	}
-	if already {
+	switch {
+	case already && answered.Message == expiredMessage:
+		return answered, fmt.Errorf("%w: %s", ErrApprovalExpired, id)
+	case already:
 		return answered, fmt.Errorf("%w: %s was %s", ErrApprovalAnswered, id, answered.Status)
+	case answered.Message == expiredMessage && answered.Status == ApprovalDenied:
+		return answered, fmt.Errorf("%w: %s", ErrApprovalExpired, id)
 	}
 	return answered, nil
+}
+
+// ExpireApprovals denies the pending approval requests whose
+// [Approval.ExpiresAt] has passed, publishing each denial as an answer
+// would, and returns how many it denied. Several processes may call it at
+// once: each request is denied once. [Worker] calls it every
+// [WorkerOptions.ApprovalSweep].
+func (rt *Runtime) ExpireApprovals(ctx context.Context) (int, error) {
+	reqs, err := rt.Approvals(ctx, "", ApprovalPending)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range reqs {
+		if r.ExpiresAt.IsZero() || rt.now().Before(r.ExpiresAt) {
+			continue
+		}
+		var expired *Approval
+		_, err := store.Update(ctx, rt.store, KindApproval, r.ID, func(data []byte, exists bool) ([]byte, error) {
+			expired = nil
+			if !exists {
+				return nil, nil
+			}
+			a, err := decodeApproval(data)
+			if err != nil || a.Status != ApprovalPending {
+				return nil, err
+			}
+			a.Status, a.Message, a.AnsweredAt = ApprovalDenied, expiredMessage, rt.now()
+			expired = a
+			return json.Marshal(a)
+		})
+		if err != nil {
+			return n, err
+		}
+		if expired == nil {
+			continue // answered meanwhile
+		}
+		if err := rt.publishApproval(ctx, expired); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // publishApproval publishes a's request or answer on its agent's approval

@@ -297,3 +297,59 @@ func TestApprovalAcrossWorkers(t *testing.T) {
 		t.Fatalf("run: %+v, %v; the tool ran %d times", r.out, r.err, runs.Load())
 	}
 }
+
+// A request no one answers within ApprovalTimeout is denied by the sweep,
+// and an answer after that is refused.
+func TestApprovalExpires(t *testing.T) {
+	clk := &clock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	e := newClockEnv(t, clk)
+	a, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAsk, ApprovalTimeout: time.Hour}, "add")
+	done := startRun(t, a, e.rt, "x1")
+	req := pending(t, e.rt, "x1")
+	if !req.ExpiresAt.Equal(clk.Now().Add(time.Hour)) {
+		t.Errorf("expires at %v", req.ExpiresAt)
+	}
+	if n, err := e.rt.ExpireApprovals(t.Context()); n != 0 || err != nil {
+		t.Fatalf("before the hour: expired %d, %v", n, err)
+	}
+	clk.Add(time.Hour)
+	if n, err := e.rt.ExpireApprovals(t.Context()); n != 1 || err != nil {
+		t.Fatalf("after the hour: expired %d, %v", n, err)
+	}
+	r := wait(t, done)
+	if r.err != nil || !strings.Contains(r.out.Output, "no one answered the approval request in time") || runs.Load() != 0 {
+		t.Fatalf("expired run: %+v, %v; the tool ran %d times", r.out, r.err, runs.Load())
+	}
+	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); !errors.Is(err, agent.ErrApprovalExpired) {
+		t.Errorf("an answer after expiry: %v", err)
+	}
+	if n, _ := e.rt.ExpireApprovals(t.Context()); n != 0 {
+		t.Errorf("a second sweep expired %d", n)
+	}
+
+	// An answer that comes after the expiry, before any sweep, expires the
+	// request itself.
+	done = startRun(t, a, e.rt, "x2")
+	req = pending(t, e.rt, "x2")
+	clk.Add(2 * time.Hour)
+	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); !errors.Is(err, agent.ErrApprovalExpired) {
+		t.Errorf("a late answer: %v", err)
+	}
+	if r := wait(t, done); r.err != nil || !strings.Contains(r.out.Output, "in time") {
+		t.Errorf("run x2: %+v, %v", r.out, r.err)
+	}
+}
+
+// A Worker sweeps expired requests on its own.
+func TestWorkerExpiresApprovals(t *testing.T) {
+	e := newEnv(t, nil)
+	w := agent.NewWorker(e.broker, e.store, &agent.WorkerOptions{ApprovalSweep: 20 * time.Millisecond})
+	a, _, _ := approvalAgent(t, e, w.Runtime(), agent.Permissions{Mode: agent.PermissionAsk, ApprovalTimeout: 100 * time.Millisecond}, "add")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go w.Run(ctx)
+	r := wait(t, startRun(t, a, e.rt, "y1"))
+	if r.err != nil || !strings.Contains(r.out.Output, "in time") {
+		t.Errorf("run: %+v, %v", r.out, r.err)
+	}
+}

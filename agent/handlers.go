@@ -857,6 +857,9 @@ func (h *handlers[Deps, Out]) requestApproval(ctx context.Context, st *RunState,
 		Arguments: json.RawMessage(ev.Arguments), Digest: approvalDigest(ev.ToolName, []byte(ev.Arguments)),
 		Reason: why, Status: ApprovalPending, Hooks: records, RequestedAt: h.rt.now(),
 	}
+	if t := h.a.opts.Permissions.ApprovalTimeout; t > 0 {
+		a.ExpiresAt = a.RequestedAt.Add(t)
+	}
 	data, err := json.Marshal(a)
 	if err != nil {
 		return calf.Permanent(err)

@@ -47,7 +47,14 @@ type WorkerOptions struct {
 	// options); the broker's partitions do not bound it. Default:
 	// [DefaultWorkerConcurrency].
 	Concurrency int
+	// ApprovalSweep is how often the worker denies the approval requests
+	// that expired unanswered ([Runtime.ExpireApprovals]); negative turns
+	// the sweep off. Default: [DefaultApprovalSweep].
+	ApprovalSweep time.Duration
 }
+
+// DefaultApprovalSweep is the default of [WorkerOptions.ApprovalSweep].
+const DefaultApprovalSweep = 10 * time.Second
 
 // Worker hosts the handlers of agents in one process, on a broker that
 // other processes share, and shuts them down gracefully. Serve agents on
@@ -66,6 +73,7 @@ type Worker struct {
 	log     *slog.Logger
 	drain   time.Duration
 	recordD bool
+	sweep   time.Duration
 
 	runMu   sync.Mutex
 	started bool
@@ -88,6 +96,9 @@ func NewWorker(b calf.Broker, s store.Store, opts *WorkerOptions) *Worker {
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultWorkerConcurrency
 	}
+	if o.ApprovalSweep == 0 {
+		o.ApprovalSweep = DefaultApprovalSweep
+	}
 	var co calf.Options
 	if o.Client != nil {
 		co = *o.Client
@@ -99,7 +110,7 @@ func NewWorker(b calf.Broker, s store.Store, opts *WorkerOptions) *Worker {
 	client := calf.NewClient(db, &co)
 	return &Worker{
 		broker: db, client: client, rt: NewRuntime(client, s, o.Runtime), store: s,
-		log: o.Logger, drain: o.DrainTimeout, recordD: !o.NoDeadLetters,
+		log: o.Logger, drain: o.DrainTimeout, recordD: !o.NoDeadLetters, sweep: o.ApprovalSweep,
 	}
 }
 
@@ -140,6 +151,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.Start(ctx); err != nil {
 		w.shutdown(0)
 		return err
+	}
+	if w.sweep > 0 {
+		go w.expireApprovals(ctx)
 	}
 	<-ctx.Done()
 	w.log.Info("calf worker: draining", "timeout", w.drain)
@@ -243,4 +257,23 @@ func (d *drainBroker) Subscribe(ctx context.Context, pattern string, h calf.Hand
 		return h(ctx, msg)
 	}
 	return d.Broker.Subscribe(ctx, pattern, wrapped, opts)
+}
+
+// expireApprovals denies expired approval requests every w.sweep until
+// ctx ends.
+func (w *Worker) expireApprovals(ctx context.Context) {
+	t := time.NewTicker(w.sweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := w.rt.ExpireApprovals(ctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("calf worker: expiring approval requests", "err", err)
+		} else if n > 0 {
+			w.log.Info("calf worker: denied expired approval requests", "count", n)
+		}
+	}
 }
