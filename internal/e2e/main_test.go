@@ -59,6 +59,9 @@ type workerConfig struct {
 	// marker file in CrashDir records it.
 	Crash    string `json:"crash,omitempty"`
 	CrashDir string `json:"crash_dir,omitempty"`
+	// Approval makes add wait for a person's approval (permission mode
+	// accept_reads; add is an execute tool).
+	Approval bool `json:"approval,omitempty"`
 	// DuplicateDeliveries, above 1, has every delivery handled that many
 	// times.
 	DuplicateDeliveries int `json:"duplicate_deliveries,omitempty"`
@@ -225,7 +228,7 @@ type addArgs struct {
 // reports its start and end through rep, and kills the process when crash
 // is "in_tool" (once per run, by the marker in crashDir). With a nil rep
 // the agent is only a handle for callers: it has the tool but is not served.
-func newAgent(name, modelURL string, rep *reporter, crash, crashDir string) (*agent.Agent[agent.NoDeps, string], error) {
+func newAgent(name, modelURL string, rep *reporter, crash, crashDir string, approval ...bool) (*agent.Agent[agent.NoDeps, string], error) {
 	m, err := openai.New(openai.Options{Model: "test", BaseURL: modelURL, APIKey: "e2e", MaxRetries: -1})
 	if err != nil {
 		return nil, err
@@ -244,11 +247,16 @@ func newAgent(name, modelURL string, rep *reporter, crash, crashDir string) (*ag
 	if err != nil {
 		return nil, err
 	}
+	var perms *agent.Permissions
+	if len(approval) > 0 && approval[0] {
+		perms = &agent.Permissions{Mode: agent.PermissionAcceptReads}
+	}
 	return agent.New[agent.NoDeps, string](name, m, &agent.Options[agent.NoDeps]{
 		InstructionsFunc: func(rc agent.RunContext[agent.NoDeps]) string {
 			return "Use the add tool. " + runMarker + rc.RunID
 		},
-		Tools: []tool.Tool{add},
+		Tools:       []tool.Tool{add},
+		Permissions: perms,
 	})
 }
 
@@ -295,7 +303,7 @@ func serveWorker(cfg *workerConfig) error {
 	}
 	client := calf.NewClient(&workerBroker{Broker: wrapped, cfg: cfg, rep: rep}, nil)
 	rt := agent.NewRuntime(client, st, nil)
-	a, err := newAgent(cfg.Agent, cfg.ModelURL, rep, cfg.Crash, cfg.CrashDir)
+	a, err := newAgent(cfg.Agent, cfg.ModelURL, rep, cfg.Crash, cfg.CrashDir, cfg.Approval)
 	if err != nil {
 		return err
 	}
