@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -208,6 +209,10 @@ type ApprovalAnswer struct {
 	// Digest is the [Approval.Digest] of the request as the approver saw
 	// it: an answer for other arguments is refused.
 	Digest string
+	// ForSession, with Approve, also allows the tool for the rest of the
+	// run's session: its later calls in the session's runs run without
+	// asking ([Session.AllowedTools]). It needs a run in a session.
+	ForSession bool
 }
 
 // Approval returns the approval request id.
@@ -285,6 +290,20 @@ func (rt *Runtime) AnswerApproval(ctx context.Context, id string, ans ApprovalAn
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(ans.Arguments, &obj); err != nil || obj == nil {
 			return nil, errors.New("agent: approved arguments must be a JSON object")
+		}
+	}
+	if ans.ForSession && ans.Approve {
+		a, err := rt.Approval(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if a.SessionID == "" {
+			return nil, fmt.Errorf("agent: approval request %s: its run is in no session, so the tool cannot be allowed for the session", id)
+		}
+		if a.Status == ApprovalPending && ans.Digest == a.Digest {
+			if err := rt.setSessionTool(ctx, a.SessionID, a.ToolName, true); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var answered *Approval
@@ -389,4 +408,55 @@ func (rt *Runtime) publishApproval(ctx context.Context, a *Approval) error {
 	_, err := rt.client.Emit(ctx, ApprovalChannel(a.Agent), a, calf.WithID(a.RunID+".approval."+a.ToolCallID+"."+what),
 		calf.WithKey(a.RunID), calf.WithMetadata(calf.Metadata{CorrelationID: a.CorrelationID, RunID: a.RunID, SessionID: a.SessionID}))
 	return err
+}
+
+// RevokeSessionTool takes back the permission, given with
+// [ApprovalAnswer.ForSession], to call the tool name in the session id
+// without asking. Revoking what was not allowed does nothing.
+func (rt *Runtime) RevokeSessionTool(ctx context.Context, id, name string) error {
+	return rt.setSessionTool(ctx, id, name, false)
+}
+
+// setSessionTool adds the tool name to the session's allowed tools, or
+// removes it.
+func (rt *Runtime) setSessionTool(ctx context.Context, id, name string, allow bool) error {
+	_, err := store.Update(ctx, rt.store, store.KindSession, id, func(data []byte, exists bool) ([]byte, error) {
+		s := &Session{ID: id}
+		if exists {
+			var err error
+			if s, err = DecodeSession(data); err != nil {
+				return nil, err
+			}
+		} else if !allow {
+			return nil, nil
+		}
+		has := slices.Contains(s.AllowedTools, name)
+		switch {
+		case allow && !has:
+			s.AllowedTools = append(s.AllowedTools, name)
+		case !allow && has:
+			s.AllowedTools = slices.DeleteFunc(s.AllowedTools, func(t string) bool { return t == name })
+		default:
+			return nil, nil
+		}
+		s.UpdatedAt = rt.now()
+		return json.Marshal(s)
+	})
+	return err
+}
+
+// sessionAllows reports whether the session id allows the tool name
+// without asking.
+func (rt *Runtime) sessionAllows(ctx context.Context, id, name string) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	s, err := rt.LoadSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(s.AllowedTools, name), nil
 }

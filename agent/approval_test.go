@@ -353,3 +353,59 @@ func TestWorkerExpiresApprovals(t *testing.T) {
 		t.Errorf("run: %+v, %v", r.out, r.err)
 	}
 }
+
+// Approving a call for the session lets the tool's later calls in the
+// session run without asking, until the permission is revoked.
+func TestApprovalForSession(t *testing.T) {
+	e := newEnv(t, nil)
+	a, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAsk}, "add")
+	run := func(id string) <-chan runResult {
+		done := make(chan runResult, 1)
+		go func() {
+			out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: id, SessionID: "sess"})
+			done <- runResult{out, err}
+		}()
+		return done
+	}
+	done := run("f1")
+	req := pending(t, e.rt, "f1")
+	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, ForSession: true, Digest: req.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, done); r.err != nil || r.out.Output != "The result is 5" {
+		t.Fatalf("first run: %+v, %v", r.out, r.err)
+	}
+	if s, err := e.rt.LoadSession(t.Context(), "sess"); err != nil || len(s.AllowedTools) != 1 || s.AllowedTools[0] != "add" || len(s.Messages) == 0 {
+		t.Fatalf("session %+v, %v", s, err)
+	}
+	// The next run of the session does not ask.
+	if r := wait(t, run("f2")); r.err != nil || r.out.Output != "The result is 5" {
+		t.Fatalf("second run: %+v, %v", r.out, r.err)
+	}
+	if as, _ := e.rt.Approvals(t.Context(), "f2", ""); len(as) != 0 {
+		t.Errorf("the second run asked: %+v", as)
+	}
+	// Revoked, it asks again.
+	if err := e.rt.RevokeSessionTool(t.Context(), "sess", "add"); err != nil {
+		t.Fatal(err)
+	}
+	done = run("f3")
+	req = pending(t, e.rt, "f3")
+	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: false, Digest: req.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, done)
+	if runs.Load() != 2 {
+		t.Errorf("the tool ran %d times, want 2", runs.Load())
+	}
+	// A run in no session cannot allow for the session.
+	done = startRun(t, a, e.rt, "f4")
+	req = pending(t, e.rt, "f4")
+	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, ForSession: true, Digest: req.Digest}); err == nil || !strings.Contains(err.Error(), "no session") {
+		t.Errorf("for the session without one: %v", err)
+	}
+	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, done)
+}

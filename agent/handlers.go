@@ -810,7 +810,13 @@ func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev Tool
 				res.Hooks = records
 				return res, false, nil
 			case PermissionAskUser:
-				return ToolResultEvent{}, true, h.requestApproval(ctx, st, ev, in.ToolKind, why, records)
+				allowed, err := h.rt.sessionAllows(ctx, st.SessionID, ev.ToolName)
+				if err != nil {
+					return ToolResultEvent{}, false, err
+				}
+				if !allowed {
+					return ToolResultEvent{}, true, h.requestApproval(ctx, st, ev, in.ToolKind, why, records)
+				}
 			}
 		}
 	} else {

@@ -190,8 +190,13 @@ type Session struct {
 	ID       string          `json:"id"`
 	Messages []model.Message `json:"messages"`
 	// Runs lists the runs whose messages were appended, oldest first.
-	Runs      []string  `json:"runs,omitempty"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Runs []string `json:"runs,omitempty"`
+	// AllowedTools are the tools a person allowed for the rest of the
+	// session when approving one of their calls
+	// ([ApprovalAnswer.ForSession]): their calls in the session's runs
+	// run without asking, until [Runtime.RevokeSessionTool].
+	AllowedTools []string  `json:"allowed_tools,omitempty"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 // DecodeSession decodes a stored session.
