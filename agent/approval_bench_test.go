@@ -1,0 +1,106 @@
+package agent_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/store/sqlite"
+	"github.com/calf-go/calf/tool"
+)
+
+// BenchmarkApprovalsWaiting submits b.N runs whose tool call waits for
+// approval, on the memory broker and SQLite, and reports what the waiting
+// runs cost once every request is stored and the handlers are idle:
+// goroutines above those of the idle process, the Go heap in use, and the
+// process's resident memory (which includes SQLite's page cache). Run it with
+// -benchtime 10000x for the 10,000 runs of docs/benchmarks.md.
+func BenchmarkApprovalsWaiting(b *testing.B) {
+	ctx := context.Background()
+	mb := memory.New(nil)
+	defer mb.Close()
+	st, err := sqlite.Open(filepath.Join(b.TempDir(), "calf.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	c := calf.NewClient(mb, nil)
+	defer c.Close()
+	rt := agent.NewRuntime(c, st, nil)
+	add := tool.Must(tool.New("add", "Add two integers.", func(_ context.Context, in benchOperands) (int, error) {
+		return in.A + in.B, nil
+	}))
+	a := agent.Must(agent.New[agent.NoDeps, string]("calculator", benchW1Model(), &agent.Options[agent.NoDeps]{
+		Tools: []tool.Tool{add}, Permissions: &agent.Permissions{Mode: agent.PermissionAsk},
+	}))
+	if err := a.Serve(ctx, rt, nil); err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	idle := runtime.NumGoroutine()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := a.Submit(ctx, rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "w" + strconv.Itoa(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		reqs, err := rt.Approvals(ctx, "", agent.ApprovalPending)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(reqs) == b.N {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d runs are waiting for approval", len(reqs), b.N)
+		}
+	}
+	b.StopTimer()
+	// Let the handlers that published the requests return.
+	drain, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := mb.Drain(drain); err != nil {
+		b.Fatal(err)
+	}
+	// The broker's idle handler goroutines end after a second without
+	// work; what is left is what the waiting runs hold.
+	time.Sleep(2 * time.Second)
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(runtime.NumGoroutine()-idle), "goroutines")
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+	b.ReportMetric(float64(rssBytes(b))/(1<<20), "RSS-MiB")
+}
+
+// rssBytes returns the resident memory of the process, from /proc.
+func rssBytes(b *testing.B) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Skip("no /proc/self/status here")
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	b.Skip("no VmRSS in /proc/self/status")
+	return 0
+}
