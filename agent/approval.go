@@ -39,17 +39,17 @@ const (
 type Permissions struct {
 	// Mode decides by the tool's kind ([tool.KindOf]). Default
 	// [PermissionAsk].
-	Mode PermissionMode
+	Mode PermissionMode `json:"mode,omitempty"`
 	// Allowed tools run without asking, whatever the mode: names, or
 	// path.Match patterns ("web_*"), several separated by "|".
-	Allowed []string
+	Allowed []string `json:"allowed,omitempty"`
 	// Disallowed tools never run: the model is told the call was refused.
 	// They win over Allowed and over every mode.
-	Disallowed []string
+	Disallowed []string `json:"disallowed,omitempty"`
 	// ApprovalTimeout, when positive, denies an approval request that no
 	// one answered within it: [Runtime.ExpireApprovals] does, which
 	// [Worker] calls periodically. Default: requests wait until answered.
-	ApprovalTimeout time.Duration
+	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
 }
 
 // PermissionDecision is what [Permissions.Decide] says of a call.

@@ -409,3 +409,39 @@ func TestApprovalForSession(t *testing.T) {
 	}
 	wait(t, done)
 }
+
+// A run may bring its own permissions, which replace the agent's.
+func TestRunPermissions(t *testing.T) {
+	e := newEnv(t, nil)
+	a, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionBypass}, "add")
+	// The agent's bypass runs the call; the run's ask makes it wait.
+	if r := wait(t, startRun(t, a, e.rt, "q1")); r.err != nil || r.out.Output != "The result is 5" {
+		t.Fatalf("under the agent's permissions: %+v, %v", r.out, r.err)
+	}
+	done := make(chan runResult, 1)
+	go func() {
+		out, err := a.Run(runCtx(t), e.rt, "add", &agent.RunOptions[agent.NoDeps]{RunID: "q2", Permissions: &agent.Permissions{Mode: agent.PermissionAsk}})
+		done <- runResult{out, err}
+	}()
+	req := pending(t, e.rt, "q2")
+	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, done); r.err != nil || r.out.Output != "The result is 5" || runs.Load() != 2 {
+		t.Fatalf("under the run's permissions: %+v, %v, %d tool runs", r.out, r.err, runs.Load())
+	}
+	// The run's own disallowed list refuses.
+	out, err := a.Run(runCtx(t), e.rt, "add", &agent.RunOptions[agent.NoDeps]{Permissions: &agent.Permissions{Mode: agent.PermissionBypass, Disallowed: []string{"add"}}})
+	if err != nil || !strings.Contains(out.Output, "refused") {
+		t.Errorf("run disallowing add: %+v, %v", out, err)
+	}
+	// An agent without permissions takes no run permissions, and bad ones
+	// are refused.
+	plain := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("plain", modeltest.NewTestModel(modeltest.Text("hi")), nil)))
+	if _, err := plain.Run(runCtx(t), e.rt, "x", &agent.RunOptions[agent.NoDeps]{Permissions: &agent.Permissions{}}); err == nil || !strings.Contains(err.Error(), "Options.Permissions") {
+		t.Errorf("run permissions on an agent without: %v", err)
+	}
+	if _, err := a.Run(runCtx(t), e.rt, "x", &agent.RunOptions[agent.NoDeps]{Permissions: &agent.Permissions{Mode: "often"}}); err == nil {
+		t.Error("a run with an unknown mode started")
+	}
+}

@@ -108,6 +108,8 @@ type InputEvent struct {
 	// MaxTurns, when positive, lowers the agent's maximum number of model
 	// calls for this run.
 	MaxTurns int `json:"max_turns,omitempty"`
+	// Permissions, when set, replace the agent's for this run.
+	Permissions *Permissions `json:"permissions,omitempty"`
 	// Depth is how many subagent calls deep the run is: 0 for a run that
 	// no agent's tool call started.
 	Depth int `json:"depth,omitempty"`

@@ -271,7 +271,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 			HistoryLen: len(history),
 			Deps:       in.Deps, Stream: in.Stream,
 			ReplyTo: in.ReplyTo, Parent: in.Parent,
-			Chain: in.Chain, Deadline: in.Deadline, MaxTurns: in.MaxTurns, Depth: in.Depth,
+			Chain: in.Chain, Deadline: in.Deadline, MaxTurns: in.MaxTurns, Depth: in.Depth, Permissions: in.Permissions,
 			StartedAt: msg.Metadata.Time,
 		}
 		if c := msg.Metadata.CorrelationID; c != "" && c != id {
@@ -718,7 +718,7 @@ func (h *handlers[Deps, Out]) toolCall(ctx context.Context, msg *calf.Message, i
 	// A call that asked for approval waits for the answer, and runs (or
 	// is denied) as it says.
 	var approval *Approval
-	if h.a.opts.Permissions != nil {
+	if h.permissions(st) != nil {
 		a, err := h.rt.Approval(ctx, ApprovalID(id, ev.ToolCallID))
 		switch {
 		case err == nil && a.Status == ApprovalPending:
@@ -783,7 +783,7 @@ func (h *handlers[Deps, Out]) emitRecorded(ctx context.Context, run string, data
 // (counted by [Runtime.LateToolResults] and logged), never recorded.
 func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev ToolCallEvent, approved *Approval) (res ToolResultEvent, waiting bool, err error) {
 	t, ok := h.a.tool(ev.ToolName)
-	perms := h.a.opts.Permissions
+	perms := h.permissions(st)
 	if !ok || (len(h.a.opts.Hooks) == 0 && perms == nil) || !json.Valid([]byte(ev.Arguments)) {
 		// Arguments that are not JSON go to the tool, which reports them.
 		return h.callTool(ctx, st, ev), false, nil
@@ -863,7 +863,7 @@ func (h *handlers[Deps, Out]) requestApproval(ctx context.Context, st *RunState,
 		Arguments: json.RawMessage(ev.Arguments), Digest: approvalDigest(ev.ToolName, []byte(ev.Arguments)),
 		Reason: why, Status: ApprovalPending, Hooks: records, RequestedAt: h.rt.now(),
 	}
-	if t := h.a.opts.Permissions.ApprovalTimeout; t > 0 {
+	if t := h.permissions(st).ApprovalTimeout; t > 0 {
 		a.ExpiresAt = a.RequestedAt.Add(t)
 	}
 	data, err := json.Marshal(a)
@@ -1032,4 +1032,12 @@ func toolMessage(p PendingCall) model.Message {
 		m.Parts = []model.Part{model.TextPart("(no output)")}
 	}
 	return m
+}
+
+// permissions returns the permissions of the run: its own, or the agent's.
+func (h *handlers[Deps, Out]) permissions(st *RunState) *Permissions {
+	if st.Permissions != nil {
+		return st.Permissions
+	}
+	return h.a.opts.Permissions
 }

@@ -45,6 +45,11 @@ type RunOptions[Deps any] struct {
 	// (see [Options.StartTimeout]). Submit never checks: its run waits in
 	// the broker for a worker.
 	WaitForWorkers bool
+	// Permissions, when set, replace the agent's [Options.Permissions] for
+	// this run; they travel with the run to the workers. The agent must
+	// have permissions of its own (any, even bypass): only then do its
+	// workers carry out approval answers.
+	Permissions *Permissions
 }
 
 // InSession returns the options of a run that continues the session id,
@@ -309,6 +314,15 @@ func (a *Agent[Deps, Out]) input(ctx context.Context, rt *Runtime, prompt string
 		id = rt.newID()
 	}
 	in := InputEvent{Content: prompt, Parts: o.Parts, Stream: stream, ReplyTo: o.ReplyTo, Parent: o.Parent}
+	if o.Permissions != nil {
+		if a.opts.Permissions == nil {
+			return nil, fmt.Errorf("agent %s: RunOptions.Permissions needs an agent with permissions of its own (Options.Permissions), whose workers carry out approvals", a.name)
+		}
+		if err := o.Permissions.validate(); err != nil {
+			return nil, fmt.Errorf("agent %s: RunOptions.Permissions: %w", a.name, err)
+		}
+		in.Permissions = o.Permissions
+	}
 	if inbox != "" {
 		in.ReplyTo = &ReplyTo{Channel: inbox, Key: id}
 	}

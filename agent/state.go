@@ -99,6 +99,8 @@ type RunState struct {
 	Deadline time.Time `json:"deadline,omitzero"`
 	// MaxTurns, when positive, lowers the agent's maximum turns for this run.
 	MaxTurns int `json:"max_turns,omitempty"`
+	// Permissions, when set, replace the agent's for this run.
+	Permissions *Permissions `json:"permissions,omitempty"`
 	// Depth is how many subagent calls deep the run is.
 	Depth int `json:"depth,omitempty"`
 	// SessionSaved reports that the run's messages were appended to its session.
