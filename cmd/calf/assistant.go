@@ -29,11 +29,15 @@ type agentFlags struct {
 	timeout  time.Duration
 	maxTurns int
 	read     string
+	edit     string
+	bash     string
+	web      bool
+	mode     string
 }
 
 // agentFlagNames are the flags that configure the agent itself (not the
 // caller's wait), which only a process that serves the agent uses.
-var agentFlagNames = []string{"model", "system", "max-turns", "read"}
+var agentFlagNames = []string{"model", "system", "max-turns", "read", "edit", "bash", "web", "mode"}
 
 func (f *agentFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.model, "model", "", "the model: openai:NAME, a bare NAME, or the base URL of an OpenAI-compatible server "+
@@ -42,6 +46,11 @@ func (f *agentFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.timeout, "timeout", agent.DefaultTimeout, "bound on the whole run")
 	fl.IntVar(&f.maxTurns, "max-turns", agent.DefaultMaxTurns, "bound on the model calls of the run")
 	fl.StringVar(&f.read, "read", "", "give the agent read-only file tools (read_file, list_dir, glob, grep) confined to `DIR`")
+	fl.StringVar(&f.edit, "edit", "", "give the agent the file tools, editing included (also write_file, edit_file), confined to `DIR`")
+	fl.StringVar(&f.bash, "bash", "", "give the agent the bash tool, running commands in `DIR` (in a bubblewrap sandbox where it is installed)")
+	fl.BoolVar(&f.web, "web", false, "give the agent the web_fetch tool (public addresses only)")
+	fl.StringVar(&f.mode, "mode", "", "the permission mode: ask, accept_reads, accept_edits or bypass; calls it does not accept wait for approval "+
+		"(default accept_edits with --edit, --bash or --web, else none)")
 }
 
 // check validates the flags that need no I/O.
@@ -52,7 +61,25 @@ func (f *agentFlags) check() error {
 	if f.maxTurns <= 0 {
 		return usageError(fmt.Errorf("--max-turns must be positive, got %d", f.maxTurns))
 	}
+	switch agent.PermissionMode(f.mode) {
+	case "", agent.PermissionAsk, agent.PermissionAcceptReads, agent.PermissionAcceptEdits, agent.PermissionBypass:
+	default:
+		return usageError(fmt.Errorf("--mode %q: use ask, accept_reads, accept_edits or bypass", f.mode))
+	}
 	return nil
+}
+
+// permissions returns the agent's permissions: --mode, or accept_edits
+// when the agent has tools that act, or none.
+func (f *agentFlags) permissions() *agent.Permissions {
+	mode := agent.PermissionMode(f.mode)
+	if mode == "" && (f.edit != "" || f.bash != "" || f.web) {
+		mode = agent.PermissionAcceptEdits
+	}
+	if mode == "" {
+		return nil
+	}
+	return &agent.Permissions{Mode: mode}
 }
 
 // newAssistant builds the assistant agent from f. With serve false the
@@ -71,6 +98,37 @@ func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string
 				return nil, usageError(fmt.Errorf("--read: %w", err))
 			}
 		}
+		if f.edit != "" {
+			if f.read != f.edit {
+				read, err := builtin.ReadOnly(f.edit)
+				if err != nil {
+					return nil, usageError(fmt.Errorf("--edit: %w", err))
+				}
+				if f.read != "" {
+					return nil, usageError(errors.New("--read and --edit name different directories: give one, the directory the agent works in"))
+				}
+				tools = append(tools, read...)
+			}
+			edit, err := builtin.Edit(f.edit)
+			if err != nil {
+				return nil, usageError(fmt.Errorf("--edit: %w", err))
+			}
+			tools = append(tools, edit...)
+		}
+		if f.bash != "" {
+			sh, err := builtin.Bash(f.bash, nil)
+			if err != nil {
+				return nil, usageError(fmt.Errorf("--bash: %w", err))
+			}
+			tools = append(tools, sh)
+		}
+		if f.web {
+			fetch, err := builtin.WebFetch(nil)
+			if err != nil {
+				return nil, failure(err)
+			}
+			tools = append(tools, fetch)
+		}
 		choice, err := selectModel(ctx, f.model, getenv, http.DefaultClient)
 		if err != nil {
 			return nil, failure(err)
@@ -84,6 +142,7 @@ func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string
 		Tools:        tools,
 		MaxTurns:     f.maxTurns,
 		Timeout:      f.timeout,
+		Permissions:  f.permissions(),
 	})
 	if err != nil {
 		return nil, failure(err)

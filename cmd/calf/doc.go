@@ -57,8 +57,9 @@
 //	                  serving the agent there; this process starts it and
 //	                  follows its events, needs no model, and --store must
 //	                  name the workers' store. --model, --system,
-//	                  --max-turns and --read configure the agent, so they
-//	                  are refused there: give them to calf worker.
+//	                  --max-turns, --read, --edit, --bash, --web and --mode
+//	                  configure the agent, so they are refused there: give
+//	                  them to calf worker.
 //	--serve           serve the agent in this process too, on a shared
 //	                  broker (on memory:// and nats+embedded:// it always is)
 //	--wait            on a shared broker with no calf worker serving the
@@ -72,8 +73,21 @@
 //	--timeout D       bound on the whole run (default 10m)
 //	--max-turns N     bound on the model calls of the run (default 20)
 //	--read DIR        give the agent the read-only file tools read_file,
-//	                  list_dir, glob and grep, confined to DIR; without it the
-//	                  agent has no tools
+//	                  list_dir, glob and grep, confined to DIR; without it
+//	                  (or the three below) the agent has no tools
+//	--edit DIR        the file tools with write_file and edit_file too,
+//	                  confined to DIR
+//	--bash DIR        the bash tool, running commands in DIR (in a
+//	                  bubblewrap sandbox where bubblewrap is installed)
+//	--web             the web_fetch tool (public addresses only)
+//	--mode MODE       the permission mode: ask, accept_reads, accept_edits
+//	                  or bypass (default accept_edits with --edit, --bash or
+//	                  --web). A call the mode does not accept waits for
+//	                  approval: calf run asks on standard input (y runs it,
+//	                  anything else refuses it); when standard input carried
+//	                  the prompt, is closed, or --json is set, it says how to
+//	                  answer with calf approvals, and on memory:// (where no
+//	                  other process can answer) the call is refused
 //	--json            print every event of the run (input, inference, delta,
 //	                  tool_call, tool_result, output) as one line of JSON on
 //	                  standard output, ending with the output event; "data"
@@ -87,7 +101,8 @@
 // the broker --broker, which must be one that other processes reach, with
 // state in --store, which they share (not memory:). Start as many workers as the load needs: they share
 // the broker's consumer groups. It takes the agent flags of calf run
-// (--model, --system, --max-turns, --timeout, --read) and:
+// (--model, --system, --max-turns, --timeout, --read, --edit, --bash,
+// --web, --mode) and:
 //
 //	--concurrency N   bound on the model and tool calls the worker makes
 //	                  at once across its agents, so on the runs it works

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -168,10 +169,22 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 	}
 	opts := a.InSession(f.session)
 	opts.WaitForWorkers = f.wait
+	// Tool calls that wait for approval are asked about on standard input,
+	// unless it carried the prompt or the output is JSON for a program.
+	var answers *bufio.Reader
+	if args[0] != "-" && !f.json {
+		answers = bufio.NewReader(stdin)
+	}
 	for ev, err := range a.RunStream(ctx, rt, prompt, opts) {
 		if err != nil {
 			runErr = err
 			break
+		}
+		if ev.Kind == agent.EventApproval && ev.Approval.Status == agent.ApprovalPending {
+			if err := askApproval(ctx, rt, ev.Approval, answers, stderr, f); err != nil {
+				runErr = err
+				break
+			}
 		}
 		if err := v.show(ev); err != nil {
 			// Stopping the iteration cancels the run.
@@ -183,4 +196,34 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 		runErr = fmt.Errorf("write the output: %w", err)
 	}
 	return failure(runErr)
+}
+
+// askApproval asks on answers whether the call of req may run, and answers
+// req. Without answers, or once they are exhausted, it says how to answer
+// from another process, and the run waits; on an in-process broker, where
+// no other process can answer, the call is denied.
+func askApproval(ctx context.Context, rt *agent.Runtime, req *agent.Approval, answers *bufio.Reader, stderr io.Writer, f runFlags) error {
+	fmt.Fprintf(stderr, "? %s %s needs approval (%s). Allow? [y/N] ", req.ToolName, oneLine(compactJSON(string(req.Arguments)), lineWidth), req.Reason)
+	var line string
+	var err error
+	if answers != nil {
+		line, err = answers.ReadString('\n')
+	}
+	if answers == nil || (err != nil && strings.TrimSpace(line) == "") {
+		if adapters.InProcess(f.broker) {
+			fmt.Fprintln(stderr, "no answer on standard input: denied")
+			_, err := rt.AnswerApproval(ctx, req.ID, agent.ApprovalAnswer{Message: "no one was there to approve it", Digest: req.Digest})
+			return err
+		}
+		fmt.Fprintf(stderr, "\nwaiting: answer with calf approvals approve (or deny) --store %s --broker %s %s\n",
+			adapters.Redact(f.store), adapters.Redact(f.broker), req.ID)
+		return nil
+	}
+	ans := agent.ApprovalAnswer{Digest: req.Digest, Message: "the user refused"}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		ans.Approve, ans.Message = true, ""
+	}
+	_, err = rt.AnswerApproval(ctx, req.ID, ans)
+	return err
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
+)
+
+// A model that edits notes.txt, then asks to run a command, then answers
+// with what the command's result said.
+func actingServer(t *testing.T) (*modeltest.Server, *[][]string) {
+	t.Helper()
+	var offered [][]string
+	srv := modeltest.NewServer(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		var names []string
+		for _, d := range req.Tools {
+			names = append(names, d.Name)
+		}
+		slices.Sort(names)
+		offered = append(offered, names)
+		switch n := len(req.Messages); {
+		case req.Messages[n-1].Role == model.RoleUser:
+			return modeltest.ToolCalls(modeltest.Call("c1", "edit_file", `{"path":"notes.txt","old_string":"milk","new_string":"oat milk"}`)), nil
+		case req.Messages[n-1].ToolCallID == "c1":
+			return modeltest.ToolCalls(modeltest.Call("c2", "bash", `{"command":"cat notes.txt"}`)), nil
+		default:
+			return modeltest.Text("Result: " + req.Messages[n-1].Text()), nil
+		}
+	})
+	t.Cleanup(srv.Close)
+	return srv, &offered
+}
+
+// calf run --edit --bash: the edit runs on its own (accept_edits), and
+// the command waits for the answer read from standard input.
+func TestRunAsksBeforeCommands(t *testing.T) {
+	for _, tt := range []struct {
+		name, stdin, want string
+		ran               bool
+	}{
+		{"yes", "y\n", "Result: buy oat milk", true},
+		{"no", "n\n", "Result: the call was denied by the person asked to approve it: the user refused", false},
+		{"closed stdin", "", "no one was there to approve it", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			isolate(t)
+			srv, offered := actingServer(t)
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("buy milk\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got := runMain(t.Context(), tt.stdin, "run", "--store", "memory:", "--model", srv.URL()+"#m",
+				"--edit", dir, "--bash", dir, "tidy my notes")
+			if got.code != exitOK {
+				t.Fatalf("calf run = %d, stderr %q", got.code, got.stderr)
+			}
+			if !strings.Contains(got.stdout, tt.want) {
+				t.Errorf("stdout %q, want it to contain %q", got.stdout, tt.want)
+			}
+			if !strings.Contains(got.stderr, `? bash {"command":"cat notes.txt"} needs approval (permission mode accept_edits asks before execute tools). Allow? [y/N]`) {
+				t.Errorf("stderr does not ask:\n%s", got.stderr)
+			}
+			data, _ := os.ReadFile(filepath.Join(dir, "notes.txt"))
+			if string(data) != "buy oat milk\n" {
+				t.Errorf("notes.txt holds %q: the edit did not run on its own", data)
+			}
+			if diff := cmp.Diff([]string{"bash", "edit_file", "glob", "grep", "list_dir", "read_file", "write_file"}, (*offered)[0]); diff != "" {
+				t.Errorf("tools offered (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRunModeFlag(t *testing.T) {
+	isolate(t)
+	if got := runMain(t.Context(), "", "run", "--mode", "sometimes", "--model", "http://127.0.0.1:1/v1#m", "hi"); got.code != exitUsage || !strings.Contains(got.stderr, "--mode") {
+		t.Errorf("--mode sometimes = %+v", got)
+	}
+	// bypass: the command runs without asking.
+	srv, _ := actingServer(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("buy milk\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := runMain(t.Context(), "", "run", "--store", "memory:", "--model", srv.URL()+"#m", "--edit", dir, "--bash", dir, "--mode", "bypass", "tidy")
+	if got.code != exitOK || !strings.Contains(got.stdout, "Result: buy oat milk") || strings.Contains(got.stderr, "needs approval") {
+		t.Errorf("--mode bypass = %+v", got)
+	}
+}
