@@ -445,3 +445,34 @@ func TestRunPermissions(t *testing.T) {
 		t.Error("a run with an unknown mode started")
 	}
 }
+
+// A handoff target's approval request shows in the stream of the run the
+// caller started, and answering it completes the chain.
+func TestApprovalOfHandoffTargetInRunStream(t *testing.T) {
+	e := newEnv(t, nil)
+	ops, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAsk}, "add")
+	transfer := tool.Must(agent.Handoff(ops, nil))
+	front := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("front", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+		return modeltest.ToolCalls(modeltest.Call("h1", transfer.Definition().Name, `{"context":"add 2 and 3"}`)), nil
+	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{transfer}})))
+	var kinds []string
+	for ev, err := range front.RunStream(runCtx(t), e.rt, "please add", &agent.RunOptions[agent.NoDeps]{RunID: "h"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventApproval {
+			kinds = append(kinds, string(ev.Kind)+":"+string(ev.Approval.Status)+"@"+ev.Agent)
+			if ev.Approval.Status == agent.ApprovalPending {
+				if _, err := e.rt.AnswerApproval(t.Context(), ev.Approval.ID, agent.ApprovalAnswer{Approve: true, Digest: ev.Approval.Digest}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			continue
+		}
+		kinds = append(kinds, string(ev.Kind))
+	}
+	got := strings.Join(kinds, " ")
+	if !strings.Contains(got, "handoff") || !strings.Contains(got, "approval:pending@calculator approval:approved@calculator tool_result") || runs.Load() != 1 {
+		t.Errorf("stream: %s; the tool ran %d times", got, runs.Load())
+	}
+}
