@@ -155,12 +155,33 @@ type Approval struct {
 	// ApprovedArguments, when the approver edited them, are the arguments
 	// the tool runs with.
 	ApprovedArguments json.RawMessage `json:"approved_arguments,omitempty"`
+	// Root, for a subagent's run, is the run a caller started: the request
+	// and its answer are also published on that run's agent's approval
+	// channel, so that its stream shows them.
+	Root *RootRun `json:"root,omitempty"`
 	// Hooks is what the pre_tool_use hooks decided before the call asked.
 	Hooks       []HookRecord `json:"hooks,omitempty"`
 	RequestedAt time.Time    `json:"requested_at"`
 	// ExpiresAt, when set, is when the request is denied unanswered.
 	ExpiresAt  time.Time `json:"expires_at,omitzero"`
 	AnsweredAt time.Time `json:"answered_at,omitzero"`
+}
+
+// RootRun names the run a caller started, whose stream shows the approval
+// requests of the subagent runs it leads to.
+type RootRun struct {
+	Agent         string `json:"agent"`
+	RunID         string `json:"run_id"`
+	CorrelationID string `json:"correlation_id,omitempty"`
+}
+
+// root returns the root of the runs st starts: its own root, or st, a run
+// of agent.
+func (st *RunState) root(agent string) *RootRun {
+	if st.Root != nil {
+		return st.Root
+	}
+	return &RootRun{Agent: agent, RunID: st.RunID, CorrelationID: st.correlationID()}
 }
 
 // ApprovalChannel returns the channel of an agent's approval requests and
@@ -407,7 +428,17 @@ func (rt *Runtime) publishApproval(ctx context.Context, a *Approval) error {
 	}
 	_, err := rt.client.Emit(ctx, ApprovalChannel(a.Agent), a, calf.WithID(a.RunID+".approval."+a.ToolCallID+"."+what),
 		calf.WithKey(a.RunID), calf.WithMetadata(calf.Metadata{CorrelationID: a.CorrelationID, RunID: a.RunID, SessionID: a.SessionID}))
-	return err
+	if err != nil || a.Root == nil {
+		return err
+	}
+	// A copy for the stream of the run the caller started. The workers
+	// of that run's agent ignore it; should it fail, the request still
+	// stands, and lists and answers reach it.
+	if _, err := rt.client.Emit(ctx, ApprovalChannel(a.Root.Agent), a, calf.WithID(a.RunID+".approval."+a.ToolCallID+"."+what+".root"),
+		calf.WithKey(a.Root.RunID), calf.WithMetadata(calf.Metadata{CorrelationID: a.Root.CorrelationID, RunID: a.Root.RunID})); err != nil {
+		rt.log.Warn("agent: approval request not shown in the stream of its root run", "id", a.ID, "root", a.Root.RunID, "err", err)
+	}
+	return nil
 }
 
 // RevokeSessionTool takes back the permission, given with

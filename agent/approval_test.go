@@ -476,3 +476,49 @@ func TestApprovalOfHandoffTargetInRunStream(t *testing.T) {
 		t.Errorf("stream: %s; the tool ran %d times", got, runs.Load())
 	}
 }
+
+// A subagent's approval request shows in the stream of the run the caller
+// started, and answering it there lets the subagent, then the parent,
+// finish.
+func TestApprovalOfSubagentInRunStream(t *testing.T) {
+	e := newEnv(t, nil)
+	worker, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAsk}, "add")
+	lead := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("lead", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == model.RoleTool {
+			return modeltest.Text("The worker says: " + last.Text()), nil
+		}
+		return modeltest.ToolCalls(modeltest.Call("s1", "calculator", `{"input":"add 2 and 3"}`)), nil
+	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{tool.Must(agent.AsTool(worker, nil))}})))
+	var kinds []string
+	var output string
+	for ev, err := range lead.RunStream(runCtx(t), e.rt, "ask the worker", &agent.RunOptions[agent.NoDeps]{RunID: "top"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case agent.EventApproval:
+			kinds = append(kinds, "approval:"+string(ev.Approval.Status)+"@"+ev.Approval.RunID)
+			if ev.Approval.Status == agent.ApprovalPending {
+				if _, err := e.rt.AnswerApproval(t.Context(), ev.Approval.ID, agent.ApprovalAnswer{Approve: true, Digest: ev.Approval.Digest}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case agent.EventOutput:
+			var s string
+			_ = json.Unmarshal(ev.Output.Content, &s)
+			output = s
+		}
+	}
+	child := agent.SubagentRunID("top", "s1")
+	if got := strings.Join(kinds, " "); got != "approval:pending@"+child+" approval:approved@"+child {
+		t.Errorf("approval events in the top-level stream: %q", got)
+	}
+	if output != "The worker says: The result is 5" || runs.Load() != 1 {
+		t.Errorf("output %q; the tool ran %d times", output, runs.Load())
+	}
+	// The top-level run lists its subagent's requests.
+	if as, err := e.rt.Approvals(t.Context(), "top", ""); err != nil || len(as) != 1 || as[0].RunID != child || as[0].Root == nil || as[0].Root.RunID != "top" {
+		t.Errorf("requests of the top-level run: %+v, %v", as, err)
+	}
+}

@@ -113,6 +113,9 @@ type InputEvent struct {
 	// Depth is how many subagent calls deep the run is: 0 for a run that
 	// no agent's tool call started.
 	Depth int `json:"depth,omitempty"`
+	// Root is the run a caller started, for a subagent's run: its
+	// approval requests show in that run's stream too.
+	Root *RootRun `json:"root,omitempty"`
 }
 
 // ReplyTo names where a run's output goes when the run ends (complete,

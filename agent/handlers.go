@@ -271,7 +271,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 			HistoryLen: len(history),
 			Deps:       in.Deps, Stream: in.Stream,
 			ReplyTo: in.ReplyTo, Parent: in.Parent,
-			Chain: in.Chain, Deadline: in.Deadline, MaxTurns: in.MaxTurns, Depth: in.Depth, Permissions: in.Permissions,
+			Chain: in.Chain, Deadline: in.Deadline, MaxTurns: in.MaxTurns, Depth: in.Depth, Permissions: in.Permissions, Root: in.Root,
 			StartedAt: msg.Metadata.Time,
 		}
 		if c := msg.Metadata.CorrelationID; c != "" && c != id {
@@ -858,7 +858,7 @@ func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev Tool
 // before this one did, and publishes it.
 func (h *handlers[Deps, Out]) requestApproval(ctx context.Context, st *RunState, ev ToolCallEvent, kind tool.Kind, why string, records []HookRecord) error {
 	a := &Approval{
-		ID: ApprovalID(st.RunID, ev.ToolCallID), Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, CorrelationID: st.correlationID(),
+		ID: ApprovalID(st.RunID, ev.ToolCallID), Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, CorrelationID: st.correlationID(), Root: st.Root,
 		Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, ToolKind: kind,
 		Arguments: json.RawMessage(ev.Arguments), Digest: approvalDigest(ev.ToolName, []byte(ev.Arguments)),
 		Reason: why, Status: ApprovalPending, Hooks: records, RequestedAt: h.rt.now(),

@@ -878,7 +878,8 @@ func (o *streamOrder) due(ev Event) bool {
 	case EventSubagentSpawned:
 		return o.called[ev.Subagent.ToolCallID]
 	case EventApproval:
-		return o.called[ev.Approval.ToolCallID]
+		// A subagent's request is not about a call of this run.
+		return ev.Approval.RunID != ev.RunID || o.called[ev.Approval.ToolCallID]
 	case EventOutput, EventHandoff:
 		return o.deltas[ev.Step] >= ev.Output.Deltas
 	}

@@ -103,6 +103,8 @@ type RunState struct {
 	Permissions *Permissions `json:"permissions,omitempty"`
 	// Depth is how many subagent calls deep the run is.
 	Depth int `json:"depth,omitempty"`
+	// Root is the run a caller started, for a subagent's run.
+	Root *RootRun `json:"root,omitempty"`
 	// SessionSaved reports that the run's messages were appended to its session.
 	SessionSaved bool      `json:"session_saved,omitempty"`
 	StartedAt    time.Time `json:"started_at"`

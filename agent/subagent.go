@@ -301,7 +301,7 @@ func (h *handlers[Deps, Out]) startSubagent(ctx context.Context, msg *calf.Messa
 	in := InputEvent{
 		Content: input, Parent: st.RunID,
 		ReplyTo:  &ReplyTo{Channel: SubagentCompletedChannel(h.a.name), Key: st.RunID, CorrelationID: st.correlationID(), Ref: string(ref)},
-		Deadline: start.Add(sub.opts.Timeout), MaxTurns: sub.opts.MaxTurns, Depth: st.Depth + 1,
+		Deadline: start.Add(sub.opts.Timeout), MaxTurns: sub.opts.MaxTurns, Depth: st.Depth + 1, Root: st.root(h.a.name),
 	}
 	m, err := h.rt.client.NewMessage(ctx, InputChannel(sub.agent), in, calf.WithID(inputID(child)), calf.WithKey(child),
 		calf.WithMetadata(calf.Metadata{CorrelationID: child, RunID: child}))
