@@ -231,6 +231,18 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 	if err := msg.Decode(&in); err != nil {
 		return calf.Permanent(err)
 	}
+	// user_prompt_submit hooks see a prompt before the run exists; a
+	// handoff's input continues a conversation already submitted.
+	var refused string
+	if len(in.Chain) == 0 && in.Messages == nil && h.a.hasHooks(HookUserPromptSubmit) {
+		o := h.a.runHooks(ctx, HookUserPromptSubmit, HookInput{
+			Event: HookUserPromptSubmit, Agent: h.a.name, RunID: id, SessionID: msg.Metadata.SessionID, Prompt: in.Content,
+		})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		in.Content, refused = o.prompt, o.denied
+	}
 	var st *RunState
 	var created []byte
 	// A run is usually new: create it without reading it first.
@@ -276,6 +288,9 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 		}
 		if c := msg.Metadata.CorrelationID; c != "" && c != id {
 			st.Correlation = c
+		}
+		if refused != "" {
+			st.Status, st.Error, st.EndedAt = RunFailed, refused, h.rt.now()
 		}
 		var err error
 		created, err = json.Marshal(st)

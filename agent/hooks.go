@@ -30,6 +30,12 @@ const (
 	// is recorded: a hook may let the result through, withhold it (the
 	// model gets the reason as the call's error result), or change it.
 	HookPostToolUse HookEvent = "post_tool_use"
+	// HookUserPromptSubmit runs when a run starts on a prompt (a caller's,
+	// or a parent's for a subagent), before the run's state is created: a
+	// hook may let the prompt through, refuse it (the run ends failed,
+	// with the reason, before any model call), or change it. The Matcher
+	// selects agents by name.
+	HookUserPromptSubmit HookEvent = "user_prompt_submit"
 )
 
 // HookAction is what a hook decides.
@@ -66,6 +72,9 @@ type HookInput struct {
 	// Result is the tool's result, for post_tool_use; an error of the tool
 	// is an error result.
 	Result *tool.Result `json:"result,omitempty"`
+	// Prompt is the run's prompt, for user_prompt_submit, as earlier hooks
+	// left it.
+	Prompt string `json:"prompt,omitempty"`
 }
 
 // HookDecision is a hook's answer. The zero value allows.
@@ -78,6 +87,8 @@ type HookDecision struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Result, for a transform at post_tool_use, is the new result.
 	Result *tool.Result `json:"result,omitempty"`
+	// Prompt, for a transform at user_prompt_submit, is the new prompt.
+	Prompt string `json:"prompt,omitempty"`
 }
 
 // Allow returns the decision that lets a call or result through.
@@ -150,7 +161,7 @@ func checkHooks(hooks []Hook) error {
 		switch {
 		case h.Name == "":
 			return fmt.Errorf("%w: hook %d has no name", ErrInvalidAgent, i)
-		case h.Event != HookPreToolUse && h.Event != HookPostToolUse:
+		case h.Event != HookPreToolUse && h.Event != HookPostToolUse && h.Event != HookUserPromptSubmit:
 			return fmt.Errorf("%w: hook %s: unknown event %q", ErrInvalidAgent, h.Name, h.Event)
 		case h.Func == nil:
 			return fmt.Errorf("%w: hook %s has no Func", ErrInvalidAgent, h.Name)
@@ -215,19 +226,24 @@ func (h *Hook) call(ctx context.Context, in HookInput) (d HookDecision, err erro
 type hookOutcome struct {
 	args    json.RawMessage // pre_tool_use: the arguments to run with
 	result  *tool.Result    // post_tool_use: the result to record
+	prompt  string          // user_prompt_submit: the prompt to run
 	denied  string          // the denial's text for the model, if denied
 	records []HookRecord
 }
 
 // runHooks runs the hooks of event that match in's tool, in order.
 func (a *Agent[Deps, Out]) runHooks(ctx context.Context, event HookEvent, in HookInput) hookOutcome {
-	out := hookOutcome{args: in.Arguments, result: in.Result}
+	out := hookOutcome{args: in.Arguments, result: in.Result, prompt: in.Prompt}
+	subject := in.ToolName
+	if event == HookUserPromptSubmit {
+		subject = in.Agent
+	}
 	for i := range a.opts.Hooks {
 		h := &a.opts.Hooks[i]
-		if h.Event != event || !h.matches(in.ToolName) {
+		if h.Event != event || !h.matches(subject) {
 			continue
 		}
-		in.Arguments, in.Result = out.args, out.result
+		in.Arguments, in.Result, in.Prompt = out.args, out.result, out.prompt
 		d, err := h.call(ctx, in)
 		if err == nil {
 			err = d.check(event)
@@ -256,17 +272,23 @@ func (a *Agent[Deps, Out]) runHooks(ctx context.Context, event HookEvent, in Hoo
 			if reason == "" {
 				reason = "no reason given"
 			}
-			if event == HookPreToolUse {
+			switch event {
+			case HookPreToolUse:
 				out.denied = fmt.Sprintf("the call was denied by %s: %s", h.Name, reason)
-			} else {
+			case HookPostToolUse:
 				out.denied = fmt.Sprintf("the result was withheld by %s: %s", h.Name, reason)
+			default:
+				out.denied = fmt.Sprintf("the prompt was refused by %s: %s", h.Name, reason)
 			}
 			return out
 		case HookTransform:
-			if event == HookPreToolUse {
+			switch event {
+			case HookPreToolUse:
 				out.args = d.Arguments
-			} else {
+			case HookPostToolUse:
 				out.result = d.Result
+			default:
+				out.prompt = d.Prompt
 			}
 		case HookSkip:
 			return out
@@ -281,6 +303,12 @@ func (d HookDecision) check(event HookEvent) error {
 	case "", HookAllow, HookDeny, HookSkip:
 		return nil
 	case HookTransform:
+		if event == HookUserPromptSubmit {
+			if d.Prompt == "" {
+				return errors.New("a transform of the prompt must give the new prompt")
+			}
+			return nil
+		}
 		if event == HookPreToolUse {
 			var obj map[string]json.RawMessage
 			if err := json.Unmarshal(d.Arguments, &obj); err != nil || obj == nil {
@@ -371,4 +399,14 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return b.Buffer.Write(p)
+}
+
+// hasHooks reports whether the agent has a hook for event.
+func (a *Agent[Deps, Out]) hasHooks(event HookEvent) bool {
+	for _, h := range a.opts.Hooks {
+		if h.Event == event {
+			return true
+		}
+	}
+	return false
 }

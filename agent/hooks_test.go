@@ -234,3 +234,51 @@ func TestCommandHook(t *testing.T) {
 		t.Error("a command hook without a command was made")
 	}
 }
+
+// user_prompt_submit hooks see the prompt before the run exists: they may
+// refuse it (no model call) or change it.
+func TestUserPromptSubmitHook(t *testing.T) {
+	e := newEnv(t, nil)
+	var seen atomic.Value
+	var calls atomic.Int64
+	hooks := []agent.Hook{
+		hook("no-secrets", agent.HookUserPromptSubmit, "assistant", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
+			if strings.Contains(in.Prompt, "password") {
+				return agent.Deny("prompts must not hold passwords"), nil
+			}
+			return agent.Allow(), nil
+		}),
+		hook("polite", agent.HookUserPromptSubmit, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
+			return agent.HookDecision{Action: agent.HookTransform, Prompt: in.Prompt + ", please"}, nil
+		}),
+		hook("other-agent", agent.HookUserPromptSubmit, "someone_else", decide(agent.Deny("never"))),
+	}
+	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("assistant", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+		seen.Store(req.Messages[len(req.Messages)-1].Text())
+		return modeltest.Text("ok"), nil
+	}), &agent.Options[agent.NoDeps]{Hooks: hooks})))
+
+	out, err := a.Run(runCtx(t), e.rt, "say hi", nil)
+	if err != nil || out.Output != "ok" || seen.Load() != "say hi, please" {
+		t.Fatalf("allowed prompt: %+v, %v; the model saw %v", out, err, seen.Load())
+	}
+	_, err = a.Run(runCtx(t), e.rt, "my password is hunter2", &agent.RunOptions[agent.NoDeps]{RunID: "p1"})
+	if !errors.Is(err, agent.ErrRunFailed) || !strings.Contains(err.Error(), "the prompt was refused by no-secrets: prompts must not hold passwords") {
+		t.Fatalf("refused prompt: %v", err)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("model calls %d, want 1 (none for the refused prompt)", calls.Load())
+	}
+	st, err := e.rt.LoadRun(t.Context(), "p1")
+	if err != nil || st.Status != agent.RunFailed || st.Step != 1 {
+		t.Errorf("refused run's state: %+v, %v", st, err)
+	}
+	// A transform without a prompt fails, and so refuses.
+	e2 := newEnv(t, nil)
+	b := serve(t, e2, agent.Must(agent.New[agent.NoDeps, string]("b", modeltest.NewTestModel(modeltest.Text("ok")), &agent.Options[agent.NoDeps]{
+		Hooks: []agent.Hook{hook("empty", agent.HookUserPromptSubmit, "", decide(agent.HookDecision{Action: agent.HookTransform}))},
+	})))
+	if _, err := b.Run(runCtx(t), e2.rt, "x", nil); err == nil || !strings.Contains(err.Error(), "must give the new prompt") {
+		t.Errorf("empty transform: %v", err)
+	}
+}
