@@ -631,6 +631,20 @@ func (h *handlers[Deps, Out]) fail(ctx context.Context, id, reason string) error
 // its output; a run that handed off then emits the input of the run that
 // continues it.
 func (h *handlers[Deps, Out]) finish(ctx context.Context, st *RunState) error {
+	if h.a.hasHooks(HookStop) && st.Agent == h.a.name {
+		in := HookInput{Event: HookStop, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Status: st.Status, Error: st.Error}
+		if len(st.Output) > 0 {
+			var text string
+			if json.Unmarshal(st.Output, &text) == nil {
+				in.Output = text
+			} else {
+				in.Output = string(st.Output)
+			}
+		}
+		if o := h.a.runHooks(ctx, HookStop, in); o.denied != "" && ctx.Err() == nil {
+			h.rt.log.Warn("agent: stop hook failed", "agent", h.a.name, "run", st.RunID, "err", o.denied)
+		}
+	}
 	if st.Status == RunComplete || st.Status == RunHandedOff {
 		if err := h.rt.appendSession(ctx, st); err != nil {
 			return err

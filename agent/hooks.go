@@ -36,6 +36,17 @@ const (
 	// with the reason, before any model call), or change it. The Matcher
 	// selects agents by name.
 	HookUserPromptSubmit HookEvent = "user_prompt_submit"
+	// HookSubagentStart runs before a tool call of the run starts a
+	// subagent's run (see [AsTool]): a hook may let it start, deny it (the
+	// model gets the reason as the call's error result), or change its
+	// prompt. The Matcher selects subagents by name.
+	HookSubagentStart HookEvent = "subagent_start"
+	// HookStop runs when a run ends, however it ended, before its output
+	// is published; it is told, and cannot change the outcome: its
+	// decision is ignored, and its error logged. The Matcher selects agents
+	// by name. It runs at least once per run (again if the end is handled
+	// again after a crash).
+	HookStop HookEvent = "stop"
 )
 
 // HookAction is what a hook decides.
@@ -72,9 +83,16 @@ type HookInput struct {
 	// Result is the tool's result, for post_tool_use; an error of the tool
 	// is an error result.
 	Result *tool.Result `json:"result,omitempty"`
-	// Prompt is the run's prompt, for user_prompt_submit, as earlier hooks
-	// left it.
+	// Prompt is the run's prompt, for user_prompt_submit, or the
+	// subagent's, for subagent_start, as earlier hooks left it.
 	Prompt string `json:"prompt,omitempty"`
+	// Subagent is the agent a subagent_start hook's call starts.
+	Subagent string `json:"subagent,omitempty"`
+	// Status is how the run ended, for stop; Output its output (the text,
+	// or the JSON of a structured output) and Error why it failed.
+	Status RunStatus `json:"status,omitempty"`
+	Output string    `json:"output,omitempty"`
+	Error  string    `json:"error,omitempty"`
 }
 
 // HookDecision is a hook's answer. The zero value allows.
@@ -87,7 +105,8 @@ type HookDecision struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Result, for a transform at post_tool_use, is the new result.
 	Result *tool.Result `json:"result,omitempty"`
-	// Prompt, for a transform at user_prompt_submit, is the new prompt.
+	// Prompt, for a transform at user_prompt_submit or subagent_start, is
+	// the new prompt.
 	Prompt string `json:"prompt,omitempty"`
 }
 
@@ -161,7 +180,7 @@ func checkHooks(hooks []Hook) error {
 		switch {
 		case h.Name == "":
 			return fmt.Errorf("%w: hook %d has no name", ErrInvalidAgent, i)
-		case h.Event != HookPreToolUse && h.Event != HookPostToolUse && h.Event != HookUserPromptSubmit:
+		case !slices.Contains([]HookEvent{HookPreToolUse, HookPostToolUse, HookUserPromptSubmit, HookSubagentStart, HookStop}, h.Event):
 			return fmt.Errorf("%w: hook %s: unknown event %q", ErrInvalidAgent, h.Name, h.Event)
 		case h.Func == nil:
 			return fmt.Errorf("%w: hook %s has no Func", ErrInvalidAgent, h.Name)
@@ -235,8 +254,11 @@ type hookOutcome struct {
 func (a *Agent[Deps, Out]) runHooks(ctx context.Context, event HookEvent, in HookInput) hookOutcome {
 	out := hookOutcome{args: in.Arguments, result: in.Result, prompt: in.Prompt}
 	subject := in.ToolName
-	if event == HookUserPromptSubmit {
+	switch event {
+	case HookUserPromptSubmit, HookStop:
 		subject = in.Agent
+	case HookSubagentStart:
+		subject = in.Subagent
 	}
 	for i := range a.opts.Hooks {
 		h := &a.opts.Hooks[i]
@@ -266,6 +288,9 @@ func (a *Agent[Deps, Out]) runHooks(ctx context.Context, event HookEvent, in Hoo
 			rec.Arguments = d.Arguments
 		}
 		out.records = append(out.records, rec)
+		if event == HookStop {
+			continue // told only: whatever it decides, the next hooks are told too
+		}
 		switch d.Action {
 		case HookDeny:
 			reason := d.Reason
@@ -273,7 +298,7 @@ func (a *Agent[Deps, Out]) runHooks(ctx context.Context, event HookEvent, in Hoo
 				reason = "no reason given"
 			}
 			switch event {
-			case HookPreToolUse:
+			case HookPreToolUse, HookSubagentStart:
 				out.denied = fmt.Sprintf("the call was denied by %s: %s", h.Name, reason)
 			case HookPostToolUse:
 				out.denied = fmt.Sprintf("the result was withheld by %s: %s", h.Name, reason)
@@ -303,7 +328,10 @@ func (d HookDecision) check(event HookEvent) error {
 	case "", HookAllow, HookDeny, HookSkip:
 		return nil
 	case HookTransform:
-		if event == HookUserPromptSubmit {
+		if event == HookStop {
+			return nil // told only: the decision is ignored
+		}
+		if event == HookUserPromptSubmit || event == HookSubagentStart {
 			if d.Prompt == "" {
 				return errors.New("a transform of the prompt must give the new prompt")
 			}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -280,5 +281,51 @@ func TestUserPromptSubmitHook(t *testing.T) {
 	})))
 	if _, err := b.Run(runCtx(t), e2.rt, "x", nil); err == nil || !strings.Contains(err.Error(), "must give the new prompt") {
 		t.Errorf("empty transform: %v", err)
+	}
+}
+
+// subagent_start hooks may deny a subagent's start or change its prompt;
+// stop hooks are told how each run ended.
+func TestSubagentStartAndStopHooks(t *testing.T) {
+	e := newEnv(t, nil)
+	var childPrompt atomic.Value
+	var stops sync.Map
+	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		childPrompt.Store(req.Messages[len(req.Messages)-1].Text())
+		return modeltest.Text("42"), nil
+	}), nil)))
+	stop := hook("audit", agent.HookStop, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
+		stops.Store(in.RunID, string(in.Status)+":"+in.Output)
+		return agent.Deny("ignored"), nil
+	})
+	lead := func(name string, start agent.Hook) *agent.Agent[agent.NoDeps, string] {
+		return serve(t, e, agent.Must(agent.New[agent.NoDeps, string](name, modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+			last := req.Messages[len(req.Messages)-1]
+			if last.Role == model.RoleTool {
+				return modeltest.Text("got: " + last.Text()), nil
+			}
+			return modeltest.ToolCalls(modeltest.Call("s1", "researcher", `{"input":"what is the answer?"}`)), nil
+		}), &agent.Options[agent.NoDeps]{
+			Tools: []tool.Tool{tool.Must(agent.AsTool(agent.Named("researcher", ""), nil))},
+			Hooks: []agent.Hook{start, stop},
+		})))
+	}
+	deny := lead("denier", hook("budget", agent.HookSubagentStart, "research*", decide(agent.Deny("no budget left"))))
+	out, err := deny.Run(runCtx(t), e.rt, "ask", &agent.RunOptions[agent.NoDeps]{RunID: "d1"})
+	if err != nil || out.Output != "got: the call was denied by budget: no budget left" || childPrompt.Load() != nil {
+		t.Fatalf("denied start: %+v, %v; the subagent saw %v", out, err, childPrompt.Load())
+	}
+	change := lead("changer", hook("frame", agent.HookSubagentStart, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
+		return agent.HookDecision{Action: agent.HookTransform, Prompt: "Briefly: " + in.Prompt}, nil
+	}))
+	out, err = change.Run(runCtx(t), e.rt, "ask", &agent.RunOptions[agent.NoDeps]{RunID: "c1"})
+	if err != nil || out.Output != "got: 42" || childPrompt.Load() != "Briefly: what is the answer?" {
+		t.Fatalf("changed start: %+v, %v; the subagent saw %v", out, err, childPrompt.Load())
+	}
+	e.settle(t)
+	for run, want := range map[string]string{"d1": "complete:got: the call was denied by budget: no budget left", "c1": "complete:got: 42"} {
+		if got, _ := stops.Load(run); got != want {
+			t.Errorf("stop hook for %s: %v, want %q", run, got, want)
+		}
 	}
 }

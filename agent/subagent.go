@@ -285,6 +285,21 @@ func (h *handlers[Deps, Out]) startSubagent(ctx context.Context, msg *calf.Messa
 		res := errorResult(ev.Step, p, fmt.Errorf("the agent %s was not called: this run is %d subagent calls deep, the limit", sub.agent, st.Depth))
 		return h.recordResult(ctx, st.RunID, res, calf.Metadata{})
 	}
+	if h.a.hasHooks(HookSubagentStart) {
+		o := h.a.runHooks(ctx, HookSubagentStart, HookInput{
+			Event: HookSubagentStart, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: ev.Step,
+			ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Subagent: sub.agent, Prompt: input,
+		})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if o.denied != "" {
+			res := errorResult(ev.Step, PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}, errors.New(o.denied))
+			res.Hooks = o.records
+			return h.recordResult(ctx, st.RunID, res, calf.Metadata{})
+		}
+		input = o.prompt
+	}
 	child := SubagentRunID(st.RunID, ev.ToolCallID)
 	spawned := SubagentEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Agent: sub.agent, RunID: child}
 	if _, err := h.rt.client.Emit(ctx, SubagentSpawnedChannel(h.a.name), spawned, calf.WithID(child+".spawned"), calf.WithKey(st.RunID)); err != nil {
