@@ -65,10 +65,10 @@ const (
 // Decide says whether a call of the tool name, of kind, runs, is refused,
 // or asks for approval, and why.
 func (p *Permissions) Decide(name string, kind tool.Kind) (PermissionDecision, string) {
-	if matchAny(p.Disallowed, name) {
+	if matchAny(name, p.Disallowed...) {
 		return PermissionDeny, fmt.Sprintf("the tool %s is not allowed", name)
 	}
-	if matchAny(p.Allowed, name) {
+	if matchAny(name, p.Allowed...) {
 		return PermissionAllow, ""
 	}
 	mode := p.Mode
@@ -90,17 +90,17 @@ func (p *Permissions) validate() error {
 	default:
 		return fmt.Errorf("unknown permission mode %q", p.Mode)
 	}
-	for _, pat := range append(append([]string(nil), p.Allowed...), p.Disallowed...) {
-		for _, q := range strings.Split(pat, "|") {
-			if _, err := path.Match(q, ""); err != nil {
-				return fmt.Errorf("tool pattern %q: %v", pat, err)
-			}
+	for _, pat := range append(slices.Clone(p.Allowed), p.Disallowed...) {
+		if err := checkPatterns(pat); err != nil {
+			return fmt.Errorf("tool pattern %w", err)
 		}
 	}
 	return nil
 }
 
-func matchAny(patterns []string, name string) bool {
+// matchAny reports whether name matches one of patterns: path.Match
+// patterns, several in one string separated by "|".
+func matchAny(name string, patterns ...string) bool {
 	for _, pat := range patterns {
 		for _, q := range strings.Split(pat, "|") {
 			if ok, _ := path.Match(q, name); ok {
@@ -109,6 +109,16 @@ func matchAny(patterns []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// checkPatterns reports a malformed pattern of patterns (see matchAny).
+func checkPatterns(patterns string) error {
+	for _, q := range strings.Split(patterns, "|") {
+		if _, err := path.Match(q, ""); err != nil {
+			return fmt.Errorf("%q: %v", patterns, err)
+		}
+	}
+	return nil
 }
 
 // ApprovalStatus is where an approval request stands.

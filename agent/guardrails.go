@@ -1,10 +1,10 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -106,42 +106,16 @@ func checkGuardrails(gs []Guardrail, stage GuardrailStage) error {
 
 // check runs g on in, with its timeout, and returns the trip, or nil.
 func (g *Guardrail) check(ctx context.Context, in GuardrailInput) *GuardrailTrip {
-	timeout := g.Timeout
-	if timeout <= 0 {
-		timeout = DefaultGuardrailTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	type answer struct {
-		r   GuardrailResult
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		var a answer
-		defer func() {
-			if v := recover(); v != nil {
-				a = answer{err: fmt.Errorf("panicked: %v\n%s", v, debug.Stack())}
-			}
-			done <- a
-		}()
-		a.r, a.err = g.Func(ctx, in)
-	}()
-	var a answer
-	select {
-	case a = <-done:
-	case <-ctx.Done():
-		a.err = fmt.Errorf("no verdict within %s", timeout)
+	timeout := cmp.Or(g.Timeout, DefaultGuardrailTimeout)
+	r, err := callWithin(ctx, timeout, func(ctx context.Context) (GuardrailResult, error) { return g.Func(ctx, in) })
+	if errors.Is(err, errTimedOut) {
+		err = fmt.Errorf("no verdict within %s", timeout)
 	}
 	switch {
-	case a.err != nil:
-		return &GuardrailTrip{Name: g.Name, Stage: in.Stage, Reason: "the check failed: " + a.err.Error()}
-	case a.r.Tripped:
-		reason := a.r.Reason
-		if reason == "" {
-			reason = "no reason given"
-		}
-		return &GuardrailTrip{Name: g.Name, Stage: in.Stage, Reason: reason}
+	case err != nil:
+		return &GuardrailTrip{Name: g.Name, Stage: in.Stage, Reason: "the check failed: " + err.Error()}
+	case r.Tripped:
+		return &GuardrailTrip{Name: g.Name, Stage: in.Stage, Reason: cmp.Or(r.Reason, "no reason given")}
 	}
 	return nil
 }

@@ -2,12 +2,12 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
-	"path"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -185,10 +185,8 @@ func checkHooks(hooks []Hook) error {
 		case h.Func == nil:
 			return fmt.Errorf("%w: hook %s has no Func", ErrInvalidAgent, h.Name)
 		}
-		for _, p := range strings.Split(h.Matcher, "|") {
-			if _, err := path.Match(p, ""); err != nil {
-				return fmt.Errorf("%w: hook %s: matcher %q: %v", ErrInvalidAgent, h.Name, h.Matcher, err)
-			}
+		if err := checkPatterns(h.Matcher); err != nil {
+			return fmt.Errorf("%w: hook %s: matcher %w", ErrInvalidAgent, h.Name, err)
 		}
 	}
 	return nil
@@ -196,27 +194,32 @@ func checkHooks(hooks []Hook) error {
 
 // matches reports whether h's matcher selects the tool name.
 func (h *Hook) matches(name string) bool {
-	if h.Matcher == "" {
-		return true
-	}
-	for _, p := range strings.Split(h.Matcher, "|") {
-		if ok, _ := path.Match(p, name); ok {
-			return true
-		}
-	}
-	return false
+	return h.Matcher == "" || matchAny(name, h.Matcher)
 }
 
 // call runs h's function with its timeout, turning a panic into an error.
-func (h *Hook) call(ctx context.Context, in HookInput) (d HookDecision, err error) {
-	timeout := h.Timeout
-	if timeout <= 0 {
-		timeout = DefaultHookTimeout
+func (h *Hook) call(ctx context.Context, in HookInput) (HookDecision, error) {
+	timeout := cmp.Or(h.Timeout, DefaultHookTimeout)
+	d, err := callWithin(ctx, timeout, func(ctx context.Context) (HookDecision, error) { return h.Func(ctx, in) })
+	if errors.Is(err, errTimedOut) {
+		return HookDecision{}, fmt.Errorf("did not answer within %s", timeout)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return d, err
+}
+
+// errTimedOut is returned by callWithin when the timeout passed first.
+var errTimedOut = errors.New("timed out")
+
+// callWithin calls fn with a context bounded by timeout, in a goroutine of
+// its own, so that a function that ignores its context holds the caller no
+// longer than the timeout; a panic becomes an error. It returns
+// errTimedOut when the timeout passed first, and ctx's error when ctx
+// ended first.
+func callWithin[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	type answer struct {
-		d   HookDecision
+		v   T
 		err error
 	}
 	done := make(chan answer, 1)
@@ -228,16 +231,17 @@ func (h *Hook) call(ctx context.Context, in HookInput) (d HookDecision, err erro
 			}
 			done <- a
 		}()
-		a.d, a.err = h.Func(ctx, in)
+		a.v, a.err = fn(tctx)
 	}()
 	select {
 	case a := <-done:
-		return a.d, a.err
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return HookDecision{}, fmt.Errorf("did not answer within %s", timeout)
+		return a.v, a.err
+	case <-tctx.Done():
+		var zero T
+		if ctx.Err() != nil {
+			return zero, ctx.Err()
 		}
-		return HookDecision{}, ctx.Err()
+		return zero, errTimedOut
 	}
 }
 

@@ -89,12 +89,7 @@ publish it on the workers' broker, where a worker carries it out.`,
 }
 
 // oneApprovalID accepts exactly one argument, the id of a request.
-func oneApprovalID(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 || args[0] == "" {
-		return usageError(fmt.Errorf("%s needs one approval request id (see calf approvals list), got %d arguments", cmd.CommandPath(), len(args)))
-	}
-	return nil
-}
+var oneApprovalID = oneIDOf("approval request id", "calf approvals list")
 
 func listApprovals(ctx context.Context, storeURL, run string, all, asJSON bool, out io.Writer) error {
 	st, err := openStore(ctx, storeURL, nil)

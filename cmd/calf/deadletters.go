@@ -80,11 +80,17 @@ letter.`,
 }
 
 // oneID accepts exactly one argument, the id of a dead letter.
-func oneID(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 || args[0] == "" {
-		return usageError(fmt.Errorf("%s needs one dead letter id (see calf deadletters list), got %d arguments", cmd.CommandPath(), len(args)))
+var oneID = oneIDOf("dead letter id", "calf deadletters list")
+
+// oneIDOf returns the check that a command has exactly one argument, an id
+// of what, which the command list lists.
+func oneIDOf(what, list string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 || args[0] == "" {
+			return usageError(fmt.Errorf("%s needs one %s (see %s), got %d arguments", cmd.CommandPath(), what, list, len(args)))
+		}
+		return nil
 	}
-	return nil
 }
 
 func listDeadLetters(ctx context.Context, storeURL string, asJSON bool, out io.Writer) error {
