@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -823,21 +824,24 @@ func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev Tool
 	}
 	p := PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
 	var records []HookRecord
+	// refused is the result of a call that does not run: the model gets
+	// err, and the record what the hooks decided.
+	refused := func(err error) (ToolResultEvent, bool, error) {
+		res := errorResult(ev.Step, p, err)
+		res.Hooks = records
+		return res, false, nil
+	}
 	if approved == nil {
 		pre := h.a.runHooks(ctx, HookPreToolUse, in)
 		records = pre.records
 		if pre.denied != "" {
-			res := errorResult(ev.Step, p, errors.New(pre.denied))
-			res.Hooks = records
-			return res, false, nil
+			return refused(errors.New(pre.denied))
 		}
 		ev.Arguments = string(pre.args)
 		if perms != nil {
 			switch d, why := perms.Decide(ev.ToolName, in.ToolKind); d {
 			case PermissionDeny:
-				res := errorResult(ev.Step, p, fmt.Errorf("the call was refused: %s", why))
-				res.Hooks = records
-				return res, false, nil
+				return refused(fmt.Errorf("the call was refused: %s", why))
 			case PermissionAskUser:
 				allowed, err := h.rt.sessionAllows(ctx, st.SessionID, ev.ToolName)
 				if err != nil {
@@ -851,13 +855,7 @@ func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev Tool
 	} else {
 		records = approved.Hooks
 		if approved.Status != ApprovalApproved {
-			msg := approved.Message
-			if msg == "" {
-				msg = "no reason given"
-			}
-			res := errorResult(ev.Step, p, fmt.Errorf("the call was denied by the person asked to approve it: %s", msg))
-			res.Hooks = records
-			return res, false, nil
+			return refused(fmt.Errorf("the call was denied by the person asked to approve it: %s", cmp.Or(approved.Message, "no reason given")))
 		}
 		ev.Arguments = string(approved.Arguments)
 		if len(approved.ApprovedArguments) > 0 {
