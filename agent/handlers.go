@@ -71,6 +71,11 @@ func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOp
 			return fmt.Errorf("agent %s: serve: %w", a.name, err)
 		}
 	}
+	if len(a.opts.Hooks) > 0 {
+		if err := calf.CreateChannels(ctx, rt.client.Broker(), HookChannel(a.name)); err != nil {
+			return fmt.Errorf("agent %s: serve: create channels: %w", a.name, err)
+		}
+	}
 	if a.opts.Permissions != nil {
 		if err := calf.CreateChannels(ctx, rt.client.Broker(), ApprovalChannel(a.name)); err != nil {
 			return fmt.Errorf("agent %s: serve: create channels: %w", a.name, err)
@@ -235,14 +240,10 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 	// user_prompt_submit hooks see a prompt before the run exists; a
 	// handoff's input continues a conversation already submitted.
 	var refused string
-	if len(in.Chain) == 0 && in.Messages == nil && h.a.hasHooks(HookUserPromptSubmit) {
-		o := h.a.runHooks(ctx, HookUserPromptSubmit, HookInput{
-			Event: HookUserPromptSubmit, Agent: h.a.name, RunID: id, SessionID: msg.Metadata.SessionID, Prompt: in.Content,
-		})
-		if ctx.Err() != nil {
-			return ctx.Err()
+	if len(in.Chain) == 0 && in.Messages == nil {
+		if refused, err = h.promptHooks(ctx, msg, id, &in); err != nil {
+			return err
 		}
-		in.Content, refused = o.prompt, o.denied
 	}
 	var st *RunState
 	var created []byte
@@ -628,26 +629,60 @@ func (h *handlers[Deps, Out]) fail(ctx context.Context, id, reason string) error
 	return h.finish(ctx, st)
 }
 
+// promptHooks runs the user_prompt_submit hooks, then, for a run in a
+// session, the session_start hooks, on the prompt of a run that starts,
+// and publishes their decisions. It returns why the prompt was refused,
+// if it was.
+func (h *handlers[Deps, Out]) promptHooks(ctx context.Context, msg *calf.Message, id string, in *InputEvent) (refused string, err error) {
+	md := calf.Metadata{CorrelationID: cmp.Or(msg.Metadata.CorrelationID, id), RunID: id, SessionID: msg.Metadata.SessionID}
+	hin := HookInput{Event: HookUserPromptSubmit, Agent: h.a.name, RunID: id, SessionID: md.SessionID, Prompt: in.Content}
+	for _, event := range []HookEvent{HookUserPromptSubmit, HookSessionStart} {
+		if !h.a.hasHooks(event) || (event == HookSessionStart && md.SessionID == "") {
+			continue
+		}
+		hin.Event = event
+		if event == HookSessionStart {
+			hin.Source = "resume"
+			if _, err := h.rt.store.Get(ctx, store.KindSession, md.SessionID); errors.Is(err, store.ErrNotFound) {
+				hin.Source = "startup"
+			} else if err != nil {
+				return "", err
+			}
+		}
+		o := h.a.runHooks(ctx, event, hin)
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		if err := h.emitHookDecisions(ctx, md, HookDecisionEvent{Event: event, Decisions: o.records}); err != nil {
+			return "", err
+		}
+		if o.denied != "" {
+			return o.denied, nil
+		}
+		in.Content, hin.Prompt = o.prompt, o.prompt
+	}
+	return "", nil
+}
+
 // finish appends a completed (or handed-off) run to its session and emits
 // its output; a run that handed off then emits the input of the run that
 // continues it.
 func (h *handlers[Deps, Out]) finish(ctx context.Context, st *RunState) error {
 	if h.a.hasHooks(HookStop) && st.Agent == h.a.name {
-		in := HookInput{Event: HookStop, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Status: st.Status, Error: st.Error}
-		if len(st.Output) > 0 {
-			var text string
-			if json.Unmarshal(st.Output, &text) == nil {
-				in.Output = text
-			} else {
-				in.Output = string(st.Output)
-			}
-		}
-		if o := h.a.runHooks(ctx, HookStop, in); o.denied != "" && ctx.Err() == nil {
-			h.rt.log.Warn("agent: stop hook failed", "agent", h.a.name, "run", st.RunID, "err", o.denied)
+		in := h.endInput(st)
+		if err := h.endHooks(ctx, st, HookStop, in); err != nil {
+			return err
 		}
 	}
 	if st.Status == RunComplete || st.Status == RunHandedOff {
 		if err := h.rt.appendSession(ctx, st); err != nil {
+			return err
+		}
+	}
+	if st.SessionID != "" && st.Status != RunHandedOff && h.a.hasHooks(HookSessionEnd) && st.Agent == h.a.name {
+		in := h.endInput(st)
+		in.Event = HookSessionEnd
+		if err := h.endHooks(ctx, st, HookSessionEnd, in); err != nil {
 			return err
 		}
 	}
@@ -658,6 +693,41 @@ func (h *handlers[Deps, Out]) finish(ctx context.Context, st *RunState) error {
 		return h.emitHandoff(ctx, st)
 	}
 	return nil
+}
+
+// endInput is the input of the stop hooks of the run st, which ended.
+func (h *handlers[Deps, Out]) endInput(st *RunState) HookInput {
+	in := HookInput{Event: HookStop, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Status: st.Status, Error: st.Error}
+	in.Output = outputText(st.Output)
+	return in
+}
+
+// outputText is an output as hooks see it: the text, or the JSON of a
+// structured output.
+func outputText(out json.RawMessage) string {
+	if len(out) == 0 {
+		return ""
+	}
+	var text string
+	if json.Unmarshal(out, &text) == nil {
+		return text
+	}
+	return string(out)
+}
+
+// endHooks runs the hooks that are told a run ended (stop, session_end)
+// and publishes their decisions. A hook's failure is logged: it cannot
+// change the outcome.
+func (h *handlers[Deps, Out]) endHooks(ctx context.Context, st *RunState, event HookEvent, in HookInput) error {
+	o := h.a.runHooks(ctx, event, in)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if o.denied != "" {
+		h.rt.log.Warn("agent: hook failed", "event", event, "agent", h.a.name, "run", st.RunID, "err", o.denied)
+	}
+	return h.emitHookDecisions(ctx, calf.Metadata{CorrelationID: st.correlationID(), RunID: st.RunID, SessionID: st.SessionID},
+		HookDecisionEvent{Event: event, Decisions: o.records})
 }
 
 func (rt *Runtime) emitOutput(ctx context.Context, st *RunState) error {
@@ -834,6 +904,12 @@ func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev Tool
 	if approved == nil {
 		pre := h.a.runHooks(ctx, HookPreToolUse, in)
 		records = pre.records
+		if ctx.Err() != nil {
+			return ToolResultEvent{}, false, ctx.Err()
+		}
+		if err := h.emitHookDecisions(ctx, st.metadata(), HookDecisionEvent{Event: HookPreToolUse, Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Decisions: records}); err != nil {
+			return ToolResultEvent{}, false, err
+		}
 		if pre.denied != "" {
 			return refused(errors.New(pre.denied))
 		}
@@ -868,6 +944,14 @@ func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev Tool
 	}
 	in.Event, in.Arguments, in.Result = HookPostToolUse, json.RawMessage(ev.Arguments), res.Result
 	post := h.a.runHooks(ctx, HookPostToolUse, in)
+	if ctx.Err() != nil {
+		return res, false, nil // shutting down: the call goes back for redelivery
+	}
+	if err := h.emitHookDecisions(ctx, st.metadata(), HookDecisionEvent{Event: HookPostToolUse, Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Decisions: post.records}); err != nil {
+		// The tool ran: it must not run again for want of this event. The
+		// decisions are recorded with the result all the same.
+		h.rt.log.Warn("agent: hook decisions not published", "agent", h.a.name, "run", st.RunID, "call", ev.ToolCallID, "err", err)
+	}
 	switch {
 	case post.denied != "":
 		res = errorResult(ev.Step, p, errors.New(post.denied))

@@ -220,6 +220,11 @@ func (s *RunState) correlationID() string {
 	return s.RunID
 }
 
+// metadata is the metadata of the run's events.
+func (s *RunState) metadata() calf.Metadata {
+	return calf.Metadata{CorrelationID: s.correlationID(), RunID: s.RunID, SessionID: s.SessionID}
+}
+
 // handoffRunID is the id of the run that continues st after a handoff.
 func handoffRunID(st *RunState) string {
 	first := st.RunID

@@ -10,9 +10,11 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/internal/proc"
 	"github.com/calf-go/calf/tool"
 )
@@ -47,7 +49,40 @@ const (
 	// by name. It runs at least once per run (again if the end is handled
 	// again after a crash).
 	HookStop HookEvent = "stop"
+	// HookSubagentStop runs in the parent when a subagent's run (see
+	// [AsTool]) has ended, before its output becomes the result of the
+	// tool call that started it: a hook may let the result through,
+	// withhold it (the model gets the reason as the call's error result),
+	// or change it. The Matcher selects subagents by name. It sees the
+	// subagent run's status, output and error, and the result the model
+	// would get.
+	HookSubagentStop HookEvent = "subagent_stop"
+	// HookSessionStart runs when a run starts on a prompt in a session
+	// ([RunOptions.SessionID]), after the user_prompt_submit hooks and
+	// before the run's state is created: Source is "startup" when the
+	// session has no stored conversation yet, "resume" when the run
+	// continues one. A hook may let the run start, refuse it (the run ends
+	// failed, with the reason, before any model call), or change its
+	// prompt. The Matcher selects agents by name. A run reached by a
+	// handoff continues a run already started and does not start the
+	// session again.
+	HookSessionStart HookEvent = "session_start"
+	// HookSessionEnd runs when a run in a session has ended and, if it
+	// completed, its messages were added to the session, before its output
+	// is published: the session is idle until its next run. Like stop, it
+	// is told (Status, Output, Error), and cannot change the outcome. The
+	// Matcher selects agents by name. A run that handed off does not end
+	// the session: the run that continues it does.
+	HookSessionEnd HookEvent = "session_end"
 )
+
+// hookEvents lists the hook events, in the order of a run.
+var hookEvents = []HookEvent{HookUserPromptSubmit, HookSessionStart, HookPreToolUse, HookPostToolUse,
+	HookSubagentStart, HookSubagentStop, HookStop, HookSessionEnd}
+
+// toldOnly reports whether the hooks of event are told of an outcome
+// they cannot change.
+func toldOnly(event HookEvent) bool { return event == HookStop || event == HookSessionEnd }
 
 // HookAction is what a hook decides.
 type HookAction string
@@ -86,10 +121,16 @@ type HookInput struct {
 	// Prompt is the run's prompt, for user_prompt_submit, or the
 	// subagent's, for subagent_start, as earlier hooks left it.
 	Prompt string `json:"prompt,omitempty"`
-	// Subagent is the agent a subagent_start hook's call starts.
-	Subagent string `json:"subagent,omitempty"`
-	// Status is how the run ended, for stop; Output its output (the text,
-	// or the JSON of a structured output) and Error why it failed.
+	// Subagent is the agent a subagent_start hook's call starts, or whose
+	// run a subagent_stop hook's call started; SubagentRunID is that run,
+	// for subagent_stop.
+	Subagent      string `json:"subagent,omitempty"`
+	SubagentRunID string `json:"subagent_run_id,omitempty"`
+	// Source is "startup" or "resume", for session_start.
+	Source string `json:"source,omitempty"`
+	// Status is how the run ended, for stop and session_end, or the
+	// subagent's run, for subagent_stop; Output its output (the text, or
+	// the JSON of a structured output) and Error why it failed.
 	Status RunStatus `json:"status,omitempty"`
 	Output string    `json:"output,omitempty"`
 	Error  string    `json:"error,omitempty"`
@@ -103,10 +144,11 @@ type HookDecision struct {
 	// Arguments, for a transform at pre_tool_use, are the new arguments
 	// (a JSON object).
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// Result, for a transform at post_tool_use, is the new result.
+	// Result, for a transform at post_tool_use or subagent_stop, is the new
+	// result.
 	Result *tool.Result `json:"result,omitempty"`
-	// Prompt, for a transform at user_prompt_submit or subagent_start, is
-	// the new prompt.
+	// Prompt, for a transform at user_prompt_submit, session_start or
+	// subagent_start, is the new prompt.
 	Prompt string `json:"prompt,omitempty"`
 }
 
@@ -137,17 +179,21 @@ func Skip() HookDecision { return HookDecision{Action: HookSkip} }
 const DefaultHookTimeout = 30 * time.Second
 
 // Hook is a function that runs at Event for the tool calls whose tool's
-// name Matcher matches. The hooks of an event run in the order of
-// [Options.Hooks], each seeing what the earlier ones left: see
-// [HookAction]. A hook that returns an error, panics, returns an unknown
-// action or a transform without its arguments or result, or outlasts its
-// timeout, denies, and the model is told which hook failed and why.
+// name Matcher matches (for the events that are not about a tool call, the
+// agents or subagents whose name it matches). The hooks of an event run in
+// the order of [Options.Hooks], each seeing what the earlier ones left:
+// see [HookAction]. A hook that returns an error, panics, returns an
+// unknown action or a transform without its arguments, result or prompt,
+// or outlasts its timeout, denies, and the model (or, for a prompt, the
+// run's error) is told which hook failed and why.
 //
-// Hooks run in the process that executes the tool call, again if the call
-// is delivered again before its result is recorded, so they should decide
-// the same way for the same input. What each decided is recorded with the
-// call's result ([ToolResultEvent.Hooks], [ToolCallRecord.Hooks]), so it
-// appears in RunStream's tool_result events and in the run's output.
+// Hooks run in the process that handles the event, again if the event is
+// delivered again before what it caused is recorded, so they should decide
+// the same way for the same input. What the hooks of an event decided is
+// published as a [HookDecisionEvent] on the agent's hook channel
+// ([HookChannel]), before the decision takes effect, so RunStream yields
+// it (a hook event); the decisions about a tool call are also recorded
+// with its result ([ToolResultEvent.Hooks], [ToolCallRecord.Hooks]).
 type Hook struct {
 	// Name identifies the hook in records and in what the model is told.
 	Name string
@@ -163,7 +209,52 @@ type Hook struct {
 	Timeout time.Duration
 }
 
-// HookRecord is what one hook decided about a tool call.
+// HookDecisionEvent is the payload of an agent's hook channel
+// ([HookChannel]): what the hooks of one event of a run decided, in order.
+// Its message has the run's id and correlation id in its metadata, and
+// the id "{run}.hook.{event}" for the events of the run
+// (user_prompt_submit, session_start, stop, session_end), or
+// "{run}.hook.{event}.{step}.{tool_call_id}" for those of a tool call.
+type HookDecisionEvent struct {
+	Event HookEvent `json:"event"`
+	// Step, ToolCallID and ToolName name the tool call, for the events of
+	// a tool call.
+	Step       int    `json:"step,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	ToolName   string `json:"tool_name,omitempty"`
+	// Subagent is the agent of subagent_start and subagent_stop.
+	Subagent  string       `json:"subagent,omitempty"`
+	Decisions []HookRecord `json:"decisions"`
+}
+
+// HookChannel returns the channel of what an agent's hooks decided.
+func HookChannel(agent string) string { return channelPrefix + agent + "." + suffixHook }
+
+const suffixHook = "hook"
+
+// hookID is the message id of the decisions of ev in run.
+func hookID(run string, ev *HookDecisionEvent) string {
+	id := run + ".hook." + string(ev.Event)
+	if ev.ToolCallID != "" {
+		id += "." + strconv.Itoa(ev.Step) + "." + ev.ToolCallID
+	}
+	return id
+}
+
+// emitHookDecisions publishes what the hooks of ev.Event decided, if any
+// ran, with md as the message's metadata.
+func (h *handlers[Deps, Out]) emitHookDecisions(ctx context.Context, md calf.Metadata, ev HookDecisionEvent) error {
+	if len(ev.Decisions) == 0 {
+		return nil
+	}
+	_, err := h.rt.client.Emit(ctx, HookChannel(h.a.name), ev, calf.WithID(hookID(md.RunID, &ev)), calf.WithKey(md.RunID), calf.WithMetadata(md))
+	if err != nil {
+		return fmt.Errorf("agent %s: publish the %s hooks' decisions: %w", h.a.name, ev.Event, err)
+	}
+	return nil
+}
+
+// HookRecord is what one hook decided.
 type HookRecord struct {
 	Hook   string     `json:"hook"`
 	Event  HookEvent  `json:"event"`
@@ -180,7 +271,7 @@ func checkHooks(hooks []Hook) error {
 		switch {
 		case h.Name == "":
 			return fmt.Errorf("%w: hook %d has no name", ErrInvalidAgent, i)
-		case !slices.Contains([]HookEvent{HookPreToolUse, HookPostToolUse, HookUserPromptSubmit, HookSubagentStart, HookStop}, h.Event):
+		case !slices.Contains(hookEvents, h.Event):
 			return fmt.Errorf("%w: hook %s: unknown event %q", ErrInvalidAgent, h.Name, h.Event)
 		case h.Func == nil:
 			return fmt.Errorf("%w: hook %s has no Func", ErrInvalidAgent, h.Name)
@@ -259,9 +350,9 @@ func (a *Agent[Deps, Out]) runHooks(ctx context.Context, event HookEvent, in Hoo
 	out := hookOutcome{args: in.Arguments, result: in.Result, prompt: in.Prompt}
 	subject := in.ToolName
 	switch event {
-	case HookUserPromptSubmit, HookStop:
+	case HookUserPromptSubmit, HookStop, HookSessionStart, HookSessionEnd:
 		subject = in.Agent
-	case HookSubagentStart:
+	case HookSubagentStart, HookSubagentStop:
 		subject = in.Subagent
 	}
 	for i := range a.opts.Hooks {
@@ -292,8 +383,8 @@ func (a *Agent[Deps, Out]) runHooks(ctx context.Context, event HookEvent, in Hoo
 			rec.Arguments = d.Arguments
 		}
 		out.records = append(out.records, rec)
-		if event == HookStop {
-			continue // told only: whatever it decides, the next hooks are told too
+		if toldOnly(event) {
+			continue // whatever it decides, the next hooks are told too
 		}
 		switch d.Action {
 		case HookDeny:
@@ -304,7 +395,7 @@ func (a *Agent[Deps, Out]) runHooks(ctx context.Context, event HookEvent, in Hoo
 			switch event {
 			case HookPreToolUse, HookSubagentStart:
 				out.denied = fmt.Sprintf("the call was denied by %s: %s", h.Name, reason)
-			case HookPostToolUse:
+			case HookPostToolUse, HookSubagentStop:
 				out.denied = fmt.Sprintf("the result was withheld by %s: %s", h.Name, reason)
 			default:
 				out.denied = fmt.Sprintf("the prompt was refused by %s: %s", h.Name, reason)
@@ -314,7 +405,7 @@ func (a *Agent[Deps, Out]) runHooks(ctx context.Context, event HookEvent, in Hoo
 			switch event {
 			case HookPreToolUse:
 				out.args = d.Arguments
-			case HookPostToolUse:
+			case HookPostToolUse, HookSubagentStop:
 				out.result = d.Result
 			default:
 				out.prompt = d.Prompt
@@ -332,10 +423,10 @@ func (d HookDecision) check(event HookEvent) error {
 	case "", HookAllow, HookDeny, HookSkip:
 		return nil
 	case HookTransform:
-		if event == HookStop {
-			return nil // told only: the decision is ignored
+		if toldOnly(event) {
+			return nil // the decision is ignored
 		}
-		if event == HookUserPromptSubmit || event == HookSubagentStart {
+		if event == HookUserPromptSubmit || event == HookSubagentStart || event == HookSessionStart {
 			if d.Prompt == "" {
 				return errors.New("a transform of the prompt must give the new prompt")
 			}

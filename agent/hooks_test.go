@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,6 +170,197 @@ func TestHookDecisionsInRunStream(t *testing.T) {
 	}
 	if h := result.Hooks[0]; h.Hook != "double" || h.Action != agent.HookTransform || string(h.Arguments) != `{"a":4,"b":4}` || result.Result.Text() != "8" {
 		t.Errorf("recorded %+v, result %q", h, result.Result.Text())
+	}
+}
+
+// Every hook event's decisions are an event of their own, in the run's
+// order: each before what it decided takes effect.
+func TestHookEventsInRunStream(t *testing.T) {
+	e := newEnv(t, nil)
+	a, _, _ := hookedW1(t, e,
+		hook("prompt", agent.HookUserPromptSubmit, "", decide(agent.Allow())),
+		hook("session", agent.HookSessionStart, "", decide(agent.Allow())),
+		hook("double", agent.HookPreToolUse, "add", decide(agent.TransformArguments(json.RawMessage(`{"a":4,"b":4}`)))),
+		hook("not-me", agent.HookPreToolUse, "other", decide(agent.Deny("never"))),
+		hook("redact", agent.HookPostToolUse, "", decide(agent.TransformResult(tool.TextResult("[redacted]")))),
+		hook("audit", agent.HookStop, "", decide(agent.Allow())),
+		hook("bye", agent.HookSessionEnd, "", decide(agent.Skip())),
+	)
+	var got []string
+	for ev, err := range a.RunStream(runCtx(t), e.rt, "add", &agent.RunOptions[agent.NoDeps]{RunID: "hs", SessionID: "s-hs"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case agent.EventDelta:
+			continue
+		case agent.EventHook:
+			h := ev.Hook
+			if ev.RunID != "hs" || ev.Message.ID != "hs.hook."+string(h.Event)+map[bool]string{true: ".1.call_1", false: ""}[h.ToolCallID != ""] {
+				t.Errorf("hook event of run %s, id %s: %+v", ev.RunID, ev.Message.ID, h)
+			}
+			got = append(got, "hook:"+string(h.Event)+"="+actions(h.Decisions))
+		case agent.EventOutput:
+			var s string
+			_ = json.Unmarshal(ev.Output.Content, &s)
+			got = append(got, "output:"+s)
+		default:
+			got = append(got, string(ev.Kind))
+		}
+	}
+	want := "input hook:user_prompt_submit=prompt:allow hook:session_start=session:allow inference tool_call " +
+		"hook:pre_tool_use=double:transform hook:post_tool_use=redact:transform tool_result inference " +
+		"hook:stop=audit:allow hook:session_end=bye:skip output:The sum is [redacted]"
+	if s := strings.Join(got, " "); s != want {
+		t.Errorf("stream:\n got %s\nwant %s", s, want)
+	}
+	// An agent without hooks publishes no hook event.
+	plain := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("plain", modeltest.NewTestModel(modeltest.Text("hi")), nil)))
+	for ev, err := range plain.RunStream(runCtx(t), e.rt, "x", nil) {
+		if err != nil || ev.Kind == agent.EventHook {
+			t.Fatalf("plain agent: %+v, %v", ev, err)
+		}
+	}
+}
+
+// session_start hooks are told whether the session is new, and may refuse
+// the run or change its prompt; session_end hooks are told each run of a
+// session ended, after its messages were added to the session.
+func TestSessionHooks(t *testing.T) {
+	e := newEnv(t, nil)
+	var starts, ends []string
+	var mu sync.Mutex
+	var seen atomic.Value
+	var calls atomic.Int64
+	hooks := []agent.Hook{
+		hook("start", agent.HookSessionStart, "assistant", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
+			mu.Lock()
+			starts = append(starts, in.SessionID+":"+in.Source)
+			mu.Unlock()
+			if in.SessionID == "closed" {
+				return agent.Deny("this session is closed"), nil
+			}
+			if in.Source == "startup" {
+				return agent.HookDecision{Action: agent.HookTransform, Prompt: "(new conversation) " + in.Prompt}, nil
+			}
+			return agent.Allow(), nil
+		}),
+		hook("end", agent.HookSessionEnd, "", func(ctx context.Context, in agent.HookInput) (agent.HookDecision, error) {
+			s, err := e.rt.LoadSession(ctx, in.SessionID)
+			n := 0
+			if err == nil {
+				n = len(s.Messages)
+			}
+			mu.Lock()
+			ends = append(ends, fmt.Sprintf("%s:%s:%s:%d", in.SessionID, in.Status, in.Output, n))
+			mu.Unlock()
+			return agent.Deny("ignored"), nil
+		}),
+	}
+	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("assistant", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+		seen.Store(req.Messages[len(req.Messages)-1].Text())
+		return modeltest.Text(fmt.Sprint("answer ", len(req.Messages))), nil
+	}), &agent.Options[agent.NoDeps]{Hooks: hooks})))
+	for i, want := range []string{"(new conversation) hello", "again"} {
+		out, err := a.Run(runCtx(t), e.rt, []string{"hello", "again"}[i], &agent.RunOptions[agent.NoDeps]{SessionID: "s1"})
+		if err != nil || seen.Load() != want {
+			t.Fatalf("run %d in the session: %+v, %v; the model saw %v", i, out, err, seen.Load())
+		}
+	}
+	_, err := a.Run(runCtx(t), e.rt, "hello", &agent.RunOptions[agent.NoDeps]{SessionID: "closed"})
+	if !errors.Is(err, agent.ErrRunFailed) || !strings.Contains(err.Error(), "the prompt was refused by start: this session is closed") || calls.Load() != 2 {
+		t.Fatalf("refused session: %v; %d model calls", err, calls.Load())
+	}
+	// A run in no session starts and ends none.
+	if _, err := a.Run(runCtx(t), e.rt, "hi", nil); err != nil {
+		t.Fatal(err)
+	}
+	e.settle(t)
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(starts, " "); got != "s1:startup s1:resume closed:startup" {
+		t.Errorf("session_start hooks: %s", got)
+	}
+	if got := strings.Join(ends, " "); got != "s1:complete:answer 1:2 s1:complete:answer 3:4 closed:failed::0" {
+		t.Errorf("session_end hooks: %s", got)
+	}
+}
+
+// subagent_stop hooks see a subagent's output before it becomes the
+// result of the call that started it: deny, transform and skip each change
+// what the parent's model sees.
+func TestSubagentStopHook(t *testing.T) {
+	e := newEnv(t, nil)
+	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+		return modeltest.Text("the answer is 42, password hunter2"), nil
+	}), nil)))
+	var told atomic.Value
+	for _, tt := range []struct {
+		name  string
+		hooks []agent.Hook
+		want  string
+	}{
+		{"allow", []agent.Hook{hook("audit", agent.HookSubagentStop, "researcher", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
+			told.Store(fmt.Sprintf("%s %s %s %s %q", in.Subagent, in.SubagentRunID, in.Status, in.ToolName, in.Output))
+			return agent.Allow(), nil
+		})}, "got: the answer is 42, password hunter2"},
+		{"deny", []agent.Hook{hook("dlp", agent.HookSubagentStop, "", decide(agent.Deny("it holds a secret")))},
+			"got: the result was withheld by dlp: it holds a secret"},
+		{"transform", []agent.Hook{
+			hook("redact", agent.HookSubagentStop, "research*", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
+				return agent.TransformResult(tool.TextResult(strings.ReplaceAll(in.Result.Text(), "hunter2", "***"))), nil
+			}),
+			hook("shout", agent.HookSubagentStop, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
+				return agent.TransformResult(tool.TextResult(strings.ToUpper(in.Result.Text()))), nil
+			}),
+		}, "got: THE ANSWER IS 42, PASSWORD ***"},
+		{"skip", []agent.Hook{
+			hook("trusted", agent.HookSubagentStop, "", decide(agent.Skip())),
+			hook("dlp", agent.HookSubagentStop, "", decide(agent.Deny("it holds a secret"))),
+		}, "got: the answer is 42, password hunter2"},
+		{"other subagent", []agent.Hook{hook("dlp", agent.HookSubagentStop, "writer", decide(agent.Deny("never")))},
+			"got: the answer is 42, password hunter2"},
+		{"failing", []agent.Hook{hook("broken", agent.HookSubagentStop, "", func(context.Context, agent.HookInput) (agent.HookDecision, error) {
+			return agent.HookDecision{}, errors.New("no policy")
+		})}, "got: the hook broken failed: no policy"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lead := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("lead-"+strings.ReplaceAll(tt.name, " ", "-"), modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+				last := req.Messages[len(req.Messages)-1]
+				if last.Role == model.RoleTool {
+					return modeltest.Text("got: " + last.Text()), nil
+				}
+				return modeltest.ToolCalls(modeltest.Call("s1", "researcher", `{"input":"what is the answer?"}`)), nil
+			}), &agent.Options[agent.NoDeps]{
+				Tools: []tool.Tool{tool.Must(agent.AsTool(agent.Named("researcher", ""), nil))},
+				Hooks: tt.hooks,
+			})))
+			var hookEvent *agent.HookDecisionEvent
+			var out string
+			for ev, err := range lead.RunStream(runCtx(t), e.rt, "ask", &agent.RunOptions[agent.NoDeps]{RunID: "r-" + tt.name}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch ev.Kind {
+				case agent.EventHook:
+					hookEvent = ev.Hook
+				case agent.EventOutput:
+					_ = json.Unmarshal(ev.Output.Content, &out)
+				}
+			}
+			if out != tt.want {
+				t.Errorf("output %q, want %q", out, tt.want)
+			}
+			if n := len(tt.hooks); tt.name != "other subagent" && (hookEvent == nil || hookEvent.Event != agent.HookSubagentStop || hookEvent.Subagent != "researcher" || hookEvent.ToolCallID != "s1" || len(hookEvent.Decisions) == 0 || len(hookEvent.Decisions) > n) {
+				t.Errorf("hook event %+v", hookEvent)
+			}
+			if tt.name == "other subagent" && hookEvent != nil {
+				t.Errorf("hook event for a hook that did not match: %+v", hookEvent)
+			}
+		})
+	}
+	if got, want := told.Load(), `researcher r-allow/s1 complete researcher "the answer is 42, password hunter2"`; got != want {
+		t.Errorf("subagent_stop input: %v, want %s", got, want)
 	}
 }
 

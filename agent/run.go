@@ -632,6 +632,9 @@ const (
 	// EventApproval: a tool call asks for a person's approval (Approval,
 	// status pending), or the request was answered (approved or denied).
 	EventApproval EventKind = "approval"
+	// EventHook: what the hooks of one event of the run decided (Hook),
+	// before the decisions take effect.
+	EventHook EventKind = "hook"
 )
 
 // Event is one event of a run, as [Agent.RunStream] yields it. One of the
@@ -650,6 +653,8 @@ type Event struct {
 	Subagent   *SubagentEvent
 	// Approval is an approval request (status pending) or its answer.
 	Approval *Approval
+	// Hook is what the hooks of one event decided.
+	Hook *HookDecisionEvent
 	// Message is the event as it travelled on the broker.
 	Message *calf.Message
 }
@@ -880,6 +885,8 @@ func (o *streamOrder) due(ev Event) bool {
 	case EventApproval:
 		// A subagent's request is not about a call of this run.
 		return ev.Approval.RunID != ev.RunID || o.called[ev.Approval.ToolCallID]
+	case EventHook:
+		return ev.Hook.ToolCallID == "" || o.called[ev.Hook.ToolCallID]
 	case EventOutput, EventHandoff:
 		return o.deltas[ev.Step] >= ev.Output.Deltas
 	}
@@ -925,6 +932,10 @@ func DecodeEvent(m *calf.Message) (Event, error) {
 		ev.Kind, ev.Approval = EventApproval, new(Approval)
 		err = m.Decode(ev.Approval)
 		ev.Step = ev.Approval.Step
+	case suffixHook:
+		ev.Kind, ev.Hook = EventHook, new(HookDecisionEvent)
+		err = m.Decode(ev.Hook)
+		ev.Step = ev.Hook.Step
 	case suffixSubagentSpawned:
 		ev.Kind, ev.Subagent = EventSubagentSpawned, new(SubagentEvent)
 		err = m.Decode(ev.Subagent)

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -293,6 +294,9 @@ func (h *handlers[Deps, Out]) startSubagent(ctx context.Context, msg *calf.Messa
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if err := h.emitHookDecisions(ctx, st.metadata(), HookDecisionEvent{Event: HookSubagentStart, Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Subagent: sub.agent, Decisions: o.records}); err != nil {
+			return err
+		}
 		if o.denied != "" {
 			res := errorResult(ev.Step, PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}, errors.New(o.denied))
 			res.Hooks = o.records
@@ -343,7 +347,56 @@ func (h *handlers[Deps, Out]) onSubagentCompleted(ctx context.Context, msg *calf
 	if err := json.Unmarshal([]byte(out.Ref), &ref); err != nil || ref.Run == "" || ref.Call == "" {
 		return calf.Permanent(fmt.Errorf("agent %s: subagent reply %s has no valid ref %q", h.a.name, msg.ID, out.Ref))
 	}
-	return h.recordResult(ctx, ref.Run, subagentResult(ref, &out), calf.Metadata{RunID: ref.Run, SessionID: ref.Session})
+	res := subagentResult(ref, &out)
+	if h.a.hasHooks(HookSubagentStop) {
+		var err error
+		if res, err = h.subagentStopHooks(ctx, msg, ref, &out, res); err != nil {
+			return err
+		}
+	}
+	return h.recordResult(ctx, ref.Run, res, calf.Metadata{RunID: ref.Run, SessionID: ref.Session})
+}
+
+// subagentStopHooks runs the subagent_stop hooks on the result res that a
+// subagent's output out makes, publishes their decisions, and returns the
+// result they leave.
+func (h *handlers[Deps, Out]) subagentStopHooks(ctx context.Context, msg *calf.Message, ref subagentRef, out *OutputEvent, res ToolResultEvent) (ToolResultEvent, error) {
+	name := out.Agent
+	if t, ok := h.a.tool(ref.Tool); ok {
+		if sub, ok := t.(*subagentTool); ok {
+			name = sub.agent // the agent called, though its run may have handed off
+		}
+	}
+	status := RunFailed
+	switch out.Status {
+	case OutputComplete:
+		status = RunComplete
+	case OutputCancelled:
+		status = RunCancelled
+	}
+	o := h.a.runHooks(ctx, HookSubagentStop, HookInput{
+		Event: HookSubagentStop, Agent: h.a.name, RunID: ref.Run, SessionID: ref.Session, Step: ref.Step,
+		ToolCallID: ref.Call, ToolName: ref.Tool, Subagent: name, SubagentRunID: SubagentRunID(ref.Run, ref.Call),
+		Status: status, Output: outputText(out.Content), Error: out.Error, Result: res.Result,
+	})
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	md := calf.Metadata{CorrelationID: cmp.Or(msg.Metadata.CorrelationID, ref.Run), RunID: ref.Run, SessionID: ref.Session}
+	if err := h.emitHookDecisions(ctx, md, HookDecisionEvent{Event: HookSubagentStop, Step: ref.Step, ToolCallID: ref.Call, ToolName: ref.Tool, Subagent: name, Decisions: o.records}); err != nil {
+		return res, err
+	}
+	switch {
+	case o.denied != "":
+		res = errorResult(ref.Step, PendingCall{ID: ref.Call, Name: ref.Tool}, errors.New(o.denied))
+	case o.result != res.Result:
+		res.Result, res.Status = o.result, StatusSuccess
+		if o.result.IsError {
+			res.Status = StatusError
+		}
+	}
+	res.Hooks = o.records
+	return res, nil
 }
 
 // recordResult records res as the result of its call in run, with a

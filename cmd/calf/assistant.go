@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -33,11 +35,12 @@ type agentFlags struct {
 	bash     string
 	web      bool
 	mode     string
+	hooks    []string
 }
 
 // agentFlagNames are the flags that configure the agent itself (not the
 // caller's wait), which only a process that serves the agent uses.
-var agentFlagNames = []string{"model", "system", "max-turns", "read", "edit", "bash", "web", "mode"}
+var agentFlagNames = []string{"model", "system", "max-turns", "read", "edit", "bash", "web", "mode", "hook"}
 
 func (f *agentFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.model, "model", "", "the model: openai:NAME, a bare NAME, or the base URL of an OpenAI-compatible server "+
@@ -51,6 +54,36 @@ func (f *agentFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.web, "web", false, "give the agent the web_fetch tool (public addresses only)")
 	fl.StringVar(&f.mode, "mode", "", "the permission mode: ask, accept_reads, accept_edits or bypass; calls it does not accept wait for approval "+
 		"(default accept_edits with --edit, --bash or --web, else none)")
+	fl.StringArrayVar(&f.hooks, "hook", nil, "run a command as a hook: `EVENT[:MATCHER]=COMMAND`, the command split at white space "+
+		"(no shell); it reads the hook's input as JSON and prints its decision (repeatable; see docs/tools.md)")
+}
+
+// commandHooks returns the hooks that --hook gives, in order.
+func (f *agentFlags) commandHooks() ([]agent.Hook, error) {
+	var hooks []agent.Hook
+	names := map[string]int{}
+	for _, spec := range f.hooks {
+		on, command, ok := strings.Cut(spec, "=")
+		argv := strings.Fields(command)
+		if !ok || on == "" || len(argv) == 0 {
+			return nil, usageError(fmt.Errorf("--hook %q: use EVENT[:MATCHER]=COMMAND", spec))
+		}
+		event, matcher, _ := strings.Cut(on, ":")
+		name := filepath.Base(argv[0])
+		if names[name]++; names[name] > 1 {
+			name = fmt.Sprintf("%s#%d", name, names[name])
+		}
+		h, err := agent.CommandHook(name, agent.HookEvent(event), matcher, argv, 0)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--hook %q: %w", spec, err))
+		}
+		hooks = append(hooks, h)
+	}
+	// The agent checks events and matchers: ask it now, for a clear error.
+	if _, err := agent.New[agent.NoDeps, string]("check", remoteModel{}, &agent.Options[agent.NoDeps]{Hooks: hooks}); err != nil {
+		return nil, usageError(fmt.Errorf("--hook: %w", err))
+	}
+	return hooks, nil
 }
 
 // check validates the flags that need no I/O.
@@ -91,8 +124,11 @@ func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string
 	}
 	var m model.Model = remoteModel{}
 	var tools []tool.Tool
+	hooks, err := f.commandHooks()
+	if err != nil {
+		return nil, err
+	}
 	if serve {
-		var err error
 		if f.read != "" {
 			if tools, err = builtin.ReadOnly(f.read); err != nil {
 				return nil, usageError(fmt.Errorf("--read: %w", err))
@@ -143,6 +179,7 @@ func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string
 		MaxTurns:     f.maxTurns,
 		Timeout:      f.timeout,
 		Permissions:  f.permissions(),
+		Hooks:        hooks,
 	})
 	if err != nil {
 		return nil, failure(err)

@@ -95,3 +95,49 @@ func TestRunModeFlag(t *testing.T) {
 		t.Errorf("--mode bypass = %+v", got)
 	}
 }
+
+// calf run --hook: an operator's command decides about the agent's tool
+// calls without a rebuild, and what it stopped shows in the run's view.
+func TestRunHookFlag(t *testing.T) {
+	isolate(t)
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no command", []string{"--hook", "pre_tool_use="}, exitUsage, "use EVENT[:MATCHER]=COMMAND"},
+		{"no event", []string{"--hook", "=/bin/true"}, exitUsage, "use EVENT[:MATCHER]=COMMAND"},
+		{"unknown event", []string{"--hook", "before_lunch=/bin/true"}, exitUsage, `unknown event "before_lunch"`},
+		{"bad matcher", []string{"--hook", "pre_tool_use:[=/bin/true"}, exitUsage, "matcher"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runMain(t.Context(), "", append(append([]string{"run", "--store", "memory:", "--model", "http://127.0.0.1:1/v1#m"}, tt.args...), "hi")...)
+			if got.code != tt.code || !strings.Contains(got.stderr, tt.want) {
+				t.Errorf("calf run %v = %d, stderr %q; want %d and %q", tt.args, got.code, got.stderr, tt.code, tt.want)
+			}
+		})
+	}
+	// A policy that denies bash and lets the edit through.
+	policy := filepath.Join(t.TempDir(), "no-shell")
+	script := "#!/bin/sh\ncat >/dev/null\necho '{\"action\":\"deny\",\"reason\":\"no shell commands here\"}'\n"
+	if err := os.WriteFile(policy, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := actingServer(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("buy milk\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := runMain(t.Context(), "", "run", "--store", "memory:", "--model", srv.URL()+"#m", "--edit", dir, "--bash", dir, "--mode", "bypass",
+		"--hook", "pre_tool_use:bash="+policy, "tidy")
+	if got.code != exitOK || !strings.Contains(got.stdout, "Result: the call was denied by no-shell: no shell commands here") {
+		t.Errorf("calf run --hook = %+v", got)
+	}
+	if !strings.Contains(got.stderr, "⚑ pre_tool_use: no-shell deny: no shell commands here") {
+		t.Errorf("the denial is not shown:\n%s", got.stderr)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(data) != "buy oat milk\n" {
+		t.Errorf("notes.txt holds %q: the hook stopped the edit it does not match", data)
+	}
+}

@@ -199,6 +199,19 @@ func (v *humanView) show(ev agent.Event) error {
 		}
 		v.answered[r.ToolCallID] = true
 		return v.showLines(r.Step, resultLine(r.Status, r.Result))
+	case agent.EventHook:
+		// What a hook changed or stopped; what it let through is not news.
+		var lines []string
+		for _, d := range ev.Hook.Decisions {
+			if d.Action == agent.HookDeny || d.Action == agent.HookTransform {
+				line := fmt.Sprintf("⚑ %s: %s %s", d.Event, d.Hook, d.Action)
+				if d.Reason != "" {
+					line += ": " + d.Reason
+				}
+				lines = append(lines, oneLine(line, lineWidth)+"\n")
+			}
+		}
+		return v.showLines(ev.Step, lines...)
 	case agent.EventOutput:
 		if err := v.showMissing(ev.RunID, ev.Output.Steps); err != nil {
 			return err
