@@ -264,23 +264,25 @@ func GetApproval(ctx context.Context, s store.Store, id string) (*Approval, erro
 	return decodeApproval(rec.Data)
 }
 
-// Approvals returns the approval requests of the run runID (of every run
-// when runID is empty) with the given status (any status when empty).
+// Approvals returns the approval requests of the run runID and of the
+// runs it started (of every run when runID is empty) with the given status
+// (any status when empty); see [ListApprovals].
 func (rt *Runtime) Approvals(ctx context.Context, runID string, status ApprovalStatus) ([]Approval, error) {
 	return ListApprovals(ctx, rt.store, runID, status)
 }
 
 // ListApprovals returns the approval requests stored in s of the run runID
 // (of every run when runID is empty) with the given status (any status
-// when empty), in the order of their ids.
+// when empty), in the order of their ids. The requests of the runs that
+// runID started, at any depth, are the run's too: their ids extend its
+// own, a subagent's as "{run}/{tool_call_id}", a handoff target's as
+// "{run}.handoff.{n}", a team member's as "{run}.{step}.{member}". So the
+// run a caller started, an agent's or a team's, is the one place to find
+// every request its work is waiting for.
 func ListApprovals(ctx context.Context, s store.Store, runID string, status ApprovalStatus) ([]Approval, error) {
-	prefix := ""
-	if runID != "" {
-		prefix = runID + "/"
-	}
 	var out []Approval
 	for after := ""; ; {
-		recs, err := s.List(ctx, KindApproval, prefix, after, recoverPage)
+		recs, err := s.List(ctx, KindApproval, runID, after, recoverPage)
 		if err != nil {
 			return nil, err
 		}
@@ -288,6 +290,9 @@ func ListApprovals(ctx context.Context, s store.Store, runID string, status Appr
 			a, err := decodeApproval(rec.Data)
 			if err != nil {
 				return nil, err
+			}
+			if runID != "" && a.RunID != runID && !strings.HasPrefix(a.RunID, runID+"/") && !strings.HasPrefix(a.RunID, runID+".") {
+				continue // a run whose id merely starts the same way
 			}
 			if status == "" || a.Status == status {
 				out = append(out, *a)

@@ -315,6 +315,13 @@ type Event struct {
 // started (by run id and by parent): it is meant for interactive use, not
 // for many concurrent runs. Events of different runs may interleave in
 // any order that respects each run's own order.
+//
+// A tool call of a member (or of a member's subagent, or of a run a
+// member handed off to) that waits for a person's approval shows as a
+// member event of kind [agent.EventApproval], once when requested and once
+// when answered. Answer it with [agent.Runtime.AnswerApproval] from any
+// process; [agent.Runtime.Approvals] with the team run's id lists every
+// request of the run's members.
 func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, fmt.Errorf("team %s: run timed out after %s: %w", t.name, t.opts.Timeout, context.DeadlineExceeded))
@@ -658,6 +665,11 @@ func (t *Team) event(id string, m *calf.Message, at runPosition) (Event, bool) {
 	}
 	a, err := agent.DecodeEvent(m)
 	if err != nil {
+		return ev, false
+	}
+	if a.Kind == agent.EventApproval && a.Approval.RunID != a.RunID {
+		// A copy of a subagent's request for the run its caller started:
+		// the stream has the original, from the subagent's own run.
 		return ev, false
 	}
 	ev.Kind, ev.Agent = EventMember, &a
