@@ -1,7 +1,14 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"go/build"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,32 +17,37 @@ import (
 )
 
 // A run waits for approval across a kill -9 of its worker: the request
-// stays in the store, a new worker carries out the answer given from
-// another process (this one), and the tool runs exactly once.
+// stays in the store, a new worker carries out the answer that the calf
+// command gives from another process, and the tool runs exactly once; a
+// second answer through the command is refused.
 func TestApprovalAcrossKillNATSPostgres(t *testing.T) {
 	h := newHarness(t)
 	cfg := h.config(natsPostgres)
 	cfg.Approval = true
+	calfBin := buildCalf(t)
 	first := h.start(cfg)
 	h.ready(first)
 	c := newCaller(t, cfg)
 	id := "approval-" + calf.NewID()[:12]
 	done := c.run(t, id)
+	brokerURL := cfg.BrokerURL + "?stream=E2E_" + cfg.Namespace + "&prefix=e2e" + cfg.Namespace
 	var req agent.Approval
-	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(20 * time.Millisecond) {
-		reqs, err := c.rt.Approvals(t.Context(), id, agent.ApprovalPending)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(reqs) == 1 {
-			req = reqs[0]
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(50 * time.Millisecond) {
+		out, _ := runCalf(t, calfBin, "approvals", "list", "--store", cfg.StoreURL, "--run", id, "--json")
+		if line, _, _ := strings.Cut(strings.TrimSpace(out), "\n"); line != "" {
+			if err := json.Unmarshal([]byte(line), &req); err != nil {
+				t.Fatalf("calf approvals list printed %q: %v", out, err)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no approval request for run %s", id)
+			t.Fatalf("calf approvals list shows no request for run %s", id)
 		}
 	}
-	t.Cleanup(func() { _ = c.store.Delete(t.Context(), agent.KindApproval, req.ID, 0) })
+	t.Cleanup(func() { _ = c.store.Delete(context.WithoutCancel(t.Context()), agent.KindApproval, req.ID, 0) })
+	if req.Status != agent.ApprovalPending || req.ToolName != "add" {
+		t.Fatalf("request %+v", req)
+	}
 	if n := h.count("tool_start", id); n != 0 {
 		t.Fatalf("the tool started %d times before its approval", n)
 	}
@@ -46,15 +58,51 @@ func TestApprovalAcrossKillNATSPostgres(t *testing.T) {
 
 	second := h.start(cfg)
 	h.ready(second)
-	if _, err := c.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
-		t.Fatal(err)
+	if out, err := runCalf(t, calfBin, "approvals", "approve", "--store", cfg.StoreURL, "--broker", brokerURL, req.ID); err != nil {
+		t.Fatalf("calf approvals approve: %v\n%s", err, out)
 	}
 	r := await(t, id, done)
 	checkW1(t, id, r)
 	if n := h.count("tool_start", id); n != 1 {
 		t.Errorf("the tool started %d times, want 1", n)
 	}
+	out, err := runCalf(t, calfBin, "approvals", "deny", "--store", cfg.StoreURL, "--broker", brokerURL, req.ID)
+	if err == nil || !strings.Contains(out, "answered already") {
+		t.Errorf("a second answer through the command: %v\n%s", err, out)
+	}
 	if _, err := c.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); !errors.Is(err, agent.ErrApprovalAnswered) {
 		t.Errorf("a second answer: %v", err)
 	}
+}
+
+// buildCalf builds the calf command for the test and returns its path.
+func buildCalf(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "calf")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race") // reuses the test's compiled packages
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(build.Default.GOROOT, "bin", "go")
+	}
+	cmd := exec.Command(goTool, append(args, "github.com/calf-go/calf/cmd/calf")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runCalf runs the calf command with args, and returns what it printed
+// (standard output, then standard error).
+func runCalf(t *testing.T, bin string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String() + stderr.String(), err
 }
