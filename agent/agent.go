@@ -69,6 +69,10 @@ type Options[Deps any] struct {
 	// Hooks run before and after the agent's tool calls, in order; see
 	// [Hook].
 	Hooks []Hook
+	// Compaction, when set, keeps a run's context under a number of
+	// tokens by compacting its older messages before a model call; see
+	// [Compaction]. Default: the model sees the whole conversation.
+	Compaction *Compaction
 	// Permissions, when set, decide which tool calls run, which are
 	// refused, and which wait for a person's approval; see [Permissions]
 	// and [Approval]. Default: every call runs.
@@ -119,6 +123,13 @@ func New[Deps, Out any](name string, m model.Model, opts *Options[Deps]) (*Agent
 		a.opts = *opts
 	}
 	o := &a.opts
+	if c := o.Compaction; c != nil {
+		if c.Threshold <= 0 || c.KeepRecent < 0 {
+			return nil, fmt.Errorf("%w: Compaction.Threshold must be positive and KeepRecent not negative, got %d and %d", ErrInvalidAgent, c.Threshold, c.KeepRecent)
+		}
+		cc := *c
+		o.Compaction = &cc
+	}
 	if err := checkHooks(o.Hooks); err != nil {
 		return nil, err
 	}

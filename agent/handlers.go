@@ -52,6 +52,9 @@ func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOp
 	for _, name := range names {
 		channels = append(channels, ToolCallChannel(a.name, name))
 	}
+	if a.opts.Compaction != nil {
+		channels = append(channels, ContextCompactedChannel(a.name))
+	}
 	if err := calf.CreateChannels(ctx, rt.client.Broker(), channels...); err != nil {
 		return fmt.Errorf("agent %s: serve: create channels: %w", a.name, err)
 	}
@@ -263,13 +266,14 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 			return json.Marshal(st)
 		}
 		var history []model.Message
+		var compacted *CompactedContext
 		if in.Messages != nil || len(in.Chain) > 0 {
 			history = in.Messages // a handoff: the conversation so far
 		} else if sid := msg.Metadata.SessionID; sid != "" {
 			s, err := h.rt.LoadSession(ctx, sid)
 			switch {
 			case err == nil:
-				history = s.Messages
+				history, compacted = s.Messages, s.Compacted
 			case !errors.Is(err, store.ErrNotFound):
 				return nil, err
 			}
@@ -283,6 +287,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 			Status: RunRunning, Phase: PhaseInference, Step: 1,
 			Messages:   msgs,
 			HistoryLen: len(history),
+			Compacted:  compacted,
 			Deps:       in.Deps, Stream: in.Stream,
 			ReplyTo: in.ReplyTo, Parent: in.Parent,
 			Chain: in.Chain, Deadline: in.Deadline, MaxTurns: in.MaxTurns, Depth: in.Depth, Permissions: in.Permissions, Root: in.Root,
@@ -377,12 +382,19 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 			return h.trip(ctx, id, ev.Step, t)
 		}
 	}
+	req := h.request(rc, st)
+	if h.a.opts.Compaction != nil {
+		if st, version, err = h.compact(ctx, st, version, req); err != nil {
+			return err
+		}
+		req = h.request(rc, st)
+	}
 	var parallelTrip *GuardrailTrip
 	var checks sync.WaitGroup
 	if len(parallel) > 0 {
 		checks.Go(func() { parallelTrip = checkAll(ctx, parallel, input) })
 	}
-	resp, deltas, err := h.callModel(ctx, st, h.request(rc, st))
+	resp, deltas, err := h.callModel(ctx, st, req)
 	checks.Wait()
 	if (err != nil || parallelTrip != nil) && ctx.Err() != nil {
 		return ctx.Err() // shutting down: leave the message for redelivery
@@ -413,6 +425,9 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 			return false, nil // cancelled, or recorded by another delivery
 		}
 		h.record(cur, resp, deltas)
+		if t := resp.Usage.InputTokens; t > 0 && sameCompaction(cur.Compacted, st.Compacted) {
+			cur.LastInput = &InputSize{Tokens: int(t), Messages: len(req.Messages)}
+		}
 		return true, nil
 	})
 	if err != nil {
@@ -451,11 +466,12 @@ func (h *handlers[Deps, Out]) request(rc RunContext[Deps], st *RunState) *model.
 	if o.InstructionsFunc != nil {
 		instr = o.InstructionsFunc(rc)
 	}
-	req.Messages = make([]model.Message, 0, len(st.Messages)+1)
+	view := st.view()
+	req.Messages = make([]model.Message, 0, len(view)+1)
 	if instr != "" {
 		req.Messages = append(req.Messages, model.SystemMessage(instr))
 	}
-	req.Messages = append(req.Messages, st.Messages...)
+	req.Messages = append(req.Messages, view...)
 	if h.a.output != nil {
 		req.Output = &model.OutputSchema{Name: "output", Schema: h.a.output.JSON()}
 	}

@@ -74,10 +74,15 @@ const (
 	// Matcher selects agents by name. A run that handed off does not end
 	// the session: the run that continues it does.
 	HookSessionEnd HookEvent = "session_end"
+	// HookPreCompact runs before a run's context is compacted (see
+	// [Compaction]), with the context's estimated size (Tokens): a hook may
+	// let the compaction go ahead, or deny it, and the model call is then
+	// made with the whole context. The Matcher selects agents by name.
+	HookPreCompact HookEvent = "pre_compact"
 )
 
 // hookEvents lists the hook events, in the order of a run.
-var hookEvents = []HookEvent{HookUserPromptSubmit, HookSessionStart, HookPreToolUse, HookPostToolUse,
+var hookEvents = []HookEvent{HookUserPromptSubmit, HookSessionStart, HookPreCompact, HookPreToolUse, HookPostToolUse,
 	HookSubagentStart, HookSubagentStop, HookStop, HookSessionEnd}
 
 // toldOnly reports whether the hooks of event are told of an outcome
@@ -128,6 +133,8 @@ type HookInput struct {
 	SubagentRunID string `json:"subagent_run_id,omitempty"`
 	// Source is "startup" or "resume", for session_start.
 	Source string `json:"source,omitempty"`
+	// Tokens is the estimated size of the run's context, for pre_compact.
+	Tokens int `json:"tokens,omitempty"`
 	// Status is how the run ended, for stop and session_end, or the
 	// subagent's run, for subagent_stop; Output its output (the text, or
 	// the JSON of a structured output) and Error why it failed.
@@ -213,7 +220,8 @@ type Hook struct {
 // ([HookChannel]): what the hooks of one event of a run decided, in order.
 // Its message has the run's id and correlation id in its metadata, and
 // the id "{run}.hook.{event}" for the events of the run
-// (user_prompt_submit, session_start, stop, session_end), or
+// (user_prompt_submit, session_start, stop, session_end), with the step
+// for pre_compact ("{run}.hook.pre_compact.{step}"), or
 // "{run}.hook.{event}.{step}.{tool_call_id}" for those of a tool call.
 type HookDecisionEvent struct {
 	Event HookEvent `json:"event"`
@@ -235,8 +243,11 @@ const suffixHook = "hook"
 // hookID is the message id of the decisions of ev in run.
 func hookID(run string, ev *HookDecisionEvent) string {
 	id := run + ".hook." + string(ev.Event)
-	if ev.ToolCallID != "" {
+	switch {
+	case ev.ToolCallID != "":
 		id += "." + strconv.Itoa(ev.Step) + "." + ev.ToolCallID
+	case ev.Event == HookPreCompact:
+		id += "." + strconv.Itoa(ev.Step)
 	}
 	return id
 }
@@ -350,7 +361,7 @@ func (a *Agent[Deps, Out]) runHooks(ctx context.Context, event HookEvent, in Hoo
 	out := hookOutcome{args: in.Arguments, result: in.Result, prompt: in.Prompt}
 	subject := in.ToolName
 	switch event {
-	case HookUserPromptSubmit, HookStop, HookSessionStart, HookSessionEnd:
+	case HookUserPromptSubmit, HookStop, HookSessionStart, HookSessionEnd, HookPreCompact:
 		subject = in.Agent
 	case HookSubagentStart, HookSubagentStop:
 		subject = in.Subagent
@@ -397,6 +408,8 @@ func (a *Agent[Deps, Out]) runHooks(ctx context.Context, event HookEvent, in Hoo
 				out.denied = fmt.Sprintf("the call was denied by %s: %s", h.Name, reason)
 			case HookPostToolUse, HookSubagentStop:
 				out.denied = fmt.Sprintf("the result was withheld by %s: %s", h.Name, reason)
+			case HookPreCompact:
+				out.denied = fmt.Sprintf("the compaction was denied by %s: %s", h.Name, reason)
 			default:
 				out.denied = fmt.Sprintf("the prompt was refused by %s: %s", h.Name, reason)
 			}
@@ -425,6 +438,9 @@ func (d HookDecision) check(event HookEvent) error {
 	case HookTransform:
 		if toldOnly(event) {
 			return nil // the decision is ignored
+		}
+		if event == HookPreCompact {
+			return errors.New("a pre_compact hook cannot transform: it allows or denies the compaction")
 		}
 		if event == HookUserPromptSubmit || event == HookSubagentStart || event == HookSessionStart {
 			if d.Prompt == "" {

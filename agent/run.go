@@ -635,6 +635,9 @@ const (
 	// EventHook: what the hooks of one event of the run decided (Hook),
 	// before the decisions take effect.
 	EventHook EventKind = "hook"
+	// EventContextCompacted: the run's context was compacted before the
+	// model call of Step (Compacted); see [Compaction].
+	EventContextCompacted EventKind = "context_compacted"
 )
 
 // Event is one event of a run, as [Agent.RunStream] yields it. One of the
@@ -655,6 +658,8 @@ type Event struct {
 	Approval *Approval
 	// Hook is what the hooks of one event decided.
 	Hook *HookDecisionEvent
+	// Compacted is a compaction of the run's context.
+	Compacted *ContextCompactedEvent
 	// Message is the event as it travelled on the broker.
 	Message *calf.Message
 }
@@ -936,6 +941,10 @@ func DecodeEvent(m *calf.Message) (Event, error) {
 		ev.Kind, ev.Hook = EventHook, new(HookDecisionEvent)
 		err = m.Decode(ev.Hook)
 		ev.Step = ev.Hook.Step
+	case suffixContextCompacted:
+		ev.Kind, ev.Compacted = EventContextCompacted, new(ContextCompactedEvent)
+		err = m.Decode(ev.Compacted)
+		ev.Step = ev.Compacted.Step
 	case suffixSubagentSpawned:
 		ev.Kind, ev.Subagent = EventSubagentSpawned, new(SubagentEvent)
 		err = m.Decode(ev.Subagent)

@@ -59,6 +59,13 @@ type RunState struct {
 	Messages []model.Message `json:"messages"`
 	// HistoryLen is how many of Messages came from the session.
 	HistoryLen int `json:"history_len,omitempty"`
+	// Compacted, when set, is what the model sees in place of the first
+	// messages of Messages; see [Compaction].
+	Compacted *CompactedContext `json:"compacted,omitempty"`
+	// LastInput is the size of the input of the run's last model call, as
+	// the model reported it, and how many messages (of what the model
+	// sees, the instructions left out) it had.
+	LastInput *InputSize `json:"last_input,omitempty"`
 	// Pending are the tool calls of the current step, with their results
 	// as they arrive.
 	Pending []PendingCall `json:"pending,omitempty"`
@@ -109,6 +116,12 @@ type RunState struct {
 	SessionSaved bool      `json:"session_saved,omitempty"`
 	StartedAt    time.Time `json:"started_at"`
 	EndedAt      time.Time `json:"ended_at,omitzero"`
+}
+
+// InputSize is the size of a model call's input.
+type InputSize struct {
+	Tokens   int `json:"tokens"`
+	Messages int `json:"messages"`
 }
 
 // PendingCall is a tool call of the current step.
@@ -195,6 +208,10 @@ type Session struct {
 	Messages []model.Message `json:"messages"`
 	// Runs lists the runs whose messages were appended, oldest first.
 	Runs []string `json:"runs,omitempty"`
+	// Compacted, when set, is what the model sees in place of the first
+	// messages of the conversation, as the last run that compacted it
+	// left it; see [Compaction].
+	Compacted *CompactedContext `json:"compacted,omitempty"`
 	// AllowedTools are the tools a person allowed for the rest of the
 	// session when approving one of their calls
 	// ([ApprovalAnswer.ForSession]): their calls in the session's runs
@@ -269,6 +286,14 @@ func (rt *Runtime) appendSession(ctx context.Context, st *RunState) error {
 		}
 		if slices.Contains(s.Runs, st.RunID) {
 			return nil, nil
+		}
+		// The run's compaction stands for the session's first messages when
+		// they are those the run started from, as they are unless another
+		// run of the session ended in between, and it covers the run's
+		// history only.
+		if c := st.Compacted; c != nil && (c.Upto <= st.HistoryLen || len(s.Messages) == st.HistoryLen) &&
+			(s.Compacted == nil || s.Compacted.Upto < c.Upto) {
+			s.Compacted = c
 		}
 		s.Messages = append(s.Messages, st.NewMessages()...)
 		s.Runs = append(s.Runs, st.RunID)
