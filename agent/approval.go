@@ -466,29 +466,18 @@ func (rt *Runtime) RevokeSessionTool(ctx context.Context, id, name string) error
 // setSessionTool adds the tool name to the session's allowed tools, or
 // removes it.
 func (rt *Runtime) setSessionTool(ctx context.Context, id, name string, allow bool) error {
-	_, err := store.Update(ctx, rt.store, store.KindSession, id, func(data []byte, exists bool) ([]byte, error) {
-		s := &Session{ID: id}
-		if exists {
-			var err error
-			if s, err = DecodeSession(data); err != nil {
-				return nil, err
-			}
-		} else if !allow {
-			return nil, nil
-		}
-		has := slices.Contains(s.AllowedTools, name)
+	return rt.updateSession(ctx, id, allow, "", func(r *sessionRecord) (bool, error) {
+		has := slices.Contains(r.AllowedTools, name)
 		switch {
 		case allow && !has:
-			s.AllowedTools = append(s.AllowedTools, name)
+			r.AllowedTools = append(r.AllowedTools, name)
 		case !allow && has:
-			s.AllowedTools = slices.DeleteFunc(s.AllowedTools, func(t string) bool { return t == name })
+			r.AllowedTools = slices.DeleteFunc(r.AllowedTools, func(t string) bool { return t == name })
 		default:
-			return nil, nil
+			return false, nil
 		}
-		s.UpdatedAt = rt.now()
-		return json.Marshal(s)
+		return true, nil
 	})
-	return err
 }
 
 // sessionAllows reports whether the session id allows the tool name
@@ -497,12 +486,12 @@ func (rt *Runtime) sessionAllows(ctx context.Context, id, name string) (bool, er
 	if id == "" {
 		return false, nil
 	}
-	s, err := rt.LoadSession(ctx, id)
+	r, _, err := rt.sessionRecord(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	return slices.Contains(s.AllowedTools, name), nil
+	return slices.Contains(r.AllowedTools, name), nil
 }

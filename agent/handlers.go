@@ -313,6 +313,11 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 		// The next handler of the run finds it decoded.
 		h.rt.states.put(id, created, rec.Version, st)
 	}
+	if st.SessionID != "" && st.Status == RunRunning {
+		if err := h.rt.startSessionRun(ctx, st, in.Content); err != nil {
+			return err
+		}
+	}
 	switch {
 	case st.Status.Terminal():
 		// The run was submitted again after it ended: answer with its output.
@@ -690,10 +695,8 @@ func (h *handlers[Deps, Out]) finish(ctx context.Context, st *RunState) error {
 			return err
 		}
 	}
-	if st.Status == RunComplete || st.Status == RunHandedOff {
-		if err := h.rt.appendSession(ctx, st); err != nil {
-			return err
-		}
+	if err := h.rt.endSessionRun(ctx, st); err != nil {
+		return err
 	}
 	if st.SessionID != "" && st.Status != RunHandedOff && h.a.hasHooks(HookSessionEnd) && st.Agent == h.a.name {
 		in := h.endInput(st)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/calf-go/calf/model"
@@ -201,37 +200,6 @@ func DecodeRunState(data []byte) (*RunState, error) {
 	return &s, nil
 }
 
-// Session is a conversation's history, continued by runs that name it.
-// It is saved under [store.KindSession] with the session id.
-type Session struct {
-	ID       string          `json:"id"`
-	Messages []model.Message `json:"messages"`
-	// Runs lists the runs whose messages were appended, oldest first.
-	Runs []string `json:"runs,omitempty"`
-	// Compacted, when set, is what the model sees in place of the first
-	// messages of the conversation, as the last run that compacted it
-	// left it; see [Compaction].
-	Compacted *CompactedContext `json:"compacted,omitempty"`
-	// AllowedTools are the tools a person allowed for the rest of the
-	// session when approving one of their calls
-	// ([ApprovalAnswer.ForSession]): their calls in the session's runs
-	// run without asking, until [Runtime.RevokeSessionTool].
-	AllowedTools []string  `json:"allowed_tools,omitempty"`
-	UpdatedAt    time.Time `json:"updated_at"`
-}
-
-// DecodeSession decodes a stored session.
-func DecodeSession(data []byte) (*Session, error) {
-	var s Session
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("%w: session: %v", ErrCorruptState, err)
-	}
-	if s.ID == "" {
-		return nil, fmt.Errorf("%w: session: missing id", ErrCorruptState)
-	}
-	return &s, nil
-}
-
 // LoadRun returns the stored state of a run, or an error matching
 // [store.ErrNotFound].
 func (rt *Runtime) LoadRun(ctx context.Context, runID string) (*RunState, error) {
@@ -240,65 +208,4 @@ func (rt *Runtime) LoadRun(ctx context.Context, runID string) (*RunState, error)
 		return nil, fmt.Errorf("agent: load run %s: %w", runID, err)
 	}
 	return rt.states.decode(runID, rec.Data, rec.Version)
-}
-
-// LoadSession returns a stored session, or an error matching
-// [store.ErrNotFound].
-func (rt *Runtime) LoadSession(ctx context.Context, id string) (*Session, error) {
-	rec, err := rt.store.Get(ctx, store.KindSession, id)
-	if err != nil {
-		return nil, fmt.Errorf("agent: load session %s: %w", id, err)
-	}
-	return DecodeSession(rec.Data)
-}
-
-// SaveSession writes a session, replacing any stored one: use it to restore
-// a serialized conversation or to seed one.
-func (rt *Runtime) SaveSession(ctx context.Context, s *Session) error {
-	if s.ID == "" {
-		return errors.New("agent: save session: empty id")
-	}
-	_, err := store.Update(ctx, rt.store, store.KindSession, s.ID, func([]byte, bool) ([]byte, error) {
-		c := *s
-		c.UpdatedAt = rt.now()
-		return json.Marshal(&c)
-	})
-	return err
-}
-
-// DeleteSession removes a stored session.
-func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
-	return rt.store.Delete(ctx, store.KindSession, id, 0)
-}
-
-// appendSession appends a finished run's messages to its session, once.
-func (rt *Runtime) appendSession(ctx context.Context, st *RunState) error {
-	if st.SessionID == "" {
-		return nil
-	}
-	_, err := store.Update(ctx, rt.store, store.KindSession, st.SessionID, func(data []byte, exists bool) ([]byte, error) {
-		s := &Session{ID: st.SessionID}
-		if exists {
-			var err error
-			if s, err = DecodeSession(data); err != nil {
-				return nil, err
-			}
-		}
-		if slices.Contains(s.Runs, st.RunID) {
-			return nil, nil
-		}
-		// The run's compaction stands for the session's first messages when
-		// they are those the run started from, as they are unless another
-		// run of the session ended in between, and it covers the run's
-		// history only.
-		if c := st.Compacted; c != nil && (c.Upto <= st.HistoryLen || len(s.Messages) == st.HistoryLen) &&
-			(s.Compacted == nil || s.Compacted.Upto < c.Upto) {
-			s.Compacted = c
-		}
-		s.Messages = append(s.Messages, st.NewMessages()...)
-		s.Runs = append(s.Runs, st.RunID)
-		s.UpdatedAt = rt.now()
-		return json.Marshal(s)
-	})
-	return err
 }

@@ -1,0 +1,727 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/store"
+)
+
+// Record kinds of sessions, besides [store.KindSession], which holds a
+// session's description.
+const (
+	// KindSessionMessages holds a part of a session's messages: the
+	// messages one run added, or those a session was imported or forked
+	// with. Its id is "{len(session id)}:{session id}/{part}".
+	KindSessionMessages = "session_messages"
+	// KindSessionIndex lists the sessions, newest first: one empty record
+	// per session, with the id "{inverted creation time, 16 hex
+	// digits}/{session id}".
+	KindSessionIndex = "session_index"
+)
+
+// SessionStatus says what a session is doing.
+type SessionStatus string
+
+// Session statuses.
+const (
+	// SessionIdle: no run of the session is in progress.
+	SessionIdle SessionStatus = "idle"
+	// SessionRunning: a run of the session has started and not ended.
+	SessionRunning SessionStatus = "running"
+)
+
+// Session is a conversation that outlives its runs: each run that names
+// it ([RunOptions.SessionID]) starts from its messages, and a run that
+// completes adds its own. It is stored as a description
+// ([store.KindSession]) and parts of messages ([KindSessionMessages]),
+// one per run, so that a run adds to a session without rewriting it.
+type Session struct {
+	ID string `json:"id"`
+	// Title is the session's title: set with [Runtime.SetSessionTitle],
+	// or the start of its first prompt.
+	Title    string          `json:"title,omitempty"`
+	Messages []model.Message `json:"messages"`
+	// Runs lists the session's runs that ended, oldest first: those that
+	// completed or handed off added their messages.
+	Runs []string `json:"runs,omitempty"`
+	// Active lists the runs of the session that started and have not
+	// ended.
+	Active []string `json:"active,omitempty"`
+	// Compacted, when set, is what the model sees in place of the first
+	// messages of the conversation, as the last run that compacted it
+	// left it; see [Compaction].
+	Compacted *CompactedContext `json:"compacted,omitempty"`
+	// AllowedTools are the tools a person allowed for the rest of the
+	// session when approving one of their calls
+	// ([ApprovalAnswer.ForSession]): their calls in the session's runs
+	// run without asking, until [Runtime.RevokeSessionTool].
+	AllowedTools []string `json:"allowed_tools,omitempty"`
+	// Usage is the sum of the usage of the session's runs.
+	Usage model.Usage `json:"usage"`
+	// ForkedFrom names the session this one was forked from, if any.
+	ForkedFrom *SessionFork `json:"forked_from,omitempty"`
+	CreatedAt  time.Time    `json:"created_at,omitzero"`
+	UpdatedAt  time.Time    `json:"updated_at"`
+}
+
+// SessionFork names the origin of a forked session: the session, and how
+// many of its messages the fork started with.
+type SessionFork struct {
+	Session  string `json:"session"`
+	Messages int    `json:"messages"`
+}
+
+// SessionInfo describes a session without its messages.
+type SessionInfo struct {
+	ID     string        `json:"id"`
+	Title  string        `json:"title,omitempty"`
+	Status SessionStatus `json:"status"`
+	// Messages is the number of messages; Runs the number of runs that
+	// ended.
+	Messages   int          `json:"messages"`
+	Runs       int          `json:"runs"`
+	Usage      model.Usage  `json:"usage"`
+	ForkedFrom *SessionFork `json:"forked_from,omitempty"`
+	CreatedAt  time.Time    `json:"created_at,omitzero"`
+	UpdatedAt  time.Time    `json:"updated_at"`
+}
+
+// Errors of the session API.
+var (
+	// ErrSessionExists: a session with the id is stored already.
+	ErrSessionExists = errors.New("agent: the session exists already")
+	// ErrSessionFormat: the data is not a session export this version of
+	// Calf reads.
+	ErrSessionFormat = errors.New("agent: not a session export this version reads")
+)
+
+// sessionRecord is what [store.KindSession] holds: the session without its
+// messages, and the ids of the parts that hold them, in order. A record
+// of format 0 (the first) holds the messages itself.
+type sessionRecord struct {
+	Format       int               `json:"format,omitempty"`
+	ID           string            `json:"id"`
+	Title        string            `json:"title,omitempty"`
+	Parts        []string          `json:"parts,omitempty"`
+	Count        int               `json:"count,omitempty"`
+	Messages     []model.Message   `json:"messages,omitempty"`
+	Runs         []string          `json:"runs,omitempty"`
+	Active       []string          `json:"active,omitempty"`
+	Compacted    *CompactedContext `json:"compacted,omitempty"`
+	AllowedTools []string          `json:"allowed_tools,omitempty"`
+	Usage        model.Usage       `json:"usage"`
+	ForkedFrom   *SessionFork      `json:"forked_from,omitempty"`
+	CreatedAt    time.Time         `json:"created_at,omitzero"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+}
+
+// sessionFormat is the format of the session records this version writes.
+const sessionFormat = 1
+
+type sessionPart struct {
+	Messages []model.Message `json:"messages"`
+}
+
+func decodeSessionRecord(id string, data []byte) (*sessionRecord, error) {
+	var r sessionRecord
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%w: session %s: %v", ErrCorruptState, id, err)
+	}
+	if r.ID == "" || r.Format > sessionFormat || r.Count < 0 {
+		return nil, fmt.Errorf("%w: session %s: id %q, format %d, %d messages", ErrCorruptState, id, r.ID, r.Format, r.Count)
+	}
+	if r.Format == 0 {
+		r.Count = len(r.Messages)
+	}
+	return &r, nil
+}
+
+func (r *sessionRecord) info() SessionInfo {
+	status := SessionIdle
+	if len(r.Active) > 0 {
+		status = SessionRunning
+	}
+	return SessionInfo{ID: r.ID, Title: r.Title, Status: status, Messages: r.Count, Runs: len(r.Runs), Usage: r.Usage,
+		ForkedFrom: r.ForkedFrom, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+// partKey is the id of a part of a session's messages: the session id's
+// length keeps the parts of session "a" apart from those of "a/b".
+func partKey(session, part string) string {
+	return strconv.Itoa(len(session)) + ":" + session + "/" + part
+}
+
+// indexKey is the id of a session's entry in the index.
+func indexKey(id string, created time.Time) string {
+	return fmt.Sprintf("%016x/%s", uint64(math.MaxInt64-created.UnixNano()), id)
+}
+
+// DecodeSession decodes a session serialized as JSON (the JSON of a
+// [Session]). See [Runtime.ExportSession] for a versioned form.
+func DecodeSession(data []byte) (*Session, error) {
+	var s Session
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("%w: session: %v", ErrCorruptState, err)
+	}
+	if s.ID == "" {
+		return nil, fmt.Errorf("%w: session: missing id", ErrCorruptState)
+	}
+	return &s, nil
+}
+
+// LoadSession returns a stored session with its messages, or an error
+// matching [store.ErrNotFound].
+func (rt *Runtime) LoadSession(ctx context.Context, id string) (*Session, error) {
+	r, _, err := rt.sessionRecord(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := rt.sessionMessages(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{ID: r.ID, Title: r.Title, Messages: msgs, Runs: r.Runs, Active: r.Active, Compacted: r.Compacted,
+		AllowedTools: r.AllowedTools, Usage: r.Usage, ForkedFrom: r.ForkedFrom, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
+}
+
+// SessionInfo describes a stored session without reading its messages, or
+// returns an error matching [store.ErrNotFound].
+func (rt *Runtime) SessionInfo(ctx context.Context, id string) (*SessionInfo, error) {
+	r, _, err := rt.sessionRecord(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	info := r.info()
+	return &info, nil
+}
+
+func (rt *Runtime) sessionRecord(ctx context.Context, id string) (*sessionRecord, int64, error) {
+	rec, err := rt.store.Get(ctx, store.KindSession, id)
+	if err != nil {
+		return nil, 0, fmt.Errorf("agent: load session %s: %w", id, err)
+	}
+	r, err := decodeSessionRecord(id, rec.Data)
+	return r, rec.Version, err
+}
+
+// sessionMessages reads the messages of the session r, in order.
+func (rt *Runtime) sessionMessages(ctx context.Context, r *sessionRecord) ([]model.Message, error) {
+	if r.Format == 0 || len(r.Parts) == 0 {
+		return r.Messages, nil
+	}
+	prefix := partKey(r.ID, "")
+	parts := make(map[string][]model.Message, len(r.Parts))
+	for after := ""; ; {
+		recs, err := rt.store.List(ctx, KindSessionMessages, prefix, after, recoverPage)
+		if err != nil {
+			return nil, fmt.Errorf("agent: load session %s: %w", r.ID, err)
+		}
+		for _, rec := range recs {
+			var p sessionPart
+			if err := json.Unmarshal(rec.Data, &p); err != nil {
+				return nil, fmt.Errorf("%w: session %s: part %s: %v", ErrCorruptState, r.ID, rec.ID, err)
+			}
+			parts[strings.TrimPrefix(rec.ID, prefix)] = p.Messages
+		}
+		if len(recs) < recoverPage {
+			break
+		}
+		after = recs[len(recs)-1].ID
+	}
+	msgs := make([]model.Message, 0, r.Count)
+	for _, id := range r.Parts {
+		p, ok := parts[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: session %s: part %s is missing", ErrCorruptState, r.ID, id)
+		}
+		msgs = append(msgs, p...)
+	}
+	return msgs, nil
+}
+
+// putPart writes a part of a session's messages, replacing any earlier
+// write of it (a part's content is the same on every attempt).
+func (rt *Runtime) putPart(ctx context.Context, session, part string, msgs []model.Message) error {
+	data, err := json.Marshal(sessionPart{Messages: msgs})
+	if err != nil {
+		return err
+	}
+	_, err = store.Update(ctx, rt.store, KindSessionMessages, partKey(session, part), func([]byte, bool) ([]byte, error) { return data, nil })
+	return err
+}
+
+// createSession stores the record r of a new session: its index entry
+// first, so that a session is never stored without one (an entry without
+// a session is skipped by the list, and removed with the session's id).
+// It returns [ErrSessionExists] when the id is taken.
+func (rt *Runtime) createSession(ctx context.Context, r *sessionRecord) error {
+	if _, err := rt.store.Put(ctx, KindSessionIndex, indexKey(r.ID, r.CreatedAt), []byte("{}"), 0); err != nil && !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if _, err := rt.store.Put(ctx, store.KindSession, r.ID, data, 0); errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("%w: %s", ErrSessionExists, r.ID)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// updateSession applies fn to the record of the session id, creating it
+// (with the title title) when it does not exist and create is set.
+func (rt *Runtime) updateSession(ctx context.Context, id string, create bool, title string, fn func(r *sessionRecord) (changed bool, err error)) error {
+	for {
+		r, version, err := rt.sessionRecord(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			if !create {
+				return nil
+			}
+			now := rt.now()
+			r = &sessionRecord{Format: sessionFormat, ID: id, Title: title, CreatedAt: now, UpdatedAt: now}
+			if _, err := fn(r); err != nil {
+				return err
+			}
+			if err := rt.createSession(ctx, r); errors.Is(err, ErrSessionExists) {
+				continue // created meanwhile: update it
+			} else {
+				return err
+			}
+		}
+		if err != nil {
+			return err
+		}
+		changed, err := fn(r)
+		if err != nil || !changed {
+			return err
+		}
+		if r.Format == 0 {
+			// A session of the first format: its messages become a part.
+			if len(r.Messages) > 0 {
+				if err := rt.putPart(ctx, id, "legacy", r.Messages); err != nil {
+					return err
+				}
+				r.Parts = append([]string{"legacy"}, r.Parts...)
+			}
+			r.Format, r.Messages = sessionFormat, nil
+		}
+		r.UpdatedAt = rt.now()
+		data, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if _, err := rt.store.Put(ctx, store.KindSession, id, data, version); errors.Is(err, store.ErrConflict) {
+			continue
+		} else {
+			return err
+		}
+	}
+}
+
+// startSessionRun records that the run st, in a session, started: the
+// session is created if it is new, with the start of the prompt as title.
+func (rt *Runtime) startSessionRun(ctx context.Context, st *RunState, prompt string) error {
+	return rt.updateSession(ctx, st.SessionID, true, titleFrom(prompt), func(r *sessionRecord) (bool, error) {
+		if slices.Contains(r.Active, st.RunID) || slices.Contains(r.Runs, st.RunID) {
+			return false, nil
+		}
+		r.Active = append(r.Active, st.RunID)
+		return true, nil
+	})
+}
+
+// endSessionRun records that the run st, in a session, ended: a run that
+// completed (or handed off) adds its messages and its compaction, once;
+// every run adds its usage and leaves the session's active runs.
+func (rt *Runtime) endSessionRun(ctx context.Context, st *RunState) error {
+	if st.SessionID == "" {
+		return nil
+	}
+	adds := st.Status == RunComplete || st.Status == RunHandedOff
+	msgs := st.NewMessages()
+	if adds && len(msgs) > 0 {
+		if err := rt.putPart(ctx, st.SessionID, st.RunID, msgs); err != nil {
+			return err
+		}
+	}
+	return rt.updateSession(ctx, st.SessionID, adds, titleFrom(firstUserText(msgs)), func(r *sessionRecord) (bool, error) {
+		if slices.Contains(r.Runs, st.RunID) {
+			return false, nil // ended before: this is a redelivery
+		}
+		r.Active = slices.DeleteFunc(r.Active, func(id string) bool { return id == st.RunID })
+		r.Usage = r.Usage.Add(st.Usage)
+		r.Runs = append(r.Runs, st.RunID)
+		if !adds {
+			return true, nil
+		}
+		// The run's compaction stands for the session's first messages when
+		// they are those the run started from, as they are unless another
+		// run of the session ended in between, and it covers the run's
+		// history only.
+		if c := st.Compacted; c != nil && (c.Upto <= st.HistoryLen || r.Count == st.HistoryLen) &&
+			(r.Compacted == nil || r.Compacted.Upto < c.Upto) {
+			r.Compacted = c
+		}
+		if len(msgs) > 0 {
+			r.Parts = append(r.Parts, st.RunID)
+			r.Count += len(msgs)
+		}
+		return true, nil
+	})
+}
+
+// titleFrom derives a session's title from a prompt: its first line, up to
+// 80 characters.
+func titleFrom(prompt string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(prompt), "\n")
+	line = strings.TrimSpace(line)
+	if utf8.RuneCountInString(line) <= 80 {
+		return line
+	}
+	r := []rune(line)
+	return strings.TrimSpace(string(r[:79])) + "…"
+}
+
+func firstUserText(msgs []model.Message) string {
+	for _, m := range msgs {
+		if m.Role == model.RoleUser {
+			return m.Text()
+		}
+	}
+	return ""
+}
+
+// SetSessionTitle sets the title of the stored session id.
+func (rt *Runtime) SetSessionTitle(ctx context.Context, id, title string) error {
+	if _, _, err := rt.sessionRecord(ctx, id); err != nil {
+		return err
+	}
+	return rt.updateSession(ctx, id, false, "", func(r *sessionRecord) (bool, error) {
+		r.Title = title
+		return true, nil
+	})
+}
+
+// SaveSession writes a session, replacing any stored one with its id: use
+// it to restore a serialized conversation or to seed one. Its CreatedAt is
+// kept when set.
+func (rt *Runtime) SaveSession(ctx context.Context, s *Session) error {
+	if s.ID == "" {
+		return errors.New("agent: save session: empty id")
+	}
+	return rt.writeSession(ctx, s, "saved-"+calf.NewID()[:8], true)
+}
+
+// writeSession stores s whole, its messages as one part named part, over
+// the stored session with its id when replace is set.
+func (rt *Runtime) writeSession(ctx context.Context, s *Session, part string, replace bool) error {
+	if err := store.CheckKey(store.KindSession, s.ID); err != nil {
+		return err
+	}
+	old, _, err := rt.sessionRecord(ctx, s.ID)
+	switch {
+	case err == nil && !replace:
+		return fmt.Errorf("%w: %s", ErrSessionExists, s.ID)
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	if len(s.Messages) > 0 {
+		if err := rt.putPart(ctx, s.ID, part, s.Messages); err != nil {
+			return err
+		}
+	}
+	now := rt.now()
+	r := &sessionRecord{Format: sessionFormat, ID: s.ID, Title: s.Title, Count: len(s.Messages), Runs: s.Runs,
+		Compacted: s.Compacted, AllowedTools: s.AllowedTools, Usage: s.Usage, ForkedFrom: s.ForkedFrom,
+		CreatedAt: s.CreatedAt, UpdatedAt: now}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	if len(s.Messages) > 0 {
+		r.Parts = []string{part}
+	}
+	if old == nil {
+		return rt.createSession(ctx, r)
+	}
+	if !old.CreatedAt.Equal(r.CreatedAt) {
+		if _, err := rt.store.Put(ctx, KindSessionIndex, indexKey(r.ID, r.CreatedAt), []byte("{}"), 0); err != nil && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if _, err := store.Update(ctx, rt.store, store.KindSession, s.ID, func([]byte, bool) ([]byte, error) { return data, nil }); err != nil {
+		return err
+	}
+	// The replaced session's parts and index entry go.
+	if !old.CreatedAt.Equal(r.CreatedAt) {
+		_ = rt.store.Delete(ctx, KindSessionIndex, indexKey(old.ID, old.CreatedAt), 0)
+	}
+	for _, p := range old.Parts {
+		if p != part {
+			if err := rt.store.Delete(ctx, KindSessionMessages, partKey(s.ID, p), 0); err != nil {
+				rt.log.Warn("agent: a replaced session's messages were not deleted", "session", s.ID, "part", p, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// DeleteSession removes a stored session, its messages and its index
+// entry. Deleting a missing session is not an error.
+func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
+	r, version, err := rt.sessionRecord(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, ErrCorruptState) {
+		return err
+	}
+	if err := rt.store.Delete(ctx, store.KindSession, id, version); err != nil {
+		return fmt.Errorf("agent: delete session %s: %w", id, err)
+	}
+	if r == nil {
+		return nil // corrupt: its parts are not known
+	}
+	for _, p := range r.Parts {
+		if err := rt.store.Delete(ctx, KindSessionMessages, partKey(id, p), 0); err != nil {
+			return fmt.Errorf("agent: delete session %s: %w", id, err)
+		}
+	}
+	return rt.store.Delete(ctx, KindSessionIndex, indexKey(id, r.CreatedAt), 0)
+}
+
+// SessionListOptions page through [Runtime.Sessions].
+type SessionListOptions struct {
+	// Limit is the most sessions a page holds: default 50, at most 1,000.
+	Limit int
+	// After is the Next of the previous page: empty for the first.
+	After string
+}
+
+// SessionPage is a page of [Runtime.Sessions].
+type SessionPage struct {
+	Sessions []SessionInfo `json:"sessions"`
+	// Next, when not empty, is the After of the next page.
+	Next string `json:"next,omitempty"`
+}
+
+// Sessions lists the stored sessions, newest (by creation) first, a page
+// at a time.
+func (rt *Runtime) Sessions(ctx context.Context, opts *SessionListOptions) (*SessionPage, error) {
+	var o SessionListOptions
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case o.Limit < 0 || o.Limit > 1000:
+		return nil, fmt.Errorf("agent: list sessions: limit %d: give 1 to 1,000, or 0 for the default", o.Limit)
+	case o.Limit == 0:
+		o.Limit = 50
+	}
+	page := &SessionPage{Sessions: []SessionInfo{}}
+	after := o.After
+	for len(page.Sessions) < o.Limit {
+		want := o.Limit - len(page.Sessions)
+		recs, err := rt.store.List(ctx, KindSessionIndex, "", after, want)
+		if err != nil {
+			return nil, fmt.Errorf("agent: list sessions: %w", err)
+		}
+		for _, rec := range recs {
+			after = rec.ID
+			_, id, ok := strings.Cut(rec.ID, "/")
+			if !ok {
+				continue
+			}
+			r, _, err := rt.sessionRecord(ctx, id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // being created, or deleted
+			}
+			if err != nil {
+				return nil, err
+			}
+			if indexKey(id, r.CreatedAt) != rec.ID {
+				continue // an entry the session outlived
+			}
+			page.Sessions = append(page.Sessions, r.info())
+		}
+		if len(recs) < want {
+			return page, nil
+		}
+	}
+	more, err := rt.store.List(ctx, KindSessionIndex, "", after, 1)
+	if err != nil {
+		return nil, fmt.Errorf("agent: list sessions: %w", err)
+	}
+	if len(more) > 0 {
+		page.Next = after
+	}
+	return page, nil
+}
+
+// ForkOptions say how to fork a session.
+type ForkOptions struct {
+	// At is how many of the session's messages the fork starts with: 0
+	// for all of them.
+	At int
+	// ID is the fork's id: default a new one.
+	ID string
+	// Title is the fork's title: default the session's.
+	Title string
+}
+
+// ForkSession copies the first messages of the session id into a new
+// session, independent of it: runs in either do not change the other. The
+// fork keeps the session's allowed tools, and its compaction when it
+// covers the fork's messages only.
+func (rt *Runtime) ForkSession(ctx context.Context, id string, opts *ForkOptions) (*Session, error) {
+	var o ForkOptions
+	if opts != nil {
+		o = *opts
+	}
+	src, err := rt.LoadSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	at := o.At
+	switch {
+	case at < 0 || at > len(src.Messages):
+		return nil, fmt.Errorf("agent: fork session %s at message %d: it has %d", id, at, len(src.Messages))
+	case at == 0:
+		at = len(src.Messages)
+	}
+	fork := &Session{
+		ID: o.ID, Title: o.Title, Messages: slices.Clone(src.Messages[:at]),
+		AllowedTools: slices.Clone(src.AllowedTools), ForkedFrom: &SessionFork{Session: id, Messages: at},
+	}
+	if fork.ID == "" {
+		fork.ID = calf.NewID()
+	}
+	if fork.Title == "" {
+		fork.Title = src.Title
+	}
+	if c := src.Compacted; c != nil && c.Upto <= at {
+		fork.Compacted = c
+	}
+	if err := rt.writeSession(ctx, fork, "fork", false); err != nil {
+		return nil, fmt.Errorf("agent: fork session %s: %w", id, err)
+	}
+	return rt.LoadSession(ctx, fork.ID)
+}
+
+// SessionExportFormat names the format of [Runtime.ExportSession]'s JSON.
+const SessionExportFormat = "calf.session/v1"
+
+// sessionExport is the JSON of an exported session.
+type sessionExport struct {
+	Format string `json:"format"`
+	*Session
+}
+
+// ExportSession returns the stored session id as versioned JSON
+// ({"format": "calf.session/v1", "id": ..., "messages": [...], ...}),
+// which [Runtime.ImportSession] reads back, in this process or another.
+func (rt *Runtime) ExportSession(ctx context.Context, id string) ([]byte, error) {
+	s, err := rt.LoadSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.Active = nil // runs of this store, not of the export
+	return json.MarshalIndent(sessionExport{Format: SessionExportFormat, Session: s}, "", "  ")
+}
+
+// ImportOptions say how to import a session.
+type ImportOptions struct {
+	// ID, when set, is the imported session's id instead of the export's.
+	ID string
+	// Replace lets the import replace a stored session with the same id.
+	Replace bool
+}
+
+// ImportSession stores a session exported by [Runtime.ExportSession]. It
+// refuses data that is not such an export, of a newer format than this
+// version reads, or whose messages do not make a conversation, with an
+// error matching [ErrSessionFormat]; and a session whose id is taken,
+// unless opts.Replace, with [ErrSessionExists].
+func (rt *Runtime) ImportSession(ctx context.Context, data []byte, opts *ImportOptions) (*Session, error) {
+	var o ImportOptions
+	if opts != nil {
+		o = *opts
+	}
+	s, err := decodeExport(data)
+	if err != nil {
+		return nil, err
+	}
+	if o.ID != "" {
+		s.ID = o.ID
+	}
+	s.Active = nil
+	if err := rt.writeSession(ctx, s, "import-"+calf.NewID()[:8], o.Replace); err != nil {
+		return nil, fmt.Errorf("agent: import session %s: %w", s.ID, err)
+	}
+	return rt.LoadSession(ctx, s.ID)
+}
+
+// decodeExport decodes and checks an exported session.
+func decodeExport(data []byte) (*Session, error) {
+	var head struct {
+		Format *string `json:"format"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSessionFormat, err)
+	}
+	if head.Format == nil {
+		return nil, fmt.Errorf("%w: no format: not an export of a session", ErrSessionFormat)
+	}
+	name, v, ok := strings.Cut(*head.Format, "/v")
+	n, err := strconv.Atoi(v)
+	if !ok || name != "calf.session" || err != nil || n < 1 {
+		return nil, fmt.Errorf("%w: format %q is not a session export", ErrSessionFormat, *head.Format)
+	}
+	if n > 1 {
+		return nil, fmt.Errorf("%w: format %q is newer than this version of Calf reads (%s)", ErrSessionFormat, *head.Format, SessionExportFormat)
+	}
+	var s Session
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	exp := sessionExport{Session: &s}
+	if err := dec.Decode(&exp); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSessionFormat, err)
+	}
+	if s.ID == "" {
+		return nil, fmt.Errorf("%w: the session has no id", ErrSessionFormat)
+	}
+	if err := store.CheckKey(store.KindSession, s.ID); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSessionFormat, err)
+	}
+	for i, m := range s.Messages {
+		switch m.Role {
+		case model.RoleUser, model.RoleAssistant, model.RoleSystem:
+		case model.RoleTool:
+			if m.ToolCallID == "" {
+				return nil, fmt.Errorf("%w: message %d is a tool result without its call's id", ErrSessionFormat, i)
+			}
+		default:
+			return nil, fmt.Errorf("%w: message %d has the role %q", ErrSessionFormat, i, m.Role)
+		}
+	}
+	if c := s.Compacted; c != nil && (c.Upto < 0 || c.Upto > len(s.Messages)) {
+		return nil, fmt.Errorf("%w: the compaction stands for %d messages of %d", ErrSessionFormat, c.Upto, len(s.Messages))
+	}
+	return &s, nil
+}

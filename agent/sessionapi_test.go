@@ -1,0 +1,396 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/store"
+	storemem "github.com/calf-go/calf/store/memory"
+	"github.com/calf-go/calf/store/postgres"
+	"github.com/calf-go/calf/store/redis"
+	"github.com/calf-go/calf/store/sqlite"
+)
+
+// service returns the URL of a test service from the environment or its
+// default, or skips the test when the service is unreachable (fails it
+// when CALF_TEST_SERVICES is set).
+func service(t *testing.T, env, def string, ping func(ctx context.Context, url string) error) string {
+	t.Helper()
+	u := os.Getenv(env)
+	if u == "" {
+		u = def
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	if err := ping(ctx, u); err != nil {
+		if os.Getenv("CALF_TEST_SERVICES") != "" {
+			t.Fatalf("%s is unreachable: %v", u, err)
+		}
+		t.Skipf("%s is unreachable (set %s): %v", u, env, err)
+	}
+	return u
+}
+
+// sessionStores returns a new, empty store of each kind, each closed (and
+// its data dropped) when the test ends.
+func sessionStores() map[string]func(t *testing.T) store.Store {
+	return map[string]func(t *testing.T) store.Store{
+		"memory": func(t *testing.T) store.Store {
+			s := storemem.New()
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		},
+		"sqlite": func(t *testing.T) store.Store {
+			s, err := sqlite.Open(filepath.Join(t.TempDir(), "calf.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		},
+		"postgres": func(t *testing.T) store.Store {
+			u := service(t, "CALF_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", func(ctx context.Context, u string) error {
+				c, err := pgx.Connect(ctx, u)
+				if err == nil {
+					_ = c.Close(ctx)
+				}
+				return err
+			})
+			schema := fmt.Sprintf("calf_sessions_%016x", rand.Uint64())
+			s, err := postgres.Open(t.Context(), u, &postgres.Options{Schema: schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = s.Close()
+				ctx := context.Background()
+				if c, err := pgx.Connect(ctx, u); err == nil {
+					_, _ = c.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+					_ = c.Close(ctx)
+				}
+			})
+			return s
+		},
+		"redis": func(t *testing.T) store.Store {
+			u := service(t, "CALF_TEST_REDIS_URL", "redis://127.0.0.1:6379/0", func(ctx context.Context, u string) error {
+				o, err := goredis.ParseURL(u)
+				if err != nil {
+					return err
+				}
+				c := goredis.NewClient(o)
+				defer c.Close()
+				return c.Ping(ctx).Err()
+			})
+			prefix := fmt.Sprintf("calf-sessions-%016x:", rand.Uint64())
+			s, err := redis.Open(t.Context(), u, &redis.Options{KeyPrefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = s.Close()
+				o, _ := goredis.ParseURL(u)
+				c := goredis.NewClient(o)
+				defer c.Close()
+				ctx := context.Background()
+				for it := c.Scan(ctx, 0, prefix+"*", 1000).Iterator(); it.Next(ctx); {
+					c.Del(ctx, it.Val())
+				}
+			})
+			return s
+		},
+	}
+}
+
+// sessionEnv serves a chat agent on a runtime over s. The model answers
+// "reply N" to the N-th message it sees.
+func sessionEnv(t *testing.T, s store.Store) (*agent.Runtime, *agent.Agent[agent.NoDeps, string], *fakeClock) {
+	t.Helper()
+	mb := memory.New(nil)
+	c := calf.NewClient(mb, nil)
+	clock := &fakeClock{t: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
+	rt := agent.NewRuntime(c, s, &agent.RuntimeOptions{Now: clock.now})
+	t.Cleanup(func() {
+		_ = c.Close()
+		_ = mb.Close()
+	})
+	a := agent.Must(agent.New[agent.NoDeps, string]("chat", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		return modeltest.Text(fmt.Sprint("reply ", len(req.Messages))), nil
+	}), nil))
+	if err := a.Serve(t.Context(), rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	return rt, a, clock
+}
+
+// The session API on every store: list (paged, newest first), get, title,
+// fork, delete, export and import.
+func TestSessionsOnEveryStore(t *testing.T) {
+	for name, open := range sessionStores() {
+		t.Run(name, func(t *testing.T) {
+			sessionStore := open(t)
+			rt, a, clock := sessionEnv(t, sessionStore)
+			ctx := t.Context()
+			// Three sessions, a minute apart; the second has two runs.
+			for i, id := range []string{"s1", "s2", "s3"} {
+				clock.advance(time.Minute)
+				if _, err := a.Run(runCtx(t), rt, fmt.Sprintf("Hello from session %d\nmore text", i+1), a.InSession(id)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clock.advance(time.Minute)
+			if _, err := a.Run(runCtx(t), rt, "and again", a.InSession("s2")); err != nil {
+				t.Fatal(err)
+			}
+
+			// List: newest first, paged.
+			page, err := rt.Sessions(ctx, &agent.SessionListOptions{Limit: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(page.Sessions); got != "s3 s2" || page.Next == "" {
+				t.Fatalf("first page %s, next %q", got, page.Next)
+			}
+			s2 := page.Sessions[1]
+			if s2.Title != "Hello from session 2" || s2.Messages != 4 || s2.Runs != 2 || s2.Status != agent.SessionIdle ||
+				s2.Usage.Requests != 2 || !s2.UpdatedAt.After(s2.CreatedAt) {
+				t.Errorf("s2 in the list: %+v", s2)
+			}
+			page, err = rt.Sessions(ctx, &agent.SessionListOptions{Limit: 2, After: page.Next})
+			if err != nil || ids(page.Sessions) != "s1" || page.Next != "" {
+				t.Fatalf("second page %+v, %v", page, err)
+			}
+			if _, err := rt.Sessions(ctx, &agent.SessionListOptions{Limit: 1001}); err == nil {
+				t.Error("a limit of 1001 was taken")
+			}
+
+			// Title.
+			if err := rt.SetSessionTitle(ctx, "s1", "Greetings"); err != nil {
+				t.Fatal(err)
+			}
+			if info, err := rt.SessionInfo(ctx, "s1"); err != nil || info.Title != "Greetings" || info.Messages != 2 {
+				t.Errorf("s1 after the title: %+v, %v", info, err)
+			}
+			if err := rt.SetSessionTitle(ctx, "nope", "x"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("title of a missing session: %v", err)
+			}
+
+			// Fork from message 2: independent of its parent.
+			fork, err := rt.ForkSession(ctx, "s2", &agent.ForkOptions{At: 2, ID: "s2-fork"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fork.Messages) != 2 || fork.ForkedFrom == nil || fork.ForkedFrom.Session != "s2" || fork.Title != "Hello from session 2" {
+				t.Fatalf("fork %+v", fork)
+			}
+			if _, err := a.Run(runCtx(t), rt, "diverge", a.InSession("s2-fork")); err != nil {
+				t.Fatal(err)
+			}
+			parent, err := rt.LoadSession(ctx, "s2")
+			if err != nil || len(parent.Messages) != 4 || parent.Messages[2].Text() != "and again" {
+				t.Fatalf("the parent after the fork's run: %+v, %v", parent, err)
+			}
+			child, err := rt.LoadSession(ctx, "s2-fork")
+			if err != nil || len(child.Messages) != 4 || child.Messages[2].Text() != "diverge" || child.Messages[1].Text() != "reply 1" {
+				t.Fatalf("the fork after its run: %+v, %v", child, err)
+			}
+			if _, err := rt.ForkSession(ctx, "s2", &agent.ForkOptions{ID: "s2-fork"}); !errors.Is(err, agent.ErrSessionExists) {
+				t.Errorf("a fork onto a taken id: %v", err)
+			}
+			if _, err := rt.ForkSession(ctx, "s2", &agent.ForkOptions{At: 5}); err == nil {
+				t.Error("a fork past the end was made")
+			}
+			whole, err := rt.ForkSession(ctx, "s2", nil)
+			if err != nil || len(whole.Messages) != 4 || whole.ID == "" || whole.ID == "s2" {
+				t.Errorf("a fork of the whole session: %+v, %v", whole, err)
+			}
+
+			// Export and import round trip, under another id.
+			data, err := rt.ExportSession(ctx, "s2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(data), `"format": "calf.session/v1"`) {
+				t.Errorf("export without its format:\n%.200s", data)
+			}
+			imported, err := rt.ImportSession(ctx, data, &agent.ImportOptions{ID: "s2-copy"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(parent.Messages, imported.Messages); diff != "" || imported.Title != parent.Title || imported.Usage != parent.Usage {
+				t.Errorf("imported session differs (-want +got):\n%s", diff)
+			}
+			if _, err := rt.ImportSession(ctx, data, nil); !errors.Is(err, agent.ErrSessionExists) {
+				t.Errorf("an import over s2 without Replace: %v", err)
+			}
+			if _, err := rt.ImportSession(ctx, data, &agent.ImportOptions{ID: "s1", Replace: true}); err != nil {
+				t.Fatal(err)
+			}
+			if s1, err := rt.LoadSession(ctx, "s1"); err != nil || len(s1.Messages) != 4 || s1.Messages[2].Text() != "and again" {
+				t.Errorf("s1 replaced by the import: %+v, %v", s1, err)
+			}
+			// The import continues like any session.
+			if _, err := a.Run(runCtx(t), rt, "after the import", a.InSession("s2-copy")); err != nil {
+				t.Fatal(err)
+			}
+			if s, err := rt.LoadSession(ctx, "s2-copy"); err != nil || len(s.Messages) != 6 {
+				t.Errorf("the imported session after a run: %+v, %v", s, err)
+			}
+
+			// Delete.
+			if err := rt.DeleteSession(ctx, "s3"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rt.LoadSession(ctx, "s3"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("a deleted session: %v", err)
+			}
+			if err := rt.DeleteSession(ctx, "s3"); err != nil {
+				t.Errorf("deleting a deleted session: %v", err)
+			}
+			all, err := rt.Sessions(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(all.Sessions); strings.Contains(got, "s3") || !strings.Contains(got, "s2-copy") || len(all.Sessions) != 5 {
+				t.Errorf("sessions after the delete: %s", got)
+			}
+			if recs, err := sessionStore.List(ctx, agent.KindSessionMessages, "2:s3/", "", 0); err != nil || len(recs) != 0 {
+				t.Errorf("the deleted session's messages remain: %d, %v", len(recs), err)
+			}
+		})
+	}
+}
+
+func ids(infos []agent.SessionInfo) string {
+	var s []string
+	for _, i := range infos {
+		s = append(s, i.ID)
+	}
+	return strings.Join(s, " ")
+}
+
+// Imports that are not a session export this version reads are refused
+// with clear errors, and store nothing.
+func TestImportSessionRefusesBadData(t *testing.T) {
+	rt, _, _ := sessionEnv(t, storemem.New())
+	for _, tt := range []struct {
+		name, data, want string
+	}{
+		{"not JSON", `{"format": "calf.session/v1", "id": `, "unexpected end"},
+		{"no format", `{"id": "x", "messages": []}`, "no format"},
+		{"newer format", `{"format": "calf.session/v2", "id": "x", "messages": []}`, `"calf.session/v2" is newer than this version of Calf reads (calf.session/v1)`},
+		{"another format", `{"format": "other/v1", "id": "x"}`, "not a session export"},
+		{"no id", `{"format": "calf.session/v1", "messages": []}`, "no id"},
+		{"unknown field", `{"format": "calf.session/v1", "id": "x", "mesages": []}`, `unknown field "mesages"`},
+		{"bad role", `{"format": "calf.session/v1", "id": "x", "messages": [{"role": "wizard"}]}`, `role "wizard"`},
+		{"orphan tool result", `{"format": "calf.session/v1", "id": "x", "messages": [{"role": "tool"}]}`, "without its call's id"},
+		{"compaction past the end", `{"format": "calf.session/v1", "id": "x", "messages": [], "compacted": {"upto": 3, "messages": []}}`, "stands for 3 messages of 0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := rt.ImportSession(t.Context(), []byte(tt.data), nil)
+			if !errors.Is(err, agent.ErrSessionFormat) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("import: %v; want ErrSessionFormat with %q", err, tt.want)
+			}
+		})
+	}
+	if page, err := rt.Sessions(t.Context(), nil); err != nil || len(page.Sessions) != 0 {
+		t.Errorf("sessions after refused imports: %+v, %v", page, err)
+	}
+}
+
+// A session's status is running while one of its runs is in progress.
+func TestSessionStatusWhileRunning(t *testing.T) {
+	e := newEnv(t, nil)
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("slow", modeltest.FunctionModel(func(ctx context.Context, _ *model.Request) (*model.Response, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return modeltest.Text("done"), nil
+	}), nil)))
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Run(runCtx(t), e.rt, "take your time", a.InSession("busy"))
+		done <- err
+	}()
+	<-started
+	info, err := e.rt.SessionInfo(t.Context(), "busy")
+	if err != nil || info.Status != agent.SessionRunning || info.Title != "take your time" || info.Messages != 0 {
+		t.Errorf("a session whose first run is in progress: %+v, %v", info, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if info, err := e.rt.SessionInfo(t.Context(), "busy"); err != nil || info.Status != agent.SessionIdle || info.Messages != 2 {
+		t.Errorf("the session after its run: %+v, %v", info, err)
+	}
+}
+
+// A session stored in the first format (messages in its record) is read,
+// and continued in the current one.
+func TestSessionOfTheFirstFormat(t *testing.T) {
+	s := storemem.New()
+	rt, a, _ := sessionEnv(t, s)
+	old := `{"id":"old","messages":[{"role":"user","parts":[{"type":"text","text":"hi"}]},{"role":"assistant","parts":[{"type":"text","text":"hello"}]}],"runs":["r0"],"allowed_tools":["add"],"updated_at":"2026-01-01T00:00:00Z"}`
+	if _, err := s.Put(t.Context(), store.KindSession, "old", []byte(old), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(runCtx(t), rt, "again", a.InSession("old")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := rt.LoadSession(t.Context(), "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range got.Messages {
+		texts = append(texts, m.Text())
+	}
+	if strings.Join(texts, "|") != "hi|hello|again|reply 3" || len(got.AllowedTools) != 1 {
+		t.Errorf("the old session continued: %q, %+v", texts, got)
+	}
+	data, _ := json.Marshal(got)
+	if _, err := agent.DecodeSession(data); err != nil {
+		t.Error(err)
+	}
+}
+
+// fakeClock is a clock that moves only when told.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
