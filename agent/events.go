@@ -96,8 +96,9 @@ type InputEvent struct {
 	Parent string `json:"parent,omitempty"`
 	// Messages, when set (or when Chain is), is the conversation the run
 	// starts from, in place of the session's history: a handoff passes the
-	// conversation this way. A run reached by a handoff adds a user message
-	// only when Content or Parts are not empty.
+	// conversation this way, and so does a caller that keeps the
+	// conversation itself ([RunOptions.Thread]). Such a run adds a user
+	// message only when Content or Parts are not empty.
 	Messages []model.Message `json:"messages,omitempty"`
 	// Chain lists the runs that handed off, one to the next, to reach this
 	// run, oldest first; see [Handoff].

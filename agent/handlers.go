@@ -243,7 +243,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 	// user_prompt_submit hooks see a prompt before the run exists; a
 	// handoff's input continues a conversation already submitted.
 	var refused string
-	if len(in.Chain) == 0 && in.Messages == nil {
+	if len(in.Chain) == 0 {
 		if refused, err = h.promptHooks(ctx, msg, id, &in); err != nil {
 			return err
 		}
@@ -279,7 +279,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 			}
 		}
 		msgs := history[:len(history):len(history)]
-		if len(in.Chain) == 0 || in.Content != "" || len(in.Parts) > 0 {
+		if (len(in.Chain) == 0 && in.Messages == nil) || in.Content != "" || len(in.Parts) > 0 {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Parts: append([]model.Part{model.TextPart(in.Content)}, in.Parts...)})
 		}
 		st = &RunState{

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,15 @@ type RunOptions[Deps any] struct {
 	// SessionID continues a conversation: the run sees the session's
 	// history, and a completed run's messages are appended to it.
 	SessionID string
+	// Thread, when set, is the conversation the run continues, in place of
+	// a session: the application keeps the conversation itself, passes it
+	// to each run, and gets it back, with the run's messages, in
+	// [Output.Thread]. The prompt, when not empty, is added as a user
+	// message; when empty, the run answers the thread as it is (its last
+	// message from the user, or tool results). Stateless: nothing of the
+	// conversation is kept once the run's state is deleted. Exclusive with
+	// SessionID.
+	Thread []model.Message
 	// RunID names the run. Default: a fresh id. Submitting the same run id
 	// again does not start a second run: once the first has ended, the
 	// caller gets its output.
@@ -81,6 +91,12 @@ type Output[Out any] struct {
 	// Messages are the messages the run added to the conversation: the
 	// user's input, the assistant's responses and the tool results.
 	Messages []model.Message
+	// Thread is the whole conversation after the run: the session's
+	// history (or [RunOptions.Thread]) it started from, then Messages.
+	// Passed as the next run's RunOptions.Thread, it continues the
+	// conversation as a session would. After handoffs, it is the
+	// conversation as the last agent of the chain saw it.
+	Thread []model.Message
 	// ToolCalls are the run's tool calls with their results.
 	ToolCalls []ToolCallRecord
 	Usage     model.Usage
@@ -289,7 +305,7 @@ func (a *Agent[Deps, Out]) outputOf(st *RunState) (*Output[Out], error) {
 	}
 	o := &Output[Out]{
 		Agent: st.Agent, RunID: st.RunID, SessionID: st.SessionID, Chain: st.Chain,
-		Messages: st.NewMessages(), ToolCalls: st.ToolCalls,
+		Messages: st.NewMessages(), Thread: slices.Clip(st.Messages), ToolCalls: st.ToolCalls,
 		Usage: st.Usage, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt),
 	}
 	if err := json.Unmarshal(st.Output, &o.Output); err != nil {
@@ -313,7 +329,10 @@ func (a *Agent[Deps, Out]) input(ctx context.Context, rt *Runtime, prompt string
 	if id == "" {
 		id = rt.newID()
 	}
-	in := InputEvent{Content: prompt, Parts: o.Parts, Stream: stream, ReplyTo: o.ReplyTo, Parent: o.Parent}
+	in := InputEvent{Content: prompt, Parts: o.Parts, Stream: stream, ReplyTo: o.ReplyTo, Parent: o.Parent, Messages: o.Thread}
+	if o.Thread != nil && o.SessionID != "" {
+		return nil, fmt.Errorf("agent %s: RunOptions.Thread and SessionID both name the conversation to continue: give one", a.name)
+	}
 	if o.Permissions != nil {
 		if a.opts.Permissions == nil {
 			return nil, fmt.Errorf("agent %s: RunOptions.Permissions needs an agent with permissions of its own (Options.Permissions), whose workers carry out approvals", a.name)
