@@ -48,7 +48,7 @@ func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOp
 	a.mu.RLock()
 	names := a.tools.Names()
 	a.mu.RUnlock()
-	channels := []string{InputChannel(a.name), InferenceChannel(a.name), ToolResultChannel(a.name), StreamChannel(a.name), OutputChannel(a.name)}
+	channels := []string{InputChannel(a.name), InferenceChannel(a.name), ToolResultChannel(a.name), StreamChannel(a.name), OutputChannel(a.name), PauseChannel(a.name)}
 	for _, name := range names {
 		channels = append(channels, ToolCallChannel(a.name, name))
 	}
@@ -253,11 +253,18 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 	// A run is usually new: create it without reading it first.
 	rec, err := store.CreateOrUpdate(ctx, h.rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
 		created = nil
+		var pause *PauseState
 		if exists {
 			var err error
 			if st, err = DecodeRunState(data); err != nil {
 				return nil, err
 			}
+			if st.Step == 0 && st.Status == RunRunning {
+				// Paused before its input was handled: start it, paused.
+				pause, exists = st.Pause, false
+			}
+		}
+		if exists {
 			if in.ReplyTo == nil || (st.ReplyTo != nil && *st.ReplyTo == *in.ReplyTo) {
 				return nil, nil
 			}
@@ -291,7 +298,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 			Deps:       in.Deps, Stream: in.Stream,
 			ReplyTo: in.ReplyTo, Parent: in.Parent,
 			Chain: in.Chain, Deadline: in.Deadline, MaxTurns: in.MaxTurns, Depth: in.Depth, Permissions: in.Permissions, Root: in.Root,
-			StartedAt: msg.Metadata.Time,
+			StartedAt: msg.Metadata.Time, Pause: pause,
 		}
 		if c := msg.Metadata.CorrelationID; c != "" && c != id {
 			st.Correlation = c
@@ -354,6 +361,12 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 		return calf.Permanent(fmt.Errorf("agent: run %s: inference for step %d, but the run is at step %d", id, ev.Step, st.Step))
 	case st.Phase == PhaseTools:
 		return h.next(ctx, st)
+	case st.Pause != nil:
+		paused, err := h.pauseTakesEffect(ctx, st, version)
+		if err != nil || paused {
+			return err
+		}
+		return h.onInference(ctx, msg) // resumed meanwhile: read the run again
 	}
 	if max := h.maxTurns(st); st.Step > max {
 		return h.fail(ctx, id, fmt.Sprintf("max turns exceeded: the run needed more than %d model calls", max))

@@ -657,6 +657,9 @@ const (
 	// EventContextCompacted: the run's context was compacted before the
 	// model call of Step (Compacted); see [Compaction].
 	EventContextCompacted EventKind = "context_compacted"
+	// EventPause: the run paused before the model call of Step, or was
+	// resumed (Pause); see [Runtime.Pause].
+	EventPause EventKind = "pause"
 )
 
 // Event is one event of a run, as [Agent.RunStream] yields it. One of the
@@ -679,6 +682,8 @@ type Event struct {
 	Hook *HookDecisionEvent
 	// Compacted is a compaction of the run's context.
 	Compacted *ContextCompactedEvent
+	// Pause is a pause or a resume of the run.
+	Pause *PauseEvent
 	// Message is the event as it travelled on the broker.
 	Message *calf.Message
 }
@@ -960,6 +965,10 @@ func DecodeEvent(m *calf.Message) (Event, error) {
 		ev.Kind, ev.Hook = EventHook, new(HookDecisionEvent)
 		err = m.Decode(ev.Hook)
 		ev.Step = ev.Hook.Step
+	case suffixPause:
+		ev.Kind, ev.Pause = EventPause, new(PauseEvent)
+		err = m.Decode(ev.Pause)
+		ev.Step = ev.Pause.Step
 	case suffixContextCompacted:
 		ev.Kind, ev.Compacted = EventContextCompacted, new(ContextCompactedEvent)
 		err = m.Decode(ev.Compacted)

@@ -111,6 +111,11 @@ type RunState struct {
 	Depth int `json:"depth,omitempty"`
 	// Root is the run a caller started, for a subagent's run.
 	Root *RootRun `json:"root,omitempty"`
+	// Pause, when set, is the run's pause: asked for, or in effect; see
+	// [Runtime.Pause].
+	Pause *PauseState `json:"pause,omitempty"`
+	// Resumes counts the times the run was resumed from a pause in effect.
+	Resumes int `json:"resumes,omitempty"`
 	// SessionSaved reports that the run's messages were appended to its session.
 	SessionSaved bool      `json:"session_saved,omitempty"`
 	StartedAt    time.Time `json:"started_at"`

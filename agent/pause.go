@@ -1,0 +1,198 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/store"
+)
+
+// PauseState is the pause of a run: asked for, and once the run stopped
+// before a model call, in effect.
+type PauseState struct {
+	Reason      string    `json:"reason,omitempty"`
+	RequestedAt time.Time `json:"requested_at"`
+	// Step, once the pause is in effect, is the step whose model call
+	// waits; 0 while the step in progress finishes.
+	Step     int       `json:"step,omitempty"`
+	PausedAt time.Time `json:"paused_at,omitzero"`
+}
+
+// PauseEvent is the payload of an agent's pause channel ([PauseChannel]):
+// a run paused before the model call of Step, or was resumed. Its message
+// id is "{run}.pause.{step}.{n}" for the n-th pause of the run (from 0),
+// "{run}.resume.{step}.{n}" for its n-th resume (from 1).
+type PauseEvent struct {
+	Step int `json:"step"`
+	// Paused is true when the run paused, false when it was resumed.
+	Paused bool   `json:"paused"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// PauseChannel returns the channel of an agent's pauses and resumes.
+func PauseChannel(agent string) string { return channelPrefix + agent + "." + suffixPause }
+
+const suffixPause = "pause"
+
+// ErrRunEnded is matched by the error of [Runtime.Pause] and
+// [Runtime.Resume] for a run that has ended.
+var ErrRunEnded = errors.New("agent: the run has ended")
+
+// Paused reports whether the pause of the run is in effect: it waits,
+// holding no goroutine, for [Runtime.Resume].
+func (s *RunState) Paused() bool {
+	return s.Pause != nil && s.Pause.Step == s.Step && s.Phase == PhaseInference && !s.Status.Terminal()
+}
+
+// Pause asks the run runID of the agent agentName to stop before its next
+// model call, for reason: the step in progress (a model call, the tool
+// calls it asked for, the subagents they started) finishes, and the run
+// then waits, with nothing but its stored state, until [Runtime.Resume]
+// from any process. A pause event ([PauseEvent]) says when it took
+// effect; [RunState.Paused] reports it. A run that handed off is paused
+// where its chain continues. Pausing a paused run changes nothing; a run
+// that has ended returns an error matching [ErrRunEnded]. Run and
+// RunStream go on waiting through a pause (within their timeout); a caller
+// that pauses runs for long should start them with [Agent.Submit].
+func (rt *Runtime) Pause(ctx context.Context, agentName, runID, reason string) (*RunState, error) {
+	// A run whose input has not been handled yet starts paused.
+	placeholder := &RunState{RunID: runID, Agent: agentName, Status: RunRunning, StartedAt: rt.now()}
+	st, err := rt.updateChain(ctx, agentName, runID, placeholder, func(st *RunState) (bool, error) {
+		if st.Pause != nil {
+			return false, nil
+		}
+		st.Pause = &PauseState{Reason: reason, RequestedAt: rt.now()}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: pause run %s: %w", agentName, runID, err)
+	}
+	return st, nil
+}
+
+// Resume lets a paused run go on: a run whose pause is in effect makes
+// the model call it waits for, in whichever process serves its agent; a
+// run whose pause has not taken effect yet goes on as if it had not been
+// paused. Resuming a run that is not paused changes nothing; a run that
+// has ended returns an error matching [ErrRunEnded].
+func (rt *Runtime) Resume(ctx context.Context, agentName, runID string) (*RunState, error) {
+	var waiting bool
+	st, err := rt.updateChain(ctx, agentName, runID, nil, func(st *RunState) (bool, error) {
+		if st.Pause == nil {
+			return false, nil
+		}
+		waiting = st.Paused()
+		st.Pause = nil
+		if waiting {
+			st.Resumes++
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: resume run %s: %w", agentName, runID, err)
+	}
+	if waiting {
+		if err := rt.emitResume(ctx, st); err != nil {
+			return st, fmt.Errorf("agent %s: resume run %s: %w", agentName, runID, err)
+		}
+	}
+	return st, nil
+}
+
+// emitResume publishes the resume of st and the inference event its step
+// waits for, under ids of their own: the step's first inference event was
+// consumed when the run paused.
+func (rt *Runtime) emitResume(ctx context.Context, st *RunState) error {
+	n := strconv.Itoa(st.Resumes)
+	md := calf.WithMetadata(st.metadata())
+	if _, err := rt.client.Emit(ctx, PauseChannel(st.Agent), PauseEvent{Step: st.Step}, calf.WithID(st.RunID+".resume."+strconv.Itoa(st.Step)+"."+n), calf.WithKey(st.RunID), md); err != nil {
+		rt.log.Warn("agent: resume event not published", "agent", st.Agent, "run", st.RunID, "err", err)
+	}
+	_, err := rt.client.Emit(ctx, InferenceChannel(st.Agent), InferenceEvent{Step: st.Step}, calf.WithID(inferenceID(st.RunID, st.Step)+".resume."+n), calf.WithKey(st.RunID), md)
+	return err
+}
+
+// updateChain applies fn to the state of the run that carries on runID
+// (the run itself, or the run its handoffs lead to), unless it has ended.
+// A run not stored yet is created as placeholder (a state of step 0, which
+// the input handler completes), or not found when placeholder is nil.
+func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, placeholder *RunState, fn func(st *RunState) (bool, error)) (*RunState, error) {
+	run := runID
+	for hops := 0; ; hops++ {
+		var st *RunState
+		_, err := store.Update(ctx, rt.store, store.KindRun, run, func(data []byte, exists bool) ([]byte, error) {
+			if !exists {
+				if placeholder == nil || run != runID {
+					return nil, store.ErrNotFound
+				}
+				st = placeholder
+				if _, err := fn(st); err != nil {
+					return nil, err
+				}
+				return json.Marshal(st)
+			}
+			var err error
+			if st, err = DecodeRunState(data); err != nil {
+				return nil, err
+			}
+			if st.Status.Terminal() {
+				return nil, nil
+			}
+			changed, err := fn(st)
+			if err != nil || !changed {
+				return nil, err
+			}
+			return json.Marshal(st)
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("no run %s of agent %s: %w", run, agentName, store.ErrNotFound)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if st.Status == RunHandedOff && st.HandedOffTo != nil && hops <= maxChain {
+			run = st.HandedOffTo.RunID
+			continue
+		}
+		if st.Status.Terminal() {
+			return st, fmt.Errorf("%w with status %s", ErrRunEnded, st.Status)
+		}
+		return st, nil
+	}
+}
+
+// pauseTakesEffect records that the paused run st stops before the model
+// call of its current step, and publishes the pause. It reports false when
+// the run was resumed (or moved on) meanwhile: the caller reads it again.
+func (h *handlers[Deps, Out]) pauseTakesEffect(ctx context.Context, st *RunState, version int64) (bool, error) {
+	step := st.Step
+	st, err := h.updateFrom(ctx, st, version, func(cur *RunState) (bool, error) {
+		if cur.Pause == nil || cur.Status.Terminal() || cur.Step != step || cur.Phase != PhaseInference || cur.Pause.Step == step {
+			return false, nil
+		}
+		p := *cur.Pause // states share their pause with the cache's copies
+		p.Step, p.PausedAt = step, h.rt.now()
+		cur.Pause = &p
+		return true, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if !st.Paused() {
+		return false, nil
+	}
+	return true, h.rt.emitPaused(ctx, st)
+}
+
+// emitPaused publishes the pause of st, which is in effect.
+func (rt *Runtime) emitPaused(ctx context.Context, st *RunState) error {
+	ev := PauseEvent{Step: st.Step, Paused: true, Reason: st.Pause.Reason}
+	_, err := rt.client.Emit(ctx, PauseChannel(st.Agent), ev, calf.WithID(st.RunID+".pause."+strconv.Itoa(st.Step)+"."+strconv.Itoa(st.Resumes)),
+		calf.WithKey(st.RunID), calf.WithMetadata(st.metadata()))
+	return err
+}
