@@ -142,6 +142,13 @@ func (c *coordinator) onStep(ctx context.Context, msg *calf.Message) error {
 	if st.Status.Terminal() || ev.Step != st.Step {
 		return nil // stale: its consequences are recorded
 	}
+	if st.Pause != nil && !st.submitted() {
+		paused, err := c.pauseTakesEffect(ctx, st)
+		if err != nil || paused {
+			return err
+		}
+		return c.onStep(ctx, msg) // resumed meanwhile: read the run again
+	}
 	return c.startCalls(ctx, st, false)
 }
 

@@ -276,6 +276,9 @@ const (
 	// EventOutput: the team run ended; Output holds its output. It is the
 	// last event of a stream.
 	EventOutput EventKind = "output"
+	// EventPause: the team run paused before the member runs of Step, or
+	// was resumed; Pause holds it. See [Team.Pause].
+	EventPause EventKind = "pause"
 )
 
 // Event is one event of a team run, as [Team.RunStream] yields it.
@@ -298,6 +301,8 @@ type Event struct {
 	// Output is the output of a member run (EventMemberDone) or of the
 	// team run (EventOutput).
 	Output *agent.OutputEvent
+	// Pause is a pause or a resume of the team run (EventPause).
+	Pause *agent.PauseEvent
 	// Message is the event as it travelled on the broker.
 	Message *calf.Message
 }
@@ -638,6 +643,12 @@ func (t *Team) event(id string, m *calf.Message, at runPosition) (Event, bool) {
 			if m.Decode(ev.Output) != nil {
 				return ev, false
 			}
+		case suffixPause:
+			ev.Kind, ev.Pause = EventPause, new(agent.PauseEvent)
+			if m.Decode(ev.Pause) != nil {
+				return ev, false
+			}
+			ev.Step = ev.Pause.Step
 		default:
 			return ev, false
 		}

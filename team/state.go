@@ -102,6 +102,11 @@ type State struct {
 	Stream    bool           `json:"stream,omitempty"`
 	StartedAt time.Time      `json:"started_at"`
 	EndedAt   time.Time      `json:"ended_at,omitzero"`
+	// Pause, when set, is the run's pause: asked for, or in effect; see
+	// [Team.Pause].
+	Pause *agent.PauseState `json:"pause,omitempty"`
+	// Resumes counts the times the run was resumed from a pause in effect.
+	Resumes int `json:"resumes,omitempty"`
 }
 
 // DecodeState decodes a stored team state, rejecting data that is not one.

@@ -1,0 +1,133 @@
+package team
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
+)
+
+// PauseChannel returns the channel of a team's pauses and resumes: the
+// payload is an [agent.PauseEvent], with ids as an agent's.
+func PauseChannel(team string) string { return channelPrefix + team + "." + suffixPause }
+
+const suffixPause = "pause"
+
+// Paused reports whether the pause of the team run is in effect: it waits,
+// holding no goroutine, for [Team.Resume].
+func (s *State) Paused() bool {
+	return s.Pause != nil && s.Pause.Step == s.Step && !s.Status.Terminal() && !s.submitted()
+}
+
+// submitted reports whether a member run of the current step was started.
+func (s *State) submitted() bool {
+	for _, c := range s.Calls {
+		if c.Submitted || c.Done {
+			return true
+		}
+	}
+	return false
+}
+
+// Pause asks the team run runID to stop before its next step, for reason:
+// the member runs of the step in progress finish, and the run then waits,
+// with nothing but its stored state, until [Team.Resume] from any process.
+// A pause event on [PauseChannel] says when it took effect. Pausing a
+// paused run changes nothing; a run that has ended returns an error
+// matching [agent.ErrRunEnded].
+func (t *Team) Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) (*State, error) {
+	st, err := t.updatePause(ctx, rt, runID, func(st *State) bool {
+		if st.Pause != nil {
+			return false
+		}
+		st.Pause = &agent.PauseState{Reason: reason, RequestedAt: rt.Client().Now()}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("team %s: pause run %s: %w", t.name, runID, err)
+	}
+	return st, nil
+}
+
+// Resume lets a paused team run go on: a run whose pause is in effect
+// starts the step it waits for; a run whose pause has not taken effect yet
+// goes on as if it had not been paused. Resuming a run that is not paused
+// changes nothing; a run that has ended returns an error matching
+// [agent.ErrRunEnded].
+func (t *Team) Resume(ctx context.Context, rt *agent.Runtime, runID string) (*State, error) {
+	var waiting bool
+	st, err := t.updatePause(ctx, rt, runID, func(st *State) bool {
+		if st.Pause == nil {
+			return false
+		}
+		waiting = st.Paused()
+		st.Pause = nil
+		if waiting {
+			st.Resumes++
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("team %s: resume run %s: %w", t.name, runID, err)
+	}
+	if waiting {
+		n := strconv.Itoa(st.Resumes)
+		md := calf.WithMetadata(calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID})
+		if _, err := rt.Client().Emit(ctx, PauseChannel(t.name), agent.PauseEvent{Step: st.Step}, calf.WithID(st.RunID+".resume."+strconv.Itoa(st.Step)+"."+n), calf.WithKey(st.RunID), md); err != nil {
+			return st, fmt.Errorf("team %s: resume run %s: %w", t.name, runID, err)
+		}
+		if _, err := rt.Client().Emit(ctx, StepChannel(t.name), StepEvent{Step: st.Step}, calf.WithID(stepID(st.RunID, st.Step)+".resume."+n), calf.WithKey(st.RunID), md); err != nil {
+			return st, fmt.Errorf("team %s: resume run %s: %w", t.name, runID, err)
+		}
+	}
+	return st, nil
+}
+
+func (t *Team) updatePause(ctx context.Context, rt *agent.Runtime, runID string, fn func(st *State) bool) (*State, error) {
+	st, err := update(ctx, rt.Store(), runID, func(st *State) (bool, error) {
+		if st.Status.Terminal() {
+			return false, nil
+		}
+		return fn(st), nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("no run %s: %w", runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.Status.Terminal() {
+		return st, fmt.Errorf("%w with status %s", agent.ErrRunEnded, st.Status)
+	}
+	return st, nil
+}
+
+// pauseTakesEffect records that the paused run st stops before the member
+// runs of its current step start, and publishes the pause. It reports false
+// when the run was resumed (or moved on) meanwhile.
+func (c *coordinator) pauseTakesEffect(ctx context.Context, st *State) (bool, error) {
+	step := st.Step
+	st, err := update(ctx, c.rt.Store(), st.RunID, func(cur *State) (bool, error) {
+		if cur.Pause == nil || cur.Status.Terminal() || cur.Step != step || cur.submitted() || cur.Pause.Step == step {
+			return false, nil
+		}
+		p := *cur.Pause
+		p.Step, p.PausedAt = step, c.rt.Client().Now()
+		cur.Pause = &p
+		return true, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if !st.Paused() {
+		return false, nil
+	}
+	ev := agent.PauseEvent{Step: st.Step, Paused: true, Reason: st.Pause.Reason}
+	_, err = c.rt.Client().Emit(ctx, PauseChannel(st.Team), ev, calf.WithID(st.RunID+".pause."+strconv.Itoa(st.Step)+"."+strconv.Itoa(st.Resumes)),
+		calf.WithKey(st.RunID), calf.WithMetadata(calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID}))
+	return true, err
+}
