@@ -40,7 +40,13 @@ func (s *State) submitted() bool {
 // paused run changes nothing; a run that has ended returns an error
 // matching [agent.ErrRunEnded].
 func (t *Team) Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) (*State, error) {
-	st, err := t.updatePause(ctx, rt, runID, func(st *State) bool {
+	return PauseRun(ctx, rt, runID, reason)
+}
+
+// PauseRun pauses the team run runID as [Team.Pause] does, from a process
+// that does not have the team's definition (calf runs pause).
+func PauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*State, error) {
+	st, err := updatePause(ctx, rt, runID, func(st *State) bool {
 		if st.Pause != nil {
 			return false
 		}
@@ -48,7 +54,7 @@ func (t *Team) Pause(ctx context.Context, rt *agent.Runtime, runID, reason strin
 		return true
 	})
 	if err != nil {
-		return nil, fmt.Errorf("team %s: pause run %s: %w", t.name, runID, err)
+		return nil, fmt.Errorf("team: pause run %s: %w", runID, err)
 	}
 	return st, nil
 }
@@ -59,8 +65,14 @@ func (t *Team) Pause(ctx context.Context, rt *agent.Runtime, runID, reason strin
 // changes nothing; a run that has ended returns an error matching
 // [agent.ErrRunEnded].
 func (t *Team) Resume(ctx context.Context, rt *agent.Runtime, runID string) (*State, error) {
+	return ResumeRun(ctx, rt, runID)
+}
+
+// ResumeRun resumes the team run runID as [Team.Resume] does, from a
+// process that does not have the team's definition (calf runs resume).
+func ResumeRun(ctx context.Context, rt *agent.Runtime, runID string) (*State, error) {
 	var waiting bool
-	st, err := t.updatePause(ctx, rt, runID, func(st *State) bool {
+	st, err := updatePause(ctx, rt, runID, func(st *State) bool {
 		if st.Pause == nil {
 			return false
 		}
@@ -72,22 +84,22 @@ func (t *Team) Resume(ctx context.Context, rt *agent.Runtime, runID string) (*St
 		return true
 	})
 	if err != nil {
-		return nil, fmt.Errorf("team %s: resume run %s: %w", t.name, runID, err)
+		return nil, fmt.Errorf("team: resume run %s: %w", runID, err)
 	}
 	if waiting {
 		n := strconv.Itoa(st.Resumes)
 		md := calf.WithMetadata(calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID})
-		if _, err := rt.Client().Emit(ctx, PauseChannel(t.name), agent.PauseEvent{Step: st.Step}, calf.WithID(st.RunID+".resume."+strconv.Itoa(st.Step)+"."+n), calf.WithKey(st.RunID), md); err != nil {
-			return st, fmt.Errorf("team %s: resume run %s: %w", t.name, runID, err)
+		if _, err := rt.Client().Emit(ctx, PauseChannel(st.Team), agent.PauseEvent{Step: st.Step}, calf.WithID(st.RunID+".resume."+strconv.Itoa(st.Step)+"."+n), calf.WithKey(st.RunID), md); err != nil {
+			return st, fmt.Errorf("team %s: resume run %s: %w", st.Team, runID, err)
 		}
-		if _, err := rt.Client().Emit(ctx, StepChannel(t.name), StepEvent{Step: st.Step}, calf.WithID(stepID(st.RunID, st.Step)+".resume."+n), calf.WithKey(st.RunID), md); err != nil {
-			return st, fmt.Errorf("team %s: resume run %s: %w", t.name, runID, err)
+		if _, err := rt.Client().Emit(ctx, StepChannel(st.Team), StepEvent{Step: st.Step}, calf.WithID(stepID(st.RunID, st.Step)+".resume."+n), calf.WithKey(st.RunID), md); err != nil {
+			return st, fmt.Errorf("team %s: resume run %s: %w", st.Team, runID, err)
 		}
 	}
 	return st, nil
 }
 
-func (t *Team) updatePause(ctx context.Context, rt *agent.Runtime, runID string, fn func(st *State) bool) (*State, error) {
+func updatePause(ctx context.Context, rt *agent.Runtime, runID string, fn func(st *State) bool) (*State, error) {
 	st, err := update(ctx, rt.Store(), runID, func(st *State) (bool, error) {
 		if st.Status.Terminal() {
 			return false, nil

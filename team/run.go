@@ -200,18 +200,65 @@ func (t *Team) Result(ctx context.Context, rt *agent.Runtime, runID string) (*Ou
 // their replies are ignored. Cancelling a run that has ended changes
 // nothing.
 func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	return cancelRun(ctx, rt, runID, reason, &State{RunID: runID, Team: t.name, Process: t.process}, func(c Call) error {
+		m, ok := t.byName[c.Member].(Canceller)
+		if !ok {
+			return nil
+		}
+		return m.Cancel(ctx, rt, c.RunID, fmt.Sprintf("team %s: run %s was cancelled: %s", t.name, runID, reason))
+	})
+}
+
+// CancelRun cancels the team run runID, as [Team.Cancel] does, from a
+// process that does not have the team's definition (calf runs cancel): the
+// member runs in flight that are agent or team runs in the store are
+// cancelled too. A run not started yet cannot be cancelled this way: it
+// returns an error matching [store.ErrNotFound].
+func CancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	st, err := LoadState(ctx, rt, runID)
+	if err != nil {
+		return err
+	}
+	why := fmt.Sprintf("team %s: run %s was cancelled: %s", st.Team, runID, reason)
+	return cancelRun(ctx, rt, runID, reason, nil, func(c Call) error {
+		if rec, err := rt.Store().Get(ctx, store.KindRun, c.RunID); err == nil {
+			run, err := agent.DecodeRunState(rec.Data)
+			if err != nil {
+				return err
+			}
+			_, err = rt.Cancel(ctx, run.Agent, c.RunID, why)
+			return err
+		}
+		if _, err := rt.Store().Get(ctx, KindTeam, c.RunID); err == nil {
+			return CancelRun(ctx, rt, c.RunID, why)
+		}
+		return nil // a run of another kind, or not started: its reply is ignored
+	})
+}
+
+// cancelRun ends the team run runID cancelled (creating it so, from
+// placeholder, when it has not started and placeholder is not nil), calls
+// cancelCall for each member run in flight, and emits the run's output.
+func cancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string, placeholder *State, cancelCall func(Call) error) error {
 	now := rt.Client().Now()
 	var inFlight []Call
+	var team string
 	_, err := store.Update(ctx, rt.Store(), KindTeam, runID, func(data []byte, exists bool) ([]byte, error) {
 		inFlight = nil
 		if !exists {
+			if placeholder == nil {
+				return nil, fmt.Errorf("team: run %s: %w", runID, store.ErrNotFound)
+			}
 			// Not started yet: the input handler will find the run ended.
-			return json.Marshal(&State{RunID: runID, Team: t.name, Process: t.process, Status: agent.RunCancelled, Error: reason, StartedAt: now, EndedAt: now})
+			st := *placeholder
+			st.Status, st.Error, st.StartedAt, st.EndedAt = agent.RunCancelled, reason, now, now
+			return json.Marshal(&st)
 		}
 		st, err := DecodeState(data)
 		if err != nil || st.Status.Terminal() {
 			return nil, err
 		}
+		team = st.Team
 		// A call not yet marked submitted may be on its way: cancelling
 		// its run first makes it end as soon as it starts.
 		for _, c := range st.Calls {
@@ -226,13 +273,8 @@ func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason stri
 		return err
 	}
 	for _, c := range inFlight {
-		m, ok := t.byName[c.Member].(Canceller)
-		if !ok {
-			continue
-		}
-		err := m.Cancel(ctx, rt, c.RunID, fmt.Sprintf("team %s: run %s was cancelled: %s", t.name, runID, reason))
-		if err != nil && !errors.Is(err, store.ErrNotFound) { // a workflow run not started yet
-			rt.Client().Logger().Warn("team: cancel member run", "team", t.name, "run", runID, "member", c.Member, "member_run", c.RunID, "err", err)
+		if err := cancelCall(c); err != nil && !errors.Is(err, store.ErrNotFound) { // a workflow run not started yet
+			rt.Client().Logger().Warn("team: cancel member run", "team", team, "run", runID, "member", c.Member, "member_run", c.RunID, "err", err)
 		}
 	}
 	st, err := LoadState(ctx, rt, runID)

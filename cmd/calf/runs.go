@@ -1,0 +1,293 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/adapters"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/team"
+)
+
+func newRunsCommand() *cobra.Command {
+	var storeURL, brokerURL string
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List, show, pause, resume and cancel agent and team runs",
+		Long: `List, show, pause, resume and cancel agent and team runs.
+
+The commands read the runs in the workers' store. pause, resume and cancel
+change a run's state and publish what follows on the workers' broker,
+where whichever worker serves the run carries on: a paused run finishes
+the step in progress and then waits, holding nothing, until it is resumed.`,
+		Args: noArgs,
+	}
+	cmd.PersistentFlags().StringVar(&storeURL, "store", defaultStore, storeHelp+"; the workers' store")
+
+	var status, agentName string
+	var limit int
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the newest runs (reads every run record of the store)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return listRuns(cmd.Context(), storeURL, runFilter{status: status, agent: agentName, limit: limit}, asJSON, cmd.OutOrStdout())
+		},
+	}
+	list.Flags().StringVar(&status, "status", "", "only the runs with this status: running, paused, complete, failed, cancelled, handed_off")
+	list.Flags().StringVar(&agentName, "agent", "", "only the runs of this agent or team")
+	list.Flags().IntVar(&limit, "limit", 20, "at most this many runs, the newest first")
+	list.Flags().BoolVar(&asJSON, "json", false, "print each run as one line of JSON")
+
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Print a run's stored state, as JSON",
+		Args:  oneRunID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return showRun(cmd.Context(), storeURL, args[0], cmd.OutOrStdout())
+		},
+	}
+	var reason string
+	act := func(what string) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			return actOnRun(cmd.Context(), storeURL, brokerURL, what, args[0], reason, cmd.OutOrStdout())
+		}
+	}
+	pause := &cobra.Command{Use: "pause ID", Short: "Pause a run before its next step", Args: oneRunID, RunE: act("pause")}
+	resume := &cobra.Command{Use: "resume ID", Short: "Resume a paused run", Args: oneRunID, RunE: act("resume")}
+	cancel := &cobra.Command{Use: "cancel ID", Short: "Cancel a run", Args: oneRunID, RunE: act("cancel")}
+	for _, c := range []*cobra.Command{pause, resume, cancel} {
+		c.Flags().StringVar(&brokerURL, "broker", "", brokerHelp+" (required: the workers' broker)")
+	}
+	for _, c := range []*cobra.Command{pause, cancel} {
+		c.Flags().StringVar(&reason, "reason", "", "why, recorded with the run")
+	}
+	cmd.AddCommand(list, show, pause, resume, cancel)
+	return cmd
+}
+
+// oneRunID accepts exactly one argument, the id of a run.
+var oneRunID = oneIDOf("run id", "calf runs list")
+
+// runSummary is a line of calf runs list.
+type runSummary struct {
+	ID      string    `json:"id"`
+	Kind    string    `json:"kind"` // agent or team
+	Name    string    `json:"name"`
+	Status  string    `json:"status"`
+	Step    int       `json:"step"`
+	Session string    `json:"session,omitempty"`
+	Parent  string    `json:"parent,omitempty"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitzero"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+type runFilter struct {
+	status, agent string
+	limit         int
+}
+
+// agentSummary summarizes an agent run's state.
+func agentSummary(st *agent.RunState) runSummary {
+	s := runSummary{ID: st.RunID, Kind: "agent", Name: st.Agent, Status: string(st.Status), Step: st.Step, Session: st.SessionID,
+		Parent: st.Parent, Started: st.StartedAt, Ended: st.EndedAt, Reason: st.Error}
+	switch {
+	case st.Paused():
+		s.Status, s.Reason = "paused", st.Pause.Reason
+	case st.Pause != nil && !st.Status.Terminal():
+		s.Status, s.Reason = "pausing", st.Pause.Reason
+	}
+	return s
+}
+
+// teamSummary summarizes a team run's state.
+func teamSummary(st *team.State) runSummary {
+	s := runSummary{ID: st.RunID, Kind: "team", Name: st.Team, Status: string(st.Status), Step: st.Step, Session: st.SessionID,
+		Parent: st.Parent, Started: st.StartedAt, Ended: st.EndedAt, Reason: st.Error}
+	switch {
+	case st.Paused():
+		s.Status, s.Reason = "paused", st.Pause.Reason
+	case st.Pause != nil && !st.Status.Terminal():
+		s.Status, s.Reason = "pausing", st.Pause.Reason
+	}
+	return s
+}
+
+func listRuns(ctx context.Context, storeURL string, f runFilter, asJSON bool, out io.Writer) error {
+	if f.limit <= 0 {
+		return usageError(fmt.Errorf("--limit must be positive, got %d", f.limit))
+	}
+	switch f.status {
+	case "", "running", "paused", "pausing", "complete", "failed", "cancelled", "handed_off":
+	default:
+		return usageError(fmt.Errorf("--status %q: use running, paused, complete, failed, cancelled or handed_off", f.status))
+	}
+	st, err := openStore(ctx, storeURL, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var runs []runSummary
+	keep := func(s runSummary) {
+		if (f.status == "" || s.Status == f.status) && (f.agent == "" || s.Name == f.agent) {
+			runs = append(runs, s)
+		}
+	}
+	for _, kind := range []string{store.KindRun, team.KindTeam} {
+		for after := ""; ; {
+			recs, err := st.List(ctx, kind, "", after, 500)
+			if err != nil {
+				return failure(err)
+			}
+			for _, rec := range recs {
+				if kind == store.KindRun {
+					if rs, err := agent.DecodeRunState(rec.Data); err == nil && rs.Step > 0 {
+						keep(agentSummary(rs))
+					}
+				} else if ts, err := team.DecodeState(rec.Data); err == nil {
+					keep(teamSummary(ts))
+				}
+			}
+			if len(recs) < 500 {
+				break
+			}
+			after = recs[len(recs)-1].ID
+		}
+	}
+	slices.SortFunc(runs, func(a, b runSummary) int {
+		return cmp.Or(b.Started.Compare(a.Started), cmp.Compare(a.ID, b.ID))
+	})
+	runs = runs[:min(len(runs), f.limit)]
+	if asJSON {
+		enc := json.NewEncoder(out)
+		for _, r := range runs {
+			if err := enc.Encode(r); err != nil {
+				return failure(err)
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tNAME\tSTATUS\tSTEP\tSTARTED\tREASON")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Kind, r.Name, r.Status, r.Step,
+			r.Started.UTC().Format(time.RFC3339), oneLine(r.Reason, 60))
+	}
+	return failure(tw.Flush())
+}
+
+// loadAnyRun returns the stored state of the agent or team run id.
+func loadAnyRun(ctx context.Context, s store.Store, id string) (*agent.RunState, *team.State, error) {
+	rec, err := s.Get(ctx, store.KindRun, id)
+	if err == nil {
+		st, err := agent.DecodeRunState(rec.Data)
+		return st, nil, err
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return nil, nil, err
+	}
+	rec, err = s.Get(ctx, team.KindTeam, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("no agent or team run %s: %w", id, err)
+	}
+	ts, err := team.DecodeState(rec.Data)
+	return nil, ts, err
+}
+
+func showRun(ctx context.Context, storeURL, id string, out io.Writer) error {
+	st, err := openStore(ctx, storeURL, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rs, ts, err := loadAnyRun(ctx, st, id)
+	if err != nil {
+		return failure(err)
+	}
+	var v any = rs
+	if ts != nil {
+		v = ts
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return failure(err)
+	}
+	_, err = fmt.Fprintf(out, "%s\n", b)
+	return failure(err)
+}
+
+func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string, out io.Writer) error {
+	if brokerURL == "" {
+		return usageError(fmt.Errorf("calf runs %s needs --broker: the workers' broker, such as nats://127.0.0.1:4222", what))
+	}
+	if err := checkBroker(brokerURL); err != nil {
+		return err
+	}
+	if adapters.InProcess(brokerURL) {
+		return usageError(fmt.Errorf("--broker %s: no worker is reachable there; give the workers' broker", adapters.Redact(brokerURL)))
+	}
+	st, err := openStore(ctx, storeURL, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// Find the run before connecting to the broker.
+	rs, ts, err := loadAnyRun(ctx, st, id)
+	if err != nil {
+		return failure(err)
+	}
+	b, err := openBroker(ctx, brokerURL, nil)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	c := calf.NewClient(b, nil)
+	defer c.Close()
+	rt := agent.NewRuntime(c, st, nil)
+	if reason == "" {
+		reason = "asked by calf runs " + what
+	}
+	var s runSummary
+	switch {
+	case rs != nil && what == "pause":
+		rs, err = rt.Pause(ctx, rs.Agent, id, reason)
+	case rs != nil && what == "resume":
+		rs, err = rt.Resume(ctx, rs.Agent, id)
+	case rs != nil:
+		rs, err = rt.Cancel(ctx, rs.Agent, id, reason)
+	case what == "pause":
+		ts, err = team.PauseRun(ctx, rt, id, reason)
+	case what == "resume":
+		ts, err = team.ResumeRun(ctx, rt, id)
+	default:
+		if err = team.CancelRun(ctx, rt, id, reason); err == nil {
+			ts, err = team.LoadState(ctx, rt, id)
+		}
+	}
+	if err != nil {
+		return failure(err)
+	}
+	if rs != nil {
+		s = agentSummary(rs)
+	} else {
+		s = teamSummary(ts)
+	}
+	_, err = fmt.Fprintf(out, "%s %s: %s %s, step %d\n", what, id, s.Kind, s.Name, s.Step)
+	if err == nil {
+		_, err = fmt.Fprintf(out, "status: %s\n", s.Status)
+	}
+	return failure(err)
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/adapters"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/team"
+	"github.com/calf-go/calf/tool"
+)
+
+// calf runs lists the runs of a served agent and a team, and pause,
+// resume and cancel act on them through the workers' broker.
+func TestRunsCommands(t *testing.T) {
+	isolate(t)
+	ctx := t.Context()
+	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "calf.db")
+	brokerURL := kafkaBrokerURL(t)
+	st, err := adapters.OpenStore(ctx, storeURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := adapters.OpenBroker(ctx, brokerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c := calf.NewClient(b, nil)
+	defer c.Close()
+	rt := agent.NewRuntime(c, st, nil)
+
+	// A looping agent: it calls tick until told to stop.
+	var ticks, calls atomic.Int64
+	tick := tool.Must(tool.New("tick", "Tick.", func(context.Context, struct{}) (string, error) {
+		ticks.Add(1)
+		time.Sleep(20 * time.Millisecond)
+		return "tock", nil
+	}))
+	loop := agent.Must(agent.New[agent.NoDeps, string]("looper", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+		calls.Add(1)
+		return modeltest.ToolCalls(modeltest.Call("", "tick", `{}`)), nil
+	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{tick}, MaxTurns: 1000}))
+	if err := loop.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loop.Submit(ctx, rt, "loop", &agent.RunOptions[agent.NoDeps]{RunID: "loop-1"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ticks.Load() < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the loop did not start")
+		}
+	}
+
+	p := runMain(ctx, "", "runs", "pause", "--broker", brokerURL, "--store", storeURL, "--reason", "too many ticks", "loop-1")
+	if p.code != exitOK || !strings.Contains(p.stdout, "pause loop-1: agent looper") {
+		t.Fatalf("calf runs pause = %+v", p)
+	}
+	waitStatus := func(id, want string) runSummary {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			l := runMain(ctx, "", "runs", "list", "--store", storeURL, "--json", "--agent", "looper")
+			for line := range strings.SplitSeq(strings.TrimSpace(l.stdout), "\n") {
+				var s runSummary
+				if json.Unmarshal([]byte(line), &s) == nil && s.ID == id && s.Status == want {
+					return s
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %s never %s: %+v", id, want, l)
+			}
+		}
+	}
+	s := waitStatus("loop-1", "paused")
+	if s.Reason != "too many ticks" || s.Kind != "agent" {
+		t.Errorf("paused run listed as %+v", s)
+	}
+	atPause := calls.Load()
+	time.Sleep(100 * time.Millisecond)
+	if calls.Load() != atPause {
+		t.Errorf("the model was called while paused: %d, then %d", atPause, calls.Load())
+	}
+	table := runMain(ctx, "", "runs", "list", "--store", storeURL, "--status", "paused")
+	if table.code != exitOK || !strings.Contains(table.stdout, "loop-1") || !strings.Contains(table.stdout, "too many ticks") {
+		t.Errorf("calf runs list --status paused = %+v", table)
+	}
+	show := runMain(ctx, "", "runs", "show", "--store", storeURL, "loop-1")
+	var shown agent.RunState
+	if show.code != exitOK || json.Unmarshal([]byte(show.stdout), &shown) != nil || !shown.Paused() {
+		t.Errorf("calf runs show = %+v", show)
+	}
+
+	r := runMain(ctx, "", "runs", "resume", "--broker", brokerURL, "--store", storeURL, "loop-1")
+	if r.code != exitOK || !strings.Contains(r.stdout, "status: running") {
+		t.Fatalf("calf runs resume = %+v", r)
+	}
+	for deadline := time.Now().Add(20 * time.Second); calls.Load() <= atPause; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the resumed run made no model call")
+		}
+	}
+	x := runMain(ctx, "", "runs", "cancel", "--broker", brokerURL, "--store", storeURL, "loop-1")
+	if x.code != exitOK || !strings.Contains(x.stdout, "status: cancelled") {
+		t.Errorf("calf runs cancel = %+v", x)
+	}
+	if again := runMain(ctx, "", "runs", "pause", "--broker", brokerURL, "--store", storeURL, "loop-1"); again.code != exitFailure || !strings.Contains(again.stderr, "has ended") {
+		t.Errorf("pause of an ended run = %+v", again)
+	}
+
+	// A team run: paused between its steps and resumed.
+	release := make(chan struct{})
+	first := agent.Must(agent.New[agent.NoDeps, string]("first", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+		<-release
+		return modeltest.Text("one"), nil
+	}), nil))
+	second := agent.Must(agent.New[agent.NoDeps, string]("second", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+		return modeltest.Text("two"), nil
+	}), nil))
+	for _, a := range []*agent.Agent[agent.NoDeps, string]{first, second} {
+		if err := a.Serve(ctx, rt, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tm := team.Must(team.NewSequential("pair", []team.Member{team.AgentMember(first), team.AgentMember(second)}, nil))
+	if err := tm.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.Submit(ctx, rt, &team.Request{RunID: "team-1", Prompt: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	waitTeam := func(id, want string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			l := runMain(ctx, "", "runs", "list", "--store", storeURL, "--json", "--agent", "pair")
+			if strings.Contains(l.stdout, `"id":"`+id+`"`) && strings.Contains(l.stdout, `"status":"`+want+`"`) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("team run %s never %s: %+v", id, want, l)
+			}
+		}
+	}
+	waitTeam("team-1", "running")
+	if p := runMain(ctx, "", "runs", "pause", "--broker", brokerURL, "--store", storeURL, "team-1"); p.code != exitOK || !strings.Contains(p.stdout, "team pair") {
+		t.Fatalf("calf runs pause (team) = %+v", p)
+	}
+	close(release)
+	waitTeam("team-1", "paused")
+	if r := runMain(ctx, "", "runs", "resume", "--broker", brokerURL, "--store", storeURL, "team-1"); r.code != exitOK {
+		t.Fatalf("calf runs resume (team) = %+v", r)
+	}
+	waitTeam("team-1", "complete")
+	if bad := runMain(ctx, "", "runs", "show", "--store", storeURL, "nope"); bad.code != exitFailure || !strings.Contains(bad.stderr, "no agent or team run nope") {
+		t.Errorf("calf runs show nope = %+v", bad)
+	}
+	if bad := runMain(ctx, "", "runs", "list", "--store", storeURL, "--status", "sleepy"); bad.code != exitUsage {
+		t.Errorf("calf runs list --status sleepy = %+v", bad)
+	}
+}
