@@ -212,19 +212,23 @@ const (
 
 // Usage counts tokens and requests.
 type Usage struct {
-	Requests     int64 `json:"requests,omitempty"`
-	InputTokens  int64 `json:"input_tokens,omitempty"`
-	OutputTokens int64 `json:"output_tokens,omitempty"`
-	TotalTokens  int64 `json:"total_tokens,omitempty"`
+	Requests    int64 `json:"requests,omitempty"`
+	InputTokens int64 `json:"input_tokens,omitempty"`
+	// CachedInputTokens are the input tokens the provider served from its
+	// prompt cache, counted in InputTokens too.
+	CachedInputTokens int64 `json:"cached_input_tokens,omitempty"`
+	OutputTokens      int64 `json:"output_tokens,omitempty"`
+	TotalTokens       int64 `json:"total_tokens,omitempty"`
 }
 
 // Add returns the sum of u and v.
 func (u Usage) Add(v Usage) Usage {
 	return Usage{
-		Requests:     u.Requests + v.Requests,
-		InputTokens:  u.InputTokens + v.InputTokens,
-		OutputTokens: u.OutputTokens + v.OutputTokens,
-		TotalTokens:  u.TotalTokens + v.TotalTokens,
+		Requests:          u.Requests + v.Requests,
+		InputTokens:       u.InputTokens + v.InputTokens,
+		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens,
+		OutputTokens:      u.OutputTokens + v.OutputTokens,
+		TotalTokens:       u.TotalTokens + v.TotalTokens,
 	}
 }
 

@@ -106,9 +106,14 @@ type wireDeltaMessage struct {
 }
 
 type wireUsage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	TotalTokens      int64 `json:"total_tokens"`
+	PromptTokens        int64              `json:"prompt_tokens"`
+	CompletionTokens    int64              `json:"completion_tokens"`
+	TotalTokens         int64              `json:"total_tokens"`
+	PromptTokensDetails *wirePromptDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+type wirePromptDetails struct {
+	CachedTokens int64 `json:"cached_tokens"`
 }
 
 type wireError struct {
@@ -324,7 +329,11 @@ func wireUsageOf(u model.Usage) *wireUsage {
 	if total == 0 {
 		total = u.InputTokens + u.OutputTokens
 	}
-	return &wireUsage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: total}
+	w := &wireUsage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: total}
+	if u.CachedInputTokens > 0 {
+		w.PromptTokensDetails = &wirePromptDetails{CachedTokens: u.CachedInputTokens}
+	}
+	return w
 }
 
 // encodeCompletion returns the chat completion object for resp.

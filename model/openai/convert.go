@@ -237,14 +237,19 @@ func (m *Model) response(c *wireCompletion) (*model.Response, error) {
 	if total == 0 {
 		total = u.PromptTokens + u.CompletionTokens
 	}
+	var cached int64
+	if d := u.PromptTokensDetails; d != nil {
+		cached = d.CachedTokens
+	}
 	return &model.Response{
 		Message:      msg,
 		FinishReason: finishReason(choice.FinishReason, len(msg.ToolCalls) > 0),
 		Usage: model.Usage{
 			Requests:     1,
-			InputTokens:  u.PromptTokens,
-			OutputTokens: u.CompletionTokens,
-			TotalTokens:  total,
+			InputTokens:       u.PromptTokens,
+			CachedInputTokens: cached,
+			OutputTokens:      u.CompletionTokens,
+			TotalTokens:       total,
 		},
 		Model: c.Model,
 		ID:    c.ID,

@@ -83,7 +83,7 @@ func TestGenerateText(t *testing.T) {
 	rec := &recorder{resp: &model.Response{
 		Message:      model.AssistantMessage("Hello!"),
 		FinishReason: model.FinishStop,
-		Usage:        model.Usage{InputTokens: 12, OutputTokens: 3, TotalTokens: 15},
+		Usage:        model.Usage{InputTokens: 12, CachedInputTokens: 4, OutputTokens: 3, TotalTokens: 15},
 		ID:           "chatcmpl-42",
 	}}
 	srv := modeltest.NewServer(rec.handle)
@@ -99,7 +99,7 @@ func TestGenerateText(t *testing.T) {
 	want := &model.Response{
 		Message:      model.Message{Role: model.RoleAssistant, Parts: []model.Part{model.TextPart("Hello!")}},
 		FinishReason: model.FinishStop,
-		Usage:        model.Usage{Requests: 1, InputTokens: 12, OutputTokens: 3, TotalTokens: 15},
+		Usage:        model.Usage{Requests: 1, InputTokens: 12, CachedInputTokens: 4, OutputTokens: 3, TotalTokens: 15},
 		Model:        "small",
 		ID:           "chatcmpl-42",
 	}
