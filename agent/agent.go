@@ -69,6 +69,9 @@ type Options[Deps any] struct {
 	// Hooks run before and after the agent's tool calls, in order; see
 	// [Hook].
 	Hooks []Hook
+	// Budget, when set, bounds what each run of the agent spends, unless
+	// the run gives its own ([RunOptions.Budget]); see [Budget].
+	Budget *Budget
 	// Compaction, when set, keeps a run's context under a number of
 	// tokens by compacting its older messages before a model call; see
 	// [Compaction]. Default: the model sees the whole conversation.
@@ -123,6 +126,11 @@ func New[Deps, Out any](name string, m model.Model, opts *Options[Deps]) (*Agent
 		a.opts = *opts
 	}
 	o := &a.opts
+	if b := o.Budget; b != nil {
+		if err := b.validate(); err != nil {
+			return nil, fmt.Errorf("%w: Budget: %v", ErrInvalidAgent, err)
+		}
+	}
 	if c := o.Compaction; c != nil {
 		if c.Threshold <= 0 || c.KeepRecent < 0 {
 			return nil, fmt.Errorf("%w: Compaction.Threshold must be positive and KeepRecent not negative, got %d and %d", ErrInvalidAgent, c.Threshold, c.KeepRecent)

@@ -98,9 +98,10 @@ type CompactionResult struct {
 	// Messages stand in for the input's Messages. They must not end with
 	// an assistant message that calls tools, nor start with tool results.
 	Messages []model.Message
-	// Usage is what compacting cost, when it called a model: it is added
-	// to the run's usage.
+	// Usage is what compacting cost, when it called a model, and Model
+	// that model's name: they are added to the run's usage and cost.
 	Usage model.Usage
+	Model string
 }
 
 // CompactedContext is what the model sees of a conversation's first
@@ -207,7 +208,7 @@ func Summarize(m model.Model, instructions string) Compactor {
 		}
 		return &CompactionResult{
 			Messages: []model.Message{model.UserMessage("[A summary of the earlier conversation]\n" + text)},
-			Usage:    u,
+			Usage:    u, Model: cmp.Or(resp.Model, m.Name()),
 		}, nil
 	})
 }
@@ -343,6 +344,7 @@ func (h *handlers[Deps, Out]) compact(ctx context.Context, st *RunState, version
 		}
 		cur.Compacted, cur.LastInput = compacted, nil
 		cur.Usage = cur.Usage.Add(res.Usage)
+		cur.Cost = cur.Cost.Add(h.rt.prices.CostOf(res.Model, res.Usage))
 		return true, nil
 	})
 	if err != nil {

@@ -117,6 +117,11 @@ type InputEvent struct {
 	// Root is the run a caller started, for a subagent's run: its
 	// approval requests show in that run's stream too.
 	Root *RootRun `json:"root,omitempty"`
+	// Budget, when set, bounds what the run spends, in place of the
+	// agent's; see [Budget].
+	Budget *Budget `json:"budget,omitempty"`
+	// Spent is what the runs before this one in its handoff chain spent.
+	Spent *Spent `json:"spent,omitempty"`
 }
 
 // ReplyTo names where a run's output goes when the run ends (complete,
@@ -187,6 +192,9 @@ type ToolResultEvent struct {
 	// Hooks is what the agent's hooks decided about the call, in order;
 	// see [Hook].
 	Hooks []HookRecord `json:"hooks,omitempty"`
+	// Spent is what the run the call started (a subagent's) spent: the
+	// calling run counts it as its own.
+	Spent *Spent `json:"spent,omitempty"`
 }
 
 // StreamEvent is the payload of the stream channel: one delta of the
@@ -217,6 +225,9 @@ type OutputEvent struct {
 	// Error explains a failed or cancelled run.
 	Error string      `json:"error,omitempty"`
 	Usage model.Usage `json:"usage"`
+	// Cost is what the run's model calls cost (see [Output.Cost]); Usage
+	// counts the same calls.
+	Cost model.Cost `json:"cost"`
 	// Steps is the number of model calls made.
 	Steps int `json:"steps"`
 	// RunID and Agent name the run that ended: after handoffs, the last

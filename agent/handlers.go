@@ -274,6 +274,8 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 		}
 		var history []model.Message
 		var compacted *CompactedContext
+		var sessionBudget *Budget
+		var sessionSpent *Spent
 		if in.Messages != nil || len(in.Chain) > 0 {
 			history = in.Messages // a handoff: the conversation so far
 		} else if sid := msg.Metadata.SessionID; sid != "" {
@@ -281,6 +283,9 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 			switch {
 			case err == nil:
 				history, compacted = s.Messages, s.Compacted
+				if s.Budget != nil {
+					sessionBudget, sessionSpent = s.Budget, &Spent{Usage: s.Usage, Cost: s.Cost}
+				}
 			case !errors.Is(err, store.ErrNotFound):
 				return nil, err
 			}
@@ -299,6 +304,8 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 			ReplyTo: in.ReplyTo, Parent: in.Parent,
 			Chain: in.Chain, Deadline: in.Deadline, MaxTurns: in.MaxTurns, Depth: in.Depth, Permissions: in.Permissions, Root: in.Root,
 			StartedAt: msg.Metadata.Time, Pause: pause,
+			Budget: cmp.Or(in.Budget, h.a.opts.Budget), Inherited: in.Spent,
+			SessionBudget: sessionBudget, SessionSpent: sessionSpent,
 		}
 		if c := msg.Metadata.CorrelationID; c != "" && c != id {
 			st.Correlation = c
@@ -406,6 +413,9 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 			return err
 		}
 		req = h.request(rc, st)
+	}
+	if stop := h.checkBudget(st, req); stop != nil {
+		return h.budgetReached(ctx, st, version, stop)
 	}
 	var parallelTrip *GuardrailTrip
 	var checks sync.WaitGroup
@@ -552,6 +562,7 @@ func (h *handlers[Deps, Out]) record(st *RunState, resp *model.Response, deltas 
 		u.Requests = 1
 	}
 	st.Usage = st.Usage.Add(u)
+	st.Cost = st.Cost.Add(h.rt.prices.CostOf(cmp.Or(resp.Model, h.a.model.Name()), u))
 	m := resp.Message
 	m.Role = model.RoleAssistant
 	// Tool call ids key the calls' records (and subagent runs) within the
@@ -763,7 +774,8 @@ func (h *handlers[Deps, Out]) endHooks(ctx context.Context, st *RunState, event 
 }
 
 func (rt *Runtime) emitOutput(ctx context.Context, st *RunState) error {
-	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: st.Usage, Steps: st.Step, RunID: st.RunID, Agent: st.Agent, Chain: st.Chain, Deltas: st.Deltas, Guardrail: st.Guardrail}
+	spent := st.spent()
+	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: spent.Usage, Cost: spent.Cost, Steps: st.Step, RunID: st.RunID, Agent: st.Agent, Chain: st.Chain, Deltas: st.Deltas, Guardrail: st.Guardrail}
 	switch st.Status {
 	case RunComplete:
 		ev.Status = OutputComplete
@@ -1133,6 +1145,9 @@ func (h *handlers[Deps, Out]) onToolResult(ctx context.Context, msg *calf.Messag
 			return false, nil // unknown, or already answered
 		}
 		p.Result, p.Status, p.Handoff, p.Hooks = ev.Result, ev.Status, ev.Handoff, ev.Hooks
+		if s := ev.Spent; s != nil {
+			st.Usage, st.Cost = st.Usage.Add(s.Usage), st.Cost.Add(s.Cost)
+		}
 		if st.allAnswered() && !h.handOff(st, ev.ToolCallID) {
 			h.advance(st, ev.ToolCallID)
 		}

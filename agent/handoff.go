@@ -318,6 +318,7 @@ func (h *handlers[Deps, Out]) emitHandoff(ctx context.Context, st *RunState) err
 		ReplyTo: reply, Parent: st.Parent,
 		Chain:    append(slices.Clone(st.Chain), Hop{Agent: st.Agent, RunID: st.RunID}),
 		Deadline: st.Deadline, MaxTurns: st.MaxTurns, Depth: st.Depth,
+		Budget: st.Budget, Spent: new(st.spent()),
 	}
 	_, err := h.rt.client.Emit(ctx, InputChannel(to.Agent), in, calf.WithID(inputID(to.RunID)), calf.WithKey(to.RunID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: st.correlationID(), RunID: to.RunID, SessionID: st.SessionID}))

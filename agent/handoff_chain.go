@@ -40,7 +40,8 @@ func (rt *Runtime) withChain(ctx context.Context, st *RunState) (*RunState, erro
 		return st, nil
 	}
 	c := *st
-	c.Messages, c.ToolCalls, c.Usage, c.Step, c.HistoryLen = nil, nil, model.Usage{}, 0, 0
+	c.Messages, c.ToolCalls, c.Usage, c.Cost, c.Step, c.HistoryLen = nil, nil, model.Usage{}, model.Cost{}, 0, 0
+	c.Inherited = nil // counted run by run below
 	for i, h := range append(slices.Clone(st.Chain), Hop{Agent: st.Agent, RunID: st.RunID}) {
 		hs := st
 		if i < len(st.Chain) {
@@ -54,7 +55,7 @@ func (rt *Runtime) withChain(ctx context.Context, st *RunState) (*RunState, erro
 		}
 		c.Messages = append(c.Messages, hs.NewMessages()...)
 		c.ToolCalls = append(c.ToolCalls, hs.ToolCalls...)
-		c.Usage = c.Usage.Add(hs.Usage)
+		c.Usage, c.Cost = c.Usage.Add(hs.Usage), c.Cost.Add(hs.Cost)
 		c.Step += hs.Step
 	}
 	return &c, nil

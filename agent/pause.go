@@ -21,6 +21,9 @@ type PauseState struct {
 	// waits; 0 while the step in progress finishes.
 	Step     int       `json:"step,omitempty"`
 	PausedAt time.Time `json:"paused_at,omitzero"`
+	// Budget, when a budget paused the run, is the budget and what had
+	// been spent; see [Budget].
+	Budget *BudgetStop `json:"budget,omitempty"`
 }
 
 // PauseEvent is the payload of an agent's pause channel ([PauseChannel]):
@@ -32,6 +35,8 @@ type PauseEvent struct {
 	// Paused is true when the run paused, false when it was resumed.
 	Paused bool   `json:"paused"`
 	Reason string `json:"reason,omitempty"`
+	// Budget is the budget that paused the run, if one did.
+	Budget *BudgetStop `json:"budget,omitempty"`
 }
 
 // PauseChannel returns the channel of an agent's pauses and resumes.
@@ -191,7 +196,7 @@ func (h *handlers[Deps, Out]) pauseTakesEffect(ctx context.Context, st *RunState
 
 // emitPaused publishes the pause of st, which is in effect.
 func (rt *Runtime) emitPaused(ctx context.Context, st *RunState) error {
-	ev := PauseEvent{Step: st.Step, Paused: true, Reason: st.Pause.Reason}
+	ev := PauseEvent{Step: st.Step, Paused: true, Reason: st.Pause.Reason, Budget: st.Pause.Budget}
 	_, err := rt.client.Emit(ctx, PauseChannel(st.Agent), ev, calf.WithID(st.RunID+".pause."+strconv.Itoa(st.Step)+"."+strconv.Itoa(st.Resumes)),
 		calf.WithKey(st.RunID), calf.WithMetadata(st.metadata()))
 	return err

@@ -55,6 +55,9 @@ type RunOptions[Deps any] struct {
 	// (see [Options.StartTimeout]). Submit never checks: its run waits in
 	// the broker for a worker.
 	WaitForWorkers bool
+	// Budget, when set, bounds what the run spends, in place of the
+	// agent's [Options.Budget]; see [Budget].
+	Budget *Budget
 	// Permissions, when set, replace the agent's [Options.Permissions] for
 	// this run; they travel with the run to the workers. The agent must
 	// have permissions of its own (any, even bypass): only then do its
@@ -91,6 +94,10 @@ type Output[Out any] struct {
 	// Messages are the messages the run added to the conversation: the
 	// user's input, the assistant's responses and the tool results.
 	Messages []model.Message
+	// Cost is what the run's model calls cost, with those of the runs it
+	// started (subagents) and, after handoffs, of the runs before it in
+	// the chain; Usage counts the same calls.
+	Cost model.Cost
 	// Thread is the whole conversation after the run: the session's
 	// history (or [RunOptions.Thread]) it started from, then Messages.
 	// Passed as the next run's RunOptions.Thread, it continues the
@@ -306,7 +313,7 @@ func (a *Agent[Deps, Out]) outputOf(st *RunState) (*Output[Out], error) {
 	o := &Output[Out]{
 		Agent: st.Agent, RunID: st.RunID, SessionID: st.SessionID, Chain: st.Chain,
 		Messages: st.NewMessages(), Thread: slices.Clip(st.Messages), ToolCalls: st.ToolCalls,
-		Usage: st.Usage, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt),
+		Usage: st.spent().Usage, Cost: st.spent().Cost, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt),
 	}
 	if err := json.Unmarshal(st.Output, &o.Output); err != nil {
 		if st.Agent != a.name {
@@ -330,6 +337,12 @@ func (a *Agent[Deps, Out]) input(ctx context.Context, rt *Runtime, prompt string
 		id = rt.newID()
 	}
 	in := InputEvent{Content: prompt, Parts: o.Parts, Stream: stream, ReplyTo: o.ReplyTo, Parent: o.Parent, Messages: o.Thread}
+	if b := o.Budget; b != nil {
+		if err := b.validate(); err != nil {
+			return nil, fmt.Errorf("agent %s: RunOptions.Budget: %w", a.name, err)
+		}
+		in.Budget = b
+	}
 	if o.Thread != nil && o.SessionID != "" {
 		return nil, fmt.Errorf("agent %s: RunOptions.Thread and SessionID both name the conversation to continue: give one", a.name)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 )
 
@@ -18,6 +19,10 @@ type RuntimeOptions struct {
 	Now func() time.Time
 	// NewID returns a fresh run id. Default: [calf.NewID].
 	NewID func() string
+	// Prices price the model calls of the runs this runtime's handlers
+	// carry out ([Output.Cost]). Default: [model.DefaultPrices]. A model
+	// the table does not have is reported as unpriced, never guessed.
+	Prices model.Prices
 }
 
 // Runtime connects agents to a broker (through a [calf.Client]) and a state
@@ -31,6 +36,7 @@ type Runtime struct {
 	now    func() time.Time
 	newID  func() string
 	states *stateCache
+	prices model.Prices
 	// late counts tool calls that returned after their timeout.
 	late atomic.Int64
 }
@@ -50,7 +56,10 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	if o.NewID == nil {
 		o.NewID = calf.NewID
 	}
-	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, states: newStateCache(stateCacheSize)}
+	if o.Prices == nil {
+		o.Prices = model.DefaultPrices()
+	}
+	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, states: newStateCache(stateCacheSize), prices: o.Prices}
 }
 
 // Client returns the runtime's client.

@@ -67,8 +67,13 @@ type Session struct {
 	// ([ApprovalAnswer.ForSession]): their calls in the session's runs
 	// run without asking, until [Runtime.RevokeSessionTool].
 	AllowedTools []string `json:"allowed_tools,omitempty"`
-	// Usage is the sum of the usage of the session's runs.
+	// Usage is the sum of the usage of the session's runs, and Cost of
+	// their cost (see [Output.Cost]).
 	Usage model.Usage `json:"usage"`
+	Cost  model.Cost  `json:"cost"`
+	// Budget, when set, bounds what the session's runs spend together;
+	// see [Runtime.SetSessionBudget].
+	Budget *Budget `json:"budget,omitempty"`
 	// ForkedFrom names the session this one was forked from, if any.
 	ForkedFrom *SessionFork `json:"forked_from,omitempty"`
 	CreatedAt  time.Time    `json:"created_at,omitzero"`
@@ -92,6 +97,8 @@ type SessionInfo struct {
 	Messages   int          `json:"messages"`
 	Runs       int          `json:"runs"`
 	Usage      model.Usage  `json:"usage"`
+	Cost       model.Cost   `json:"cost"`
+	Budget     *Budget      `json:"budget,omitempty"`
 	ForkedFrom *SessionFork `json:"forked_from,omitempty"`
 	CreatedAt  time.Time    `json:"created_at,omitzero"`
 	UpdatedAt  time.Time    `json:"updated_at"`
@@ -121,6 +128,8 @@ type sessionRecord struct {
 	Compacted    *CompactedContext `json:"compacted,omitempty"`
 	AllowedTools []string          `json:"allowed_tools,omitempty"`
 	Usage        model.Usage       `json:"usage"`
+	Cost         model.Cost        `json:"cost"`
+	Budget       *Budget           `json:"budget,omitempty"`
 	ForkedFrom   *SessionFork      `json:"forked_from,omitempty"`
 	CreatedAt    time.Time         `json:"created_at,omitzero"`
 	UpdatedAt    time.Time         `json:"updated_at"`
@@ -152,7 +161,7 @@ func (r *sessionRecord) info() SessionInfo {
 	if len(r.Active) > 0 {
 		status = SessionRunning
 	}
-	return SessionInfo{ID: r.ID, Title: r.Title, Status: status, Messages: r.Count, Runs: len(r.Runs), Usage: r.Usage,
+	return SessionInfo{ID: r.ID, Title: r.Title, Status: status, Messages: r.Count, Runs: len(r.Runs), Usage: r.Usage, Cost: r.Cost, Budget: r.Budget,
 		ForkedFrom: r.ForkedFrom, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
@@ -192,7 +201,7 @@ func (rt *Runtime) LoadSession(ctx context.Context, id string) (*Session, error)
 		return nil, err
 	}
 	return &Session{ID: r.ID, Title: r.Title, Messages: msgs, Runs: r.Runs, Active: r.Active, Compacted: r.Compacted,
-		AllowedTools: r.AllowedTools, Usage: r.Usage, ForkedFrom: r.ForkedFrom, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
+		AllowedTools: r.AllowedTools, Usage: r.Usage, Cost: r.Cost, Budget: r.Budget, ForkedFrom: r.ForkedFrom, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
 }
 
 // SessionInfo describes a stored session without reading its messages, or
@@ -362,7 +371,7 @@ func (rt *Runtime) endSessionRun(ctx context.Context, st *RunState) error {
 			return false, nil // ended before: this is a redelivery
 		}
 		r.Active = slices.DeleteFunc(r.Active, func(id string) bool { return id == st.RunID })
-		r.Usage = r.Usage.Add(st.Usage)
+		r.Usage, r.Cost = r.Usage.Add(st.Usage), r.Cost.Add(st.Cost)
 		r.Runs = append(r.Runs, st.RunID)
 		if !adds {
 			return true, nil
@@ -445,7 +454,7 @@ func (rt *Runtime) writeSession(ctx context.Context, s *Session, part string, re
 	}
 	now := rt.now()
 	r := &sessionRecord{Format: sessionFormat, ID: s.ID, Title: s.Title, Count: len(s.Messages), Runs: s.Runs,
-		Compacted: s.Compacted, AllowedTools: s.AllowedTools, Usage: s.Usage, ForkedFrom: s.ForkedFrom,
+		Compacted: s.Compacted, AllowedTools: s.AllowedTools, Usage: s.Usage, Cost: s.Cost, Budget: s.Budget, ForkedFrom: s.ForkedFrom,
 		CreatedAt: s.CreatedAt, UpdatedAt: now}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = now
@@ -724,4 +733,59 @@ func decodeExport(data []byte) (*Session, error) {
 		return nil, fmt.Errorf("%w: the compaction stands for %d messages of %d", ErrSessionFormat, c.Upto, len(s.Messages))
 	}
 	return &s, nil
+}
+
+// SetSessionBudget sets the budget of the session id (nil: none), which
+// bounds what its runs spend together, counted from what the session had
+// spent when each run started; the session is created if it does not
+// exist. The runs of the session in progress take the new budget, and
+// those it paused go on at once if it lets them.
+func (rt *Runtime) SetSessionBudget(ctx context.Context, id string, b *Budget) error {
+	if b != nil {
+		if err := b.validate(); err != nil {
+			return fmt.Errorf("agent: set the budget of session %s: %w", id, err)
+		}
+	}
+	var active []string
+	err := rt.updateSession(ctx, id, true, "", func(r *sessionRecord) (bool, error) {
+		r.Budget, active = b, slices.Clone(r.Active)
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("agent: set the budget of session %s: %w", id, err)
+	}
+	for _, run := range active {
+		st, err := rt.LoadRun(ctx, run)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		var resumed bool
+		st, err = rt.updateChain(ctx, st.Agent, run, nil, func(st *RunState) (bool, error) {
+			st.SessionBudget = b
+			if b != nil && st.SessionSpent == nil {
+				st.SessionSpent = &Spent{}
+			}
+			resumed = st.Paused() && st.Pause.Budget != nil && st.Pause.Budget.Scope == "session"
+			if resumed {
+				st.Pause = nil
+				st.Resumes++
+			}
+			return true, nil
+		})
+		if errors.Is(err, ErrRunEnded) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("agent: set the budget of session %s: run %s: %w", id, run, err)
+		}
+		if resumed {
+			if err := rt.emitResume(ctx, st); err != nil {
+				return fmt.Errorf("agent: set the budget of session %s: run %s: %w", id, run, err)
+			}
+		}
+	}
+	return nil
 }

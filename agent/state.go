@@ -72,7 +72,9 @@ type RunState struct {
 	AdvancedBy string `json:"advanced_by,omitempty"`
 	// ToolCalls records every tool call of the run with its result.
 	ToolCalls []ToolCallRecord `json:"tool_calls,omitempty"`
-	Usage     model.Usage      `json:"usage"`
+	// Usage counts the run's model calls, with those of the runs it
+	// started (subagents).
+	Usage model.Usage `json:"usage"`
 	// Repairs counts model calls spent on correcting invalid output.
 	Repairs int `json:"repairs,omitempty"`
 	// Deltas is the number of stream deltas emitted for the response
@@ -111,6 +113,17 @@ type RunState struct {
 	Depth int `json:"depth,omitempty"`
 	// Root is the run a caller started, for a subagent's run.
 	Root *RootRun `json:"root,omitempty"`
+	// Cost is what the run's model calls cost, with those of the runs it
+	// started (subagents); Usage counts theirs too.
+	Cost model.Cost `json:"cost"`
+	// Inherited is what the runs before this one in its handoff chain
+	// spent.
+	Inherited *Spent `json:"inherited,omitempty"`
+	// Budget bounds what the run spends; SessionBudget what its session's
+	// runs spend, of which SessionSpent was spent when the run started.
+	Budget        *Budget `json:"budget,omitempty"`
+	SessionBudget *Budget `json:"session_budget,omitempty"`
+	SessionSpent  *Spent  `json:"session_spent,omitempty"`
 	// Pause, when set, is the run's pause: asked for, or in effect; see
 	// [Runtime.Pause].
 	Pause *PauseState `json:"pause,omitempty"`

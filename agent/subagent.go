@@ -322,6 +322,9 @@ func (h *handlers[Deps, Out]) startSubagent(ctx context.Context, msg *calf.Messa
 		ReplyTo:  &ReplyTo{Channel: SubagentCompletedChannel(h.a.name), Key: st.RunID, CorrelationID: st.correlationID(), Ref: string(ref)},
 		Deadline: start.Add(sub.opts.Timeout), MaxTurns: sub.opts.MaxTurns, Depth: st.Depth + 1, Root: st.root(h.a.name),
 	}
+	if b := st.Budget; b != nil {
+		in.Budget = b.remaining(st.spent()) // what the parent has left
+	}
 	m, err := h.rt.client.NewMessage(ctx, InputChannel(sub.agent), in, calf.WithID(inputID(child)), calf.WithKey(child),
 		calf.WithMetadata(calf.Metadata{CorrelationID: child, RunID: child}))
 	if err != nil {
@@ -427,7 +430,7 @@ func (h *handlers[Deps, Out]) recordResult(ctx context.Context, run string, res 
 
 // subagentResult is the tool result a subagent's output makes.
 func subagentResult(ref subagentRef, out *OutputEvent) ToolResultEvent {
-	ev := ToolResultEvent{Step: ref.Step, ToolCallID: ref.Call, ToolName: ref.Tool, Status: StatusSuccess}
+	ev := ToolResultEvent{Step: ref.Step, ToolCallID: ref.Call, ToolName: ref.Tool, Status: StatusSuccess, Spent: &Spent{Usage: out.Usage, Cost: out.Cost}}
 	if out.Status != OutputComplete {
 		reason := out.Error
 		if reason == "" {

@@ -238,7 +238,7 @@ func (c *coordinator) onMemberDone(ctx context.Context, msg *calf.Message) error
 		} else {
 			call.Output = text
 		}
-		st.Usage = st.Usage.Add(ev.Usage)
+		st.Usage, st.Cost = st.Usage.Add(ev.Usage), st.Cost.Add(ev.Cost)
 		if st.allDone() {
 			if err := c.t.advance(ctx, st, now); err != nil {
 				return false, err
@@ -270,7 +270,7 @@ func (c *coordinator) next(ctx context.Context, st *State) error {
 
 // outputEvent is the team run's output, in the shape of an agent's.
 func outputEvent(st *State) agent.OutputEvent {
-	ev := agent.OutputEvent{Error: st.Error, Usage: st.Usage, Steps: st.Step, RunID: st.RunID, Agent: st.Team}
+	ev := agent.OutputEvent{Error: st.Error, Usage: st.Usage, Cost: st.Cost, Steps: st.Step, RunID: st.RunID, Agent: st.Team}
 	switch st.Status {
 	case agent.RunComplete:
 		ev.Status = agent.OutputComplete

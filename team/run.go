@@ -35,8 +35,10 @@ type Output struct {
 	RunID  string
 	// Transcript holds every member run of the team run, in order.
 	Transcript []Turn
-	// Usage adds up the members' usage.
+	// Usage adds up the members' usage, and Cost their cost (see
+	// [agent.Output.Cost]): their subagents' and nested teams' included.
 	Usage model.Usage
+	Cost  model.Cost
 	// Steps is the number of steps (batches of member runs) taken.
 	Steps int
 	// Duration is the time from the run's start to its end.
@@ -191,7 +193,7 @@ func (t *Team) Result(ctx context.Context, rt *agent.Runtime, runID string) (*Ou
 	default:
 		return nil, withKind(&agent.RunError{Agent: t.name, Kind: "team", RunID: runID, Status: st.Status, Reason: st.Error})
 	}
-	return &Output{Output: st.Output, RunID: runID, Transcript: st.Transcript, Usage: st.Usage, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt)}, nil
+	return &Output{Output: st.Output, RunID: runID, Transcript: st.Transcript, Usage: st.Usage, Cost: st.Cost, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt)}, nil
 }
 
 // Cancel ends a running team run with status cancelled and emits its

@@ -94,8 +94,9 @@ type State struct {
 	// Output is the team's answer; Error explains a failed or cancelled run.
 	Output string `json:"output,omitempty"`
 	Error  string `json:"error,omitempty"`
-	// Usage adds up the usage of every member run.
+	// Usage adds up the usage of every member run, and Cost their cost.
 	Usage     model.Usage    `json:"usage"`
+	Cost      model.Cost     `json:"cost"`
 	ReplyTo   *agent.ReplyTo `json:"reply_to,omitempty"`
 	Parent    string         `json:"parent,omitempty"`
 	SessionID string         `json:"session_id,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/model"
 )
 
 // Channel names of a workflow. Every payload below is JSON;
@@ -152,6 +153,9 @@ type OutputEvent struct {
 	// Steps is the number of steps the run took.
 	Steps int    `json:"steps"`
 	RunID string `json:"run_id"`
+	// Usage and Cost add up the runs of the workflow's agent nodes.
+	Usage model.Usage `json:"usage"`
+	Cost  model.Cost  `json:"cost"`
 }
 
 // InterruptInfo describes where a run waits for input.

@@ -226,15 +226,15 @@ func (h *handlers[S]) emitState(ctx context.Context, st *RunState) error {
 		}
 		return nil
 	case RunInterrupted:
-		ev := OutputEvent{Status: OutputInterrupted, Interrupt: st.Interrupt, Steps: st.Step, RunID: run}
+		ev := OutputEvent{Status: OutputInterrupted, Interrupt: st.Interrupt, Steps: st.Step, RunID: run, Usage: st.Usage, Cost: st.Cost}
 		return h.emit(ctx, OutputChannel(h.w.name), run, interruptedID(run, st.Interrupts), ev)
 	case RunComplete:
-		ev := OutputEvent{Status: OutputComplete, State: st.State, Steps: st.LastStep, RunID: run}
+		ev := OutputEvent{Status: OutputComplete, State: st.State, Steps: st.LastStep, RunID: run, Usage: st.Usage, Cost: st.Cost}
 		if err := h.emit(ctx, OutputChannel(h.w.name), run, outputID(run), ev); err != nil {
 			return err
 		}
 	default:
-		ev := OutputEvent{Status: OutputFailed, Error: st.Error, ErrorKind: st.ErrorKind, Steps: st.Step, RunID: run}
+		ev := OutputEvent{Status: OutputFailed, Error: st.Error, ErrorKind: st.ErrorKind, Steps: st.Step, RunID: run, Usage: st.Usage, Cost: st.Cost}
 		if st.Status == RunCancelled {
 			ev.Status = OutputCancelled
 		}
@@ -251,7 +251,7 @@ func (h *handlers[S]) reply(ctx context.Context, st *RunState) error {
 	if r == nil || r.Channel == "" {
 		return nil
 	}
-	ev := agent.OutputEvent{Status: agent.OutputFailed, Error: st.Error, Steps: st.LastStep, RunID: st.RunID, Agent: h.w.name, Ref: r.Ref}
+	ev := agent.OutputEvent{Status: agent.OutputFailed, Error: st.Error, Steps: st.LastStep, RunID: st.RunID, Agent: h.w.name, Ref: r.Ref, Usage: st.Usage, Cost: st.Cost}
 	switch st.Status {
 	case RunComplete:
 		ev.Status, ev.Content = agent.OutputComplete, st.State
@@ -380,7 +380,7 @@ func (h *handlers[S]) createCancelled(ctx context.Context, run, reason string, n
 // emitCancelledUnstarted emits the output of a run cancelled before it
 // started, and its reply: it has no step and no checkpoint.
 func (h *handlers[S]) emitCancelledUnstarted(ctx context.Context, st *RunState) error {
-	ev := OutputEvent{Status: OutputCancelled, Error: st.Error, RunID: st.RunID}
+	ev := OutputEvent{Status: OutputCancelled, Error: st.Error, RunID: st.RunID, Usage: st.Usage, Cost: st.Cost}
 	if err := h.emit(ctx, OutputChannel(h.w.name), st.RunID, outputID(st.RunID), ev); err != nil {
 		return err
 	}
@@ -469,7 +469,7 @@ func (h *handlers[S]) execute(ctx context.Context, st *RunState, node string) er
 		}
 		return h.fail(ctx, st.RunID, st.Step, fmt.Sprintf("node %q: %v", node, err), "")
 	}
-	return h.complete(ctx, st.RunID, st.Step, node, out)
+	return h.complete(ctx, st.RunID, st.Step, node, out, nil)
 }
 
 // call runs a node function, turning a panic into an error (whose stack
@@ -487,7 +487,7 @@ func (h *handlers[S]) call(ctx context.Context, fn func(context.Context, S) (S, 
 
 // complete records that node finished step with state out, moves the run
 // on, and emits what follows.
-func (h *handlers[S]) complete(ctx context.Context, run string, step int, node string, out S) error {
+func (h *handlers[S]) complete(ctx context.Context, run string, step int, node string, out S, spent *agent.Spent) error {
 	data, err := json.Marshal(out)
 	if err != nil {
 		return h.fail(ctx, run, step, fmt.Sprintf("node %q: encode state: %v", node, err), "")
@@ -497,6 +497,9 @@ func (h *handlers[S]) complete(ctx context.Context, run string, step int, node s
 	st, changed, err := h.commit(ctx, run, func(st *RunState) bool {
 		if !st.pending(step, node) || !h.w.runs(st, node) {
 			return false
+		}
+		if spent != nil { // an agent node's run
+			st.Usage, st.Cost = st.Usage.Add(spent.Usage), st.Cost.Add(spent.Cost)
 		}
 		before := st.Seq
 		defer func() { advanced = st.Seq != before }()
@@ -732,5 +735,5 @@ func (h *handlers[S]) onReply(ctx context.Context, msg *calf.Message) error {
 	if err != nil {
 		return h.fail(ctx, run, step, fmt.Sprintf("agent node %q: %v", node, err), "")
 	}
-	return h.complete(ctx, run, step, node, out)
+	return h.complete(ctx, run, step, node, out, &agent.Spent{Usage: ev.Usage, Cost: ev.Cost})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 )
 
@@ -82,10 +83,13 @@ type RunState struct {
 	// From names the checkpoint a forked run started from.
 	From *ForkFrom `json:"from,omitempty"`
 	// ReplyTo and Parent are as the run's InputEvent gave them.
-	ReplyTo   *agent.ReplyTo `json:"reply_to,omitempty"`
-	Parent    string         `json:"parent,omitempty"`
-	StartedAt time.Time      `json:"started_at"`
-	EndedAt   time.Time      `json:"ended_at,omitzero"`
+	ReplyTo *agent.ReplyTo `json:"reply_to,omitempty"`
+	Parent  string         `json:"parent,omitempty"`
+	// Usage and Cost add up the runs of the workflow's agent nodes.
+	Usage     model.Usage `json:"usage"`
+	Cost      model.Cost  `json:"cost"`
+	StartedAt time.Time   `json:"started_at"`
+	EndedAt   time.Time   `json:"ended_at,omitzero"`
 }
 
 // Checkpoint is the state of a run after one of its steps, as stored (kind

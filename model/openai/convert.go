@@ -245,7 +245,7 @@ func (m *Model) response(c *wireCompletion) (*model.Response, error) {
 		Message:      msg,
 		FinishReason: finishReason(choice.FinishReason, len(msg.ToolCalls) > 0),
 		Usage: model.Usage{
-			Requests:     1,
+			Requests:          1,
 			InputTokens:       u.PromptTokens,
 			CachedInputTokens: cached,
 			OutputTokens:      u.CompletionTokens,

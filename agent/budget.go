@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/calf-go/calf/model"
+)
+
+// Budget bounds what a run spends: its model calls and those of every run
+// it starts (subagents) or hands off to, counted before each model call.
+// When the next call would pass a bound, the run pauses durably (see
+// [Runtime.Pause]) with a pause event that names the budget, and goes on
+// once the budget is raised ([Runtime.SetBudget]) or is cancelled; with
+// Fail set, it fails instead. The zero value of a bound means no bound.
+type Budget struct {
+	// MaxModelCalls bounds the model calls.
+	MaxModelCalls int64 `json:"max_model_calls,omitempty"`
+	// MaxTokens bounds the tokens (input and output), counting the
+	// estimated input of the next call.
+	MaxTokens int64 `json:"max_tokens,omitempty"`
+	// MaxCostUSD bounds the cost, in US dollars, at the runtime's prices
+	// ([RuntimeOptions.Prices]), counting the estimated input of the next
+	// call. Calls of unpriced models count nothing toward it.
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	// Fail ends the run failed when the budget is reached, instead of
+	// pausing it.
+	Fail bool `json:"fail,omitempty"`
+}
+
+// remaining returns what is left of b once spent is spent, for a run
+// that b's run starts: a bound used up becomes -1, which stops that run
+// before its first model call.
+func (b *Budget) remaining(spent Spent) *Budget {
+	r := *b
+	if b.MaxModelCalls > 0 {
+		r.MaxModelCalls = max(b.MaxModelCalls-spent.Usage.Requests, 0)
+		if r.MaxModelCalls == 0 {
+			r.MaxModelCalls = -1
+		}
+	}
+	if b.MaxTokens > 0 {
+		r.MaxTokens = max(b.MaxTokens-spent.Usage.TotalTokens, 0)
+		if r.MaxTokens == 0 {
+			r.MaxTokens = -1
+		}
+	}
+	if b.MaxCostUSD > 0 {
+		r.MaxCostUSD = max(b.MaxCostUSD-spent.Cost.USD, 0)
+		if r.MaxCostUSD == 0 {
+			r.MaxCostUSD = -1
+		}
+	}
+	return &r
+}
+
+// Spent is what some runs spent.
+type Spent struct {
+	Usage model.Usage `json:"usage"`
+	Cost  model.Cost  `json:"cost"`
+}
+
+// Add returns the sum of s and t.
+func (s Spent) Add(t Spent) Spent {
+	return Spent{Usage: s.Usage.Add(t.Usage), Cost: s.Cost.Add(t.Cost)}
+}
+
+// BudgetStop says which budget stopped a run, and what had been spent.
+type BudgetStop struct {
+	// Scope is "run" or "session".
+	Scope  string `json:"scope"`
+	Budget Budget `json:"budget"`
+	Spent  Spent  `json:"spent"`
+	// Reason says which bound the next call would pass.
+	Reason string `json:"reason"`
+}
+
+func (b *Budget) validate() error {
+	if b.MaxModelCalls < 0 || b.MaxTokens < 0 || b.MaxCostUSD < 0 {
+		return fmt.Errorf("a budget's bounds must not be negative: %+v", *b)
+	}
+	return nil
+}
+
+// exceeded reports which bound of b the next model call would pass, with
+// spent so far and next the estimate of the call's input.
+func (b *Budget) exceeded(spent Spent, next model.Usage, price func(model.Usage) float64) string {
+	var why []string
+	// A bound of -1 (a subagent's share of a budget used up) stops at once.
+	if b.MaxModelCalls != 0 && spent.Usage.Requests+1 > b.MaxModelCalls {
+		why = append(why, fmt.Sprintf("%d model calls of %d", spent.Usage.Requests, b.MaxModelCalls))
+	}
+	if b.MaxTokens != 0 && spent.Usage.TotalTokens+next.InputTokens > b.MaxTokens {
+		why = append(why, fmt.Sprintf("%d tokens and about %d more of %d", spent.Usage.TotalTokens, next.InputTokens, b.MaxTokens))
+	}
+	if b.MaxCostUSD != 0 && spent.Cost.USD+price(next) > b.MaxCostUSD {
+		why = append(why, fmt.Sprintf("$%.4f and about $%.4f more of $%.4f", spent.Cost.USD, price(next), b.MaxCostUSD))
+	}
+	return strings.Join(why, "; ")
+}
+
+// spent returns what the run st and the runs before it in its handoff
+// chain spent.
+func (st *RunState) spent() Spent {
+	s := Spent{Usage: st.Usage, Cost: st.Cost}
+	if st.Inherited != nil {
+		s = s.Add(*st.Inherited)
+	}
+	return s
+}
+
+// checkBudget reports the budget (the run's or its session's) that the
+// model call req of the run st would pass, if any.
+func (h *handlers[Deps, Out]) checkBudget(st *RunState, req *model.Request) *BudgetStop {
+	if st.Budget == nil && st.SessionBudget == nil {
+		return nil
+	}
+	est := 0
+	for _, m := range req.Messages {
+		est += EstimateTokens(m)
+	}
+	next := model.Usage{Requests: 1, InputTokens: int64(est)}
+	name := h.a.model.Name()
+	price := func(u model.Usage) float64 {
+		return h.rt.prices.CostOf(name, u).USD
+	}
+	spent := st.spent()
+	if b := st.Budget; b != nil {
+		if why := b.exceeded(spent, next, price); why != "" {
+			return &BudgetStop{Scope: "run", Budget: *b, Spent: spent, Reason: why}
+		}
+	}
+	if b := st.SessionBudget; b != nil {
+		total := spent
+		if st.SessionSpent != nil {
+			total = total.Add(*st.SessionSpent)
+		}
+		if why := b.exceeded(total, next, price); why != "" {
+			return &BudgetStop{Scope: "session", Budget: *b, Spent: total, Reason: why}
+		}
+	}
+	return nil
+}
+
+// budgetReached pauses the run st, or fails it if its budget says so,
+// before the model call that would pass the budget stop.
+func (h *handlers[Deps, Out]) budgetReached(ctx context.Context, st *RunState, version int64, stop *BudgetStop) error {
+	reason := fmt.Sprintf("the %s's budget is reached: %s", stop.Scope, stop.Reason)
+	if stop.Budget.Fail {
+		return h.fail(ctx, st.RunID, reason)
+	}
+	step := st.Step
+	st, err := h.updateFrom(ctx, st, version, func(cur *RunState) (bool, error) {
+		if cur.Status.Terminal() || cur.Step != step || cur.Phase != PhaseInference || cur.Paused() {
+			return false, nil
+		}
+		cur.Pause = &PauseState{Reason: reason, RequestedAt: h.rt.now(), Step: step, PausedAt: h.rt.now(), Budget: stop}
+		return true, nil
+	})
+	if err != nil || !st.Paused() {
+		return err
+	}
+	return h.rt.emitPaused(ctx, st)
+}
+
+// SetBudget replaces the budget of the run runID of the agent agentName
+// (nil: no budget). A run that a budget paused goes on at once if the new
+// budget lets it; a run whose budget still stops it stays paused.
+func (rt *Runtime) SetBudget(ctx context.Context, agentName, runID string, b *Budget) (*RunState, error) {
+	if b != nil {
+		if err := b.validate(); err != nil {
+			return nil, fmt.Errorf("agent %s: set the budget of run %s: %w", agentName, runID, err)
+		}
+	}
+	var resumed bool
+	st, err := rt.updateChain(ctx, agentName, runID, nil, func(st *RunState) (bool, error) {
+		st.Budget = b
+		resumed = st.Paused() && st.Pause.Budget != nil && st.Pause.Budget.Scope == "run"
+		if resumed {
+			st.Pause = nil
+			st.Resumes++
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: set the budget of run %s: %w", agentName, runID, err)
+	}
+	if resumed {
+		// The next model call checks the new budget, and pauses the run
+		// again if it still stops it.
+		if err := rt.emitResume(ctx, st); err != nil {
+			return st, fmt.Errorf("agent %s: set the budget of run %s: %w", agentName, runID, err)
+		}
+	}
+	return st, nil
+}
