@@ -108,6 +108,8 @@ type Agent[Deps, Out any] struct {
 
 	mu    sync.RWMutex
 	tools *tool.Set
+	// served records where [Agent.local] served the agent.
+	served servedOn
 }
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)

@@ -212,6 +212,10 @@ func (e *RunError) Unwrap() error { return e.Err }
 // returns at once a *RunError matching ErrRunParked, and the run stays as
 // it is, to be continued by replaying the dead letter.
 func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) (*Output[Out], error) {
+	rt, err := a.local(ctx, rt)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, a.opts.Timeout, fmt.Errorf("agent %s: run timed out after %s: %w", a.name, a.opts.Timeout, context.DeadlineExceeded))
 	defer cancel()
 	// The output comes back on this client's inbox: callers in other
@@ -265,6 +269,9 @@ func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, 
 // the output of its handoff chain: the last run's output and id, with the
 // messages, tool calls, usage and steps of every run of the chain.
 func (a *Agent[Deps, Out]) Result(ctx context.Context, rt *Runtime, runID string) (*Output[Out], error) {
+	if rt == nil {
+		rt = DefaultRuntime()
+	}
 	st, err := rt.lastOfChain(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -385,6 +392,10 @@ func (a *Agent[Deps, Out]) input(ctx context.Context, rt *Runtime, prompt string
 // handled message as its cause. Submitting a run id again starts nothing
 // new: a run that has ended answers again with its output.
 func (a *Agent[Deps, Out]) Submit(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) (string, error) {
+	rt, err := a.local(ctx, rt)
+	if err != nil {
+		return "", err
+	}
 	msg, err := a.input(ctx, rt, prompt, opts, false, "")
 	if err != nil {
 		return "", err
@@ -732,6 +743,11 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithTimeoutCause(ctx, a.opts.Timeout, fmt.Errorf("agent %s: run timed out after %s: %w", a.name, a.opts.Timeout, context.DeadlineExceeded))
 		defer cancel()
+		rt, err := a.local(ctx, rt)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
 		msg, err := a.input(ctx, rt, prompt, opts, true, "")
 		if err != nil {
 			yield(Event{}, err)

@@ -1,0 +1,41 @@
+package agent_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// The README's first Go example is ExampleNewText with a real model: from
+// the agent on, the lines are the same.
+func TestREADMEQuickPathIsTheExample(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```go\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("the README has no Go example")
+	}
+	example, err := os.ReadFile("quick_example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := strings.Cut(string(example), "func ExampleNewText() {\n")
+	body, _, _ = strings.Cut(body, "\t// Output:")
+	from := func(s string) string {
+		i := strings.Index(s, "a := agent.Must(agent.NewText(")
+		if i < 0 {
+			return ""
+		}
+		var lines []string
+		for l := range strings.SplitSeq(strings.TrimSpace(s[i:]), "\n") {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+		return strings.Join(lines, "\n")
+	}
+	if got, want := from(block), from(body); got == "" || got != want {
+		t.Errorf("the README's first example:\n%s\ndiffers from ExampleNewText:\n%s", got, want)
+	}
+}
