@@ -40,12 +40,15 @@ type ServerOptions struct {
 	// failures that [Server.FailNext] injects, which makes clients that
 	// honour it retry after that delay instead of their own backoff.
 	RetryAfter time.Duration
+	// Embedder answers POST /v1/embeddings. Default: a [HashEmbedder].
+	Embedder model.Embedder
 }
 
 // Server is an in-process fake of an OpenAI-compatible HTTP server. It
 // serves POST /v1/chat/completions, plain or streamed as server-sent
 // events, by decoding the request into a [model.Request] and encoding what
-// its [ServerHandler] answers; and GET /v1/models. It adds no latency of
+// its [ServerHandler] answers; POST /v1/embeddings, with its
+// [ServerOptions.Embedder]; and GET /v1/models. It adds no latency of
 // its own and logs nothing, so it also serves as the floor of benchmarks.
 type Server struct {
 	handler ServerHandler
@@ -90,11 +93,15 @@ func NewServerWithOptions(h ServerHandler, opts *ServerOptions) *Server {
 	if len(s.opts.Models) == 0 {
 		s.opts.Models = []string{"test"}
 	}
+	if s.opts.Embedder == nil {
+		s.opts.Embedder = HashEmbedder{}
+	}
 	base, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	mux.HandleFunc("GET /v1/models", s.models)
+	mux.HandleFunc("POST /v1/embeddings", s.embeddings)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})

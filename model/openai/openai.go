@@ -116,8 +116,23 @@ const missingConfig = "set OPENAI_API_KEY, or OPENAI_BASE_URL for an OpenAI-comp
 // [model.ErrNoModel] when opts names no model, or when there is neither an
 // API key nor a base URL (in opts or the environment).
 func New(opts Options) (*Model, error) {
+	c, u, err := newClient(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Model{
+		model: opts.Model,
+		// OpenAI's own API wants max_completion_tokens (its reasoning models
+		// reject max_tokens); other servers reliably understand max_tokens.
+		completionTokens: u.Host == "api.openai.com",
+		client:           c,
+	}, nil
+}
+
+// newClient returns the API client opts configure, and the base URL.
+func newClient(opts Options) (sdk.Client, *url.URL, error) {
 	if opts.Model == "" {
-		return nil, fmt.Errorf("%w: openai: Options.Model is empty", model.ErrNoModel)
+		return sdk.Client{}, nil, fmt.Errorf("%w: openai: Options.Model is empty", model.ErrNoModel)
 	}
 	if opts.APIKey == "" {
 		opts.APIKey = os.Getenv("OPENAI_API_KEY")
@@ -126,20 +141,14 @@ func New(opts Options) (*Model, error) {
 		opts.BaseURL = os.Getenv("OPENAI_BASE_URL")
 	}
 	if opts.APIKey == "" && opts.BaseURL == "" {
-		return nil, fmt.Errorf("%w: openai: %s", model.ErrNoModel, missingConfig)
+		return sdk.Client{}, nil, fmt.Errorf("%w: openai: %s", model.ErrNoModel, missingConfig)
 	}
 	if opts.BaseURL == "" {
 		opts.BaseURL = defaultBaseURL
 	}
 	u, err := url.Parse(opts.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai: invalid base URL %q: want http(s)://host[:port]/path", opts.BaseURL)
-	}
-	m := &Model{
-		model: opts.Model,
-		// OpenAI's own API wants max_completion_tokens (its reasoning models
-		// reject max_tokens); other servers reliably understand max_tokens.
-		completionTokens: u.Host == "api.openai.com",
+		return sdk.Client{}, nil, fmt.Errorf("openai: invalid base URL %q: want http(s)://host[:port]/path", opts.BaseURL)
 	}
 	ro := []option.RequestOption{option.WithBaseURL(opts.BaseURL)}
 	if opts.APIKey != "" {
@@ -170,8 +179,7 @@ func New(opts Options) (*Model, error) {
 	if opts.Logger != nil {
 		ro = append(ro, option.WithMiddleware(logAttempts(opts.Logger)))
 	}
-	m.client = sdk.NewClient(ro...)
-	return m, nil
+	return sdk.NewClient(ro...), u, nil
 }
 
 // FromEnv returns a model named name configured from the environment:
