@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"hash/fnv"
-	"net/http"
 	"math"
+	"net/http"
 	"strings"
 	"unicode"
 )
