@@ -69,6 +69,9 @@ type Options[Deps any] struct {
 	// Hooks run before and after the agent's tool calls, in order; see
 	// [Hook].
 	Hooks []Hook
+	// Memory lists what the agent remembers: before each model call, each
+	// may add messages after the instructions; see [Memory].
+	Memory []Memory
 	// Budget, when set, bounds what each run of the agent spends, unless
 	// the run gives its own ([RunOptions.Budget]); see [Budget].
 	Budget *Budget
@@ -128,6 +131,12 @@ func New[Deps, Out any](name string, m model.Model, opts *Options[Deps]) (*Agent
 		a.opts = *opts
 	}
 	o := &a.opts
+	for i, m := range o.Memory {
+		if m == nil {
+			return nil, fmt.Errorf("%w: Memory %d is nil", ErrInvalidAgent, i)
+		}
+	}
+	o.Memory = slices.Clone(o.Memory)
 	if b := o.Budget; b != nil {
 		if err := b.validate(); err != nil {
 			return nil, fmt.Errorf("%w: Budget: %v", ErrInvalidAgent, err)

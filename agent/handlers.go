@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -414,6 +415,15 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 		}
 		req = h.request(rc, st)
 	}
+	if len(h.a.opts.Memory) > 0 {
+		if add := h.memoryMessages(ctx, st, st.view()); len(add) > 0 {
+			at := 0
+			if len(req.Messages) > 0 && req.Messages[0].Role == model.RoleSystem && len(req.Messages) > len(st.view()) {
+				at = 1 // after the instructions
+			}
+			req.Messages = slices.Concat(req.Messages[:at:at], add, req.Messages[at:])
+		}
+	}
 	if stop := h.checkBudget(st, req); stop != nil {
 		return h.budgetReached(ctx, st, version, stop)
 	}
@@ -718,6 +728,9 @@ func (h *handlers[Deps, Out]) finish(ctx context.Context, st *RunState) error {
 		if err := h.endHooks(ctx, st, HookStop, in); err != nil {
 			return err
 		}
+	}
+	if st.Status == RunComplete && st.Agent == h.a.name && len(h.a.opts.Memory) > 0 {
+		h.remember(ctx, st)
 	}
 	if err := h.rt.endSessionRun(ctx, st); err != nil {
 		return err

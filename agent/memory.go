@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/calf-go/calf/model"
+)
+
+// Memory gives an agent what it remembers: before each of a run's model
+// calls, UpdateContext may return messages that the model sees after the
+// instructions and before the conversation, such as the facts that match
+// the user's question. They are not recorded in the run's conversation.
+// The package recall has a vector memory and a conversation memory.
+//
+// A failing memory does not fail the run: the failure is logged and the
+// call is made without what it would have added.
+type Memory interface {
+	UpdateContext(ctx context.Context, in *MemoryContext) ([]model.Message, error)
+}
+
+// A Rememberer is a [Memory] that is told of each run of the agent that
+// completes, with the messages the run added, so that it can keep what
+// matters. It is told at least once per run.
+type Rememberer interface {
+	Remember(ctx context.Context, in *MemoryContext, added []model.Message) error
+}
+
+// MemoryContext is what a [Memory] is called with.
+type MemoryContext struct {
+	Agent     string
+	RunID     string
+	SessionID string
+	// Step is the model call about to be made, from 1.
+	Step int
+	// Messages are the run's conversation as the model is to see it (the
+	// instructions left out).
+	Messages []model.Message
+}
+
+// LastUserText returns the text of the last user message of in, the
+// usual query of a memory.
+func (in *MemoryContext) LastUserText() string { return lastUserText(in.Messages) }
+
+// memoryMessages returns the messages the agent's memories add to the
+// model call of the run st whose conversation is msgs.
+func (h *handlers[Deps, Out]) memoryMessages(ctx context.Context, st *RunState, msgs []model.Message) []model.Message {
+	var out []model.Message
+	in := &MemoryContext{Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Messages: msgs}
+	for _, m := range h.a.opts.Memory {
+		add, err := callWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) ([]model.Message, error) {
+			return m.UpdateContext(ctx, in)
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				h.rt.log.Warn("agent: memory not read", "agent", h.a.name, "run", st.RunID, "step", st.Step, "err", err)
+			}
+			continue
+		}
+		out = append(out, add...)
+	}
+	return out
+}
+
+// remember tells the agent's memories that can keep it that the run st
+// completed.
+func (h *handlers[Deps, Out]) remember(ctx context.Context, st *RunState) {
+	in := &MemoryContext{Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Messages: st.Messages}
+	for _, m := range h.a.opts.Memory {
+		r, ok := m.(Rememberer)
+		if !ok {
+			continue
+		}
+		_, err := callWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, r.Remember(ctx, in, st.NewMessages())
+		})
+		if err != nil && ctx.Err() == nil {
+			h.rt.log.Warn("agent: run not remembered", "agent", h.a.name, "run", st.RunID, "err", err)
+		}
+	}
+}
