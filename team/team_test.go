@@ -767,8 +767,9 @@ func TestHierarchical(t *testing.T) {
 	if diff := cmp.Diff(want, subEvents); diff != "" {
 		t.Errorf("subagent outputs (-want +got):\n%s", diff)
 	}
-	if out.Usage.Requests != 2 {
-		t.Errorf("usage = %+v: the manager's own model calls", out.Usage)
+	// The manager's two model calls, and one of each subagent it called.
+	if out.Usage.Requests != 4 {
+		t.Errorf("usage = %+v; want the manager's 2 model calls and its 2 subagents' 1 each", out.Usage)
 	}
 }
 
