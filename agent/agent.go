@@ -113,6 +113,9 @@ type Agent[Deps, Out any] struct {
 	tools *tool.Set
 	// served records where [Agent.local] served the agent.
 	served servedOn
+	// step is a custom agent's step ([NewCustom]), called in place of
+	// the model.
+	step func(call *stepCall[Deps]) (*stepReply, error)
 }
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)

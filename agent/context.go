@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/calf-go/calf/tool"
 )
@@ -30,6 +31,8 @@ type RunContext[Deps any] struct {
 	ToolCallID string
 
 	rt *Runtime
+	// seq counts the events emitted with EmitEvent.
+	seq *atomic.Int64
 }
 
 // Emit publishes data on channel as an event of this run: it carries the

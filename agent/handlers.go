@@ -387,6 +387,9 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 		return h.fail(ctx, id, err.Error())
 	}
 	rc := RunContext[Deps]{Context: ctx, Deps: deps, Agent: h.a.name, RunID: id, SessionID: st.SessionID, Step: st.Step, rt: h.rt}
+	if h.a.step != nil {
+		return h.customStep(ctx, st, version, rc)
+	}
 	// Input guardrails check the user's input before the first model call,
 	// or alongside it.
 	var parallel []*Guardrail
@@ -1075,7 +1078,7 @@ func (h *handlers[Deps, Out]) callTool(ctx context.Context, st *RunState, ev Too
 	timeout := h.within(st, h.a.opts.ToolTimeout)
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	rc := RunContext[Deps]{Deps: deps, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: ev.Step, ToolCallID: ev.ToolCallID, rt: h.rt}
+	rc := RunContext[Deps]{Deps: deps, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: ev.Step, ToolCallID: ev.ToolCallID, rt: h.rt, seq: newSeq()}
 	tctx = context.WithValue(tctx, runContextKey{}, rc)
 	handoff := &handoffSlot{}
 	tctx = context.WithValue(tctx, handoffKey{}, handoff)

@@ -684,6 +684,9 @@ const (
 	// EventPause: the run paused before the model call of Step, or was
 	// resumed (Pause); see [Runtime.Pause].
 	EventPause EventKind = "pause"
+	// EventCustom: a custom agent's step or a tool emitted an event
+	// (Custom); see [RunContext.EmitEvent].
+	EventCustom EventKind = "custom"
 )
 
 // Event is one event of a run, as [Agent.RunStream] yields it. One of the
@@ -708,6 +711,8 @@ type Event struct {
 	Compacted *ContextCompactedEvent
 	// Pause is a pause or a resume of the run.
 	Pause *PauseEvent
+	// Custom is an event a step or a tool emitted.
+	Custom *CustomEvent
 	// Message is the event as it travelled on the broker.
 	Message *calf.Message
 }
@@ -945,6 +950,8 @@ func (o *streamOrder) due(ev Event) bool {
 		return ev.Approval.RunID != ev.RunID || o.called[ev.Approval.ToolCallID]
 	case EventHook:
 		return ev.Hook.ToolCallID == "" || o.called[ev.Hook.ToolCallID]
+	case EventCustom:
+		return ev.Custom.ToolCallID == "" || o.called[ev.Custom.ToolCallID]
 	case EventOutput, EventHandoff:
 		return o.deltas[ev.Step] >= ev.Output.Deltas
 	}
@@ -998,6 +1005,10 @@ func DecodeEvent(m *calf.Message) (Event, error) {
 		ev.Kind, ev.Pause = EventPause, new(PauseEvent)
 		err = m.Decode(ev.Pause)
 		ev.Step = ev.Pause.Step
+	case suffixCustom:
+		ev.Kind, ev.Custom = EventCustom, new(CustomEvent)
+		err = m.Decode(ev.Custom)
+		ev.Step = ev.Custom.Step
 	case suffixContextCompacted:
 		ev.Kind, ev.Compacted = EventContextCompacted, new(ContextCompactedEvent)
 		err = m.Decode(ev.Compacted)

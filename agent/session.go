@@ -504,6 +504,9 @@ func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
 	if err := rt.store.Delete(ctx, store.KindSession, id, version); err != nil {
 		return fmt.Errorf("agent: delete session %s: %w", id, err)
 	}
+	if err := rt.deleteAgentStates(ctx, id); err != nil {
+		return fmt.Errorf("agent: delete session %s: %w", id, err)
+	}
 	if r == nil {
 		return nil // corrupt: its parts are not known
 	}
@@ -597,7 +600,9 @@ type ForkOptions struct {
 // ForkSession copies the first messages of the session id into a new
 // session, independent of it: runs in either do not change the other. The
 // fork keeps the session's allowed tools, and its compaction when it
-// covers the fork's messages only.
+// covers the fork's messages only. A fork from the end also copies the
+// session's custom agents' state ([Custom.State]); a fork from an earlier
+// message starts them from the zero state.
 func (rt *Runtime) ForkSession(ctx context.Context, id string, opts *ForkOptions) (*Session, error) {
 	var o ForkOptions
 	if opts != nil {
@@ -629,6 +634,11 @@ func (rt *Runtime) ForkSession(ctx context.Context, id string, opts *ForkOptions
 	}
 	if err := rt.writeSession(ctx, fork, "fork", false); err != nil {
 		return nil, fmt.Errorf("agent: fork session %s: %w", id, err)
+	}
+	if at == len(src.Messages) {
+		if err := rt.copyAgentStates(ctx, id, fork.ID); err != nil {
+			return nil, fmt.Errorf("agent: fork session %s: %w", id, err)
+		}
 	}
 	return rt.LoadSession(ctx, fork.ID)
 }
