@@ -178,3 +178,36 @@ func TestResumeBeforeThePauseTakesEffect(t *testing.T) {
 		t.Errorf("a paused run cancelled: %v", err)
 	}
 }
+
+// A session whose run in progress is paused says so, in SessionInfo and
+// in the list; resumed and ended, it is idle.
+func TestSessionStatusPaused(t *testing.T) {
+	e := newEnv(t, nil)
+	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("chat", modeltest.NewTestModel(modeltest.Text("hi")), nil)))
+	ctx := runCtx(t)
+	if _, err := e.rt.Pause(ctx, "chat", "r1", "later"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Submit(ctx, e.rt, "hello", &agent.RunOptions[agent.NoDeps]{RunID: "r1", SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	e.settle(t)
+	info, err := e.rt.SessionInfo(ctx, "s")
+	if err != nil || info.Status != agent.SessionPaused {
+		t.Fatalf("session info %+v, %v; want paused", info, err)
+	}
+	page, err := e.rt.Sessions(ctx, nil)
+	if err != nil || len(page.Sessions) != 1 || page.Sessions[0].Status != agent.SessionPaused {
+		t.Fatalf("sessions %+v, %v; want s paused", page, err)
+	}
+	if _, err := e.rt.Resume(ctx, "chat", "r1"); err != nil {
+		t.Fatal(err)
+	}
+	e.settle(t)
+	if st, err := e.rt.LoadRun(ctx, "r1"); err != nil || st.Status != agent.RunComplete {
+		t.Fatalf("resumed run: %+v, %v", st, err)
+	}
+	if info, err := e.rt.SessionInfo(ctx, "s"); err != nil || info.Status != agent.SessionIdle || info.Messages != 2 {
+		t.Errorf("after the run: %+v, %v; want idle with 2 messages", info, err)
+	}
+}

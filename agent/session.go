@@ -39,6 +39,9 @@ const (
 	SessionIdle SessionStatus = "idle"
 	// SessionRunning: a run of the session has started and not ended.
 	SessionRunning SessionStatus = "running"
+	// SessionPaused: the session's runs in progress are all paused
+	// ([Runtime.Pause], or a budget reached).
+	SessionPaused SessionStatus = "paused"
 )
 
 // Session is a conversation that outlives its runs: each run that names
@@ -211,8 +214,31 @@ func (rt *Runtime) SessionInfo(ctx context.Context, id string) (*SessionInfo, er
 	if err != nil {
 		return nil, err
 	}
-	info := r.info()
+	info, err := rt.sessionInfo(ctx, r)
+	if err != nil {
+		return nil, err
+	}
 	return &info, nil
+}
+
+// sessionInfo is r.info() with the status of a session whose runs in
+// progress may be paused, which takes a read of each.
+func (rt *Runtime) sessionInfo(ctx context.Context, r *sessionRecord) (SessionInfo, error) {
+	info := r.info()
+	if len(r.Active) == 0 {
+		return info, nil
+	}
+	for _, run := range r.Active {
+		st, err := rt.LoadRun(ctx, run)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && !st.Paused()) {
+			return info, nil // starting, or running
+		}
+		if err != nil {
+			return info, fmt.Errorf("agent: session %s: %w", r.ID, err)
+		}
+	}
+	info.Status = SessionPaused
+	return info, nil
 }
 
 func (rt *Runtime) sessionRecord(ctx context.Context, id string) (*sessionRecord, int64, error) {
@@ -570,7 +596,11 @@ func (rt *Runtime) Sessions(ctx context.Context, opts *SessionListOptions) (*Ses
 			if indexKey(id, r.CreatedAt) != rec.ID {
 				continue // an entry the session outlived
 			}
-			page.Sessions = append(page.Sessions, r.info())
+			info, err := rt.sessionInfo(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			page.Sessions = append(page.Sessions, info)
 		}
 		if len(recs) < want {
 			return page, nil
