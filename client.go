@@ -39,10 +39,11 @@ type Client struct {
 	newID  func() string
 	inbox  string
 
-	mu     sync.Mutex
-	subs   []Subscription
-	taps   map[string]*tap
-	closed bool
+	mu         sync.Mutex
+	subs       []Subscription
+	taps       map[string]*tap
+	closed     bool
+	onShutdown []func()
 
 	orphans   atomic.Int64
 	inboxUsed atomic.Bool // Inbox was called: delete the inbox on shutdown
@@ -550,12 +551,17 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	c.closed = true
 	subs := c.subs
 	c.subs = nil
+	after := c.onShutdown
+	c.onShutdown = nil
 	c.mu.Unlock()
 	done := make(chan error, 1)
 	go func() {
 		var errs []error
 		for _, s := range subs {
 			errs = append(errs, s.Close())
+		}
+		for _, fn := range after {
+			fn()
 		}
 		done <- errors.Join(errs...)
 	}()
@@ -583,6 +589,20 @@ func (c *Client) deleteInbox(ctx context.Context) {
 	if err := DeleteChannels(ctx, c.broker, c.inbox); err != nil && !errors.Is(err, ErrClosed) {
 		c.log.Warn("calf: delete the client's inbox", "channel", c.inbox, "err", err)
 	}
+}
+
+// OnShutdown registers fn to run when the client shuts down, once its
+// handlers have returned: to release what they used, such as the processes
+// of MCP servers. On a client shut down already, fn runs at once.
+func (c *Client) OnShutdown(fn func()) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		fn()
+		return
+	}
+	c.onShutdown = append(c.onShutdown, fn)
+	c.mu.Unlock()
 }
 
 // Close shuts the client down, waiting for handlers in progress.

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"regexp"
 	"slices"
@@ -38,6 +40,11 @@ type Options[Deps any] struct {
 	InstructionsFunc func(rc RunContext[Deps]) string
 	// Tools the agent may call. More can be added with [Agent.AddTool].
 	Tools []tool.Tool
+	// Toolsets are groups of tools that may change while the agent is
+	// served, such as MCP servers' (package mcp): their current tools are
+	// offered to the model with Tools at each model call. A toolset's
+	// tool whose name is taken by one of Tools is not offered.
+	Toolsets []tool.Toolset
 	// Temperature, when set, is passed to the model.
 	Temperature *float64
 	// MaxTokens, when positive, bounds each response.
@@ -204,6 +211,21 @@ func New[Deps, Out any](name string, m model.Model, opts *Options[Deps]) (*Agent
 		}
 	}
 	o.Tools = nil
+	seen := map[string]bool{}
+	for i, ts := range o.Toolsets {
+		if ts == nil {
+			return nil, fmt.Errorf("%w: Toolsets %d is nil", ErrInvalidAgent, i)
+		}
+		name := ts.Name()
+		if err := tool.CheckName(name); err != nil {
+			return nil, fmt.Errorf("%w: toolset: %v", ErrInvalidAgent, err)
+		}
+		if _, clash := a.tool(name); clash || seen[name] {
+			return nil, fmt.Errorf("%w: toolset name %q is taken by a tool or another toolset", ErrInvalidAgent, name)
+		}
+		seen[name] = true
+	}
+	o.Toolsets = slices.Clone(o.Toolsets)
 	return a, nil
 }
 
@@ -259,4 +281,51 @@ func (a *Agent[Deps, Out]) tool(name string) (tool.Tool, bool) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.tools.Get(name)
+}
+
+// lookup finds the tool the model called name among the agent's tools and
+// then its toolsets', and returns it with the last token of the channel
+// its calls travel on: its name, or its toolset's.
+func (a *Agent[Deps, Out]) lookup(ctx context.Context, name string) (t tool.Tool, channel string, ok bool) {
+	if t, ok := a.tool(name); ok {
+		return t, name, true
+	}
+	for _, ts := range a.opts.Toolsets {
+		tools, _ := ts.Tools(ctx)
+		for _, t := range tools {
+			if t.Definition().Name == name {
+				return t, ts.Name(), true
+			}
+		}
+	}
+	return nil, "", false
+}
+
+// toolDefinitions returns the definitions of the agent's tools, then of
+// its toolsets' current tools. A toolset's error is logged; its tools that
+// it did return are offered.
+func (a *Agent[Deps, Out]) toolDefinitions(ctx context.Context, log *slog.Logger) []model.ToolDefinition {
+	defs := a.Tools()
+	if len(a.opts.Toolsets) == 0 {
+		return defs
+	}
+	taken := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		taken[d.Name] = true
+	}
+	for _, ts := range a.opts.Toolsets {
+		tools, err := ts.Tools(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("agent: toolset", "agent", a.name, "toolset", ts.Name(), "err", err)
+		}
+		for _, t := range tools {
+			d := t.Definition()
+			if taken[d.Name] || tool.CheckName(d.Name) != nil {
+				continue
+			}
+			taken[d.Name] = true
+			defs = append(defs, d)
+		}
+	}
+	return defs
 }

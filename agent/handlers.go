@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -50,6 +51,9 @@ func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOp
 	names := a.tools.Names()
 	a.mu.RUnlock()
 	channels := []string{InputChannel(a.name), InferenceChannel(a.name), ToolResultChannel(a.name), StreamChannel(a.name), OutputChannel(a.name), PauseChannel(a.name)}
+	for _, ts := range a.opts.Toolsets {
+		names = append(names, ts.Name())
+	}
 	for _, name := range names {
 		channels = append(channels, ToolCallChannel(a.name, name))
 	}
@@ -91,6 +95,13 @@ func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOp
 	for _, name := range names {
 		if err := sub(ToolCallChannel(a.name, name), h.onToolCall); err != nil {
 			return fmt.Errorf("agent %s: serve tool %s: %w", a.name, name, err)
+		}
+	}
+	// Toolsets that hold resources (an MCP server's process or
+	// connection) release them when the runtime's client shuts down.
+	for _, ts := range a.opts.Toolsets {
+		if c, ok := ts.(io.Closer); ok {
+			rt.client.OnShutdown(func() { _ = c.Close() })
 		}
 	}
 	// The input handler comes last: a process is seen serving the agent
@@ -494,7 +505,7 @@ func (h *handlers[Deps, Out]) deps(st *RunState) (Deps, error) {
 func (h *handlers[Deps, Out]) request(rc RunContext[Deps], st *RunState) *model.Request {
 	o := &h.a.opts
 	req := &model.Request{
-		Tools:       h.a.Tools(),
+		Tools:       h.a.toolDefinitions(rc, h.rt.log),
 		ToolChoice:  o.ToolChoice,
 		Temperature: o.Temperature,
 		MaxTokens:   o.MaxTokens,
@@ -639,7 +650,7 @@ func (h *handlers[Deps, Out]) next(ctx context.Context, st *RunState) error {
 			continue
 		}
 		var err error
-		_, known := h.a.tool(p.Name)
+		_, channel, known := h.a.lookup(ctx, p.Name)
 		switch {
 		case !known:
 			err = h.emitResult(ctx, st.RunID, undispatched(st.Step, p, h.a.unknownTool(p.Name)))
@@ -647,7 +658,7 @@ func (h *handlers[Deps, Out]) next(ctx context.Context, st *RunState) error {
 			err = h.emitResult(ctx, st.RunID, undispatched(st.Step, p, fmt.Errorf("arguments of %d bytes exceed the limit of %d", len(p.Arguments), limit-1024)))
 		default:
 			ev := ToolCallEvent{Step: st.Step, ToolCallID: p.ID, ToolName: p.Name, Arguments: p.Arguments, Deltas: st.Deltas}
-			err = h.emit(ctx, ToolCallChannel(h.a.name, p.Name), ev, toolCallID(st.RunID, st.Step, p.ID), st.RunID+"/"+p.ID)
+			err = h.emit(ctx, ToolCallChannel(h.a.name, channel), ev, toolCallID(st.RunID, st.Step, p.ID), st.RunID+"/"+p.ID)
 		}
 		if err != nil {
 			return err
@@ -942,7 +953,7 @@ func (h *handlers[Deps, Out]) emitRecorded(ctx context.Context, run string, data
 // call is left to finish on its own, and what it returns then is dropped
 // (counted by [Runtime.LateToolResults] and logged), never recorded.
 func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev ToolCallEvent, approved *Approval) (res ToolResultEvent, waiting bool, err error) {
-	t, ok := h.a.tool(ev.ToolName)
+	t, _, ok := h.a.lookup(ctx, ev.ToolName)
 	perms := h.permissions(st)
 	if !ok || (len(h.a.opts.Hooks) == 0 && perms == nil) || !json.Valid([]byte(ev.Arguments)) {
 		// Arguments that are not JSON go to the tool, which reports them.
@@ -1067,7 +1078,7 @@ func (h *handlers[Deps, Out]) onApproval(ctx context.Context, msg *calf.Message)
 // callTool runs the tool of ev with its timeout.
 func (h *handlers[Deps, Out]) callTool(ctx context.Context, st *RunState, ev ToolCallEvent) ToolResultEvent {
 	p := PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
-	t, ok := h.a.tool(ev.ToolName)
+	t, _, ok := h.a.lookup(ctx, ev.ToolName)
 	if !ok {
 		return errorResult(ev.Step, p, fmt.Errorf("%w %q", tool.ErrUnknownTool, ev.ToolName))
 	}

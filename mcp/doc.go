@@ -1,0 +1,18 @@
+// Package mcp connects Calf agents to the Model Context Protocol, with the
+// official Go SDK (github.com/modelcontextprotocol/go-sdk).
+//
+// A [Client] uses one MCP server, started as a command (stdio) or reached
+// by URL (streamable HTTP), and offers its tools to agents as a
+// [tool.Toolset]:
+//
+//	fs, err := mcp.New(mcp.Config{Name: "fs", Command: "mcp-server-filesystem", Args: []string{root}})
+//	a, err := agent.New[agent.NoDeps, string]("helper", m, &agent.Options[agent.NoDeps]{
+//		Toolsets: []tool.Toolset{fs},
+//	})
+//
+// The server's tools then travel as any tool's calls do: as events on the
+// agent's channels, through its hooks and permissions, with results
+// recorded in the store. A tool's kind, which permission modes read, comes
+// from its annotations (read-only, open-world, destructive), execute when
+// it has none.
+package mcp
