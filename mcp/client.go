@@ -585,7 +585,7 @@ func (t *tail) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		t.log.Debug("mcp: server stderr", "server", t.server, "line", string(t.line.Next(i+1)[:i]))
+		t.log.Debug("mcp: server stderr", "server", t.server, "line", string(t.line.Next(i + 1)[:i]))
 	}
 	if t.line.Len() > t.max {
 		t.line.Reset()
