@@ -342,3 +342,45 @@ func TestServerKilledMidRunIsRestarted(t *testing.T) {
 		}
 	}
 }
+
+// A command's process starts at the first model call, not before, and
+// stops when the runtime's client shuts down.
+func TestServerStartsLazilyAndStopsWithTheRuntime(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cfg := everything(t)
+	cfg.Args = []string{"-c", `echo $$ >> "$0"; exec "$1" "$2"`, pidFile, cfg.Command, cfg.Args[0]}
+	cfg.Command = "/bin/sh"
+	c, err := mcp.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rt := newRuntime(t)
+	ctx := runCtx(t)
+	s := &script{turns: [][]model.ToolCall{{modeltest.Call("c", "everything__echo", `{"message":"x"}`)}}}
+	a := agent.Must(agent.New[agent.NoDeps, string]("lazy", s.model(), &agent.Options[agent.NoDeps]{Toolsets: []tool.Toolset{c}}))
+	if err := a.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
+		t.Fatalf("the server started before any run: %v", err)
+	}
+	if _, err := a.Run(ctx, rt, "echo", nil); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err := rt.Client().Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("server process %d still runs after the shutdown", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
