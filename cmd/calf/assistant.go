@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
 	"github.com/calf-go/calf/tool/builtin"
@@ -36,11 +37,12 @@ type agentFlags struct {
 	web      bool
 	mode     string
 	hooks    []string
+	mcp      []string
 }
 
 // agentFlagNames are the flags that configure the agent itself (not the
 // caller's wait), which only a process that serves the agent uses.
-var agentFlagNames = []string{"model", "system", "max-turns", "read", "edit", "bash", "web", "mode", "hook"}
+var agentFlagNames = []string{"model", "system", "max-turns", "read", "edit", "bash", "web", "mode", "hook", "mcp"}
 
 func (f *agentFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.model, "model", "", "the model: openai:NAME, a bare NAME, or the base URL of an OpenAI-compatible server "+
@@ -53,9 +55,36 @@ func (f *agentFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.bash, "bash", "", "give the agent the bash tool, running commands in `DIR` (in a bubblewrap sandbox where it is installed)")
 	fl.BoolVar(&f.web, "web", false, "give the agent the web_fetch tool (public addresses only)")
 	fl.StringVar(&f.mode, "mode", "", "the permission mode: ask, accept_reads, accept_edits or bypass; calls it does not accept wait for approval "+
-		"(default accept_edits with --edit, --bash or --web, else none)")
+		"(default accept_edits with --edit, --bash, --web or --mcp, else none)")
 	fl.StringArrayVar(&f.hooks, "hook", nil, "run a command as a hook: `EVENT[:MATCHER]=COMMAND`, the command split at white space "+
 		"(no shell); it reads the hook's input as JSON and prints its decision (repeatable; see docs/tools.md)")
+	fl.StringArrayVar(&f.mcp, "mcp", nil, "give the agent an MCP server's tools, named NAME__TOOL: `NAME=COMMAND` (a server on standard input "+
+		"and output, the command split at white space, no shell) or NAME=URL (streamable HTTP, http or https) (repeatable; see docs/protocols.md)")
+}
+
+// mcpServers returns the MCP servers that --mcp names, unconnected.
+func (f *agentFlags) mcpServers() ([]tool.Toolset, error) {
+	var sets []tool.Toolset
+	for _, spec := range f.mcp {
+		name, target, ok := strings.Cut(spec, "=")
+		target = strings.TrimSpace(target)
+		if !ok || name == "" || target == "" {
+			return nil, usageError(fmt.Errorf("--mcp %q: use NAME=COMMAND or NAME=URL", spec))
+		}
+		cfg := mcp.Config{Name: name}
+		if scheme, _, ok := strings.Cut(target, "://"); ok && !strings.ContainsAny(scheme, " /") {
+			cfg.URL = target
+		} else {
+			argv := strings.Fields(target)
+			cfg.Command, cfg.Args = argv[0], argv[1:]
+		}
+		c, err := mcp.New(cfg)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--mcp %q: %w", spec, err))
+		}
+		sets = append(sets, c)
+	}
+	return sets, nil
 }
 
 // commandHooks returns the hooks that --hook gives, in order.
@@ -106,7 +135,7 @@ func (f *agentFlags) check() error {
 // when the agent has tools that act, or none.
 func (f *agentFlags) permissions() *agent.Permissions {
 	mode := agent.PermissionMode(f.mode)
-	if mode == "" && (f.edit != "" || f.bash != "" || f.web) {
+	if mode == "" && (f.edit != "" || f.bash != "" || f.web || len(f.mcp) > 0) {
 		mode = agent.PermissionAcceptEdits
 	}
 	if mode == "" {
@@ -124,7 +153,12 @@ func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string
 	}
 	var m model.Model = remoteModel{}
 	var tools []tool.Tool
+	var toolsets []tool.Toolset
 	hooks, err := f.commandHooks()
+	if err != nil {
+		return nil, err
+	}
+	servers, err := f.mcpServers()
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +199,7 @@ func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string
 			}
 			tools = append(tools, fetch)
 		}
+		toolsets = servers
 		choice, err := selectModel(ctx, f.model, getenv, http.DefaultClient)
 		if err != nil {
 			return nil, failure(err)
@@ -176,6 +211,7 @@ func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string
 	a, err := agent.New[agent.NoDeps, string](agentName, m, &agent.Options[agent.NoDeps]{
 		Instructions: f.system,
 		Tools:        tools,
+		Toolsets:     toolsets,
 		MaxTurns:     f.maxTurns,
 		Timeout:      f.timeout,
 		Permissions:  f.permissions(),
