@@ -1,0 +1,429 @@
+package mcp
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/team"
+	"github.com/calf-go/calf/tool"
+	"github.com/calf-go/calf/workflow"
+)
+
+// Server offers Calf tools, and agents, teams and workflows as tools, to
+// MCP clients, over stdio ([Server.ServeStdio]) or streamable HTTP
+// ([Server.Handler]). It is built on the official SDK's server, which
+// [Server.SDK] returns for what Calf does not model (resources, prompts).
+type Server struct {
+	sdk *sdk.Server
+	rt  *agent.Runtime
+	log *slog.Logger
+
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+// ServerOptions configure a [Server]. A nil *ServerOptions means the
+// defaults.
+type ServerOptions struct {
+	// Name and Version are what the server says of itself. Default:
+	// "calf", "1".
+	Name, Version string
+	// Instructions tell clients how to use the server.
+	Instructions string
+	// Logger receives the server's diagnostics. Default: none.
+	Logger *slog.Logger
+}
+
+// NewServer returns a server whose agents, teams and workflows run on rt
+// (nil when it offers only plain tools).
+func NewServer(rt *agent.Runtime, opts *ServerOptions) *Server {
+	var o ServerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Name == "" {
+		o.Name = "calf"
+	}
+	if o.Version == "" {
+		o.Version = version
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: o.Name, Version: o.Version}, &sdk.ServerOptions{
+		Instructions: o.Instructions,
+		Logger:       o.Logger,
+		HasTools:     true,
+	})
+	return &Server{sdk: s, rt: rt, log: o.Logger, names: map[string]bool{}}
+}
+
+// SDK returns the underlying server of the official SDK, to add resources,
+// prompts or tools of its own.
+func (s *Server) SDK() *sdk.Server { return s.sdk }
+
+func (s *Server) claim(name string) error {
+	if err := tool.CheckName(name); err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.names[name] {
+		return fmt.Errorf("mcp: the server has a tool named %q already", name)
+	}
+	s.names[name] = true
+	return nil
+}
+
+// AddTool offers t. A call runs t in this process, as a function: it is
+// not an agent's run. t's arguments are validated as for an agent; an
+// error it returns is a result with isError set, as MCP wants tool errors
+// reported. t's kind becomes its annotations (read: read-only; edit: not
+// destructive; network: open world; execute: destructive).
+func (s *Server) AddTool(t tool.Tool) error {
+	def := t.Definition()
+	if err := s.claim(def.Name); err != nil {
+		return err
+	}
+	s.sdk.AddTool(mcpTool(def, tool.KindOf(t)), func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		ctx = context.WithValue(ctx, progressKey{}, req)
+		res, err := t.Call(ctx, req.Params.Arguments)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return errorResult(err), nil
+		}
+		return toMCP(res), nil
+	})
+	return nil
+}
+
+// mcpTool describes a Calf tool to MCP clients.
+func mcpTool(def model.ToolDefinition, kind tool.Kind) *sdk.Tool {
+	schema := def.Parameters
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	f, tr := false, true
+	a := &sdk.ToolAnnotations{}
+	switch kind {
+	case tool.KindRead:
+		a.ReadOnlyHint, a.OpenWorldHint = true, &f
+	case tool.KindEdit:
+		a.DestructiveHint, a.OpenWorldHint = &f, &f
+	case tool.KindNetwork:
+		a.OpenWorldHint = &tr
+	default:
+		a.DestructiveHint = &tr
+	}
+	return &sdk.Tool{Name: def.Name, Description: def.Description, InputSchema: schema, Annotations: a}
+}
+
+func errorResult(err error) *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: err.Error()}}}
+}
+
+// toMCP converts a Calf tool result.
+func toMCP(r *tool.Result) *sdk.CallToolResult {
+	out := &sdk.CallToolResult{IsError: r.IsError, Content: []sdk.Content{}}
+	for _, p := range r.Parts {
+		switch p.Type {
+		case model.PartImage:
+			if len(p.Data) > 0 {
+				out.Content = append(out.Content, &sdk.ImageContent{Data: p.Data, MIMEType: p.MIMEType})
+			} else {
+				out.Content = append(out.Content, &sdk.ResourceLink{URI: p.URL, Name: "image"})
+			}
+		default:
+			out.Content = append(out.Content, &sdk.TextContent{Text: p.Text})
+		}
+	}
+	if len(r.Structured) > 0 {
+		out.StructuredContent = json.RawMessage(r.Structured)
+		if len(out.Content) == 0 {
+			out.Content = append(out.Content, &sdk.TextContent{Text: string(r.Structured)})
+		}
+	}
+	return out
+}
+
+type progressKey struct{}
+
+// Progress reports the progress of the MCP tool call that ctx belongs to,
+// to a client that asked for it (a progress token in the call); it does
+// nothing otherwise. total is 0 when unknown. A tool offered with
+// [Server.AddTool] calls it with the ctx it was given.
+func Progress(ctx context.Context, progress, total float64, message string) error {
+	req, ok := ctx.Value(progressKey{}).(*sdk.CallToolRequest)
+	if !ok || req.Session == nil {
+		return nil
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil
+	}
+	return req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
+}
+
+// Runner is what [Server.AddRunner] offers as a tool: an agent, a team or
+// a workflow, whose calls are runs. [Agent], [Team] and [Workflow] make
+// one.
+type Runner interface {
+	// Name is the tool's name; Description its description.
+	Name() string
+	Description() string
+	// RunTool carries out one call with the prompt the client gave, on rt,
+	// telling progress about the run's events as they happen, and returns
+	// the tool's result. Stopping (ctx done) cancels the run.
+	RunTool(ctx context.Context, rt *agent.Runtime, prompt string, progress func(message string)) (*tool.Result, error)
+}
+
+var promptSchema = json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string",` +
+	`"description":"The task, with everything needed to carry it out."}},"required":["prompt"],"additionalProperties":false}`)
+
+// AddRunner offers r as a tool that takes {"prompt": "..."}. Each call is a
+// run of r on the server's runtime: events on the broker, carried out by
+// any worker that serves r, durable and observable like any run. The
+// run's events are sent as progress notifications to a client that asks
+// for them; a client that cancels the call cancels the run. A run that
+// fails is a result with isError set.
+func (s *Server) AddRunner(r Runner) error {
+	if s.rt == nil {
+		return errors.New("mcp: the server has no runtime to run agents on")
+	}
+	if err := s.claim(r.Name()); err != nil {
+		return err
+	}
+	t := &sdk.Tool{Name: r.Name(), Description: r.Description(), InputSchema: promptSchema,
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true)}}
+	s.sdk.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		var in struct {
+			Prompt *string `json:"prompt"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || in.Prompt == nil {
+			return errorResult(fmt.Errorf("invalid arguments for tool %q: want {\"prompt\": \"...\"}", r.Name())), nil
+		}
+		ctx = context.WithValue(ctx, progressKey{}, req)
+		n := 0.0
+		res, err := r.RunTool(ctx, s.rt, *in.Prompt, func(msg string) {
+			n++
+			if err := Progress(ctx, n, 0, msg); err != nil && ctx.Err() == nil {
+				s.log.Debug("mcp: progress", "tool", r.Name(), "err", err)
+			}
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return errorResult(err), nil
+		}
+		return toMCP(res), nil
+	})
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Agent returns a as a [Runner]. Its output is the result's text (a
+// structured output as JSON text, and as structured content).
+func Agent[Deps, Out any](a *agent.Agent[Deps, Out]) Runner { return &agentRunner[Deps, Out]{a: a} }
+
+type agentRunner[Deps, Out any] struct{ a *agent.Agent[Deps, Out] }
+
+func (r *agentRunner[Deps, Out]) Name() string        { return r.a.Name() }
+func (r *agentRunner[Deps, Out]) Description() string { return r.a.Description() }
+
+func (r *agentRunner[Deps, Out]) RunTool(ctx context.Context, rt *agent.Runtime, prompt string, progress func(string)) (*tool.Result, error) {
+	for ev, err := range r.a.RunStream(ctx, rt, prompt, nil) {
+		if err != nil {
+			return nil, err
+		}
+		if msg := describe(ev); msg != "" {
+			progress(msg)
+		}
+		if ev.Kind == agent.EventOutput {
+			if _, err := r.a.DecodeOutput(ev.Output); err != nil {
+				return nil, err
+			}
+			return outputResult(ev.Output.Content), nil
+		}
+	}
+	return nil, errors.New("mcp: the run's stream ended without an output")
+}
+
+// outputResult is the tool result of a run's output: a JSON string as its
+// text, any other JSON value as text and as structured content.
+func outputResult(content json.RawMessage) *tool.Result {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return tool.TextResult(s)
+	}
+	return &tool.Result{Parts: []model.Part{model.TextPart(string(content))}, Structured: content}
+}
+
+// describe says what an agent event is, for a progress notification.
+func describe(ev agent.Event) string {
+	who := ev.Agent
+	switch ev.Kind {
+	case agent.EventInference:
+		return fmt.Sprintf("%s: model call %d", who, ev.Step)
+	case agent.EventToolCall:
+		return fmt.Sprintf("%s: calling %s", who, ev.ToolCall.ToolName)
+	case agent.EventToolResult:
+		return fmt.Sprintf("%s: %s returned (%s)", who, ev.ToolResult.ToolName, ev.ToolResult.Status)
+	case agent.EventHandoff:
+		return fmt.Sprintf("%s: handed off", who)
+	case agent.EventSubagentSpawned:
+		return fmt.Sprintf("%s: started %s", who, ev.Subagent.Agent)
+	case agent.EventApproval:
+		return fmt.Sprintf("%s: approval of %s %s", who, ev.Approval.ToolName, ev.Approval.Status)
+	case agent.EventPause:
+		if ev.Pause.Paused {
+			return fmt.Sprintf("%s: paused", who)
+		}
+		return fmt.Sprintf("%s: resumed", who)
+	case agent.EventCustom:
+		return fmt.Sprintf("%s: %s", who, ev.Custom.Type)
+	}
+	return ""
+}
+
+// BearerToken wraps h so that a request must carry "Authorization: Bearer
+// token" (compared in constant time); others get 401. Use it for a
+// server that listens beyond the loopback interface.
+func BearerToken(h http.Handler, token string) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="calf"`)
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// HTTPOptions configure [Server.Handler].
+type HTTPOptions struct {
+	// MaxBodyBytes bounds a request's body. Default: 4 MiB.
+	MaxBodyBytes int64
+	// Stateless serves each request on its own (no Mcp-Session-Id), for a
+	// server behind a load balancer without affinity.
+	Stateless bool
+}
+
+// Handler returns the streamable HTTP handler of the server. It refuses
+// cross-origin browser requests, and requests that reach a loopback
+// address with a Host that is not (DNS rebinding). Wrap it in
+// [BearerToken] when it listens elsewhere than on loopback.
+func (s *Server) Handler(opts *HTTPOptions) http.Handler {
+	var o HTTPOptions
+	if opts != nil {
+		o = *opts
+	}
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
+		Stateless:             o.Stateless,
+		Logger:                s.log,
+		MaxRequestBodyBytes:   o.MaxBodyBytes,
+		CrossOriginProtection: http.NewCrossOriginProtection(),
+	})
+}
+
+// ServeStdio serves one client on this process's standard input and
+// output until the client disconnects or ctx ends.
+func (s *Server) ServeStdio(ctx context.Context) error {
+	err := s.sdk.Run(ctx, &sdk.StdioTransport{})
+	if err != nil && (ctx.Err() != nil || strings.Contains(err.Error(), "EOF")) {
+		return nil
+	}
+	return err
+}
+
+// Team returns t as a [Runner]: the team's answer is the result's text.
+func Team(t *team.Team) Runner { return teamRunner{t} }
+
+type teamRunner struct{ t *team.Team }
+
+func (r teamRunner) Name() string        { return r.t.Name() }
+func (r teamRunner) Description() string { return r.t.Description() }
+
+func (r teamRunner) RunTool(ctx context.Context, rt *agent.Runtime, prompt string, progress func(string)) (*tool.Result, error) {
+	for ev, err := range r.t.RunStream(ctx, rt, prompt, nil) {
+		if err != nil {
+			return nil, err
+		}
+		switch ev.Kind {
+		case team.EventStep:
+			progress(fmt.Sprintf("%s: step %d", r.t.Name(), ev.Step))
+		case team.EventMember:
+			if ev.Agent != nil && ev.Agent.Kind != "" {
+				if msg := describe(*ev.Agent); msg != "" {
+					progress(msg)
+				}
+			}
+		case team.EventOutput:
+			return outputResult(ev.Output.Content), nil
+		}
+	}
+	return nil, errors.New("mcp: the team run's stream ended without an output")
+}
+
+// Workflow returns w as a [Runner] described by description: in turns the
+// prompt into the workflow's input state, out its final state into the
+// result's text.
+func Workflow[S any](w *workflow.Workflow[S], description string, in func(prompt string) (S, error), out func(s S) (string, error)) Runner {
+	return &workflowRunner[S]{w: w, description: description, in: in, out: out}
+}
+
+type workflowRunner[S any] struct {
+	w           *workflow.Workflow[S]
+	description string
+	in          func(string) (S, error)
+	out         func(S) (string, error)
+}
+
+func (r *workflowRunner[S]) Name() string        { return r.w.Name() }
+func (r *workflowRunner[S]) Description() string { return r.description }
+
+func (r *workflowRunner[S]) RunTool(ctx context.Context, rt *agent.Runtime, prompt string, progress func(string)) (*tool.Result, error) {
+	s, err := r.in(prompt)
+	if err != nil {
+		return nil, err
+	}
+	for ev, err := range r.w.RunStream(ctx, rt, s, nil) {
+		if err != nil {
+			return nil, err
+		}
+		switch ev.Kind {
+		case workflow.EventNodeDone:
+			progress(fmt.Sprintf("%s: %s done", r.w.Name(), ev.Node))
+		case workflow.EventOutput:
+			if ev.Output.Status != workflow.OutputComplete {
+				return nil, fmt.Errorf("workflow %s: run %s %s", r.w.Name(), ev.Output.RunID, ev.Output.Status)
+			}
+			var final S
+			if err := json.Unmarshal(ev.Output.State, &final); err != nil {
+				return nil, fmt.Errorf("workflow %s: decode the final state: %w", r.w.Name(), err)
+			}
+			text, err := r.out(final)
+			if err != nil {
+				return nil, err
+			}
+			return tool.TextResult(text), nil
+		}
+	}
+	return nil, errors.New("mcp: the workflow run's stream ended without an output")
+}
