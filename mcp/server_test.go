@@ -165,9 +165,16 @@ func TestServerProgressAndCancel(t *testing.T) {
 	if res.IsError || res.Content[0].(*sdk.TextContent).Text != "the sum is 3" {
 		t.Fatalf("result %+v", res)
 	}
-	mu.Lock()
-	got := strings.Join(progress, "; ")
-	mu.Unlock()
+	// Notifications are handled apart from the response: wait for them.
+	var got string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		got = strings.Join(progress, "; ")
+		mu.Unlock()
+		if strings.Contains(got, "model call 2") || time.Now().After(deadline) {
+			break
+		}
+	}
 	for _, want := range []string{"helper: model call 1", "helper: calling add", "helper: add returned (success)", "helper: model call 2"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("progress %q lacks %q", got, want)
