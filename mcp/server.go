@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 
@@ -345,8 +347,15 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 // ServeStdio serves one client on this process's standard input and
 // output until the client disconnects or ctx ends.
 func (s *Server) ServeStdio(ctx context.Context) error {
-	err := s.sdk.Run(ctx, &sdk.StdioTransport{})
-	if err != nil && (ctx.Err() != nil || strings.Contains(err.Error(), "EOF")) {
+	return s.ServeIO(ctx, os.Stdin, os.Stdout)
+}
+
+// ServeIO serves one client that speaks newline-delimited JSON-RPC on r
+// and w (as over stdio) until the client disconnects (r ends) or ctx
+// ends. It closes w.
+func (s *Server) ServeIO(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
+	err := s.sdk.Run(ctx, &sdk.IOTransport{Reader: r, Writer: w})
+	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, sdk.ErrConnectionClosed) || strings.Contains(err.Error(), "EOF")) {
 		return nil
 	}
 	return err

@@ -1,11 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/calf-go/calf/internal/peers"
+	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 )
@@ -41,5 +50,101 @@ func TestRunMCP(t *testing.T) {
 		if got.code != exitUsage || !strings.Contains(got.stderr, "--mcp") {
 			t.Errorf("--mcp %q: exit %d, stderr %q; want a usage error", bad, got.code, got.stderr)
 		}
+	}
+}
+
+// calf mcp serve offers the agent as an MCP tool over standard input and
+// output: a client's call is a run, and its answer the result.
+func TestMCPServeStdio(t *testing.T) {
+	isolate(t)
+	srv, _ := newFakeServer(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	code := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() {
+		code <- Main(ctx, []string{"mcp", "serve", "--store", "memory:", "--model", srv.URL() + "#m"}, inR, outW, &stderr)
+		outW.Close()
+	}()
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "assistant" {
+		t.Fatalf("tools %+v, %v; want the assistant", tools, err)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "assistant", Arguments: map[string]any{"prompt": "hello there"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || res.Content[0].(*sdk.TextContent).Text != "You said: hello there" {
+		t.Errorf("result %+v", res.Content[0])
+	}
+	cs.Close()
+	inW.Close()
+	select {
+	case c := <-code:
+		if c != exitOK {
+			t.Errorf("calf mcp serve exited %d: %s", c, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("calf mcp serve did not end when its client went away")
+	}
+}
+
+// Over HTTP: on loopback by default; beyond it only with a token, which
+// clients must then send.
+func TestMCPServeHTTP(t *testing.T) {
+	isolate(t)
+	srv, _ := newFakeServer(t)
+	got := runMain(t.Context(), "", "mcp", "serve", "--store", "memory:", "--model", srv.URL()+"#m", "--http", "0.0.0.0:0")
+	if got.code != exitUsage || !strings.Contains(got.stderr, "bearer token") {
+		t.Errorf("beyond loopback without a token: %d %q", got.code, got.stderr)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	code := make(chan int, 1)
+	go func() {
+		code <- Main(ctx, []string{"mcp", "serve", "--store", "memory:", "--model", srv.URL() + "#m", "--http", addr, "--token", "t0k"}, strings.NewReader(""), io.Discard, io.Discard)
+	}()
+	defer func() {
+		cancel()
+		if c := <-code; c != exitOK {
+			t.Errorf("calf mcp serve --http exited %d", c)
+		}
+	}()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("calf mcp serve --http did not listen")
+		}
+	}
+	url := "http://" + addr + "/mcp"
+	bad, _ := mcp.New(mcp.Config{Name: "calf", URL: url})
+	defer bad.Close()
+	if _, err := bad.Tools(ctx); err == nil {
+		t.Error("a client without the token listed the tools")
+	}
+	c, _ := mcp.New(mcp.Config{Name: "calf", URL: url, Headers: http.Header{"Authorization": {"Bearer t0k"}}})
+	defer c.Close()
+	tools, err := c.Tools(ctx)
+	if err != nil || len(tools) != 1 {
+		t.Fatalf("tools %d, %v", len(tools), err)
+	}
+	res, err := tools[0].Call(ctx, json.RawMessage(`{"prompt":"over http"}`))
+	if err != nil || res.Text() != "You said: over http" {
+		t.Errorf("call: %v, %v", res, err)
 	}
 }
