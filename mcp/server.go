@@ -45,6 +45,10 @@ type ServerOptions struct {
 	Instructions string
 	// Logger receives the server's diagnostics. Default: none.
 	Logger *slog.Logger
+	// SDK are options of the underlying SDK server, for what Calf does
+	// not model: completions, resource subscriptions, and the like. Its
+	// Instructions and Logger give way to the fields above when set.
+	SDK *sdk.ServerOptions
 }
 
 // NewServer returns a server whose agents, teams and workflows run on rt
@@ -63,11 +67,18 @@ func NewServer(rt *agent.Runtime, opts *ServerOptions) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := sdk.NewServer(&sdk.Implementation{Name: o.Name, Version: o.Version}, &sdk.ServerOptions{
-		Instructions: o.Instructions,
-		Logger:       o.Logger,
-		HasTools:     true,
-	})
+	var so sdk.ServerOptions
+	if o.SDK != nil {
+		so = *o.SDK
+	}
+	if o.Instructions != "" {
+		so.Instructions = o.Instructions
+	}
+	if so.Logger == nil || (opts != nil && opts.Logger != nil) {
+		so.Logger = o.Logger
+	}
+	so.HasTools = true
+	s := sdk.NewServer(&sdk.Implementation{Name: o.Name, Version: o.Version}, &so)
 	return &Server{sdk: s, rt: rt, log: o.Logger, names: map[string]bool{}}
 }
 
@@ -99,7 +110,7 @@ func (s *Server) AddTool(t tool.Tool) error {
 		return err
 	}
 	s.sdk.AddTool(mcpTool(def, tool.KindOf(t)), func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		ctx = context.WithValue(ctx, progressKey{}, req)
+		ctx = context.WithValue(ctx, requestKey{}, req)
 		res, err := t.Call(ctx, req.Params.Arguments)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -161,15 +172,24 @@ func toMCP(r *tool.Result) *sdk.CallToolResult {
 	return out
 }
 
-type progressKey struct{}
+type requestKey struct{}
+
+// Request returns the MCP request of the tool call that ctx belongs to, in
+// a tool offered with [Server.AddTool] (nil elsewhere): its session lets
+// the tool log to the client, ask it for a sampling or an elicitation,
+// and its params hold the progress token.
+func Request(ctx context.Context) *sdk.CallToolRequest {
+	req, _ := ctx.Value(requestKey{}).(*sdk.CallToolRequest)
+	return req
+}
 
 // Progress reports the progress of the MCP tool call that ctx belongs to,
 // to a client that asked for it (a progress token in the call); it does
 // nothing otherwise. total is 0 when unknown. A tool offered with
 // [Server.AddTool] calls it with the ctx it was given.
 func Progress(ctx context.Context, progress, total float64, message string) error {
-	req, ok := ctx.Value(progressKey{}).(*sdk.CallToolRequest)
-	if !ok || req.Session == nil {
+	req := Request(ctx)
+	if req == nil || req.Session == nil {
 		return nil
 	}
 	token := req.Params.GetProgressToken()
@@ -217,7 +237,7 @@ func (s *Server) AddRunner(r Runner) error {
 		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || in.Prompt == nil {
 			return errorResult(fmt.Errorf("invalid arguments for tool %q: want {\"prompt\": \"...\"}", r.Name())), nil
 		}
-		ctx = context.WithValue(ctx, progressKey{}, req)
+		ctx = context.WithValue(ctx, requestKey{}, req)
 		n := 0.0
 		res, err := r.RunTool(ctx, s.rt, *in.Prompt, func(msg string) {
 			n++
