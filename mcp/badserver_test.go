@@ -21,6 +21,13 @@ func TestMain(m *testing.M) {
 		fakeServer(mode)
 		os.Exit(0)
 	}
+	if scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO"); scenario != "" && os.Getenv("CALF_CONFORMANCE_CLIENT") != "" {
+		if err := conformanceClient(scenario, os.Args[len(os.Args)-1]); err != nil {
+			fmt.Fprintf(os.Stderr, "scenario %s: %v\n", scenario, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

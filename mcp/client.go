@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/calf-go/calf/model"
@@ -49,6 +50,9 @@ type Config struct {
 	URL        string
 	Headers    http.Header
 	HTTPClient *http.Client
+	// OAuth, when set, authorizes the HTTP requests with OAuth 2.1 as MCP
+	// specifies (the SDK's auth.AuthorizationCodeHandler, say).
+	OAuth auth.OAuthHandler
 
 	// Prefix starts the names the model sees for the server's tools, so
 	// that two servers' tools do not clash. Default: Name + "__". Set
@@ -67,6 +71,13 @@ type Config struct {
 	// Logger receives the client's diagnostics, and the server's standard
 	// error line by line at debug level. Default: none.
 	Logger *slog.Logger
+
+	// SDK are options of the underlying SDK client, for what a server may
+	// ask of its client: elicitation, sampling, roots, logging. By default
+	// the client offers none of them, as befits agents that run without a
+	// person at hand. Its ToolListChangedHandler is called after the
+	// client's own.
+	SDK *sdk.ClientOptions
 }
 
 // DefaultMaxResultBytes is the default of [Config.MaxResultBytes].
@@ -140,14 +151,23 @@ func New(cfg Config) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	c.sdk = sdk.NewClient(&sdk.Implementation{Name: "calf", Version: version}, &sdk.ClientOptions{
-		Logger: c.log,
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
-			c.mu.Lock()
-			c.stale = true
-			c.mu.Unlock()
-		},
-	})
+	var co sdk.ClientOptions
+	if cfg.SDK != nil {
+		co = *cfg.SDK
+	}
+	if co.Logger == nil {
+		co.Logger = c.log
+	}
+	userChanged := co.ToolListChangedHandler
+	co.ToolListChangedHandler = func(ctx context.Context, req *sdk.ToolListChangedRequest) {
+		c.mu.Lock()
+		c.stale = true
+		c.mu.Unlock()
+		if userChanged != nil {
+			userChanged(ctx, req)
+		}
+	}
+	c.sdk = sdk.NewClient(&sdk.Implementation{Name: "calf", Version: version}, &co)
 	return c, nil
 }
 
@@ -285,7 +305,7 @@ func (c *Client) connect(ctx context.Context) (*sdk.ClientSession, *tail, error)
 		if len(c.cfg.Headers) > 0 {
 			hc = withHeaders(hc, c.cfg.Headers)
 		}
-		t = &sdk.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, MaxRetries: 2}
+		t = &sdk.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, MaxRetries: 2, OAuthHandler: c.cfg.OAuth}
 	}
 	s, err := c.sdk.Connect(ctx, t, nil)
 	if err != nil {

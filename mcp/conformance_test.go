@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/calf-go/calf/internal/peers"
 	"github.com/calf-go/calf/mcp"
@@ -272,5 +276,124 @@ func TestServerConformance(t *testing.T) {
 	t.Logf("server conformance: %d checks passed, %d failed", passed, failed)
 	if dir := os.Getenv("CALF_CONFORMANCE_OUT"); dir != "" {
 		_ = os.WriteFile(filepath.Join(dir, "server.txt"), []byte(summary), 0o644)
+	}
+}
+
+// conformanceClient carries out a client scenario of the conformance suite
+// with mcp.Client against the suite's server at url: the test binary is
+// the client command the suite runs. Authorization and elicitation are
+// configured as the official SDK's conformance client does.
+func conformanceClient(scenario, url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	cfg := mcp.Config{Name: "conf", URL: url}
+	var conf map[string]any
+	_ = json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &conf)
+	switch {
+	case strings.HasPrefix(scenario, "auth/"):
+		ac := &auth.AuthorizationCodeHandlerConfig{
+			RedirectURL:                    "http://localhost:3000/callback",
+			AuthorizationCodeFetcher:       fetchAuthorizationCode,
+			ClientIDMetadataDocumentConfig: &auth.ClientIDMetadataDocumentConfig{URL: "https://conformance-test.local/client-metadata.json"},
+			DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{
+				Metadata: &oauthex.ClientRegistrationMetadata{RedirectURIs: []string{"http://localhost:3000/callback"}},
+			},
+		}
+		id, _ := conf["client_id"].(string)
+		secret, _ := conf["client_secret"].(string)
+		if id != "" && secret != "" {
+			ac.PreregisteredClient = &oauthex.ClientCredentials{ClientID: id, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: secret}}
+		}
+		h, err := auth.NewAuthorizationCodeHandler(ac)
+		if err != nil {
+			return err
+		}
+		cfg.OAuth = h
+	case strings.HasPrefix(scenario, "elicitation"):
+		cfg.SDK = &sdk.ClientOptions{ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		}}
+	}
+	c, err := mcp.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	tools, err := c.Tools(ctx)
+	if err != nil {
+		return err
+	}
+	call := func(name string, args string) error {
+		for _, t := range tools {
+			if t.Definition().Name == "conf__"+name {
+				res, err := t.Call(ctx, json.RawMessage(args))
+				if err != nil {
+					return err
+				}
+				if res.IsError {
+					return fmt.Errorf("tool %s: %s", name, res.Text())
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no tool %s", name)
+	}
+	switch {
+	case scenario == "initialize":
+		return nil
+	case scenario == "tools_call":
+		return call("add_numbers", `{"a":5,"b":3}`)
+	case scenario == "sse-retry":
+		return call("test_reconnection", `{}`)
+	case scenario == "elicitation-sep1034-client-defaults":
+		return call("test_client_elicitation_defaults", `{}`)
+	case strings.HasPrefix(scenario, "auth/"):
+		return call("test-tool", `{}`)
+	}
+	return fmt.Errorf("scenario %s is not one this client carries out", scenario)
+}
+
+// fetchAuthorizationCode follows the conformance suite's authorization
+// server, which redirects at once to the callback with the code.
+func fetchAuthorizationCode(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, err := http.NewRequestWithContext(ctx, "GET", args.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	loc, err := neturl.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		return nil, err
+	}
+	q := loc.Query()
+	return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+}
+
+// The conformance suite's core client scenarios, with mcp.Client; those
+// it does not carry out are listed, with the reason, in
+// testdata/conformance-baseline.yml.
+func TestClientConformance(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CALF_CONFORMANCE_CLIENT", "1")
+	baseline, err := filepath.Abs("testdata/conformance-baseline.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed, failed, out := conformance(t, "client", "--command", exe, "--suite", "core", "--expected-failures", baseline)
+	summary := out
+	if i := strings.Index(out, "=== SUMMARY ==="); i >= 0 {
+		summary = out[i:]
+	}
+	t.Logf("client conformance (core suite): %d checks passed, %d failed (expected failures in the baseline)\n%s", passed, failed, summary)
+	if failed != 0 || strings.Contains(strings.ToLower(out), "unexpected failures") {
+		t.Errorf("results differ from the baseline:\n%s", out)
 	}
 }
