@@ -77,7 +77,18 @@ func NewServer(rt *agent.Runtime, opts *ServerOptions) *Server {
 	if so.Logger == nil || (opts != nil && opts.Logger != nil) {
 		so.Logger = o.Logger
 	}
-	so.HasTools = true
+	// Advertise tools before any is added; keep the rest as the SDK infers
+	// it. Logging, deprecated by the protocol, is offered only when
+	// ServerOptions.SDK.Capabilities asks for it.
+	caps := &sdk.ServerCapabilities{}
+	if so.Capabilities != nil {
+		c := *so.Capabilities
+		caps = &c
+	}
+	if caps.Tools == nil {
+		caps.Tools = &sdk.ToolCapabilities{ListChanged: true}
+	}
+	so.Capabilities = caps
 	s := sdk.NewServer(&sdk.Implementation{Name: o.Name, Version: o.Version}, &so)
 	return &Server{sdk: s, rt: rt, log: o.Logger, names: map[string]bool{}}
 }
