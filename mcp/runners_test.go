@@ -10,6 +10,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/team"
 	"github.com/calf-go/calf/workflow"
 )
@@ -39,10 +40,10 @@ func TestServerTeamAndWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := mcp.NewServer(rt, nil)
-	if err := s.AddRunner(mcp.Team(tm)); err != nil {
+	if err := s.AddRunner(runner.Team(tm)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddRunner(mcp.Workflow(wf, "Adds an exclamation mark.",
+	if err := s.AddRunner(runner.Workflow(wf, "Adds an exclamation mark.",
 		func(p string) (draft, error) { return draft{Text: p}, nil },
 		func(d draft) (string, error) { return d.Text, nil })); err != nil {
 		t.Fatal(err)

@@ -17,9 +17,8 @@ import (
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/model"
-	"github.com/calf-go/calf/team"
+	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/tool"
-	"github.com/calf-go/calf/workflow"
 )
 
 // Server offers Calf tools, and agents, teams and workflows as tools, to
@@ -210,29 +209,19 @@ func Progress(ctx context.Context, progress, total float64, message string) erro
 	return req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: progress, Total: total, Message: message})
 }
 
-// Runner is what [Server.AddRunner] offers as a tool: an agent, a team or
-// a workflow, whose calls are runs. [Agent], [Team] and [Workflow] make
-// one.
-type Runner interface {
-	// Name is the tool's name; Description its description.
-	Name() string
-	Description() string
-	// RunTool carries out one call with the prompt the client gave, on rt,
-	// telling progress about the run's events as they happen, and returns
-	// the tool's result. Stopping (ctx done) cancels the run.
-	RunTool(ctx context.Context, rt *agent.Runtime, prompt string, progress func(message string)) (*tool.Result, error)
-}
-
 var promptSchema = json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string",` +
 	`"description":"The task, with everything needed to carry it out."}},"required":["prompt"],"additionalProperties":false}`)
 
-// AddRunner offers r as a tool that takes {"prompt": "..."}. Each call is a
-// run of r on the server's runtime: events on the broker, carried out by
-// any worker that serves r, durable and observable like any run. The
-// run's events are sent as progress notifications to a client that asks
-// for them; a client that cancels the call cancels the run. A run that
-// fails is a result with isError set.
-func (s *Server) AddRunner(r Runner) error {
+// AddRunner offers r (an agent, team or workflow: [runner.Agent],
+// [runner.Team], [runner.Workflow]) as a tool that takes {"prompt":
+// "..."}. Each call is a run of r on the server's runtime: events on the
+// broker, carried out by any worker that serves r, durable and observable
+// like any run. The run's events are sent as progress notifications to a
+// client that asks for them; a client that cancels the call cancels the
+// run. A run that fails, is cancelled or stops to wait (paused,
+// interrupted, waiting for an approval) is a result with isError set that
+// says so and names the run.
+func (s *Server) AddRunner(r runner.Runner) error {
 	if s.rt == nil {
 		return errors.New("mcp: the server has no runtime to run agents on")
 	}
@@ -250,9 +239,12 @@ func (s *Server) AddRunner(r Runner) error {
 		}
 		ctx = context.WithValue(ctx, requestKey{}, req)
 		n := 0.0
-		res, err := r.RunTool(ctx, s.rt, *in.Prompt, func(msg string) {
+		res, err := r.Run(ctx, s.rt, *in.Prompt, nil, func(p runner.Progress) {
+			if p.Message == "" {
+				return
+			}
 			n++
-			if err := Progress(ctx, n, 0, msg); err != nil && ctx.Err() == nil {
+			if err := Progress(ctx, n, 0, p.Message); err != nil && ctx.Err() == nil {
 				s.log.Debug("mcp: progress", "tool", r.Name(), "err", err)
 			}
 		})
@@ -262,76 +254,18 @@ func (s *Server) AddRunner(r Runner) error {
 			}
 			return errorResult(err), nil
 		}
-		return toMCP(res), nil
+		switch res.Status {
+		case runner.Complete:
+			return toMCP(&tool.Result{Parts: []model.Part{model.TextPart(res.Text)}, Structured: res.Structured}), nil
+		case runner.Waiting:
+			return errorResult(fmt.Errorf("run %s of %s waits (paused, interrupted, or for an approval)", res.RunID, r.Name())), nil
+		}
+		return errorResult(fmt.Errorf("run %s of %s %s: %s", res.RunID, r.Name(), res.Status, res.Error)), nil
 	})
 	return nil
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// Agent returns a as a [Runner]. Its output is the result's text (a
-// structured output as JSON text, and as structured content).
-func Agent[Deps, Out any](a *agent.Agent[Deps, Out]) Runner { return &agentRunner[Deps, Out]{a: a} }
-
-type agentRunner[Deps, Out any] struct{ a *agent.Agent[Deps, Out] }
-
-func (r *agentRunner[Deps, Out]) Name() string        { return r.a.Name() }
-func (r *agentRunner[Deps, Out]) Description() string { return r.a.Description() }
-
-func (r *agentRunner[Deps, Out]) RunTool(ctx context.Context, rt *agent.Runtime, prompt string, progress func(string)) (*tool.Result, error) {
-	for ev, err := range r.a.RunStream(ctx, rt, prompt, nil) {
-		if err != nil {
-			return nil, err
-		}
-		if msg := describe(ev); msg != "" {
-			progress(msg)
-		}
-		if ev.Kind == agent.EventOutput {
-			if _, err := r.a.DecodeOutput(ev.Output); err != nil {
-				return nil, err
-			}
-			return outputResult(ev.Output.Content), nil
-		}
-	}
-	return nil, errors.New("mcp: the run's stream ended without an output")
-}
-
-// outputResult is the tool result of a run's output: a JSON string as its
-// text, any other JSON value as text and as structured content.
-func outputResult(content json.RawMessage) *tool.Result {
-	var s string
-	if json.Unmarshal(content, &s) == nil {
-		return tool.TextResult(s)
-	}
-	return &tool.Result{Parts: []model.Part{model.TextPart(string(content))}, Structured: content}
-}
-
-// describe says what an agent event is, for a progress notification.
-func describe(ev agent.Event) string {
-	who := ev.Agent
-	switch ev.Kind {
-	case agent.EventInference:
-		return fmt.Sprintf("%s: model call %d", who, ev.Step)
-	case agent.EventToolCall:
-		return fmt.Sprintf("%s: calling %s", who, ev.ToolCall.ToolName)
-	case agent.EventToolResult:
-		return fmt.Sprintf("%s: %s returned (%s)", who, ev.ToolResult.ToolName, ev.ToolResult.Status)
-	case agent.EventHandoff:
-		return fmt.Sprintf("%s: handed off", who)
-	case agent.EventSubagentSpawned:
-		return fmt.Sprintf("%s: started %s", who, ev.Subagent.Agent)
-	case agent.EventApproval:
-		return fmt.Sprintf("%s: approval of %s %s", who, ev.Approval.ToolName, ev.Approval.Status)
-	case agent.EventPause:
-		if ev.Pause.Paused {
-			return fmt.Sprintf("%s: paused", who)
-		}
-		return fmt.Sprintf("%s: resumed", who)
-	case agent.EventCustom:
-		return fmt.Sprintf("%s: %s", who, ev.Custom.Type)
-	}
-	return ""
-}
 
 // BearerToken wraps h so that a request must carry "Authorization: Bearer
 // token" (compared in constant time); others get 401. Use it for a
@@ -390,80 +324,4 @@ func (s *Server) ServeIO(ctx context.Context, r io.ReadCloser, w io.WriteCloser)
 		return nil
 	}
 	return err
-}
-
-// Team returns t as a [Runner]: the team's answer is the result's text.
-func Team(t *team.Team) Runner { return teamRunner{t} }
-
-type teamRunner struct{ t *team.Team }
-
-func (r teamRunner) Name() string        { return r.t.Name() }
-func (r teamRunner) Description() string { return r.t.Description() }
-
-func (r teamRunner) RunTool(ctx context.Context, rt *agent.Runtime, prompt string, progress func(string)) (*tool.Result, error) {
-	for ev, err := range r.t.RunStream(ctx, rt, prompt, nil) {
-		if err != nil {
-			return nil, err
-		}
-		switch ev.Kind {
-		case team.EventStep:
-			progress(fmt.Sprintf("%s: step %d", r.t.Name(), ev.Step))
-		case team.EventMember:
-			if ev.Agent != nil && ev.Agent.Kind != "" {
-				if msg := describe(*ev.Agent); msg != "" {
-					progress(msg)
-				}
-			}
-		case team.EventOutput:
-			return outputResult(ev.Output.Content), nil
-		}
-	}
-	return nil, errors.New("mcp: the team run's stream ended without an output")
-}
-
-// Workflow returns w as a [Runner] described by description: in turns the
-// prompt into the workflow's input state, out its final state into the
-// result's text.
-func Workflow[S any](w *workflow.Workflow[S], description string, in func(prompt string) (S, error), out func(s S) (string, error)) Runner {
-	return &workflowRunner[S]{w: w, description: description, in: in, out: out}
-}
-
-type workflowRunner[S any] struct {
-	w           *workflow.Workflow[S]
-	description string
-	in          func(string) (S, error)
-	out         func(S) (string, error)
-}
-
-func (r *workflowRunner[S]) Name() string        { return r.w.Name() }
-func (r *workflowRunner[S]) Description() string { return r.description }
-
-func (r *workflowRunner[S]) RunTool(ctx context.Context, rt *agent.Runtime, prompt string, progress func(string)) (*tool.Result, error) {
-	s, err := r.in(prompt)
-	if err != nil {
-		return nil, err
-	}
-	for ev, err := range r.w.RunStream(ctx, rt, s, nil) {
-		if err != nil {
-			return nil, err
-		}
-		switch ev.Kind {
-		case workflow.EventNodeDone:
-			progress(fmt.Sprintf("%s: %s done", r.w.Name(), ev.Node))
-		case workflow.EventOutput:
-			if ev.Output.Status != workflow.OutputComplete {
-				return nil, fmt.Errorf("workflow %s: run %s %s", r.w.Name(), ev.Output.RunID, ev.Output.Status)
-			}
-			var final S
-			if err := json.Unmarshal(ev.Output.State, &final); err != nil {
-				return nil, fmt.Errorf("workflow %s: decode the final state: %w", r.w.Name(), err)
-			}
-			text, err := r.out(final)
-			if err != nil {
-				return nil, err
-			}
-			return tool.TextResult(text), nil
-		}
-	}
-	return nil, errors.New("mcp: the workflow run's stream ended without an output")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -42,7 +43,7 @@ func newServer(t *testing.T, m model.Model, token string) (url string, rt *agent
 	if err := s.AddTool(add); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddRunner(mcp.Agent(helper)); err != nil {
+	if err := s.AddRunner(runner.Agent(helper)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AddTool(add); err == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/mcp"
+	"github.com/calf-go/calf/runner"
 )
 
 // envMCPToken is the environment variable that holds calf mcp serve's
@@ -114,7 +115,7 @@ func mcpServe(cmd *cobra.Command, f mcpServeFlags, getenv func(string) string) e
 
 	s := mcp.NewServer(rt, &mcp.ServerOptions{Name: "calf", Version: version,
 		Instructions: "Give the assistant tool a task as its prompt; it answers when its run ends."})
-	if err := s.AddRunner(mcp.Agent(a)); err != nil {
+	if err := s.AddRunner(runner.Agent(a)); err != nil {
 		return failure(err)
 	}
 	if f.http == "" {

@@ -1,0 +1,5 @@
+// Package runner gives agents, teams and workflows one shape for the
+// protocol edges that offer them to the outside (MCP, A2A): a prompt in,
+// a Calf run, text out, with the run's events as progress along the way,
+// its status readable from the store at any time, and a way to cancel it.
+package runner

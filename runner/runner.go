@@ -1,0 +1,370 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/team"
+	"github.com/calf-go/calf/workflow"
+)
+
+// Runner is an agent, a team or a workflow as a protocol edge runs it.
+// [Agent], [Team] and [Workflow] make one.
+type Runner interface {
+	// Name and Description say what the runner is, to clients.
+	Name() string
+	Description() string
+	// Run starts a run with prompt, calls progress (when not nil) for its
+	// events as they happen, and returns how it ended. A run that fails
+	// or is cancelled is a Result with that status; the error is for a
+	// run that could not be started or followed, and ctx's error when
+	// ctx ends first (the run is then cancelled).
+	Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options, progress func(Progress)) (*Result, error)
+	// Status reads the run runID from the store without waiting: its
+	// status, and its output once it has ended. An unknown run is an
+	// error matching store.ErrNotFound.
+	Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error)
+	// Cancel cancels the run runID, for reason, unless it has ended.
+	Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error
+}
+
+// Options say how to start a run.
+type Options struct {
+	// RunID names the run: default, a fresh id. Starting a run id again
+	// starts nothing new.
+	RunID string
+	// SessionID continues a conversation (agents only; teams carry it on
+	// their events).
+	SessionID string
+}
+
+// Progress is an event of a run, told as it happens.
+type Progress struct {
+	// Message says what happened, for people: "helper: calling add".
+	Message string
+	// Delta is a piece of the answer's text, for runners that stream it.
+	Delta string
+}
+
+// Status is how a run stands.
+type Status string
+
+// Run statuses.
+const (
+	Running   Status = "running"
+	Waiting   Status = "waiting" // paused, interrupted, or waiting for an approval
+	Complete  Status = "complete"
+	Failed    Status = "failed"
+	Cancelled Status = "cancelled"
+)
+
+// Ended reports whether s is an end.
+func (s Status) Ended() bool { return s == Complete || s == Failed || s == Cancelled }
+
+// Result is how a run stands or ended.
+type Result struct {
+	RunID  string
+	Status Status
+	// Text is the output of a complete run: the answer, or a structured
+	// output's JSON text.
+	Text string
+	// Structured is a structured output as JSON, when the output is not
+	// text.
+	Structured json.RawMessage
+	// Error says why a run failed or was cancelled.
+	Error string
+}
+
+// outputResult is the result of a complete run with content, a JSON value.
+func outputResult(runID string, content json.RawMessage) *Result {
+	r := &Result{RunID: runID, Status: Complete}
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		r.Text = s
+	} else {
+		r.Text, r.Structured = string(content), content
+	}
+	return r
+}
+
+// ended turns the error that ended a stream into a Result when it is a
+// run's failure or cancellation.
+func ended(ctx context.Context, runID string, err error) (*Result, error) {
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var re *agent.RunError
+	if errors.As(err, &re) {
+		st := Failed
+		if re.Status == agent.RunCancelled {
+			st = Cancelled
+		}
+		return &Result{RunID: cmpOr(re.RunID, runID), Status: st, Error: re.Error()}, nil
+	}
+	return nil, err
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Agent returns a as a Runner.
+func Agent[Deps, Out any](a *agent.Agent[Deps, Out]) Runner { return &agentRunner[Deps, Out]{a: a} }
+
+type agentRunner[Deps, Out any] struct{ a *agent.Agent[Deps, Out] }
+
+func (r *agentRunner[Deps, Out]) Name() string        { return r.a.Name() }
+func (r *agentRunner[Deps, Out]) Description() string { return r.a.Description() }
+
+func (r *agentRunner[Deps, Out]) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options, progress func(Progress)) (*Result, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	runID := o.RunID
+	for ev, err := range r.a.RunStream(ctx, rt, prompt, &agent.RunOptions[Deps]{RunID: o.RunID, SessionID: o.SessionID}) {
+		if err != nil {
+			return ended(ctx, runID, err)
+		}
+		if runID == "" {
+			runID = ev.RunID
+		}
+		if progress != nil {
+			if ev.Kind == agent.EventDelta && ev.Delta.Text != "" {
+				progress(Progress{Delta: ev.Delta.Text})
+			} else if msg := Describe(ev); msg != "" {
+				progress(Progress{Message: msg})
+			}
+		}
+		if ev.Kind == agent.EventOutput {
+			id := cmpOr(ev.Output.RunID, runID)
+			switch ev.Output.Status {
+			case agent.OutputComplete:
+			case agent.OutputCancelled:
+				return &Result{RunID: id, Status: Cancelled, Error: ev.Output.Error}, nil
+			default:
+				return &Result{RunID: id, Status: Failed, Error: ev.Output.Error}, nil
+			}
+			if _, err := r.a.DecodeOutput(ev.Output); err != nil {
+				return nil, err
+			}
+			return outputResult(id, ev.Output.Content), nil
+		}
+	}
+	return nil, errors.New("runner: the run's stream ended without an output")
+}
+
+func (r *agentRunner[Deps, Out]) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
+	st, err := rt.LoadRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	// A run that handed off answers with the end of its chain.
+	for hops := 0; st.Status == agent.RunHandedOff && st.HandedOffTo != nil && hops < 100; hops++ {
+		next, err := rt.LoadRun(ctx, st.HandedOffTo.RunID)
+		if errors.Is(err, store.ErrNotFound) {
+			return &Result{RunID: runID, Status: Running}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		st = next
+	}
+	switch {
+	case st.Status == agent.RunComplete:
+		return outputResult(st.RunID, st.Output), nil
+	case st.Status == agent.RunFailed:
+		return &Result{RunID: st.RunID, Status: Failed, Error: st.Error}, nil
+	case st.Status == agent.RunCancelled:
+		return &Result{RunID: st.RunID, Status: Cancelled, Error: st.Error}, nil
+	case st.Paused() || st.Status == agent.RunHandedOff:
+		return &Result{RunID: st.RunID, Status: Waiting}, nil
+	}
+	return &Result{RunID: st.RunID, Status: Running}, nil
+}
+
+func (r *agentRunner[Deps, Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	_, err := rt.Cancel(ctx, r.a.Name(), runID, reason)
+	return err
+}
+
+// Describe says what an agent event is, in a few words for people, or ""
+// for events not worth telling (deltas, inputs, outputs).
+func Describe(ev agent.Event) string {
+	who := ev.Agent
+	switch ev.Kind {
+	case agent.EventInference:
+		return fmt.Sprintf("%s: model call %d", who, ev.Step)
+	case agent.EventToolCall:
+		return fmt.Sprintf("%s: calling %s", who, ev.ToolCall.ToolName)
+	case agent.EventToolResult:
+		return fmt.Sprintf("%s: %s returned (%s)", who, ev.ToolResult.ToolName, ev.ToolResult.Status)
+	case agent.EventHandoff:
+		return fmt.Sprintf("%s: handed off", who)
+	case agent.EventSubagentSpawned:
+		return fmt.Sprintf("%s: started %s", who, ev.Subagent.Agent)
+	case agent.EventApproval:
+		return fmt.Sprintf("%s: approval of %s %s", who, ev.Approval.ToolName, ev.Approval.Status)
+	case agent.EventPause:
+		if ev.Pause.Paused {
+			return fmt.Sprintf("%s: paused", who)
+		}
+		return fmt.Sprintf("%s: resumed", who)
+	case agent.EventCustom:
+		return fmt.Sprintf("%s: %s", who, ev.Custom.Type)
+	}
+	return ""
+}
+
+// Team returns t as a Runner: the team's answer is the text.
+func Team(t *team.Team) Runner { return teamRunner{t} }
+
+type teamRunner struct{ t *team.Team }
+
+func (r teamRunner) Name() string        { return r.t.Name() }
+func (r teamRunner) Description() string { return r.t.Description() }
+
+func (r teamRunner) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options, progress func(Progress)) (*Result, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	runID := o.RunID
+	for ev, err := range r.t.RunStream(ctx, rt, prompt, &team.RunOptions{RunID: o.RunID, SessionID: o.SessionID}) {
+		if err != nil {
+			return ended(ctx, runID, err)
+		}
+		if runID == "" {
+			runID = ev.RunID
+		}
+		switch ev.Kind {
+		case team.EventStep:
+			if progress != nil {
+				progress(Progress{Message: fmt.Sprintf("%s: step %d", r.t.Name(), ev.Step)})
+			}
+		case team.EventMember:
+			if progress != nil && ev.Agent != nil && ev.Agent.Kind != "" {
+				if msg := Describe(*ev.Agent); msg != "" {
+					progress(Progress{Message: msg})
+				}
+			}
+		case team.EventOutput:
+			return outputResult(runID, ev.Output.Content), nil
+		}
+	}
+	return nil, errors.New("runner: the team run's stream ended without an output")
+}
+
+func (r teamRunner) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
+	st, err := team.LoadState(ctx, rt, runID)
+	if err != nil {
+		return nil, err
+	}
+	switch st.Status {
+	case agent.RunComplete:
+		out, _ := json.Marshal(st.Output)
+		return outputResult(runID, out), nil
+	case agent.RunFailed:
+		return &Result{RunID: runID, Status: Failed, Error: st.Error}, nil
+	case agent.RunCancelled:
+		return &Result{RunID: runID, Status: Cancelled, Error: st.Error}, nil
+	}
+	return &Result{RunID: runID, Status: Running}, nil
+}
+
+func (r teamRunner) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	return r.t.Cancel(ctx, rt, runID, reason)
+}
+
+// Workflow returns w as a Runner described by description: in turns the
+// prompt into the workflow's input state, out its final state into the
+// text.
+func Workflow[S any](w *workflow.Workflow[S], description string, in func(prompt string) (S, error), out func(s S) (string, error)) Runner {
+	return &workflowRunner[S]{w: w, description: description, in: in, out: out}
+}
+
+type workflowRunner[S any] struct {
+	w           *workflow.Workflow[S]
+	description string
+	in          func(string) (S, error)
+	out         func(S) (string, error)
+}
+
+func (r *workflowRunner[S]) Name() string        { return r.w.Name() }
+func (r *workflowRunner[S]) Description() string { return r.description }
+
+func (r *workflowRunner[S]) final(runID string, state json.RawMessage) (*Result, error) {
+	var final S
+	if err := json.Unmarshal(state, &final); err != nil {
+		return nil, fmt.Errorf("workflow %s: decode the final state: %w", r.w.Name(), err)
+	}
+	text, err := r.out(final)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{RunID: runID, Status: Complete, Text: text}, nil
+}
+
+func (r *workflowRunner[S]) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options, progress func(Progress)) (*Result, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	s, err := r.in(prompt)
+	if err != nil {
+		return nil, err
+	}
+	runID := o.RunID
+	for ev, err := range r.w.RunStream(ctx, rt, s, &workflow.RunOptions{RunID: o.RunID}) {
+		if err != nil {
+			return ended(ctx, runID, err)
+		}
+		if runID == "" {
+			runID = ev.RunID
+		}
+		switch ev.Kind {
+		case workflow.EventNodeDone:
+			if progress != nil {
+				progress(Progress{Message: fmt.Sprintf("%s: %s done", r.w.Name(), ev.Node)})
+			}
+		case workflow.EventOutput:
+			switch ev.Output.Status {
+			case workflow.OutputComplete:
+				return r.final(runID, ev.Output.State)
+			case workflow.OutputInterrupted:
+				return &Result{RunID: runID, Status: Waiting}, nil
+			}
+			return &Result{RunID: runID, Status: Failed, Error: ev.Output.Error}, nil
+		}
+	}
+	return nil, errors.New("runner: the workflow run's stream ended without an output")
+}
+
+func (r *workflowRunner[S]) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
+	st, err := r.w.Load(ctx, rt, runID)
+	if err != nil {
+		return nil, err
+	}
+	switch st.Status {
+	case workflow.RunComplete:
+		return r.final(runID, st.State)
+	case workflow.RunFailed:
+		return &Result{RunID: runID, Status: Failed, Error: st.Error}, nil
+	case workflow.RunCancelled:
+		return &Result{RunID: runID, Status: Cancelled, Error: st.Error}, nil
+	case workflow.RunInterrupted:
+		return &Result{RunID: runID, Status: Waiting}, nil
+	}
+	return &Result{RunID: runID, Status: Running}, nil
+}
+
+func (r *workflowRunner[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	return r.w.Cancel(ctx, rt, runID, reason)
+}
