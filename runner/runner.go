@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/team"
 	"github.com/calf-go/calf/workflow"
@@ -122,6 +123,9 @@ type agentRunner[Deps, Out any] struct{ a *agent.Agent[Deps, Out] }
 
 func (r *agentRunner[Deps, Out]) Name() string        { return r.a.Name() }
 func (r *agentRunner[Deps, Out]) Description() string { return r.a.Description() }
+
+// Tools returns the agent's tools, for the skills an A2A card lists.
+func (r *agentRunner[Deps, Out]) Tools() []model.ToolDefinition { return r.a.Tools() }
 
 func (r *agentRunner[Deps, Out]) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options, progress func(Progress)) (*Result, error) {
 	var o Options
