@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,9 +65,10 @@ func newHelper(t *testing.T, rt *agent.Runtime, release chan struct{}) *agent.Ag
 
 func newA2AServer(t *testing.T, rt *agent.Runtime, a *agent.Agent[agent.NoDeps, string], token string) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(nil)
-	s := a2a.NewServer(rt, runner.Agent(a), &a2a.ServerOptions{URL: srv.URL, Token: token})
-	srv.Config.Handler = s
+	// The server's card needs its URL, known once it listens.
+	var h atomic.Pointer[a2a.Server]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.Load().ServeHTTP(w, r) }))
+	h.Store(a2a.NewServer(rt, runner.Agent(a), &a2a.ServerOptions{URL: srv.URL, Token: token}))
 	t.Cleanup(srv.Close)
 	return srv
 }
