@@ -3,6 +3,7 @@ package a2a_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -65,5 +66,53 @@ func TestServerWithJSClient(t *testing.T) {
 				t.Errorf("unknown task: %v", got)
 			}
 		})
+	}
+}
+
+// buildA2ACLI builds the a2a command of the official Go SDK, in a module
+// of its own (it needs gRPC, which Calf does not).
+func buildA2ACLI(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	mod := "module a2acli\n\ngo 1.26\n\nrequire github.com/a2aproject/a2a-go/v2 v2.4.0\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-mod=mod", "-o", "a2a", "github.com/a2aproject/a2a-go/v2/cmd/a2a")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		if os.Getenv("CALF_TEST_SERVICES") == "" {
+			t.Skipf("cannot build the a2a command: %v\n%s", err, out)
+		}
+		t.Fatalf("build the a2a command: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "a2a")
+}
+
+// The a2a command of the official Go SDK discovers our server and sends
+// to it, streaming and not.
+func TestServerWithGoCLI(t *testing.T) {
+	bin := buildA2ACLI(t)
+	rt := newRuntime(t, nil)
+	srv := newA2AServer(t, rt, newHelper(t, rt, nil), "")
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("a2a %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	if out := run("discover", srv.URL); !strings.Contains(out, "helper") || !strings.Contains(out, "Does things.") {
+		t.Errorf("discover:\n%s", out)
+	}
+	for _, transport := range []string{"jsonrpc", "rest"} {
+		if out := run("send", "--transport", transport, srv.URL, "hi from the cli"); !strings.Contains(out, "done: hi from the cli") {
+			t.Errorf("send over %s:\n%s", transport, out)
+		}
+		if out := run("send", "--stream", "--transport", transport, srv.URL, "streamed"); !strings.Contains(out, "done: streamed") {
+			t.Errorf("send --stream over %s:\n%s", transport, out)
+		}
 	}
 }

@@ -23,8 +23,9 @@ import (
 
 // ServerOptions configure a [Server].
 type ServerOptions struct {
-	// URL is where clients reach the server, as the agent card says: the
-	// JSON-RPC endpoint is URL itself, the REST endpoint URL + "/rest".
+	// URL is where clients reach the server, as the agent card says: both
+	// bindings are at URL (JSON-RPC posts to it; REST's routes are paths
+	// under it).
 	URL string
 	// Version is the agent's version on its card. Default: "1".
 	Version string
@@ -73,8 +74,10 @@ func NewServer(rt *agent.Runtime, r runner.Runner, opts *ServerOptions) *Server 
 	)
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(s.Card()))
-	mux.Handle("/rest/", http.StripPrefix("/rest", a2asrv.NewRESTHandler(handler)))
-	mux.Handle("/", a2asrv.NewJSONRPCHandler(handler))
+	// Both bindings share the base URL: JSON-RPC posts to it, REST's
+	// routes are paths under it (/message:send, /tasks/{id}, ...).
+	mux.Handle("POST /{$}", a2asrv.NewJSONRPCHandler(handler))
+	mux.Handle("/", a2asrv.NewRESTHandler(handler))
 	s.h = mux
 	return s
 }
@@ -98,7 +101,7 @@ func (s *Server) Card() *spec.AgentCard {
 		Version:     s.opts.Version,
 		SupportedInterfaces: []*spec.AgentInterface{
 			spec.NewAgentInterface(base, spec.TransportProtocolJSONRPC),
-			spec.NewAgentInterface(base+"/rest", spec.TransportProtocolHTTPJSON),
+			spec.NewAgentInterface(base, spec.TransportProtocolHTTPJSON),
 		},
 		Capabilities:       spec.AgentCapabilities{Streaming: true},
 		DefaultInputModes:  []string{"text/plain"},
@@ -112,7 +115,8 @@ func (s *Server) Card() *spec.AgentCard {
 	return card
 }
 
-// ServeHTTP serves the agent card, JSON-RPC (at /) and REST (at /rest/).
+// ServeHTTP serves the agent card, JSON-RPC (POST /) and REST (its routes
+// under /).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Token != "" && r.URL.Path != a2asrv.WellKnownAgentCardPath && !bearer(r, s.opts.Token) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="calf"`)
@@ -132,7 +136,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func refuseVersion(w http.ResponseWriter, r *http.Request, v string) {
 	msg := fmt.Sprintf("A2A version %q is not supported: this server speaks 1.0", v)
 	w.Header().Set("Content-Type", "application/json")
-	if strings.HasPrefix(r.URL.Path, "/rest/") {
+	if r.URL.Path != "/" {
 		w.WriteHeader(http.StatusBadRequest)
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": http.StatusBadRequest, "status": "FAILED_PRECONDITION", "message": msg}})
 		return
