@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/calf-go/calf/internal/httpheader"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
 )
@@ -298,13 +299,7 @@ func (c *Client) connect(ctx context.Context) (*sdk.ClientSession, *tail, error)
 		cmd.Stderr = stderr
 		t = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	} else {
-		hc := c.cfg.HTTPClient
-		if hc == nil {
-			hc = &http.Client{}
-		}
-		if len(c.cfg.Headers) > 0 {
-			hc = withHeaders(hc, c.cfg.Headers)
-		}
+		hc := httpheader.Client(c.cfg.HTTPClient, c.cfg.Headers)
 		t = &sdk.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: hc, MaxRetries: 2, OAuthHandler: c.cfg.OAuth}
 	}
 	s, err := c.sdk.Connect(ctx, t, nil)
@@ -327,30 +322,6 @@ func baseEnv() []string {
 		}
 	}
 	return env
-}
-
-// withHeaders returns a copy of hc that adds h to every request.
-func withHeaders(hc *http.Client, h http.Header) *http.Client {
-	cp := *hc
-	base := cp.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	cp.Transport = headerTransport{base: base, h: h.Clone()}
-	return &cp
-}
-
-type headerTransport struct {
-	base http.RoundTripper
-	h    http.Header
-}
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, vs := range t.h {
-		r.Header[k] = append([]string(nil), vs...)
-	}
-	return t.base.RoundTrip(r)
 }
 
 // Tools returns the server's tools, connecting first if need be. The list
