@@ -77,18 +77,9 @@ func NewRemote(ctx context.Context, name, cardURL string, opts *RemoteOptions) (
 	if opts != nil {
 		o = *opts
 	}
-	var h http.Header
-	if o.Token != "" {
-		h = http.Header{"Authorization": {"Bearer " + o.Token}}
-	}
-	hc := httpheader.Client(o.HTTPClient, h)
-	card, err := resolveCard(ctx, hc, cardURL)
+	client, card, err := Connect(ctx, cardURL, &o)
 	if err != nil {
 		return nil, err
-	}
-	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc))
-	if err != nil {
-		return nil, fmt.Errorf("a2a: agent %s at %s: %w", card.Name, cardURL, err)
 	}
 	desc := o.Description
 	if desc == "" {
@@ -96,6 +87,31 @@ func NewRemote(ctx context.Context, name, cardURL string, opts *RemoteOptions) (
 	}
 	rc := &remoteCall{client: client, card: card, stream: card.Capabilities.Streaming && !o.NoStreaming}
 	return agent.NewCustom(name, rc.step, &agent.CustomOptions{Description: desc, StepTimeout: o.Timeout, Timeout: o.Timeout})
+}
+
+// Connect reads the agent card at cardURL (a base URL, or the card's own
+// URL) and returns an SDK client for the agent, over the first of its
+// interfaces that speaks JSON-RPC or REST, with opts' token and HTTP
+// client.
+func Connect(ctx context.Context, cardURL string, opts *RemoteOptions) (*a2aclient.Client, *spec.AgentCard, error) {
+	var o RemoteOptions
+	if opts != nil {
+		o = *opts
+	}
+	var h http.Header
+	if o.Token != "" {
+		h = http.Header{"Authorization": {"Bearer " + o.Token}}
+	}
+	hc := httpheader.Client(o.HTTPClient, h)
+	card, err := resolveCard(ctx, hc, cardURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc))
+	if err != nil {
+		return nil, nil, fmt.Errorf("a2a: agent %s at %s: %w", card.Name, cardURL, err)
+	}
+	return client, card, nil
 }
 
 // resolveCard reads the agent card at u: a base URL (the card at its

@@ -105,6 +105,6 @@ OPENAI_BASE_URL or --model http://HOST:PORT/v1#MODEL.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(getenv), newWorkerCommand(getenv), newDeadLettersCommand(), newApprovalsCommand(), newRunsCommand(), newMCPCommand(getenv), newVersionCommand())
+	root.AddCommand(newRunCommand(getenv), newWorkerCommand(getenv), newDeadLettersCommand(), newApprovalsCommand(), newRunsCommand(), newMCPCommand(getenv), newA2ACommand(getenv), newVersionCommand())
 	return root
 }
