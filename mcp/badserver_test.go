@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/mcp"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -181,5 +184,48 @@ func TestServerOddities(t *testing.T) {
 	_, err = call(t, tools, "odd__good")
 	if !errors.Is(err, mcp.ErrClosed) {
 		t.Errorf("a call on a closed client: %v", err)
+	}
+}
+
+// An MCP tool's call goes through the agent's permissions like any tool's:
+// a tool without annotations is of kind execute, which accept_edits asks a
+// person about, and a hook sees its call.
+func TestMCPToolUnderPermissionsAndHooks(t *testing.T) {
+	c := fake(t, "odd")
+	rt := newRuntime(t)
+	ctx := runCtx(t)
+	var hooked []string
+	hook := agent.Hook{Name: "audit", Event: agent.HookPreToolUse, Matcher: "odd__*",
+		Func: func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
+			hooked = append(hooked, in.ToolName+":"+string(in.ToolKind))
+			return agent.Allow(), nil
+		}}
+	s := &script{turns: [][]model.ToolCall{{modeltest.Call("c1", "odd__good", `{}`)}}}
+	a := agent.Must(agent.New[agent.NoDeps, string]("guarded", s.model(), &agent.Options[agent.NoDeps]{
+		Toolsets:    []tool.Toolset{c},
+		Permissions: &agent.Permissions{Mode: agent.PermissionAcceptEdits},
+		Hooks:       []agent.Hook{hook},
+	}))
+	if err := a.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	for ev, err := range a.RunStream(ctx, rt, "call it", &agent.RunOptions[agent.NoDeps]{RunID: "p"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventApproval && ev.Approval.Status == agent.ApprovalPending {
+			if ev.Approval.ToolName != "odd__good" {
+				t.Errorf("approval asked for %s", ev.Approval.ToolName)
+			}
+			if _, err := rt.AnswerApproval(ctx, ev.Approval.ID, agent.ApprovalAnswer{Approve: true, Digest: ev.Approval.Digest}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := s.results(); len(got) != 1 || got[0].Text() != "ok" {
+		t.Errorf("results %v; want the approved call's", got)
+	}
+	if strings.Join(hooked, ",") != "odd__good:execute" {
+		t.Errorf("hook saw %v", hooked)
 	}
 }
