@@ -140,6 +140,7 @@ func testEverything(t *testing.T, c *mcp.Client) {
 		modeltest.Call("c3", "everything__get-tiny-image", `{}`),
 		modeltest.Call("c4", "everything__get-structured-content", `{"location":"Chicago"}`),
 		modeltest.Call("c5", "everything__get-sum", `{"a":"two"}`),
+		modeltest.Call("c6", "everything__get-resource-links", `{"count":2}`),
 	}}}
 	a := agent.Must(agent.New[agent.NoDeps, string]("mcpuser", s.model(), &agent.Options[agent.NoDeps]{Toolsets: []tool.Toolset{c}}))
 	if err := a.Serve(ctx, rt, nil); err != nil {
@@ -150,8 +151,8 @@ func testEverything(t *testing.T, c *mcp.Client) {
 		t.Fatal(err)
 	}
 	res := s.results()
-	if len(res) != 5 {
-		t.Fatalf("%d tool results; want 5: %s", len(res), out.Output)
+	if len(res) != 6 {
+		t.Fatalf("%d tool results; want 6: %s", len(res), out.Output)
 	}
 	byID := map[string]model.Message{}
 	for _, m := range res {
@@ -174,6 +175,10 @@ func testEverything(t *testing.T, c *mcp.Client) {
 	}
 	if txt := byID["c4"].Text(); !strings.Contains(txt, "drizzle") {
 		t.Errorf("get-structured-content: %q", txt)
+	}
+	// Resource links are described in text, with their URIs.
+	if txt := byID["c6"].Text(); strings.Count(txt, "Resource link:") != 2 || !strings.Contains(txt, "://") {
+		t.Errorf("get-resource-links: %q", txt)
 	}
 	// Arguments that fail the tool's schema are refused before they reach
 	// the server, with a message for the model.
