@@ -466,8 +466,8 @@ func (s *Store[S]) notify(d *Delta, ticket int64) {
 // Listen tells this process's subscribers of the changes other processes
 // dispatch to the store, from the broker ([Options.Client]), until ctx
 // ends: each delta is heard once, and a persisted store's state is read
-// again first, so that Get sees what the delta says. It returns once it
-// listens.
+// again first, so that Get sees at least what the delta says (the state
+// may have moved on since). It returns once it listens.
 func (s *Store[S]) Listen(ctx context.Context) error {
 	c := s.opts.Client
 	if c == nil || s.opts.State == nil {
