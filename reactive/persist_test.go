@@ -19,6 +19,13 @@ import (
 
 // TestMain runs this binary as a dispatching process when asked to.
 func TestMain(m *testing.M) {
+	if spec := os.Getenv("CALF_REACTIVE_DISPATCH"); spec != "" {
+		if err := dispatchIn(spec); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if spec := os.Getenv("CALF_REACTIVE_CHILD"); spec != "" {
 		if err := child(spec); err != nil {
 			fmt.Fprintln(os.Stderr, err)
