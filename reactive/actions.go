@@ -141,10 +141,11 @@ func MatchPath(pattern, path string) bool {
 	if pattern == "" || pattern == "*" {
 		return true
 	}
-	ps, xs := strings.Split(pattern, "."), strings.Split(path, ".")
-	n := min(len(ps), len(xs))
-	for i := range n {
-		if ps[i] != "*" && ps[i] != xs[i] {
+	for pattern != "" && path != "" {
+		var p, x string
+		p, pattern, _ = strings.Cut(pattern, ".")
+		x, path, _ = strings.Cut(path, ".")
+		if p != "*" && p != x {
 			return false
 		}
 	}
