@@ -301,3 +301,23 @@ func TestAppValidation(t *testing.T) {
 		}
 	}
 }
+
+// set_available narrows the actions an agent may take now, never beyond
+// its available actions.
+func TestSetAvailable(t *testing.T) {
+	e := newChainEnv(t)
+	if _, err := reactive.NewApp(e.store, []reactive.AppAgent[chainState]{summarizerAgent(modeltest.NewTestModel())}); err != nil {
+		t.Fatal(err)
+	}
+	mustDispatch(t, e.store, "summarizer.set_available", []string{})
+	if got := e.store.Get().Agents.Summarizer.CurrentlyAvailableActions; len(got) != 0 {
+		t.Errorf("currently available %v", got)
+	}
+	if _, err := e.store.Dispatch(t.Context(), "summarizer.set_available", []string{"set_translation"}); err == nil || !strings.Contains(err.Error(), "may not take") {
+		t.Errorf("beyond the available actions: %v", err)
+	}
+	mustDispatch(t, e.store, "summarizer.set_available", []string{"set_summary"})
+	if got := e.store.Get().Agents.Summarizer.CurrentlyAvailableActions; len(got) != 1 || got[0] != "set_summary" {
+		t.Errorf("currently available %v", got)
+	}
+}
