@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/store"
@@ -326,10 +328,24 @@ func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, 
 	}
 	var rec store.Record
 	var err error
-	if known.Version > 0 {
-		rec, err = store.UpdateFrom(ctx, s.opts.State, known, fn)
-	} else {
-		rec, err = store.Update(ctx, s.opts.State, KindState, s.name, fn)
+	// A store that many processes hammer can take more than one Update's
+	// attempts: go on, from a fresh read, a while longer.
+	for round := 0; ; round++ {
+		if known.Version > 0 {
+			rec, err = store.UpdateFrom(ctx, s.opts.State, known, fn)
+		} else {
+			rec, err = store.Update(ctx, s.opts.State, KindState, s.name, fn)
+		}
+		if !errors.Is(err, store.ErrConflict) || round >= maxConflictRounds || ctx.Err() != nil {
+			break
+		}
+		known = store.Record{}
+		t := time.NewTimer(time.Duration(rand.N(25_000)+1) * time.Microsecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("reactive: store %s: action %s: %w", s.name, name, err)
@@ -368,6 +384,10 @@ func (s *Store[S]) take(version int64) int64 {
 	s.ticket++
 	return s.ticket
 }
+
+// maxConflictRounds bounds the rounds of store.Update a dispatch tries
+// before it reports a conflict.
+const maxConflictRounds = 20
 
 // stored is a persisted state.
 type stored struct {
