@@ -1,0 +1,70 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/store"
+	storemem "github.com/calf-go/calf/store/memory"
+)
+
+// countingStore counts the bytes written to a store, by kind.
+type countingStore struct {
+	store.Store
+	mu    sync.Mutex
+	bytes map[string]int64
+}
+
+func (s *countingStore) Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error) {
+	s.mu.Lock()
+	s.bytes[kind] += int64(len(data))
+	s.mu.Unlock()
+	return s.Store.Put(ctx, kind, id, data, version)
+}
+
+func (s *countingStore) total() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, b := range s.bytes {
+		n += b
+	}
+	return n
+}
+
+// BenchmarkSessionBytesPerTurn measures the bytes written to the store by
+// one turn (a run of one model call) of a session, at turns 10, 100 and
+// 500 of it: flat when a turn writes what it adds, growing with the
+// session when it rewrites the conversation. Each turn's prompt and answer
+// are about 200 bytes. Run it with -benchtime 1x: one iteration plays the
+// whole session.
+func BenchmarkSessionBytesPerTurn(b *testing.B) {
+	for b.Loop() {
+		cs := &countingStore{Store: storemem.New(), bytes: map[string]int64{}}
+		m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+			return modeltest.Text(fmt.Sprintf("%-180s", "answer "+strconv.Itoa(len(req.Messages)))), nil
+		})
+		a, rt := benchW1(b, cs, m)
+		ctx := b.Context()
+		at := map[int]int64{}
+		for turn := 1; turn <= 500; turn++ {
+			before := cs.total()
+			if _, err := a.Run(ctx, rt, fmt.Sprintf("%-180s", "question "+strconv.Itoa(turn)), &agent.RunOptions[agent.NoDeps]{SessionID: "long"}); err != nil {
+				b.Fatal(err)
+			}
+			switch turn {
+			case 10, 100, 500:
+				at[turn] = cs.total() - before
+			}
+		}
+		b.ReportMetric(float64(at[10]), "B/turn@10")
+		b.ReportMetric(float64(at[100]), "B/turn@100")
+		b.ReportMetric(float64(at[500]), "B/turn@500")
+	}
+}
