@@ -100,3 +100,10 @@ func (s *RunState) clone() *RunState {
 	c.Pending = slices.Clone(s.Pending)
 	return &c
 }
+
+// forget drops what the cache holds of run id.
+func (c *stateCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, id)
+}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,7 +52,17 @@ type WorkerOptions struct {
 	// that expired unanswered ([Runtime.ExpireApprovals]); negative turns
 	// the sweep off. Default: [DefaultApprovalSweep].
 	ApprovalSweep time.Duration
+	// Retention, when positive, has the worker remove the runs that ended
+	// longer ago than it ([Runtime.Sweep]), when it starts and then every
+	// RetentionSweep. Default: runs are kept.
+	Retention time.Duration
+	// RetentionSweep is how often the worker sweeps when Retention is
+	// set. Default: [DefaultRetentionSweep].
+	RetentionSweep time.Duration
 }
+
+// DefaultRetentionSweep is the default of [WorkerOptions.RetentionSweep].
+const DefaultRetentionSweep = time.Hour
 
 // DefaultApprovalSweep is the default of [WorkerOptions.ApprovalSweep].
 const DefaultApprovalSweep = 10 * time.Second
@@ -74,6 +85,8 @@ type Worker struct {
 	drain   time.Duration
 	recordD bool
 	sweep   time.Duration
+	// retention and retentionEvery: see WorkerOptions.Retention.
+	retention, retentionEvery time.Duration
 
 	runMu   sync.Mutex
 	started bool
@@ -111,6 +124,7 @@ func NewWorker(b calf.Broker, s store.Store, opts *WorkerOptions) *Worker {
 	return &Worker{
 		broker: db, client: client, rt: NewRuntime(client, s, o.Runtime), store: s,
 		log: o.Logger, drain: o.DrainTimeout, recordD: !o.NoDeadLetters, sweep: o.ApprovalSweep,
+		retention: o.Retention, retentionEvery: cmp.Or(o.RetentionSweep, DefaultRetentionSweep),
 	}
 }
 
@@ -154,6 +168,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	if w.sweep > 0 {
 		go w.expireApprovals(ctx)
+	}
+	if w.retention > 0 {
+		go w.sweepRuns(ctx)
 	}
 	<-ctx.Done()
 	w.log.Info("calf worker: draining", "timeout", w.drain)
@@ -257,6 +274,26 @@ func (d *drainBroker) Subscribe(ctx context.Context, pattern string, h calf.Hand
 		return h(ctx, msg)
 	}
 	return d.Broker.Subscribe(ctx, pattern, wrapped, opts)
+}
+
+// sweepRuns removes the runs older than the retention, now and every
+// w.retentionEvery until ctx ends.
+func (w *Worker) sweepRuns(ctx context.Context) {
+	t := time.NewTicker(w.retentionEvery)
+	defer t.Stop()
+	for {
+		res, err := w.rt.Sweep(ctx, SweepOptions{Before: w.rt.now().Add(-w.retention)})
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("calf worker: sweeping finished runs", "err", err)
+		} else if res != nil && res.Runs > 0 {
+			w.log.Info("calf worker: removed finished runs", "runs", res.Runs, "records", res.Records, "retention", w.retention)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // expireApprovals denies expired approval requests every w.sweep until

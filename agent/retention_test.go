@@ -1,0 +1,136 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/store"
+	storemem "github.com/calf-go/calf/store/memory"
+)
+
+// Sweep removes the runs that ended before the cutoff with their tool
+// results, approvals and run-scoped custom state; it keeps runs in
+// progress, later runs and sessions.
+func TestSweepRemovesOldRuns(t *testing.T) {
+	e := newEnv(t, nil)
+	a, _, _ := newW1(t, e)
+	ctx := runCtx(t)
+	for _, id := range []string{"old-1", "old-2"} {
+		if _, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "in-session", SessionID: "keep"}); err != nil {
+		t.Fatal(err)
+	}
+	// A custom agent with state, run outside a session: its state is the
+	// run's.
+	c := agent.MustCustom(agent.NewCustom("tally", func(sc *agent.StepContext[agent.NoDeps, tally], _ []model.Message) (string, error) {
+		sc.State.Runs++
+		return "ok", nil
+	}, nil))
+	if err := c.Serve(t.Context(), e.rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Run(ctx, e.rt, "x", &agent.RunOptions[agent.NoDeps]{RunID: "custom-old"}); err != nil {
+		t.Fatal(err)
+	}
+	cutoff := time.Now()
+	time.Sleep(5 * time.Millisecond)
+	if _, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	// A run in progress, however old: paused before it starts.
+	if _, err := e.rt.Pause(ctx, "calculator", "waiting", "hold"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Submit(ctx, e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "waiting"}); err != nil {
+		t.Fatal(err)
+	}
+	e.settle(t)
+	count := func(kind, prefix string) int {
+		recs, err := e.store.List(ctx, kind, prefix, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(recs)
+	}
+	if n := count(store.KindToolResult, "old-1/"); n != 1 {
+		t.Fatalf("tool results of old-1 before the sweep: %d", n)
+	}
+	if n := count(agent.KindAgentState, "run:custom-old/"); n != 1 {
+		t.Fatalf("custom state of custom-old before the sweep: %d", n)
+	}
+	res, err := e.rt.Sweep(ctx, agent.SweepOptions{Before: cutoff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Runs != 4 || res.Records < 4+2+1+1 {
+		t.Errorf("sweep %+v; want the 4 runs that ended before the cutoff, with their records", res)
+	}
+	for _, id := range []string{"old-1", "old-2", "in-session", "custom-old"} {
+		if _, err := e.rt.LoadRun(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("run %s after the sweep: %v", id, err)
+		}
+	}
+	for _, id := range []string{"new", "waiting"} {
+		if _, err := e.rt.LoadRun(ctx, id); err != nil {
+			t.Errorf("run %s was removed: %v", id, err)
+		}
+	}
+	if n := count(store.KindToolResult, "old-"); n != 0 {
+		t.Errorf("%d tool results of removed runs remain", n)
+	}
+	if n := count(agent.KindAgentState, "run:custom-old/"); n != 0 {
+		t.Errorf("%d state records of a removed run remain", n)
+	}
+	if s, err := e.rt.LoadSession(ctx, "keep"); err != nil || len(s.Messages) == 0 {
+		t.Errorf("the session of a removed run: %+v, %v", s, err)
+	}
+	// Nothing left to remove; a cutoff is required.
+	if res, err := e.rt.Sweep(ctx, agent.SweepOptions{Before: cutoff}); err != nil || res.Runs != 0 {
+		t.Errorf("a second sweep: %+v, %v", res, err)
+	}
+	if _, err := e.rt.Sweep(ctx, agent.SweepOptions{}); err == nil {
+		t.Error("a sweep without a cutoff: no error")
+	}
+}
+
+// A worker with a retention removes the runs that ended longer ago.
+func TestWorkerRetention(t *testing.T) {
+	mb := memory.New(nil)
+	defer mb.Close()
+	st := storemem.New()
+	w := agent.NewWorker(mb, st, &agent.WorkerOptions{Retention: time.Millisecond, RetentionSweep: 10 * time.Millisecond})
+	a := agent.Must(agent.New[agent.NoDeps, string]("echo", modeltest.NewTestModel(modeltest.Text("hi")), nil))
+	if err := a.Serve(t.Context(), w.Runtime(), nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(ctx) }()
+	defer func() {
+		stop()
+		<-ran
+	}()
+	if _, err := a.Run(runCtx(t), w.Runtime(), "hello", &agent.RunOptions[agent.NoDeps]{RunID: "short-lived"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := st.Get(t.Context(), store.KindRun, "short-lived")
+		if errors.Is(err, store.ErrNotFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run is still there: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
