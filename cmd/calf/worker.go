@@ -28,8 +28,12 @@ type workerFlags struct {
 	concurrency int
 	maxAttempts int
 	drain       time.Duration
+	retention   time.Duration
 	quiet       bool
 }
+
+// defaultRetention is how long calf worker keeps the runs that ended.
+const defaultRetention = 7 * 24 * time.Hour
 
 func newWorkerCommand(getenv func(string) string) *cobra.Command {
 	var f workerFlags
@@ -66,6 +70,7 @@ signal exits at once.`,
 	fl.IntVar(&f.concurrency, "concurrency", agent.DefaultWorkerConcurrency, "bound on the model and tool calls this worker makes at once, across its agents: the runs it works on at once (the broker's partitions do not bound it)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "deliveries of a failing message before it is parked on the dead-letter channel (default: the broker's, 5)")
 	fl.DurationVar(&f.drain, "drain", agent.DefaultDrainTimeout, "on SIGINT or SIGTERM, how long the handlers in progress may take to finish")
+	fl.DurationVar(&f.retention, "retention", defaultRetention, "remove the runs that ended longer ago than this, with their tool results and approvals, checked every hour (sessions are kept; 0 keeps every run)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "log only warnings and errors")
 	return cmd
 }
@@ -96,6 +101,9 @@ func runWorker(ctx context.Context, f workerFlags, getenv func(string) string, s
 	if f.concurrency < 0 || f.maxAttempts < 0 {
 		return usageError(errors.New("--concurrency and --max-attempts must not be negative"))
 	}
+	if f.retention < 0 {
+		return usageError(fmt.Errorf("--retention must not be negative, got %s", f.retention))
+	}
 	if f.drain <= 0 {
 		return usageError(fmt.Errorf("--drain must be positive, got %s", f.drain))
 	}
@@ -120,7 +128,7 @@ func runWorker(ctx context.Context, f workerFlags, getenv func(string) string, s
 	}
 	defer b.Close()
 
-	w := agent.NewWorker(b, st, &agent.WorkerOptions{Logger: log, DrainTimeout: f.drain, Concurrency: f.concurrency})
+	w := agent.NewWorker(b, st, &agent.WorkerOptions{Logger: log, DrainTimeout: f.drain, Concurrency: f.concurrency, Retention: f.retention})
 	// The subscriptions outlive ctx: the worker drains them when it ends.
 	sctx := context.WithoutCancel(ctx)
 	if err := a.Serve(sctx, w.Runtime(), &agent.ServeOptions[agent.NoDeps]{Concurrency: f.concurrency, MaxAttempts: f.maxAttempts}); err != nil {
