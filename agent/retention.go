@@ -28,9 +28,90 @@ type SweepResult struct {
 // sweepPage is how many run records Sweep reads at a time.
 const sweepPage = 200
 
+// A Sweeper removes from s what a kind of run (a team's, a workflow's)
+// leaves behind once it ended before before, and returns how many runs
+// and records it removed. Packages whose runs keep records of their own
+// register one on the runtime they serve on ([Runtime.AddSweeper]), so
+// that [Runtime.Sweep] removes them too.
+type Sweeper func(ctx context.Context, s store.Store, before time.Time) (runs, records int, err error)
+
+// AddSweeper registers fn under name, once: a second registration under
+// the same name changes nothing.
+func (rt *Runtime) AddSweeper(name string, fn Sweeper) {
+	rt.sweepMu.Lock()
+	defer rt.sweepMu.Unlock()
+	if rt.sweepers == nil {
+		rt.sweepers = map[string]Sweeper{}
+	}
+	if _, ok := rt.sweepers[name]; !ok {
+		rt.sweepers[name] = fn
+		rt.sweepOrder = append(rt.sweepOrder, name)
+	}
+}
+
+// SweepRecords is a helper for a [Sweeper]: it reads the records of kind a
+// page at a time, and for each whose run ended before before (as ended
+// says), calls remove, which deletes the run's own records and returns
+// how many; then it deletes the record itself, unless it changed since it
+// was read.
+func SweepRecords(ctx context.Context, s store.Store, kind string, before time.Time, ended func(data []byte) (time.Time, bool), remove func(rec store.Record) (int, error)) (runs, records int, err error) {
+	for after := ""; ; {
+		recs, err := s.List(ctx, kind, "", after, sweepPage)
+		if err != nil {
+			return runs, records, err
+		}
+		for _, rec := range recs {
+			after = rec.ID
+			at, done := ended(rec.Data)
+			if !done || at.IsZero() || !at.Before(before) {
+				continue
+			}
+			n := 0
+			if remove != nil {
+				if n, err = remove(rec); err != nil {
+					return runs, records, err
+				}
+			}
+			records += n
+			if err := s.Delete(ctx, kind, rec.ID, rec.Version); errors.Is(err, store.ErrConflict) {
+				continue
+			} else if err != nil {
+				return runs, records, err
+			}
+			runs++
+			records++
+		}
+		if len(recs) < sweepPage {
+			return runs, records, nil
+		}
+	}
+}
+
+// DeletePrefix deletes the records of kind whose ids start with prefix,
+// and returns how many it deleted.
+func DeletePrefix(ctx context.Context, s store.Store, kind, prefix string) (int, error) {
+	n := 0
+	for {
+		recs, err := s.List(ctx, kind, prefix, "", sweepPage)
+		if err != nil {
+			return n, err
+		}
+		for _, r := range recs {
+			if err := s.Delete(ctx, kind, r.ID, 0); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if len(recs) < sweepPage {
+			return n, nil
+		}
+	}
+}
+
 // Sweep removes the runs of any agent that ended (completed, failed, were
-// cancelled or handed off) before opts.Before, with the records that
-// belong to them alone: their tool results, their approval requests, and
+// cancelled or handed off) before opts.Before, and those of the teams and
+// workflows served on rt (their sweepers, [Runtime.AddSweeper]), with the
+// records that belong to them alone; for an agent's run: their tool results, their approval requests, and
 // the state custom agents kept for them outside a session. Sessions, and
 // the messages runs added to them, are kept until deleted. A removed run
 // is gone: Result, and a caller that submits its id again, no longer find
@@ -45,6 +126,20 @@ func (rt *Runtime) Sweep(ctx context.Context, opts SweepOptions) (*SweepResult, 
 		return nil, errors.New("agent: Sweep needs SweepOptions.Before")
 	}
 	res := &SweepResult{}
+	rt.sweepMu.Lock()
+	var sweepers []Sweeper
+	for _, name := range rt.sweepOrder {
+		sweepers = append(sweepers, rt.sweepers[name])
+	}
+	rt.sweepMu.Unlock()
+	for _, fn := range sweepers {
+		runs, records, err := fn(ctx, rt.store, opts.Before)
+		res.Runs += runs
+		res.Records += records
+		if err != nil {
+			return res, fmt.Errorf("agent: sweep: %w", err)
+		}
+	}
 	for after := ""; ; {
 		recs, err := rt.store.List(ctx, store.KindRun, "", after, sweepPage)
 		if err != nil {

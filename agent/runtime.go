@@ -2,6 +2,7 @@ package agent
 
 import (
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,10 @@ type Runtime struct {
 	prices model.Prices
 	// late counts tool calls that returned after their timeout.
 	late atomic.Int64
+
+	sweepMu    sync.Mutex
+	sweepers   map[string]Sweeper
+	sweepOrder []string
 }
 
 // NewRuntime returns a runtime on client and s.

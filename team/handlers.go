@@ -38,6 +38,7 @@ func (t *Team) Serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions)
 		o = *opts
 	}
 	c := &coordinator{t: t, rt: rt}
+	rt.AddSweeper("team", sweep)
 	for _, s := range []struct {
 		channel string
 		h       calf.Handler

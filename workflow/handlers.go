@@ -34,6 +34,7 @@ type ServeOptions struct {
 // last until the runtime's client shuts down.
 func (w *Workflow[S]) Serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions) error {
 	h := &handlers[S]{w: w, rt: rt}
+	rt.AddSweeper("workflow", sweep)
 	var o ServeOptions
 	if opts != nil {
 		o = *opts

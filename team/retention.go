@@ -1,0 +1,25 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
+)
+
+// sweep removes the team runs that ended before before; their member runs
+// are agent runs, which the agent sweep removes.
+func sweep(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
+	return agent.SweepRecords(ctx, s, KindTeam, before, func(data []byte) (time.Time, bool) {
+		var head struct {
+			Status  agent.RunStatus `json:"status"`
+			EndedAt time.Time       `json:"ended_at"`
+		}
+		if json.Unmarshal(data, &head) != nil {
+			return time.Time{}, false
+		}
+		return head.EndedAt, head.Status.Terminal()
+	}, nil)
+}

@@ -1,0 +1,34 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
+)
+
+// sweep removes the workflow runs that ended before before, with their
+// checkpoints; their agent nodes' runs are agent runs, which the agent
+// sweep removes.
+func sweep(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
+	return agent.SweepRecords(ctx, s, store.KindWorkflow, before, func(data []byte) (time.Time, bool) {
+		var head struct {
+			Status  RunStatus `json:"status"`
+			EndedAt time.Time `json:"ended_at"`
+		}
+		if json.Unmarshal(data, &head) != nil {
+			return time.Time{}, false
+		}
+		return head.EndedAt, head.Status.Terminal()
+	}, func(rec store.Record) (int, error) {
+		var head struct {
+			RunID string `json:"run_id"`
+		}
+		if err := json.Unmarshal(rec.Data, &head); err != nil || head.RunID == "" {
+			return 0, nil
+		}
+		return agent.DeletePrefix(ctx, s, store.KindCheckpoint, head.RunID+"/")
+	})
+}
