@@ -49,65 +49,6 @@ func (rt *Runtime) AddSweeper(name string, fn Sweeper) {
 	}
 }
 
-// SweepRecords is a helper for a [Sweeper]: it reads the records of kind a
-// page at a time, and for each whose run ended before before (as ended
-// says), calls remove, which deletes the run's own records and returns
-// how many; then it deletes the record itself, unless it changed since it
-// was read.
-func SweepRecords(ctx context.Context, s store.Store, kind string, before time.Time, ended func(data []byte) (time.Time, bool), remove func(rec store.Record) (int, error)) (runs, records int, err error) {
-	for after := ""; ; {
-		recs, err := s.List(ctx, kind, "", after, sweepPage)
-		if err != nil {
-			return runs, records, err
-		}
-		for _, rec := range recs {
-			after = rec.ID
-			at, done := ended(rec.Data)
-			if !done || at.IsZero() || !at.Before(before) {
-				continue
-			}
-			n := 0
-			if remove != nil {
-				if n, err = remove(rec); err != nil {
-					return runs, records, err
-				}
-			}
-			records += n
-			if err := s.Delete(ctx, kind, rec.ID, rec.Version); errors.Is(err, store.ErrConflict) {
-				continue
-			} else if err != nil {
-				return runs, records, err
-			}
-			runs++
-			records++
-		}
-		if len(recs) < sweepPage {
-			return runs, records, nil
-		}
-	}
-}
-
-// DeletePrefix deletes the records of kind whose ids start with prefix,
-// and returns how many it deleted.
-func DeletePrefix(ctx context.Context, s store.Store, kind, prefix string) (int, error) {
-	n := 0
-	for {
-		recs, err := s.List(ctx, kind, prefix, "", sweepPage)
-		if err != nil {
-			return n, err
-		}
-		for _, r := range recs {
-			if err := s.Delete(ctx, kind, r.ID, 0); err != nil {
-				return n, err
-			}
-			n++
-		}
-		if len(recs) < sweepPage {
-			return n, nil
-		}
-	}
-}
-
 // Sweep removes the runs of any agent that ended (completed, failed, were
 // cancelled or handed off) before opts.Before, and those of the teams and
 // workflows served on rt (their sweepers, [Runtime.AddSweeper]), with the

@@ -142,6 +142,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		return nil
 	}
 	if w.recordD {
+		w.rt.AddSweeper("deadletter", deadletter.Sweep)
 		if err := deadletter.Serve(ctx, w.client, w.store); err != nil {
 			return fmt.Errorf("agent: worker: %w", err)
 		}

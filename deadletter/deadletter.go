@@ -272,3 +272,30 @@ func Replay(ctx context.Context, b calf.Broker, s store.Store, id string, now ti
 	}
 	return out, published, nil
 }
+
+// Sweep removes the dead letters that were replayed before before, with
+// their index entries; it is an agent.Sweeper, which a Worker that
+// records dead letters registers. A dead letter never replayed is kept:
+// its run waits for it.
+func Sweep(ctx context.Context, s store.Store, before time.Time) (runs, records int, err error) {
+	return store.SweepEnded(ctx, s, store.KindDeadLetter, before, func(data []byte) (time.Time, bool) {
+		var r Record
+		if json.Unmarshal(data, &r) != nil {
+			return time.Time{}, false
+		}
+		return r.ReplayedAt, r.Replayed()
+	}, func(rec store.Record) (int, error) {
+		var r Record
+		if err := json.Unmarshal(rec.Data, &r); err != nil || r.Message == nil || r.Message.Metadata.CorrelationID == "" {
+			return 0, nil
+		}
+		id := r.Message.Metadata.CorrelationID + "/" + rec.ID
+		if len(id) > store.MaxKeyLen {
+			return 0, nil
+		}
+		if err := s.Delete(ctx, store.KindDeadLetterRun, id, 0); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	})
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/store"
 )
 
@@ -13,7 +12,7 @@ import (
 // checkpoints; their agent nodes' runs are agent runs, which the agent
 // sweep removes.
 func sweep(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
-	return agent.SweepRecords(ctx, s, store.KindWorkflow, before, func(data []byte) (time.Time, bool) {
+	return store.SweepEnded(ctx, s, store.KindWorkflow, before, func(data []byte) (time.Time, bool) {
 		var head struct {
 			Status  RunStatus `json:"status"`
 			EndedAt time.Time `json:"ended_at"`
@@ -29,6 +28,6 @@ func sweep(ctx context.Context, s store.Store, before time.Time) (int, int, erro
 		if err := json.Unmarshal(rec.Data, &head); err != nil || head.RunID == "" {
 			return 0, nil
 		}
-		return agent.DeletePrefix(ctx, s, store.KindCheckpoint, head.RunID+"/")
+		return store.DeletePrefix(ctx, s, store.KindCheckpoint, head.RunID+"/")
 	})
 }
