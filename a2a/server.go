@@ -68,6 +68,7 @@ func NewServer(rt *agent.Runtime, r runner.Runner, opts *ServerOptions) *Server 
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{r: r, rt: rt, opts: o, log: o.Logger}
+	rt.AddSweeper("a2a", sweepTasks)
 	handler := a2asrv.NewHandler(&executor{s: s},
 		a2asrv.WithTaskStore(&taskStore{s: s}),
 		a2asrv.WithLogger(o.Logger),
@@ -397,4 +398,17 @@ func (ts *taskStore) List(ctx context.Context, req *spec.ListTasksRequest) (*spe
 		after = recs[len(recs)-1].ID
 	}
 	return mem.List(ctx, req)
+}
+
+// sweepTasks removes the tasks that ended (completed, failed, cancelled,
+// rejected) before before, as a runtime's sweep ([agent.Runtime.Sweep])
+// does for their runs.
+func sweepTasks(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
+	return store.SweepEnded(ctx, s, KindTask, before, func(data []byte) (time.Time, bool) {
+		var st storedTask
+		if json.Unmarshal(data, &st) != nil || st.Task == nil {
+			return time.Time{}, false
+		}
+		return st.UpdatedAt, st.Task.Status.State.Terminal()
+	}, nil)
 }

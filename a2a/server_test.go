@@ -2,6 +2,7 @@ package a2a_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -261,4 +262,27 @@ func TestServerRefusals(t *testing.T) {
 		t.Errorf("card: %v, %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+// The runtime's sweep removes ended tasks with their runs.
+func TestSweepTasks(t *testing.T) {
+	rt := newRuntime(t, nil)
+	srv := newA2AServer(t, rt, newHelper(t, rt, nil), "")
+	ctx := runCtx(t)
+	c, err := a2aclient.NewFromEndpoints(ctx, []*spec.AgentInterface{spec.NewAgentInterface(srv.URL, spec.TransportProtocolJSONRPC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.SendMessage(ctx, userMessage("sweep me"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := string(res.(*spec.Task).ID)
+	swept, err := rt.Sweep(ctx, agent.SweepOptions{Before: time.Now().Add(time.Minute)})
+	if err != nil || swept.Runs != 2 {
+		t.Fatalf("sweep: %+v, %v; want the task and its run", swept, err)
+	}
+	if _, err := rt.Store().Get(ctx, a2a.KindTask, id); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the task after the sweep: %v", err)
+	}
 }
