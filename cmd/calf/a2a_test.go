@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
-	"io"
-	"net"
 	"strings"
 	"testing"
-	"time"
 )
 
 // calf a2a serve offers the agent over A2A; calf a2a send talks to it.
@@ -17,32 +13,9 @@ func TestA2AServeAndSend(t *testing.T) {
 	if got.code != exitUsage || !strings.Contains(got.stderr, "bearer token") {
 		t.Errorf("beyond loopback without a token: %d %q", got.code, got.stderr)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	ctx, cancel := context.WithCancel(t.Context())
-	code := make(chan int, 1)
-	go func() {
-		code <- Main(ctx, []string{"a2a", "serve", "--store", "memory:", "--model", srv.URL() + "#m", "--addr", addr, "--token", "tk"}, strings.NewReader(""), io.Discard, io.Discard)
-	}()
-	defer func() {
-		cancel()
-		if c := <-code; c != exitOK {
-			t.Errorf("calf a2a serve exited %d", c)
-		}
-	}()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("calf a2a serve did not listen")
-		}
-	}
+	addr := freeAddr(t)
+	serveInBackground(t, "a2a", "serve", "--store", "memory:", "--model", srv.URL()+"#m", "--addr", addr, "--token", "tk")
+	waitListening(t, addr)
 	url := "http://" + addr
 	for _, args := range [][]string{{"a2a", "send", "--token", "tk", url, "hello", "there"}, {"a2a", "send", "--no-stream", "--token", "tk", url, "plain"}} {
 		got := runMain(t.Context(), "", args...)

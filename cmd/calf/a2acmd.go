@@ -2,20 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strings"
-	"time"
 
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/spf13/cobra"
 
 	"github.com/calf-go/calf/a2a"
-	"github.com/calf-go/calf/adapters"
-	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/runner"
 )
 
@@ -34,11 +29,8 @@ func newA2ACommand(getenv func(string) string) *cobra.Command {
 }
 
 type a2aServeFlags struct {
-	agentFlags
-	store, broker string
-	serve         bool
-	addr, url     string
-	token         string
+	edgeFlags
+	addr, url string
 }
 
 func newA2AServeCommand(getenv func(string) string) *cobra.Command {
@@ -60,10 +52,7 @@ with a bearer token (--token or $` + envA2AToken + `).`,
 		},
 	}
 	fl := cmd.Flags()
-	f.register(fl)
-	fl.StringVar(&f.store, "store", defaultStore, storeHelp)
-	fl.StringVar(&f.broker, "broker", defaultBroker, brokerHelp)
-	fl.BoolVar(&f.serve, "serve", false, "serve the agent in this process too, when --broker is shared with calf worker processes")
+	f.edgeFlags.register(fl)
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8809", "listen on `ADDR`")
 	fl.StringVar(&f.url, "url", "", "the base URL clients reach the server at, for the agent card (default http://ADDR)")
 	fl.StringVar(&f.token, "token", "", "require this bearer token (default $"+envA2AToken+"); required when --addr is not a loopback address")
@@ -72,48 +61,14 @@ with a bearer token (--token or $` + envA2AToken + `).`,
 
 func a2aServe(cmd *cobra.Command, f a2aServeFlags, getenv func(string) string) error {
 	ctx := cmd.Context()
-	host, _, err := net.SplitHostPort(f.addr)
-	if err != nil {
-		return usageError(fmt.Errorf("--addr %q: %v", f.addr, err))
-	}
-	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && f.token == "" {
-		return usageError(fmt.Errorf("--addr %s listens beyond loopback: give a bearer token with --token or $%s", f.addr, envA2AToken))
-	}
-	if err := checkBroker(f.broker); err != nil {
+	if err := checkListen("addr", f.addr, f.token, envA2AToken); err != nil {
 		return err
 	}
-	if err := checkStore(f.store); err != nil {
-		return err
-	}
-	serve := f.serve || adapters.InProcess(f.broker)
-	a, err := newAssistant(ctx, &f.agentFlags, getenv, serve)
+	e, err := openEdge(ctx, &f.edgeFlags, getenv)
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, f.store, nil)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	b, err := openBroker(ctx, f.broker, nil)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	w := agent.NewWorker(b, st, &agent.WorkerOptions{DrainTimeout: shutdownTimeout})
-	rt := w.Runtime()
-	if serve {
-		if err := a.Serve(ctx, rt, nil); err != nil {
-			return failure(err)
-		}
-	}
-	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(wctx) }()
-	defer func() {
-		stop()
-		<-ran
-	}()
+	defer e.close()
 	l, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return failure(err)
@@ -122,19 +77,9 @@ func a2aServe(cmd *cobra.Command, f a2aServeFlags, getenv func(string) string) e
 	if url == "" {
 		url = "http://" + l.Addr().String()
 	}
-	s := a2a.NewServer(rt, runner.Agent(a), &a2a.ServerOptions{URL: url, Token: f.token, Version: version})
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(cmd.ErrOrStderr(), "calf: A2A agent %s at %s (card at %s/.well-known/agent-card.json)\n", a.Name(), url, url)
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return failure(err)
-	}
-	return nil
+	s := a2a.NewServer(e.rt, runner.Agent(e.agent), &a2a.ServerOptions{URL: url, Token: f.token, Version: version})
+	fmt.Fprintf(cmd.ErrOrStderr(), "calf: A2A agent %s at %s (card at %s/.well-known/agent-card.json)\n", e.agent.Name(), url, url)
+	return serveHTTP(ctx, l, s)
 }
 
 func newA2ASendCommand(getenv func(string) string) *cobra.Command {

@@ -105,32 +105,9 @@ func TestMCPServeHTTP(t *testing.T) {
 	if got.code != exitUsage || !strings.Contains(got.stderr, "bearer token") {
 		t.Errorf("beyond loopback without a token: %d %q", got.code, got.stderr)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	ctx, cancel := context.WithCancel(t.Context())
-	code := make(chan int, 1)
-	go func() {
-		code <- Main(ctx, []string{"mcp", "serve", "--store", "memory:", "--model", srv.URL() + "#m", "--http", addr, "--token", "t0k"}, strings.NewReader(""), io.Discard, io.Discard)
-	}()
-	defer func() {
-		cancel()
-		if c := <-code; c != exitOK {
-			t.Errorf("calf mcp serve --http exited %d", c)
-		}
-	}()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("calf mcp serve --http did not listen")
-		}
-	}
+	addr := freeAddr(t)
+	ctx := serveInBackground(t, "mcp", "serve", "--store", "memory:", "--model", srv.URL()+"#m", "--http", addr, "--token", "t0k")
+	waitListening(t, addr)
 	url := "http://" + addr + "/mcp"
 	bad, _ := mcp.New(mcp.Config{Name: "calf", URL: url})
 	defer bad.Close()
@@ -146,5 +123,46 @@ func TestMCPServeHTTP(t *testing.T) {
 	res, err := tools[0].Call(ctx, json.RawMessage(`{"prompt":"over http"}`))
 	if err != nil || res.Text() != "You said: over http" {
 		t.Errorf("call: %v, %v", res, err)
+	}
+}
+
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// serveInBackground runs calf with args until the test ends, when it
+// checks that calf exited cleanly; it returns the test's context.
+func serveInBackground(t *testing.T, args ...string) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	code := make(chan int, 1)
+	go func() { code <- Main(ctx, args, strings.NewReader(""), io.Discard, io.Discard) }()
+	t.Cleanup(func() {
+		cancel()
+		if c := <-code; c != exitOK {
+			t.Errorf("calf %v exited %d", args, c)
+		}
+	})
+	return t.Context()
+}
+
+// waitListening waits until something listens on addr.
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s", addr)
+		}
 	}
 }
