@@ -16,6 +16,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/httpheader"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/store"
@@ -119,7 +120,7 @@ func (s *Server) Card() *spec.AgentCard {
 // ServeHTTP serves the agent card, JSON-RPC (POST /) and REST (its routes
 // under /).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.opts.Token != "" && r.URL.Path != a2asrv.WellKnownAgentCardPath && !bearer(r, s.opts.Token) {
+	if s.opts.Token != "" && r.URL.Path != a2asrv.WellKnownAgentCardPath && !httpheader.Bearer(r, s.opts.Token) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="calf"`)
 		http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 		return

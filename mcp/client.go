@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -505,7 +506,7 @@ func (c *Client) result(name string, res *sdk.CallToolResult) (*tool.Result, err
 				p = model.ImagePart(rc.MIMEType, rc.Blob)
 				size += len(rc.Blob)
 			default:
-				p = model.TextPart(fmt.Sprintf("[resource %s: %d bytes of %s, not shown]", rc.URI, len(rc.Blob), cmpOr(rc.MIMEType, "binary data")))
+				p = model.TextPart(fmt.Sprintf("[resource %s: %d bytes of %s, not shown]", rc.URI, len(rc.Blob), cmp.Or(rc.MIMEType, "binary data")))
 				size += len(rc.Blob)
 			}
 		default:
@@ -539,13 +540,6 @@ func resourceText(kind, name, uri, mime, desc string) string {
 		s += " " + desc
 	}
 	return s
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // tail keeps the last bytes written to it, and logs each line at debug

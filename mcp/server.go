@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/httpheader"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/tool"
@@ -271,10 +271,8 @@ func ptr[T any](v T) *T { return &v }
 // token" (compared in constant time); others get 401. Use it for a
 // server that listens beyond the loopback interface.
 func BearerToken(h http.Handler, token string) http.Handler {
-	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+		if !httpheader.Bearer(r, token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="calf"`)
 			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 			return

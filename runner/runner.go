@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -104,16 +105,9 @@ func ended(ctx context.Context, runID string, err error) (*Result, error) {
 		if re.Status == agent.RunCancelled {
 			st = Cancelled
 		}
-		return &Result{RunID: cmpOr(re.RunID, runID), Status: st, Error: re.Error()}, nil
+		return &Result{RunID: cmp.Or(re.RunID, runID), Status: st, Error: re.Error()}, nil
 	}
 	return nil, err
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // Agent returns a as a Runner.
@@ -148,7 +142,7 @@ func (r *agentRunner[Deps, Out]) Run(ctx context.Context, rt *agent.Runtime, pro
 			}
 		}
 		if ev.Kind == agent.EventOutput {
-			id := cmpOr(ev.Output.RunID, runID)
+			id := cmp.Or(ev.Output.RunID, runID)
 			switch ev.Output.Status {
 			case agent.OutputComplete:
 			case agent.OutputCancelled:

@@ -2,7 +2,10 @@
 // such as an Authorization header, for the protocol clients (MCP, A2A).
 package httpheader
 
-import "net/http"
+import (
+	"crypto/subtle"
+	"net/http"
+)
 
 // Client returns a copy of hc (http.DefaultClient's settings when nil)
 // that adds h to every request. With no headers it returns hc, or a new
@@ -34,4 +37,11 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header[k] = append([]string(nil), vs...)
 	}
 	return t.base.RoundTrip(r)
+}
+
+// Bearer reports whether r carries "Authorization: Bearer token", compared
+// in constant time. An empty token never matches.
+func Bearer(r *http.Request, token string) bool {
+	got := []byte(r.Header.Get("Authorization"))
+	return token != "" && subtle.ConstantTimeCompare(got, []byte("Bearer "+token)) == 1
 }
