@@ -405,7 +405,7 @@ func (ts *taskStore) List(ctx context.Context, req *spec.ListTasksRequest) (*spe
 // rejected) before before, as a runtime's sweep ([agent.Runtime.Sweep])
 // does for their runs.
 func sweepTasks(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
-	return store.SweepEnded(ctx, s, KindTask, before, func(data []byte) (time.Time, bool) {
+	return store.SweepEnded(ctx, s, KindTask, before, 0, func(data []byte) (time.Time, bool) {
 		var st storedTask
 		if json.Unmarshal(data, &st) != nil || st.Task == nil {
 			return time.Time{}, false

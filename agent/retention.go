@@ -25,9 +25,6 @@ type SweepResult struct {
 	Runs, Records int
 }
 
-// sweepPage is how many run records Sweep reads at a time.
-const sweepPage = 200
-
 // A Sweeper removes from s what a kind of run (a team's, a workflow's)
 // leaves behind once it ended before before, and returns how many runs
 // and records it removed. Packages whose runs keep records of their own
@@ -52,8 +49,9 @@ func (rt *Runtime) AddSweeper(name string, fn Sweeper) {
 // Sweep removes the runs of any agent that ended (completed, failed, were
 // cancelled or handed off) before opts.Before, and those of the teams and
 // workflows served on rt (their sweepers, [Runtime.AddSweeper]), with the
-// records that belong to them alone; for an agent's run: their tool results, their approval requests, and
-// the state custom agents kept for them outside a session. Sessions, and
+// records that belong to them alone: for an agent's run, its tool results,
+// its approval requests, and the state custom agents kept for it outside a
+// session. Sessions, and
 // the messages runs added to them, are kept until deleted. A removed run
 // is gone: Result, and a caller that submits its id again, no longer find
 // it (a resubmission starts a new run). Runs in progress are never
@@ -81,85 +79,56 @@ func (rt *Runtime) Sweep(ctx context.Context, opts SweepOptions) (*SweepResult, 
 			return res, fmt.Errorf("agent: sweep: %w", err)
 		}
 	}
-	for after := ""; ; {
-		recs, err := rt.store.List(ctx, store.KindRun, "", after, sweepPage)
-		if err != nil {
-			return res, fmt.Errorf("agent: sweep: %w", err)
+	runs, records, err := store.SweepEnded(ctx, rt.store, store.KindRun, opts.Before, opts.Limit, func(data []byte) (time.Time, bool) {
+		var head struct {
+			Status  RunStatus `json:"status"`
+			EndedAt time.Time `json:"ended_at"`
 		}
-		for _, rec := range recs {
-			after = rec.ID
-			var head struct {
-				Status  RunStatus `json:"status"`
-				EndedAt time.Time `json:"ended_at"`
-			}
-			if json.Unmarshal(rec.Data, &head) != nil || !head.Status.Terminal() || head.EndedAt.IsZero() || !head.EndedAt.Before(opts.Before) {
-				continue
-			}
-			n, err := rt.sweepRun(ctx, rec)
-			if err != nil {
-				return res, err
-			}
-			if n > 0 {
-				res.Runs++
-				res.Records += n
-			}
-			if opts.Limit > 0 && res.Runs >= opts.Limit {
-				return res, nil
-			}
+		if json.Unmarshal(data, &head) != nil {
+			return time.Time{}, false
 		}
-		if len(recs) < sweepPage {
-			return res, nil
-		}
+		return head.EndedAt, head.Status.Terminal()
+	}, func(rec store.Record) (int, error) { return rt.sweepRunRecords(ctx, rec.ID) })
+	res.Runs += runs
+	res.Records += records
+	if err != nil {
+		return res, fmt.Errorf("agent: sweep: %w", err)
 	}
+	return res, nil
 }
 
-// sweepRun removes the run of rec and its records, and returns how many
-// records it removed.
-func (rt *Runtime) sweepRun(ctx context.Context, rec store.Record) (int, error) {
-	id := rec.ID
-	n := 0
-	del := func(kind, prefix string, keep func(store.Record) bool) error {
-		for {
-			recs, err := rt.store.List(ctx, kind, prefix, "", sweepPage)
-			if err != nil {
-				return err
-			}
-			removed := 0
-			for _, r := range recs {
-				if keep != nil && keep(r) {
-					continue
-				}
-				if err := rt.store.Delete(ctx, kind, r.ID, 0); err != nil {
-					return err
-				}
-				n++
-				removed++
-			}
-			if len(recs) < sweepPage || removed == 0 {
-				return nil
-			}
-		}
-	}
-	err := errors.Join(
-		del(store.KindToolResult, id+"/", nil),
-		// Approval ids start with the run's id, and so do those of the
-		// runs it started: keep those, which are their runs' to sweep.
-		del(KindApproval, id, func(r store.Record) bool {
-			a, err := decodeApproval(r.Data)
-			return err != nil || a.RunID != id
-		}),
-		del(KindAgentState, stateScope("", "", id), nil),
-	)
+// sweepRunRecords removes the records of run id but its own, and returns
+// how many it removed.
+func (rt *Runtime) sweepRunRecords(ctx context.Context, id string) (int, error) {
+	rt.states.forget(id)
+	n, err := store.DeletePrefix(ctx, rt.store, store.KindToolResult, id+"/")
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 	}
-	// The run's record last, and only as it was read: a run changed
-	// since is left for another sweep.
-	if err := rt.store.Delete(ctx, store.KindRun, id, rec.Version); errors.Is(err, store.ErrConflict) {
-		return n, nil
-	} else if err != nil {
+	m, err := store.DeletePrefix(ctx, rt.store, KindAgentState, stateScope("", "", id))
+	n += m
+	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 	}
-	rt.states.forget(id)
-	return n + 1, nil
+	// Approval ids start with the run's id, and so do those of the runs it
+	// started: keep those, which are their runs' to sweep.
+	for after := ""; ; {
+		recs, err := rt.store.List(ctx, KindApproval, id, after, recoverPage)
+		if err != nil {
+			return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
+		}
+		for _, r := range recs {
+			after = r.ID
+			if a, err := decodeApproval(r.Data); err != nil || a.RunID != id {
+				continue
+			}
+			if err := rt.store.Delete(ctx, KindApproval, r.ID, 0); err != nil {
+				return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
+			}
+			n++
+		}
+		if len(recs) < recoverPage {
+			return n, nil
+		}
+	}
 }

@@ -14,8 +14,9 @@ const sweepPage = 200
 // each whose run ended before before (as ended says), calls remove (when
 // not nil), which deletes the run's other records and returns how many;
 // then it deletes the record itself, unless it changed since it was read.
-// It returns the runs and the records it removed.
-func SweepEnded(ctx context.Context, s Store, kind string, before time.Time, ended func(data []byte) (time.Time, bool), remove func(rec Record) (int, error)) (runs, records int, err error) {
+// It removes at most limit runs when limit is positive, and returns the
+// runs and the records it removed.
+func SweepEnded(ctx context.Context, s Store, kind string, before time.Time, limit int, ended func(data []byte) (time.Time, bool), remove func(rec Record) (int, error)) (runs, records int, err error) {
 	for after := ""; ; {
 		recs, err := s.List(ctx, kind, "", after, sweepPage)
 		if err != nil {
@@ -41,6 +42,9 @@ func SweepEnded(ctx context.Context, s Store, kind string, before time.Time, end
 			}
 			runs++
 			records++
+			if limit > 0 && runs >= limit {
+				return runs, records, nil
+			}
 		}
 		if len(recs) < sweepPage {
 			return runs, records, nil

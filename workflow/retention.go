@@ -12,7 +12,7 @@ import (
 // checkpoints; their agent nodes' runs are agent runs, which the agent
 // sweep removes.
 func sweep(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
-	return store.SweepEnded(ctx, s, store.KindWorkflow, before, func(data []byte) (time.Time, bool) {
+	return store.SweepEnded(ctx, s, store.KindWorkflow, before, 0, func(data []byte) (time.Time, bool) {
 		var head struct {
 			Status  RunStatus `json:"status"`
 			EndedAt time.Time `json:"ended_at"`
