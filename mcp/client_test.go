@@ -283,15 +283,7 @@ func TestFilesystemServer(t *testing.T) {
 // A server killed during a run is started again, and the run goes on: the
 // call after the kill reaches a new process.
 func TestServerKilledMidRunIsRestarted(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	cfg := everything(t)
-	cfg.Args = []string{"-c", `echo $$ >> "$0"; exec "$1" "$2"`, pidFile, cfg.Command, cfg.Args[0]}
-	cfg.Command = "/bin/sh"
-	c, err := mcp.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, pidFile := everythingWithPIDs(t)
 	pids := func() []string {
 		data, _ := os.ReadFile(pidFile)
 		return strings.Fields(string(data))
@@ -351,15 +343,7 @@ func TestServerKilledMidRunIsRestarted(t *testing.T) {
 // A command's process starts at the first model call, not before, and
 // stops when the runtime's client shuts down.
 func TestServerStartsLazilyAndStopsWithTheRuntime(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	cfg := everything(t)
-	cfg.Args = []string{"-c", `echo $$ >> "$0"; exec "$1" "$2"`, pidFile, cfg.Command, cfg.Args[0]}
-	cfg.Command = "/bin/sh"
-	c, err := mcp.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, pidFile := everythingWithPIDs(t)
 	rt := newRuntime(t)
 	ctx := runCtx(t)
 	s := &script{turns: [][]model.ToolCall{{modeltest.Call("c", "everything__echo", `{"message":"x"}`)}}}
@@ -388,4 +372,21 @@ func TestServerStartsLazilyAndStopsWithTheRuntime(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// everythingWithPIDs returns a client of server-everything started through
+// a shell that appends the pid of each process it starts to the file it
+// returns.
+func everythingWithPIDs(t *testing.T) (*mcp.Client, string) {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cfg := everything(t)
+	cfg.Args = []string{"-c", `echo $$ >> "$0"; exec "$1" "$2"`, pidFile, cfg.Command, cfg.Args[0]}
+	cfg.Command = "/bin/sh"
+	c, err := mcp.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, pidFile
 }
