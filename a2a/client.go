@@ -160,7 +160,9 @@ func prompt(in []model.Message, first bool) string {
 	return b.String()
 }
 
-func partsText(parts spec.ContentParts) string {
+// PartsText returns the text of parts: text parts as they are, data parts
+// as their JSON, one after the other.
+func PartsText(parts spec.ContentParts) string {
 	var b strings.Builder
 	for _, p := range parts {
 		if t := p.Text(); t != "" {
@@ -190,7 +192,7 @@ func (rc *remoteCall) step(sc *agent.StepContext[agent.NoDeps, RemoteState], in 
 		if _, seen := artifacts[a.ID]; !seen {
 			order = append(order, a.ID)
 		}
-		t := partsText(a.Parts)
+		t := PartsText(a.Parts)
 		if appendText {
 			artifacts[a.ID] += t
 		} else {
@@ -203,7 +205,7 @@ func (rc *remoteCall) step(sc *agent.StepContext[agent.NoDeps, RemoteState], in 
 	applyTask := func(t *spec.Task) {
 		taskID, st.ContextID, state = t.ID, t.ContextID, t.Status.State
 		if t.Status.Message != nil {
-			statusText = partsText(t.Status.Message.Parts)
+			statusText = PartsText(t.Status.Message.Parts)
 		}
 		for _, a := range t.Artifacts {
 			addArtifact(a, false)
@@ -236,12 +238,12 @@ func (rc *remoteCall) step(sc *agent.StepContext[agent.NoDeps, RemoteState], in 
 				taskID, st.ContextID = e.TaskID, e.ContextID
 				state = e.Status.State
 				if e.Status.Message != nil {
-					statusText = partsText(e.Status.Message.Parts)
+					statusText = PartsText(e.Status.Message.Parts)
 				}
 				_ = sc.EmitEvent("a2a.status", map[string]string{"task_id": string(e.TaskID), "state": string(state), "text": statusText})
 			case *spec.TaskArtifactUpdateEvent:
 				addArtifact(e.Artifact, e.Append)
-				_ = sc.EmitEvent("a2a.artifact", map[string]string{"task_id": string(e.TaskID), "text": partsText(e.Artifact.Parts)})
+				_ = sc.EmitEvent("a2a.artifact", map[string]string{"task_id": string(e.TaskID), "text": PartsText(e.Artifact.Parts)})
 			}
 		}
 		return nil
@@ -260,7 +262,7 @@ func (rc *remoteCall) step(sc *agent.StepContext[agent.NoDeps, RemoteState], in 
 			st.ContextID = reply.ContextID
 		}
 		st.TaskID = ""
-		return partsText(reply.Parts), nil
+		return PartsText(reply.Parts), nil
 	}
 	st.TaskID = ""
 	switch state {

@@ -188,12 +188,12 @@ func (s *Store[S]) Dispatch(ctx context.Context, name string, payload any) (*Del
 	if !ok {
 		return nil, fmt.Errorf("%w %q in store %s", ErrUnknownAction, name, s.name)
 	}
-	raw, err := json.Marshal(payload)
-	if err != nil {
-		return nil, fmt.Errorf("%w for action %s: %v", ErrPayload, name, err)
-	}
-	if payload == nil {
-		raw = nil
+	var raw json.RawMessage
+	if payload != nil {
+		var err error
+		if raw, err = json.Marshal(payload); err != nil {
+			return nil, fmt.Errorf("%w for action %s: %v", ErrPayload, name, err)
+		}
 	}
 	d, ticket, err := s.apply(ctx, name, raw, a.run)
 	if err != nil || d == nil {
@@ -324,7 +324,11 @@ func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, 
 		if next, err = change(cur, version); err != nil || d == nil {
 			return nil, err
 		}
-		return json.Marshal(stored{Version: d.Version, State: mustJSON(next)})
+		state, err := json.Marshal(next)
+		if err != nil {
+			return nil, fmt.Errorf("reactive: store %s: encode the state: %w", s.name, err)
+		}
+		return json.Marshal(stored{Version: d.Version, State: state})
 	}
 	var rec store.Record
 	var err error
@@ -393,14 +397,6 @@ const maxConflictRounds = 20
 type stored struct {
 	Version int64           `json:"version"`
 	State   json.RawMessage `json:"state"`
-}
-
-func mustJSON(v any) json.RawMessage {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("reactive: encode the state: %v", err))
-	}
-	return raw
 }
 
 // decode reads a persisted state, or the initial state when there is

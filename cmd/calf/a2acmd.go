@@ -121,23 +121,23 @@ func a2aSend(ctx context.Context, url, text, token, contextID string, noStream b
 	apply := func(ev spec.Event) {
 		switch e := ev.(type) {
 		case *spec.Message:
-			answer.WriteString(partsText(e.Parts))
+			answer.WriteString(a2a.PartsText(e.Parts))
 			state = spec.TaskStateCompleted
 		case *spec.Task:
 			state = e.Status.State
 			if e.Status.Message != nil {
-				note = partsText(e.Status.Message.Parts)
+				note = a2a.PartsText(e.Status.Message.Parts)
 			}
 			if len(e.Artifacts) > 0 {
 				answer.Reset()
 				for _, a := range e.Artifacts {
-					answer.WriteString(partsText(a.Parts))
+					answer.WriteString(a2a.PartsText(a.Parts))
 				}
 			}
 		case *spec.TaskStatusUpdateEvent:
 			state = e.Status.State
 			if e.Status.Message != nil {
-				note = partsText(e.Status.Message.Parts)
+				note = a2a.PartsText(e.Status.Message.Parts)
 				fmt.Fprintf(stderr, "· %s: %s\n", stateName(state), note)
 			} else {
 				fmt.Fprintf(stderr, "· %s\n", stateName(state))
@@ -146,7 +146,7 @@ func a2aSend(ctx context.Context, url, text, token, contextID string, noStream b
 			if !e.Append {
 				answer.Reset()
 			}
-			answer.WriteString(partsText(e.Artifact.Parts))
+			answer.WriteString(a2a.PartsText(e.Artifact.Parts))
 		}
 	}
 	if noStream || !card.Capabilities.Streaming {
@@ -180,12 +180,4 @@ func a2aSend(ctx context.Context, url, text, token, contextID string, noStream b
 
 func stateName(s spec.TaskState) string {
 	return strings.ToLower(strings.TrimPrefix(string(s), "TASK_STATE_"))
-}
-
-func partsText(parts spec.ContentParts) string {
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text())
-	}
-	return b.String()
 }
