@@ -1,5 +1,3 @@
-// Package httpheader makes HTTP clients that add headers to every request,
-// such as an Authorization header, for the protocol clients (MCP, A2A).
 package httpheader
 
 import (
