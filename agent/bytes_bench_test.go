@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
-	storemem "github.com/calf-go/calf/store/memory"
 )
 
 // countingStore counts the bytes written to a store, by kind.
@@ -40,31 +40,51 @@ func (s *countingStore) total() int64 {
 
 // BenchmarkSessionBytesPerTurn measures the bytes written to the store by
 // one turn (a run of one model call) of a session, at turns 10, 100 and
-// 500 of it: flat when a turn writes what it adds, growing with the
-// session when it rewrites the conversation. Each turn's prompt and answer
-// are about 200 bytes. Run it with -benchtime 1x: one iteration plays the
-// whole session.
+// 500 of it, on each store: flat when a turn writes what it adds, growing
+// with the session when it rewrites the conversation. Each turn's prompt
+// and answer are about 200 bytes. Run it with -benchtime 1x: one
+// iteration plays the whole session. At the end it checks that the
+// session and its last run read back whole.
 func BenchmarkSessionBytesPerTurn(b *testing.B) {
-	for b.Loop() {
-		cs := &countingStore{Store: storemem.New(), bytes: map[string]int64{}}
-		m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
-			return modeltest.Text(fmt.Sprintf("%-180s", "answer "+strconv.Itoa(len(req.Messages)))), nil
+	stores := sessionStores()
+	for _, name := range []string{"memory", "sqlite", "postgres", "redis"} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				cs := &countingStore{Store: stores[name](b), bytes: map[string]int64{}}
+				m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+					return modeltest.Text(fmt.Sprintf("%-180s", "answer "+strconv.Itoa(len(req.Messages)))), nil
+				})
+				a, rt := benchW1(b, cs, m)
+				ctx := b.Context()
+				at := map[int]int64{}
+				const turns = 500
+				var last *agent.Output[string]
+				for turn := 1; turn <= turns; turn++ {
+					before := cs.total()
+					out, err := a.Run(ctx, rt, fmt.Sprintf("%-180s", "question "+strconv.Itoa(turn)), &agent.RunOptions[agent.NoDeps]{SessionID: "long"})
+					if err != nil {
+						b.Fatal(err)
+					}
+					last = out
+					switch turn {
+					case 10, 100, 500:
+						at[turn] = cs.total() - before
+					}
+				}
+				b.ReportMetric(float64(at[10]), "B/turn@10")
+				b.ReportMetric(float64(at[100]), "B/turn@100")
+				b.ReportMetric(float64(at[500]), "B/turn@500")
+				s, err := rt.LoadSession(ctx, "long")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(s.Messages) != 2*turns || len(s.Runs) != turns || len(last.Thread) != 2*turns {
+					b.Fatalf("session: %d messages, %d runs; last run's thread: %d messages; want %d, %d, %d", len(s.Messages), len(s.Runs), len(last.Thread), 2*turns, turns, 2*turns)
+				}
+				if got := s.Messages[2*turns-2].Text(); got != last.Thread[2*turns-2].Text() || !strings.HasPrefix(got, "question 500") {
+					b.Fatalf("the session's last prompt is %q, the run's %q", got, last.Thread[2*turns-2].Text())
+				}
+			}
 		})
-		a, rt := benchW1(b, cs, m)
-		ctx := b.Context()
-		at := map[int]int64{}
-		for turn := 1; turn <= 500; turn++ {
-			before := cs.total()
-			if _, err := a.Run(ctx, rt, fmt.Sprintf("%-180s", "question "+strconv.Itoa(turn)), &agent.RunOptions[agent.NoDeps]{SessionID: "long"}); err != nil {
-				b.Fatal(err)
-			}
-			switch turn {
-			case 10, 100, 500:
-				at[turn] = cs.total() - before
-			}
-		}
-		b.ReportMetric(float64(at[10]), "B/turn@10")
-		b.ReportMetric(float64(at[100]), "B/turn@100")
-		b.ReportMetric(float64(at[500]), "B/turn@500")
 	}
 }

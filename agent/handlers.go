@@ -144,6 +144,9 @@ func (h *handlers[Deps, Out]) load(ctx context.Context, id string) (*RunState, i
 	if err != nil {
 		return nil, 0, calf.Permanent(err)
 	}
+	if err := h.rt.withHistory(ctx, st, rec); err != nil {
+		return nil, 0, err
+	}
 	return st, rec.Version, nil
 }
 
@@ -155,7 +158,10 @@ func (h *handlers[Deps, Out]) load(ctx context.Context, id string) (*RunState, i
 // until the call is answered, or the run ends, which a write at the
 // cached version would find), and calls load where it is not.
 func (h *handlers[Deps, Out]) loadLatest(ctx context.Context, id string) (st *RunState, cached bool, err error) {
-	if st, _, ok := h.rt.states.latest(id); ok {
+	if st, rec, ok := h.rt.states.latest(id); ok {
+		if err := h.rt.withHistory(ctx, st, rec); err != nil {
+			return nil, false, err
+		}
 		return st, true, nil
 	}
 	st, _, err = h.load(ctx, id)
@@ -285,16 +291,20 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 			return json.Marshal(st)
 		}
 		var history []model.Message
+		var ref *HistoryRef
 		var compacted *CompactedContext
 		var sessionBudget *Budget
 		var sessionSpent *Spent
 		if in.Messages != nil || len(in.Chain) > 0 {
 			history = in.Messages // a handoff: the conversation so far
 		} else if sid := msg.Metadata.SessionID; sid != "" {
-			s, err := h.rt.LoadSession(ctx, sid)
+			s, err := h.rt.loadSession(ctx, sid, false)
 			switch {
 			case err == nil:
 				history, compacted = s.Messages, s.Compacted
+				if len(history) > 0 {
+					ref = &HistoryRef{Session: sid, Epoch: s.epoch}
+				}
 				if s.Budget != nil {
 					sessionBudget, sessionSpent = s.Budget, &Spent{Usage: s.Usage, Cost: s.Cost}
 				}
@@ -311,6 +321,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 			Status: RunRunning, Phase: PhaseInference, Step: 1,
 			Messages:   msgs,
 			HistoryLen: len(history),
+			History:    ref,
 			Compacted:  compacted,
 			Deps:       in.Deps, Stream: in.Stream,
 			ReplyTo: in.ReplyTo, Parent: in.Parent,

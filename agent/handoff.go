@@ -299,6 +299,9 @@ func (h *handlers[Deps, Out]) emitHandoff(ctx context.Context, st *RunState) err
 	if req == nil {
 		return calf.Permanent(fmt.Errorf("%w: run %s handed off without a handoff request", ErrCorruptState, st.RunID))
 	}
+	if err := h.rt.readHistory(ctx, st); err != nil {
+		return err
+	}
 	msgs := slices.Clone(st.Messages)
 	if t, ok := h.a.tool(name); ok {
 		if ht, ok := t.(*handoffTool); ok && ht.opts.InputFilter != nil {

@@ -64,6 +64,10 @@ func (h *handlers[Deps, Out]) memoryMessages(ctx context.Context, st *RunState, 
 // remember tells the agent's memories that can keep it that the run st
 // completed.
 func (h *handlers[Deps, Out]) remember(ctx context.Context, st *RunState) {
+	if err := h.rt.readHistory(ctx, st); err != nil {
+		h.rt.log.Warn("agent: run not remembered", "agent", h.a.name, "run", st.RunID, "err", err)
+		return
+	}
 	in := &MemoryContext{Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Messages: st.Messages}
 	for _, m := range h.a.opts.Memory {
 		r, ok := m.(Rememberer)

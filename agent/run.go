@@ -573,6 +573,9 @@ func (rt *Runtime) Cancel(ctx context.Context, agentName, runID, reason string) 
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: cancel run %s: %w", agentName, runID, err)
 	}
+	if err := rt.readHistory(ctx, st); err != nil {
+		rt.log.Warn("agent: the cancelled run's history was not read", "agent", st.Agent, "run", st.RunID, "err", err)
+	}
 	if st.Status == RunCancelled {
 		if err := rt.emitOutput(ctx, st); err != nil {
 			rt.log.Warn("agent: emit cancelled output", "agent", st.Agent, "run", st.RunID, "err", err)

@@ -28,6 +28,10 @@ const (
 	// per session, with the id "{inverted creation time, 16 hex
 	// digits}/{session id}".
 	KindSessionIndex = "session_index"
+	// KindSessionChunk holds a chunk of a long session's list of parts
+	// or of runs, so that the session's own record stays small: its id is
+	// "{len(session id)}:{session id}/{epoch}/{p or r}{chunk, 8 digits}".
+	KindSessionChunk = "session_chunk"
 )
 
 // SessionStatus says what a session is doing.
@@ -81,6 +85,8 @@ type Session struct {
 	ForkedFrom *SessionFork `json:"forked_from,omitempty"`
 	CreatedAt  time.Time    `json:"created_at,omitzero"`
 	UpdatedAt  time.Time    `json:"updated_at"`
+
+	epoch string // the stored session's epoch, see sessionRecord
 }
 
 // SessionFork names the origin of a forked session: the session, and how
@@ -118,15 +124,27 @@ var (
 
 // sessionRecord is what [store.KindSession] holds: the session without its
 // messages, and the ids of the parts that hold them, in order. A record
-// of format 0 (the first) holds the messages itself.
+// of format 0 (the first) holds the messages itself. From format 2, the
+// record lists only the last parts and runs: the first PartChunks*8
+// parts and RunChunks*8 runs are listed in [KindSessionChunk] records,
+// 8 to a record, so that the record, written twice per run, stays about
+// the same size however long the session grows.
 type sessionRecord struct {
-	Format       int               `json:"format,omitempty"`
-	ID           string            `json:"id"`
-	Title        string            `json:"title,omitempty"`
-	Parts        []string          `json:"parts,omitempty"`
-	Count        int               `json:"count,omitempty"`
-	Messages     []model.Message   `json:"messages,omitempty"`
+	Format int    `json:"format,omitempty"`
+	ID     string `json:"id"`
+	Title  string `json:"title,omitempty"`
+	// Epoch changes when the session is replaced (saved over, imported
+	// over, deleted and created again): a run whose history is the
+	// session's start ([HistoryRef]) checks it.
+	Epoch      string          `json:"epoch,omitempty"`
+	Parts      []string        `json:"parts,omitempty"`
+	PartChunks int             `json:"part_chunks,omitempty"`
+	Count      int             `json:"count,omitempty"`
+	Messages   []model.Message `json:"messages,omitempty"`
+	// Runs are the last runs that ended, the RunChunks*8 before them in
+	// chunks.
 	Runs         []string          `json:"runs,omitempty"`
+	RunChunks    int               `json:"run_chunks,omitempty"`
 	Active       []string          `json:"active,omitempty"`
 	Compacted    *CompactedContext `json:"compacted,omitempty"`
 	AllowedTools []string          `json:"allowed_tools,omitempty"`
@@ -139,7 +157,88 @@ type sessionRecord struct {
 }
 
 // sessionFormat is the format of the session records this version writes.
-const sessionFormat = 1
+const sessionFormat = 2
+
+// sessionChunk is the length of a list in a [KindSessionChunk] record. A
+// record lists up to twice as many parts and runs: at that length, the
+// first sessionChunk go to a chunk.
+const sessionChunk = 8
+
+// sessionChunkList is what a [KindSessionChunk] record holds.
+type sessionChunkList struct {
+	IDs []string `json:"ids"`
+}
+
+// chunkKey is the id of a chunk of the parts (what 'p') or the runs ('r')
+// of the session r.
+func chunkKey(r *sessionRecord, what byte, n int) string {
+	return partKey(r.ID, fmt.Sprintf("%s/%c%08d", r.Epoch, what, n))
+}
+
+// rollSession moves the first parts and runs of r, a session record about
+// to be written, to chunks while r lists too many. A chunk's content is
+// the same whoever writes it: the lists only grow at their end.
+func (rt *Runtime) rollSession(ctx context.Context, r *sessionRecord) error {
+	roll := func(list *[]string, chunks *int, what byte) error {
+		for len(*list) >= 2*sessionChunk {
+			data, err := json.Marshal(sessionChunkList{IDs: (*list)[:sessionChunk]})
+			if err != nil {
+				return err
+			}
+			if _, err := store.Update(ctx, rt.store, KindSessionChunk, chunkKey(r, what, *chunks), func([]byte, bool) ([]byte, error) { return data, nil }); err != nil {
+				return err
+			}
+			*list = slices.Clone((*list)[sessionChunk:])
+			*chunks++
+		}
+		return nil
+	}
+	if err := roll(&r.Parts, &r.PartChunks, 'p'); err != nil {
+		return err
+	}
+	return roll(&r.Runs, &r.RunChunks, 'r')
+}
+
+// chunked returns the ids listed in the n chunks of r's parts or runs
+// (what), then those of list.
+func (rt *Runtime) chunked(ctx context.Context, r *sessionRecord, what byte, n int, list []string) ([]string, error) {
+	if n == 0 {
+		return list, nil
+	}
+	ids := make([]string, 0, n*sessionChunk+len(list))
+	first, last := chunkKey(r, what, 0), chunkKey(r, what, n-1)
+	prefix := first[:len(first)-8]
+	for after := ""; len(ids) < n*sessionChunk; {
+		recs, err := rt.store.List(ctx, KindSessionChunk, prefix, after, min(recoverPage, n-len(ids)/sessionChunk))
+		if err != nil {
+			return nil, fmt.Errorf("agent: load session %s: %w", r.ID, err)
+		}
+		for _, rec := range recs {
+			if rec.ID > last {
+				break
+			}
+			var c sessionChunkList
+			if err := json.Unmarshal(rec.Data, &c); err != nil || len(c.IDs) != sessionChunk {
+				return nil, fmt.Errorf("%w: session %s: chunk %s", ErrCorruptState, r.ID, rec.ID)
+			}
+			if want := chunkKey(r, what, len(ids)/sessionChunk); rec.ID != want {
+				return nil, fmt.Errorf("%w: session %s: chunk %s is missing", ErrCorruptState, r.ID, want)
+			}
+			ids = append(ids, c.IDs...)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		after = recs[len(recs)-1].ID
+	}
+	if len(ids) != n*sessionChunk {
+		return nil, fmt.Errorf("%w: session %s: %d of its %d chunks are stored", ErrCorruptState, r.ID, len(ids)/sessionChunk, n)
+	}
+	return append(ids, list...), nil
+}
+
+// newEpoch returns a new session epoch.
+func newEpoch() string { return calf.NewID()[:12] }
 
 type sessionPart struct {
 	Messages []model.Message `json:"messages"`
@@ -150,7 +249,7 @@ func decodeSessionRecord(id string, data []byte) (*sessionRecord, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%w: session %s: %v", ErrCorruptState, id, err)
 	}
-	if r.ID == "" || r.Format > sessionFormat || r.Count < 0 {
+	if r.ID == "" || r.Format > sessionFormat || r.Count < 0 || r.PartChunks < 0 || r.RunChunks < 0 {
 		return nil, fmt.Errorf("%w: session %s: id %q, format %d, %d messages", ErrCorruptState, id, r.ID, r.Format, r.Count)
 	}
 	if r.Format == 0 {
@@ -164,7 +263,7 @@ func (r *sessionRecord) info() SessionInfo {
 	if len(r.Active) > 0 {
 		status = SessionRunning
 	}
-	return SessionInfo{ID: r.ID, Title: r.Title, Status: status, Messages: r.Count, Runs: len(r.Runs), Usage: r.Usage, Cost: r.Cost, Budget: r.Budget,
+	return SessionInfo{ID: r.ID, Title: r.Title, Status: status, Messages: r.Count, Runs: r.RunChunks*sessionChunk + len(r.Runs), Usage: r.Usage, Cost: r.Cost, Budget: r.Budget,
 		ForkedFrom: r.ForkedFrom, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
@@ -195,6 +294,12 @@ func DecodeSession(data []byte) (*Session, error) {
 // LoadSession returns a stored session with its messages, or an error
 // matching [store.ErrNotFound].
 func (rt *Runtime) LoadSession(ctx context.Context, id string) (*Session, error) {
+	return rt.loadSession(ctx, id, true)
+}
+
+// loadSession is LoadSession, which lists the session's runs only if
+// runs is set.
+func (rt *Runtime) loadSession(ctx context.Context, id string, runs bool) (*Session, error) {
 	r, _, err := rt.sessionRecord(ctx, id)
 	if err != nil {
 		return nil, err
@@ -203,8 +308,15 @@ func (rt *Runtime) LoadSession(ctx context.Context, id string) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Session{ID: r.ID, Title: r.Title, Messages: msgs, Runs: r.Runs, Active: r.Active, Compacted: r.Compacted,
-		AllowedTools: r.AllowedTools, Usage: r.Usage, Cost: r.Cost, Budget: r.Budget, ForkedFrom: r.ForkedFrom, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
+	s := &Session{ID: r.ID, Title: r.Title, Messages: msgs, Runs: r.Runs, Active: r.Active, Compacted: r.Compacted,
+		AllowedTools: r.AllowedTools, Usage: r.Usage, Cost: r.Cost, Budget: r.Budget, ForkedFrom: r.ForkedFrom, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		epoch: r.Epoch}
+	if runs {
+		if s.Runs, err = rt.chunked(ctx, r, 'r', r.RunChunks, r.Runs); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // SessionInfo describes a stored session without reading its messages, or
@@ -230,6 +342,9 @@ func (rt *Runtime) sessionInfo(ctx context.Context, r *sessionRecord) (SessionIn
 	}
 	for _, run := range r.Active {
 		st, err := rt.LoadRun(ctx, run)
+		if err == nil && st.Status.Terminal() {
+			continue // ended: its end is being applied
+		}
 		if errors.Is(err, store.ErrNotFound) || (err == nil && !st.Paused()) {
 			return info, nil // starting, or running
 		}
@@ -252,11 +367,15 @@ func (rt *Runtime) sessionRecord(ctx context.Context, id string) (*sessionRecord
 
 // sessionMessages reads the messages of the session r, in order.
 func (rt *Runtime) sessionMessages(ctx context.Context, r *sessionRecord) ([]model.Message, error) {
-	if r.Format == 0 || len(r.Parts) == 0 {
+	if r.Format == 0 || len(r.Parts)+r.PartChunks == 0 {
 		return r.Messages, nil
 	}
+	ids, err := rt.chunked(ctx, r, 'p', r.PartChunks, r.Parts)
+	if err != nil {
+		return nil, err
+	}
 	prefix := partKey(r.ID, "")
-	parts := make(map[string][]model.Message, len(r.Parts))
+	parts := make(map[string][]model.Message, len(ids))
 	for after := ""; ; {
 		recs, err := rt.store.List(ctx, KindSessionMessages, prefix, after, recoverPage)
 		if err != nil {
@@ -275,7 +394,7 @@ func (rt *Runtime) sessionMessages(ctx context.Context, r *sessionRecord) ([]mod
 		after = recs[len(recs)-1].ID
 	}
 	msgs := make([]model.Message, 0, r.Count)
-	for _, id := range r.Parts {
+	for _, id := range ids {
 		p, ok := parts[id]
 		if !ok {
 			return nil, fmt.Errorf("%w: session %s: part %s is missing", ErrCorruptState, r.ID, id)
@@ -301,6 +420,12 @@ func (rt *Runtime) putPart(ctx context.Context, session, part string, msgs []mod
 // a session is skipped by the list, and removed with the session's id).
 // It returns [ErrSessionExists] when the id is taken.
 func (rt *Runtime) createSession(ctx context.Context, r *sessionRecord) error {
+	if r.Epoch == "" {
+		r.Epoch = newEpoch()
+	}
+	if err := rt.rollSession(ctx, r); err != nil {
+		return err
+	}
 	if _, err := rt.store.Put(ctx, KindSessionIndex, indexKey(r.ID, r.CreatedAt), []byte("{}"), 0); err != nil && !errors.Is(err, store.ErrConflict) {
 		return err
 	}
@@ -351,7 +476,11 @@ func (rt *Runtime) updateSession(ctx context.Context, id string, create bool, ti
 				}
 				r.Parts = append([]string{"legacy"}, r.Parts...)
 			}
-			r.Format, r.Messages = sessionFormat, nil
+			r.Messages = nil
+		}
+		r.Format = sessionFormat
+		if err := rt.rollSession(ctx, r); err != nil {
+			return err
 		}
 		r.UpdatedAt = rt.now()
 		data, err := json.Marshal(r)
@@ -393,7 +522,12 @@ func (rt *Runtime) endSessionRun(ctx context.Context, st *RunState) error {
 		}
 	}
 	return rt.updateSession(ctx, st.SessionID, adds, titleFrom(firstUserText(msgs)), func(r *sessionRecord) (bool, error) {
-		if slices.Contains(r.Runs, st.RunID) {
+		// A run that started in the session is active until its end is
+		// applied. One that did not (its prompt refused, or cancelled
+		// before it started) spent nothing and adds nothing: it is only
+		// listed, unless it is among the last runs listed already.
+		spent := st.Usage != (model.Usage{}) || st.Cost.USD != 0 || len(st.Cost.Unpriced) > 0
+		if !slices.Contains(r.Active, st.RunID) && (adds || spent || slices.Contains(r.Runs, st.RunID)) {
 			return false, nil // ended before: this is a redelivery
 		}
 		r.Active = slices.DeleteFunc(r.Active, func(id string) bool { return id == st.RunID })
@@ -479,7 +613,7 @@ func (rt *Runtime) writeSession(ctx context.Context, s *Session, part string, re
 		}
 	}
 	now := rt.now()
-	r := &sessionRecord{Format: sessionFormat, ID: s.ID, Title: s.Title, Count: len(s.Messages), Runs: s.Runs,
+	r := &sessionRecord{Format: sessionFormat, ID: s.ID, Title: s.Title, Epoch: newEpoch(), Count: len(s.Messages), Runs: slices.Clone(s.Runs),
 		Compacted: s.Compacted, AllowedTools: s.AllowedTools, Usage: s.Usage, Cost: s.Cost, Budget: s.Budget, ForkedFrom: s.ForkedFrom,
 		CreatedAt: s.CreatedAt, UpdatedAt: now}
 	if r.CreatedAt.IsZero() {
@@ -496,6 +630,13 @@ func (rt *Runtime) writeSession(ctx context.Context, s *Session, part string, re
 			return err
 		}
 	}
+	if err := rt.rollSession(ctx, r); err != nil {
+		return err
+	}
+	oldParts, err := rt.chunked(ctx, old, 'p', old.PartChunks, old.Parts)
+	if err != nil {
+		rt.log.Warn("agent: a replaced session's messages are not all known", "session", s.ID, "err", err)
+	}
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -503,14 +644,29 @@ func (rt *Runtime) writeSession(ctx context.Context, s *Session, part string, re
 	if _, err := store.Update(ctx, rt.store, store.KindSession, s.ID, func([]byte, bool) ([]byte, error) { return data, nil }); err != nil {
 		return err
 	}
-	// The replaced session's parts and index entry go.
+	// The replaced session's parts, chunks and index entry go.
 	if !old.CreatedAt.Equal(r.CreatedAt) {
 		_ = rt.store.Delete(ctx, KindSessionIndex, indexKey(old.ID, old.CreatedAt), 0)
 	}
-	for _, p := range old.Parts {
+	for _, p := range oldParts {
 		if p != part {
 			if err := rt.store.Delete(ctx, KindSessionMessages, partKey(s.ID, p), 0); err != nil {
 				rt.log.Warn("agent: a replaced session's messages were not deleted", "session", s.ID, "part", p, "err", err)
+			}
+		}
+	}
+	if err := rt.deleteChunks(ctx, old); err != nil {
+		rt.log.Warn("agent: a replaced session's chunks were not deleted", "session", s.ID, "err", err)
+	}
+	return nil
+}
+
+// deleteChunks removes the chunks of the session record r.
+func (rt *Runtime) deleteChunks(ctx context.Context, r *sessionRecord) error {
+	for what, n := range map[byte]int{'p': r.PartChunks, 'r': r.RunChunks} {
+		for i := range n {
+			if err := rt.store.Delete(ctx, KindSessionChunk, chunkKey(r, what, i), 0); err != nil {
+				return err
 			}
 		}
 	}
@@ -536,10 +692,17 @@ func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
 	if r == nil {
 		return nil // corrupt: its parts are not known
 	}
-	for _, p := range r.Parts {
+	parts, err := rt.chunked(ctx, r, 'p', r.PartChunks, r.Parts)
+	if err != nil {
+		return fmt.Errorf("agent: delete session %s: %w", id, err)
+	}
+	for _, p := range parts {
 		if err := rt.store.Delete(ctx, KindSessionMessages, partKey(id, p), 0); err != nil {
 			return fmt.Errorf("agent: delete session %s: %w", id, err)
 		}
+	}
+	if err := rt.deleteChunks(ctx, r); err != nil {
+		return fmt.Errorf("agent: delete session %s: %w", id, err)
 	}
 	return rt.store.Delete(ctx, KindSessionIndex, indexKey(id, r.CreatedAt), 0)
 }

@@ -32,7 +32,7 @@ import (
 // service returns the URL of a test service from the environment or its
 // default, or skips the test when the service is unreachable (fails it
 // when CALF_TEST_SERVICES is set).
-func service(t *testing.T, env, def string, ping func(ctx context.Context, url string) error) string {
+func service(t testing.TB, env, def string, ping func(ctx context.Context, url string) error) string {
 	t.Helper()
 	u := os.Getenv(env)
 	if u == "" {
@@ -51,14 +51,14 @@ func service(t *testing.T, env, def string, ping func(ctx context.Context, url s
 
 // sessionStores returns a new, empty store of each kind, each closed (and
 // its data dropped) when the test ends.
-func sessionStores() map[string]func(t *testing.T) store.Store {
-	return map[string]func(t *testing.T) store.Store{
-		"memory": func(t *testing.T) store.Store {
+func sessionStores() map[string]func(t testing.TB) store.Store {
+	return map[string]func(t testing.TB) store.Store{
+		"memory": func(t testing.TB) store.Store {
 			s := storemem.New()
 			t.Cleanup(func() { _ = s.Close() })
 			return s
 		},
-		"sqlite": func(t *testing.T) store.Store {
+		"sqlite": func(t testing.TB) store.Store {
 			s, err := sqlite.Open(filepath.Join(t.TempDir(), "calf.db"), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -66,7 +66,7 @@ func sessionStores() map[string]func(t *testing.T) store.Store {
 			t.Cleanup(func() { _ = s.Close() })
 			return s
 		},
-		"postgres": func(t *testing.T) store.Store {
+		"postgres": func(t testing.TB) store.Store {
 			u := service(t, "CALF_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", func(ctx context.Context, u string) error {
 				c, err := pgx.Connect(ctx, u)
 				if err == nil {
@@ -89,7 +89,7 @@ func sessionStores() map[string]func(t *testing.T) store.Store {
 			})
 			return s
 		},
-		"redis": func(t *testing.T) store.Store {
+		"redis": func(t testing.TB) store.Store {
 			u := service(t, "CALF_TEST_REDIS_URL", "redis://127.0.0.1:6379/0", func(ctx context.Context, u string) error {
 				o, err := goredis.ParseURL(u)
 				if err != nil {

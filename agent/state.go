@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
@@ -58,6 +60,13 @@ type RunState struct {
 	Messages []model.Message `json:"messages"`
 	// HistoryLen is how many of Messages came from the session.
 	HistoryLen int `json:"history_len,omitempty"`
+	// History, when set, says that the first HistoryLen messages are the
+	// start of the run's session, kept there and not in the run's record:
+	// the record holds the run's own messages only, so that what a step
+	// writes does not grow with the session's length. A state decoded from
+	// such a record ([DecodeRunState]) holds only the run's messages until
+	// its history is read back; [Runtime.LoadRun] returns it whole.
+	History *HistoryRef `json:"history,omitempty"`
 	// Compacted, when set, is what the model sees in place of the first
 	// messages of Messages; see [Compaction].
 	Compacted *CompactedContext `json:"compacted,omitempty"`
@@ -133,7 +142,36 @@ type RunState struct {
 	SessionSaved bool      `json:"session_saved,omitempty"`
 	StartedAt    time.Time `json:"started_at"`
 	EndedAt      time.Time `json:"ended_at,omitzero"`
+
+	// bare reports that History is set and Messages holds only the run's
+	// own messages: the history is not read back yet.
+	bare bool
 }
+
+// HistoryRef names the history a run started from when its session keeps
+// it: the session's first messages, as many as the run's HistoryLen.
+type HistoryRef struct {
+	// Session is the session whose messages the history is.
+	Session string `json:"session"`
+	// Epoch is the session's epoch when the run started: a session
+	// replaced since (saved over, imported over, deleted and created
+	// again) has another, and no longer holds the history.
+	Epoch string `json:"epoch,omitempty"`
+}
+
+// MarshalJSON encodes the state as stored: when the session keeps the
+// run's history (History is set), without it.
+func (s RunState) MarshalJSON() ([]byte, error) {
+	type stored RunState // without the method
+	if s.History != nil && !s.bare && s.HistoryLen <= len(s.Messages) {
+		s.Messages = s.Messages[s.HistoryLen:]
+	}
+	return json.Marshal((*stored)(&s))
+}
+
+// Bare reports whether the state holds only the run's own messages, its
+// history (kept in its session, see [RunState.History]) not read back.
+func (s *RunState) Bare() bool { return s.bare }
 
 // InputSize is the size of a model call's input.
 type InputSize struct {
@@ -170,6 +208,9 @@ type ToolCallRecord struct {
 
 // NewMessages returns the messages this run added to its session's history.
 func (s *RunState) NewMessages() []model.Message {
+	if s.bare {
+		return s.Messages
+	}
 	if s.HistoryLen > len(s.Messages) {
 		return nil
 	}
@@ -204,10 +245,13 @@ func DecodeRunState(data []byte) (*RunState, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("%w: run: %v", ErrCorruptState, err)
 	}
+	s.bare = s.History != nil
 	switch {
 	case s.RunID == "" || s.Agent == "":
 		return nil, fmt.Errorf("%w: run: missing run id or agent", ErrCorruptState)
-	case s.Step < 0 || s.HistoryLen < 0 || s.HistoryLen > len(s.Messages):
+	case s.History != nil && (s.History.Session == "" || s.HistoryLen <= 0):
+		return nil, fmt.Errorf("%w: run %s: a history of %d messages in session %q", ErrCorruptState, s.RunID, s.HistoryLen, s.History.Session)
+	case s.Step < 0 || s.HistoryLen < 0 || (!s.bare && s.HistoryLen > len(s.Messages)):
 		return nil, fmt.Errorf("%w: run %s: step %d, history %d of %d messages", ErrCorruptState, s.RunID, s.Step, s.HistoryLen, len(s.Messages))
 	}
 	switch s.Status {
@@ -218,12 +262,60 @@ func DecodeRunState(data []byte) (*RunState, error) {
 	return &s, nil
 }
 
-// LoadRun returns the stored state of a run, or an error matching
-// [store.ErrNotFound].
+// LoadRun returns the stored state of a run, with its history, or an
+// error matching [store.ErrNotFound].
 func (rt *Runtime) LoadRun(ctx context.Context, runID string) (*RunState, error) {
 	rec, err := rt.store.Get(ctx, store.KindRun, runID)
 	if err != nil {
 		return nil, fmt.Errorf("agent: load run %s: %w", runID, err)
 	}
-	return rt.states.decode(runID, rec.Data, rec.Version)
+	st, err := rt.states.decode(runID, rec.Data, rec.Version)
+	if err != nil {
+		return nil, err
+	}
+	if err := rt.withHistory(ctx, st, rec); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// withHistory reads back the history of st, a state decoded from rec,
+// when its session keeps it, and caches the whole state.
+func (rt *Runtime) withHistory(ctx context.Context, st *RunState, rec store.Record) error {
+	if !st.bare {
+		return nil
+	}
+	if err := rt.readHistory(ctx, st); err != nil {
+		return err
+	}
+	rt.states.put(st.RunID, rec.Data, rec.Version, st)
+	return nil
+}
+
+// readHistory puts the history of st, a bare state, before its messages.
+func (rt *Runtime) readHistory(ctx context.Context, st *RunState) error {
+	if !st.bare {
+		return nil
+	}
+	ref := st.History
+	r, _, err := rt.sessionRecord(ctx, ref.Session)
+	if errors.Is(err, store.ErrNotFound) {
+		return calf.Permanent(fmt.Errorf("%w: run %s: its history was in session %s, which is gone", ErrCorruptState, st.RunID, ref.Session))
+	}
+	if err != nil {
+		return err
+	}
+	if r.Epoch != ref.Epoch || r.Count < st.HistoryLen {
+		return calf.Permanent(fmt.Errorf("%w: run %s: its history was the first %d messages of session %s, which was replaced since", ErrCorruptState, st.RunID, st.HistoryLen, ref.Session))
+	}
+	msgs, err := rt.sessionMessages(ctx, r)
+	if err != nil {
+		return err
+	}
+	if len(msgs) < st.HistoryLen {
+		return calf.Permanent(fmt.Errorf("%w: run %s: session %s holds %d messages of its history of %d", ErrCorruptState, st.RunID, ref.Session, len(msgs), st.HistoryLen))
+	}
+	st.Messages = slices.Concat(msgs[:st.HistoryLen:st.HistoryLen], st.Messages)
+	st.bare = false
+	return nil
 }

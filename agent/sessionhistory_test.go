@@ -1,0 +1,309 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/tool"
+)
+
+// historyAgent serves, on a runtime of its own over b and s, an agent that
+// answers "ok" to a prompt, calls add (which asks for approval) when the
+// prompt starts with "add", and reports the tool's result. It returns the
+// runtime and the messages of the model's last request.
+func historyAgent(t *testing.T, b calf.Broker, s store.Store) (*agent.Runtime, *agent.Agent[agent.NoDeps, string], func() []model.Message) {
+	t.Helper()
+	var mu sync.Mutex
+	var last []model.Message
+	add := tool.Must(tool.New("add", "Add two integers.", func(_ context.Context, in addArgs) (int, error) {
+		return in.A + in.B, nil
+	}))
+	m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		mu.Lock()
+		last = req.Messages
+		mu.Unlock()
+		msg := req.Messages[len(req.Messages)-1]
+		switch {
+		case msg.Role == model.RoleTool:
+			return modeltest.Text("The result is " + msg.Text()), nil
+		case strings.HasPrefix(msg.Text(), "add"):
+			return modeltest.ToolCalls(modeltest.Call("call_1", "add", `{"a":2,"b":3}`)), nil
+		}
+		return modeltest.Text(fmt.Sprint("ok ", len(req.Messages))), nil
+	})
+	a := agent.Must(agent.New[agent.NoDeps, string]("historian", m, &agent.Options[agent.NoDeps]{
+		Tools: []tool.Tool{add}, Permissions: &agent.Permissions{Mode: agent.PermissionAsk},
+	}))
+	c := calf.NewClient(b, nil)
+	t.Cleanup(func() { _ = c.Close() })
+	rt := agent.NewRuntime(c, s, nil)
+	if err := a.Serve(t.Context(), rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	return rt, a, func() []model.Message {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
+}
+
+// storedRun is the stored form of a run, as far as its history goes.
+type storedRun struct {
+	Messages   []model.Message   `json:"messages"`
+	HistoryLen int               `json:"history_len"`
+	History    *agent.HistoryRef `json:"history"`
+}
+
+// startWaiting runs, from rt, two turns in session s, then a third that
+// waits for the approval of its tool call, and returns its approval
+// request.
+func startWaiting(t *testing.T, rt *agent.Runtime, a *agent.Agent[agent.NoDeps, string]) (agent.Approval, <-chan runResult) {
+	t.Helper()
+	for _, p := range []string{"hello", "hi again"} {
+		if _, err := a.Run(runCtx(t), rt, p, a.InSession("s")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan runResult, 1)
+	go func() {
+		out, err := a.Run(runCtx(t), rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r3", SessionID: "s"})
+		done <- runResult{out, err}
+	}()
+	return pending(t, rt, "r3"), done
+}
+
+// A run in a session keeps in its record only its own messages, its
+// history being the session's start; a process that never saw the run
+// reads the history back from the session and goes on with it.
+func TestRunRecordLeavesHistoryInSession(t *testing.T) {
+	for name, open := range sessionStores() {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			mb := memory.New(nil)
+			t.Cleanup(func() { _ = mb.Close() })
+			first, a, _ := historyAgent(t, mb, s)
+			caller := agent.NewRuntime(calf.NewClient(mb, nil), s, nil)
+			t.Cleanup(func() { _ = caller.Client().Close() })
+			req, done := startWaiting(t, caller, a)
+
+			rec, err := s.Get(t.Context(), store.KindRun, "r3")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw storedRun
+			if err := json.Unmarshal(rec.Data, &raw); err != nil {
+				t.Fatal(err)
+			}
+			if len(raw.Messages) != 2 || raw.Messages[0].Text() != "add 2 and 3" || raw.HistoryLen != 4 || raw.History == nil || raw.History.Session != "s" {
+				t.Fatalf("stored run: %d messages (first %q), history %d in %+v; want the run's 2 and a history of 4 in session s",
+					len(raw.Messages), raw.Messages[0].Text(), raw.HistoryLen, raw.History)
+			}
+			if st, err := agent.DecodeRunState(rec.Data); err != nil || !st.Bare() || len(st.NewMessages()) != 2 {
+				t.Fatalf("decoded record: %+v, %v; want a bare state with the run's 2 messages", st, err)
+			}
+			st, err := first.LoadRun(t.Context(), "r3")
+			if err != nil || st.Bare() || len(st.Messages) != 6 || st.Messages[0].Text() != "hello" || len(st.NewMessages()) != 2 {
+				t.Fatalf("LoadRun: %+v, %v; want 6 messages from hello", st, err)
+			}
+
+			// The first process stops; a second one, which never saw the
+			// run, takes the approval and the next model call.
+			if err := first.Client().Close(); err != nil {
+				t.Fatal(err)
+			}
+			second, _, last := historyAgent(t, mb, s)
+			if _, err := second.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+				t.Fatal(err)
+			}
+			r := wait(t, done)
+			if r.err != nil || r.out.Output != "The result is 5" {
+				t.Fatalf("run: %+v, %v", r.out, r.err)
+			}
+			msgs := last()
+			if len(msgs) != 7 || msgs[0].Text() != "hello" || msgs[2].Text() != "hi again" || msgs[6].Role != model.RoleTool {
+				t.Fatalf("the second process's model call saw %d messages: %+v", len(msgs), msgs)
+			}
+			if len(r.out.Thread) != 8 || len(r.out.Messages) != 4 {
+				t.Errorf("output: thread of %d messages, %d new; want 8 and 4", len(r.out.Thread), len(r.out.Messages))
+			}
+			sess, err := second.LoadSession(t.Context(), "s")
+			if err != nil || len(sess.Messages) != 8 || sess.Messages[4].Text() != "add 2 and 3" {
+				t.Fatalf("session: %+v, %v", sess, err)
+			}
+		})
+	}
+}
+
+// A run whose session was replaced while it waited cannot read its
+// history back: a process that never saw it says so, and does not go on
+// with another history.
+func TestRunHistoryOfReplacedSession(t *testing.T) {
+	e := newEnv(t, nil)
+	first, a, _ := historyAgent(t, e.broker, e.store)
+	startWaiting(t, first, a)
+	if err := first.SaveSession(t.Context(), &agent.Session{ID: "s", Messages: []model.Message{model.UserMessage("something else")}}); err != nil {
+		t.Fatal(err)
+	}
+	other := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
+	t.Cleanup(func() { _ = other.Client().Close() })
+	_, err := other.LoadRun(t.Context(), "r3")
+	if !errors.Is(err, agent.ErrCorruptState) || !strings.Contains(err.Error(), "replaced") {
+		t.Fatalf("LoadRun of a run whose session was replaced: %v", err)
+	}
+	// The process that wrote the run still has it whole.
+	if st, err := first.LoadRun(t.Context(), "r3"); err != nil || len(st.Messages) != 6 {
+		t.Fatalf("LoadRun in the first process: %+v, %v", st, err)
+	}
+	if err := first.DeleteSession(t.Context(), "s"); err != nil {
+		t.Fatal(err)
+	}
+	third := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
+	t.Cleanup(func() { _ = third.Client().Close() })
+	if _, err := third.LoadRun(t.Context(), "r3"); !errors.Is(err, agent.ErrCorruptState) || !strings.Contains(err.Error(), "gone") {
+		t.Fatalf("LoadRun of a run whose session was deleted: %v", err)
+	}
+}
+
+// countKind counts the records of kind whose id starts with prefix.
+func countKind(t *testing.T, s store.Store, kind, prefix string) int {
+	t.Helper()
+	recs, err := s.List(t.Context(), kind, prefix, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(recs)
+}
+
+// A long session's record lists its last parts and runs only, the others
+// in chunks; the session reads back whole and in order, forks, exports
+// and imports, and is replaced and deleted with its chunks.
+func TestLongSessionChunks(t *testing.T) {
+	for name, open := range sessionStores() {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			rt, a, _ := sessionEnv(t, s)
+			ctx := t.Context()
+			const turns = 40
+			var runs []string
+			for i := range turns {
+				out, err := a.Run(runCtx(t), rt, fmt.Sprint("prompt ", i), a.InSession("long"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				runs = append(runs, out.RunID)
+			}
+			rec, err := s.Get(ctx, store.KindSession, "long")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw struct {
+				Parts, Runs           []string
+				PartChunks, RunChunks int `json:"-"`
+			}
+			if err := json.Unmarshal(rec.Data, &raw); err != nil {
+				t.Fatal(err)
+			}
+			if len(raw.Parts) >= 16 || len(raw.Runs) >= 16 {
+				t.Errorf("the session's record lists %d parts and %d runs, want fewer than 16 each", len(raw.Parts), len(raw.Runs))
+			}
+			if n := countKind(t, s, agent.KindSessionChunk, "4:long/"); n != 8 {
+				t.Errorf("%d chunks stored, want 8 (4 of parts, 4 of runs)", n)
+			}
+			sess, err := rt.LoadSession(ctx, "long")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sess.Messages) != 2*turns || strings.Join(sess.Runs, " ") != strings.Join(runs, " ") {
+				t.Fatalf("session: %d messages, runs %v; want %d and %v", len(sess.Messages), sess.Runs, 2*turns, runs)
+			}
+			for i := range turns {
+				if got := sess.Messages[2*i].Text(); got != fmt.Sprint("prompt ", i) {
+					t.Fatalf("message %d is %q, want prompt %d", 2*i, got, i)
+				}
+			}
+			if info, err := rt.SessionInfo(ctx, "long"); err != nil || info.Runs != turns || info.Messages != 2*turns {
+				t.Errorf("info: %+v, %v", info, err)
+			}
+			// The next turn sees the whole conversation.
+			out, err := a.Run(runCtx(t), rt, "one more", a.InSession("long"))
+			if err != nil || out.Output != fmt.Sprint("reply ", 2*turns+1) {
+				t.Fatalf("turn %d: %+v, %v", turns+1, out, err)
+			}
+
+			fork, err := rt.ForkSession(ctx, "long", &agent.ForkOptions{At: 10, ID: "fork"})
+			if err != nil || len(fork.Messages) != 10 || fork.Messages[8].Text() != "prompt 4" {
+				t.Fatalf("fork: %+v, %v", fork, err)
+			}
+			data, err := rt.ExportSession(ctx, "long")
+			if err != nil {
+				t.Fatal(err)
+			}
+			imported, err := rt.ImportSession(ctx, data, &agent.ImportOptions{ID: "copy"})
+			if err != nil || len(imported.Messages) != 2*turns+2 || len(imported.Runs) != turns+1 || imported.Runs[turns-1] != runs[turns-1] {
+				t.Fatalf("import: %d messages, %d runs, %v", len(imported.Messages), len(imported.Runs), err)
+			}
+			if n := countKind(t, s, agent.KindSessionChunk, "4:copy/"); n != 4 {
+				t.Errorf("the import stored %d chunks, want 4 (of its 41 runs; its messages are one part)", n)
+			}
+
+			// Replaced: the old parts and chunks go.
+			if err := rt.SaveSession(ctx, &agent.Session{ID: "long", Messages: []model.Message{model.UserMessage("anew")}}); err != nil {
+				t.Fatal(err)
+			}
+			if n, m := countKind(t, s, agent.KindSessionChunk, "4:long/"), countKind(t, s, agent.KindSessionMessages, "4:long/"); n != 0 || m != 1 {
+				t.Errorf("after the replacement: %d chunks and %d parts, want 0 and 1", n, m)
+			}
+			// Deleted: all of it goes.
+			if err := rt.DeleteSession(ctx, "copy"); err != nil {
+				t.Fatal(err)
+			}
+			if n, m := countKind(t, s, agent.KindSessionChunk, "4:copy/"), countKind(t, s, agent.KindSessionMessages, "4:copy/"); n != 0 || m != 0 {
+				t.Errorf("after the deletion: %d chunks and %d parts, want none", n, m)
+			}
+		})
+	}
+}
+
+// A session stored by an earlier version (format 1: every part and run
+// listed in its record) reads back, and takes new runs, its lists moving
+// to chunks.
+func TestSessionOfFormatOne(t *testing.T) {
+	e := newEnv(t, nil)
+	rt, a, _ := sessionEnv(t, e.store)
+	ctx := t.Context()
+	var parts, runs []string
+	for i := range 20 {
+		id := fmt.Sprintf("run%02d", i)
+		data, _ := json.Marshal(map[string]any{"messages": []model.Message{model.UserMessage(fmt.Sprint("old ", i)), model.AssistantMessage("fine")}})
+		if _, err := e.store.Put(ctx, agent.KindSessionMessages, "3:old/"+id, data, 0); err != nil {
+			t.Fatal(err)
+		}
+		parts, runs = append(parts, id), append(runs, id)
+	}
+	data, _ := json.Marshal(map[string]any{"format": 1, "id": "old", "parts": parts, "runs": runs, "count": 40, "usage": model.Usage{}, "cost": model.Cost{}})
+	if _, err := e.store.Put(ctx, store.KindSession, "old", data, 0); err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.Run(runCtx(t), rt, "new", a.InSession("old"))
+	if err != nil || out.Output != "reply 41" {
+		t.Fatalf("run in the old session: %+v, %v", out, err)
+	}
+	sess, err := rt.LoadSession(ctx, "old")
+	if err != nil || len(sess.Messages) != 42 || sess.Messages[0].Text() != "old 0" || sess.Messages[40].Text() != "new" || len(sess.Runs) != 21 {
+		t.Fatalf("old session: %+v, %v", sess, err)
+	}
+	if n := countKind(t, e.store, agent.KindSessionChunk, "3:old/"); n != 2 {
+		t.Errorf("%d chunks, want 2 (8 parts and 8 runs moved)", n)
+	}
+}
