@@ -197,7 +197,7 @@ func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) 
 	if err := s.guard.Check(ctx, kind, id); err != nil {
 		return store.Record{}, err
 	}
-	r := s.ops.do(&op{ctx: ctx, kind: []byte(kind), id: []byte(id)})
+	r := s.ops.Do(ctx, op{kind: []byte(kind), id: []byte(id)})
 	if errors.Is(r.err, pgx.ErrNoRows) {
 		return store.Record{}, fmt.Errorf("%w: %s/%s", store.ErrNotFound, kind, id)
 	}
@@ -219,7 +219,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 	if data == nil {
 		data = []byte{} // the column is NOT NULL; nil would bind as NULL
 	}
-	r := s.ops.do(&op{ctx: ctx, kind: []byte(kind), id: []byte(id), put: true, data: data, version: version, now: s.now()})
+	r := s.ops.Do(ctx, op{kind: []byte(kind), id: []byte(id), put: true, data: data, version: version, now: s.now()})
 	if r.err != nil {
 		return 0, s.guard.Fail(ctx, "put", r.err)
 	}
