@@ -17,6 +17,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/internal/coalesce"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -54,6 +55,9 @@ type Store struct {
 	insert, update, remove, removeVersion, versionOf *sql.Stmt // on writer
 	get                                              *sql.Stmt // on reader
 	list                                             [2][2]*sql.Stmt
+
+	// puts commits the Puts that wait for the write connection together.
+	puts *coalesce.Coalescer[put, putResult]
 
 	guard     store.Guard
 	closeOnce sync.Once
@@ -107,6 +111,11 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 
 	s := &Store{guard: store.Guard{Name: "sqlite"}, now: o.Now}
+	s.puts = coalesce.New(1, maxBatch, coalesce.Funcs[put, putResult]{
+		Single: func(o *coalesce.Op[put, putResult]) putResult { return s.exec(o.Ctx, nil, o.In) },
+		Batch:  s.commitBatch,
+		Fail:   func(err error) putResult { return putResult{err: err} },
+	})
 	if err := s.open(abs, o); err != nil {
 		s.closeDBs()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -211,27 +220,82 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 	if data == nil {
 		data = []byte{} // the column is NOT NULL; nil would bind as NULL
 	}
-	now := s.now().UnixNano()
-	var (
-		res sql.Result
-		err error
-	)
-	if version == 0 {
-		res, err = s.insert.ExecContext(ctx, kind, id, data, now)
-	} else {
-		res, err = s.update.ExecContext(ctx, kind, id, data, now, version)
+	r := s.puts.Do(ctx, put{kind: kind, id: id, data: data, version: version, now: s.now().UnixNano()})
+	if r.err != nil {
+		return 0, s.guard.Fail(ctx, "put", r.err)
 	}
-	if err != nil {
-		return 0, s.guard.Fail(ctx, "put", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, s.guard.Fail(ctx, "put", err)
-	}
-	if n == 0 {
+	if r.affected == 0 {
 		return 0, store.ConflictError(kind, id, version)
 	}
 	return version + 1, nil
+}
+
+// maxBatch bounds the Puts committed together.
+const maxBatch = 128
+
+// put is a Put for the write connection.
+type put struct {
+	kind, id string
+	data     []byte
+	version  int64
+	now      int64
+}
+
+// putResult is what a put's statement returned.
+type putResult struct {
+	affected int64 // 0: a conflict
+	err      error
+}
+
+// exec runs p's statement, in tx when it is not nil.
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, p put) putResult {
+	st := s.update
+	args := []any{p.kind, p.id, p.data, p.now, p.version}
+	if p.version == 0 {
+		st, args = s.insert, args[:4]
+	}
+	if tx != nil {
+		st = tx.StmtContext(ctx, st)
+	}
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return putResult{err: err}
+	}
+	n, err := res.RowsAffected()
+	return putResult{affected: n, err: err}
+}
+
+// commitBatch writes the Puts of batch in one transaction, so that they
+// reach the file with a single commit; each gets its own outcome (a
+// conflict writes nothing of its Put and leaves the others be). If the
+// transaction fails, nothing of it was written, and each Put runs again
+// alone.
+func (s *Store) commitBatch(batch []*coalesce.Op[put, putResult]) {
+	ctx := context.Background() // a batch runs to its end whatever its callers' contexts
+	results := make([]putResult, len(batch))
+	err := func() error {
+		tx, err := s.writer.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() // a no-op after Commit
+		for i, o := range batch {
+			if results[i] = s.exec(ctx, tx, o.In); results[i].err != nil {
+				return results[i].err
+			}
+		}
+		return tx.Commit()
+	}()
+	for i, o := range batch {
+		switch {
+		case err == nil:
+			o.Finish(results[i])
+		case o.Ctx.Err() != nil:
+			o.Finish(putResult{err: o.Ctx.Err()})
+		default:
+			o.Finish(s.exec(o.Ctx, nil, o.In))
+		}
+	}
 }
 
 // Delete removes the record if its stored version is version, or whatever
