@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -104,10 +105,21 @@ func BenchmarkRunW1SQLite(b *testing.B) { benchRun(b, benchSQLite(b)) }
 
 // BenchmarkRunW1Parallel measures W1 runs made from GOMAXPROCS goroutines
 // at once (scale with -cpu), on the in-process broker and the memory store.
-func BenchmarkRunW1Parallel(b *testing.B) {
-	a, rt := benchW1(b, storemem.New(), benchW1Model())
+func BenchmarkRunW1Parallel(b *testing.B) { benchParallel(b, storemem.New(), 1) }
+
+// BenchmarkRunW1SQLite64 measures W1 runs made from 64 goroutines at once
+// on the in-process broker and the SQLite store: the load under which
+// Puts are committed together.
+func BenchmarkRunW1SQLite64(b *testing.B) {
+	benchParallel(b, benchSQLite(b), max(1, 64/runtime.GOMAXPROCS(0)))
+}
+
+// benchParallel runs W1 from parallelism × GOMAXPROCS goroutines on st.
+func benchParallel(b *testing.B, st store.Store, parallelism int) {
+	a, rt := benchW1(b, st, benchW1Model())
 	ctx := b.Context()
 	b.ReportAllocs()
+	b.SetParallelism(parallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			out, err := a.Run(ctx, rt, "add 2 and 3", nil)

@@ -197,7 +197,7 @@ func (h *handlers[Deps, Out]) updateRun(ctx context.Context, id string, cache bo
 			return nil, err
 		}
 		wrote = true
-		return json.Marshal(st)
+		return st.encode()
 	}
 	var rec store.Record
 	var err error
@@ -227,7 +227,7 @@ func (h *handlers[Deps, Out]) updateFrom(ctx context.Context, st *RunState, vers
 	if err != nil || !changed {
 		return st, err
 	}
-	data, err := json.Marshal(st)
+	data, err := st.encode()
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 			}
 			// Submitted again by another caller: the reply goes to it.
 			st.ReplyTo = in.ReplyTo
-			return json.Marshal(st)
+			return st.encode()
 		}
 		var history []model.Message
 		var ref *HistoryRef
@@ -337,7 +337,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 			st.Status, st.Error, st.EndedAt = RunFailed, refused, h.rt.now()
 		}
 		var err error
-		created, err = json.Marshal(st)
+		created, err = st.encode()
 		return created, err
 	})
 	if errors.Is(err, ErrCorruptState) {

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -139,7 +138,7 @@ func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, pla
 				if _, err := fn(st); err != nil {
 					return nil, err
 				}
-				return json.Marshal(st)
+				return st.encode()
 			}
 			var err error
 			if st, err = DecodeRunState(data); err != nil {
@@ -152,7 +151,7 @@ func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, pla
 			if err != nil || !changed {
 				return nil, err
 			}
-			return json.Marshal(st)
+			return st.encode()
 		})
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("no run %s of agent %s: %w", run, agentName, store.ErrNotFound)

@@ -592,14 +592,14 @@ func (rt *Runtime) cancelRun(ctx context.Context, id, agentName, reason string) 
 	_, err := store.Update(ctx, rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
 		if !exists {
 			st = &RunState{RunID: id, Agent: agentName, Status: RunCancelled, Error: reason, StartedAt: rt.now(), EndedAt: rt.now()}
-			return json.Marshal(st)
+			return st.encode()
 		}
 		var err error
 		if st, err = DecodeRunState(data); err != nil || st.Status.Terminal() {
 			return nil, err
 		}
 		st.Status, st.Error, st.EndedAt = RunCancelled, reason, rt.now()
-		return json.Marshal(st)
+		return st.encode()
 	})
 	return st, err
 }

@@ -161,12 +161,18 @@ type HistoryRef struct {
 
 // MarshalJSON encodes the state as stored: when the session keeps the
 // run's history (History is set), without it.
-func (s RunState) MarshalJSON() ([]byte, error) {
+func (s RunState) MarshalJSON() ([]byte, error) { return s.encode() }
+
+// encode is MarshalJSON, which handlers call directly: json.Marshal
+// would check the JSON a MarshalJSON method returns again.
+func (s *RunState) encode() ([]byte, error) {
 	type stored RunState // without the method
-	if s.History != nil && !s.bare && s.HistoryLen <= len(s.Messages) {
-		s.Messages = s.Messages[s.HistoryLen:]
+	if s.History == nil || s.bare || s.HistoryLen > len(s.Messages) {
+		return json.Marshal((*stored)(s))
 	}
-	return json.Marshal((*stored)(&s))
+	c := *s
+	c.Messages = s.Messages[s.HistoryLen:]
+	return json.Marshal((*stored)(&c))
 }
 
 // Bare reports whether the state holds only the run's own messages, its
