@@ -80,6 +80,33 @@ func DeleteChannels(ctx context.Context, b Broker, channels ...string) error {
 	return nil
 }
 
+// Local is implemented by brokers whose messages never leave the process
+// that publishes them: every subscriber is in this process. The agent
+// runtime then trusts the state it cached of a run, which no other
+// process's handler writes, and reads the store only where its copy may
+// be behind (see the agent package).
+type Local interface {
+	// Local reports whether every subscriber is in this process.
+	Local() bool
+}
+
+// IsLocal reports whether b is a [Local] broker whose subscribers are all
+// in this process, or wraps one: a broker with an Unwrap() Broker method
+// (a wrapper that changes what is delivered, not where) is looked through.
+func IsLocal(b Broker) bool {
+	for b != nil {
+		if l, ok := b.(Local); ok {
+			return l.Local()
+		}
+		u, ok := b.(interface{ Unwrap() Broker })
+		if !ok {
+			return false
+		}
+		b = u.Unwrap()
+	}
+	return false
+}
+
 // GroupInspector is implemented by brokers that can tell whether a
 // consumer group has live members: a caller that waits for a run of an
 // agent asks it whether any process serves the agent, and reports at once

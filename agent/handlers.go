@@ -150,6 +150,23 @@ func (h *handlers[Deps, Out]) load(ctx context.Context, id string) (*RunState, i
 	return st, rec.Version, nil
 }
 
+// loadStep is load for the model call of step: on a local broker, the
+// cached state will do when it shows the call due (a stale copy, written
+// over since by a cancel or a pause, makes the write of the model's answer
+// conflict, and that answer is then dropped, as it is when the cancel
+// comes during the call); otherwise, the store is read.
+func (h *handlers[Deps, Out]) loadStep(ctx context.Context, id string, step int) (*RunState, int64, error) {
+	if h.rt.local {
+		if st, rec, ok := h.rt.states.latest(id); ok && !st.Status.Terminal() && st.Step == step && st.Phase == PhaseInference && st.Pause == nil {
+			if err := h.rt.withHistory(ctx, st, rec); err != nil {
+				return nil, 0, err
+			}
+			return st, rec.Version, nil
+		}
+	}
+	return h.load(ctx, id)
+}
+
 // loadLatest is load that takes the run's state from the cache when this
 // process wrote or read it lately, without reading the store; cached
 // reports whether it did. The cached state may be behind the store: a
@@ -348,7 +365,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 	}
 	if created != nil {
 		// The next handler of the run finds it decoded.
-		h.rt.states.put(id, created, rec.Version, st)
+		h.rt.states.putBorn(id, created, rec.Version, st)
 	}
 	if st.SessionID != "" && st.Status == RunRunning {
 		if err := h.rt.startSessionRun(ctx, st, in.Content); err != nil {
@@ -378,7 +395,7 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 	if err := msg.Decode(&ev); err != nil {
 		return calf.Permanent(err)
 	}
-	st, version, err := h.load(ctx, id)
+	st, version, err := h.loadStep(ctx, id, ev.Step)
 	if err != nil {
 		return err
 	}
@@ -865,10 +882,14 @@ func (h *handlers[Deps, Out]) onToolCall(ctx context.Context, msg *calf.Message)
 // approval.
 func (h *handlers[Deps, Out]) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) error {
 	key := id + "/" + ev.ToolCallID
-	if rec, err := h.rt.store.Get(ctx, store.KindToolResult, key); err == nil {
-		return h.emitRecorded(ctx, id, rec.Data)
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return err
+	// On a local broker, a run this process created has the results this
+	// process recorded, and no others: the store need not be asked.
+	if !h.rt.local || !h.rt.states.unrecorded(id, ev.ToolCallID) {
+		if rec, err := h.rt.store.Get(ctx, store.KindToolResult, key); err == nil {
+			return h.emitRecorded(ctx, id, rec.Data)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
 	}
 	// The run's state as this process last saw it will do if it waits for
 	// the call: a run waits for a call until the call is answered, which
@@ -937,7 +958,11 @@ func (h *handlers[Deps, Out]) toolCall(ctx context.Context, msg *calf.Message, i
 		r = unsavedResult{ev: res, data: data}
 	}
 	res, data := r.ev, r.data
-	if _, err := h.rt.store.Put(ctx, store.KindToolResult, key, data, 0); errors.Is(err, store.ErrConflict) {
+	_, err = h.rt.store.Put(ctx, store.KindToolResult, key, data, 0)
+	if err == nil || errors.Is(err, store.ErrConflict) {
+		h.rt.states.recordedResult(id, ev.ToolCallID)
+	}
+	if errors.Is(err, store.ErrConflict) {
 		rec, err := h.rt.store.Get(ctx, store.KindToolResult, key)
 		if err != nil {
 			return err

@@ -153,6 +153,7 @@ func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, pla
 			}
 			return st.encode()
 		})
+		rt.states.forget(run) // the handlers' copy is behind: they read the store
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("no run %s of agent %s: %w", run, agentName, store.ErrNotFound)
 		}

@@ -601,6 +601,7 @@ func (rt *Runtime) cancelRun(ctx context.Context, id, agentName, reason string) 
 		st.Status, st.Error, st.EndedAt = RunCancelled, reason, rt.now()
 		return st.encode()
 	})
+	rt.states.forget(id) // the handlers' copy is behind: they read the store
 	return st, err
 }
 

@@ -38,6 +38,14 @@ type Runtime struct {
 	newID  func() string
 	states *stateCache
 	prices model.Prices
+	// local reports that the client's broker is local (calf.IsLocal):
+	// the handlers of a run this process created all run here, so the
+	// state they cached is behind the store only where another writer
+	// (a cancel, a pause, another process's command) changed the run, which
+	// the compare-and-swap of the next write finds. Handlers then take a
+	// model call's state and a tool call's missing result from the cache
+	// instead of reading the store.
+	local bool
 	// late counts tool calls that returned after their timeout.
 	late atomic.Int64
 
@@ -64,7 +72,8 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	if o.Prices == nil {
 		o.Prices = model.DefaultPrices()
 	}
-	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, states: newStateCache(stateCacheSize), prices: o.Prices}
+	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, states: newStateCache(stateCacheSize), prices: o.Prices,
+		local: calf.IsLocal(client.Broker())}
 }
 
 // Client returns the runtime's client.

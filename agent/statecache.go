@@ -29,6 +29,12 @@ type cachedState struct {
 	data    []byte
 	version int64
 	st      *RunState
+	// born reports that this process created the run (its input
+	// handler did), and recorded the ids of the calls whose results this
+	// process recorded, for a runtime whose broker is local (see
+	// Runtime.local).
+	born     bool
+	recorded []string
 }
 
 const stateCacheSize = 4096
@@ -75,7 +81,40 @@ func (c *stateCache) put(id string, data []byte, version int64, st *RunState) {
 			break
 		}
 	}
-	c.entries[id] = cachedState{data: data, version: version, st: st.clone()}
+	c.entries[id] = cachedState{data: data, version: version, st: st.clone(), born: e.born, recorded: e.recorded}
+}
+
+// putBorn is put for the state of a run this process has just created.
+func (c *stateCache) putBorn(id string, data []byte, version int64, st *RunState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgetLocked(id)
+	if len(c.entries) >= c.max {
+		for k := range c.entries {
+			delete(c.entries, k)
+			break
+		}
+	}
+	c.entries[id] = cachedState{data: data, version: version, st: st.clone(), born: true}
+}
+
+// unrecorded reports whether this process created run id and has not
+// recorded a result for its call: for a local broker, no one else has.
+func (c *stateCache) unrecorded(id, call string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[id]
+	return ok && e.born && !slices.Contains(e.recorded, call)
+}
+
+// recordedResult notes that a result of the call of run id is recorded.
+func (c *stateCache) recordedResult(id, call string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[id]; ok && e.born && !slices.Contains(e.recorded, call) {
+		e.recorded = append(slices.Clip(e.recorded), call)
+		c.entries[id] = e
+	}
 }
 
 // latest returns a copy of the cached state of run id, with the record it
@@ -105,5 +144,7 @@ func (s *RunState) clone() *RunState {
 func (c *stateCache) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.entries, id)
+	c.forgetLocked(id)
 }
+
+func (c *stateCache) forgetLocked(id string) { delete(c.entries, id) }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
@@ -65,31 +66,48 @@ func serveW1On(t *testing.T, e *env, s store.Store, during func(ctx context.Cont
 	return a
 }
 
-// A worker reads a run from the store only where it must: once per model
-// call (before it calls the model, so that a redelivered inference does
-// not call it again) and never to update a run it has just written. A W1
-// run takes two reads of the run and one of the tool result (the check
-// that the call has not run yet), and five writes.
+// A worker reads a run from the store only where it must: on a broker
+// that is not local, once per model call (before it calls the model, so
+// that a redelivered inference does not call it again) and never to
+// update a run it has just written; a W1 run takes two reads of the run
+// and one of the tool result (the check that the call has not run yet),
+// and five writes. On a local broker, whose deliveries all come to this
+// process, the worker's own copy of a run it created stands for the
+// store: no reads, the same five writes.
 func TestWorkerStoreOperationsPerRun(t *testing.T) {
-	e := newEnv(t, nil)
-	counted := &opCounter{Store: e.store}
-	a := serveW1On(t, e, counted, nil)
-	out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", nil)
-	if err != nil || out.Output != "The sum is 5" {
-		t.Fatalf("Run = %+v, %v", out, err)
-	}
-	e.settle(t)
-	if n := counted.runGets.Load(); n != 2 {
-		t.Errorf("the worker read the run %d times, want 2 (one per model call)", n)
-	}
-	if n := counted.otherGets.Load(); n != 1 {
-		t.Errorf("the worker read other records %d times, want 1 (the tool result)", n)
-	}
-	if n, m := counted.runPuts.Load(), counted.otherPuts.Load(); n != 4 || m != 1 {
-		t.Errorf("the worker wrote the run %d times and other records %d times, want 4 and 1", n, m)
-	}
-	if n := counted.runConflicts.Load(); n != 0 {
-		t.Errorf("%d writes of the run conflicted with no other writer", n)
+	for _, tc := range []struct {
+		name               string
+		wrap               func(calf.Broker) calf.Broker
+		runGets, otherGets int64
+	}{
+		{"local", nil, 0, 0},
+		{"not local", func(b calf.Broker) calf.Broker { return struct{ calf.Broker }{b} }, 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, &envOptions{wrap: tc.wrap})
+			if got := calf.IsLocal(e.client.Broker()); got != (tc.wrap == nil) {
+				t.Fatalf("IsLocal = %v", got)
+			}
+			counted := &opCounter{Store: e.store}
+			a := serveW1On(t, e, counted, nil)
+			out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", nil)
+			if err != nil || out.Output != "The sum is 5" {
+				t.Fatalf("Run = %+v, %v", out, err)
+			}
+			e.settle(t)
+			if n := counted.runGets.Load(); n != tc.runGets {
+				t.Errorf("the worker read the run %d times, want %d", n, tc.runGets)
+			}
+			if n := counted.otherGets.Load(); n != tc.otherGets {
+				t.Errorf("the worker read other records %d times, want %d", n, tc.otherGets)
+			}
+			if n, m := counted.runPuts.Load(), counted.otherPuts.Load(); n != 4 || m != 1 {
+				t.Errorf("the worker wrote the run %d times and other records %d times, want 4 and 1", n, m)
+			}
+			if n := counted.runConflicts.Load(); n != 0 {
+				t.Errorf("%d writes of the run conflicted with no other writer", n)
+			}
+		})
 	}
 }
 

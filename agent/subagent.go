@@ -412,7 +412,11 @@ func (h *handlers[Deps, Out]) recordResult(ctx context.Context, run string, res 
 		return calf.Permanent(err)
 	}
 	key := run + "/" + res.ToolCallID
-	if _, err := h.rt.store.Put(ctx, store.KindToolResult, key, data, 0); errors.Is(err, store.ErrConflict) {
+	_, err = h.rt.store.Put(ctx, store.KindToolResult, key, data, 0)
+	if err == nil || errors.Is(err, store.ErrConflict) {
+		h.rt.states.recordedResult(run, res.ToolCallID)
+	}
+	if errors.Is(err, store.ErrConflict) {
 		rec, err := h.rt.store.Get(ctx, store.KindToolResult, key)
 		if err != nil {
 			return err

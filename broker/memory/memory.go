@@ -275,6 +275,9 @@ func (b *Broker) GroupMembers(_ context.Context, group string) (int, error) {
 	return len(g.members), nil
 }
 
+// Local reports true: the broker delivers only within this process.
+func (b *Broker) Local() bool { return true }
+
 // Close stops every subscription, waits for the handlers in progress and
 // discards the messages not yet handled. Publish and Subscribe fail with
 // [calf.ErrClosed] afterwards. Close is idempotent. Calling it from a
