@@ -285,6 +285,20 @@ func (a *Agent[Deps, Out]) Result(ctx context.Context, rt *Runtime, runID string
 	return a.outputOf(st)
 }
 
+// endedRun returns the state of the run id, which ended: the state this
+// process cached when it shows the run ended (what an ended run's state
+// says does not change, but for where its output is sent), or else the
+// stored one.
+func (rt *Runtime) endedRun(ctx context.Context, id string) (*RunState, error) {
+	if st, rec, ok := rt.states.latest(id); ok && st.Status.Terminal() {
+		if err := rt.withHistory(ctx, st, rec); err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	return rt.LoadRun(ctx, id)
+}
+
 // result returns the output of the run id, answered by ev: the output of
 // that run or, after handoffs, of the last run of its chain.
 func (a *Agent[Deps, Out]) result(ctx context.Context, rt *Runtime, id string, ev *OutputEvent) (*Output[Out], error) {
@@ -299,7 +313,7 @@ func (a *Agent[Deps, Out]) result(ctx context.Context, rt *Runtime, id string, e
 		}
 		return nil, &RunError{Agent: name, RunID: id, Status: status, Reason: ev.Error, Guardrail: ev.Guardrail}
 	}
-	st, err := rt.LoadRun(ctx, id)
+	st, err := rt.endedRun(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("agent %s: run %s ended (%s), but this process's store has no record of it: "+
 			"the processes that serve the agent use another store than this caller: %w", name, id, ev.Status, err)

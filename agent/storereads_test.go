@@ -181,3 +181,26 @@ func TestWorkerCachedStateOfCancelledRun(t *testing.T) {
 		t.Errorf("stored run: status %s, step %d, tool calls %+v; want cancelled at step 1 with no call recorded", st.Status, st.Step, st.ToolCalls)
 	}
 }
+
+// A process that serves an agent on a local broker and runs it reads
+// nothing from the store for a W1 run: its caller takes the ended run's
+// state from the process's copy too.
+func TestOneProcessRunReadsNothing(t *testing.T) {
+	e := newEnv(t, nil)
+	counted := &opCounter{Store: e.store}
+	rt := agent.NewRuntime(e.client, counted, nil)
+	var calls atomic.Int64
+	add := tool.Must(tool.New("add", "Add two integers.", func(_ context.Context, in addArgs) (int, error) { return in.A + in.B, nil }))
+	a := agent.Must(agent.New[agent.NoDeps, string]("calculator", w1Model(&calls), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}}))
+	if err := a.Serve(t.Context(), rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.Run(runCtx(t), rt, "add 2 and 3", nil)
+	if err != nil || out.Output != "The sum is 5" || len(out.Thread) != 4 || len(out.ToolCalls) != 1 {
+		t.Fatalf("Run = %+v, %v", out, err)
+	}
+	e.settle(t)
+	if n, m := counted.runGets.Load(), counted.otherGets.Load(); n != 0 || m != 0 {
+		t.Errorf("%d reads of the run and %d of other records, want none", n, m)
+	}
+}
