@@ -43,6 +43,12 @@ type Options struct {
 	// Now returns the time a write records as the record's UpdatedAt.
 	// Default time.Now.
 	Now func() time.Time
+	// FullSync has each commit wait for the disk (synchronous=FULL), so
+	// that what a Put acknowledged survives a power loss or an operating
+	// system crash, not only a crash of the process (the default,
+	// synchronous=NORMAL, may lose the last commits then). Each commit
+	// costs an fsync, which the Puts committed together share.
+	FullSync bool
 }
 
 // Store is a [store.Store] in a SQLite database file. All methods are safe
@@ -128,10 +134,14 @@ func (s *Store) open(path string, o Options) error {
 	busy := strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10)
 
 	var err error
+	synchronous := "NORMAL"
+	if o.FullSync {
+		synchronous = "FULL"
+	}
 	s.writer, err = sql.Open("sqlite", dsn(path, url.Values{
 		"_busy_timeout": {busy},
 		"_journal_mode": {"WAL"},
-		"_synchronous":  {"NORMAL"},
+		"_synchronous":  {synchronous},
 		"_txlock":       {"immediate"},
 	}))
 	if err != nil {

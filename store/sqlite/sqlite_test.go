@@ -150,6 +150,16 @@ func TestOpenSettings(t *testing.T) {
 	if mode != "wal" {
 		t.Errorf("journal_mode = %q, want wal", mode)
 	}
+	for _, full := range []bool{false, true} {
+		s := open(t, path, &sqlite.Options{FullSync: full})
+		n, err := sqlite.Synchronous(s)
+		if want := map[bool]int{false: 1, true: 2}[full]; err != nil || n != want {
+			t.Errorf("FullSync %v: synchronous = %d, %v; want %d", full, n, err, want)
+		}
+		if _, err := s.Put(t.Context(), "k", "full", []byte("x"), 0); err != nil && !errors.Is(err, store.ErrConflict) {
+			t.Errorf("FullSync %v: Put: %v", full, err)
+		}
+	}
 }
 
 func TestOpenCreatesPrivateDirectory(t *testing.T) {
