@@ -12,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/postgres"
+	"github.com/calf-go/calf/store/storetest"
 )
 
 // Operations that arrive while the Store's sender is busy go out together,
@@ -19,42 +20,7 @@ import (
 // reported, every read sees a committed version.
 func TestBatchedOperations(t *testing.T) {
 	s := open(t, &postgres.Options{Schema: newSchema(t), MaxConns: 4}) // one sender
-	ctx := t.Context()
-	const writers, increments = 40, 25
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for range increments {
-				// A counter per writer, and one per four writers.
-				for _, id := range []string{fmt.Sprintf("own-%d", w), fmt.Sprintf("shared-%d", w%(writers/4))} {
-					_, err := store.Update(ctx, s, "count", id, func(data []byte, exists bool) ([]byte, error) {
-						var n int
-						if exists {
-							fmt.Sscan(string(data), &n)
-						}
-						return fmt.Appendf(nil, "%d", n+1), nil
-					})
-					if err != nil {
-						t.Errorf("writer %d: update %s: %v", w, id, err)
-						return
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for w := range writers {
-		rec, err := s.Get(ctx, "count", fmt.Sprintf("own-%d", w))
-		if err != nil || string(rec.Data) != fmt.Sprint(increments) || rec.Version != increments {
-			t.Errorf("writer %d's counter: %q at version %d, %v; want %d", w, rec.Data, rec.Version, err, increments)
-		}
-	}
-	for i := range writers / 4 {
-		rec, err := s.Get(ctx, "count", fmt.Sprintf("shared-%d", i))
-		if want := 4 * increments; err != nil || string(rec.Data) != fmt.Sprint(want) || rec.Version != int64(want) {
-			t.Errorf("shared counter %d: %q at version %d, %v; want %d", i, rec.Data, rec.Version, err, want)
-		}
-	}
+	storetest.Counters(t, s, 40, 25)
 	batches, ops := postgres.BatchStats(s)
 	if batches == 0 || ops < 2*batches {
 		t.Errorf("%d batches of %d operations: the operations did not go out together", batches, ops)

@@ -301,30 +301,8 @@ func BenchmarkUpdate(b *testing.B) { storetest.UpdateBenchmark(b, newBench(b)) }
 func TestBatchedPuts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "calf.db")
 	s := open(t, path, nil)
-	ctx := t.Context()
 	const writers, increments = 40, 25
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for range increments {
-				// A counter per writer, and one per four writers.
-				for _, id := range []string{"own-" + strconv.Itoa(w), "shared-" + strconv.Itoa(w%(writers/4))} {
-					_, err := store.Update(ctx, s, "count", id, func(data []byte, exists bool) ([]byte, error) {
-						n := 0
-						if exists {
-							n, _ = strconv.Atoi(string(data))
-						}
-						return strconv.AppendInt(nil, int64(n+1), 10), nil
-					})
-					if err != nil {
-						t.Errorf("writer %d: update %s: %v", w, id, err)
-						return
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
+	storetest.Counters(t, s, writers, increments)
 	batches, puts := sqlite.BatchStats(s)
 	if batches == 0 || puts < 2*batches {
 		t.Errorf("%d batches of %d Puts: the Puts were not committed together", batches, puts)
@@ -333,17 +311,5 @@ func TestBatchedPuts(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = open(t, path, nil)
-	for w := range writers {
-		rec, err := s.Get(ctx, "count", "own-"+strconv.Itoa(w))
-		if err != nil || string(rec.Data) != strconv.Itoa(increments) || rec.Version != increments {
-			t.Errorf("writer %d's counter: %q at version %d, %v; want %d", w, rec.Data, rec.Version, err, increments)
-		}
-	}
-	for i := range writers / 4 {
-		rec, err := s.Get(ctx, "count", "shared-"+strconv.Itoa(i))
-		if want := 4 * increments; err != nil || string(rec.Data) != strconv.Itoa(want) || rec.Version != int64(want) {
-			t.Errorf("shared counter %d: %q at version %d, %v; want %d", i, rec.Data, rec.Version, err, want)
-		}
-	}
+	storetest.CheckCounters(t, open(t, path, nil), writers, increments)
 }

@@ -51,6 +51,22 @@ func newFake() (*fake, *Coalescer[int, int]) {
 	return f, c
 }
 
+// waitQueued waits until n operations are queued in c.
+func waitQueued(t *testing.T, c *Coalescer[int, int], n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		queued := len(c.queue)
+		c.mu.Unlock()
+		if queued == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d operations queued, want %d", queued, n)
+		}
+	}
+}
+
 // An operation that finds the sender free runs alone; those that arrive
 // while it runs go out in batches of at most the maximum, in order.
 func TestBatchesWhileBusy(t *testing.T) {
@@ -65,17 +81,7 @@ func TestBatchesWhileBusy(t *testing.T) {
 	for i := range 5 {
 		wg.Go(func() { results[5-i] = c.Do(t.Context(), 5-i) })
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		c.mu.Lock()
-		n := len(c.queue)
-		c.mu.Unlock()
-		if n == 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d operations queued, want 5", n)
-		}
-	}
+	waitQueued(t, c, 5)
 	close(f.block)
 	wg.Wait()
 	for i := 1; i <= 5; i++ {
@@ -110,17 +116,7 @@ func TestCancelledWhileQueued(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan int)
 	go func() { done <- c.Do(ctx, 9) }()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		c.mu.Lock()
-		n := len(c.queue)
-		c.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the operation was not queued")
-		}
-	}
+	waitQueued(t, c, 1)
 	cancel()
 	if r := <-done; r != -1 {
 		t.Errorf("Do with an ended context = %d, want the failure", r)
