@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -202,5 +203,67 @@ func TestOneProcessRunReadsNothing(t *testing.T) {
 	e.settle(t)
 	if n, m := counted.runGets.Load(), counted.otherGets.Load(); n != 0 || m != 0 {
 		t.Errorf("%d reads of the run and %d of other records, want none", n, m)
+	}
+}
+
+// hookBroker calls before ahead of every delivery's handler; it wraps a
+// broker without hiding it (Unwrap), so a local broker stays local.
+type hookBroker struct {
+	calf.Broker
+	before func(*calf.Message)
+}
+
+func (h *hookBroker) Unwrap() calf.Broker { return h.Broker }
+
+func (h *hookBroker) Subscribe(ctx context.Context, pattern string, handler calf.Handler, opts *calf.SubscribeOptions) (calf.Subscription, error) {
+	return h.Broker.Subscribe(ctx, pattern, func(ctx context.Context, m *calf.Message) error {
+		h.before(m)
+		return handler(ctx, m)
+	}, opts)
+}
+
+// On a local broker, a run cancelled by another process between its tool
+// result and its next model call is found cancelled: the worker's copy
+// still shows the model call due, and the model may be called, but its
+// answer is not recorded and the run ends cancelled.
+func TestLocalCopyBehindBeforeModelCall(t *testing.T) {
+	var other *agent.Runtime
+	var once sync.Once
+	e := newEnv(t, &envOptions{wrap: func(b calf.Broker) calf.Broker {
+		return &hookBroker{Broker: b, before: func(m *calf.Message) {
+			var ev agent.InferenceEvent
+			if m.Channel != agent.InferenceChannel("calculator") || m.Decode(&ev) != nil || ev.Step != 2 {
+				return
+			}
+			once.Do(func() {
+				if _, err := other.Cancel(context.Background(), "calculator", m.Metadata.RunID, "stop"); err != nil {
+					t.Error(err)
+				}
+			})
+		}}
+	}})
+	if !calf.IsLocal(e.client.Broker()) {
+		t.Fatal("the hooked broker is not local")
+	}
+	other = agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
+	t.Cleanup(func() { _ = other.Client().Close() })
+	a, modelCalls, toolCalls := newW1(t, e)
+	_, err := a.Run(runCtx(t), e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "stale"})
+	var re *agent.RunError
+	if !errors.As(err, &re) || re.Status != agent.RunCancelled {
+		t.Fatalf("Run error = %v, want the run cancelled", err)
+	}
+	e.settle(t)
+	st, err := other.LoadRun(t.Context(), "stale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != agent.RunCancelled || len(st.Messages) != 3 || st.Usage.Requests != 1 || len(st.Output) != 0 {
+		t.Errorf("stored run: %s, %d messages, %d model calls recorded, output %s; want cancelled after the tool result, one call recorded",
+			st.Status, len(st.Messages), st.Usage.Requests, st.Output)
+	}
+	t.Logf("%d model calls", modelCalls.Load())
+	if n, m := modelCalls.Load(), toolCalls.Load(); n > 2 || m != 1 {
+		t.Errorf("%d model calls and %d tool executions; want at most 2 and 1", n, m)
 	}
 }
