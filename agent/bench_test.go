@@ -50,6 +50,13 @@ func benchW1Model() modeltest.FunctionModel {
 // the store st, and returns it with its runtime.
 func benchW1(b *testing.B, st store.Store, m model.Model) (*agent.Agent[agent.NoDeps, string], *agent.Runtime) {
 	b.Helper()
+	return benchAgent(b, st, m, 0)
+}
+
+// benchAgent is benchW1 with maxTurns as the agent's MaxTurns (0: the
+// default).
+func benchAgent(b *testing.B, st store.Store, m model.Model, maxTurns int) (*agent.Agent[agent.NoDeps, string], *agent.Runtime) {
+	b.Helper()
 	br := memory.New(nil)
 	client := calf.NewClient(br, nil)
 	b.Cleanup(func() {
@@ -63,6 +70,7 @@ func benchW1(b *testing.B, st store.Store, m model.Model) (*agent.Agent[agent.No
 	a := agent.Must(agent.New[agent.NoDeps, string]("calculator", m, &agent.Options[agent.NoDeps]{
 		Instructions: "Use the add tool.",
 		Tools:        []tool.Tool{add},
+		MaxTurns:     maxTurns,
 	}))
 	if err := a.Serve(b.Context(), rt, nil); err != nil {
 		b.Fatal(err)

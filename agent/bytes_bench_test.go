@@ -88,3 +88,49 @@ func BenchmarkSessionBytesPerTurn(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRunBytesPerStep measures the bytes written to the store per
+// step (a model call that asks for a tool, the tool's result) of a single
+// run of 200 steps, averaged over the 8 steps up to steps 10, 100 and 200
+// (a step writes its run's record, and every fourth and eighth step a
+// chunk of archived messages and tool calls too): flat when a step writes
+// what it adds. Each step's call and result are about 200 bytes. Run it
+// with -benchtime 1x.
+func BenchmarkRunBytesPerStep(b *testing.B) {
+	stores := sessionStores()
+	for _, name := range []string{"memory", "sqlite", "postgres"} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				cs := &countingStore{Store: stores[name](b), bytes: map[string]int64{}}
+				const steps = 200
+				var last int64
+				at := map[int]int64{}
+				m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+					step := (len(req.Messages) + 1) / 2 // the prompt, then a call and a result per step
+					now := cs.total()
+					switch step {
+					case 3, 93, 193: // the 8 steps from this one
+						last = now
+					case 11, 101, 201:
+						at[step-1] = (now - last) / 8
+					}
+					if step > steps {
+						return modeltest.Text("done"), nil
+					}
+					return modeltest.ToolCalls(modeltest.Call(fmt.Sprint("call_", step), "add", fmt.Sprintf(`{"a":%d,"b":%d}`, step, 100000+step))), nil
+				})
+				a, rt := benchAgent(b, cs, m, steps+1)
+				out, err := a.Run(b.Context(), rt, fmt.Sprintf("%-180s", "add many"), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(out.Thread) != 2*steps+2 || len(out.ToolCalls) != steps {
+					b.Fatalf("thread of %d messages, %d tool calls; want %d and %d", len(out.Thread), len(out.ToolCalls), 2*steps+2, steps)
+				}
+				b.ReportMetric(float64(at[10]), "B/step@10")
+				b.ReportMetric(float64(at[100]), "B/step@100")
+				b.ReportMetric(float64(at[200]), "B/step@200")
+			}
+		})
+	}
+}

@@ -213,6 +213,9 @@ func (h *handlers[Deps, Out]) updateRun(ctx context.Context, id string, cache bo
 		if err != nil || !changed {
 			return nil, err
 		}
+		if err := h.rt.archive(ctx, st); err != nil {
+			return nil, err
+		}
 		wrote = true
 		return st.encode()
 	}
@@ -243,6 +246,9 @@ func (h *handlers[Deps, Out]) updateFrom(ctx context.Context, st *RunState, vers
 	changed, err := fn(st)
 	if err != nil || !changed {
 		return st, err
+	}
+	if err := h.rt.archive(ctx, st); err != nil {
+		return nil, err
 	}
 	data, err := st.encode()
 	if err != nil {
@@ -352,6 +358,9 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 		}
 		if refused != "" {
 			st.Status, st.Error, st.EndedAt = RunFailed, refused, h.rt.now()
+		}
+		if err := h.rt.archive(ctx, st); err != nil {
+			return nil, err
 		}
 		var err error
 		created, err = st.encode()

@@ -515,6 +515,11 @@ func (rt *Runtime) endSessionRun(ctx context.Context, st *RunState) error {
 		return nil
 	}
 	adds := st.Status == RunComplete || st.Status == RunHandedOff
+	if adds && st.bare && st.Archived > 0 {
+		if err := rt.readHistory(ctx, st); err != nil { // NewMessages needs the archived ones
+			return err
+		}
+	}
 	msgs := st.NewMessages()
 	if adds && len(msgs) > 0 {
 		if err := rt.putPart(ctx, st.SessionID, st.RunID, msgs); err != nil {

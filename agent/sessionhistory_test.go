@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
@@ -305,5 +306,128 @@ func TestSessionOfFormatOne(t *testing.T) {
 	}
 	if n := countKind(t, e.store, agent.KindSessionChunk, "3:old/"); n != 2 {
 		t.Errorf("%d chunks, want 2 (8 parts and 8 runs moved)", n)
+	}
+}
+
+// A long run's record keeps its last messages and tool calls only, the
+// others archived in chunks: a process that never saw the run reads them
+// back and goes on with the whole conversation, the output and the session
+// get all of it, and the sweep removes the chunks with the run.
+func TestLongRunArchivesMessages(t *testing.T) {
+	const steps = 30
+	for name, open := range sessionStores() {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			mb := memory.New(nil)
+			t.Cleanup(func() { _ = mb.Close() })
+			var mu sync.Mutex
+			var seen []model.Message
+			serve := func() *agent.Runtime {
+				add := tool.Must(tool.New("add", "Add two integers.", func(_ context.Context, in addArgs) (int, error) { return in.A + in.B, nil }))
+				peek := tool.WithKind(tool.Must(tool.New("peek", "Read the display.", func(context.Context, addArgs) (string, error) { return "42", nil })), tool.KindRead)
+				m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+					mu.Lock()
+					seen = req.Messages
+					mu.Unlock()
+					calls := 0
+					for _, m := range req.Messages {
+						calls += len(m.ToolCalls)
+					}
+					switch last := req.Messages[len(req.Messages)-1]; {
+					case last.Role == model.RoleUser && last.Text() == "hello":
+						return modeltest.Text("hi"), nil
+					case calls < steps-1:
+						return modeltest.ToolCalls(modeltest.Call(fmt.Sprint("call_", calls+1), "peek", `{"a":1,"b":2}`)), nil
+					case calls == steps-1:
+						return modeltest.ToolCalls(modeltest.Call(fmt.Sprint("call_", calls+1), "add", `{"a":2,"b":3}`)), nil
+					}
+					return modeltest.Text(fmt.Sprint("done after ", len(req.Messages))), nil
+				})
+				a := agent.Must(agent.New[agent.NoDeps, string]("long", m, &agent.Options[agent.NoDeps]{
+					Tools: []tool.Tool{add, peek}, MaxTurns: steps + 1, Permissions: &agent.Permissions{Mode: agent.PermissionAsk, Allowed: []string{"peek"}},
+				}))
+				c := calf.NewClient(mb, nil)
+				t.Cleanup(func() { _ = c.Close() })
+				rt := agent.NewRuntime(c, s, nil)
+				if err := a.Serve(t.Context(), rt, nil); err != nil {
+					t.Fatal(err)
+				}
+				return rt
+			}
+			first := serve()
+			caller := agent.NewRuntime(calf.NewClient(mb, nil), s, nil)
+			t.Cleanup(func() { _ = caller.Client().Close() })
+			chat := agent.Must(agent.New[agent.NoDeps, string]("long", modeltest.NewTestModel(), nil))
+			if _, err := chat.Run(runCtx(t), caller, "hello", chat.InSession("s")); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan runResult, 1)
+			go func() {
+				out, err := chat.Run(runCtx(t), caller, "peek a lot", &agent.RunOptions[agent.NoDeps]{RunID: "long-run", SessionID: "s"})
+				done <- runResult{out, err}
+			}()
+			req := pending(t, caller, "long-run")
+
+			rec, err := s.Get(t.Context(), store.KindRun, "long-run")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw struct {
+				Messages      []model.Message        `json:"messages"`
+				ToolCalls     []agent.ToolCallRecord `json:"tool_calls"`
+				Archived      int                    `json:"archived"`
+				ArchivedCalls int                    `json:"archived_calls"`
+			}
+			if err := json.Unmarshal(rec.Data, &raw); err != nil {
+				t.Fatal(err)
+			}
+			// The run's own messages: the prompt, then a call and a result
+			// for each of 29 steps, then the 30th call.
+			if len(raw.Messages) >= 16 || len(raw.ToolCalls) >= 16 || raw.Archived+len(raw.Messages) != 2*steps || raw.ArchivedCalls+len(raw.ToolCalls) != steps-1 {
+				t.Fatalf("stored run: %d messages and %d archived, %d tool calls and %d archived", len(raw.Messages), raw.Archived, len(raw.ToolCalls), raw.ArchivedCalls)
+			}
+			if n := countKind(t, s, agent.KindRunMessages, "long-run/"); n != (raw.Archived+raw.ArchivedCalls)/8 {
+				t.Errorf("%d chunks stored for %d archived messages and %d tool calls", n, raw.Archived, raw.ArchivedCalls)
+			}
+
+			if err := first.Client().Close(); err != nil {
+				t.Fatal(err)
+			}
+			second := serve()
+			if _, err := second.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+				t.Fatal(err)
+			}
+			r := wait(t, done)
+			const thread = 2 + 1 + 2*steps + 1 // the history, the prompt, the steps, the answer
+			if r.err != nil || r.out.Output != fmt.Sprint("done after ", thread-1) || len(r.out.Thread) != thread || len(r.out.ToolCalls) != steps {
+				t.Fatalf("run: %+v, %v", r.out, r.err)
+			}
+			mu.Lock()
+			got := seen
+			mu.Unlock()
+			if got[0].Text() != "hello" || got[2].Text() != "peek a lot" || got[3].ToolCalls[0].ID != "call_1" || got[thread-2].Role != model.RoleTool {
+				t.Errorf("the second process's model call saw %d messages, out of order", len(got))
+			}
+			for i, c := range r.out.ToolCalls {
+				if c.ID != fmt.Sprint("call_", i+1) {
+					t.Fatalf("tool call %d is %s", i, c.ID)
+				}
+			}
+			st, err := agent.NewRuntime(calf.NewClient(mb, nil), s, nil).LoadRun(t.Context(), "long-run")
+			if err != nil || len(st.Messages) != thread || len(st.ToolCalls) != steps || st.Bare() {
+				t.Fatalf("LoadRun from a new runtime: %d messages, %d tool calls, %v", len(st.Messages), len(st.ToolCalls), err)
+			}
+			sess, err := second.LoadSession(t.Context(), "s")
+			if err != nil || len(sess.Messages) != thread || sess.Messages[thread-1].Text() != r.out.Output {
+				t.Fatalf("session: %d messages, %v", len(sess.Messages), err)
+			}
+
+			if _, err := second.Sweep(t.Context(), agent.SweepOptions{Before: time.Now().Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+			if n := countKind(t, s, agent.KindRunMessages, "long-run/"); n != 0 {
+				t.Errorf("%d chunks left after the sweep", n)
+			}
+		})
 	}
 }

@@ -67,6 +67,18 @@ type RunState struct {
 	// such a record ([DecodeRunState]) holds only the run's messages until
 	// its history is read back; [Runtime.LoadRun] returns it whole.
 	History *HistoryRef `json:"history,omitempty"`
+	// Archived is how many of the messages the run's record would hold
+	// (the run's own, or, for a history kept in the record, the history's
+	// and the run's) are kept in [KindRunMessages] records instead, 8 to a
+	// record, written once each: the record holds the rest, at most 15,
+	// so that a step of a long run writes what it added, not the whole
+	// conversation again. A state decoded from such a record holds those
+	// last messages only until the others are read back; [Runtime.LoadRun]
+	// returns it whole.
+	Archived int `json:"archived,omitempty"`
+	// ArchivedCalls is how many of ToolCalls are kept in [KindRunMessages]
+	// records, 8 to a record, as Archived is for the messages.
+	ArchivedCalls int `json:"archived_calls,omitempty"`
 	// Compacted, when set, is what the model sees in place of the first
 	// messages of Messages; see [Compaction].
 	Compacted *CompactedContext `json:"compacted,omitempty"`
@@ -143,8 +155,9 @@ type RunState struct {
 	StartedAt    time.Time `json:"started_at"`
 	EndedAt      time.Time `json:"ended_at,omitzero"`
 
-	// bare reports that History is set and Messages holds only the run's
-	// own messages: the history is not read back yet.
+	// bare reports that Messages holds only what the run's record holds:
+	// the history kept in the session (History) and the archived messages
+	// (Archived) are not read back yet.
 	bare bool
 }
 
@@ -167,16 +180,45 @@ func (s RunState) MarshalJSON() ([]byte, error) { return s.encode() }
 // would check the JSON a MarshalJSON method returns again.
 func (s *RunState) encode() ([]byte, error) {
 	type stored RunState // without the method
-	if s.History == nil || s.bare || s.HistoryLen > len(s.Messages) {
+	tail, ok := s.tail()
+	calls := s.callsTail()
+	if !ok || (len(tail) == len(s.Messages) && len(calls) == len(s.ToolCalls)) {
 		return json.Marshal((*stored)(s))
 	}
 	c := *s
-	c.Messages = s.Messages[s.HistoryLen:]
+	c.Messages, c.ToolCalls = tail, calls
 	return json.Marshal((*stored)(&c))
 }
 
-// Bare reports whether the state holds only the run's own messages, its
-// history (kept in its session, see [RunState.History]) not read back.
+// callsTail returns the tool call records the run's record holds: those
+// after the archived ones.
+func (s *RunState) callsTail() []ToolCallRecord {
+	if s.bare || s.ArchivedCalls > len(s.ToolCalls) {
+		return s.ToolCalls
+	}
+	return s.ToolCalls[s.ArchivedCalls:]
+}
+
+// tail returns the messages the run's record holds: those after the
+// session's history and the archived ones. ok is false for a state whose
+// counts do not fit its messages, which is encoded as it is.
+func (s *RunState) tail() (msgs []model.Message, ok bool) {
+	if s.bare {
+		return s.Messages, true
+	}
+	skip := s.Archived
+	if s.History != nil {
+		skip += s.HistoryLen
+	}
+	if skip > len(s.Messages) {
+		return nil, false
+	}
+	return s.Messages[skip:], true
+}
+
+// Bare reports whether the state holds only the messages its run's record
+// holds: its history (kept in its session, see [RunState.History]) and
+// its archived messages ([RunState.Archived]) not read back.
 func (s *RunState) Bare() bool { return s.bare }
 
 // InputSize is the size of a model call's input.
@@ -212,7 +254,9 @@ type ToolCallRecord struct {
 	Hooks []HookRecord `json:"hooks,omitempty"`
 }
 
-// NewMessages returns the messages this run added to its session's history.
+// NewMessages returns the messages this run added to its session's
+// history. Of a bare state ([RunState.Bare]) whose messages were archived
+// in part, it returns those its record holds.
 func (s *RunState) NewMessages() []model.Message {
 	if s.bare {
 		return s.Messages
@@ -251,12 +295,14 @@ func DecodeRunState(data []byte) (*RunState, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("%w: run: %v", ErrCorruptState, err)
 	}
-	s.bare = s.History != nil
+	s.bare = s.History != nil || s.Archived > 0 || s.ArchivedCalls > 0
 	switch {
 	case s.RunID == "" || s.Agent == "":
 		return nil, fmt.Errorf("%w: run: missing run id or agent", ErrCorruptState)
 	case s.History != nil && (s.History.Session == "" || s.HistoryLen <= 0):
 		return nil, fmt.Errorf("%w: run %s: a history of %d messages in session %q", ErrCorruptState, s.RunID, s.HistoryLen, s.History.Session)
+	case s.Archived < 0 || s.Archived%runChunk != 0 || s.ArchivedCalls < 0 || s.ArchivedCalls%runChunk != 0:
+		return nil, fmt.Errorf("%w: run %s: %d archived messages, %d archived tool calls", ErrCorruptState, s.RunID, s.Archived, s.ArchivedCalls)
 	case s.Step < 0 || s.HistoryLen < 0 || (!s.bare && s.HistoryLen > len(s.Messages)):
 		return nil, fmt.Errorf("%w: run %s: step %d, history %d of %d messages", ErrCorruptState, s.RunID, s.Step, s.HistoryLen, len(s.Messages))
 	}
@@ -298,9 +344,24 @@ func (rt *Runtime) withHistory(ctx context.Context, st *RunState, rec store.Reco
 	return nil
 }
 
-// readHistory puts the history of st, a bare state, before its messages.
+// readHistory puts the history and the archived messages of st, a bare
+// state, before its messages.
 func (rt *Runtime) readHistory(ctx context.Context, st *RunState) error {
 	if !st.bare {
+		return nil
+	}
+	archived, err := readArchived[model.Message](ctx, rt, st.RunID, 'm', st.Archived)
+	if err != nil {
+		return err
+	}
+	calls, err := readArchived[ToolCallRecord](ctx, rt, st.RunID, 'c', st.ArchivedCalls)
+	if err != nil {
+		return err
+	}
+	st.ToolCalls = slices.Concat(calls, st.ToolCalls)
+	if st.History == nil {
+		st.Messages = slices.Concat(archived, st.Messages)
+		st.bare = false
 		return nil
 	}
 	ref := st.History
@@ -321,7 +382,99 @@ func (rt *Runtime) readHistory(ctx context.Context, st *RunState) error {
 	if len(msgs) < st.HistoryLen {
 		return calf.Permanent(fmt.Errorf("%w: run %s: session %s holds %d messages of its history of %d", ErrCorruptState, st.RunID, ref.Session, len(msgs), st.HistoryLen))
 	}
-	st.Messages = slices.Concat(msgs[:st.HistoryLen:st.HistoryLen], st.Messages)
+	st.Messages = slices.Concat(msgs[:st.HistoryLen:st.HistoryLen], archived, st.Messages)
 	st.bare = false
+	return nil
+}
+
+// KindRunMessages holds 8 archived messages of a run (see
+// [RunState.Archived]), with the id "{run id}/m{chunk, 8 digits}", or 8
+// archived tool call records ([RunState.ArchivedCalls]), with the id
+// "{run id}/c{chunk, 8 digits}".
+const KindRunMessages = "run_messages"
+
+// runChunk is how many messages a [KindRunMessages] record holds. A run's
+// record holds up to twice as many, less one: at that many, the first
+// runChunk go to a chunk.
+const runChunk = 8
+
+// runChunkKey is the id of chunk n of the archived messages (what 'm')
+// or tool call records ('c') of run.
+func runChunkKey(run string, what byte, n int) string { return fmt.Sprintf("%s/%c%08d", run, what, n) }
+
+// readArchived reads the count archived messages or tool call records
+// (what) of run back, in order.
+func readArchived[T any](ctx context.Context, rt *Runtime, run string, what byte, count int) ([]T, error) {
+	if count == 0 {
+		return nil, nil
+	}
+	n := count / runChunk
+	out := make([]T, 0, count)
+	prefix := runChunkKey(run, what, 0)[:len(run)+2]
+	for after := ""; len(out) < count; {
+		recs, err := rt.store.List(ctx, KindRunMessages, prefix, after, min(recoverPage, n-len(out)/runChunk))
+		if err != nil {
+			return nil, fmt.Errorf("agent: load run %s: %w", run, err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		for _, rec := range recs {
+			var chunk []T
+			if want := runChunkKey(run, what, len(out)/runChunk); rec.ID != want {
+				return nil, calf.Permanent(fmt.Errorf("%w: run %s: archived record %s is missing", ErrCorruptState, run, want))
+			}
+			if err := json.Unmarshal(rec.Data, &chunk); err != nil || len(chunk) != runChunk {
+				return nil, calf.Permanent(fmt.Errorf("%w: run %s: archived record %s", ErrCorruptState, run, rec.ID))
+			}
+			out = append(out, chunk...)
+		}
+		after = recs[len(recs)-1].ID
+	}
+	if len(out) != count {
+		return nil, calf.Permanent(fmt.Errorf("%w: run %s: %d of its %d archived records are stored", ErrCorruptState, run, len(out), count))
+	}
+	return out, nil
+}
+
+// archive moves the first messages of st's record to chunks while the
+// record would hold 16 or more, before st is written. A chunk's content is
+// the same whoever writes it (a run's messages only grow at their end), so
+// a write whose compare-and-swap then conflicts leaves a chunk the next
+// attempt writes again, the same.
+func (rt *Runtime) archive(ctx context.Context, st *RunState) error {
+	tail, ok := st.tail()
+	if !ok {
+		return nil
+	}
+	put := func(what byte, n int, v any) error {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if _, err := rt.store.Put(ctx, KindRunMessages, runChunkKey(st.RunID, what, n), data, 0); err != nil && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		return nil
+	}
+	for len(tail) >= 2*runChunk {
+		if err := put('m', st.Archived/runChunk, tail[:runChunk]); err != nil {
+			return err
+		}
+		st.Archived += runChunk
+		tail = tail[runChunk:]
+		if st.bare {
+			st.Messages = tail
+		}
+	}
+	for calls := st.callsTail(); len(calls) >= 2*runChunk; calls = st.callsTail() {
+		if err := put('c', st.ArchivedCalls/runChunk, calls[:runChunk]); err != nil {
+			return err
+		}
+		st.ArchivedCalls += runChunk
+		if st.bare {
+			st.ToolCalls = calls[runChunk:]
+		}
+	}
 	return nil
 }
