@@ -205,34 +205,15 @@ func (rt *Runtime) chunked(ctx context.Context, r *sessionRecord, what byte, n i
 	if n == 0 {
 		return list, nil
 	}
-	ids := make([]string, 0, n*sessionChunk+len(list))
-	first, last := chunkKey(r, what, 0), chunkKey(r, what, n-1)
-	prefix := first[:len(first)-8]
-	for after := ""; len(ids) < n*sessionChunk; {
-		recs, err := rt.store.List(ctx, KindSessionChunk, prefix, after, min(recoverPage, n-len(ids)/sessionChunk))
-		if err != nil {
-			return nil, fmt.Errorf("agent: load session %s: %w", r.ID, err)
-		}
-		for _, rec := range recs {
-			if rec.ID > last {
-				break
-			}
+	ids, err := readChunks(ctx, rt.store, KindSessionChunk, "session "+r.ID, n, sessionChunk,
+		func(i int) string { return chunkKey(r, what, i) },
+		func(data []byte) ([]string, error) {
 			var c sessionChunkList
-			if err := json.Unmarshal(rec.Data, &c); err != nil || len(c.IDs) != sessionChunk {
-				return nil, fmt.Errorf("%w: session %s: chunk %s", ErrCorruptState, r.ID, rec.ID)
-			}
-			if want := chunkKey(r, what, len(ids)/sessionChunk); rec.ID != want {
-				return nil, fmt.Errorf("%w: session %s: chunk %s is missing", ErrCorruptState, r.ID, want)
-			}
-			ids = append(ids, c.IDs...)
-		}
-		if len(recs) == 0 {
-			break
-		}
-		after = recs[len(recs)-1].ID
-	}
-	if len(ids) != n*sessionChunk {
-		return nil, fmt.Errorf("%w: session %s: %d of its %d chunks are stored", ErrCorruptState, r.ID, len(ids)/sessionChunk, n)
+			err := json.Unmarshal(data, &c)
+			return c.IDs, err
+		})
+	if err != nil {
+		return nil, err
 	}
 	return append(ids, list...), nil
 }

@@ -408,31 +408,47 @@ func readArchived[T any](ctx context.Context, rt *Runtime, run string, what byte
 	if count == 0 {
 		return nil, nil
 	}
-	n := count / runChunk
-	out := make([]T, 0, count)
-	prefix := runChunkKey(run, what, 0)[:len(run)+2]
-	for after := ""; len(out) < count; {
-		recs, err := rt.store.List(ctx, KindRunMessages, prefix, after, min(recoverPage, n-len(out)/runChunk))
+	out, err := readChunks(ctx, rt.store, KindRunMessages, "run "+run, count/runChunk, runChunk,
+		func(n int) string { return runChunkKey(run, what, n) },
+		func(data []byte) (items []T, err error) { return items, json.Unmarshal(data, &items) })
+	if errors.Is(err, ErrCorruptState) {
+		return nil, calf.Permanent(err)
+	}
+	return out, err
+}
+
+// readChunks reads the n records of kind with the ids key(0) to
+// key(n-1), which must sort in that order and share the prefix key(0)
+// has before its last 8 characters, and returns the items they hold, in
+// order: size items each, decoded by decode. A record missing, out of
+// place or of another size is an error matching [ErrCorruptState]; of
+// names what the records belong to, for errors.
+func readChunks[T any](ctx context.Context, s store.Store, kind, of string, n, size int, key func(int) string, decode func([]byte) ([]T, error)) ([]T, error) {
+	out := make([]T, 0, n*size)
+	first := key(0)
+	prefix := first[:len(first)-8]
+	for after := ""; len(out) < n*size; {
+		recs, err := s.List(ctx, kind, prefix, after, min(recoverPage, n-len(out)/size))
 		if err != nil {
-			return nil, fmt.Errorf("agent: load run %s: %w", run, err)
+			return nil, fmt.Errorf("agent: load %s: %w", of, err)
 		}
 		if len(recs) == 0 {
 			break
 		}
 		for _, rec := range recs {
-			var chunk []T
-			if want := runChunkKey(run, what, len(out)/runChunk); rec.ID != want {
-				return nil, calf.Permanent(fmt.Errorf("%w: run %s: archived record %s is missing", ErrCorruptState, run, want))
+			if want := key(len(out) / size); rec.ID != want {
+				return nil, fmt.Errorf("%w: %s: record %s is missing", ErrCorruptState, of, want)
 			}
-			if err := json.Unmarshal(rec.Data, &chunk); err != nil || len(chunk) != runChunk {
-				return nil, calf.Permanent(fmt.Errorf("%w: run %s: archived record %s", ErrCorruptState, run, rec.ID))
+			items, err := decode(rec.Data)
+			if err != nil || len(items) != size {
+				return nil, fmt.Errorf("%w: %s: record %s", ErrCorruptState, of, rec.ID)
 			}
-			out = append(out, chunk...)
+			out = append(out, items...)
 		}
 		after = recs[len(recs)-1].ID
 	}
-	if len(out) != count {
-		return nil, calf.Permanent(fmt.Errorf("%w: run %s: %d of its %d archived records are stored", ErrCorruptState, run, len(out), count))
+	if len(out) != n*size {
+		return nil, fmt.Errorf("%w: %s: %d of its %d records are stored", ErrCorruptState, of, len(out)/size, n)
 	}
 	return out, nil
 }
