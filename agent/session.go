@@ -181,11 +181,7 @@ func chunkKey(r *sessionRecord, what byte, n int) string {
 func (rt *Runtime) rollSession(ctx context.Context, r *sessionRecord) error {
 	roll := func(list *[]string, chunks *int, what byte) error {
 		for len(*list) >= 2*sessionChunk {
-			data, err := json.Marshal(sessionChunkList{IDs: (*list)[:sessionChunk]})
-			if err != nil {
-				return err
-			}
-			if _, err := store.Update(ctx, rt.store, KindSessionChunk, chunkKey(r, what, *chunks), func([]byte, bool) ([]byte, error) { return data, nil }); err != nil {
+			if err := rt.putChunk(ctx, KindSessionChunk, chunkKey(r, what, *chunks), sessionChunkList{IDs: (*list)[:sessionChunk]}); err != nil {
 				return err
 			}
 			*list = slices.Clone((*list)[sessionChunk:])

@@ -417,6 +417,19 @@ func readArchived[T any](ctx context.Context, rt *Runtime, run string, what byte
 	return out, err
 }
 
+// putChunk writes v as the record of kind and id, create-only: a chunk's
+// content is the same whoever writes it, so one written already stays.
+func (rt *Runtime) putChunk(ctx context.Context, kind, id string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := rt.store.Put(ctx, kind, id, data, 0); err != nil && !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	return nil
+}
+
 // readChunks reads the n records of kind with the ids key(0) to
 // key(n-1), which must sort in that order and share the prefix key(0)
 // has before its last 8 characters, and returns the items they hold, in
@@ -464,14 +477,7 @@ func (rt *Runtime) archive(ctx context.Context, st *RunState) error {
 		return nil
 	}
 	put := func(what byte, n int, v any) error {
-		data, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		if _, err := rt.store.Put(ctx, KindRunMessages, runChunkKey(st.RunID, what, n), data, 0); err != nil && !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-		return nil
+		return rt.putChunk(ctx, KindRunMessages, runChunkKey(st.RunID, what, n), v)
 	}
 	for len(tail) >= 2*runChunk {
 		if err := put('m', st.Archived/runChunk, tail[:runChunk]); err != nil {
