@@ -16,6 +16,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/team"
 )
@@ -53,7 +54,7 @@ the step in progress and then waits, holding nothing, until it is resumed.`,
 
 	show := &cobra.Command{
 		Use:   "show ID",
-		Short: "Print a run's stored state, as JSON",
+		Short: "Print a run's stored state, as JSON, with its whole conversation",
 		Args:  oneRunID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return showRun(cmd.Context(), storeURL, args[0], cmd.OutOrStdout())
@@ -220,6 +221,19 @@ func showRun(ctx context.Context, storeURL, id string, out io.Writer) error {
 	var v any = rs
 	if ts != nil {
 		v = ts
+	} else if rs.Bare() {
+		// The record holds the run's last messages: read back the history
+		// its session keeps and the messages archived, and print them all.
+		mb := memory.New(nil)
+		defer mb.Close()
+		c := calf.NewClient(mb, nil)
+		defer c.Close()
+		if rs, err = agent.NewRuntime(c, st, nil).LoadRun(ctx, id); err != nil {
+			return failure(err)
+		}
+		whole := *rs
+		whole.History, whole.Archived, whole.ArchivedCalls = nil, 0, 0
+		v = &whole
 	}
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/team"
 	"github.com/calf-go/calf/tool"
 )
@@ -56,7 +57,7 @@ func TestRunsCommands(t *testing.T) {
 	if _, err := loop.Submit(ctx, rt, "loop", &agent.RunOptions[agent.NoDeps]{RunID: "loop-1"}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ticks.Load() < 2; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); ticks.Load() < 12; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the loop did not start")
 		}
@@ -98,6 +99,14 @@ func TestRunsCommands(t *testing.T) {
 	var shown agent.RunState
 	if show.code != exitOK || json.Unmarshal([]byte(show.stdout), &shown) != nil || !shown.Paused() {
 		t.Errorf("calf runs show = %+v", show)
+	}
+	// The whole conversation, though the record archived its start: the
+	// prompt, then a call and its result per step before the current one.
+	if rec, err := st.Get(ctx, store.KindRun, "loop-1"); err != nil || !strings.Contains(string(rec.Data), `"archived":`) {
+		t.Errorf("the run's record archived none of its messages: %v", err)
+	}
+	if len(shown.Messages) < 2*shown.Step-1 || shown.Step < 12 || shown.Messages[0].Role != "user" {
+		t.Errorf("calf runs show: %d messages at step %d", len(shown.Messages), shown.Step)
 	}
 
 	r := runMain(ctx, "", "runs", "resume", "--broker", brokerURL, "--store", storeURL, "loop-1")
