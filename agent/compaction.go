@@ -353,7 +353,7 @@ func (h *handlers[Deps, Out]) compact(ctx context.Context, st *RunState, version
 	if st.Compacted == nil || st.Compacted.Step != st.Step {
 		return st, version, nil // another delivery got there first, or the run moved on
 	}
-	if _, rec, ok := h.rt.states.latest(st.RunID); ok {
+	if rec, ok := h.rt.states.record(st.RunID); ok {
 		version = rec.Version
 	} else {
 		version = -1 // unknown: the next write reads the run again

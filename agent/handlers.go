@@ -221,7 +221,7 @@ func (h *handlers[Deps, Out]) updateRun(ctx context.Context, id string, cache bo
 	}
 	var rec store.Record
 	var err error
-	if _, known, ok := h.rt.states.latest(id); ok && cache {
+	if known, ok := h.rt.states.record(id); ok && cache {
 		rec, err = store.UpdateFrom(ctx, h.rt.store, known, apply)
 	} else {
 		rec, err = store.Update(ctx, h.rt.store, store.KindRun, id, apply)

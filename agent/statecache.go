@@ -129,6 +129,18 @@ func (c *stateCache) latest(id string) (*RunState, store.Record, bool) {
 	return e.st.clone(), store.Record{Kind: store.KindRun, ID: id, Version: e.version, Data: e.data}, true
 }
 
+// record returns the record the cached state of run id was stored as,
+// without copying the state.
+func (c *stateCache) record(id string) (store.Record, bool) {
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	c.mu.Unlock()
+	if !ok {
+		return store.Record{}, false
+	}
+	return store.Record{Kind: store.KindRun, ID: id, Version: e.version, Data: e.data}, true
+}
+
 // clone returns a copy of s that shares no mutable memory with it: slices
 // are clipped so that appends reallocate, and the pending calls, which
 // handlers change in place, are copied.
