@@ -144,7 +144,7 @@ func (h *handlers[Deps, Out]) load(ctx context.Context, id string) (*RunState, i
 	if err != nil {
 		return nil, 0, calf.Permanent(err)
 	}
-	if err := h.rt.withHistory(ctx, st, rec); err != nil {
+	if err := h.rt.readBackCached(ctx, st, rec); err != nil {
 		return nil, 0, err
 	}
 	return st, rec.Version, nil
@@ -157,11 +157,12 @@ func (h *handlers[Deps, Out]) load(ctx context.Context, id string) (*RunState, i
 // comes during the call); otherwise, the store is read.
 func (h *handlers[Deps, Out]) loadStep(ctx context.Context, id string, step int) (*RunState, int64, error) {
 	if h.rt.local {
-		if st, rec, ok := h.rt.states.latest(id); ok && !st.Status.Terminal() && st.Step == step && st.Phase == PhaseInference && st.Pause == nil {
-			if err := h.rt.withHistory(ctx, st, rec); err != nil {
-				return nil, 0, err
-			}
-			return st, rec.Version, nil
+		st, version, ok, err := h.rt.cached(ctx, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok && !st.Status.Terminal() && st.Step == step && st.Phase == PhaseInference && st.Pause == nil {
+			return st, version, nil
 		}
 	}
 	return h.load(ctx, id)
@@ -175,11 +176,8 @@ func (h *handlers[Deps, Out]) loadStep(ctx context.Context, id string, step int)
 // until the call is answered, or the run ends, which a write at the
 // cached version would find), and calls load where it is not.
 func (h *handlers[Deps, Out]) loadLatest(ctx context.Context, id string) (st *RunState, cached bool, err error) {
-	if st, rec, ok := h.rt.states.latest(id); ok {
-		if err := h.rt.withHistory(ctx, st, rec); err != nil {
-			return nil, false, err
-		}
-		return st, true, nil
+	if st, _, ok, err := h.rt.cached(ctx, id); ok || err != nil {
+		return st, ok, err
 	}
 	st, _, err = h.load(ctx, id)
 	return st, false, err

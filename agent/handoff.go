@@ -299,7 +299,7 @@ func (h *handlers[Deps, Out]) emitHandoff(ctx context.Context, st *RunState) err
 	if req == nil {
 		return calf.Permanent(fmt.Errorf("%w: run %s handed off without a handoff request", ErrCorruptState, st.RunID))
 	}
-	if err := h.rt.readHistory(ctx, st); err != nil {
+	if err := h.rt.readBack(ctx, st); err != nil {
 		return err
 	}
 	msgs := slices.Clone(st.Messages)

@@ -64,7 +64,7 @@ func (h *handlers[Deps, Out]) memoryMessages(ctx context.Context, st *RunState, 
 // remember tells the agent's memories that can keep it that the run st
 // completed.
 func (h *handlers[Deps, Out]) remember(ctx context.Context, st *RunState) {
-	if err := h.rt.readHistory(ctx, st); err != nil {
+	if err := h.rt.readBack(ctx, st); err != nil {
 		h.rt.log.Warn("agent: run not remembered", "agent", h.a.name, "run", st.RunID, "err", err)
 		return
 	}

@@ -290,11 +290,9 @@ func (a *Agent[Deps, Out]) Result(ctx context.Context, rt *Runtime, runID string
 // says does not change, but for where its output is sent), or else the
 // stored one.
 func (rt *Runtime) endedRun(ctx context.Context, id string) (*RunState, error) {
-	if st, rec, ok := rt.states.latest(id); ok && st.Status.Terminal() {
-		if err := rt.withHistory(ctx, st, rec); err != nil {
-			return nil, err
-		}
-		return st, nil
+	st, _, ok, err := rt.cached(ctx, id)
+	if err != nil || (ok && st.Status.Terminal()) {
+		return st, err
 	}
 	return rt.LoadRun(ctx, id)
 }
@@ -587,7 +585,7 @@ func (rt *Runtime) Cancel(ctx context.Context, agentName, runID, reason string) 
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: cancel run %s: %w", agentName, runID, err)
 	}
-	if err := rt.readHistory(ctx, st); err != nil {
+	if err := rt.readBack(ctx, st); err != nil {
 		rt.log.Warn("agent: the cancelled run's history was not read", "agent", st.Agent, "run", st.RunID, "err", err)
 	}
 	if st.Status == RunCancelled {

@@ -493,7 +493,7 @@ func (rt *Runtime) endSessionRun(ctx context.Context, st *RunState) error {
 	}
 	adds := st.Status == RunComplete || st.Status == RunHandedOff
 	if adds && st.bare && st.Archived > 0 {
-		if err := rt.readHistory(ctx, st); err != nil { // NewMessages needs the archived ones
+		if err := rt.readBack(ctx, st); err != nil { // NewMessages needs the archived ones
 			return err
 		}
 	}

@@ -155,9 +155,9 @@ type RunState struct {
 	StartedAt    time.Time `json:"started_at"`
 	EndedAt      time.Time `json:"ended_at,omitzero"`
 
-	// bare reports that Messages holds only what the run's record holds:
-	// the history kept in the session (History) and the archived messages
-	// (Archived) are not read back yet.
+	// bare reports that Messages and ToolCalls hold only what the run's
+	// record holds: the history kept in the session (History) and the
+	// archived messages and tool calls are not read back yet.
 	bare bool
 }
 
@@ -172,8 +172,9 @@ type HistoryRef struct {
 	Epoch string `json:"epoch,omitempty"`
 }
 
-// MarshalJSON encodes the state as stored: when the session keeps the
-// run's history (History is set), without it.
+// MarshalJSON encodes the state as stored: without the history its
+// session keeps (History) and the messages and tool calls archived
+// (Archived, ArchivedCalls).
 func (s RunState) MarshalJSON() ([]byte, error) { return s.encode() }
 
 // encode is MarshalJSON, which handlers call directly: json.Marshal
@@ -325,28 +326,44 @@ func (rt *Runtime) LoadRun(ctx context.Context, runID string) (*RunState, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := rt.withHistory(ctx, st, rec); err != nil {
+	if err := rt.readBackCached(ctx, st, rec); err != nil {
 		return nil, err
 	}
 	return st, nil
 }
 
-// withHistory reads back the history of st, a state decoded from rec,
-// when its session keeps it, and caches the whole state.
-func (rt *Runtime) withHistory(ctx context.Context, st *RunState, rec store.Record) error {
+// cached returns a copy of the state this process cached of run id, made
+// whole (readBackCached), and the version it was stored at, without
+// reading the run's record; ok is false when there is none. It may be
+// behind the store.
+func (rt *Runtime) cached(ctx context.Context, id string) (st *RunState, version int64, ok bool, err error) {
+	st, rec, ok := rt.states.latest(id)
+	if !ok {
+		return nil, 0, false, nil
+	}
+	if err := rt.readBackCached(ctx, st, rec); err != nil {
+		return nil, 0, false, err
+	}
+	return st, rec.Version, true, nil
+}
+
+// readBackCached is readBack for st, a state decoded from rec, and caches
+// the whole state.
+func (rt *Runtime) readBackCached(ctx context.Context, st *RunState, rec store.Record) error {
 	if !st.bare {
 		return nil
 	}
-	if err := rt.readHistory(ctx, st); err != nil {
+	if err := rt.readBack(ctx, st); err != nil {
 		return err
 	}
 	rt.states.put(st.RunID, rec.Data, rec.Version, st)
 	return nil
 }
 
-// readHistory puts the history and the archived messages of st, a bare
-// state, before its messages.
-func (rt *Runtime) readHistory(ctx context.Context, st *RunState) error {
+// readBack makes st, a bare state, whole: the history its session keeps
+// and its archived messages go before its messages, its archived tool
+// calls before its tool calls.
+func (rt *Runtime) readBack(ctx context.Context, st *RunState) error {
 	if !st.bare {
 		return nil
 	}

@@ -75,27 +75,26 @@ func (c *stateCache) put(id string, data []byte, version int64, st *RunState) {
 	if ok && e.version > version {
 		return
 	}
-	if !ok && len(c.entries) >= c.max {
-		for k := range c.entries { // evict an arbitrary entry
-			delete(c.entries, k)
-			break
-		}
-	}
-	c.entries[id] = cachedState{data: data, version: version, st: st.clone(), born: e.born, recorded: e.recorded}
+	c.set(id, cachedState{data: data, version: version, st: st.clone(), born: e.born, recorded: e.recorded})
 }
 
 // putBorn is put for the state of a run this process has just created.
 func (c *stateCache) putBorn(id string, data []byte, version int64, st *RunState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.forgetLocked(id)
-	if len(c.entries) >= c.max {
+	c.set(id, cachedState{data: data, version: version, st: st.clone(), born: true})
+}
+
+// set makes e the entry of run id, evicting an arbitrary entry when the
+// cache is full and has none for id. c.mu is held.
+func (c *stateCache) set(id string, e cachedState) {
+	if _, ok := c.entries[id]; !ok && len(c.entries) >= c.max {
 		for k := range c.entries {
 			delete(c.entries, k)
 			break
 		}
 	}
-	c.entries[id] = cachedState{data: data, version: version, st: st.clone(), born: true}
+	c.entries[id] = e
 }
 
 // unrecorded reports whether this process created run id and has not
@@ -126,7 +125,7 @@ func (c *stateCache) latest(id string) (*RunState, store.Record, bool) {
 	if !ok {
 		return nil, store.Record{}, false
 	}
-	return e.st.clone(), store.Record{Kind: store.KindRun, ID: id, Version: e.version, Data: e.data}, true
+	return e.st.clone(), e.record(id), true
 }
 
 // record returns the record the cached state of run id was stored as,
@@ -138,7 +137,12 @@ func (c *stateCache) record(id string) (store.Record, bool) {
 	if !ok {
 		return store.Record{}, false
 	}
-	return store.Record{Kind: store.KindRun, ID: id, Version: e.version, Data: e.data}, true
+	return e.record(id), true
+}
+
+// record is the record of run id that e was stored as.
+func (e cachedState) record(id string) store.Record {
+	return store.Record{Kind: store.KindRun, ID: id, Version: e.version, Data: e.data}
 }
 
 // clone returns a copy of s that shares no mutable memory with it: slices
@@ -156,7 +160,5 @@ func (s *RunState) clone() *RunState {
 func (c *stateCache) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.forgetLocked(id)
+	delete(c.entries, id)
 }
-
-func (c *stateCache) forgetLocked(id string) { delete(c.entries, id) }
