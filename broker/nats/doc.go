@@ -44,7 +44,7 @@
 // The payload of a message is the [calf.Message] as JSON, with the names
 // of its JSON tags: {"id", "channel", "key", "data", "metadata":
 // {"correlation_id", "causation_id", "run_id", "session_id", "traceparent",
-// "time"}}, with "data" holding the JSON payload (compacted, its characters
+// "time", "producer"}}, with "data" holding the JSON payload (compacted, its characters
 // left unescaped) and the attempt left out.
 // A producer in another language publishes that JSON to the subject above,
 // with the id in the Nats-Msg-Id header. When "channel" is absent the

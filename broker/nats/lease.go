@@ -222,6 +222,10 @@ func (l *leaser) forget(p int) {
 // release deletes the lease on p, which the member no longer consumes.
 func (l *leaser) release(ctx context.Context, p int, rev uint64) {
 	l.forget(p)
+	// Released even when the member is stopping (ctx cancelled): a lease
+	// left behind keeps the partition from the next owner until it expires.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	if err := l.kv.Delete(ctx, l.key(p), jetstream.LastRevision(rev)); err != nil {
 		l.s.b.log.Debug("nats: release a lease", "group", l.s.group, "partition", p, "error", err)
 	}
@@ -232,15 +236,20 @@ func (l *leaser) release(ctx context.Context, p int, rev uint64) {
 func (l *leaser) releaseAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// The revisions are read under the lock: a tick in progress may renew
+	// a lease (and write its revision) until it sees the member stopped.
 	l.mu.Lock()
-	owned := l.owned
+	revs := make(map[int]uint64, len(l.owned))
+	for p, h := range l.owned {
+		revs[p] = h.rev
+	}
 	l.owned = map[int]*held{}
 	l.mu.Unlock()
 	if l.s.b.nc.IsClosed() {
 		return
 	}
-	for p, h := range owned {
-		if err := l.kv.Delete(ctx, l.key(p), jetstream.LastRevision(h.rev)); err != nil {
+	for p, rev := range revs {
+		if err := l.kv.Delete(ctx, l.key(p), jetstream.LastRevision(rev)); err != nil {
 			l.s.b.log.Debug("nats: release a lease", "group", l.s.group, "partition", p, "error", err)
 		}
 	}

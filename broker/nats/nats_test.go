@@ -1,9 +1,11 @@
 package nats
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -128,11 +130,43 @@ func crash(b calf.Broker) {
 	}
 }
 
+// lockedBuffer is a buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// failureLog returns a logger whose debug output the test shows if it
+// fails: which partitions were taken over with how many messages
+// outstanding, what was handed back.
+func failureLog(t *testing.T) *slog.Logger {
+	var buf lockedBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the brokers' log:\n%s", buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
 func TestConformanceExternal(t *testing.T) {
 	natsURL(t)
 	f := features
 	f.Durable = func(t *testing.T) func() calf.Broker {
 		opts := testOptions()
+		opts.Logger = failureLog(t)
 		var first atomic.Bool
 		return func() calf.Broker {
 			if !first.Swap(true) {
@@ -156,6 +190,7 @@ func TestConformanceEmbedded(t *testing.T) {
 	f := features
 	f.Durable = func(t *testing.T) func() calf.Broker {
 		dir, opts := t.TempDir(), testOptions()
+		opts.Logger = failureLog(t)
 		return func() calf.Broker { return openEmbedded(t, dir, opts) }
 	}
 	// The embedded server holds its directory.

@@ -462,6 +462,13 @@ func (pt *part) deliver(jm jetstream.Msg) {
 	}
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
+	if pt.gone {
+		// Given up (the subscription closes, or the partition moved): no
+		// lane starts any more, and the server redelivers the message to
+		// the partition's next owner.
+		_ = jm.Nak()
+		return
+	}
 	if it.seq != 0 {
 		if _, ok := pt.held[it.seq]; ok {
 			return
