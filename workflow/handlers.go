@@ -78,7 +78,8 @@ type RecoverOptions struct {
 // when the process dies, such as the in-memory broker. The events carry
 // the handlers' ids, and the handlers skip a step whose node has
 // completed, so Recover is idempotent and harmless on a durable broker. An
-// interrupted run is left alone: it waits for [Workflow.Resume]. An agent
+// interrupted run is left alone: it waits for [Workflow.Resume]; a run
+// resumed whose node has not completed gets its resume event again. An agent
 // node's own run is the agent's to recover ([agent.Agent.Recover]); the
 // step of an agent node submits it again, which is a no-op for a run that
 // exists. It returns how many runs it continued.
@@ -206,6 +207,9 @@ func (h *handlers[S]) emitState(ctx context.Context, st *RunState) error {
 	}
 	switch st.Status {
 	case RunRunning:
+		if st.resumed() {
+			return h.emit(ctx, ResumeChannel(h.w.name), run, resumeID(run, st.Resumed), ResumeEvent{Interrupt: st.Resumed, Input: st.ResumeInput})
+		}
 		if st.FanOut == "" {
 			return h.emit(ctx, StepChannel(h.w.name), run, stepID(run, st.Step, st.Node), StepEvent{Step: st.Step, Node: st.Node})
 		}
@@ -414,10 +418,20 @@ func (h *handlers[S]) onStep(ctx context.Context, msg *calf.Message) error {
 	if err != nil {
 		return err
 	}
-	if !st.pending(ev.Step, ev.Node) || !h.w.runs(st, ev.Node) {
+	if !st.pending(ev.Step, ev.Node) || !h.w.runs(st, ev.Node) || st.resumed() {
+		// A resumed step is the resume event's to run: a step message of
+		// the node from before its interrupt (redelivered after a crash of
+		// the worker that interrupted it) would run it a second time, at
+		// once with the resume event's handler.
 		return h.stale(ctx, msg, st)
 	}
 	return h.execute(ctx, st, ev.Node)
+}
+
+// resumed reports whether the run's current step was resumed with input
+// and has not completed: the resume event runs it (see onResume).
+func (st *RunState) resumed() bool {
+	return st.Status == RunRunning && st.FanOut == "" && st.Resumed > 0 && st.ResumeInput != nil
 }
 
 // runs reports whether the run's current step runs node.

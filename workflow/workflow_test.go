@@ -1527,3 +1527,68 @@ func TestCancelBeforeSubWorkflowStarts(t *testing.T) {
 		t.Errorf("the cancelled child ran %v", got)
 	}
 }
+
+// The step message of an interrupted node, delivered again after the run
+// was resumed (as when the worker that interrupted it was killed before
+// its acknowledgement reached the broker), does not run the node a second
+// time beside the resume event's run of it.
+func TestStepRedeliveredAfterResume(t *testing.T) {
+	returned := make(chan struct{})
+	b := brokertest.Handled(memory.New(nil), func(m *calf.Message, _ error) {
+		if m.ID == "step-again" {
+			close(returned)
+		}
+	})
+	t.Cleanup(func() { _ = b.Close() })
+	rt := runtimeOn(t, b, storemem.New())
+	var runs atomic.Int64
+	started, gate := make(chan struct{}, 2), make(chan struct{})
+	w := workflow.New[doc]("again", nil).
+		Node("approve", workflow.Func(func(ctx context.Context, s doc) (doc, error) {
+			var answer string
+			ok, err := workflow.ResumeInput(ctx, &answer)
+			if err != nil {
+				return s, err
+			}
+			if !ok {
+				return s, workflow.Interrupt("approve?")
+			}
+			runs.Add(1)
+			started <- struct{}{}
+			<-gate
+			s.Text = answer
+			return s, nil
+		})).
+		Edge(workflow.Start, "approve").
+		Edge("approve", workflow.End).
+		MustBuild()
+	serve(t, w, rt)
+	_, err := w.Run(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "r"})
+	var ie *workflow.InterruptError
+	if !errors.As(err, &ie) {
+		t.Fatalf("Run = %v, want an interrupt", err)
+	}
+	if err := w.Resume(t.Context(), rt, "r", "yes"); err != nil {
+		t.Fatal(err)
+	}
+	<-started // the resume event runs the node
+	if _, err := rt.Client().Emit(t.Context(), workflow.StepChannel("again"), workflow.StepEvent{Step: ie.Info.Step, Node: "approve"},
+		calf.WithID("step-again"), calf.WithKey("r"), calf.WithMetadata(calf.Metadata{CorrelationID: "r", RunID: "r"})); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-returned: // handled while the node runs
+	case <-started:
+		t.Error("the step message ran the resumed node a second time")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the step message was not handled")
+	}
+	close(gate)
+	got, err := w.Wait(t.Context(), rt, "r")
+	if err != nil || got.Text != "yes" {
+		t.Fatalf("Wait = %+v, %v", got, err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the resumed node ran %d times, want 1", n)
+	}
+}

@@ -64,5 +64,7 @@
 //
 // [DuplicatePublishes] and [DuplicateDeliveries] wrap a broker so that
 // every message is published, or handled, several times: handlers written
-// to be idempotent must come out with the same effect.
+// to be idempotent must come out with the same effect. [Handled] wraps a
+// broker so that a test learns when each delivery's handler returned, to
+// deliver a message again at a chosen moment and know it was handled.
 package brokertest

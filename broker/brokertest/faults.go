@@ -67,3 +67,32 @@ func (d *duplicateDeliveries) Subscribe(ctx context.Context, pattern string, h c
 
 // Unwrap returns the wrapped broker.
 func (d *duplicateDeliveries) Unwrap() calf.Broker { return d.Broker }
+
+// Handled returns a broker whose subscriptions call done with each
+// delivery's message and the error its handler returned, once the handler
+// has returned: for tests that must know when a message was handled,
+// whatever the handler did with it. Publish and Close go to b. The
+// returned broker's Unwrap method returns b.
+func Handled(b calf.Broker, done func(msg *calf.Message, err error)) calf.Broker {
+	return &handled{Broker: b, done: done}
+}
+
+type handled struct {
+	calf.Broker
+	done func(*calf.Message, error)
+}
+
+// Subscribe subscribes a handler that calls h, then done.
+func (d *handled) Subscribe(ctx context.Context, pattern string, h calf.Handler, opts *calf.SubscribeOptions) (calf.Subscription, error) {
+	if h == nil {
+		return d.Broker.Subscribe(ctx, pattern, nil, opts)
+	}
+	return d.Broker.Subscribe(ctx, pattern, func(ctx context.Context, msg *calf.Message) error {
+		err := h(ctx, msg)
+		d.done(msg, err)
+		return err
+	}, opts)
+}
+
+// Unwrap returns the wrapped broker.
+func (d *handled) Unwrap() calf.Broker { return d.Broker }

@@ -175,3 +175,52 @@ func TestDuplicateDeliveriesNilHandler(t *testing.T) {
 		t.Error("Subscribe with a nil handler succeeded")
 	}
 }
+
+// Handled reports each delivery after its handler returned, with the
+// handler's error: a failed attempt, then the attempt that succeeded.
+func TestHandled(t *testing.T) {
+	inner := newMemory(t)
+	type report struct {
+		ID       string
+		Attempt  int
+		Failed   bool
+		Returned bool // the handler had returned
+	}
+	var mu sync.Mutex
+	var returned int
+	var got []report
+	b := brokertest.Handled(inner, func(m *calf.Message, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, report{m.ID, m.Metadata.Attempt, err != nil, returned == len(got)+1})
+	})
+	if u, ok := b.(interface{ Unwrap() calf.Broker }); !ok || u.Unwrap() != inner {
+		t.Error("Unwrap does not return the wrapped broker")
+	}
+	sub, err := b.Subscribe(t.Context(), "h.x", func(_ context.Context, m *calf.Message) error {
+		mu.Lock()
+		returned++
+		mu.Unlock()
+		if m.Metadata.Attempt == 1 {
+			return errors.New("fail")
+		}
+		return nil
+	}, &calf.SubscribeOptions{Group: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	if err := b.Publish(t.Context(), &calf.Message{ID: "m0", Channel: "h.x", Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, inner)
+	mu.Lock()
+	defer mu.Unlock()
+	want := []report{{"m0", 1, true, true}, {"m0", 2, false, true}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reports (-want +got):\n%s", diff)
+	}
+	if _, err := b.Subscribe(t.Context(), "a.b", nil, nil); err == nil {
+		t.Error("Subscribe with a nil handler succeeded")
+	}
+}

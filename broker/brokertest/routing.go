@@ -29,6 +29,7 @@ func testRoundTrip(e *env) {
 		SessionID:     "session-1",
 		Traceparent:   "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 		Time:          now,
+		Producer:      "host-1/4242",
 	}
 	tests := []struct {
 		name string
