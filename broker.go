@@ -198,6 +198,7 @@ func NewDeadLetterMessage(orig *Message, group string, err error, attempts int, 
 	md.Attempt = 0
 	md.CausationID = orig.ID
 	md.Time = now
+	md.Producer = ""
 	return &Message{
 		ID:       "deadletter." + group + "." + orig.ID,
 		Channel:  DeadLetterChannel,

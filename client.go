@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +29,20 @@ type Options struct {
 	Now func() time.Time
 	// NewID returns a fresh message id. Default: [NewID].
 	NewID func() string
+	// Name names this process (a worker) in the messages it publishes
+	// ([Metadata.Producer]), such as "host-1/4242" ([ProcessName]).
+	// Default: none.
+	Name string
+}
+
+// ProcessName returns a name for this process: its host name and process
+// id, "host/pid".
+func ProcessName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return host + "/" + strconv.Itoa(os.Getpid())
 }
 
 // Client emits events, registers handlers and correlates replies on a
@@ -37,6 +53,7 @@ type Client struct {
 	max    int
 	now    func() time.Time
 	newID  func() string
+	name   string
 	inbox  string
 
 	mu         sync.Mutex
@@ -67,7 +84,7 @@ func NewClient(b Broker, opts *Options) *Client {
 	if o.NewID == nil {
 		o.NewID = NewID
 	}
-	return &Client{broker: b, log: o.Logger, max: o.MaxMessageSize, now: o.Now, newID: o.NewID,
+	return &Client{broker: b, log: o.Logger, max: o.MaxMessageSize, now: o.Now, newID: o.NewID, name: o.Name,
 		inbox: InboxPrefix + NewID(), taps: map[string]*tap{}}
 }
 
@@ -130,6 +147,9 @@ func WithMetadata(md Metadata) EmitOption {
 		if !md.Time.IsZero() {
 			m.Metadata.Time = md.Time
 		}
+		if md.Producer != "" {
+			m.Metadata.Producer = md.Producer
+		}
 	}
 }
 
@@ -153,6 +173,7 @@ func (c *Client) newMessage(ctx context.Context, channel string, raw json.RawMes
 		m.Metadata = in.Metadata
 		m.Metadata.CausationID = in.ID
 		m.Metadata.Attempt = 0
+		m.Metadata.Producer = ""
 	}
 	m.Metadata.Time = time.Time{}
 	for _, o := range opts {
@@ -224,6 +245,9 @@ func (c *Client) publish(ctx context.Context, msg *Message, validJSON bool) erro
 	}
 	if msg.Metadata.Time.IsZero() {
 		msg.Metadata.Time = c.now()
+	}
+	if msg.Metadata.Producer == "" {
+		msg.Metadata.Producer = c.name
 	}
 	return c.broker.Publish(ctx, msg)
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +66,50 @@ func TestEmitPropagatesMetadata(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("second message never arrived")
+	}
+}
+
+// A message names the process that published it, not the one that
+// published its cause.
+func TestProducerNamesThePublisher(t *testing.T) {
+	ctx := t.Context()
+	b := memory.New(nil)
+	t.Cleanup(func() { _ = b.Close() })
+	caller := calf.NewClient(b, &calf.Options{Name: "caller/1"})
+	worker := calf.NewClient(b, &calf.Options{Name: "worker/2"})
+	anonymous := calf.NewClient(b, nil)
+	for _, c := range []*calf.Client{caller, worker, anonymous} {
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	got := make(chan *calf.Message, 2)
+	if err := worker.Handle(ctx, "p.first", func(ctx context.Context, m *calf.Message) error {
+		got <- m
+		_, err := worker.Emit(ctx, "p.second", 2)
+		return err
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := anonymous.Handle(ctx, "p.second", func(_ context.Context, m *calf.Message) error {
+		got <- m
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := caller.Emit(ctx, "p.first", 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"caller/1", "worker/2"} {
+		select {
+		case m := <-got:
+			if m.Metadata.Producer != want {
+				t.Errorf("%s: producer %q, want %q", m.Channel, m.Metadata.Producer, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a message never arrived")
+		}
+	}
+	if name := calf.ProcessName(); !strings.HasSuffix(name, "/"+strconv.Itoa(os.Getpid())) {
+		t.Errorf("ProcessName() = %q", name)
 	}
 }
 

@@ -46,6 +46,10 @@ type Metadata struct {
 	Attempt int `json:"attempt,omitempty"`
 	// Time is when the message was first published.
 	Time time.Time `json:"time"`
+	// Producer names the process that published the message (the
+	// [Options.Name] of its client), so that a run's events tell which
+	// worker handled what; empty when the client has no name.
+	Producer string `json:"producer,omitempty"`
 }
 
 // Clone returns a copy of m that shares Data.

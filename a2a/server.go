@@ -258,11 +258,16 @@ func (e *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			yield(nil, spec.ErrTaskNotFound)
 			return
 		}
-		if err := e.s.r.Cancel(ctx, e.s.rt, string(ec.TaskID), "cancelled by the A2A client"); err != nil && !errors.Is(err, store.ErrNotFound) {
-			yield(nil, err)
+		// The cancellation's event first, while the task's execution is
+		// still open to take it: cancelling the run first lets the
+		// execution end on its own, closing the task's queue before the
+		// SDK writes this event to it ("queue is closed").
+		if !yield(spec.NewStatusUpdateEvent(ec, spec.TaskStateCanceled, nil), nil) {
 			return
 		}
-		yield(spec.NewStatusUpdateEvent(ec, spec.TaskStateCanceled, nil), nil)
+		if err := e.s.r.Cancel(ctx, e.s.rt, string(ec.TaskID), "cancelled by the A2A client"); err != nil && !errors.Is(err, store.ErrNotFound) {
+			yield(nil, err)
+		}
 	}
 }
 

@@ -441,19 +441,30 @@ func (rt *Runtime) publishApproval(ctx context.Context, a *Approval) error {
 	if a.Status == ApprovalPending {
 		what = "request"
 	}
+	// A copy for the stream of the run the caller started, first: the
+	// answer lets the run go on, and what follows reaches that stream
+	// under the same key, after the copy. The workers of that run's agent
+	// ignore it; should it fail, the request still stands, and lists and
+	// answers reach it.
+	if a.Root != nil {
+		if _, err := rt.client.Emit(ctx, ApprovalChannel(a.Root.Agent), a, calf.WithID(a.RunID+".approval."+a.ToolCallID+"."+what+".root"),
+			calf.WithKey(a.Root.RunID), calf.WithMetadata(calf.Metadata{CorrelationID: a.Root.CorrelationID, RunID: a.Root.RunID})); err != nil {
+			rt.log.Warn("agent: approval request not shown in the stream of its root run", "id", a.ID, "root", a.Root.RunID, "err", err)
+		}
+	}
+	return rt.emitApproval(ctx, a)
+}
+
+// emitApproval publishes a's request or answer on its agent's approval
+// channel, without the copy for the root run's stream.
+func (rt *Runtime) emitApproval(ctx context.Context, a *Approval) error {
+	what := "answer"
+	if a.Status == ApprovalPending {
+		what = "request"
+	}
 	_, err := rt.client.Emit(ctx, ApprovalChannel(a.Agent), a, calf.WithID(a.RunID+".approval."+a.ToolCallID+"."+what),
 		calf.WithKey(a.RunID), calf.WithMetadata(calf.Metadata{CorrelationID: a.CorrelationID, RunID: a.RunID, SessionID: a.SessionID}))
-	if err != nil || a.Root == nil {
-		return err
-	}
-	// A copy for the stream of the run the caller started. The workers
-	// of that run's agent ignore it; should it fail, the request still
-	// stands, and lists and answers reach it.
-	if _, err := rt.client.Emit(ctx, ApprovalChannel(a.Root.Agent), a, calf.WithID(a.RunID+".approval."+a.ToolCallID+"."+what+".root"),
-		calf.WithKey(a.Root.RunID), calf.WithMetadata(calf.Metadata{CorrelationID: a.Root.CorrelationID, RunID: a.Root.RunID})); err != nil {
-		rt.log.Warn("agent: approval request not shown in the stream of its root run", "id", a.ID, "root", a.Root.RunID, "err", err)
-	}
-	return nil
+	return err
 }
 
 // RevokeSessionTool takes back the permission, given with

@@ -111,6 +111,27 @@ func BenchmarkRunW1(b *testing.B) { benchRun(b, storemem.New()) }
 // the SQLite store.
 func BenchmarkRunW1SQLite(b *testing.B) { benchRun(b, benchSQLite(b)) }
 
+// BenchmarkSessionTurnSQLite measures one turn of a session, a W1 run
+// with the session's history, on the in-process broker and the SQLite
+// store; the sessions are 50 turns long, so a turn's history averages 25
+// earlier turns (100 messages).
+func BenchmarkSessionTurnSQLite(b *testing.B) {
+	a, rt := benchW1(b, benchSQLite(b), benchW1Model())
+	ctx := b.Context()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		out, err := a.Run(ctx, rt, "add 2 and 3", a.InSession(fmt.Sprint("s", n/50)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out.Output != benchWant {
+			b.Fatalf("output %q, want %q", out.Output, benchWant)
+		}
+		n++
+	}
+}
+
 // BenchmarkRunW1Parallel measures W1 runs made from GOMAXPROCS goroutines
 // at once (scale with -cpu), on the in-process broker and the memory store.
 func BenchmarkRunW1Parallel(b *testing.B) { benchParallel(b, storemem.New(), 1) }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"runtime/debug"
 	"slices"
@@ -64,6 +65,13 @@ func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOp
 		return fmt.Errorf("agent %s: serve: create channels: %w", a.name, err)
 	}
 	sub := func(pattern string, fn calf.Handler) error {
+		if t := rt.tel; t != nil && t.lag != nil {
+			inner := fn
+			fn = func(ctx context.Context, m *calf.Message) error {
+				t.handled(ctx, m, rt.now())
+				return inner(ctx, m)
+			}
+		}
 		return rt.client.Handle(ctx, pattern, fn, &calf.SubscribeOptions{
 			Group: pattern, Concurrency: h.opts.Concurrency, MaxAttempts: h.opts.MaxAttempts,
 		})
@@ -289,6 +297,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 	}
 	var st *RunState
 	var created []byte
+	var session *Session // as loaded for the run's history
 	// A run is usually new: create it without reading it first.
 	rec, err := store.CreateOrUpdate(ctx, h.rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
 		created = nil
@@ -320,6 +329,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 			history = in.Messages // a handoff: the conversation so far
 		} else if sid := msg.Metadata.SessionID; sid != "" {
 			s, err := h.rt.loadSession(ctx, sid, false)
+			session = s
 			switch {
 			case err == nil:
 				history, compacted = s.Messages, s.Compacted
@@ -375,7 +385,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 		h.rt.states.putBorn(id, created, rec.Version, st)
 	}
 	if st.SessionID != "" && st.Status == RunRunning {
-		if err := h.rt.startSessionRun(ctx, st, in.Content); err != nil {
+		if err := h.rt.startSessionRun(ctx, st, in.Content, session); err != nil {
 			return err
 		}
 	}
@@ -481,7 +491,7 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 	if len(parallel) > 0 {
 		checks.Go(func() { parallelTrip = checkAll(ctx, parallel, input) })
 	}
-	resp, deltas, err := h.callModel(ctx, st, req)
+	resp, deltas, err := h.tracedModelCall(ctx, st, req)
 	checks.Wait()
 	if (err != nil || parallelTrip != nil) && ctx.Err() != nil {
 		return ctx.Err() // shutting down: leave the message for redelivery
@@ -568,6 +578,21 @@ func (h *handlers[Deps, Out]) request(rc RunContext[Deps], st *RunState) *model.
 // callModel calls the model with the agent's timeout, streaming deltas on
 // the stream channel when the run asked for them. It returns the response
 // and the number of deltas emitted.
+// tracedModelCall is callModel in a chat span, when the runtime records
+// telemetry.
+func (h *handlers[Deps, Out]) tracedModelCall(ctx context.Context, st *RunState, req *model.Request) (*model.Response, int, error) {
+	if h.rt.tel == nil || h.a.model == nil {
+		return h.callModel(ctx, st, req)
+	}
+	msg, _ := calf.MessageFromContext(ctx)
+	name := h.a.model.Name()
+	mctx, span := h.rt.tel.chat(ctx, msg, h.a.name, name, st.Step)
+	began := time.Now()
+	resp, deltas, err := h.callModel(mctx, st, req)
+	h.rt.tel.endChat(ctx, span, name, resp, err, time.Since(began), h.rt.prices)
+	return resp, deltas, err
+}
+
 func (h *handlers[Deps, Out]) callModel(ctx context.Context, st *RunState, req *model.Request) (*model.Response, int, error) {
 	if h.a.model == nil {
 		return nil, 0, fmt.Errorf("agent %s: %w", h.a.name, model.ErrNoModel)
@@ -848,6 +873,7 @@ func (rt *Runtime) emitOutput(ctx context.Context, st *RunState) error {
 	default:
 		ev.Status = OutputFailed
 	}
+	rt.tel.ended(ctx, st.Agent, ev.Status)
 	if _, err := rt.client.Emit(ctx, OutputChannel(st.Agent), ev, calf.WithID(outputID(st.RunID)), calf.WithKey(st.RunID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: st.correlationID(), RunID: st.RunID, SessionID: st.SessionID})); err != nil {
 		return err
@@ -933,6 +959,14 @@ func (h *handlers[Deps, Out]) toolCall(ctx context.Context, msg *calf.Message, i
 		switch {
 		case err == nil && a.Status == ApprovalPending:
 			return nil
+		case err == nil && msg.Channel != ApprovalChannel(h.a.name):
+			// Answered: the answer's message runs the call, on the
+			// approval subscription, which takes a run's answers one at a
+			// time. The call's own message, delivered again (its worker
+			// died before acknowledging it), would run the tool a second
+			// time beside it: it publishes the answer again instead, for
+			// an answer whose message was lost.
+			return h.rt.emitApproval(ctx, a)
 		case err == nil:
 			approval = a
 		case !errors.Is(err, ErrApprovalNotFound):
@@ -1119,7 +1153,14 @@ func (h *handlers[Deps, Out]) onApproval(ctx context.Context, msg *calf.Message)
 }
 
 // callTool runs the tool of ev with its timeout.
-func (h *handlers[Deps, Out]) callTool(ctx context.Context, st *RunState, ev ToolCallEvent) ToolResultEvent {
+func (h *handlers[Deps, Out]) callTool(ctx context.Context, st *RunState, ev ToolCallEvent) (res ToolResultEvent) {
+	if h.rt.tel != nil {
+		msg, _ := calf.MessageFromContext(ctx)
+		var span trace.Span
+		ctx, span = h.rt.tel.tool(ctx, msg, h.a.name, ev)
+		began := time.Now()
+		defer func() { h.rt.tel.endTool(ctx, span, ev.ToolName, res, time.Since(began)) }()
+	}
 	p := PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
 	t, _, ok := h.a.lookup(ctx, ev.ToolName)
 	if !ok {
@@ -1138,7 +1179,7 @@ func (h *handlers[Deps, Out]) callTool(ctx context.Context, st *RunState, ev Too
 	tctx = context.WithValue(tctx, handoffKey{}, handoff)
 	start := time.Now()
 	done := make(chan toolReturn, 1)
-	go func() {
+	h.rt.tools.run(func() {
 		var r toolReturn
 		defer func() {
 			if v := recover(); v != nil {
@@ -1148,7 +1189,7 @@ func (h *handlers[Deps, Out]) callTool(ctx context.Context, st *RunState, ev Too
 			done <- r
 		}()
 		r.out, r.err = t.Call(tctx, json.RawMessage(ev.Arguments))
-	}()
+	})
 	var r toolReturn
 	select {
 	case r = <-done:

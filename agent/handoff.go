@@ -323,8 +323,16 @@ func (h *handlers[Deps, Out]) emitHandoff(ctx context.Context, st *RunState) err
 		Deadline: st.Deadline, MaxTurns: st.MaxTurns, Depth: st.Depth,
 		Budget: st.Budget, Spent: new(st.spent()),
 	}
-	_, err := h.rt.client.Emit(ctx, InputChannel(to.Agent), in, calf.WithID(inputID(to.RunID)), calf.WithKey(to.RunID),
+	m, err := h.rt.client.NewMessage(ctx, InputChannel(to.Agent), in, calf.WithID(inputID(to.RunID)), calf.WithKey(to.RunID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: st.correlationID(), RunID: to.RunID, SessionID: st.SessionID}))
+	if err != nil {
+		return err
+	}
+	// The next run has an invoke_agent span of its own, in the trace of
+	// the run that handed off: its start, as for a submitted run.
+	_, span := h.rt.tel.invoke(startedBy(ctx), to.Agent, m)
+	err = h.rt.client.Publish(ctx, m)
+	endInvoke(span, nil, err)
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -148,17 +149,26 @@ func TestResumeBeforeThePauseTakesEffect(t *testing.T) {
 		t.Fatalf("%+v, %v", out, err)
 	}
 
-	// A paused run cancelled.
+	// A paused run cancelled. Its first model call waits for the pause:
+	// otherwise the loop may spend its turns, and fail, before it.
+	looping, pausing := make(chan struct{}, 1), make(chan struct{})
+	var first sync.Once
 	b := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("looper", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+		first.Do(func() {
+			looping <- struct{}{}
+			<-pausing
+		})
 		return modeltest.ToolCalls(modeltest.Call("", "nap", `{}`)), nil
 	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{tool.Must(tool.New("nap", "Nap.", func(context.Context, struct{}) (string, error) { return "zz", nil }))}})))
 	id, err = b.Submit(t.Context(), e.rt, "loop", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	<-looping
 	if _, err := e.rt.Pause(t.Context(), "looper", id, "stop looping"); err != nil {
 		t.Fatal(err)
 	}
+	close(pausing)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := e.rt.LoadRun(t.Context(), id)

@@ -46,6 +46,11 @@ type RunOptions[Deps any] struct {
 	// ReplyTo, for [Agent.Submit], names where the run's output goes when
 	// it ends. Run and RunStream set their own.
 	ReplyTo *ReplyTo
+	// Stream, for [Agent.Submit], has the run publish the model's text and
+	// tool-call deltas on the agent's stream channel as it goes, as
+	// RunStream's runs do, for observers that follow the run's events (an
+	// event log). Run does not stream; RunStream always does.
+	Stream bool
 	// Parent is the id of the run that starts this one, if any; it is
 	// recorded in the run's state.
 	Parent string
@@ -211,8 +216,8 @@ func (e *RunError) Unwrap() error { return e.Err }
 // When a message of the run is parked on the dead-letter channel, Run
 // returns at once a *RunError matching ErrRunParked, and the run stays as
 // it is, to be continued by replaying the dead letter.
-func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) (*Output[Out], error) {
-	rt, err := a.local(ctx, rt)
+func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) (out *Output[Out], err error) {
+	rt, err = a.local(ctx, rt)
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +228,15 @@ func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, 
 	msg, err := a.input(ctx, rt, prompt, opts, false, rt.client.Inbox())
 	if err != nil {
 		return nil, err
+	}
+	if _, span := rt.tel.invoke(ctx, a.name, msg); span != nil {
+		defer func() {
+			var ev *OutputEvent
+			if out != nil {
+				ev = &OutputEvent{Usage: out.Usage}
+			}
+			endInvoke(span, ev, err)
+		}()
 	}
 	id := msg.Metadata.RunID
 	f, err := rt.client.Follow(ctx, rt.client.Inbox(), id)
@@ -408,11 +422,15 @@ func (a *Agent[Deps, Out]) Submit(ctx context.Context, rt *Runtime, prompt strin
 	if err != nil {
 		return "", err
 	}
-	msg, err := a.input(ctx, rt, prompt, opts, false, "")
+	msg, err := a.input(ctx, rt, prompt, opts, opts != nil && opts.Stream, "")
 	if err != nil {
 		return "", err
 	}
-	if err := rt.client.Publish(ctx, msg); err != nil {
+	// The span of a submitted run is its start: the caller does not wait.
+	_, span := rt.tel.invoke(ctx, a.name, msg)
+	err = rt.client.Publish(ctx, msg)
+	endInvoke(span, nil, err)
+	if err != nil {
 		return "", fmt.Errorf("agent %s: submit run: %w", a.name, err)
 	}
 	return msg.Metadata.RunID, nil
@@ -773,6 +791,21 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 		if err != nil {
 			yield(Event{}, err)
 			return
+		}
+		if _, span := rt.tel.invoke(ctx, a.name, msg); span != nil {
+			var out *OutputEvent
+			var failed error
+			defer func() { endInvoke(span, out, failed) }()
+			inner := yield
+			yield = func(ev Event, err error) bool {
+				if err != nil {
+					failed = err
+				}
+				if ev.Kind == EventOutput {
+					out = ev.Output
+				}
+				return inner(ev, err)
+			}
 		}
 		id := msg.Metadata.RunID
 		f, err := followChain(ctx, rt, a.reachable(), id)

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -24,6 +26,19 @@ type RuntimeOptions struct {
 	// carry out ([Output.Cost]). Default: [model.DefaultPrices]. A model
 	// the table does not have is reported as unpriced, never guessed.
 	Prices model.Prices
+	// TracerProvider and MeterProvider, when set, receive the runtime's
+	// OpenTelemetry spans and metrics, with the semantic conventions of
+	// generative AI: an invoke_agent span for each run a caller starts
+	// (Run, RunStream, Submit), a chat span for each model call and an
+	// execute_tool span for each tool call, children of the run's span in
+	// whichever process they happen (the trace context travels in the
+	// messages' traceparent); the histograms gen_ai.client.token.usage and
+	// gen_ai.client.operation.duration, the counter calf.agent.runs and
+	// the histogram calf.message.lag. Unset, nothing is recorded (pass
+	// otel.GetTracerProvider() and otel.GetMeterProvider() for the global
+	// ones).
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 }
 
 // Runtime connects agents to a broker (through a [calf.Client]) and a state
@@ -37,7 +52,9 @@ type Runtime struct {
 	now    func() time.Time
 	newID  func() string
 	states *stateCache
-	prices model.Prices
+	// sessions keeps the messages of recent sessions (see sessionCache).
+	sessions *sessionCache
+	prices   model.Prices
 	// local reports that the client's broker is local (calf.IsLocal):
 	// the handlers of a run this process created all run here, so the
 	// state they cached is behind the store only where another writer
@@ -46,8 +63,12 @@ type Runtime struct {
 	// model call's state and a tool call's missing result from the cache
 	// instead of reading the store.
 	local bool
+	// tel records spans and metrics; nil records nothing.
+	tel *telemetry
 	// late counts tool calls that returned after their timeout.
 	late atomic.Int64
+	// tools runs tool calls on goroutines kept for the next call.
+	tools executor
 
 	sweepMu    sync.Mutex
 	sweepers   map[string]Sweeper
@@ -72,8 +93,8 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	if o.Prices == nil {
 		o.Prices = model.DefaultPrices()
 	}
-	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, states: newStateCache(stateCacheSize), prices: o.Prices,
-		local: calf.IsLocal(client.Broker())}
+	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, states: newStateCache(stateCacheSize), sessions: newSessionCache(sessionCacheSessions, sessionCacheBytes), prices: o.Prices,
+		local: calf.IsLocal(client.Broker()), tel: newTelemetry(o.TracerProvider, o.MeterProvider)}
 }
 
 // Client returns the runtime's client.

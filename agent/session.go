@@ -87,6 +87,10 @@ type Session struct {
 	UpdatedAt  time.Time    `json:"updated_at"`
 
 	epoch string // the stored session's epoch, see sessionRecord
+	// rec and version are the record the session was loaded from, for a
+	// handler that updates it next.
+	rec     *sessionRecord
+	version int64
 }
 
 // SessionFork names the origin of a forked session: the session, and how
@@ -154,6 +158,9 @@ type sessionRecord struct {
 	ForkedFrom   *SessionFork      `json:"forked_from,omitempty"`
 	CreatedAt    time.Time         `json:"created_at,omitzero"`
 	UpdatedAt    time.Time         `json:"updated_at"`
+
+	// raw is the record as stored, when it was read or written here.
+	raw []byte
 }
 
 // sessionFormat is the format of the session records this version writes.
@@ -271,13 +278,19 @@ func DecodeSession(data []byte) (*Session, error) {
 // LoadSession returns a stored session with its messages, or an error
 // matching [store.ErrNotFound].
 func (rt *Runtime) LoadSession(ctx context.Context, id string) (*Session, error) {
-	return rt.loadSession(ctx, id, true)
+	s, err := rt.loadSession(ctx, id, true)
+	if err != nil {
+		return nil, err
+	}
+	s.Messages = slices.Clone(s.Messages) // the caller's to change
+	s.rec = nil
+	return s, nil
 }
 
 // loadSession is LoadSession, which lists the session's runs only if
 // runs is set.
 func (rt *Runtime) loadSession(ctx context.Context, id string, runs bool) (*Session, error) {
-	r, _, err := rt.sessionRecord(ctx, id)
+	r, version, err := rt.sessionRecord(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +300,7 @@ func (rt *Runtime) loadSession(ctx context.Context, id string, runs bool) (*Sess
 	}
 	s := &Session{ID: r.ID, Title: r.Title, Messages: msgs, Runs: r.Runs, Active: r.Active, Compacted: r.Compacted,
 		AllowedTools: r.AllowedTools, Usage: r.Usage, Cost: r.Cost, Budget: r.Budget, ForkedFrom: r.ForkedFrom, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		epoch: r.Epoch}
+		epoch: r.Epoch, rec: r, version: version}
 	if runs {
 		if s.Runs, err = rt.chunked(ctx, r, 'r', r.RunChunks, r.Runs); err != nil {
 			return nil, err
@@ -339,20 +352,34 @@ func (rt *Runtime) sessionRecord(ctx context.Context, id string) (*sessionRecord
 		return nil, 0, fmt.Errorf("agent: load session %s: %w", id, err)
 	}
 	r, err := decodeSessionRecord(id, rec.Data)
-	return r, rec.Version, err
+	if err != nil {
+		return nil, rec.Version, err
+	}
+	r.raw = rec.Data
+	return r, rec.Version, nil
 }
 
-// sessionMessages reads the messages of the session r, in order.
+// sessionMessages reads the messages of the session r, in order: from the
+// cache when r is the record they were cached at (see sessionCache).
 func (rt *Runtime) sessionMessages(ctx context.Context, r *sessionRecord) ([]model.Message, error) {
 	if r.Format == 0 || len(r.Parts)+r.PartChunks == 0 {
 		return r.Messages, nil
+	}
+	if r.raw != nil {
+		if msgs, ok := rt.sessions.messages(r.ID, r.raw); ok {
+			return msgs, nil
+		}
 	}
 	ids, err := rt.chunked(ctx, r, 'p', r.PartChunks, r.Parts)
 	if err != nil {
 		return nil, err
 	}
 	prefix := partKey(r.ID, "")
-	parts := make(map[string][]model.Message, len(ids))
+	type part struct {
+		msgs []model.Message
+		size int // as stored
+	}
+	parts := make(map[string]part, len(ids))
 	for after := ""; ; {
 		recs, err := rt.store.List(ctx, KindSessionMessages, prefix, after, recoverPage)
 		if err != nil {
@@ -363,7 +390,7 @@ func (rt *Runtime) sessionMessages(ctx context.Context, r *sessionRecord) ([]mod
 			if err := json.Unmarshal(rec.Data, &p); err != nil {
 				return nil, fmt.Errorf("%w: session %s: part %s: %v", ErrCorruptState, r.ID, rec.ID, err)
 			}
-			parts[strings.TrimPrefix(rec.ID, prefix)] = p.Messages
+			parts[strings.TrimPrefix(rec.ID, prefix)] = part{p.Messages, len(rec.Data)}
 		}
 		if len(recs) < recoverPage {
 			break
@@ -371,25 +398,36 @@ func (rt *Runtime) sessionMessages(ctx context.Context, r *sessionRecord) ([]mod
 		after = recs[len(recs)-1].ID
 	}
 	msgs := make([]model.Message, 0, r.Count)
+	size := 0
 	for _, id := range ids {
 		p, ok := parts[id]
 		if !ok {
 			return nil, fmt.Errorf("%w: session %s: part %s is missing", ErrCorruptState, r.ID, id)
 		}
-		msgs = append(msgs, p...)
+		msgs = append(msgs, p.msgs...)
+		size += p.size
 	}
-	return msgs, nil
+	if r.raw != nil {
+		rt.sessions.set(r.ID, r.raw, msgs, size)
+	}
+	return slices.Clip(msgs), nil
 }
 
 // putPart writes a part of a session's messages, replacing any earlier
-// write of it (a part's content is the same on every attempt).
-func (rt *Runtime) putPart(ctx context.Context, session, part string, msgs []model.Message) error {
+// write of it (a part's content is the same on every attempt), and
+// returns its size as stored. A part is new but on a redelivery: it is
+// created without reading it first.
+func (rt *Runtime) putPart(ctx context.Context, session, part string, msgs []model.Message) (int, error) {
 	data, err := json.Marshal(sessionPart{Messages: msgs})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = store.Update(ctx, rt.store, KindSessionMessages, partKey(session, part), func([]byte, bool) ([]byte, error) { return data, nil })
-	return err
+	key := partKey(session, part)
+	_, err = rt.store.Put(ctx, KindSessionMessages, key, data, 0)
+	if errors.Is(err, store.ErrConflict) {
+		_, err = store.Update(ctx, rt.store, KindSessionMessages, key, func([]byte, bool) ([]byte, error) { return data, nil })
+	}
+	return len(data), err
 }
 
 // createSession stores the record r of a new session: its index entry
@@ -415,14 +453,41 @@ func (rt *Runtime) createSession(ctx context.Context, r *sessionRecord) error {
 	} else if err != nil {
 		return err
 	}
+	r.raw = data
 	return nil
 }
 
 // updateSession applies fn to the record of the session id, creating it
 // (with the title title) when it does not exist and create is set.
 func (rt *Runtime) updateSession(ctx context.Context, id string, create bool, title string, fn func(r *sessionRecord) (changed bool, err error)) error {
+	return rt.changeSession(ctx, id, create, title, sessionChange{}, fn)
+}
+
+// sessionChange is what a caller of changeSession knows of the change.
+type sessionChange struct {
+	// known, when set, is the record the caller has just read, at
+	// version: the first attempt starts from it instead of reading the
+	// record again.
+	known   *sessionRecord
+	version int64
+	// added are the messages fn may add to the session, of size bytes as
+	// stored: the session cache then keeps the session's messages with
+	// them.
+	added []model.Message
+	size  int
+}
+
+// changeSession is updateSession for a change c describes.
+func (rt *Runtime) changeSession(ctx context.Context, id string, create bool, title string, c sessionChange, fn func(r *sessionRecord) (changed bool, err error)) error {
+	known, version := c.known, c.version
 	for {
-		r, version, err := rt.sessionRecord(ctx, id)
+		var r *sessionRecord
+		var err error
+		if known != nil {
+			r, known = known, nil
+		} else {
+			r, version, err = rt.sessionRecord(ctx, id)
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			if !create {
 				return nil
@@ -432,15 +497,19 @@ func (rt *Runtime) updateSession(ctx context.Context, id string, create bool, ti
 			if _, err := fn(r); err != nil {
 				return err
 			}
-			if err := rt.createSession(ctx, r); errors.Is(err, ErrSessionExists) {
+			err := rt.createSession(ctx, r)
+			if errors.Is(err, ErrSessionExists) {
 				continue // created meanwhile: update it
-			} else {
-				return err
 			}
+			if err == nil && r.Count == len(c.added) {
+				rt.sessions.set(id, r.raw, c.added, c.size)
+			}
+			return err
 		}
 		if err != nil {
 			return err
 		}
+		old, count := r.raw, r.Count
 		changed, err := fn(r)
 		if err != nil || !changed {
 			return err
@@ -448,7 +517,7 @@ func (rt *Runtime) updateSession(ctx context.Context, id string, create bool, ti
 		if r.Format == 0 {
 			// A session of the first format: its messages become a part.
 			if len(r.Messages) > 0 {
-				if err := rt.putPart(ctx, id, "legacy", r.Messages); err != nil {
+				if _, err := rt.putPart(ctx, id, "legacy", r.Messages); err != nil {
 					return err
 				}
 				r.Parts = append([]string{"legacy"}, r.Parts...)
@@ -466,16 +535,31 @@ func (rt *Runtime) updateSession(ctx context.Context, id string, create bool, ti
 		}
 		if _, err := rt.store.Put(ctx, store.KindSession, id, data, version); errors.Is(err, store.ErrConflict) {
 			continue
-		} else {
+		} else if err != nil {
 			return err
 		}
+		switch r.Count {
+		case count:
+			rt.sessions.moved(id, old, data, nil, 0)
+		case count + len(c.added):
+			rt.sessions.moved(id, old, data, c.added, c.size)
+		default:
+			rt.sessions.forget(id)
+		}
+		return nil
 	}
 }
 
 // startSessionRun records that the run st, in a session, started: the
 // session is created if it is new, with the start of the prompt as title.
-func (rt *Runtime) startSessionRun(ctx context.Context, st *RunState, prompt string) error {
-	return rt.updateSession(ctx, st.SessionID, true, titleFrom(prompt), func(r *sessionRecord) (bool, error) {
+// s, when set, is the session as the caller has just loaded it.
+func (rt *Runtime) startSessionRun(ctx context.Context, st *RunState, prompt string, s *Session) error {
+	var known *sessionRecord
+	var version int64
+	if s != nil && s.rec != nil && s.rec.ID == st.SessionID {
+		known, version = s.rec, s.version
+	}
+	return rt.changeSession(ctx, st.SessionID, true, titleFrom(prompt), sessionChange{known: known, version: version}, func(r *sessionRecord) (bool, error) {
 		if slices.Contains(r.Active, st.RunID) || slices.Contains(r.Runs, st.RunID) {
 			return false, nil
 		}
@@ -498,12 +582,16 @@ func (rt *Runtime) endSessionRun(ctx context.Context, st *RunState) error {
 		}
 	}
 	msgs := st.NewMessages()
+	var added []model.Message
+	var size int
 	if adds && len(msgs) > 0 {
-		if err := rt.putPart(ctx, st.SessionID, st.RunID, msgs); err != nil {
+		var err error
+		if size, err = rt.putPart(ctx, st.SessionID, st.RunID, msgs); err != nil {
 			return err
 		}
+		added = msgs
 	}
-	return rt.updateSession(ctx, st.SessionID, adds, titleFrom(firstUserText(msgs)), func(r *sessionRecord) (bool, error) {
+	return rt.changeSession(ctx, st.SessionID, adds, titleFrom(firstUserText(msgs)), sessionChange{added: added, size: size}, func(r *sessionRecord) (bool, error) {
 		// A run that started in the session is active until its end is
 		// applied. One that did not (its prompt refused, or cancelled
 		// before it started) spent nothing and adds nothing: it is only
@@ -582,6 +670,7 @@ func (rt *Runtime) writeSession(ctx context.Context, s *Session, part string, re
 	if err := store.CheckKey(store.KindSession, s.ID); err != nil {
 		return err
 	}
+	defer rt.sessions.forget(s.ID)
 	old, _, err := rt.sessionRecord(ctx, s.ID)
 	switch {
 	case err == nil && !replace:
@@ -590,7 +679,7 @@ func (rt *Runtime) writeSession(ctx context.Context, s *Session, part string, re
 		return err
 	}
 	if len(s.Messages) > 0 {
-		if err := rt.putPart(ctx, s.ID, part, s.Messages); err != nil {
+		if _, err := rt.putPart(ctx, s.ID, part, s.Messages); err != nil {
 			return err
 		}
 	}
@@ -658,6 +747,7 @@ func (rt *Runtime) deleteChunks(ctx context.Context, r *sessionRecord) error {
 // DeleteSession removes a stored session, its messages and its index
 // entry. Deleting a missing session is not an error.
 func (rt *Runtime) DeleteSession(ctx context.Context, id string) error {
+	defer rt.sessions.forget(id)
 	r, version, err := rt.sessionRecord(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil

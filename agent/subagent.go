@@ -274,6 +274,9 @@ type subagentRef struct {
 	Tool    string `json:"tool"`
 	Call    string `json:"call"`
 	Session string `json:"session,omitempty"`
+	// Trace is the parent run's trace context, which the result carries
+	// back (the subagent's messages carry its own run's).
+	Trace string `json:"trace,omitempty"`
 }
 
 // startSubagent starts the subagent run of a tool call, and leaves the call
@@ -309,7 +312,7 @@ func (h *handlers[Deps, Out]) startSubagent(ctx context.Context, msg *calf.Messa
 	if _, err := h.rt.client.Emit(ctx, SubagentSpawnedChannel(h.a.name), spawned, calf.WithID(child+".spawned"), calf.WithKey(st.RunID)); err != nil {
 		return err
 	}
-	ref, err := json.Marshal(subagentRef{Run: st.RunID, Step: ev.Step, Tool: ev.ToolName, Call: ev.ToolCallID, Session: st.SessionID})
+	ref, err := json.Marshal(subagentRef{Run: st.RunID, Step: ev.Step, Tool: ev.ToolName, Call: ev.ToolCallID, Session: st.SessionID, Trace: msg.Metadata.Traceparent})
 	if err != nil {
 		return err
 	}
@@ -331,7 +334,12 @@ func (h *handlers[Deps, Out]) startSubagent(ctx context.Context, msg *calf.Messa
 		return err
 	}
 	m.Metadata.SessionID = "" // the subagent does not continue the parent's conversation
-	if err := h.rt.client.Publish(ctx, m); err != nil {
+	// The subagent's run has an invoke_agent span of its own, under the
+	// parent's: its start, as for a submitted run.
+	_, span := h.rt.tel.invoke(startedBy(ctx), sub.agent, m)
+	err = h.rt.client.Publish(ctx, m)
+	endInvoke(span, nil, err)
+	if err != nil {
 		return fmt.Errorf("agent %s: start subagent %s: %w", h.a.name, sub.agent, err)
 	}
 	return nil
@@ -357,7 +365,7 @@ func (h *handlers[Deps, Out]) onSubagentCompleted(ctx context.Context, msg *calf
 			return err
 		}
 	}
-	return h.recordResult(ctx, ref.Run, res, calf.Metadata{RunID: ref.Run, SessionID: ref.Session})
+	return h.recordResult(ctx, ref.Run, res, calf.Metadata{RunID: ref.Run, SessionID: ref.Session, Traceparent: ref.Trace})
 }
 
 // subagentStopHooks runs the subagent_stop hooks on the result res that a

@@ -34,6 +34,16 @@ type Runner interface {
 	Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error
 }
 
+// Starter is a Runner that can start a run without waiting for it, for
+// edges whose runs outlive a request (a run that waits for an approval
+// ends the request; its answer comes in another). [Agent]'s runners are
+// Starters: their runs stream their text, for observers of their events.
+type Starter interface {
+	Runner
+	// Start starts a run with prompt and returns its id.
+	Start(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options) (string, error)
+}
+
 // Options say how to start a run.
 type Options struct {
 	// RunID names the run: default, a fresh id. Starting a run id again
@@ -42,7 +52,18 @@ type Options struct {
 	// SessionID continues a conversation (agents only; teams carry it on
 	// their events).
 	SessionID string
+	// Thread is the conversation the run continues, for a client that
+	// keeps it itself and sends it whole (agent.RunOptions.Thread): the
+	// prompt is added to it as a user message. Agents only: teams and
+	// workflows return an error matching [ErrThread] for a thread with
+	// messages. Not together with SessionID.
+	Thread []model.Message
 }
+
+// ErrThread is returned by the runners of teams and workflows when
+// [Options.Thread] has messages: they continue a conversation through a
+// session only.
+var ErrThread = errors.New("runner: only an agent continues a conversation given as messages")
 
 // Progress is an event of a run, told as it happens.
 type Progress struct {
@@ -50,6 +71,10 @@ type Progress struct {
 	Message string
 	// Delta is a piece of the answer's text, for runners that stream it.
 	Delta string
+	// Event is the agent event the progress comes from, when it is one
+	// (an agent's events, and the events of a team's member agents): its
+	// kind, step and payload, for edges that show more than text.
+	Event *agent.Event
 }
 
 // Status is how a run stands.
@@ -79,6 +104,9 @@ type Result struct {
 	Structured json.RawMessage
 	// Error says why a run failed or was cancelled.
 	Error string
+	// Usage counts the model calls of an agent's run, from its output
+	// (zero for teams and workflows, and for a run read with Status).
+	Usage model.Usage
 }
 
 // outputResult is the result of a complete run with content, a JSON value.
@@ -127,7 +155,7 @@ func (r *agentRunner[Deps, Out]) Run(ctx context.Context, rt *agent.Runtime, pro
 		o = *opts
 	}
 	runID := o.RunID
-	for ev, err := range r.a.RunStream(ctx, rt, prompt, &agent.RunOptions[Deps]{RunID: o.RunID, SessionID: o.SessionID}) {
+	for ev, err := range r.a.RunStream(ctx, rt, prompt, &agent.RunOptions[Deps]{RunID: o.RunID, SessionID: o.SessionID, Thread: o.Thread}) {
 		if err != nil {
 			return ended(ctx, runID, err)
 		}
@@ -135,10 +163,8 @@ func (r *agentRunner[Deps, Out]) Run(ctx context.Context, rt *agent.Runtime, pro
 			runID = ev.RunID
 		}
 		if progress != nil {
-			if ev.Kind == agent.EventDelta && ev.Delta.Text != "" {
-				progress(Progress{Delta: ev.Delta.Text})
-			} else if msg := Describe(ev); msg != "" {
-				progress(Progress{Message: msg})
+			if p, ok := ProgressOf(ev); ok {
+				progress(p)
 			}
 		}
 		if ev.Kind == agent.EventOutput {
@@ -146,17 +172,27 @@ func (r *agentRunner[Deps, Out]) Run(ctx context.Context, rt *agent.Runtime, pro
 			switch ev.Output.Status {
 			case agent.OutputComplete:
 			case agent.OutputCancelled:
-				return &Result{RunID: id, Status: Cancelled, Error: ev.Output.Error}, nil
+				return &Result{RunID: id, Status: Cancelled, Error: ev.Output.Error, Usage: ev.Output.Usage}, nil
 			default:
-				return &Result{RunID: id, Status: Failed, Error: ev.Output.Error}, nil
+				return &Result{RunID: id, Status: Failed, Error: ev.Output.Error, Usage: ev.Output.Usage}, nil
 			}
 			if _, err := r.a.DecodeOutput(ev.Output); err != nil {
 				return nil, err
 			}
-			return outputResult(id, ev.Output.Content), nil
+			res := outputResult(id, ev.Output.Content)
+			res.Usage = ev.Output.Usage
+			return res, nil
 		}
 	}
 	return nil, errors.New("runner: the run's stream ended without an output")
+}
+
+func (r *agentRunner[Deps, Out]) Start(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options) (string, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	return r.a.Submit(ctx, rt, prompt, &agent.RunOptions[Deps]{RunID: o.RunID, SessionID: o.SessionID, Thread: o.Thread, Stream: true})
 }
 
 func (r *agentRunner[Deps, Out]) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
@@ -191,6 +227,19 @@ func (r *agentRunner[Deps, Out]) Status(ctx context.Context, rt *agent.Runtime, 
 func (r *agentRunner[Deps, Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	_, err := rt.Cancel(ctx, r.a.Name(), runID, reason)
 	return err
+}
+
+// ProgressOf returns the progress an agent's runner reports for ev: a
+// delta's text, or what [Describe] says of it; false for an event not
+// reported.
+func ProgressOf(ev agent.Event) (Progress, bool) {
+	if ev.Kind == agent.EventDelta && ev.Delta.Text != "" {
+		return Progress{Delta: ev.Delta.Text, Event: &ev}, true
+	}
+	if msg := Describe(ev); msg != "" {
+		return Progress{Message: msg, Event: &ev}, true
+	}
+	return Progress{}, false
 }
 
 // Describe says what an agent event is, in a few words for people, or ""
@@ -234,6 +283,9 @@ func (r teamRunner) Run(ctx context.Context, rt *agent.Runtime, prompt string, o
 	if opts != nil {
 		o = *opts
 	}
+	if len(o.Thread) > 0 {
+		return nil, fmt.Errorf("team %s: %w", r.t.Name(), ErrThread)
+	}
 	runID := o.RunID
 	for ev, err := range r.t.RunStream(ctx, rt, prompt, &team.RunOptions{RunID: o.RunID, SessionID: o.SessionID}) {
 		if err != nil {
@@ -250,7 +302,7 @@ func (r teamRunner) Run(ctx context.Context, rt *agent.Runtime, prompt string, o
 		case team.EventMember:
 			if progress != nil && ev.Agent != nil && ev.Agent.Kind != "" {
 				if msg := Describe(*ev.Agent); msg != "" {
-					progress(Progress{Message: msg})
+					progress(Progress{Message: msg, Event: ev.Agent})
 				}
 			}
 		case team.EventOutput:
@@ -314,6 +366,9 @@ func (r *workflowRunner[S]) Run(ctx context.Context, rt *agent.Runtime, prompt s
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	if len(o.Thread) > 0 {
+		return nil, fmt.Errorf("workflow %s: %w", r.w.Name(), ErrThread)
 	}
 	s, err := r.in(prompt)
 	if err != nil {

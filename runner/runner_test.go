@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,5 +127,95 @@ func TestTeamAndWorkflowRunners(t *testing.T) {
 	}
 	if got, err := wr.Status(ctx, rt, "w1"); err != nil || got.Text != "yo!" || wr.Description() != "Bangs." {
 		t.Errorf("workflow status %+v, %v", got, err)
+	}
+}
+
+// A thread sent whole reaches an agent's model before the prompt, and the
+// run's usage comes back; teams and workflows refuse a thread.
+func TestRunnerThreadAndUsage(t *testing.T) {
+	rt := newRuntime(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var seen []string
+	m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		seen = seen[:0]
+		for _, msg := range req.Messages {
+			seen = append(seen, string(msg.Role)+":"+msg.Text())
+		}
+		r := modeltest.Text("ok")
+		r.Usage = model.Usage{Requests: 1, InputTokens: 11, OutputTokens: 3, TotalTokens: 14}
+		return r, nil
+	})
+	a := agent.Must(agent.New[agent.NoDeps, string]("threaded", m, nil))
+	if err := a.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	thread := []model.Message{model.UserMessage("my name is Ada"), {Role: model.RoleAssistant, Parts: []model.Part{model.TextPart("hello Ada")}}}
+	res, err := runner.Agent(a).Run(ctx, rt, "what is my name?", &runner.Options{Thread: thread}, nil)
+	if err != nil || res.Status != runner.Complete || res.Text != "ok" {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	if got := strings.Join(seen, "|"); !strings.Contains(got, "user:my name is Ada|assistant:hello Ada|user:what is my name?") {
+		t.Errorf("the model saw %q", got)
+	}
+	if res.Usage.InputTokens != 11 || res.Usage.OutputTokens != 3 {
+		t.Errorf("usage %+v", res.Usage)
+	}
+
+	tm := team.Must(team.NewSequential("pair", []team.Member{team.AgentMember(a)}, nil))
+	if _, err := runner.Team(tm).Run(ctx, rt, "hi", &runner.Options{Thread: thread}, nil); !errors.Is(err, runner.ErrThread) {
+		t.Errorf("team with a thread: %v", err)
+	}
+	wf := workflow.New[doc]("noop", nil).
+		Node("n", workflow.Func(func(_ context.Context, d doc) (doc, error) { return d, nil })).
+		Edge(workflow.Start, "n").Edge("n", workflow.End).MustBuild()
+	wr := runner.Workflow(wf, "", func(p string) (doc, error) { return doc{Text: p}, nil }, func(d doc) (string, error) { return d.Text, nil })
+	if _, err := wr.Run(ctx, rt, "hi", &runner.Options{Thread: thread}, nil); !errors.Is(err, runner.ErrThread) {
+		t.Errorf("workflow with a thread: %v", err)
+	}
+}
+
+// An agent's runner starts a run without waiting; the run streams.
+func TestAgentStarter(t *testing.T) {
+	rt := newRuntime(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	a := agent.Must(agent.New[agent.NoDeps, string]("starter", modeltest.NewTestModel(modeltest.Text("one two three")), nil))
+	if err := a.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	var deltas atomic.Int64
+	if err := rt.Client().Handle(ctx, agent.StreamChannel("starter"), func(context.Context, *calf.Message) error {
+		deltas.Add(1)
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s, ok := runner.Agent(a).(runner.Starter)
+	if !ok {
+		t.Fatal("an agent's runner is not a Starter")
+	}
+	id, err := s.Start(ctx, rt, "go", &runner.Options{RunID: "s1"})
+	if err != nil || id != "s1" {
+		t.Fatalf("start: %q %v", id, err)
+	}
+	var out *agent.Output[string]
+	for out == nil || out.Output == "" {
+		if out, err = a.Result(ctx, rt, id); err != nil && !errors.Is(err, store.ErrNotFound) && !strings.Contains(err.Error(), "is still") {
+			t.Fatal(err)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the run did not end")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if out.Output != "one two three" {
+		t.Fatalf("result: %+v", out)
+	}
+	if deltas.Load() == 0 {
+		t.Error("the started run did not stream")
+	}
+	if _, ok := runner.Team(team.Must(team.NewSequential("t", []team.Member{team.AgentMember(a)}, nil))).(runner.Starter); ok {
+		t.Error("a team's runner claims to start runs")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -404,19 +405,31 @@ func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, 
 			return m.Decode(&out) == nil && out.Status == agent.OutputComplete
 		})
 		for {
-			m, err := w.next(ctx)
-			if err != nil {
+			// Once the run's output is in, the events still held get a
+			// moment to be joined by their causes.
+			nctx, stop := ctx, context.CancelFunc(func() {})
+			if o.lastHeld() {
+				nctx, stop = context.WithTimeout(ctx, lastGrace)
+			}
+			m, err := w.next(nctx)
+			stop()
+			var ready []*calf.Message
+			switch {
+			case err != nil && ctx.Err() == nil && nctx.Err() != nil:
+				ready = o.flush()
+			case err != nil:
 				yield(Event{}, t.abandon(ctx, rt, id))
 				return
-			}
-			if m.Channel == calf.DeadLetterChannel {
+			case m.Channel == calf.DeadLetterChannel:
 				if err := teamError(agent.ParkedError(m, t.name, id)); err != nil {
 					yield(Event{}, err)
 					return
 				}
 				continue
+			default:
+				ready = o.add(m)
 			}
-			for _, m := range o.add(m) {
+			for _, m := range ready {
 				ev, ok := t.event(id, m, w.at(m.Metadata.RunID))
 				if !ok {
 					continue
@@ -449,18 +462,23 @@ func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, 
 // inference that caused them, and travel under other keys or channels.
 //
 // The last event, the output of a team run that completed, waits for the
-// outputs of every run whose input was released: a step can depend on
-// several events (an inference on all the tool results of its step) and
-// names only the last as its cause.
+// outputs of every run whose input was released, and for the events held:
+// a step can depend on several events (an inference on all the tool
+// results of its step) and names only the last as its cause, so the
+// events of a branch it does not name (a second subagent's, whose tool
+// call travels under a key of its own) may still be on their way. Should
+// a held event's cause never come, the stream releases the last event
+// after lastGrace without it (flush).
 type causalOrder struct {
-	root     string                   // the id of the stream's input event
-	last     func(*calf.Message) bool // reports the stream's last event
-	released map[string]bool          // message ids
-	outputs  map[string]bool          // run ids whose output was released
-	started  map[string]bool          // run ids whose input was released
-	deltas   map[runStep]int          // stream deltas released, by agent run and step
-	follows  map[string]deltasOf      // held message ids: the deltas they count or are
-	held     []*calf.Message
+	root      string                   // the id of the stream's input event
+	last      func(*calf.Message) bool // reports the stream's last event
+	forceLast bool                     // release the last event without waiting for the held ones
+	released  map[string]bool          // message ids
+	outputs   map[string]bool          // run ids whose output was released
+	started   map[string]bool          // run ids whose input was released
+	deltas    map[runStep]int          // stream deltas released, by agent run and step
+	follows   map[string]deltasOf      // held message ids: the deltas they count or are
+	held      []*calf.Message
 }
 
 // runStep is a step of an agent run.
@@ -518,8 +536,29 @@ func (o *causalOrder) ready(m *calf.Message) bool {
 				return false
 			}
 		}
+		for _, h := range o.held {
+			if h != m && !o.forceLast {
+				return false
+			}
+		}
 	}
 	return true
+}
+
+// lastGrace is how long the last event waits for the events held, once
+// nothing else holds it.
+const lastGrace = 2 * time.Second
+
+// lastHeld reports whether the stream's last event is held.
+func (o *causalOrder) lastHeld() bool {
+	return slices.ContainsFunc(o.held, o.last)
+}
+
+// flush releases the last event without waiting for the events still
+// held, whose causes did not come, and returns the events now ready.
+func (o *causalOrder) flush() []*calf.Message {
+	o.forceLast = true
+	return o.add(nil)
 }
 
 // isReply reports whether channel carries the replies of child runs: a
@@ -529,13 +568,16 @@ func isReply(channel string) bool {
 		(strings.HasPrefix(channel, "calf.workflow.") && strings.HasSuffix(channel, ".reply"))
 }
 
-// add takes m and returns the events that are now ready, in order.
+// add takes m (when not nil) and returns the events that are now ready,
+// in order.
 func (o *causalOrder) add(m *calf.Message) []*calf.Message {
-	if o.released[m.ID] {
-		return nil
+	if m != nil {
+		if o.released[m.ID] {
+			return nil
+		}
+		o.noteDeltas(m)
+		o.held = append(o.held, m)
 	}
-	o.noteDeltas(m)
-	o.held = append(o.held, m)
 	var out []*calf.Message
 	for again := true; again; {
 		again = false

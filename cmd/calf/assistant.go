@@ -38,6 +38,8 @@ type agentFlags struct {
 	mode     string
 	hooks    []string
 	mcp      []string
+	// replay, when set, is the model (a recording) in place of --model.
+	replay model.Model
 }
 
 // agentFlagNames are the flags that configure the agent itself (not the
@@ -200,12 +202,16 @@ func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string
 			tools = append(tools, fetch)
 		}
 		toolsets = servers
-		choice, err := selectModel(ctx, f.model, getenv, http.DefaultClient)
-		if err != nil {
-			return nil, failure(err)
-		}
-		if m, err = newModel(choice); err != nil {
-			return nil, err
+		if f.replay != nil {
+			m = f.replay
+		} else {
+			choice, err := selectModel(ctx, f.model, getenv, http.DefaultClient)
+			if err != nil {
+				return nil, failure(err)
+			}
+			if m, err = newModel(choice); err != nil {
+				return nil, err
+			}
 		}
 	}
 	a, err := agent.New[agent.NoDeps, string](agentName, m, &agent.Options[agent.NoDeps]{

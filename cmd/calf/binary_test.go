@@ -50,7 +50,7 @@ func calfEnv(dir string, extra ...string) []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case envAPIKey, envBaseURL, envModel, "XDG_DATA_HOME", "GORACE":
+		case envAPIKey, envBaseURL, envModel, envChatLog, "XDG_DATA_HOME", "GORACE":
 			continue
 		}
 		env = append(env, kv)

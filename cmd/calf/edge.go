@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/eventlog"
 )
 
 // edgeFlags configure the commands that offer the agent over a protocol
@@ -22,6 +24,11 @@ type edgeFlags struct {
 	store, broker string
 	serve         bool
 	token         string
+	// retention is the worker's (WorkerOptions.Retention), for the
+	// commands that register --retention.
+	retention time.Duration
+	// record has the edge record the event log of the runs (edge.log).
+	record bool
 }
 
 func (f *edgeFlags) register(fl *pflag.FlagSet) {
@@ -50,6 +57,8 @@ func checkListen(flag, addr, token, env string) error {
 type edge struct {
 	agent *agent.Agent[agent.NoDeps, string]
 	rt    *agent.Runtime
+	// log is the event log the edge records, with edgeFlags.record.
+	log *eventlog.Log
 	// close stops the worker and closes the broker and the store.
 	close func()
 }
@@ -77,9 +86,22 @@ func openEdge(ctx context.Context, f *edgeFlags, getenv func(string) string) (*e
 		st.Close()
 		return nil, err
 	}
-	w := agent.NewWorker(b, st, &agent.WorkerOptions{DrainTimeout: shutdownTimeout})
+	w := agent.NewWorker(b, st, &agent.WorkerOptions{Client: &calf.Options{Name: calf.ProcessName()}, DrainTimeout: shutdownTimeout, Retention: f.retention, Runtime: runtimeOptions(ctx)})
+	// The event logs that calf serve records go with the runs.
+	w.Runtime().AddSweeper("eventlog", eventlog.Sweep)
 	if serve {
 		if err := a.Serve(ctx, w.Runtime(), nil); err != nil {
+			b.Close()
+			st.Close()
+			return nil, failure(err)
+		}
+	}
+	var log *eventlog.Log
+	if f.record {
+		// Recording starts before the runs left unfinished go on, so that
+		// their events are logged.
+		log = eventlog.New(w.Runtime().Client(), st)
+		if err := log.Record(ctx, nil); err != nil {
 			b.Close()
 			st.Close()
 			return nil, failure(err)
@@ -88,7 +110,19 @@ func openEdge(ctx context.Context, f *edgeFlags, getenv func(string) string) (*e
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	ran := make(chan error, 1)
 	go func() { ran <- w.Run(wctx) }()
-	return &edge{agent: a, rt: w.Runtime(), close: func() {
+	if serve && adapters.InProcess(f.broker) {
+		// The in-process broker lost the events of the runs a previous
+		// process left unfinished: publish them again from the store, so
+		// that those runs go on (and a page following one sees its end).
+		if _, err := a.Recover(ctx, w.Runtime(), nil); err != nil {
+			stop()
+			<-ran
+			b.Close()
+			st.Close()
+			return nil, failure(fmt.Errorf("recover the runs left unfinished: %w", err))
+		}
+	}
+	return &edge{agent: a, rt: w.Runtime(), log: log, close: func() {
 		stop()
 		<-ran
 		b.Close()

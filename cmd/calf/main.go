@@ -68,7 +68,15 @@ func failure(err error) error {
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCommand(stdin, stdout, stderr, os.Getenv)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	tel, err := setupTelemetry(ctx, os.Getenv, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "calf:", err)
+		return exitUsage
+	}
+	err = root.ExecuteContext(context.WithValue(ctx, telemetryKey{}, tel))
+	if terr := tel.close(); terr != nil {
+		fmt.Fprintln(stderr, "calf: OpenTelemetry:", terr)
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -105,6 +113,6 @@ OPENAI_BASE_URL or --model http://HOST:PORT/v1#MODEL.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(getenv), newWorkerCommand(getenv), newDeadLettersCommand(), newApprovalsCommand(), newRunsCommand(), newMCPCommand(getenv), newA2ACommand(getenv), newVersionCommand())
+	root.AddCommand(newRunCommand(getenv), newWorkerCommand(getenv), newDeadLettersCommand(), newApprovalsCommand(), newRunsCommand(), newMCPCommand(getenv), newA2ACommand(getenv), newServeCommand(getenv), newChatCommand(getenv), newEventsCommand(), newTraceCommand(), newReplayCommand(getenv), newVersionCommand())
 	return root
 }

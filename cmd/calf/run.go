@@ -14,6 +14,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/eventlog"
 )
 
 // shutdownTimeout bounds the wait for handlers in progress when calf run
@@ -30,6 +31,7 @@ type runFlags struct {
 	wait    bool
 	json    bool
 	quiet   bool
+	record  bool
 }
 
 func newRunCommand(getenv func(string) string) *cobra.Command {
@@ -75,6 +77,7 @@ of the run as a line of JSON instead, and --quiet only the final answer.`,
 	fl.BoolVar(&f.wait, "wait", false, "wait for a calf worker to serve the agent, instead of failing when none does within a few seconds")
 	fl.BoolVar(&f.json, "json", false, "print every event of the run as one line of JSON on standard output")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final answer")
+	fl.BoolVar(&f.record, "record", false, "record the run's events in the store (its event log), for calf trace")
 	cmd.MarkFlagsMutuallyExclusive("json", "quiet")
 	return cmd
 }
@@ -128,7 +131,7 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 	var rt *agent.Runtime
 	var runErr error
 	if serve {
-		w := agent.NewWorker(b, st, &agent.WorkerOptions{DrainTimeout: shutdownTimeout})
+		w := agent.NewWorker(b, st, &agent.WorkerOptions{Client: &calf.Options{Name: calf.ProcessName()}, DrainTimeout: shutdownTimeout, Runtime: runtimeOptions(ctx)})
 		rt = w.Runtime()
 		if err := a.Serve(ctx, rt, nil); err != nil {
 			return failure(err)
@@ -153,7 +156,15 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 			defer cancel()
 			_ = client.Shutdown(sctx)
 		}()
-		rt = agent.NewRuntime(client, st, nil)
+		rt = agent.NewRuntime(client, st, runtimeOptions(ctx))
+	}
+
+	var events *eventlog.Log
+	if f.record {
+		events = eventlog.New(rt.Client(), st)
+		if err := events.Record(ctx, nil); err != nil {
+			return failure(err)
+		}
 	}
 
 	records := func(runID string) ([]agent.ToolCallRecord, error) {
@@ -175,10 +186,14 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 	if args[0] != "-" && !f.json {
 		answers = bufio.NewReader(stdin)
 	}
+	var runID string
 	for ev, err := range a.RunStream(ctx, rt, prompt, opts) {
 		if err != nil {
 			runErr = err
 			break
+		}
+		if runID == "" {
+			runID = ev.RunID
 		}
 		if ev.Kind == agent.EventApproval && ev.Approval.Status == agent.ApprovalPending {
 			if err := askApproval(ctx, rt, ev.Approval, answers, stderr, f); err != nil {
@@ -194,6 +209,9 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 	}
 	if err := v.close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("write the output: %w", err)
+	}
+	if events != nil && runID != "" && ctx.Err() == nil {
+		waitLogged(ctx, events, runID)
 	}
 	return failure(runErr)
 }
@@ -226,4 +244,17 @@ func askApproval(ctx context.Context, rt *agent.Runtime, req *agent.Approval, an
 	}
 	_, err = rt.AnswerApproval(ctx, req.ID, ans)
 	return err
+}
+
+// waitLogged waits, a few seconds at most, until the log of run holds its
+// output: the recorder of this process lags behind the run, and the
+// process must not end before it has recorded the end.
+func waitLogged(ctx context.Context, events *eventlog.Log, run string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for _, err := range events.FollowRun(ctx, run, 0) {
+		if err != nil {
+			return
+		}
+	}
 }

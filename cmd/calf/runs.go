@@ -1,10 +1,8 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -17,7 +15,7 @@ import (
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
-	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/team"
 )
 
@@ -47,8 +45,8 @@ the step in progress and then waits, holding nothing, until it is resumed.`,
 			return listRuns(cmd.Context(), storeURL, runFilter{status: status, agent: agentName, limit: limit}, asJSON, cmd.OutOrStdout())
 		},
 	}
-	list.Flags().StringVar(&status, "status", "", "only the runs with this status: running, paused, complete, failed, cancelled, handed_off")
-	list.Flags().StringVar(&agentName, "agent", "", "only the runs of this agent or team")
+	list.Flags().StringVar(&status, "status", "", "only the runs with this status: running, paused, pausing, interrupted (workflows), complete, failed, cancelled, handed_off")
+	list.Flags().StringVar(&agentName, "agent", "", "only the runs of this agent, team or workflow")
 	list.Flags().IntVar(&limit, "limit", 20, "at most this many runs, the newest first")
 	list.Flags().BoolVar(&asJSON, "json", false, "print each run as one line of JSON")
 
@@ -83,95 +81,29 @@ the step in progress and then waits, holding nothing, until it is resumed.`,
 var oneRunID = oneIDOf("run id", "calf runs list")
 
 // runSummary is a line of calf runs list.
-type runSummary struct {
-	ID      string    `json:"id"`
-	Kind    string    `json:"kind"` // agent or team
-	Name    string    `json:"name"`
-	Status  string    `json:"status"`
-	Step    int       `json:"step"`
-	Session string    `json:"session,omitempty"`
-	Parent  string    `json:"parent,omitempty"`
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended,omitzero"`
-	Reason  string    `json:"reason,omitempty"`
-}
+type runSummary = runner.RunSummary
 
 type runFilter struct {
 	status, agent string
 	limit         int
 }
 
-// agentSummary summarizes an agent run's state.
-func agentSummary(st *agent.RunState) runSummary {
-	s := runSummary{ID: st.RunID, Kind: "agent", Name: st.Agent, Status: string(st.Status), Step: st.Step, Session: st.SessionID,
-		Parent: st.Parent, Started: st.StartedAt, Ended: st.EndedAt, Reason: st.Error}
-	switch {
-	case st.Paused():
-		s.Status, s.Reason = "paused", st.Pause.Reason
-	case st.Pause != nil && !st.Status.Terminal():
-		s.Status, s.Reason = "pausing", st.Pause.Reason
-	}
-	return s
-}
-
-// teamSummary summarizes a team run's state.
-func teamSummary(st *team.State) runSummary {
-	s := runSummary{ID: st.RunID, Kind: "team", Name: st.Team, Status: string(st.Status), Step: st.Step, Session: st.SessionID,
-		Parent: st.Parent, Started: st.StartedAt, Ended: st.EndedAt, Reason: st.Error}
-	switch {
-	case st.Paused():
-		s.Status, s.Reason = "paused", st.Pause.Reason
-	case st.Pause != nil && !st.Status.Terminal():
-		s.Status, s.Reason = "pausing", st.Pause.Reason
-	}
-	return s
-}
-
 func listRuns(ctx context.Context, storeURL string, f runFilter, asJSON bool, out io.Writer) error {
 	if f.limit <= 0 {
 		return usageError(fmt.Errorf("--limit must be positive, got %d", f.limit))
 	}
-	switch f.status {
-	case "", "running", "paused", "pausing", "complete", "failed", "cancelled", "handed_off":
-	default:
-		return usageError(fmt.Errorf("--status %q: use running, paused, complete, failed, cancelled or handed_off", f.status))
+	if f.status != "" && !slices.Contains(runner.Statuses, f.status) {
+		return usageError(fmt.Errorf("--status %q: use running, paused, pausing, interrupted, complete, failed, cancelled or handed_off", f.status))
 	}
 	st, err := openStore(ctx, storeURL, nil)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	var runs []runSummary
-	keep := func(s runSummary) {
-		if (f.status == "" || s.Status == f.status) && (f.agent == "" || s.Name == f.agent) {
-			runs = append(runs, s)
-		}
+	runs, err := runner.Runs(ctx, st, &runner.RunFilter{Status: f.status, Name: f.agent, Limit: f.limit})
+	if err != nil {
+		return failure(err)
 	}
-	for _, kind := range []string{store.KindRun, team.KindTeam} {
-		for after := ""; ; {
-			recs, err := st.List(ctx, kind, "", after, 500)
-			if err != nil {
-				return failure(err)
-			}
-			for _, rec := range recs {
-				if kind == store.KindRun {
-					if rs, err := agent.DecodeRunState(rec.Data); err == nil && rs.Step > 0 {
-						keep(agentSummary(rs))
-					}
-				} else if ts, err := team.DecodeState(rec.Data); err == nil {
-					keep(teamSummary(ts))
-				}
-			}
-			if len(recs) < 500 {
-				break
-			}
-			after = recs[len(recs)-1].ID
-		}
-	}
-	slices.SortFunc(runs, func(a, b runSummary) int {
-		return cmp.Or(b.Started.Compare(a.Started), cmp.Compare(a.ID, b.ID))
-	})
-	runs = runs[:min(len(runs), f.limit)]
 	if asJSON {
 		enc := json.NewEncoder(out)
 		for _, r := range runs {
@@ -190,31 +122,13 @@ func listRuns(ctx context.Context, storeURL string, f runFilter, asJSON bool, ou
 	return failure(tw.Flush())
 }
 
-// loadAnyRun returns the stored state of the agent or team run id.
-func loadAnyRun(ctx context.Context, s store.Store, id string) (*agent.RunState, *team.State, error) {
-	rec, err := s.Get(ctx, store.KindRun, id)
-	if err == nil {
-		st, err := agent.DecodeRunState(rec.Data)
-		return st, nil, err
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return nil, nil, err
-	}
-	rec, err = s.Get(ctx, team.KindTeam, id)
-	if err != nil {
-		return nil, nil, fmt.Errorf("no agent or team run %s: %w", id, err)
-	}
-	ts, err := team.DecodeState(rec.Data)
-	return nil, ts, err
-}
-
 func showRun(ctx context.Context, storeURL, id string, out io.Writer) error {
 	st, err := openStore(ctx, storeURL, nil)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	rs, ts, err := loadAnyRun(ctx, st, id)
+	rs, ts, err := runner.LoadRun(ctx, st, id)
 	if err != nil {
 		return failure(err)
 	}
@@ -259,7 +173,7 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 	}
 	defer st.Close()
 	// Find the run before connecting to the broker.
-	rs, ts, err := loadAnyRun(ctx, st, id)
+	rs, ts, err := runner.LoadRun(ctx, st, id)
 	if err != nil {
 		return failure(err)
 	}
@@ -295,9 +209,9 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 		return failure(err)
 	}
 	if rs != nil {
-		s = agentSummary(rs)
+		s = runner.SummarizeAgentRun(rs)
 	} else {
-		s = teamSummary(ts)
+		s = runner.SummarizeTeamRun(ts)
 	}
 	_, err = fmt.Fprintf(out, "%s %s: %s %s, step %d\n", what, id, s.Kind, s.Name, s.Step)
 	if err == nil {

@@ -12,8 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/eventlog"
 )
 
 // workerAgents are the agents calf worker can serve, by name.
@@ -30,6 +32,7 @@ type workerFlags struct {
 	drain       time.Duration
 	retention   time.Duration
 	quiet       bool
+	record      bool
 }
 
 // defaultRetention is how long calf worker keeps the runs that ended.
@@ -70,7 +73,8 @@ signal exits at once.`,
 	fl.IntVar(&f.concurrency, "concurrency", agent.DefaultWorkerConcurrency, "bound on the model and tool calls this worker makes at once, across its agents: the runs it works on at once (the broker's partitions do not bound it)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "deliveries of a failing message before it is parked on the dead-letter channel (default: the broker's, 5)")
 	fl.DurationVar(&f.drain, "drain", agent.DefaultDrainTimeout, "on SIGINT or SIGTERM, how long the handlers in progress may take to finish")
-	fl.DurationVar(&f.retention, "retention", defaultRetention, "remove the runs that ended longer ago than this, with their tool results and approvals, checked every hour (sessions are kept; 0 keeps every run)")
+	fl.BoolVar(&f.record, "record", false, "record the events of the runs in the store (their event logs), for calf trace and event streams")
+	fl.DurationVar(&f.retention, "retention", defaultRetention, "remove the runs that ended longer ago than this, with their tool results, approvals and event logs, checked every hour (sessions are kept; 0 keeps every run)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "log only warnings and errors")
 	return cmd
 }
@@ -128,11 +132,18 @@ func runWorker(ctx context.Context, f workerFlags, getenv func(string) string, s
 	}
 	defer b.Close()
 
-	w := agent.NewWorker(b, st, &agent.WorkerOptions{Logger: log, DrainTimeout: f.drain, Concurrency: f.concurrency, Retention: f.retention})
+	w := agent.NewWorker(b, st, &agent.WorkerOptions{Client: &calf.Options{Name: calf.ProcessName()}, Logger: log, DrainTimeout: f.drain, Concurrency: f.concurrency, Retention: f.retention, Runtime: runtimeOptions(ctx)})
+	// The event logs that calf serve records go with the runs.
+	w.Runtime().AddSweeper("eventlog", eventlog.Sweep)
 	// The subscriptions outlive ctx: the worker drains them when it ends.
 	sctx := context.WithoutCancel(ctx)
 	if err := a.Serve(sctx, w.Runtime(), &agent.ServeOptions[agent.NoDeps]{Concurrency: f.concurrency, MaxAttempts: f.maxAttempts}); err != nil {
 		return failure(err)
+	}
+	if f.record {
+		if err := eventlog.New(w.Runtime().Client(), st).Record(sctx, nil); err != nil {
+			return failure(err)
+		}
 	}
 	if err := w.Start(sctx); err != nil {
 		return failure(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/brokertest"
+	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/model/openai"
 	"github.com/calf-go/calf/tool"
 )
@@ -68,6 +70,12 @@ type workerConfig struct {
 	// DuplicatePublishes, above 1, has every message published that many
 	// times (a broker that drops duplicates by id keeps one).
 	DuplicatePublishes int `json:"duplicate_publishes,omitempty"`
+	// Trace has the worker record OpenTelemetry spans, each reported as a
+	// "span" event when it ends.
+	Trace bool `json:"trace,omitempty"`
+	// EventLog has the worker record the event log (package eventlog)
+	// too, in the recorders' group it shares with the test process.
+	EventLog bool `json:"event_log,omitempty"`
 	// Runs, on the memory broker, are the runs this process starts (or, in
 	// a later life, submits again) as the caller, and waits for. Before
 	// that, the process recovers the runs its previous life left.
@@ -86,6 +94,10 @@ type event struct {
 	ID      string `json:"id,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`
 	Point   string `json:"point,omitempty"`
+	// Trace, Span and Parent identify an ended span ("span" events).
+	Trace   string `json:"trace,omitempty"`
+	Span    string `json:"span,omitempty"`
+	Parent  string `json:"parent,omitempty"`
 	Content string `json:"content,omitempty"`
 	Error   string `json:"error,omitempty"`
 	N       int    `json:"n,omitempty"`
@@ -301,14 +313,23 @@ func serveWorker(cfg *workerConfig) error {
 	if cfg.DuplicatePublishes > 1 {
 		wrapped = brokertest.DuplicatePublishes(wrapped, cfg.DuplicatePublishes)
 	}
-	client := calf.NewClient(&workerBroker{Broker: wrapped, cfg: cfg, rep: rep}, nil)
-	rt := agent.NewRuntime(client, st, nil)
+	client := calf.NewClient(&workerBroker{Broker: wrapped, cfg: cfg, rep: rep}, &calf.Options{Name: calf.ProcessName()})
+	var ropts agent.RuntimeOptions
+	if cfg.Trace {
+		ropts.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spanReporter{rep}))
+	}
+	rt := agent.NewRuntime(client, st, &ropts)
 	a, err := newAgent(cfg.Agent, cfg.ModelURL, rep, cfg.Crash, cfg.CrashDir, cfg.Approval)
 	if err != nil {
 		return err
 	}
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		return err
+	}
+	if cfg.EventLog {
+		if err := eventlog.New(client, st).Record(ctx, nil); err != nil {
+			return err
+		}
 	}
 	var wg sync.WaitGroup
 	if cfg.Broker == "memory" {
@@ -346,3 +367,21 @@ func serveWorker(cfg *workerConfig) error {
 	}
 	return nil
 }
+
+// spanReporter reports each span that ends as a "span" event.
+type spanReporter struct{ rep *reporter }
+
+func (s spanReporter) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+func (s spanReporter) OnEnd(span sdktrace.ReadOnlySpan) {
+	ev := event{Ev: "span", Content: span.Name(), Trace: span.SpanContext().TraceID().String(), Span: span.SpanContext().SpanID().String(), Parent: span.Parent().SpanID().String()}
+	for _, kv := range span.Attributes() {
+		if kv.Key == "calf.run.id" {
+			ev.Run = kv.Value.AsString()
+		}
+	}
+	s.rep.report(ev)
+}
+
+func (spanReporter) Shutdown(context.Context) error   { return nil }
+func (spanReporter) ForceFlush(context.Context) error { return nil }

@@ -212,7 +212,10 @@ func (f *fetcher) fetch(ctx context.Context, in fetchArgs) (string, error) {
 		if errors.Is(err, ErrForbiddenAddress) && errors.As(err, &oe) {
 			return "", fmt.Errorf("fetching %s: %w", redact(u), oe.Err)
 		}
-		if ctx.Err() == context.DeadlineExceeded {
+		// The transport's wait for the headers (as long as the fetch's)
+		// may run out just before the fetch's own deadline.
+		var ne net.Error
+		if ctx.Err() == context.DeadlineExceeded || errors.As(err, &ne) && ne.Timeout() {
 			return "", fmt.Errorf("fetching %s: no answer within %s", redact(u), f.opts.Timeout)
 		}
 		return "", fmt.Errorf("fetching %s: %v", redact(u), unwrapURLError(err))

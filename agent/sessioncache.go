@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+
+	"github.com/calf-go/calf/model"
+)
+
+// sessionCache keeps the messages of recently used sessions, each with the
+// bytes of the session record they are the messages of, so that the
+// process that ran a session's last turn does not read all of its
+// messages from the store again for the next one. A run in a session still
+// reads the session's record; it takes the messages from the cache only
+// when that record is byte for byte the cached one, and from the store
+// otherwise. Whoever writes a session changes its record's bytes (its
+// update time and lists change with every write, its epoch when it is
+// replaced), and the messages of a record never change: the parts it lists
+// are each written once, with the same content on every attempt. So a
+// cached entry can be out of date, and then unused, but never wrong.
+//
+// The cache is bounded by sessions and by the size of the messages' JSON
+// as stored; a session larger than the bound is not kept.
+type sessionCache struct {
+	mu      sync.Mutex
+	maxN    int
+	maxSize int
+	size    int
+	entries map[string]*cachedSession
+}
+
+type cachedSession struct {
+	raw  []byte          // the session's record
+	msgs []model.Message // its messages; the cache owns the array
+	size int             // their size as stored, in bytes
+}
+
+const (
+	sessionCacheSessions = 1024
+	sessionCacheBytes    = 64 << 20
+)
+
+func newSessionCache(maxN, maxSize int) *sessionCache {
+	return &sessionCache{maxN: maxN, maxSize: maxSize, entries: map[string]*cachedSession{}}
+}
+
+// messages returns the cached messages of session id when raw is its
+// cached record. The slice is clipped: appending to it copies.
+func (c *sessionCache) messages(id string, raw []byte) ([]model.Message, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[id]
+	if !ok || !bytes.Equal(e.raw, raw) {
+		return nil, false
+	}
+	return slices.Clip(e.msgs), true
+}
+
+// set caches msgs, of size bytes as stored, as the messages of session id
+// at its record raw.
+func (c *sessionCache) set(id string, raw []byte, msgs []model.Message, size int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.put(id, &cachedSession{raw: raw, msgs: slices.Clip(msgs), size: size})
+}
+
+// moved records that the record of session id went from old to raw,
+// adding added (of size bytes as stored) to its messages: an entry cached
+// at old moves to raw with them. Any other entry of the session goes.
+func (c *sessionCache) moved(id string, old, raw []byte, added []model.Message, size int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[id]
+	if !ok {
+		return
+	}
+	if !bytes.Equal(e.raw, old) {
+		c.drop(id)
+		return
+	}
+	// Appending in place is safe: callers hold clipped slices, which the
+	// elements after their length do not belong to.
+	c.put(id, &cachedSession{raw: raw, msgs: append(e.msgs, added...), size: e.size + size})
+}
+
+// forget drops the entry of session id.
+func (c *sessionCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.drop(id)
+}
+
+// put makes e the entry of session id, evicting arbitrary entries while
+// the cache is over its bounds. c.mu is held.
+func (c *sessionCache) put(id string, e *cachedSession) {
+	c.drop(id)
+	if e.size > c.maxSize {
+		return
+	}
+	for k := range c.entries {
+		if len(c.entries) < c.maxN && c.size+e.size <= c.maxSize {
+			break
+		}
+		c.drop(k)
+	}
+	c.entries[id] = e
+	c.size += e.size
+}
+
+// drop removes the entry of session id. c.mu is held.
+func (c *sessionCache) drop(id string) {
+	if e, ok := c.entries[id]; ok {
+		c.size -= e.size
+		delete(c.entries, id)
+	}
+}

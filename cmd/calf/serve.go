@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/calf-go/calf/runner"
+	"github.com/calf-go/calf/server"
+)
+
+// envServeToken holds the bearer tokens of calf serve, as --token does:
+// entries of TOKEN or USER:TOKEN, separated by commas.
+const envServeToken = "CALF_SERVE_TOKEN"
+
+type serveFlags struct {
+	edgeFlags
+	addr   string
+	tokens []string
+}
+
+func newServeCommand(getenv func(string) string) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the agent over HTTP: the OpenAI-compatible API",
+		Long: `calf serve offers the agent over HTTP. Any OpenAI client talks to it with the agent's name
+as the model, at http://ADDR/v1: GET /v1/models, POST /v1/chat/completions and
+POST /v1/responses, streaming or not. A request is stateless, its messages being the
+conversation, unless it carries a Calf-Session-Id header: the run then continues that
+session. Runs are kept in --store; with a shared broker they run in calf worker processes.
+
+It listens on loopback unless --addr says otherwise, and then only with bearer tokens
+(--token, or $` + envServeToken + `, whose entries are separated by commas). A token is
+TOKEN (user "default") or USER:TOKEN; a session belongs to the user who started it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(f.tokens) == 0 {
+				if env := getenv(envServeToken); env != "" {
+					f.tokens = strings.Split(env, ",")
+				}
+			}
+			return serve(cmd, f, getenv)
+		},
+	}
+	fl := cmd.Flags()
+	f.edgeFlags.register(fl)
+	fl.StringVar(&f.addr, "addr", server.DefaultAddr, "listen on `ADDR`")
+	fl.DurationVar(&f.retention, "retention", defaultRetention, "remove the runs that ended longer ago than this, with their tool results, approvals and event logs, checked every hour (sessions are kept; 0 keeps every run)")
+	fl.StringArrayVar(&f.tokens, "token", nil, "require a bearer `TOKEN` or USER:TOKEN (repeat for more users; default $"+envServeToken+"); required when --addr is not a loopback address")
+	return cmd
+}
+
+// parseTokens turns TOKEN and USER:TOKEN entries into a token → user map.
+func parseTokens(entries []string) (map[string]string, error) {
+	tokens := map[string]string{}
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		user, tok, ok := strings.Cut(e, ":")
+		if !ok {
+			user, tok = "default", e
+		}
+		if user == "" || tok == "" {
+			return nil, usageError(fmt.Errorf("--token %q: give TOKEN or USER:TOKEN", e))
+		}
+		if len(tok) < 16 {
+			return nil, usageError(fmt.Errorf("a token of user %s has %d characters: use at least 16", user, len(tok)))
+		}
+		if other, dup := tokens[tok]; dup && other != user {
+			return nil, usageError(fmt.Errorf("users %s and %s have the same token", other, user))
+		}
+		tokens[tok] = user
+	}
+	return tokens, nil
+}
+
+func serve(cmd *cobra.Command, f serveFlags, getenv func(string) string) error {
+	ctx := cmd.Context()
+	tokens, err := parseTokens(f.tokens)
+	if err != nil {
+		return err
+	}
+	if err := server.CheckAddr(f.addr, tokens); err != nil {
+		return usageError(fmt.Errorf("--addr %s listens beyond loopback: give bearer tokens with --token or $%s", f.addr, envServeToken))
+	}
+	// The event log of the runs, for their event streams: recorded by the
+	// edge, its logs removed with the runs by the retention sweep.
+	f.record = true
+	e, err := openEdge(ctx, &f.edgeFlags, getenv)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	s, err := server.New(e.rt, []runner.Runner{runner.Agent(e.agent)}, &server.Options{Addr: f.addr, Tokens: tokens, Log: e.log})
+	if err != nil {
+		return failure(err)
+	}
+	l, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return failure(err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "calf: serving agent %s at http://%s/v1 (OpenAI-compatible; model %q)\n", e.agent.Name(), l.Addr(), e.agent.Name())
+	if err := s.Serve(ctx, l); err != nil {
+		return failure(err)
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+// Drives Calf's web chat in headless Chromium with playwright-core:
+// node chat.mjs URL TOKEN OTHER_TOKEN SHOT_DIR. A question whose tool call
+// asks for approval, approved in the page, the page reloaded while the run
+// goes on, the answer shown after the reload; another user's view of the
+// first one's session. Prints one JSON line per step.
+import { chromium } from 'playwright-core';
+
+const [url, token, other, shots] = process.argv.slice(2);
+const out = (step, value) => console.log(JSON.stringify({ step, ...value }));
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(url);
+  await page.fill('#token', token);
+  await page.dispatchEvent('#token', 'change');
+  await page.waitForSelector('#agent option', { state: 'attached' });
+  await page.fill('#prompt', 'add 2 and 3');
+  await page.click('#go');
+  await page.waitForSelector('.approval button.approve', { timeout: 30000 });
+  const tool = await page.textContent('details.tool summary');
+  const session = await page.evaluate(() => localStorage.getItem('calf.session'));
+  out('approval', { tool, session });
+  await page.click('.approval button.approve');
+  // The answer comes two seconds after the approval: reload meanwhile.
+  await page.waitForTimeout(300);
+  await page.reload();
+  await page.waitForFunction(() => document.querySelector('#log').textContent.includes('Done: 5'), null, { timeout: 30000 });
+  const log = await page.textContent('#log');
+  await page.waitForSelector('#sessions li.current', { timeout: 10000 });
+  const cost = await page.textContent('#cost');
+  if (shots) await page.screenshot({ path: `${shots}/chat.png` });
+  out('answer', { log, cost, errors });
+
+  // Another user: the first user's session is not listed, nor readable.
+  const page2 = await browser.newPage();
+  await page2.goto(url);
+  await page2.fill('#token', other);
+  await page2.dispatchEvent('#token', 'change');
+  await page2.waitForSelector('#agent option', { state: 'attached' });
+  await page2.waitForLoadState('networkidle');
+  const listed = await page2.$$eval('#sessions li', (lis) => lis.map((li) => li.dataset.session));
+  const status = await page2.evaluate(async ([s, t]) => (await fetch('/v1/sessions/' + s, { headers: { Authorization: 'Bearer ' + t } })).status, [session, other]);
+  out('other', { listed, status });
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,227 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/team"
+	"github.com/calf-go/calf/workflow"
+)
+
+// RunSummary describes an agent, team or workflow run from its stored
+// state.
+type RunSummary struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"` // "agent", "team" or "workflow"
+	Name string `json:"name"` // the agent's, team's or workflow's
+	// Status is the run's status, or "paused" (or "pausing", until the
+	// step in progress ends) when it is paused.
+	Status  string    `json:"status"`
+	Step    int       `json:"step"`
+	Session string    `json:"session,omitempty"`
+	Parent  string    `json:"parent,omitempty"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitzero"`
+	// Reason is why the run failed, was cancelled or is paused.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Statuses lists the statuses a [RunFilter] may ask for.
+var Statuses = []string{"running", "paused", "pausing", "interrupted", "complete", "failed", "cancelled", "handed_off"}
+
+// RunFilter selects the runs [Runs] returns.
+type RunFilter struct {
+	// Status, when set, is the status of the runs wanted: one of
+	// [Statuses].
+	Status string
+	// Name, when set, is the agent or team whose runs are wanted.
+	Name string
+	// Keep, when set, is asked about each run that passes the filters
+	// above; it may read the store (for instance, whose run it is).
+	Keep func(context.Context, RunSummary) (bool, error)
+	// Limit is how many runs at most, the newest first. Default: 20.
+	Limit int
+}
+
+// SummarizeAgentRun summarizes an agent run's state.
+func SummarizeAgentRun(st *agent.RunState) RunSummary {
+	s := RunSummary{ID: st.RunID, Kind: "agent", Name: st.Agent, Status: string(st.Status), Step: st.Step, Session: st.SessionID,
+		Parent: st.Parent, Started: st.StartedAt, Ended: st.EndedAt, Reason: st.Error}
+	if st.Pause != nil {
+		s.pause(st.Paused(), st.Status.Terminal(), st.Pause.Reason)
+	}
+	return s
+}
+
+// pause sets the status of a run asked to pause: paused once it is, and
+// pausing until then, unless it ended meanwhile.
+func (s *RunSummary) pause(paused, ended bool, reason string) {
+	switch {
+	case paused:
+		s.Status, s.Reason = "paused", reason
+	case !ended:
+		s.Status, s.Reason = "pausing", reason
+	}
+}
+
+// SummarizeTeamRun summarizes a team run's state.
+func SummarizeTeamRun(st *team.State) RunSummary {
+	s := RunSummary{ID: st.RunID, Kind: "team", Name: st.Team, Status: string(st.Status), Step: st.Step, Session: st.SessionID,
+		Parent: st.Parent, Started: st.StartedAt, Ended: st.EndedAt, Reason: st.Error}
+	if st.Pause != nil {
+		s.pause(st.Paused(), st.Status.Terminal(), st.Pause.Reason)
+	}
+	return s
+}
+
+// SummarizeWorkflowRun summarizes a workflow run's state: a failed run's
+// status is "failed", an interrupted one's "interrupted" (it waits for
+// its resume).
+func SummarizeWorkflowRun(st *workflow.RunState) RunSummary {
+	s := RunSummary{ID: st.RunID, Kind: "workflow", Name: st.Workflow, Status: string(st.Status), Step: st.Step,
+		Parent: st.Parent, Started: st.StartedAt, Ended: st.EndedAt, Reason: st.Error}
+	if st.Status == workflow.RunFailed {
+		s.Status = "failed"
+	}
+	return s
+}
+
+// workflowRun returns the stored state of the workflow run id, whichever
+// workflow's it is: its record is named by both, so the records are read
+// until it is found.
+func workflowRun(ctx context.Context, st store.Store, id string) (*workflow.RunState, error) {
+	for after := ""; ; {
+		recs, err := st.List(ctx, store.KindWorkflow, "", after, 500)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			if _, run, _ := strings.Cut(rec.ID, "/"); run == id {
+				var ws workflow.RunState
+				if err := json.Unmarshal(rec.Data, &ws); err != nil {
+					return nil, fmt.Errorf("runner: workflow run %s: %w", id, err)
+				}
+				return &ws, nil
+			}
+		}
+		if len(recs) < 500 {
+			return nil, fmt.Errorf("no workflow run %s: %w", id, store.ErrNotFound)
+		}
+		after = recs[len(recs)-1].ID
+	}
+}
+
+// LoadRun returns the stored state of the agent or team run id: one of the
+// two is set. It fails with an error wrapping [store.ErrNotFound] when st
+// has neither.
+func LoadRun(ctx context.Context, st store.Store, id string) (*agent.RunState, *team.State, error) {
+	rec, err := st.Get(ctx, store.KindRun, id)
+	if err == nil {
+		rs, err := agent.DecodeRunState(rec.Data)
+		return rs, nil, err
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return nil, nil, err
+	}
+	rec, err = st.Get(ctx, team.KindTeam, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("no agent or team run %s: %w", id, err)
+	}
+	ts, err := team.DecodeState(rec.Data)
+	return nil, ts, err
+}
+
+// Summarize returns the summary of the agent, team or workflow run id.
+func Summarize(ctx context.Context, st store.Store, id string) (RunSummary, error) {
+	rs, ts, err := LoadRun(ctx, st, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		ws, werr := workflowRun(ctx, st, id)
+		if werr != nil {
+			return RunSummary{}, werr
+		}
+		return SummarizeWorkflowRun(ws), nil
+	case err != nil:
+		return RunSummary{}, err
+	case ts != nil:
+		return SummarizeTeamRun(ts), nil
+	default:
+		return SummarizeAgentRun(rs), nil
+	}
+}
+
+// Runs returns the agent, team and workflow runs of st that f selects, the newest
+// first. It reads every run record of the store: it is meant for a person
+// looking at runs, not for a hot path.
+func Runs(ctx context.Context, st store.Store, f *RunFilter) ([]RunSummary, error) {
+	var o RunFilter
+	if f != nil {
+		o = *f
+	}
+	if o.Limit <= 0 {
+		o.Limit = 20
+	}
+	if o.Status != "" && !slices.Contains(Statuses, o.Status) {
+		return nil, fmt.Errorf("runner: no run status %q: use one of %v", o.Status, Statuses)
+	}
+	var runs []RunSummary
+	for _, kind := range []string{store.KindRun, team.KindTeam, store.KindWorkflow} {
+		for after := ""; ; {
+			recs, err := st.List(ctx, kind, "", after, 500)
+			if err != nil {
+				return nil, err
+			}
+			for _, rec := range recs {
+				var s RunSummary
+				if kind == store.KindRun {
+					rs, err := agent.DecodeRunState(rec.Data)
+					if err != nil || rs.Step == 0 {
+						continue // not begun, or not a run this version reads
+					}
+					s = SummarizeAgentRun(rs)
+				} else if kind == team.KindTeam {
+					ts, err := team.DecodeState(rec.Data)
+					if err != nil {
+						continue
+					}
+					s = SummarizeTeamRun(ts)
+				} else {
+					var ws workflow.RunState
+					if json.Unmarshal(rec.Data, &ws) != nil || ws.RunID == "" {
+						continue
+					}
+					s = SummarizeWorkflowRun(&ws)
+				}
+				if o.Status != "" && s.Status != o.Status || o.Name != "" && s.Name != o.Name {
+					continue
+				}
+				if o.Keep != nil {
+					keep, err := o.Keep(ctx, s)
+					if err != nil {
+						return nil, err
+					}
+					if !keep {
+						continue
+					}
+				}
+				runs = append(runs, s)
+			}
+			if len(recs) < 500 {
+				break
+			}
+			after = recs[len(recs)-1].ID
+		}
+	}
+	slices.SortFunc(runs, func(a, b RunSummary) int {
+		return cmp.Or(b.Started.Compare(a.Started), cmp.Compare(a.ID, b.ID))
+	})
+	return runs[:min(len(runs), o.Limit)], nil
+}

@@ -1,0 +1,38 @@
+// Package server offers Calf agents, teams and workflows over HTTP.
+//
+// [New] takes the runners to serve ([runner.Agent], [runner.Team],
+// [runner.Workflow]) on a runtime; [Server.ListenAndServe] serves them.
+// The OpenAI-compatible API lets any OpenAI client talk to them, the
+// agent's name standing for the model:
+//
+//   - GET /v1/models lists the runners;
+//   - POST /v1/chat/completions and POST /v1/responses run one, with
+//     "stream": true for server-sent events of the answer's text as the
+//     model writes it.
+//
+// A request is stateless unless it carries the [SessionHeader]
+// (Calf-Session-Id): the run then continues that Calf session, whose
+// history the agent keeps, and only the request's last message (the
+// user's) is read. Without it, the request's messages are the
+// conversation (system and developer messages, then user and assistant
+// turns, the last one the user's). A client's tools, tool messages, other
+// content than text, and n > 1 are refused with a 400: the agent's tools
+// are its own. Sampling settings are the agent's and are ignored. The
+// response names the run in the [RunHeader] (Calf-Run-Id).
+//
+// # Security
+//
+// A server listens on 127.0.0.1 by default. Without [Options.Tokens] it
+// serves one user, [LocalUser], refuses to listen beyond loopback
+// ([CheckAddr]) and answers only requests whose Host is a loopback name,
+// so that a web page cannot reach it through DNS rebinding. With tokens,
+// every request needs "Authorization: Bearer TOKEN", and a session belongs
+// to the user that started it: another user's requests find no such
+// session (its owner is kept in a [KindSessionOwner] record). Cross-origin
+// requests from browsers that change state are refused; bodies are bounded
+// ([Options.MaxBodyBytes]) and each user's requests rate-limited
+// ([Options.RateLimit]). Errors have the OpenAI API's shape:
+// {"error": {"message", "type", "code"}}.
+//
+// Closing a request's connection before its run ends cancels the run.
+package server

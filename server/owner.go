@@ -1,0 +1,122 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/calf-go/calf/store"
+)
+
+// KindSessionOwner is the kind of the records that say which user of a
+// server a session belongs to, by session id.
+const KindSessionOwner = "session_owner"
+
+// KindRunOwner is the kind of the records that say which user of a server
+// started a run, by run id.
+const KindRunOwner = "run_owner"
+
+// SessionHeader names the session a request to the OpenAI-compatible API
+// continues. Without it, a request is stateless: the conversation is the
+// messages it sends.
+const SessionHeader = "Calf-Session-Id"
+
+// RunHeader, in a response, names the run that answered.
+const RunHeader = "Calf-Run-Id"
+
+// sessionID is what a session id may be: letters, digits and ._:- , at
+// most 128 characters, starting with a letter or digit.
+var sessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// ValidSessionID reports whether id is a session id the server takes:
+// letters, digits and ._:- , at most 128 characters, starting with a
+// letter or digit.
+func ValidSessionID(id string) bool { return sessionID.MatchString(id) }
+
+// errNotYours is returned for a session that exists and belongs to
+// another user (or to no user of a server with tokens). It is reported as
+// "not found", so that a user cannot learn which ids others use.
+var errNotYours = errors.New("server: no such session")
+
+// owner is a session_owner or run_owner record.
+type owner struct {
+	User string `json:"user"`
+}
+
+// claimSession makes sure the session id may be used by user: a session
+// that user started, or a new one, which then becomes user's. A server
+// without tokens serves one user, who may also use the sessions that other
+// commands of this machine made.
+func (s *Server) claimSession(ctx context.Context, user, id string) error {
+	if !sessionID.MatchString(id) {
+		return fmt.Errorf("%w: %s %q: use letters, digits and ._:- (at most 128)", errBadRequest, SessionHeader, id)
+	}
+	st := s.rt.Store()
+	for range 3 {
+		rec, err := st.Get(ctx, KindSessionOwner, id)
+		switch {
+		case err == nil:
+			var o owner
+			if err := json.Unmarshal(rec.Data, &o); err != nil {
+				return fmt.Errorf("server: the owner record of session %s: %w", id, err)
+			}
+			if o.User != user {
+				return errNotYours
+			}
+			return nil
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		if _, err := s.rt.SessionInfo(ctx, id); err == nil {
+			if len(s.opts.Tokens) == 0 {
+				return nil
+			}
+			return errNotYours
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		data, _ := json.Marshal(owner{User: user})
+		if _, err := st.Put(ctx, KindSessionOwner, id, data, 0); err == nil {
+			return nil
+		} else if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		// Another request claimed it first: read whose it is.
+	}
+	return fmt.Errorf("server: session %s: its owner record keeps changing", id)
+}
+
+// ownRun records that user starts the run id.
+func (s *Server) ownRun(ctx context.Context, user, id string) error {
+	data, _ := json.Marshal(owner{User: user})
+	if _, err := s.rt.Store().Put(ctx, KindRunOwner, id, data, 0); err != nil {
+		return fmt.Errorf("server: record the owner of run %s: %w", id, err)
+	}
+	return nil
+}
+
+// checkRun returns errNotYours unless user may read the run id: the user
+// who started it through the server, or anybody on a server without
+// tokens.
+func (s *Server) checkRun(ctx context.Context, user, id string) error {
+	if len(s.opts.Tokens) == 0 {
+		return nil
+	}
+	rec, err := s.rt.Store().Get(ctx, KindRunOwner, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotYours
+	}
+	if err != nil {
+		return err
+	}
+	var o owner
+	if err := json.Unmarshal(rec.Data, &o); err != nil {
+		return fmt.Errorf("server: the owner record of run %s: %w", id, err)
+	}
+	if o.User != user {
+		return errNotYours
+	}
+	return nil
+}

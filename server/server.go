@@ -1,0 +1,320 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/httpheader"
+	"github.com/calf-go/calf/runner"
+)
+
+// DefaultAddr is where a server listens when [Options.Addr] is empty: the
+// loopback interface only.
+const DefaultAddr = "127.0.0.1:8420"
+
+// LocalUser is the user of every request to a server without tokens (one
+// that listens on loopback only).
+const LocalUser = "local"
+
+// Options configure a [Server].
+type Options struct {
+	// Addr is where [Server.ListenAndServe] listens. Default: DefaultAddr.
+	Addr string
+	// Tokens maps bearer tokens to the names of the users they
+	// authenticate. A request must then carry "Authorization: Bearer
+	// TOKEN", and a session belongs to the user who started it: another
+	// user can neither read it nor continue it. With no tokens, every
+	// request is [LocalUser]'s, and the server listens on loopback only.
+	Tokens map[string]string
+	// MaxBodyBytes bounds a request's body. Default: 1 MiB.
+	MaxBodyBytes int64
+	// RateLimit is how many requests a second a user may make, on
+	// average, and RateBurst how many at once. Defaults: 10 and 20. A
+	// negative RateLimit sets no limit.
+	RateLimit float64
+	RateBurst int
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// AllowedOrigins are the host patterns (path.Match syntax, such as
+	// "app.example.com" or "*.example.com") of the web pages allowed to
+	// open the WebSocket bridge besides the server's own origin. Default:
+	// none.
+	AllowedOrigins []string
+	// MaxMessageBytes bounds a WebSocket message from a client; a bigger
+	// one closes the connection (status 1009). Default: 64 KiB.
+	MaxMessageBytes int64
+	// Log is the event log of the runs ([eventlog.New], recording with
+	// [eventlog.Log.Record]): with it, GET /v1/runs/{id}/events streams a
+	// run's events, resumable. Without it, that endpoint is not served.
+	Log *eventlog.Log
+}
+
+// Server offers agents, teams and workflows ([runner.Runner]) over HTTP:
+// the OpenAI-compatible API under /v1 (see [Server.Handler]).
+type Server struct {
+	rt      *agent.Runtime
+	runners map[string]runner.Runner
+	names   []string
+	opts    Options
+	log     *slog.Logger
+	started time.Time
+
+	mu       sync.Mutex
+	limiters map[string]*rate.Limiter
+}
+
+// New returns a server of runners on rt. Their names must be distinct; they
+// are the model names of the OpenAI-compatible API.
+func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, error) {
+	if rt == nil {
+		return nil, errors.New("server: a runtime is required")
+	}
+	if len(runners) == 0 {
+		return nil, errors.New("server: no agents to serve")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Addr == "" {
+		o.Addr = DefaultAddr
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.RateLimit == 0 {
+		o.RateLimit = 10
+	}
+	if o.RateBurst <= 0 {
+		o.RateBurst = 20
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = 64 << 10
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	for tok, user := range o.Tokens {
+		if tok == "" || user == "" {
+			return nil, errors.New("server: a token and its user must not be empty")
+		}
+	}
+	s := &Server{rt: rt, runners: map[string]runner.Runner{}, opts: o, log: o.Logger, started: time.Now(), limiters: map[string]*rate.Limiter{}}
+	for _, r := range runners {
+		name := r.Name()
+		if name == "" {
+			return nil, errors.New("server: a runner has no name")
+		}
+		if _, dup := s.runners[name]; dup {
+			return nil, fmt.Errorf("server: two runners are named %q", name)
+		}
+		s.runners[name] = r
+		s.names = append(s.names, name)
+	}
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler:
+//
+//   - GET /v1/models lists the runners as models;
+//   - POST /v1/chat/completions and POST /v1/responses run one, named as
+//     the model, with or without streaming (server-sent events);
+//   - GET /v1/runs/{id}/events streams a run's events from the event log
+//     ([Options.Log]), resumable by Last-Event-ID;
+//   - POST /agui/{agent} runs an agent for an AG-UI client (with
+//     [Options.Log]): approvals are interrupts, answered by the next
+//     request's resume entries;
+//   - GET /v1/runs lists the user's runs (?agent=, ?status=, ?limit=),
+//     GET /v1/runs/{id} summarizes one, GET /v1/deadletters lists the dead
+//     letters of the user's runs and POST /v1/deadletters/{id}/replay
+//     publishes one's message again (with [Options.Log]): the run
+//     inspector's API;
+//   - GET /v1/ws is the WebSocket bridge (with [Options.Log]; subprotocol
+//     [WSProtocol]): runs started, followed and resumed, approvals
+//     answered and runs cancelled over one connection.
+//
+// Every request passes, in order: a check of its Host when the server has
+// no tokens (a page elsewhere cannot reach a loopback server through DNS
+// rebinding); cross-origin protection (browsers' cross-site requests that
+// change state are refused); the bearer token, when the server has
+// tokens; the user's rate limit; and the body size limit.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", s.models)
+	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
+	mux.HandleFunc("POST /v1/responses", s.responses)
+	if s.opts.Log != nil {
+		mux.HandleFunc("GET /v1/runs/{id}/events", s.runEvents)
+		mux.HandleFunc("POST /agui/{agent}", s.agui)
+		mux.HandleFunc("GET /v1/ws", s.ws)
+		mux.HandleFunc("GET /v1/sessions", s.sessions)
+		mux.HandleFunc("GET /v1/sessions/{id}", s.session)
+		mux.HandleFunc("GET /v1/runs", s.runs)
+		mux.HandleFunc("GET /v1/runs/{id}", s.run)
+		mux.HandleFunc("GET /v1/deadletters", s.deadLetters)
+		mux.HandleFunc("POST /v1/deadletters/{id}/replay", s.replayDeadLetter)
+	}
+	allowed := map[string]string{"/v1/models": "GET", "/v1/chat/completions": "POST", "/v1/responses": "POST", "/v1/sessions": "GET", "/v1/ws": "GET", "/v1/runs": "GET", "/v1/deadletters": "GET"}
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if method, ok := allowed[r.URL.Path]; ok {
+			w.Header().Set("Allow", method)
+			apiError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", fmt.Sprintf("%s takes %s, not %s", r.URL.Path, method, r.Method))
+			return
+		}
+		apiError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
+	})
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apiError(w, http.StatusForbidden, "invalid_request_error", "cross_origin", "cross-origin request refused")
+	}))
+	api := s.guard(cop.Handler(mux))
+	if s.opts.Log == nil {
+		return api
+	}
+	// The web page: static files, public (they hold no data; the page asks
+	// for the token), the API behind the guard.
+	root := http.NewServeMux()
+	root.Handle("/v1/", api)
+	root.Handle("/agui/", api)
+	root.Handle("/", webHandler())
+	return root
+}
+
+// userKey carries the authenticated user in a request's context.
+type userKey struct{}
+
+// userOf returns the user of a request that passed the guard.
+func userOf(r *http.Request) string {
+	u, _ := r.Context().Value(userKey{}).(string)
+	return u
+}
+
+// guard checks the host, the token and the rate of a request, bounds its
+// body, and puts its user in its context.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user := LocalUser
+		if len(s.opts.Tokens) == 0 {
+			if !loopbackHost(r.Host) {
+				apiError(w, http.StatusForbidden, "invalid_request_error", "host", "this server answers requests to a loopback host only (it has no tokens)")
+				return
+			}
+		} else {
+			user = ""
+			for tok, u := range s.opts.Tokens {
+				if httpheader.Bearer(r, tok) || wsBearer(r, tok) {
+					user = u
+				}
+			}
+			if user == "" {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="calf"`)
+				apiError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing or wrong bearer token")
+				return
+			}
+		}
+		if l := s.limiter(user); l != nil && !l.Allow() {
+			w.Header().Set("Retry-After", "1")
+			apiError(w, http.StatusTooManyRequests, "rate_limit_exceeded", "rate_limit_exceeded", "too many requests: slow down")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
+	})
+}
+
+// limiter returns the rate limiter of user, or nil when there is no limit.
+func (s *Server) limiter(user string) *rate.Limiter {
+	if s.opts.RateLimit < 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.limiters[user]
+	if l == nil {
+		l = rate.NewLimiter(rate.Limit(s.opts.RateLimit), s.opts.RateBurst)
+		s.limiters[user] = l
+	}
+	return l
+}
+
+// loopbackHost reports whether host (a Host header, with or without a
+// port) names the loopback interface.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CheckAddr returns an error when addr is beyond loopback and there are
+// no tokens: such a server would answer anybody.
+func CheckAddr(addr string, tokens map[string]string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("server: address %q: %w", addr, err)
+	}
+	if !loopbackHost(host) && len(tokens) == 0 {
+		return fmt.Errorf("server: %s listens beyond loopback: give bearer tokens (Options.Tokens)", addr)
+	}
+	return nil
+}
+
+// ListenAndServe listens on the server's address and serves until ctx
+// ends, then shuts down, giving requests in progress 10 seconds.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	if err := CheckAddr(s.opts.Addr, s.opts.Tokens); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx ends; see [Server.ListenAndServe]. It
+// refuses a listener beyond loopback when the server has no tokens.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := CheckAddr(ln.Addr().String(), s.opts.Tokens); err != nil {
+		ln.Close()
+		return err
+	}
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+	}
+	<-done
+	return nil
+}

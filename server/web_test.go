@@ -1,0 +1,294 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/deadletter"
+	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/peers"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/runner"
+	"github.com/calf-go/calf/server"
+	storemem "github.com/calf-go/calf/store/memory"
+	"github.com/calf-go/calf/tool"
+	"github.com/calf-go/calf/workflow"
+)
+
+// chromium returns the path of Debian's Chromium, or skips the test when
+// it is not installed (fails it under CALF_TEST_SERVICES).
+func chromium(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/chromium"); err != nil {
+		if os.Getenv("CALF_TEST_SERVICES") != "" {
+			t.Fatal("chromium is not installed (apt-get install chromium)")
+		}
+		t.Skip("chromium is not installed")
+	}
+}
+
+// The web chat in headless Chromium: a question streams an answer after a
+// tool call approved in the page; a reload in the middle of the run shows
+// the rest; another user's token sees nothing of the first user's session.
+func TestWebChatInBrowser(t *testing.T) {
+	chromium(t)
+	node := peers.Node(t)
+	peers.Package(t, "playwright-core/package.json")
+	rt := testRuntime(t)
+	// The answer comes two seconds after the tool: time for the page to
+	// reload in the middle of the run.
+	a := approvalAgent(2 * time.Second)
+	hs, _ := serveAgent(t, rt, a, true, &server.Options{Tokens: map[string]string{"ann-token-0123456789": "ann", "bob-token-0123456789": "bob"}})
+
+	shots := os.Getenv("CALF_SCREENSHOTS") // a directory to save the screenshots in
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(peers.Dir(), "browser", "chat.mjs"), hs.URL+"/", "ann-token-0123456789", "bob-token-0123456789", shots)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("browser: %v\n%s\n%s", err, out, stderr.String())
+	}
+	t.Logf("browser:\n%s", out)
+	steps2 := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var s map[string]any
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		steps2[s["step"].(string)] = s
+	}
+	if s := steps2["approval"]; !strings.Contains(s["tool"].(string), "add") || !strings.Contains(s["tool"].(string), `"a":2`) {
+		t.Errorf("the tool call shown: %v", s)
+	}
+	ans := steps2["answer"]
+	log := ans["log"].(string)
+	if !strings.Contains(log, "add 2 and 3") || !strings.Contains(log, "Done: 5") || strings.Count(log, "Done: 5") != 1 {
+		t.Errorf("the chat after the reload: %q", log)
+	}
+	if errs := ans["errors"].([]any); len(errs) > 0 {
+		t.Errorf("page errors: %v", errs)
+	}
+	if !strings.Contains(ans["cost"].(string), "tokens in") {
+		t.Errorf("the session's cost: %v", ans["cost"])
+	}
+	other := steps2["other"]
+	if listed := other["listed"].([]any); len(listed) != 0 {
+		t.Errorf("bob sees sessions %v", listed)
+	}
+	if other["status"] != 404.0 {
+		t.Errorf("bob reads ann's session: %v", other["status"])
+	}
+}
+
+// The run inspector in headless Chromium: a run in progress, opened from
+// the runs list, drawn while it runs and again after its output; the tool
+// call's edge clicked for its payload, timings and workers; the run's dead
+// letter replayed from the page.
+func TestRunInspectorInBrowser(t *testing.T) {
+	chromium(t)
+	node := peers.Node(t)
+	peers.Package(t, "playwright-core/package.json")
+	b := memory.New(nil)
+	c := calf.NewClient(b, &calf.Options{Name: "worker-a/1"})
+	st := storemem.New()
+	t.Cleanup(func() { _ = c.Close(); _ = b.Close(); _ = st.Close() })
+	rt := agent.NewRuntime(c, st, nil)
+	// The model answers after the tool only once the page has drawn the
+	// run in progress.
+	release := make(chan struct{})
+	answer := modeltest.FunctionModel(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == model.RoleTool {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return modeltest.Text("Done: " + last.Text()), nil
+		}
+		return modeltest.ToolCalls(modeltest.Call("call_1", "add", `{"a":2,"b":3}`)), nil
+	})
+	add := tool.Must(tool.New("add", "Adds.", func(_ context.Context, in struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}) (int, error) {
+		return in.A + in.B, nil
+	}))
+	a := agent.Must(agent.New[agent.NoDeps, string]("calc", modeltest.NewTestModel(answer, answer), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}}))
+	// And a workflow of two nodes, whose run is drawn with its nodes.
+	type doc struct{ Text string }
+	bang := func(_ context.Context, d doc) (doc, error) { d.Text += "!"; return d, nil }
+	wf := workflow.New[doc]("bang", nil).Node("first", workflow.Func(bang)).Node("second", workflow.Func(bang)).
+		Edge(workflow.Start, "first").Edge("first", "second").Edge("second", workflow.End).MustBuild()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := a.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := wf.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	log := eventlog.New(c, st)
+	if err := log.Record(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	const ann = "ann-token-0123456789"
+	srv, err := server.New(rt, []runner.Runner{runner.Agent(a), runner.Workflow(wf, "Bangs.", func(p string) (doc, error) { return doc{Text: p}, nil }, func(d doc) (string, error) { return d.Text, nil })},
+		&server.Options{Log: log, Tokens: map[string]string{ann: "ann", "bob-token-0123456789": "bob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	status, body, h := do(t, "POST", hs.URL+"/v1/chat/completions", ann, `{"model":"bang","messages":[{"role":"user","content":"hey"}]}`, nil)
+	if status != 200 || !strings.Contains(body, "hey!!") {
+		t.Fatalf("the workflow's run: %d %s", status, body)
+	}
+	wfRun := h.Get(server.RunHeader)
+
+	answered := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", hs.URL+"/v1/chat/completions", strings.NewReader(`{"model":"calc","messages":[{"role":"user","content":"add 2 and 3"}]}`))
+		req.Header.Set("Authorization", "Bearer "+ann)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		answered <- err
+	}()
+	var run string
+	for run == "" {
+		runs, err := runner.Runs(ctx, st, &runner.RunFilter{Status: "running"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) > 0 {
+			run = runs[0].ID
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the run did not start")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	// A message of the run, parked, as the worker's recorder records it.
+	orig := &calf.Message{ID: "m-1", Channel: "calf.test.parked", Key: run, Data: json.RawMessage(`{"n":1}`),
+		Metadata: calf.Metadata{CorrelationID: run, RunID: run, Time: time.Now()}}
+	dl := calf.NewDeadLetterMessage(orig, "g", errors.New("it broke"), 3, time.Now())
+	if err := deadletter.Handler(st)(ctx, dl); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.CommandContext(ctx, node, filepath.Join(peers.Dir(), "browser", "inspect.mjs"), hs.URL+"/", ann, run, os.Getenv("CALF_SCREENSHOTS"), wfRun)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	steps := map[string]map[string]any{}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var s map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		steps[s["step"].(string)] = s
+		if s["step"] == "running" {
+			close(release)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("browser: %v\n%s", err, stderr.String())
+	}
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	rows := func(s map[string]any) string {
+		b, _ := json.Marshal(s["rows"])
+		return string(b)
+	}
+	running, ended := steps["running"], steps["ended"]
+	if running == nil || ended == nil || steps["letters"] == nil {
+		t.Fatalf("steps: %v\n%s", steps, stderr.String())
+	}
+	if !slices.Contains(running["listed"].([]any), any(run)) {
+		t.Errorf("the runs list: %v", running["listed"])
+	}
+	var nodes []string
+	for _, n := range running["nodes"].([]any) {
+		nodes = append(nodes, n.(string))
+	}
+	for _, want := range []string{"caller", "calc", "calc · model", "add"} {
+		if !slices.ContainsFunc(nodes, func(n string) bool { return n == want || strings.HasPrefix(n, want+" (") }) {
+			t.Errorf("while running, no node %q in %q", want, nodes)
+		}
+	}
+	if r := rows(running); !strings.Contains(r, "tool_call.add") || !strings.Contains(r, `"calc · model → add"`) || !strings.Contains(r, `"add → calc"`) || strings.Contains(r, `"output"`) {
+		t.Errorf("while running, the events: %s", r)
+	}
+	if ended["edges"].(float64) <= running["edges"].(float64) {
+		t.Errorf("edges: %v while running, %v after", running["edges"], ended["edges"])
+	}
+	if r := rows(ended); !strings.Contains(r, `"output","calc · model → caller","worker-a/1"`) {
+		t.Errorf("after the output, the events: %s", r)
+	}
+	payload := ended["payload"].(string)
+	for _, want := range []string{"tool_call.add", `"arguments": "{\"a\":2,\"b\":3}"`, "published byworker-a/1", "handled byworker-a/1", "after its cause"} {
+		if !strings.Contains(payload, want) {
+			t.Errorf("the payload panel does not show %q:\n%s", want, payload)
+		}
+	}
+	if sel := ended["selected"].([]any); len(sel) != 1 || sel[0] != ended["seq"] {
+		t.Errorf("selected edges %v, clicked %v", sel, ended["seq"])
+	}
+	if !strings.Contains(ended["head"].(string), "agent calc · run "+run) {
+		t.Errorf("the run's heading: %v", ended["head"])
+	}
+	if errs := ended["errors"].([]any); len(errs) > 0 {
+		t.Errorf("page errors: %v", errs)
+	}
+	if l, _ := json.Marshal(steps["letters"]["letters"]); !strings.Contains(string(l), "calf.test.parked") || !strings.Contains(string(l), "it broke") {
+		t.Errorf("the dead letters: %s", l)
+	}
+	rec, err := deadletter.Get(ctx, st, dl.ID)
+	if err != nil || !rec.Replayed() {
+		t.Errorf("the dead letter after Replay was clicked: %+v %v", rec, err)
+	}
+	// The workflow's run: its nodes are nodes of the drawing, each step
+	// drawn from what caused it (a node starts the next step itself).
+	w := steps["workflow"]
+	if w == nil {
+		t.Fatalf("no workflow step: %v", steps)
+	}
+	if r := rows(w); !strings.Contains(r, `"bang (workflow) → bang · first"`) || !strings.Contains(r, `"bang · first → bang (workflow)"`) || !strings.Contains(r, `"bang · first → bang · second"`) || !strings.Contains(r, `"bang · second → bang (workflow)"`) || !strings.Contains(r, `"output","bang · second → caller"`) {
+		t.Errorf("the workflow run's events: %s", r)
+	}
+	if !strings.Contains(w["head"].(string), "workflow bang · run "+wfRun+" · complete") {
+		t.Errorf("the workflow run's heading: %v", w["head"])
+	}
+}
