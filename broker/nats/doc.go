@@ -90,7 +90,10 @@
 // their revision. A partition that is another member's now is given up:
 // the member stops fetching, lets the handlers in progress finish, hands
 // its other messages back (Nak), in order per key, and only then deletes
-// its lease, so that the next owner starts after it. A member that stops
+// its lease, so that the next owner starts after it. It stops fetching
+// before it hands anything back, a partition it was still starting to
+// consume included, and hands each message back once: one that reaches it
+// again is left to come back after the ack wait. A member that stops
 // renewing (a crash, a lost connection) loses its leases when they
 // expire; one that finds its lease taken stops the partition at once.
 // Members see each other one renewal interval after Subscribe, before

@@ -32,10 +32,11 @@ type leaser struct {
 	prefix string // the group's keys: prefix+"m."+member, prefix+"p."+partition
 	every  time.Duration
 
-	mu    sync.Mutex
-	owned map[int]*held // by partition
-	done  chan struct{}
-	once  sync.Once
+	mu     sync.Mutex
+	owned  map[int]*held // by partition
+	done   chan struct{} // closed to stop the ticks
+	exited chan struct{} // closed once the last tick has returned
+	once   sync.Once
 }
 
 // held is a lease the member holds.
@@ -86,6 +87,7 @@ func newLeaser(ctx context.Context, s *subscription) (*leaser, error) {
 		every:  leaseTTL(s.b.opts.AckWait) / 6,
 		owned:  map[int]*held{},
 		done:   make(chan struct{}),
+		exited: make(chan struct{}),
 	}
 	// Announce the member at once, so that the others make room for it.
 	if _, err := kv.Put(ctx, l.prefix+"m."+l.id, nil); err != nil {
@@ -96,6 +98,7 @@ func newLeaser(ctx context.Context, s *subscription) (*leaser, error) {
 
 // run renews the leases and claims or gives up partitions until stop.
 func (l *leaser) run() {
+	defer close(l.exited)
 	t := time.NewTicker(l.every)
 	defer t.Stop()
 	for {
@@ -112,6 +115,11 @@ func (l *leaser) run() {
 }
 
 func (l *leaser) stop() { l.once.Do(func() { close(l.done) }) }
+
+// wait waits until the tick in progress, if any, has returned: after
+// stop, and after the member's context is cancelled, which ends its
+// calls to the server.
+func (l *leaser) wait() { <-l.exited }
 
 func (l *leaser) key(p int) string { return l.prefix + "p." + strconv.Itoa(p) }
 
@@ -156,6 +164,9 @@ func (l *leaser) tick() {
 			fallthrough // still draining: keep the lease meanwhile
 		case h != nil:
 			next, err := l.kv.Update(ctx, l.key(p), []byte(l.id), h.rev)
+			if err != nil && s.ctx.Err() != nil {
+				return // the member stops: releaseAll lets go of its leases
+			}
 			if err != nil {
 				// Lost: another member holds it now. Stop at once.
 				s.b.log.Warn("nats: lost the lease on a partition", "group", s.group, "partition", p, "error", err)
@@ -182,11 +193,14 @@ func (l *leaser) tick() {
 				continue // held by a member that has not given it up yet
 			}
 			cons, err := s.b.js.Consumer(ctx, s.b.opts.Stream, consumerName(s.group, p))
+			started := false
 			if err == nil {
-				err = s.consume(ctx, p, cons, true)
+				started, err = s.consume(ctx, p, cons, true)
 			}
-			if err != nil {
+			if err != nil && s.ctx.Err() == nil {
 				s.b.log.Warn("nats: consume a leased partition", "group", s.group, "partition", p, "error", err)
+			}
+			if !started {
 				l.release(ctx, p, rev)
 				continue
 			}
@@ -226,7 +240,21 @@ func (l *leaser) release(ctx context.Context, p int, rev uint64) {
 	// left behind keeps the partition from the next owner until it expires.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := l.kv.Delete(ctx, l.key(p), jetstream.LastRevision(rev)); err != nil {
+	l.delete(ctx, p, rev)
+}
+
+// delete deletes the member's lease on p, whose key had revision rev. Should
+// the key have another revision (a renewal that reached the server after
+// its caller gave up on it), the key is deleted if it still names the
+// member.
+func (l *leaser) delete(ctx context.Context, p int, rev uint64) {
+	err := l.kv.Delete(ctx, l.key(p), jetstream.LastRevision(rev))
+	if err != nil {
+		if e, gerr := l.kv.Get(ctx, l.key(p)); gerr == nil && string(e.Value()) == l.id {
+			err = l.kv.Delete(ctx, l.key(p), jetstream.LastRevision(e.Revision()))
+		}
+	}
+	if err != nil {
 		l.s.b.log.Debug("nats: release a lease", "group", l.s.group, "partition", p, "error", err)
 	}
 }
@@ -236,8 +264,8 @@ func (l *leaser) release(ctx context.Context, p int, rev uint64) {
 func (l *leaser) releaseAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	// The revisions are read under the lock: a tick in progress may renew
-	// a lease (and write its revision) until it sees the member stopped.
+	// The caller has waited for the last tick, so no lease changes
+	// meanwhile.
 	l.mu.Lock()
 	revs := make(map[int]uint64, len(l.owned))
 	for p, h := range l.owned {
@@ -249,9 +277,7 @@ func (l *leaser) releaseAll() {
 		return
 	}
 	for p, rev := range revs {
-		if err := l.kv.Delete(ctx, l.key(p), jetstream.LastRevision(rev)); err != nil {
-			l.s.b.log.Debug("nats: release a lease", "group", l.s.group, "partition", p, "error", err)
-		}
+		l.delete(ctx, p, rev)
 	}
 	if err := l.kv.Delete(ctx, l.prefix+"m."+l.id); err != nil {
 		l.s.b.log.Debug("nats: withdraw member", "group", l.s.group, "error", err)

@@ -740,3 +740,82 @@ func TestPublishFromHandlerNeverBlocks(t *testing.T) {
 func BenchmarkPublishHandle(b *testing.B) {
 	brokertest.PublishHandleBenchmark(b, openEmbedded(b, b.TempDir(), testOptions()))
 }
+
+// TestCloseWhileAPartitionStarts checks that a member that closes while it
+// is starting to consume a partition it has just taken stops that
+// consumption too: left running, it took the messages it had handed back
+// again at once, handed them back again, and so on, each round a delivery,
+// until the server dropped them at the consumer's limit of deliveries.
+func TestCloseWhileAPartitionStarts(t *testing.T) {
+	backendsWith(t, func(o *Options) { o.Partitions = 1 }, func(t *testing.T, open func() *Broker) {
+		b := open()
+		opts := &calf.SubscribeOptions{Group: "g"}
+		listed := make(chan *part, 1)
+		proceed := make(chan struct{})
+		testHookListed = func(pt *part) {
+			if pt.s.group != "g" {
+				return
+			}
+			select {
+			case listed <- pt:
+				<-proceed
+			default:
+			}
+		}
+		t.Cleanup(func() { testHookListed = nil })
+
+		a, err := b.Subscribe(t.Context(), "cs.x", func(context.Context, *calf.Message) error {
+			return errors.New("member a must not handle anything")
+		}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 3
+		for i := range n {
+			publish(t, b, msg("cs.x", "k", "m"+strconv.Itoa(i)))
+		}
+		var pt *part
+		select {
+		case pt = <-listed:
+		case <-time.After(timeout):
+			t.Fatal("member a did not take the partition")
+		}
+		// Close a while its consumption of the partition is being set up,
+		// and let the setup go on once the partition is given up.
+		closed := make(chan error, 1)
+		go func() { closed <- a.Close() }()
+		waitUntil(t, "the partition given up", func() bool {
+			pt.mu.Lock()
+			defer pt.mu.Unlock()
+			return pt.gone
+		})
+		close(proceed)
+		if err := <-closed; err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+
+		rec := newRecorder()
+		subscribe(t, b, "cs.x", func(_ context.Context, m *calf.Message) error {
+			rec.add(m)
+			return nil
+		}, opts)
+		got := rec.waitN(t, "the messages, by the next member", n)
+		for i, d := range got[:n] {
+			if want := "m" + strconv.Itoa(i); d.ID != want || d.Attempt > 3 {
+				t.Errorf("delivery %d: %s as attempt %d, want %s as attempt 3 at most", i, d.ID, d.Attempt, want)
+			}
+		}
+	})
+}
+
+// waitUntil waits until cond holds, failing the test after timeout.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v", what, timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -121,11 +121,13 @@ type subscription struct {
 type part struct {
 	s     *subscription
 	p     int
+	ready chan struct{} // closed once consuming has started, or failed to
 	cc    jetstream.ConsumeContext
 	mu    sync.Mutex
 	gone  bool               // given up: lanes hand their messages back
 	lanes map[string][]*item // by key; the first is in progress
 	held  map[uint64]*item   // by stream sequence, every message held
+	back  map[uint64]bool    // stream sequences handed back, once gone
 	idle  *sync.Cond         // signalled when a lane ends
 	count int                // lanes running
 
@@ -215,7 +217,7 @@ func (s *subscription) start(ctx context.Context) error {
 	s.wg.Go(s.heartbeats)
 	if s.group == "" {
 		for p, cons := range conss {
-			if err := s.consume(ctx, p, cons, false); err != nil {
+			if _, err := s.consume(ctx, p, cons, false); err != nil {
 				return err
 			}
 		}
@@ -230,16 +232,24 @@ func (s *subscription) start(ctx context.Context) error {
 	return nil
 }
 
+// testHookListed, set by tests, is called once consume has listed a
+// partition, before it starts consuming it.
+var testHookListed func(*part)
+
 // consume starts consuming partition p from cons. With old set (a named
 // group's partition taken over), the messages the consumer had
-// outstanding then are dispatched first, in stream order: see gate.
-func (s *subscription) consume(ctx context.Context, p int, cons jetstream.Consumer, old bool) error {
-	pt := &part{s: s, p: p, lanes: map[string][]*item{}, held: map[uint64]*item{}}
+// outstanding then are dispatched first, in stream order: see gate. It
+// reports false, starting nothing, once the member has stopped.
+func (s *subscription) consume(ctx context.Context, p int, cons jetstream.Consumer, old bool) (bool, error) {
+	pt := &part{s: s, p: p, ready: make(chan struct{}), lanes: map[string][]*item{}, held: map[uint64]*item{}}
 	pt.idle = sync.NewCond(&pt.mu)
+	// The member may stop, and give the partition up, from the moment it
+	// is listed until its consume context exists: stop then waits for it.
+	defer close(pt.ready)
 	if old {
 		info, err := cons.Info(ctx)
 		if err != nil {
-			return fmt.Errorf("nats: consumer of partition %d: %w", p, err)
+			return false, fmt.Errorf("nats: consumer of partition %d: %w", p, err)
 		}
 		s.b.log.Debug("nats: partition taken over", "group", s.group, "partition", p, "outstanding", info.NumAckPending, "delivered", info.Delivered.Stream)
 		if info.NumAckPending > 0 {
@@ -265,10 +275,13 @@ func (s *subscription) consume(ctx context.Context, p int, cons jetstream.Consum
 		if pt.timer != nil {
 			pt.timer.Stop()
 		}
-		return nil
+		return false, nil
 	}
 	s.parts[p] = pt
 	s.mu.Unlock()
+	if testHookListed != nil {
+		testHookListed(pt)
+	}
 	cc, err := cons.Consume(pt.deliver,
 		jetstream.PullMaxMessages(s.window),
 		jetstream.PullExpiry(pullExpiry),
@@ -284,12 +297,18 @@ func (s *subscription) consume(ctx context.Context, p int, cons jetstream.Consum
 		if pt.timer != nil {
 			pt.timer.Stop()
 		}
-		return fmt.Errorf("nats: consume partition %d: %w", p, err)
+		return false, fmt.Errorf("nats: consume partition %d: %w", p, err)
 	}
 	pt.mu.Lock()
 	pt.cc = cc
+	gone := pt.gone
 	pt.mu.Unlock()
-	return nil
+	if gone {
+		// Given up while consuming started: a consume context left running
+		// would take the partition's messages from its next owner.
+		cc.Stop()
+	}
+	return true, nil
 }
 
 // stop marks the partition given up, so that its lanes hand their
@@ -297,8 +316,9 @@ func (s *subscription) consume(ctx context.Context, p int, cons jetstream.Consum
 // consumer, so that the messages handed back are not delivered to this
 // member again. Messages left in the client's buffer are dropped: they
 // come back after the ack wait, and the next owner waits for them (see
-// the package documentation). It returns the consume context to wait for.
-func (pt *part) stop() jetstream.ConsumeContext {
+// the package documentation). A consume context that is still being
+// started stops as soon as it exists (see consume).
+func (pt *part) stop() {
 	pt.mu.Lock()
 	pt.gone = true
 	pt.openGate()
@@ -307,21 +327,48 @@ func (pt *part) stop() jetstream.ConsumeContext {
 	if cc != nil {
 		cc.Stop()
 	}
-	return cc
 }
 
-// waitClosed waits, for a while at most, until cc no longer receives
-// messages.
-func (s *subscription) waitClosed(cc jetstream.ConsumeContext) {
-	if cc == nil {
+// waitStopped waits, for the ack wait at most, until the partition's
+// consume context, stopped, no longer receives messages.
+func (pt *part) waitStopped() {
+	t := time.NewTimer(pt.s.b.opts.AckWait)
+	defer t.Stop()
+	select {
+	case <-pt.ready:
+	case <-t.C:
 		return
 	}
-	t := time.NewTimer(s.b.opts.AckWait)
-	defer t.Stop()
+	pt.mu.Lock()
+	cc := pt.cc
+	pt.mu.Unlock()
+	if cc == nil {
+		return // consuming never started
+	}
 	select {
 	case <-cc.Closed():
 	case <-t.C:
 	}
+}
+
+// handBack returns it to the server for redelivery at once.
+func (pt *part) handBack(it *item) {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	pt.handBackLocked(it)
+}
+
+// handBackLocked returns it to the server for redelivery at once,
+// remembering that this member did, once the partition is given up.
+// pt.mu is held.
+func (pt *part) handBackLocked(it *item) {
+	if pt.gone && it.seq != 0 {
+		if pt.back == nil {
+			pt.back = map[uint64]bool{}
+		}
+		pt.back[it.seq] = true
+	}
+	_ = it.jm.Nak()
 }
 
 // giveUp stops consuming partition p, lets the handlers in progress finish
@@ -344,7 +391,8 @@ func (s *subscription) giveUp(p int) {
 		}
 		s.mu.Unlock()
 	}()
-	s.waitClosed(pt.stop())
+	pt.stop()
+	pt.waitStopped()
 	pt.mu.Lock()
 	for pt.count > 0 {
 		pt.idle.Wait()
@@ -412,19 +460,23 @@ func (s *subscription) Close() error {
 		// Give every partition up before the handlers refuse their
 		// messages, so that those are not handled here again, out of order.
 		s.mu.Lock()
-		ccs := make([]jetstream.ConsumeContext, 0, len(parts))
+		pts := make([]*part, 0, len(parts))
 		for _, p := range parts {
-			ccs = append(ccs, s.parts[p].stop())
+			pts = append(pts, s.parts[p])
 		}
 		s.mu.Unlock()
-		for _, cc := range ccs {
-			s.waitClosed(cc)
+		for _, pt := range pts {
+			pt.stop()
+		}
+		for _, pt := range pts {
+			pt.waitStopped()
 		}
 		s.cancel()
 		for _, p := range parts {
 			s.giveUp(p)
 		}
 		if s.lease != nil {
+			s.lease.wait()
 			s.lease.releaseAll()
 		}
 		close(s.beat)
@@ -465,8 +517,16 @@ func (pt *part) deliver(jm jetstream.Msg) {
 	if pt.gone {
 		// Given up (the subscription closes, or the partition moved): no
 		// lane starts any more, and the server redelivers the message to
-		// the partition's next owner.
-		_ = jm.Nak()
+		// the partition's next owner. Handed back once only: should this
+		// member's consumption still be running, the message would come
+		// back here at once, and each round would count as a delivery
+		// until the consumer's limit drops it. Left unsettled, it comes
+		// back after the ack wait, and the next owner waits for it.
+		if it.seq == 0 || pt.back[it.seq] {
+			b.log.Debug("nats: a message came back to a partition given up", "group", pt.s.group, "partition", pt.p, "seq", it.seq)
+			return
+		}
+		pt.handBackLocked(it)
 		return
 	}
 	if it.seq != 0 {
@@ -546,10 +606,11 @@ func (pt *part) runLane(key string) {
 			return
 		}
 		it, gone := q[0], pt.gone
-		pt.mu.Unlock()
 		if gone || pt.s.halted() {
-			_ = it.jm.Nak() // in order: the next owner gets them in turn
+			pt.handBackLocked(it) // in order: the next owner gets them in turn
+			pt.mu.Unlock()
 		} else {
+			pt.mu.Unlock()
 			pt.handle(it)
 		}
 		pt.mu.Lock()
@@ -604,20 +665,20 @@ func (pt *part) handle(it *item) {
 		delivered = int(md.NumDelivered)
 	}
 	if it.err != nil {
-		pt.park(jm, msg, calf.Permanent(it.err), delivered)
+		pt.park(it, calf.Permanent(it.err), delivered)
 		return
 	}
 	if delivered > s.maxAttempts {
 		// Deliveries ended without an outcome, by crashes or a shorter
 		// MaxAttempts of another member.
-		pt.park(jm, msg, fmt.Errorf("nats: delivered %d times, over the limit of %d", delivered, s.maxAttempts), delivered)
+		pt.park(it, fmt.Errorf("nats: delivered %d times, over the limit of %d", delivered, s.maxAttempts), delivered)
 		return
 	}
 	for attempt := delivered; ; attempt++ {
 		select {
 		case s.sem <- struct{}{}:
 		case <-s.ctx.Done():
-			_ = jm.Nak()
+			pt.handBack(it)
 			return
 		}
 		m := msg.Clone()
@@ -629,10 +690,10 @@ func (pt *part) handle(it *item) {
 			_ = jm.Ack()
 			return
 		case s.halted():
-			_ = jm.Nak() // interrupted by Close: hand it back at once
+			pt.handBack(it) // interrupted by Close: hand it back at once
 			return
 		case attempt >= s.maxAttempts || calf.IsPermanent(err):
-			pt.park(jm, msg, err, attempt)
+			pt.park(it, err, attempt)
 			return
 		}
 		t := time.NewTimer(b.opts.Backoff(attempt))
@@ -640,18 +701,18 @@ func (pt *part) handle(it *item) {
 		case <-t.C:
 		case <-s.ctx.Done():
 			t.Stop()
-			_ = jm.Nak()
+			pt.handBack(it)
 			return
 		}
 	}
 }
 
-// park parks msg, which failed its last attempt with err, and terminates
-// jm. Should parking fail, it tries again after a backoff, holding the
-// key's later messages back, until the member stops or gives the
-// partition up: then it hands jm back.
-func (pt *part) park(jm jetstream.Msg, msg *calf.Message, err error, attempt int) {
-	s := pt.s
+// park parks it, which failed its last attempt with err, and terminates
+// its delivery. Should parking fail, it tries again after a backoff,
+// holding the key's later messages back, until the member stops or gives
+// the partition up: then it hands it back.
+func (pt *part) park(it *item, err error, attempt int) {
+	s, jm, msg := pt.s, it.jm, it.msg
 	for try := 1; ; try++ {
 		if s.b.park(msg, s.group, err, attempt) {
 			_ = jm.Term()
@@ -667,7 +728,7 @@ func (pt *part) park(jm jetstream.Msg, msg *calf.Message, err error, attempt int
 		gone := pt.gone
 		pt.mu.Unlock()
 		if gone || s.halted() {
-			_ = jm.Nak()
+			pt.handBack(it)
 			return
 		}
 	}
