@@ -12,8 +12,6 @@ import (
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/model/openai"
 	"github.com/calf-go/calf/store"
-	storemem "github.com/calf-go/calf/store/memory"
-	"github.com/calf-go/calf/store/sqlite"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -37,23 +35,9 @@ type calfStack struct {
 // model/openai without retries, each of its handlers on up to
 // serveConcurrency runs at once (0: the broker's default).
 func newCalfStack(ctx context.Context, kind, dir string, httpClient *http.Client, base string, serveConcurrency int) (*calfStack, error) {
-	var st store.Store
-	switch kind {
-	case storeMemory:
-		st = storemem.New()
-	case storeSQLite:
-		f, err := os.CreateTemp(dir, "w1-*.db")
-		if err != nil {
-			return nil, err
-		}
-		_ = f.Close()
-		s, err := sqlite.Open(f.Name(), nil)
-		if err != nil {
-			return nil, err
-		}
-		st = s
-	default:
-		return nil, fmt.Errorf("%w: unknown store %q: want %s or %s", errUsage, kind, storeMemory, storeSQLite)
+	st, err := openStore(kind, dir)
+	if err != nil {
+		return nil, err
 	}
 	a, err := newW1Agent(httpClient, base)
 	if err != nil {

@@ -25,6 +25,17 @@
 // the floor's are what the adapter costs, and Calf's against the adapter's
 // are what the broker, the store and the agent's handlers cost.
 //
+// With -skeleton, each store of -store also gets a "skeleton/STORE"
+// system: the skeleton of a Calf run, which does on the in-process broker
+// and the store what a W1 run of Calf's agent does there, and nothing else:
+// the run's six events (input, inference, tool call, tool result,
+// inference, output) through a calf.Client, each handler emitting the
+// next, the four writes of the run's record (the JSON of W1's states,
+// encoded once at start) and the one of the tool's result, and the two
+// model calls through model/openai. Its figures over the adapter's are the
+// least the event model and the store cost a run, whatever the agent's
+// own code does; Calf's over the skeleton's are that code.
+//
 // With -dist, Calf is also measured as a distributed system: worker
 // processes (this binary, re-executed with -worker) serve the agent with
 // agent.Serve on a shared broker and store, and this process, the caller,
@@ -92,7 +103,7 @@
 //
 // Usage:
 //
-//	calf-bench [-runs N] [-concurrency 1,64] [-store memory,sqlite] [-adapter] [-mock process|inproc|URL] [-rounds 3] [-json]
+//	calf-bench [-runs N] [-concurrency 1,64] [-store memory,sqlite] [-adapter] [-skeleton] [-mock process|inproc|URL] [-rounds 3] [-json]
 //	           [-dist nats+postgres,kafka+redis [-workers 1,2] [-nats URL] [-postgres URL] [-redis URL] [-partitions 16]]
 //	           [-serve-concurrency N]
 //	calf-bench -model-delay 500ms [-duration 10s] [-run-timeout 30s] [-concurrency 64,1000] [other flags but -runs and -warmup]

@@ -36,6 +36,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	levels := fs.String("concurrency", "1,64", "comma-separated concurrency levels")
 	stores := fs.String("store", storeMemory, "comma-separated Calf stores to measure: memory, sqlite")
 	adapter := fs.Bool("adapter", false, "also measure model/openai alone: W1's two model calls through the adapter, without broker, store or agent")
+	skeleton := fs.Bool("skeleton", false, "also measure, on each -store, the skeleton of a Calf run: W1's six events through the in-process broker, its five writes "+
+		"of records encoded beforehand and its two model calls through the adapter, without the agent")
 	mock := fs.String("mock", mockProcess, "where the mock runs: process (a child process), inproc, or the base URL of a running mock")
 	rounds := fs.Int("rounds", defaultRounds, "rounds per concurrency level; figures are the medians")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -82,7 +84,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if *worker != "" {
 		return serveWorker(ctx, *worker, stdin, stdout)
 	}
-	cfg := config{runs: *runs, warmup: *warmup, mock: *mock, rounds: *rounds, stores: splitList(*stores), adapter: *adapter,
+	cfg := config{runs: *runs, warmup: *warmup, mock: *mock, rounds: *rounds, stores: splitList(*stores), adapter: *adapter, skeleton: *skeleton,
 		dists: splitList(*dists), svc: services{nats: *natsURL, postgres: *postgresURL, redis: *redisURL}}
 	if *delay > 0 {
 		cfg.delay, cfg.window, cfg.runTimeout = *delay, *window, *runTimeout

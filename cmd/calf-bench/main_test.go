@@ -16,8 +16,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/store"
 )
 
 // asMainEnv makes the test binary behave as the command, so that the
@@ -177,6 +179,14 @@ func TestRunsCheckTheirOutput(t *testing.T) {
 			if err := stack.run(ctx); !errors.Is(err, errWrongOutput) {
 				t.Errorf("calf: err = %v, want %v", err, errWrongOutput)
 			}
+			skel, err := newSkeletonStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(1), srv.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer skel.close()
+			if err := skel.run(ctx); !errors.Is(err, errWrongOutput) {
+				t.Errorf("skeleton: err = %v, want %v", err, errWrongOutput)
+			}
 			_, err = bench(t.Context(), config{runs: 2, warmup: 1, levels: []int{1}, stores: []string{storeMemory}, mock: mockInproc, handler: tt.handler}, io.Discard)
 			if !errors.Is(err, errWrongOutput) {
 				t.Errorf("bench: err = %v, want %v", err, errWrongOutput)
@@ -225,6 +235,15 @@ func TestFloorSendsWhatTheAdapterSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	adapterReqs := take()
+	skel, err := newSkeletonStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(1), srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer skel.close()
+	if err := skel.run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	skeletonReqs := take()
 	if len(floorReqs) != 2 {
 		t.Fatalf("the floor made %d model calls, want 2", len(floorReqs))
 	}
@@ -233,6 +252,60 @@ func TestFloorSendsWhatTheAdapterSends(t *testing.T) {
 	}
 	if diff := cmp.Diff(adapterReqs, floorReqs); diff != "" {
 		t.Errorf("requests (-adapter +floor):\n%s", diff)
+	}
+	if diff := cmp.Diff(skeletonReqs, floorReqs); diff != "" {
+		t.Errorf("requests (-skeleton +floor):\n%s", diff)
+	}
+}
+
+// TestSkeleton checks that the skeleton of a Calf run is measured beside
+// Calf on each store, and that a run of it writes what a W1 run of Calf
+// writes: the run's record four times, ending with the complete run's
+// state, and the tool's result.
+func TestSkeleton(t *testing.T) {
+	const runs = 10
+	rep, err := bench(t.Context(), config{
+		runs: runs, warmup: 2, levels: []int{4}, stores: []string{storeMemory, storeSQLite}, skeleton: true, mock: mockInproc, rounds: 1,
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []int{runs, runs, runs, runs, runs}
+	want := []shape{{Concurrency: 4, Systems: []string{systemFloor, "calf/memory", "calf/sqlite", "skeleton/memory", "skeleton/sqlite"}, Runs: all, Validated: all,
+		Targets: []string{"calf/memory: throughput ratio >= 80%", "calf/sqlite: throughput ratio >= 80%", "skeleton/memory: ", "skeleton/sqlite: "}}}
+	if diff := cmp.Diff(want, shapeOf(rep)); diff != "" {
+		t.Errorf("report shape (-want +got):\n%s", diff)
+	}
+
+	srv := modeltest.NewServer(w1)
+	defer srv.Close()
+	for _, kind := range []string{storeMemory, storeSQLite} {
+		s, err := newSkeletonStack(t.Context(), kind, t.TempDir(), newHTTPClient(1), srv.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.close()
+		if err := s.run(t.Context()); err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		recs, err := s.store.List(t.Context(), store.KindRun, "", "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 1 || recs[0].Version != 4 || !bytes.Equal(recs[0].Data, s.states[3]) {
+			t.Errorf("%s: run records %+v, want one at version 4 holding the complete run", kind, recs)
+		}
+		var st agent.RunState
+		if err := json.Unmarshal(s.states[3], &st); err != nil || st.Status != agent.RunComplete || len(st.Messages) != 4 {
+			t.Errorf("%s: the last state written is %s (%v), want a complete run of four messages", kind, s.states[3], err)
+		}
+		results, err := s.store.List(t.Context(), store.KindToolResult, "", "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(results) != 1 || string(results[0].Data) != "5" {
+			t.Errorf("%s: tool results %+v, want one, 5", kind, results)
+		}
 	}
 }
 

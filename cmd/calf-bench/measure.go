@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,9 @@ type config struct {
 	stores []string
 	// adapter adds the measurement of model/openai alone (systemAdapter).
 	adapter bool
+	// skeleton adds, for each store, the measurement of the skeleton of a
+	// Calf run (skeletonStack).
+	skeleton bool
 	// dists are the distributed setups to measure (setupNATSPostgres,
 	// setupKafkaRedis), each with every number of worker processes in
 	// workers, on the services in svc.
@@ -228,6 +232,11 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 	for _, s := range cfg.stores {
 		systems = append(systems, "calf/"+s)
 	}
+	if cfg.skeleton {
+		for _, s := range cfg.stores {
+			systems = append(systems, skeletonPrefix+s)
+		}
+	}
 	for _, d := range cfg.dists {
 		for _, n := range cfg.workers {
 			systems = append(systems, distSystem(d, n))
@@ -322,6 +331,13 @@ func measureSystem(ctx context.Context, system string, cfg config, conc, top int
 			return sample{}, err
 		}
 		r = a
+	} else if kind, ok := strings.CutPrefix(system, skeletonPrefix); ok {
+		s, err := newSkeletonStack(ctx, kind, dir, httpClient, base)
+		if err != nil {
+			return sample{}, err
+		}
+		defer s.close()
+		r = s
 	} else if system != systemFloor {
 		s, err := newCalfStack(ctx, system[len("calf/"):], dir, httpClient, base, cfg.tuning.serveConcurrency)
 		if err != nil {
@@ -407,8 +423,9 @@ func compare(lv Level) []Comparison {
 			ThroughputRatio: r.RunsPerSec / floor.RunsPerSec,
 		}
 		switch {
-		case r.System == systemAdapter:
-			// Not a target: the share of Calf's figures the adapter takes.
+		case r.System == systemAdapter || strings.HasPrefix(r.System, skeletonPrefix):
+			// Not a target: the share of Calf's figures the adapter takes,
+			// and the least the event model and the store take.
 		case lv.Concurrency == 1:
 			c.Target = fmt.Sprintf("overhead < %.0f%%", targetOverhead*100)
 			c.Met = c.Overhead < targetOverhead
