@@ -134,3 +134,16 @@ func Run(t *testing.T, newBroker func(t *testing.T) calf.Broker, f Features) {
 		})
 	}
 }
+
+// WaitUntil waits until cond holds, checking it every 10 ms, and fails t
+// once [Timeout] passes without it, saying what it waited for.
+func WaitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(Timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v", what, Timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

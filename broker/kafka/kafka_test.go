@@ -891,7 +891,7 @@ func TestSilentMemberIsRemovedFromItsGroup(t *testing.T) {
 	subscribe(t, b, "silent.x", rec.handle, &calf.SubscribeOptions{Group: "g"})
 	// b has joined the group, a still holds the partition of "k", and b
 	// has seen a's beats.
-	waitUntil(t, "both members beating", func() bool {
+	brokertest.WaitUntil(t, "both members beating", func() bool {
 		b.live.mu.Lock()
 		defer b.live.mu.Unlock()
 		return len(b.live.peers) == 1
@@ -932,18 +932,6 @@ func TestFailoverOff(t *testing.T) {
 	}
 	if topics.Has(opts.TopicPrefix + MembersTopic) {
 		t.Errorf("topic %s exists with failover off", opts.TopicPrefix+MembersTopic)
-	}
-}
-
-// waitUntil waits for cond, checked every 10 ms, for up to timeout.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

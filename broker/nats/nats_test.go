@@ -784,7 +784,7 @@ func TestCloseWhileAPartitionStarts(t *testing.T) {
 		// and let the setup go on once the partition is given up.
 		closed := make(chan error, 1)
 		go func() { closed <- a.Close() }()
-		waitUntil(t, "the partition given up", func() bool {
+		brokertest.WaitUntil(t, "the partition given up", func() bool {
 			pt.mu.Lock()
 			defer pt.mu.Unlock()
 			return pt.gone
@@ -806,16 +806,4 @@ func TestCloseWhileAPartitionStarts(t *testing.T) {
 			}
 		}
 	})
-}
-
-// waitUntil waits until cond holds, failing the test after timeout.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, timeout)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
