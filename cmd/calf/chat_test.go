@@ -118,8 +118,10 @@ func TestChatInTmux(t *testing.T) {
 		t.Fatalf("the approval prompt:\n%s", s)
 	}
 	x.keys("y")
-	s = x.waitFor("The note says: buy milk", 1)
-	if !strings.Contains(s, "allowed read_file") || !strings.Contains(s, `→ read_file {"path":"note.txt"}`) || !strings.Contains(s, "tokens in") {
+	// The answer streams in before the run ends; its usage line comes at
+	// the end.
+	s = x.waitFor("tokens in", 1)
+	if !strings.Contains(s, "allowed read_file") || !strings.Contains(s, `→ read_file {"path":"note.txt"}`) || !strings.Contains(s, "The note says: buy milk") {
 		t.Errorf("after the approval:\n%s", s)
 	}
 	x.waitFor("› ask anything", 1)
