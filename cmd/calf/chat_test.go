@@ -62,11 +62,13 @@ func (x *tmux) waitAfter(mark, want string, count int) string {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		s := x.screen()
-		rest := s
-		if i := strings.LastIndex(s, mark); mark != "" && i >= 0 {
-			rest = s[i:]
+		// Until the mark shows, what the screen shows before it (an
+		// earlier turn's prompt, say) does not count.
+		i := 0
+		if mark != "" {
+			i = strings.LastIndex(s, mark)
 		}
-		if strings.Count(rest, want) >= count {
+		if i >= 0 && strings.Count(s[i:], want) >= count {
 			return s
 		}
 		if time.Now().After(deadline) {
