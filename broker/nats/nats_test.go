@@ -752,7 +752,7 @@ func TestCloseWhileAPartitionStarts(t *testing.T) {
 		opts := &calf.SubscribeOptions{Group: "g"}
 		listed := make(chan *part, 1)
 		proceed := make(chan struct{})
-		testHookListed = func(pt *part) {
+		hook := func(pt *part) {
 			if pt.s.group != "g" {
 				return
 			}
@@ -762,7 +762,8 @@ func TestCloseWhileAPartitionStarts(t *testing.T) {
 			default:
 			}
 		}
-		t.Cleanup(func() { testHookListed = nil })
+		testHookListed.Store(&hook)
+		t.Cleanup(func() { testHookListed.Store(nil) })
 
 		a, err := b.Subscribe(t.Context(), "cs.x", func(context.Context, *calf.Message) error {
 			return errors.New("member a must not handle anything")

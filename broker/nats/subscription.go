@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -234,7 +235,7 @@ func (s *subscription) start(ctx context.Context) error {
 
 // testHookListed, set by tests, is called once consume has listed a
 // partition, before it starts consuming it.
-var testHookListed func(*part)
+var testHookListed atomic.Pointer[func(*part)]
 
 // consume starts consuming partition p from cons. With old set (a named
 // group's partition taken over), the messages the consumer had
@@ -279,8 +280,8 @@ func (s *subscription) consume(ctx context.Context, p int, cons jetstream.Consum
 	}
 	s.parts[p] = pt
 	s.mu.Unlock()
-	if testHookListed != nil {
-		testHookListed(pt)
+	if hook := testHookListed.Load(); hook != nil {
+		(*hook)(pt)
 	}
 	cc, err := cons.Consume(pt.deliver,
 		jetstream.PullMaxMessages(s.window),
