@@ -451,8 +451,10 @@ func (s *subscription) Close() error {
 		s.mu.Lock()
 		s.stopped = true
 		parts := make([]int, 0, len(s.parts))
-		for p := range s.parts {
+		pts := make([]*part, 0, len(s.parts))
+		for p, pt := range s.parts {
 			parts = append(parts, p)
+			pts = append(pts, pt)
 		}
 		s.mu.Unlock()
 		if s.lease != nil {
@@ -460,12 +462,8 @@ func (s *subscription) Close() error {
 		}
 		// Give every partition up before the handlers refuse their
 		// messages, so that those are not handled here again, out of order.
-		s.mu.Lock()
-		pts := make([]*part, 0, len(parts))
-		for _, p := range parts {
-			pts = append(pts, s.parts[p])
-		}
-		s.mu.Unlock()
+		// The parts are those listed above: a partition whose lease was
+		// lost meanwhile may have left s.parts.
 		for _, pt := range pts {
 			pt.stop()
 		}
