@@ -36,6 +36,11 @@ type env struct {
 	events []*calf.Message // every agent event, as published
 }
 
+// notLocal hides that b is local (calf.IsLocal), as a broker whose
+// deliveries may go to other processes would: the handlers then record a
+// tool's result in its own record and read the run where they must.
+func notLocal(b calf.Broker) calf.Broker { return struct{ calf.Broker }{b} }
+
 type envOptions struct {
 	wrap    func(calf.Broker) calf.Broker
 	maxSize int

@@ -18,9 +18,15 @@
 //     response, then emit one tool call per requested tool, a repair step
 //     for invalid structured output, or the output;
 //   - calf.agent.calc.tool_call.{tool}: execute the tool with a
-//     [RunContext] and emit its result (an error goes back to the model);
-//   - calf.agent.calc.tool_result: record the result; the last result of a
-//     step advances the run and emits exactly one inference.
+//     [RunContext], record its result and emit it (an error goes back to
+//     the model);
+//   - calf.agent.calc.tool_result: take the result into the run; the last
+//     result of a step advances the run and emits exactly one inference.
+//
+// On the in-process broker, where every handler of a run is in the process
+// that created it, the tool's handler records the result in the run's own
+// record, advancing it when it is the step's last result, and the
+// tool-result handler finds it there: one write instead of two.
 //
 // The payloads and the rules each handler follows are specified in
 // docs/channels.md, so an agent or a tool in another language can take part.

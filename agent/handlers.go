@@ -916,8 +916,10 @@ func (h *handlers[Deps, Out]) onToolCall(ctx context.Context, msg *calf.Message)
 func (h *handlers[Deps, Out]) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) error {
 	key := id + "/" + ev.ToolCallID
 	// On a local broker, a run this process created has the results this
-	// process recorded, and no others: the store need not be asked.
-	if !h.rt.local || !h.rt.states.unrecorded(id, ev.ToolCallID) {
+	// process recorded, and no others: the store need not be asked. Such
+	// a run also takes the result into its own record (see recordInRun).
+	inRun := h.rt.local && h.rt.states.unrecorded(id, ev.ToolCallID)
+	if !inRun {
 		if rec, err := h.rt.store.Get(ctx, store.KindToolResult, key); err == nil {
 			return h.emitRecorded(ctx, id, rec.Data)
 		} else if !errors.Is(err, store.ErrNotFound) {
@@ -941,6 +943,12 @@ func (h *handlers[Deps, Out]) toolCall(ctx context.Context, msg *calf.Message, i
 		if st, _, err = h.load(ctx, id); err != nil {
 			return err
 		}
+	}
+	if r, ok := st.resultFor(ev.Step, ev.ToolCallID); ok && r.ToolName == ev.ToolName {
+		// Recorded in the run's own record (recordInRun) by an earlier
+		// delivery, whose event may not have gone out.
+		h.unsaved.take(key)
+		return h.emitResult(ctx, id, r)
 	}
 	p := st.pending(ev.ToolCallID)
 	if !waits(st) {
@@ -999,6 +1007,19 @@ func (h *handlers[Deps, Out]) toolCall(ctx context.Context, msg *calf.Message, i
 		r = unsavedResult{ev: res, data: data}
 	}
 	res, data := r.ev, r.data
+	if inRun {
+		recorded, done, err := h.recordInRun(ctx, id, res)
+		if err != nil {
+			h.unsaved.keep(key, r)
+			return err
+		}
+		if done {
+			h.rt.states.recordedResult(id, ev.ToolCallID)
+			return h.emitResult(ctx, id, recorded)
+		}
+		// The run no longer waits for the call (another process ended
+		// it): the result is kept as its own record, as for any run.
+	}
 	_, err = h.rt.store.Put(ctx, store.KindToolResult, key, data, 0)
 	if err == nil || errors.Is(err, store.ErrConflict) {
 		h.rt.states.recordedResult(id, ev.ToolCallID)
@@ -1014,6 +1035,60 @@ func (h *handlers[Deps, Out]) toolCall(ctx context.Context, msg *calf.Message, i
 		return err
 	}
 	return h.emitResult(ctx, id, res)
+}
+
+// recordInRun records the result res of a call of run id in the run's own
+// record, with the advance to the next step when it is the step's last
+// result: one write where a result recorded on its own, then taken into
+// the run by the tool-result handler, takes two. The result is as
+// durable as in a record of its own, and what the tool-result handler
+// then finds in the process's copy of the run leaves it nothing to write
+// (see cachedAnswered). It is used for a run this process created on a
+// local broker, whose calls no other process executes. It returns the
+// result the run holds for the call (res, or one an earlier delivery
+// recorded) and done true, or done false when the run no longer waits
+// for the call and nothing was written.
+func (h *handlers[Deps, Out]) recordInRun(ctx context.Context, id string, res ToolResultEvent) (recorded ToolResultEvent, done bool, err error) {
+	apply := h.applyResult(res)
+	_, err = h.update(ctx, id, func(st *RunState) (bool, error) {
+		recorded, done = res, false
+		if st.Status.Terminal() || st.Step != res.Step || st.Phase != PhaseTools {
+			return false, nil
+		}
+		if r, ok := st.resultFor(res.Step, res.ToolCallID); ok {
+			recorded, done = r, true
+			return false, nil
+		}
+		changed, err := apply(st)
+		done = changed && err == nil
+		return changed, err
+	})
+	return recorded, done, err
+}
+
+// resultOf is the result event of the answered call p of step.
+func resultOf(step int, p *PendingCall) ToolResultEvent {
+	return ToolResultEvent{Step: step, ToolCallID: p.ID, ToolName: p.Name, Status: p.Status, Result: p.Result, Handoff: p.Handoff, Hooks: p.Hooks}
+}
+
+// resultFor returns the result s holds for the call id of step: a pending
+// call's, or one in the tool calls the run has kept in memory.
+func (s *RunState) resultFor(step int, id string) (ToolResultEvent, bool) {
+	if s.Step == step {
+		if p := s.pending(id); p != nil && p.Result != nil {
+			return resultOf(step, p), true
+		}
+	}
+	for i := len(s.ToolCalls) - 1; i >= 0; i-- {
+		c := &s.ToolCalls[i]
+		if c.Step < step {
+			break
+		}
+		if c.Step == step && c.ID == id {
+			return ToolResultEvent{Step: step, ToolCallID: c.ID, ToolName: c.Name, Status: c.Status, Result: c.Result, Handoff: c.Handoff, Hooks: c.Hooks}, true
+		}
+	}
+	return ToolResultEvent{}, false
 }
 
 func (h *handlers[Deps, Out]) emitRecorded(ctx context.Context, run string, data []byte) error {
@@ -1247,7 +1322,33 @@ func (h *handlers[Deps, Out]) onToolResult(ctx context.Context, msg *calf.Messag
 	if ev.Result == nil {
 		ev.Result = &tool.Result{}
 	}
-	st, err := h.update(ctx, id, func(st *RunState) (bool, error) {
+	// The tool's handler records the result in the run itself when this
+	// process holds the run (see toolCall): the copy this process keeps
+	// then shows it answered, and nothing is left to write.
+	st, cached, err := h.cachedAnswered(ctx, id, ev)
+	if err != nil {
+		return err
+	}
+	if !cached {
+		if st, err = h.update(ctx, id, h.applyResult(ev)); err != nil {
+			return err
+		}
+	}
+	if st.Status.Terminal() && st.Step == ev.Step && st.AdvancedBy == ev.ToolCallID {
+		return h.finish(ctx, st) // handed off, or refused a handoff over the limit
+	}
+	if st.Status == RunRunning && st.Phase == PhaseInference && st.Step == ev.Step+1 && st.AdvancedBy == ev.ToolCallID {
+		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: st.Step}, inferenceID(id, st.Step), id)
+	}
+	return nil
+}
+
+// applyResult returns the update that records the result ev in a run
+// that waits for it, and advances the run (or hands it off) when it was
+// the last result of its step. Results for calls the run does not wait
+// for, or already has, change nothing.
+func (h *handlers[Deps, Out]) applyResult(ev ToolResultEvent) func(st *RunState) (bool, error) {
+	return func(st *RunState) (bool, error) {
 		if st.Status.Terminal() || st.Step != ev.Step || st.Phase != PhaseTools {
 			return false, nil
 		}
@@ -1263,17 +1364,22 @@ func (h *handlers[Deps, Out]) onToolResult(ctx context.Context, msg *calf.Messag
 			h.advance(st, ev.ToolCallID)
 		}
 		return true, nil
-	})
-	if err != nil {
-		return err
 	}
-	if st.Status.Terminal() && st.Step == ev.Step && st.AdvancedBy == ev.ToolCallID {
-		return h.finish(ctx, st) // handed off, or refused a handoff over the limit
+}
+
+// cachedAnswered returns the copy of run id this process keeps, with
+// cached true, when that copy already has the result ev: the stored run,
+// which is never behind the copy, has it too, and there is nothing to
+// write.
+func (h *handlers[Deps, Out]) cachedAnswered(ctx context.Context, id string, ev ToolResultEvent) (*RunState, bool, error) {
+	st, rec, ok := h.rt.states.latestIf(id, func(st *RunState) bool { return st.answered(ev.Step, ev.ToolCallID) })
+	if !ok {
+		return nil, false, nil
 	}
-	if st.Status == RunRunning && st.Phase == PhaseInference && st.Step == ev.Step+1 && st.AdvancedBy == ev.ToolCallID {
-		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: st.Step}, inferenceID(id, st.Step), id)
+	if err := h.rt.readBackCached(ctx, st, rec); err != nil {
+		return nil, false, err
 	}
-	return nil
+	return st, true, nil
 }
 
 // advance moves a run whose tool calls are all answered to its next step.

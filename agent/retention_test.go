@@ -16,9 +16,10 @@ import (
 
 // Sweep removes the runs that ended before the cutoff with their tool
 // results, approvals and run-scoped custom state; it keeps runs in
-// progress, later runs and sessions.
+// progress, later runs and sessions. (The broker is not local, so that a
+// tool's result has a record of its own: see TestWorkerStoreOperationsPerRun.)
 func TestSweepRemovesOldRuns(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, &envOptions{wrap: notLocal})
 	a, _, _ := newW1(t, e)
 	ctx := runCtx(t)
 	for _, id := range []string{"old-1", "old-2"} {

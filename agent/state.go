@@ -277,6 +277,22 @@ func (s *RunState) pending(id string) *PendingCall {
 	return nil
 }
 
+// answered reports whether s has the result of the call id of step: the
+// call is pending with its result, or s has moved past the step, or the
+// call's result ended the step (a handoff).
+func (s *RunState) answered(step int, id string) bool {
+	switch {
+	case s.Step > step:
+		return true
+	case s.Step < step:
+		return false
+	case s.AdvancedBy == id:
+		return true
+	}
+	p := s.pending(id)
+	return p != nil && p.Result != nil
+}
+
 func (s *RunState) allAnswered() bool {
 	for _, p := range s.Pending {
 		if p.Result == nil {

@@ -128,6 +128,18 @@ func (c *stateCache) latest(id string) (*RunState, store.Record, bool) {
 	return e.st.clone(), e.record(id), true
 }
 
+// latestIf is latest for a cached state that satisfies ok, which must not
+// change it; it copies no state that does not.
+func (c *stateCache) latestIf(id string, ok func(*RunState) bool) (*RunState, store.Record, bool) {
+	c.mu.Lock()
+	e, found := c.entries[id]
+	c.mu.Unlock()
+	if !found || !ok(e.st) {
+		return nil, store.Record{}, false
+	}
+	return e.st.clone(), e.record(id), true
+}
+
 // record returns the record the cached state of run id was stored as,
 // without copying the state.
 func (c *stateCache) record(id string) (store.Record, bool) {

@@ -38,7 +38,14 @@ const storeFaultAttempts = 60
 
 func newFaultEnv(t *testing.T, f storetest.Faults, maxAttempts int) *faultEnv {
 	t.Helper()
-	e := newEnv(t, nil)
+	return newFaultEnvOn(t, f, maxAttempts, nil)
+}
+
+// newFaultEnvOn is newFaultEnv on the memory broker wrapped by wrap (nil:
+// as it is, local).
+func newFaultEnvOn(t *testing.T, f storetest.Faults, maxAttempts int, wrap func(calf.Broker) calf.Broker) *faultEnv {
+	t.Helper()
+	e := newEnv(t, &envOptions{wrap: wrap})
 	fs := storetest.WithFaults(e.store, f)
 	worker := agent.NewRuntime(e.client, fs, nil)
 	var modelCalls atomic.Int64
@@ -58,7 +65,8 @@ func newFaultEnv(t *testing.T, f storetest.Faults, maxAttempts int) *faultEnv {
 
 // checkRuns checks the invariants after runs with the given ids ended
 // with W1's answer: one tool execution and one recorded tool result per
-// run, and one output id and one reply id per run.
+// run (in the run's record, and in a record of its own where the broker
+// is not local), and one output id and one reply id per run.
 func (fe *faultEnv) checkRuns(t *testing.T, ids []string) {
 	t.Helper()
 	fe.settle(t)
@@ -76,6 +84,9 @@ func (fe *faultEnv) checkRuns(t *testing.T, ids []string) {
 		if st.Status != agent.RunComplete || len(st.ToolCalls) != 1 || st.ToolCalls[0].Result.Text() != "5" || len(st.Pending) != 0 {
 			t.Errorf("run %s: status %s, tool calls %+v, pending %+v", id, st.Status, st.ToolCalls, st.Pending)
 		}
+		if calf.IsLocal(fe.client.Broker()) {
+			continue
+		}
 		if _, err := fe.store.Get(t.Context(), store.KindToolResult, id+"/call_1"); err != nil {
 			t.Errorf("run %s: recorded tool result: %v", id, err)
 		}
@@ -91,48 +102,71 @@ func (fe *faultEnv) checkRuns(t *testing.T, ids []string) {
 // The fault chosen for one write of a W1 run is survived: the run ends
 // with its answer, the tool runs once, and one output is published.
 func TestRunSurvivesAFaultOnEachWrite(t *testing.T) {
-	// The writes of a W1 run, in order.
-	writes := []struct {
+	type write struct {
 		name, kind string
 		n          int64 // the n-th Put of kind
+	}
+	// The writes of a W1 run, in order: on a local broker the tool's
+	// result goes into the run's record with the step's advance; on
+	// another, the result has its own record, which the tool-result
+	// handler then takes into the run.
+	protocols := []struct {
+		name   string
+		wrap   func(calf.Broker) calf.Broker
+		writes []write
 	}{
-		{"input creates the run", store.KindRun, 1},
-		{"step 1 records the tool call", store.KindRun, 2},
-		{"the tool result is recorded", store.KindToolResult, 1},
-		{"the tool result advances the run", store.KindRun, 3},
-		{"step 2 records the answer", store.KindRun, 4},
+		{"local", nil, []write{
+			{"input creates the run", store.KindRun, 1},
+			{"step 1 records the tool call", store.KindRun, 2},
+			{"the tool result is recorded in the run and advances it", store.KindRun, 3},
+			{"step 2 records the answer", store.KindRun, 4},
+		}},
+		{"not local", notLocal, []write{
+			{"input creates the run", store.KindRun, 1},
+			{"step 1 records the tool call", store.KindRun, 2},
+			{"the tool result is recorded", store.KindToolResult, 1},
+			{"the tool result advances the run", store.KindRun, 3},
+			{"step 2 records the answer", store.KindRun, 4},
+		}},
 	}
 	faults := []storetest.Fault{storetest.Fail, storetest.LostReply, storetest.Conflict, storetest.ConcurrentWrite}
-	for _, w := range writes {
-		for _, f := range faults {
-			if f == storetest.Conflict && w.n == 1 {
-				continue // a conflict on a create says the record exists: ConcurrentWrite covers that
+	for _, proto := range protocols {
+		for _, w := range proto.writes {
+			for _, f := range faults {
+				if f == storetest.Conflict && w.n == 1 {
+					continue // a conflict on a create says the record exists: ConcurrentWrite covers that
+				}
+				t.Run(proto.name+"/"+w.name+"/"+f.String(), func(t *testing.T) {
+					testFaultOnWrite(t, proto.wrap, w.kind, w.n, f)
+				})
 			}
-			t.Run(w.name+"/"+f.String(), func(t *testing.T) {
-				var puts sync.Map // kind -> *atomic.Int64
-				fe := newFaultEnv(t, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
-					if c.Op != storetest.OpPut {
-						return storetest.NoFault
-					}
-					n, _ := puts.LoadOrStore(c.Kind, new(atomic.Int64))
-					if n.(*atomic.Int64).Add(1) == w.n && c.Kind == w.kind {
-						return f
-					}
-					return storetest.NoFault
-				}}, storeFaultAttempts)
-				out, err := fe.agent.Run(runCtx(t), fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if out.Output != "The sum is 5" {
-					t.Fatalf("output = %q", out.Output)
-				}
-				fe.checkRuns(t, []string{"r1"})
-				if st := fe.faulty.Stats(); st == (storetest.FaultStats{}) {
-					t.Error("no fault was injected")
-				}
-			})
 		}
+	}
+}
+
+// testFaultOnWrite runs W1 with the fault f on the n-th write of kind.
+func testFaultOnWrite(t *testing.T, wrap func(calf.Broker) calf.Broker, kind string, n int64, f storetest.Fault) {
+	var puts sync.Map // kind -> *atomic.Int64
+	fe := newFaultEnvOn(t, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
+		if c.Op != storetest.OpPut {
+			return storetest.NoFault
+		}
+		count, _ := puts.LoadOrStore(c.Kind, new(atomic.Int64))
+		if count.(*atomic.Int64).Add(1) == n && c.Kind == kind {
+			return f
+		}
+		return storetest.NoFault
+	}}, storeFaultAttempts, wrap)
+	out, err := fe.agent.Run(runCtx(t), fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Output != "The sum is 5" {
+		t.Fatalf("output = %q", out.Output)
+	}
+	fe.checkRuns(t, []string{"r1"})
+	if st := fe.faulty.Stats(); st == (storetest.FaultStats{}) {
+		t.Error("no fault was injected")
 	}
 }
 
@@ -154,36 +188,66 @@ func TestConcurrentRunsUnderStoreFaults(t *testing.T) {
 	}
 	const runs = 16
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fe := newFaultEnv(t, tt.f, storeFaultAttempts)
-			ids := make([]string, runs)
-			errs := make([]error, runs)
-			var wg sync.WaitGroup
-			for i := range runs {
-				ids[i] = fmt.Sprintf("run-%02d", i)
-				wg.Go(func() {
-					out, err := fe.agent.Run(runCtx(t), fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: ids[i]})
-					if err == nil && out.Output != "The sum is 5" {
-						err = fmt.Errorf("output %q", out.Output)
-					}
-					errs[i] = err
-				})
+		for _, proto := range protocols {
+			t.Run(proto.name+"/"+tt.name, func(t *testing.T) {
+				testConcurrentRunsUnderStoreFaults(t, proto.wrap, tt.f, runs)
+			})
+		}
+	}
+}
+
+// protocols are the two ways the handlers record a tool's result: in the
+// run's record, on a local broker, or in a record of its own.
+var protocols = []struct {
+	name string
+	wrap func(calf.Broker) calf.Broker
+}{{"local", nil}, {"not local", notLocal}}
+
+func testConcurrentRunsUnderStoreFaults(t *testing.T, wrap func(calf.Broker) calf.Broker, f storetest.Faults, runs int) {
+	fe := newFaultEnvOn(t, f, storeFaultAttempts, wrap)
+	ids := make([]string, runs)
+	errs := make([]error, runs)
+	var wg sync.WaitGroup
+	for i := range runs {
+		ids[i] = fmt.Sprintf("run-%02d", i)
+		wg.Go(func() {
+			out, err := fe.agent.Run(runCtx(t), fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: ids[i]})
+			if err == nil && out.Output != "The sum is 5" {
+				err = fmt.Errorf("output %q", out.Output)
 			}
-			wg.Wait()
-			if err := errors.Join(errs...); err != nil {
-				t.Fatal(err)
-			}
-			fe.checkRuns(t, ids)
+			errs[i] = err
 		})
 	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	fe.checkRuns(t, ids)
 }
 
 // A tool result that cannot be recorded, whatever the retries, does not
 // make the tool run once per delivery; once the retry budget is spent, the
 // caller gets a clear error and the run waits for the dead letter's replay.
 func TestUnrecordableToolResult(t *testing.T) {
+	for _, proto := range protocols {
+		t.Run(proto.name, func(t *testing.T) { testUnrecordableToolResult(t, proto.wrap) })
+	}
+}
+
+func testUnrecordableToolResult(t *testing.T, wrap func(calf.Broker) calf.Broker) {
 	const attempts = 4
-	fe := newFaultEnv(t, storetest.Faults{Kinds: []string{store.KindToolResult}, WriteFailRate: 1}, attempts)
+	// The result's write: the run's third on a local broker, the result's
+	// own record on another.
+	var puts atomic.Int64
+	fe := newFaultEnvOn(t, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
+		if c.Op != storetest.OpPut {
+			return storetest.NoFault
+		}
+		if wrap == nil && c.Kind == store.KindRun && puts.Add(1) >= 3 || wrap != nil && c.Kind == store.KindToolResult {
+			return storetest.Fail
+		}
+		return storetest.NoFault
+	}}, attempts, wrap)
 	dead := make(chan calf.DeadLetter, 1)
 	if err := fe.client.Handle(t.Context(), calf.DeadLetterChannel, func(_ context.Context, m *calf.Message) error {
 		var dl calf.DeadLetter
@@ -262,16 +326,19 @@ func TestSessionUnderStoreFaults(t *testing.T) {
 func TestStoreOutageParksThenReplayCompletes(t *testing.T) {
 	tests := []struct {
 		name, kind string
+		wrap       func(calf.Broker) calf.Broker
 		channel    string // where the parked message was
 	}{
-		{"tool result not recorded", store.KindToolResult, agent.ToolCallChannel("calculator", "add")},
-		{"run not advanced", store.KindRun, agent.ToolResultChannel("calculator")},
+		// On a local broker, the run's third write records the tool's result.
+		{"local/tool result not recorded", store.KindRun, nil, agent.ToolCallChannel("calculator", "add")},
+		{"not local/tool result not recorded", store.KindToolResult, notLocal, agent.ToolCallChannel("calculator", "add")},
+		{"not local/run not advanced", store.KindRun, notLocal, agent.ToolResultChannel("calculator")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var down atomic.Bool
 			var puts atomic.Int64
-			fe := newFaultEnv(t, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
+			fe := newFaultEnvOn(t, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
 				if c.Op != storetest.OpPut || c.Kind != tt.kind {
 					return storetest.NoFault
 				}
@@ -284,7 +351,7 @@ func TestStoreOutageParksThenReplayCompletes(t *testing.T) {
 					return storetest.Fail
 				}
 				return storetest.NoFault
-			}}, 3)
+			}}, 3, tt.wrap)
 			if err := deadletter.Serve(t.Context(), fe.client, fe.store); err != nil {
 				t.Fatal(err)
 			}
@@ -325,9 +392,22 @@ func TestStoreOutageParksThenReplayCompletes(t *testing.T) {
 // rather than at its timeout; the run stays as it is, and replaying the
 // dead letter completes it.
 func TestRunReportsAParkedMessage(t *testing.T) {
+	for _, proto := range protocols {
+		t.Run(proto.name, func(t *testing.T) { testRunReportsAParkedMessage(t, proto.wrap) })
+	}
+}
+
+func testRunReportsAParkedMessage(t *testing.T, wrap func(calf.Broker) calf.Broker) {
+	// The run's third write is the tool's result on a local broker (the
+	// tool call's message is parked), the result's advance on another
+	// (the tool result's message).
+	parked := agent.ToolCallChannel("calculator", "add")
+	if wrap != nil {
+		parked = agent.ToolResultChannel("calculator")
+	}
 	var down atomic.Bool
 	var puts atomic.Int64
-	fe := newFaultEnv(t, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
+	fe := newFaultEnvOn(t, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
 		if c.Op != storetest.OpPut || c.Kind != store.KindRun {
 			return storetest.NoFault
 		}
@@ -339,7 +419,7 @@ func TestRunReportsAParkedMessage(t *testing.T) {
 			return storetest.Fail
 		}
 		return storetest.NoFault
-	}}, 3)
+	}}, 3, wrap)
 	if err := deadletter.Serve(t.Context(), fe.client, fe.store); err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +430,7 @@ func TestRunReportsAParkedMessage(t *testing.T) {
 	if !errors.Is(err, agent.ErrRunParked) || !errors.As(err, &re) || errors.Is(err, agent.ErrRunCancelled) || errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("Run = %v, %v; want a *RunError matching ErrRunParked only", out, err)
 	}
-	if re.RunID != "r1" || re.Status != agent.RunRunning || re.Parked == nil || re.Parked.Message.Channel != agent.ToolResultChannel("calculator") ||
+	if re.RunID != "r1" || re.Status != agent.RunRunning || re.Parked == nil || re.Parked.Message.Channel != parked ||
 		re.Parked.Attempts != 3 || !strings.Contains(re.Reason, storetest.ErrInjected.Error()) {
 		t.Errorf("RunError = %+v, parked %+v", re, re.Parked)
 	}
@@ -384,13 +464,19 @@ func TestRunReportsAParkedMessage(t *testing.T) {
 // RunStream ends with the same error as Run when a message of the run is
 // parked.
 func TestRunStreamReportsAParkedMessage(t *testing.T) {
+	for _, proto := range protocols {
+		t.Run(proto.name, func(t *testing.T) { testRunStreamReportsAParkedMessage(t, proto.wrap) })
+	}
+}
+
+func testRunStreamReportsAParkedMessage(t *testing.T, wrap func(calf.Broker) calf.Broker) {
 	var puts atomic.Int64
-	fe := newFaultEnv(t, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
+	fe := newFaultEnvOn(t, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
 		if c.Op == storetest.OpPut && c.Kind == store.KindRun && puts.Add(1) >= 3 {
 			return storetest.Fail
 		}
 		return storetest.NoFault
-	}}, 2)
+	}}, 2, wrap)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	var last error
@@ -406,7 +492,13 @@ func TestRunStreamReportsAParkedMessage(t *testing.T) {
 	if !errors.Is(last, agent.ErrRunParked) || !errors.As(last, &re) || re.Parked.Attempts != 2 {
 		t.Fatalf("RunStream ended with %v (events %v); want a *RunError matching ErrRunParked after 2 attempts", last, kinds)
 	}
-	if !slices.Contains(kinds, agent.EventToolResult) || slices.Contains(kinds, agent.EventOutput) {
+	// The run's third write records the tool's result on a local broker:
+	// the result, unrecorded, is not published. On another broker the
+	// result has its own record, and the third write is the advance.
+	if wrap == nil && (!slices.Contains(kinds, agent.EventToolCall) || slices.Contains(kinds, agent.EventToolResult) || slices.Contains(kinds, agent.EventOutput)) {
+		t.Errorf("events %v: want the tool call, no result and no output", kinds)
+	}
+	if wrap != nil && (!slices.Contains(kinds, agent.EventToolResult) || slices.Contains(kinds, agent.EventOutput)) {
 		t.Errorf("events %v: want the tool result and no output", kinds)
 	}
 	if ctx.Err() != nil {

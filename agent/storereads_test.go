@@ -72,17 +72,20 @@ func serveW1On(t *testing.T, e *env, s store.Store, during func(ctx context.Cont
 // that a redelivered inference does not call it again) and never to
 // update a run it has just written; a W1 run takes two reads of the run
 // and one of the tool result (the check that the call has not run yet),
-// and five writes. On a local broker, whose deliveries all come to this
-// process, the worker's own copy of a run it created stands for the
-// store: no reads, the same five writes.
+// and five writes: four of the run, one of the tool's result. On a local
+// broker, whose deliveries all come to this process, the worker's own copy
+// of a run it created stands for the store: no reads; and the tool's
+// result goes into the run's record with the step's advance, one write
+// where the result's own record and the advance took two: four writes.
 func TestWorkerStoreOperationsPerRun(t *testing.T) {
 	for _, tc := range []struct {
 		name               string
 		wrap               func(calf.Broker) calf.Broker
 		runGets, otherGets int64
+		otherPuts          int64
 	}{
-		{"local", nil, 0, 0},
-		{"not local", func(b calf.Broker) calf.Broker { return struct{ calf.Broker }{b} }, 2, 1},
+		{"local", nil, 0, 0, 0},
+		{"not local", notLocal, 2, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, &envOptions{wrap: tc.wrap})
@@ -102,8 +105,8 @@ func TestWorkerStoreOperationsPerRun(t *testing.T) {
 			if n := counted.otherGets.Load(); n != tc.otherGets {
 				t.Errorf("the worker read other records %d times, want %d", n, tc.otherGets)
 			}
-			if n, m := counted.runPuts.Load(), counted.otherPuts.Load(); n != 4 || m != 1 {
-				t.Errorf("the worker wrote the run %d times and other records %d times, want 4 and 1", n, m)
+			if n, m := counted.runPuts.Load(), counted.otherPuts.Load(); n != 4 || m != tc.otherPuts {
+				t.Errorf("the worker wrote the run %d times and other records %d times, want 4 and %d", n, m, tc.otherPuts)
 			}
 			if n := counted.runConflicts.Load(); n != 0 {
 				t.Errorf("%d writes of the run conflicted with no other writer", n)
@@ -265,5 +268,57 @@ func TestLocalCopyBehindBeforeModelCall(t *testing.T) {
 	t.Logf("%d model calls", modelCalls.Load())
 	if n, m := modelCalls.Load(), toolCalls.Load(); n > 2 || m != 1 {
 		t.Errorf("%d model calls and %d tool executions; want at most 2 and 1", n, m)
+	}
+}
+
+// publishFailer fails the first publish on one channel; it wraps a broker
+// without hiding it (Unwrap), so a local broker stays local.
+type publishFailer struct {
+	calf.Broker
+	channel string
+	failed  atomic.Bool
+}
+
+func (p *publishFailer) Unwrap() calf.Broker { return p.Broker }
+
+func (p *publishFailer) Publish(ctx context.Context, m *calf.Message) error {
+	if m.Channel == p.channel && p.failed.CompareAndSwap(false, true) {
+		return errors.New("injected publish failure")
+	}
+	return p.Broker.Publish(ctx, m)
+}
+
+// On a local broker a tool's result goes into the run's record with the
+// step's advance, before its event is published. When that publish fails,
+// the call's redelivery finds the result in the advanced run and publishes
+// it, without running the tool again: the run is not left waiting for an
+// event that never comes.
+func TestLocalResultRecordedThenItsEventLost(t *testing.T) {
+	var failer *publishFailer
+	e := newEnv(t, &envOptions{wrap: func(b calf.Broker) calf.Broker {
+		failer = &publishFailer{Broker: b, channel: agent.ToolResultChannel("calculator")}
+		return failer
+	}})
+	counted := &opCounter{Store: e.store}
+	rt := agent.NewRuntime(e.client, counted, nil)
+	var calls atomic.Int64
+	add, toolCalls := addTool(t)
+	a := agent.Must(agent.New[agent.NoDeps, string]("calculator", w1Model(&calls), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}}))
+	if err := a.Serve(t.Context(), rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.Run(runCtx(t), rt, "add 2 and 3", nil)
+	if err != nil || out.Output != "The sum is 5" {
+		t.Fatalf("Run = %+v, %v", out, err)
+	}
+	e.settle(t)
+	if !failer.failed.Load() {
+		t.Fatal("no publish failed")
+	}
+	if n := toolCalls.Load(); n != 1 {
+		t.Errorf("the tool ran %d times, want once", n)
+	}
+	if n, m := counted.runPuts.Load(), counted.otherPuts.Load(); n != 4 || m != 0 {
+		t.Errorf("%d writes of the run and %d of other records, want 4 and none", n, m)
 	}
 }

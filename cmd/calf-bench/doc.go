@@ -31,7 +31,8 @@
 // the run's six events (input, inference, tool call, tool result,
 // inference, output) through a calf.Client, each handler emitting the
 // next, the four writes of the run's record (the JSON of W1's states,
-// encoded once at start) and the one of the tool's result, and the two
+// encoded once at start; the third, by the tool's handler, records the
+// tool's result, as Calf does on the in-process broker), and the two
 // model calls through model/openai. Its figures over the adapter's are the
 // least the event model and the store cost a run, whatever the agent's
 // own code does; Calf's over the skeleton's are that code.

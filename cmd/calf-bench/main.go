@@ -36,7 +36,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	levels := fs.String("concurrency", "1,64", "comma-separated concurrency levels")
 	stores := fs.String("store", storeMemory, "comma-separated Calf stores to measure: memory, sqlite")
 	adapter := fs.Bool("adapter", false, "also measure model/openai alone: W1's two model calls through the adapter, without broker, store or agent")
-	skeleton := fs.Bool("skeleton", false, "also measure, on each -store, the skeleton of a Calf run: W1's six events through the in-process broker, its five writes "+
+	skeleton := fs.Bool("skeleton", false, "also measure, on each -store, the skeleton of a Calf run: W1's six events through the in-process broker, its four writes "+
 		"of records encoded beforehand and its two model calls through the adapter, without the agent")
 	mock := fs.String("mock", mockProcess, "where the mock runs: process (a child process), inproc, or the base URL of a running mock")
 	rounds := fs.Int("rounds", defaultRounds, "rounds per concurrency level; figures are the medians")

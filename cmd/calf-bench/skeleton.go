@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/store/sqlite"
+	"github.com/calf-go/calf/tool"
 )
 
 // skeletonPrefix names the measurements of the skeleton of a Calf run:
@@ -37,8 +37,10 @@ const (
 // the store, and nothing else: the same six events through a calf.Client
 // on the in-process broker (input, inference, tool call, tool result,
 // inference, output), each handled on the broker's workers and emitting
-// the next, the same four writes of the run's record and the one of the
-// tool's result, and W1's two model calls through model/openai. The
+// the next, the same four writes of the run's record (the third, by the
+// tool's handler, records the tool's result with the step's advance, as
+// Calf does on the in-process broker), and W1's two model calls through
+// model/openai. The
 // records it writes are the JSON of W1's run states, encoded once at
 // start: no state is encoded or decoded per run, and no agent logic runs
 // (no request building, argument validation, hooks, usage or cost). Its
@@ -119,7 +121,7 @@ func openStore(kind, dir string) (store.Store, error) {
 
 // w1States returns the JSON of a W1 run's state after each of the four
 // writes of its record: created, the first answer recorded, the tool's
-// result recorded, and complete.
+// result recorded with the advance to step 2, and complete.
 func w1States() ([4][]byte, error) {
 	call := model.ToolCall{ID: toolCallID, Name: toolName, Arguments: toolArgs}
 	result := model.Message{Role: model.RoleTool, ToolCallID: toolCallID, ToolName: toolName, Parts: []model.Part{model.TextPart("5")}}
@@ -145,7 +147,8 @@ func w1States() ([4][]byte, error) {
 	}
 	st.Messages = append(st.Messages, result)
 	st.Pending, st.Step, st.Phase, st.AdvancedBy = nil, 2, agent.PhaseInference, call.ID
-	st.ToolCalls = []agent.ToolCallRecord{{Step: 1, ID: call.ID, Name: call.Name, Arguments: call.Arguments, Status: "ok"}}
+	st.ToolCalls = []agent.ToolCallRecord{{Step: 1, ID: call.ID, Name: call.Name, Arguments: call.Arguments, Status: agent.StatusSuccess,
+		Result: &tool.Result{Parts: result.Parts, Structured: json.RawMessage("5")}}}
 	if err := add(2); err != nil {
 		return out, err
 	}
@@ -251,7 +254,7 @@ func (s *skeletonStack) onToolCall(ctx context.Context, msg *calf.Message) error
 		return r.end(fmt.Errorf("%w: tool arguments: %v", errWrongOutput, err))
 	}
 	sum := []byte(strconv.Itoa(in.A + in.B))
-	if _, err := s.store.Put(ctx, store.KindToolResult, id+"/"+r.call.ID, sum, 0); err != nil && !errors.Is(err, store.ErrConflict) {
+	if err := s.write(ctx, id, r, 2); err != nil {
 		return err
 	}
 	_, err = s.client.Emit(ctx, skelToolResult, json.RawMessage(sum), calf.WithKey(id))
@@ -267,9 +270,6 @@ func (s *skeletonStack) onToolResult(ctx context.Context, msg *calf.Message) err
 		Role: model.RoleTool, ToolCallID: r.call.ID, ToolName: r.call.Name,
 		Parts: []model.Part{model.TextPart(string(msg.Data))},
 	})
-	if err := s.write(ctx, id, r, 2); err != nil {
-		return err
-	}
 	_, err = s.client.Emit(ctx, skelInference, json.RawMessage(`{"step":2}`), calf.WithKey(id))
 	return err
 }
