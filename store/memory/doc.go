@@ -6,5 +6,8 @@
 // included, and passes the conformance suite in store/storetest: use it in
 // tests, and in programs that need no durability.
 //
-// Records live as long as the Store: nothing is written to disk.
+// Records live as long as the Store, or until deleted: nothing is written
+// to disk. A process that makes runs without end keeps its footprint
+// bounded by removing the finished ones (agent.WorkerOptions.Retention,
+// agent.Runtime.Sweep), as on every store.
 package memory
