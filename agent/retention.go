@@ -16,6 +16,13 @@ type SweepOptions struct {
 	Before time.Time
 	// Limit bounds the runs one call removes; 0 means no bound.
 	Limit int
+	// Every, when positive, has the processes that share the store sweep
+	// it once in that time at most: the sweep is skipped when the store
+	// records one, by any process, that started less than Every ago, and
+	// one that goes ahead records itself first (a [KindSweep] record).
+	// Programs that start often and live briefly, such as calf run, sweep
+	// with it, so that each start does not read every run.
+	Every time.Duration
 }
 
 // SweepResult says what [Runtime.Sweep] removed.
@@ -23,6 +30,54 @@ type SweepResult struct {
 	// Runs is the number of runs removed; Records the number of records,
 	// theirs included.
 	Runs, Records int
+	// Skipped reports that the sweep did not run: a process swept the
+	// store less than [SweepOptions.Every] ago.
+	Skipped bool
+}
+
+// KindSweep is the store kind of the record of the last sweep of runs that
+// used [SweepOptions.Every]: the id "runs", holding {"at": time}.
+const KindSweep = "sweep"
+
+// sweepMarkID is the id of the [KindSweep] record.
+const sweepMarkID = "runs"
+
+// sweepMark is what the [KindSweep] record holds.
+type sweepMark struct {
+	At time.Time `json:"at"`
+}
+
+// claimSweep reports whether a sweep may go ahead under every: no process
+// recorded one that started less than every ago. It records this one,
+// with a compare-and-swap, so that of processes starting together one
+// sweeps. A record dated more than every ahead of this process's clock is
+// taken for a wrong clock's, and replaced.
+func (rt *Runtime) claimSweep(ctx context.Context, every time.Duration) (bool, error) {
+	now := rt.now()
+	var version int64
+	rec, err := rt.store.Get(ctx, KindSweep, sweepMarkID)
+	switch {
+	case err == nil:
+		var m sweepMark
+		if json.Unmarshal(rec.Data, &m) == nil {
+			if age := now.Sub(m.At); age < every && age > -every {
+				return false, nil
+			}
+		}
+		version = rec.Version
+	case !errors.Is(err, store.ErrNotFound):
+		return false, err
+	}
+	data, err := json.Marshal(sweepMark{At: now})
+	if err != nil {
+		return false, err
+	}
+	if _, err := rt.store.Put(ctx, KindSweep, sweepMarkID, data, version); errors.Is(err, store.ErrConflict) {
+		return false, nil // another process claimed it first
+	} else if err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // A Sweeper removes from s what a kind of run (a team's, a workflow's)
@@ -65,6 +120,16 @@ func (rt *Runtime) Sweep(ctx context.Context, opts SweepOptions) (*SweepResult, 
 		return nil, errors.New("agent: Sweep needs SweepOptions.Before")
 	}
 	res := &SweepResult{}
+	if opts.Every > 0 {
+		ok, err := rt.claimSweep(ctx, opts.Every)
+		if err != nil {
+			return nil, fmt.Errorf("agent: sweep: %w", err)
+		}
+		if !ok {
+			res.Skipped = true
+			return res, nil
+		}
+	}
 	rt.sweepMu.Lock()
 	var sweepers []Sweeper
 	for _, name := range rt.sweepOrder {

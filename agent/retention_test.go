@@ -3,9 +3,11 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/model"
@@ -133,5 +135,80 @@ func TestWorkerRetention(t *testing.T) {
 			t.Fatalf("the run is still there: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// With SweepOptions.Every, the processes that share a store sweep it once
+// in that time at most, whichever of them comes first; a sweep without it
+// is not held back.
+func TestSweepEvery(t *testing.T) {
+	e := newEnv(t, nil)
+	var clock atomic.Pointer[time.Time]
+	now := time.Now()
+	clock.Store(&now)
+	at := func() time.Time { return *clock.Load() }
+	// Two processes on the same store, with the same clock.
+	rt1 := agent.NewRuntime(e.client, e.store, &agent.RuntimeOptions{Now: at})
+	rt2 := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, &agent.RuntimeOptions{Now: at})
+	t.Cleanup(func() { _ = rt2.Client().Close() })
+	a, _, _ := newW1(t, e)
+	ctx := runCtx(t)
+	run := func(id string) {
+		t.Helper()
+		if _, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := func(id string) bool {
+		t.Helper()
+		_, err := e.store.Get(ctx, store.KindRun, id)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	sweep := func(rt *agent.Runtime, every time.Duration) *agent.SweepResult {
+		t.Helper()
+		res, err := rt.Sweep(ctx, agent.SweepOptions{Before: time.Now().Add(time.Hour), Every: every})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	run("first")
+	if res := sweep(rt1, time.Hour); res.Skipped || res.Runs != 1 || exists("first") {
+		t.Fatalf("the first sweep: %+v; the run exists: %v", res, exists("first"))
+	}
+	run("second")
+	for i, rt := range []*agent.Runtime{rt1, rt2} {
+		if res := sweep(rt, time.Hour); !res.Skipped || res.Runs != 0 || !exists("second") {
+			t.Errorf("process %d, a sweep within the hour: %+v; the run exists: %v", i+1, res, exists("second"))
+		}
+	}
+	// An hour later, the other process sweeps, and records it.
+	later := now.Add(time.Hour + time.Second)
+	clock.Store(&later)
+	if res := sweep(rt2, time.Hour); res.Skipped || res.Runs != 1 || exists("second") {
+		t.Errorf("a sweep an hour later: %+v; the run exists: %v", res, exists("second"))
+	}
+	run("third")
+	if res := sweep(rt1, time.Hour); !res.Skipped || !exists("third") {
+		t.Errorf("a sweep right after the other process's: %+v", res)
+	}
+	// A sweep without Every is not held back.
+	if res := sweep(rt1, 0); res.Skipped || res.Runs != 1 || exists("third") {
+		t.Errorf("a sweep without Every: %+v; the run exists: %v", res, exists("third"))
+	}
+	// A record of a sweep dated far ahead (a wrong clock's) does not stop
+	// the sweeps.
+	ahead := now.Add(48 * time.Hour)
+	clock.Store(&ahead)
+	if res := sweep(rt1, time.Hour); res.Skipped {
+		t.Errorf("a sweep under a clock a day ahead: %+v", res)
+	}
+	clock.Store(&later)
+	if res := sweep(rt2, time.Hour); res.Skipped {
+		t.Errorf("a sweep after a record dated a day ahead: %+v", res)
 	}
 }

@@ -30,6 +30,8 @@ type chatFlags struct {
 	agentFlags
 	store   string
 	session string
+	// retention: see registerRetention.
+	retention time.Duration
 }
 
 func newChatCommand(getenv func(string) string) *cobra.Command {
@@ -60,6 +62,7 @@ The conversation is a session kept in --store: --session ID resumes one. Command
 	f.register(fl)
 	fl.StringVar(&f.store, "store", defaultStore, storeHelp)
 	fl.StringVar(&f.session, "session", "", "resume the session with this id (default: a new one)")
+	registerRetention(fl, &f.retention)
 	return cmd
 }
 
@@ -101,6 +104,9 @@ func chat(cmd *cobra.Command, f *chatFlags, getenv func(string) string) error {
 	if err := checkStore(f.store); err != nil {
 		return err
 	}
+	if err := checkRetention(f.retention); err != nil {
+		return err
+	}
 	if f.session != "" && !server.ValidSessionID(f.session) {
 		return usageError(fmt.Errorf("--session %q: use letters, digits and ._:- (at most 128)", f.session))
 	}
@@ -128,6 +134,7 @@ func chat(cmd *cobra.Command, f *chatFlags, getenv func(string) string) error {
 		m.log = lf
 	}
 	defer func() { m.eng.stop() }()
+	defer sweepAtStart(ctx, eng.rt, f.retention)()
 	if m.session == "" {
 		m.session = newSessionID()
 	}

@@ -32,6 +32,8 @@ type runFlags struct {
 	json    bool
 	quiet   bool
 	record  bool
+	// retention: see registerRetention.
+	retention time.Duration
 }
 
 func newRunCommand(getenv func(string) string) *cobra.Command {
@@ -78,6 +80,7 @@ of the run as a line of JSON instead, and --quiet only the final answer.`,
 	fl.BoolVar(&f.json, "json", false, "print every event of the run as one line of JSON on standard output")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the final answer")
 	fl.BoolVar(&f.record, "record", false, "record the run's events in the store (its event log), for calf trace")
+	registerRetention(fl, &f.retention)
 	cmd.MarkFlagsMutuallyExclusive("json", "quiet")
 	return cmd
 }
@@ -100,6 +103,9 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 		return err
 	}
 	if err := checkStore(f.store); err != nil {
+		return err
+	}
+	if err := checkRetention(f.retention); err != nil {
 		return err
 	}
 	// An in-process broker reaches no worker: this process must serve.
@@ -136,6 +142,10 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 		if err := a.Serve(ctx, rt, nil); err != nil {
 			return failure(err)
 		}
+		// This process serves the agent: it keeps the store's runs to the
+		// retention, as a worker does (a process that only starts runs
+		// leaves that to the workers).
+		defer sweepAtStart(ctx, rt, f.retention)()
 		// The worker records dead letters and, when the run ends, drains.
 		wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		ran := make(chan error, 1)

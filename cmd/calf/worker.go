@@ -105,8 +105,8 @@ func runWorker(ctx context.Context, f workerFlags, getenv func(string) string, s
 	if f.concurrency < 0 || f.maxAttempts < 0 {
 		return usageError(errors.New("--concurrency and --max-attempts must not be negative"))
 	}
-	if f.retention < 0 {
-		return usageError(fmt.Errorf("--retention must not be negative, got %s", f.retention))
+	if err := checkRetention(f.retention); err != nil {
+		return err
 	}
 	if f.drain <= 0 {
 		return usageError(fmt.Errorf("--drain must be positive, got %s", f.drain))
