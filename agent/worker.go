@@ -54,7 +54,9 @@ type WorkerOptions struct {
 	ApprovalSweep time.Duration
 	// Retention, when positive, has the worker remove the runs that ended
 	// longer ago than it ([Runtime.Sweep]), when it starts and then every
-	// RetentionSweep. Default: runs are kept.
+	// RetentionSweep, unless another process sharing the store swept it
+	// within most of that period ([SweepOptions.Every]): of several
+	// workers, one sweeps each period. Default: runs are kept.
 	Retention time.Duration
 	// RetentionSweep is how often the worker sweeps when Retention is
 	// set. Default: [DefaultRetentionSweep].
@@ -283,7 +285,10 @@ func (w *Worker) sweepRuns(ctx context.Context) {
 	t := time.NewTicker(w.retentionEvery)
 	defer t.Stop()
 	for {
-		res, err := w.rt.Sweep(ctx, SweepOptions{Before: w.rt.now().Add(-w.retention)})
+		// Of the workers sharing the store, the first whose tick comes
+		// once the last sweep is most of a period old sweeps; the others
+		// skip theirs.
+		res, err := w.rt.Sweep(ctx, SweepOptions{Before: w.rt.now().Add(-w.retention), Every: w.retentionEvery * 9 / 10})
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("calf worker: sweeping finished runs", "err", err)
 		} else if res != nil && res.Runs > 0 {
