@@ -190,8 +190,9 @@ func (rt *Runtime) SetBudget(ctx context.Context, agentName, runID string, b *Bu
 		// The next model call checks the new budget, and pauses the run
 		// again if it still stops it.
 		if err := rt.emitResume(ctx, st); err != nil {
-			return st, fmt.Errorf("agent %s: set the budget of run %s: %w", agentName, runID, err)
+			d, _ := st.detached()
+			return d, fmt.Errorf("agent %s: set the budget of run %s: %w", agentName, runID, err)
 		}
 	}
-	return st, nil
+	return st.detached()
 }

@@ -18,13 +18,13 @@ const maxChain = 1000
 // lastOfChain returns the state of the run id or, if it handed off, of the
 // last run of its handoff chain.
 func (rt *Runtime) lastOfChain(ctx context.Context, id string) (*RunState, error) {
-	st, err := rt.LoadRun(ctx, id)
+	st, err := rt.loadRun(ctx, id)
 	for hops := 0; err == nil && st.Status == RunHandedOff && st.HandedOffTo != nil; hops++ {
 		if hops >= maxChain {
 			return nil, fmt.Errorf("%w: run %s: handoff chain longer than %d", ErrCorruptState, id, maxChain)
 		}
 		to := st.HandedOffTo
-		if st, err = rt.LoadRun(ctx, to.RunID); errors.Is(err, store.ErrNotFound) {
+		if st, err = rt.loadRun(ctx, to.RunID); errors.Is(err, store.ErrNotFound) {
 			return &RunState{RunID: to.RunID, Agent: to.Agent, Status: RunRunning}, nil // not started yet
 		}
 	}
@@ -46,7 +46,7 @@ func (rt *Runtime) withChain(ctx context.Context, st *RunState) (*RunState, erro
 		hs := st
 		if i < len(st.Chain) {
 			var err error
-			if hs, err = rt.LoadRun(ctx, h.RunID); err != nil {
+			if hs, err = rt.loadRun(ctx, h.RunID); err != nil {
 				return nil, err
 			}
 		}

@@ -76,7 +76,7 @@ func (rt *Runtime) Pause(ctx context.Context, agentName, runID, reason string) (
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: pause run %s: %w", agentName, runID, err)
 	}
-	return st, nil
+	return st.detached()
 }
 
 // Resume lets a paused run go on: a run whose pause is in effect makes
@@ -102,10 +102,11 @@ func (rt *Runtime) Resume(ctx context.Context, agentName, runID string) (*RunSta
 	}
 	if waiting {
 		if err := rt.emitResume(ctx, st); err != nil {
-			return st, fmt.Errorf("agent %s: resume run %s: %w", agentName, runID, err)
+			d, _ := st.detached()
+			return d, fmt.Errorf("agent %s: resume run %s: %w", agentName, runID, err)
 		}
 	}
-	return st, nil
+	return st.detached()
 }
 
 // emitResume publishes the resume of st and the inference event its step

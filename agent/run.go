@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,7 +82,9 @@ func (a *Agent[Deps, Out]) InSession(id string) *RunOptions[Deps] {
 	return &RunOptions[Deps]{SessionID: id}
 }
 
-// Output is the result of a completed run.
+// Output is the result of a completed run. It is the caller's to change:
+// its messages and tool calls share no memory with the run's state, which
+// the runtime may keep.
 type Output[Out any] struct {
 	// Output is the agent's typed output.
 	Output Out
@@ -308,7 +311,7 @@ func (rt *Runtime) endedRun(ctx context.Context, id string) (*RunState, error) {
 	if err != nil || (ok && st.Status.Terminal()) {
 		return st, err
 	}
-	return rt.LoadRun(ctx, id)
+	return rt.loadRun(ctx, id)
 }
 
 // result returns the output of the run id, answered by ev: the output of
@@ -343,9 +346,16 @@ func (a *Agent[Deps, Out]) outputOf(st *RunState) (*Output[Out], error) {
 	if st.Status != RunComplete {
 		return nil, &RunError{Agent: st.Agent, RunID: st.RunID, Status: st.Status, Reason: st.Error, Guardrail: st.Guardrail}
 	}
+	// The output is the caller's to change: it shares nothing with the
+	// state, which the runtime's caches may hold.
+	thread := model.CloneMessages(st.Messages)
+	var added []model.Message // the run's own messages: the end of its thread
+	if n := len(st.NewMessages()); n > 0 {
+		added = thread[len(thread)-n:]
+	}
 	o := &Output[Out]{
-		Agent: st.Agent, RunID: st.RunID, SessionID: st.SessionID, Chain: st.Chain,
-		Messages: st.NewMessages(), Thread: slices.Clip(st.Messages), ToolCalls: st.ToolCalls,
+		Agent: st.Agent, RunID: st.RunID, SessionID: st.SessionID, Chain: slices.Clone(st.Chain),
+		Messages: added, Thread: slices.Clip(thread), ToolCalls: cloneToolCalls(st.ToolCalls),
 		Usage: st.spent().Usage, Cost: st.spent().Cost, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt),
 	}
 	if err := json.Unmarshal(st.Output, &o.Output); err != nil {
@@ -356,6 +366,30 @@ func (a *Agent[Deps, Out]) outputOf(st *RunState) (*Output[Out], error) {
 		return nil, fmt.Errorf("agent %s: run %s: decode output: %w", a.name, st.RunID, err)
 	}
 	return o, nil
+}
+
+// cloneToolCalls returns a copy of rs that shares nothing that could
+// change with it.
+func cloneToolCalls(rs []ToolCallRecord) []ToolCallRecord {
+	if rs == nil {
+		return nil
+	}
+	c := make([]ToolCallRecord, len(rs))
+	for i, r := range rs {
+		r.Result = r.Result.Clone()
+		if r.Handoff != nil {
+			h := *r.Handoff
+			r.Handoff = &h
+		}
+		if r.Hooks != nil {
+			r.Hooks = slices.Clone(r.Hooks)
+			for j := range r.Hooks {
+				r.Hooks[j].Arguments = bytes.Clone(r.Hooks[j].Arguments)
+			}
+		}
+		c[i] = r
+	}
+	return c
 }
 
 // input builds the input message of a new run.
@@ -612,7 +646,7 @@ func (rt *Runtime) Cancel(ctx context.Context, agentName, runID, reason string) 
 		}
 		rt.cancelSubagents(ctx, st, 0)
 	}
-	return st, nil
+	return st.detached()
 }
 
 // cancelRun marks the run cancelled unless it has ended, creating it

@@ -52,7 +52,9 @@ const (
 // it ([RunOptions.SessionID]) starts from its messages, and a run that
 // completes adds its own. It is stored as a description
 // ([store.KindSession]) and parts of messages ([KindSessionMessages]),
-// one per run, so that a run adds to a session without rewriting it.
+// one per run, so that a run adds to a session without rewriting it. A
+// Session returned by the runtime is the caller's to change: its messages
+// share no memory with those the runtime keeps for the session's next run.
 type Session struct {
 	ID string `json:"id"`
 	// Title is the session's title: set with [Runtime.SetSessionTitle],
@@ -282,7 +284,7 @@ func (rt *Runtime) LoadSession(ctx context.Context, id string) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
-	s.Messages = slices.Clone(s.Messages) // the caller's to change
+	s.Messages = model.CloneMessages(s.Messages) // the caller's to change
 	s.rec = nil
 	return s, nil
 }
@@ -331,7 +333,7 @@ func (rt *Runtime) sessionInfo(ctx context.Context, r *sessionRecord) (SessionIn
 		return info, nil
 	}
 	for _, run := range r.Active {
-		st, err := rt.LoadRun(ctx, run)
+		st, err := rt.loadRun(ctx, run)
 		if err == nil && st.Status.Terminal() {
 			continue // ended: its end is being applied
 		}
@@ -1030,7 +1032,7 @@ func (rt *Runtime) SetSessionBudget(ctx context.Context, id string, b *Budget) e
 		return fmt.Errorf("agent: set the budget of session %s: %w", id, err)
 	}
 	for _, run := range active {
-		st, err := rt.LoadRun(ctx, run)
+		st, err := rt.loadRun(ctx, run)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}

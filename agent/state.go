@@ -332,8 +332,42 @@ func DecodeRunState(data []byte) (*RunState, error) {
 }
 
 // LoadRun returns the stored state of a run, with its history, or an
-// error matching [store.ErrNotFound].
+// error matching [store.ErrNotFound]. The state is the caller's to change:
+// it shares nothing with what the runtime keeps.
 func (rt *Runtime) LoadRun(ctx context.Context, runID string) (*RunState, error) {
+	st, err := rt.loadRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return st.detached()
+}
+
+// detached returns a copy of s that shares no memory that could change
+// with s, or with the copies the runtime keeps (the states and sessions it
+// caches share messages, tool results and the rest): what an exported
+// method hands to its caller, who may change it. It copies every field,
+// through JSON.
+func (s *RunState) detached() (*RunState, error) {
+	if s == nil {
+		return nil, nil
+	}
+	type full RunState // every field, without MarshalJSON
+	data, err := json.Marshal((*full)(s))
+	if err != nil {
+		return nil, fmt.Errorf("agent: copy the state of run %s: %w", s.RunID, err)
+	}
+	var c full
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("agent: copy the state of run %s: %w", s.RunID, err)
+	}
+	c.bare = s.bare
+	return (*RunState)(&c), nil
+}
+
+// loadRun is LoadRun for the runtime's own use: the state may share memory
+// with the runtime's caches, and must not be changed in place (handlers
+// change copies: see stateCache).
+func (rt *Runtime) loadRun(ctx context.Context, runID string) (*RunState, error) {
 	rec, err := rt.store.Get(ctx, store.KindRun, runID)
 	if err != nil {
 		return nil, fmt.Errorf("agent: load run %s: %w", runID, err)

@@ -72,6 +72,38 @@ type Message struct {
 	IsError bool `json:"is_error,omitempty"`
 }
 
+// Clone returns a copy of m that shares no memory with it that either
+// could change: its parts, their data and its tool calls are copied.
+func (m Message) Clone() Message {
+	if m.Parts != nil {
+		parts := make([]Part, len(m.Parts))
+		for i, p := range m.Parts {
+			if p.Data != nil {
+				p.Data = append([]byte{}, p.Data...)
+			}
+			parts[i] = p
+		}
+		m.Parts = parts
+	}
+	if m.ToolCalls != nil {
+		m.ToolCalls = append([]ToolCall{}, m.ToolCalls...)
+	}
+	return m
+}
+
+// CloneMessages returns a copy of ms whose messages are cloned
+// ([Message.Clone]), or nil for nil.
+func CloneMessages(ms []Message) []Message {
+	if ms == nil {
+		return nil
+	}
+	c := make([]Message, len(ms))
+	for i, m := range ms {
+		c[i] = m.Clone()
+	}
+	return c
+}
+
 // Text returns the concatenated text parts of m.
 func (m Message) Text() string {
 	var b strings.Builder

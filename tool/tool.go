@@ -29,6 +29,20 @@ type Result struct {
 	IsError bool `json:"is_error,omitempty"`
 }
 
+// Clone returns a copy of r that shares no memory with it that either
+// could change, or nil for nil.
+func (r *Result) Clone() *Result {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Parts = model.CloneMessages([]model.Message{{Parts: r.Parts}})[0].Parts
+	if r.Structured != nil {
+		c.Structured = append(json.RawMessage{}, r.Structured...)
+	}
+	return &c
+}
+
 // Text returns the concatenated text parts of r.
 func (r *Result) Text() string {
 	return model.Message{Parts: r.Parts}.Text()

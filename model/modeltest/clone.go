@@ -3,7 +3,6 @@ package modeltest
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 
 	"github.com/calf-go/calf/model"
 )
@@ -15,7 +14,7 @@ func cloneRequest(req *model.Request) *model.Request {
 		return nil
 	}
 	c := *req
-	c.Messages = cloneMessages(req.Messages)
+	c.Messages = model.CloneMessages(req.Messages)
 	if req.Tools != nil {
 		c.Tools = make([]model.ToolDefinition, len(req.Tools))
 		for i, t := range req.Tools {
@@ -46,32 +45,8 @@ func cloneResponse(resp *model.Response) *model.Response {
 		return nil
 	}
 	c := *resp
-	c.Message = cloneMessage(resp.Message)
+	c.Message = resp.Message.Clone()
 	return &c
-}
-
-func cloneMessages(ms []model.Message) []model.Message {
-	if ms == nil {
-		return nil
-	}
-	c := make([]model.Message, len(ms))
-	for i, m := range ms {
-		c[i] = cloneMessage(m)
-	}
-	return c
-}
-
-func cloneMessage(m model.Message) model.Message {
-	if m.Parts != nil {
-		parts := make([]model.Part, len(m.Parts))
-		for i, p := range m.Parts {
-			p.Data = bytes.Clone(p.Data)
-			parts[i] = p
-		}
-		m.Parts = parts
-	}
-	m.ToolCalls = slices.Clone(m.ToolCalls)
-	return m
 }
 
 func cloneRaw(r json.RawMessage) json.RawMessage {
