@@ -110,3 +110,36 @@ func TestCallersChangesStayTheirs(t *testing.T) {
 		t.Errorf("after changing what Cancel returned: %v, %v", st.Messages, err)
 	}
 }
+
+// A custom agent's step may change the messages it is given: the session's
+// next run sees them as they were.
+func TestCustomStepChangesStayItsOwn(t *testing.T) {
+	e := newEnv(t, nil)
+	var mu sync.Mutex
+	var seen [][]string
+	c := agent.MustCustom(agent.NewCustom("scribe", func(_ *agent.StepContext[agent.NoDeps, agent.NoState], in []model.Message) (string, error) {
+		var texts []string
+		for i := range in {
+			texts = append(texts, in[i].Text())
+			for j := range in[i].Parts {
+				in[i].Parts[j].Text = "CHANGED"
+			}
+		}
+		mu.Lock()
+		seen = append(seen, texts)
+		mu.Unlock()
+		return "noted", nil
+	}, nil))
+	if err := c.Serve(t.Context(), e.rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	opts := &agent.RunOptions[agent.NoDeps]{SessionID: "s"}
+	for _, prompt := range []string{"one", "two"} {
+		if _, err := c.Run(runCtx(t), e.rt, prompt, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := strings.Join(seen[1], ","); got != "one,noted,two" {
+		t.Errorf("the second step was given %q, want one,noted,two", got)
+	}
+}

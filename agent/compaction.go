@@ -83,7 +83,8 @@ type CompactionInput struct {
 	SessionID string
 	Step      int
 	// Messages are the messages to stand in for, as the model sees them
-	// now (an earlier compaction's result first, when there was one).
+	// now (an earlier compaction's result first, when there was one): a
+	// copy, the compactor's to change.
 	Messages []model.Message
 	// Tokens is the estimate of the whole context, Threshold the
 	// agent's, and Target the most that Messages should come to for the
@@ -318,7 +319,7 @@ func (h *handlers[Deps, Out]) compact(ctx context.Context, st *RunState, version
 	system := req.Messages[:len(req.Messages)-len(view)] // the instructions
 	in := &CompactionInput{
 		Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step,
-		Messages: view[:split:split], Tokens: tokens, Threshold: c.Threshold,
+		Messages: model.CloneMessages(view[:split]), Tokens: tokens, Threshold: c.Threshold,
 		Target: max(c.Threshold/2-kept-c.contextTokens(&RunState{}, system), 1), Estimate: estimate,
 	}
 	res, err := callWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) (*CompactionResult, error) {

@@ -22,7 +22,8 @@ type NoState = struct{}
 // StepFunc is the step of a custom agent ([NewCustom]): plain Go code in
 // place of a model call. in is the conversation the agent sees: the
 // session's history (or the thread a handoff or [RunOptions.Thread] gave
-// it) and this run's input, last. The step returns the run's output, or
+// it) and this run's input, last; a copy, the step's to change. The step
+// returns the run's output, or
 // an error that fails the run (the run's error says what the step
 // returned).
 //
@@ -374,7 +375,7 @@ func (h *handlers[Deps, Out]) customStep(ctx context.Context, st *RunState, vers
 	rc.Context = sctx
 	reply, err := h.a.step(&stepCall[Deps]{
 		rc:       rc,
-		messages: st.view(),
+		messages: model.CloneMessages(st.view()), // the step's to change
 		scope:    stateScope(h.a.name, st.SessionID, st.RunID),
 		key:      st.RunID + "." + strconv.Itoa(st.Step),
 	})

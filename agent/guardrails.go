@@ -62,7 +62,8 @@ type GuardrailInput struct {
 	// input guardrail, and the final output (text, or the JSON of a
 	// structured output) for an output guardrail.
 	Text string
-	// Messages is the conversation so far, session history included.
+	// Messages is the conversation so far, session history included: a
+	// copy, the guardrail's to change.
 	Messages []model.Message
 
 	rt *Runtime
@@ -139,7 +140,7 @@ func checkAll(ctx context.Context, gs []*Guardrail, in GuardrailInput) *Guardrai
 
 // guardrailInput returns the input of the run's guardrails at stage.
 func (h *handlers[Deps, Out]) guardrailInput(st *RunState, stage GuardrailStage, text string) GuardrailInput {
-	return GuardrailInput{Stage: stage, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Text: text, Messages: st.Messages, rt: h.rt}
+	return GuardrailInput{Stage: stage, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Text: text, Messages: model.CloneMessages(st.Messages), rt: h.rt}
 }
 
 // lastUserText returns the text of the last user message of msgs.

@@ -33,7 +33,7 @@ type MemoryContext struct {
 	// Step is the model call about to be made, from 1.
 	Step int
 	// Messages are the run's conversation as the model is to see it (the
-	// instructions left out).
+	// instructions left out): a copy, the memory's to change.
 	Messages []model.Message
 }
 
@@ -45,7 +45,7 @@ func (in *MemoryContext) LastUserText() string { return lastUserText(in.Messages
 // model call of the run st whose conversation is msgs.
 func (h *handlers[Deps, Out]) memoryMessages(ctx context.Context, st *RunState, msgs []model.Message) []model.Message {
 	var out []model.Message
-	in := &MemoryContext{Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Messages: msgs}
+	in := &MemoryContext{Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Messages: model.CloneMessages(msgs)}
 	for _, m := range h.a.opts.Memory {
 		add, err := callWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) ([]model.Message, error) {
 			return m.UpdateContext(ctx, in)
@@ -68,14 +68,16 @@ func (h *handlers[Deps, Out]) remember(ctx context.Context, st *RunState) {
 		h.rt.log.Warn("agent: run not remembered", "agent", h.a.name, "run", st.RunID, "err", err)
 		return
 	}
-	in := &MemoryContext{Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Messages: st.Messages}
+	msgs := model.CloneMessages(st.Messages) // the memory's to change
+	added := msgs[len(msgs)-len(st.NewMessages()):]
+	in := &MemoryContext{Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Messages: msgs}
 	for _, m := range h.a.opts.Memory {
 		r, ok := m.(Rememberer)
 		if !ok {
 			continue
 		}
 		_, err := callWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, r.Remember(ctx, in, st.NewMessages())
+			return struct{}{}, r.Remember(ctx, in, added)
 		})
 		if err != nil && ctx.Err() == nil {
 			h.rt.log.Warn("agent: run not remembered", "agent", h.a.name, "run", st.RunID, "err", err)
