@@ -56,7 +56,9 @@ type WorkerOptions struct {
 	// longer ago than it ([Runtime.Sweep]), when it starts and then every
 	// RetentionSweep, unless another process sharing the store swept it
 	// within most of that period ([SweepOptions.Every]): of several
-	// workers, one sweeps each period. Default: runs are kept.
+	// workers, one sweeps each period. A sweep in progress when the
+	// worker stops finishes within the drain timeout, or is cut short (the
+	// next goes on where it stopped). Default: runs are kept.
 	Retention time.Duration
 	// RetentionSweep is how often the worker sweeps when Retention is
 	// set. Default: [DefaultRetentionSweep].
@@ -172,12 +174,24 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.sweep > 0 {
 		go w.expireApprovals(ctx)
 	}
+	// A sweep in progress when ctx ends finishes within the drain timeout,
+	// as the handlers do: a process that lives briefly (calf run) sweeps
+	// as it starts, and stops soon after.
+	swept := make(chan struct{})
+	sctx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
 	if w.retention > 0 {
-		go w.sweepRuns(ctx)
+		go w.sweepRuns(ctx, sctx, swept)
+	} else {
+		close(swept)
 	}
 	<-ctx.Done()
 	w.log.Info("calf worker: draining", "timeout", w.drain)
-	return w.shutdown(w.drain)
+	timer := time.AfterFunc(w.drain, stopSweep)
+	defer timer.Stop()
+	err := w.shutdown(w.drain)
+	<-swept
+	stopSweep()
+	return err
 }
 
 // Interrupt cancels the contexts of the handlers in progress, as the end
@@ -280,16 +294,18 @@ func (d *drainBroker) Subscribe(ctx context.Context, pattern string, h calf.Hand
 }
 
 // sweepRuns removes the runs older than the retention, now and every
-// w.retentionEvery until ctx ends.
-func (w *Worker) sweepRuns(ctx context.Context) {
+// w.retentionEvery until ctx ends, each sweep under sctx, and closes done
+// when the last has returned.
+func (w *Worker) sweepRuns(ctx, sctx context.Context, done chan<- struct{}) {
+	defer close(done)
 	t := time.NewTicker(w.retentionEvery)
 	defer t.Stop()
 	for {
 		// Of the workers sharing the store, the first whose tick comes
 		// once the last sweep is most of a period old sweeps; the others
 		// skip theirs.
-		res, err := w.rt.Sweep(ctx, SweepOptions{Before: w.rt.now().Add(-w.retention), Every: w.retentionEvery * 9 / 10})
-		if err != nil && ctx.Err() == nil {
+		res, err := w.rt.Sweep(sctx, SweepOptions{Before: w.rt.now().Add(-w.retention), Every: w.retentionEvery * 9 / 10})
+		if err != nil && sctx.Err() == nil {
 			w.log.Warn("calf worker: sweeping finished runs", "err", err)
 		} else if res != nil && res.Runs > 0 {
 			w.log.Info("calf worker: removed finished runs", "runs", res.Runs, "records", res.Records, "retention", w.retention)

@@ -74,12 +74,12 @@ type chatEngine struct {
 	stop  func()
 }
 
-func openChatEngine(ctx context.Context, f *agentFlags, getenv func(string) string, b calf.Broker, st store.Store) (*chatEngine, error) {
+func openChatEngine(ctx context.Context, f *agentFlags, retention time.Duration, getenv func(string) string, b calf.Broker, st store.Store) (*chatEngine, error) {
 	a, err := newAssistant(ctx, f, getenv, true)
 	if err != nil {
 		return nil, err
 	}
-	w := agent.NewWorker(b, st, &agent.WorkerOptions{DrainTimeout: shutdownTimeout, Runtime: runtimeOptions(ctx)})
+	w := agent.NewWorker(b, st, &agent.WorkerOptions{DrainTimeout: shutdownTimeout, Retention: retention, Runtime: runtimeOptions(ctx)})
 	if err := a.Serve(ctx, w.Runtime(), nil); err != nil {
 		return nil, failure(err)
 	}
@@ -120,7 +120,7 @@ func chat(cmd *cobra.Command, f *chatFlags, getenv func(string) string) error {
 		return err
 	}
 	defer b.Close()
-	eng, err := openChatEngine(ctx, &f.agentFlags, getenv, b, st)
+	eng, err := openChatEngine(ctx, &f.agentFlags, f.retention, getenv, b, st)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,6 @@ func chat(cmd *cobra.Command, f *chatFlags, getenv func(string) string) error {
 		m.log = lf
 	}
 	defer func() { m.eng.stop() }()
-	defer sweepAtStart(ctx, eng.rt, f.retention)()
 	if m.session == "" {
 		m.session = newSessionID()
 	}
@@ -542,7 +541,7 @@ func (m *chatModel) command(line string) (tea.Model, tea.Cmd) {
 		}
 		f := m.flags.agentFlags
 		f.model = arg
-		eng, err := openChatEngine(ctx, &f, m.getenv, m.broker, m.store)
+		eng, err := openChatEngine(ctx, &f, m.flags.retention, m.getenv, m.broker, m.store)
 		if err != nil {
 			return say(failed.Render("model: " + err.Error()))
 		}

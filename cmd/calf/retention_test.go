@@ -59,7 +59,7 @@ func recordsOf(t *testing.T, path, id string) []string {
 }
 
 // calf run removes, as it starts, the runs that ended longer ago than
-// --retention (a week by default), once an hour at most across the
+// --retention (a week by default), about once an hour at most across the
 // processes that share the store; the run it makes is kept.
 func TestRunRetention(t *testing.T) {
 	isolate(t)

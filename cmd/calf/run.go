@@ -137,15 +137,16 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 	var rt *agent.Runtime
 	var runErr error
 	if serve {
-		w := agent.NewWorker(b, st, &agent.WorkerOptions{Client: &calf.Options{Name: calf.ProcessName()}, DrainTimeout: shutdownTimeout, Runtime: runtimeOptions(ctx)})
-		rt = w.Runtime()
-		if err := a.Serve(ctx, rt, nil); err != nil {
-			return failure(err)
-		}
 		// This process serves the agent: it keeps the store's runs to the
 		// retention, as a worker does (a process that only starts runs
 		// leaves that to the workers).
-		defer sweepAtStart(ctx, rt, f.retention)()
+		w := agent.NewWorker(b, st, &agent.WorkerOptions{Client: &calf.Options{Name: calf.ProcessName()}, DrainTimeout: shutdownTimeout,
+			Retention: f.retention, Runtime: runtimeOptions(ctx)})
+		rt = w.Runtime()
+		rt.AddSweeper("eventlog", eventlog.Sweep) // the logs --record keeps go with the runs
+		if err := a.Serve(ctx, rt, nil); err != nil {
+			return failure(err)
+		}
 		// The worker records dead letters and, when the run ends, drains.
 		wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		ran := make(chan error, 1)
