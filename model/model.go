@@ -1,11 +1,13 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 )
 
@@ -78,16 +80,12 @@ func (m Message) Clone() Message {
 	if m.Parts != nil {
 		parts := make([]Part, len(m.Parts))
 		for i, p := range m.Parts {
-			if p.Data != nil {
-				p.Data = append([]byte{}, p.Data...)
-			}
+			p.Data = bytes.Clone(p.Data)
 			parts[i] = p
 		}
 		m.Parts = parts
 	}
-	if m.ToolCalls != nil {
-		m.ToolCalls = append([]ToolCall{}, m.ToolCalls...)
-	}
+	m.ToolCalls = slices.Clone(m.ToolCalls)
 	return m
 }
 

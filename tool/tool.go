@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,10 +37,8 @@ func (r *Result) Clone() *Result {
 		return nil
 	}
 	c := *r
-	c.Parts = model.CloneMessages([]model.Message{{Parts: r.Parts}})[0].Parts
-	if r.Structured != nil {
-		c.Structured = append(json.RawMessage{}, r.Structured...)
-	}
+	c.Parts = model.Message{Parts: r.Parts}.Clone().Parts
+	c.Structured = bytes.Clone(r.Structured)
 	return &c
 }
 
