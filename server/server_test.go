@@ -101,6 +101,13 @@ func testRuntime(t *testing.T) *agent.Runtime {
 // a test HTTP server with opts.
 func serveAgent[Out any](t *testing.T, rt *agent.Runtime, a *agent.Agent[agent.NoDeps, Out], logged bool, opts *server.Options) (*httptest.Server, *eventlog.Log) {
 	t.Helper()
+	return serveAgentThrough(t, rt, a, logged, opts, nil)
+}
+
+// serveAgentThrough is serveAgent with the server's handler wrapped by
+// wrap, when not nil.
+func serveAgentThrough[Out any](t *testing.T, rt *agent.Runtime, a *agent.Agent[agent.NoDeps, Out], logged bool, opts *server.Options, wrap func(http.Handler) http.Handler) (*httptest.Server, *eventlog.Log) {
+	t.Helper()
 	if err := a.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +125,11 @@ func serveAgent[Out any](t *testing.T, rt *agent.Runtime, a *agent.Agent[agent.N
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(s.Handler())
+	h := s.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return hs, o.Log
 }

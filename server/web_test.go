@@ -46,6 +46,9 @@ func chromium(t *testing.T) {
 // The web chat in headless Chromium: a question streams an answer after a
 // tool call approved in the page; a reload in the middle of the run shows
 // the rest; another user's token sees nothing of the first user's session.
+// The page's WebSockets open a second late, as on a slow network: the
+// question, asked before the page's socket is open, waits for it (it was
+// lost before).
 func TestWebChatInBrowser(t *testing.T) {
 	chromium(t)
 	node := peers.Node(t)
@@ -54,7 +57,18 @@ func TestWebChatInBrowser(t *testing.T) {
 	// The answer comes two seconds after the tool: time for the page to
 	// reload in the middle of the run.
 	a := approvalAgent(2 * time.Second)
-	hs, _ := serveAgent(t, rt, a, true, &server.Options{Tokens: map[string]string{"ann-token-0123456789": "ann", "bob-token-0123456789": "bob"}})
+	slowSockets := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/ws" {
+				select {
+				case <-time.After(time.Second):
+				case <-r.Context().Done():
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	hs, _ := serveAgentThrough(t, rt, a, true, &server.Options{Tokens: map[string]string{"ann-token-0123456789": "ann", "bob-token-0123456789": "bob"}}, slowSockets)
 
 	shots := os.Getenv("CALF_SCREENSHOTS") // a directory to save the screenshots in
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

@@ -6,9 +6,10 @@
 
 const state = {
   session: localStorage.getItem('calf.session') || '',
-  ws: null,
+  bridge: null, // the WebSocket bridge, made by start
   runs: {}, // run id → {el, text, step, seq, tools}
   current: null, // the run in progress
+  opening: 0, // counts the sessions opened, the last one shown
 };
 
 function newSessionID() {
@@ -142,49 +143,42 @@ function showApproval(r, a) {
 }
 
 function send(msg) {
-  if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(JSON.stringify(msg));
+  state.bridge.send(msg);
 }
 
-function connect() {
-  const ws = openBridge();
-  state.ws = ws;
-  ws.onopen = () => {
-    setStatus('connected');
-    const pending = JSON.parse(localStorage.getItem('calf.pending') || 'null');
-    if (pending && pending.session === state.session) {
-      state.current = pending.run;
-      const r = runView(pending.run);
-      r.seq = 0; // the history shows the earlier runs; this one from its start
-      r.resumed = true;
-      send({ type: 'follow', run: pending.run, after: 0 });
-      $('stop').disabled = false;
-    }
-  };
-  ws.onmessage = (e) => {
-    const m = JSON.parse(e.data);
-    if (m.type === 'started') {
-      state.current = m.run;
-      runView(m.run);
+// onOpen follows the pending run, if any, when the bridge opens.
+function onOpen() {
+  setStatus('connected');
+  const pending = JSON.parse(localStorage.getItem('calf.pending') || 'null');
+  if (pending && pending.session === state.session) {
+    state.current = pending.run;
+    const r = runView(pending.run);
+    r.seq = 0; // the history shows the earlier runs; this one from its start
+    r.resumed = true;
+    send({ type: 'follow', run: pending.run, after: 0 });
+    $('stop').disabled = false;
+  }
+}
+
+function onMessage(m) {
+  if (m.type === 'started') {
+    state.current = m.run;
+    runView(m.run);
+    savePending();
+    $('stop').disabled = false;
+  } else if (m.type === 'event') {
+    showEvent(m.run, m.event);
+  } else if (m.type === 'end') {
+    if (state.current === m.run) {
+      state.current = null;
       savePending();
-      $('stop').disabled = false;
-    } else if (m.type === 'event') {
-      showEvent(m.run, m.event);
-    } else if (m.type === 'end') {
-      if (state.current === m.run) {
-        state.current = null;
-        savePending();
-        $('stop').disabled = true;
-        refreshSessions();
-      }
-    } else if (m.type === 'error') {
-      $('log').append(el('div', 'msg error', m.message));
-      scroll();
+      $('stop').disabled = true;
+      refreshSessions();
     }
-  };
-  ws.onclose = () => {
-    setStatus('disconnected: reconnecting…', true);
-    setTimeout(connect, 1000);
-  };
+  } else if (m.type === 'error') {
+    $('log').append(el('div', 'msg error', m.message));
+    scroll();
+  }
 }
 
 async function refreshSessions() {
@@ -206,12 +200,14 @@ async function refreshSessions() {
 }
 
 async function openSession(id) {
+  const opening = ++state.opening;
   state.session = id;
   localStorage.setItem('calf.session', id);
   state.runs = {};
   $('log').textContent = '';
   try {
     const s = await api('/v1/sessions/' + encodeURIComponent(id));
+    if (opening !== state.opening) return; // another opened since: it shows its own
     for (const m of s.messages || []) {
       const text = (m.parts || []).map((p) => p.text || '').join('');
       if (m.role === 'user') $('log').append(el('div', 'msg user', text));
@@ -225,10 +221,15 @@ async function openSession(id) {
 }
 
 async function start() {
+  state.bridge = newBridge({
+    open: onOpen,
+    message: onMessage,
+    close: () => setStatus('disconnected: reconnecting…', true),
+  });
   $('token').value = auth.token;
   $('token').onchange = () => {
     setToken($('token').value.trim());
-    if (state.ws) state.ws.close();
+    state.bridge.reset();
     init();
   };
   init();
@@ -249,7 +250,7 @@ async function init() {
     localStorage.setItem('calf.session', state.session);
   }
   await openSession(state.session);
-  if (!state.ws || state.ws.readyState > WebSocket.OPEN) connect();
+  state.bridge.open();
 }
 
 $('send').onsubmit = (e) => {

@@ -22,12 +22,56 @@ async function api(path, method) {
   return r.json();
 }
 
-// openBridge opens the WebSocket bridge, the token as a subprotocol.
-function openBridge() {
-  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  const protocols = ['calf.v1'];
-  if (auth.token) protocols.push('bearer.' + auth.token);
-  return new WebSocket(`${proto}//${location.host}/v1/ws`, protocols);
+// newBridge returns the page's WebSocket bridge (/v1/ws), the token as a
+// subprotocol; it opens when open() is called. A message sent before it is
+// open, or while it reconnects, waits and goes when it opens, after
+// handlers.open has run; handlers.message gets each message the server
+// sends; a dropped connection calls handlers.close and is opened again a
+// second later. reset() closes it for good and drops what waits: the
+// token changed, and open() opens it anew.
+function newBridge(handlers) {
+  let ws = null;
+  let queue = [];
+  const b = {
+    get isOpen() {
+      return ws !== null && ws.readyState === WebSocket.OPEN;
+    },
+    open() {
+      if (ws && ws.readyState <= WebSocket.OPEN) return;
+      const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+      const protocols = ['calf.v1'];
+      if (auth.token) protocols.push('bearer.' + auth.token);
+      const sock = new WebSocket(`${proto}//${location.host}/v1/ws`, protocols);
+      ws = sock;
+      sock.onopen = () => {
+        if (ws !== sock) return;
+        if (handlers.open) handlers.open();
+        for (const m of queue.splice(0)) sock.send(m);
+      };
+      sock.onmessage = (e) => {
+        if (ws === sock) handlers.message(JSON.parse(e.data));
+      };
+      sock.onclose = () => {
+        if (ws !== sock) return;
+        if (handlers.close) handlers.close();
+        setTimeout(() => {
+          if (ws === sock) b.open();
+        }, 1000);
+      };
+    },
+    send(msg) {
+      const m = JSON.stringify(msg);
+      if (b.isOpen) ws.send(m);
+      else queue.push(m);
+    },
+    reset() {
+      const old = ws;
+      ws = null;
+      queue = [];
+      if (old) old.close();
+    },
+  };
+  return b;
 }
 
 function setStatus(text, error) {

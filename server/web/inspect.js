@@ -7,7 +7,7 @@
 
 const SVG = 'http://www.w3.org/2000/svg';
 const state = {
-  ws: null,
+  bridge: null, // the WebSocket bridge
   run: null, // the run shown
   events: [], // its events, in log order
   byID: {}, // message id → event
@@ -134,7 +134,8 @@ async function openRun(run) {
   resetRun(run);
   for (const li of $('runs').children) li.classList.toggle('current', li.dataset.run === run);
   await showHead(run);
-  send({ type: 'follow', run, after: 0 });
+  // A bridge not yet open follows the run shown when it opens.
+  if (state.bridge.isOpen && state.run === run) state.bridge.send({ type: 'follow', run, after: 0 });
 }
 
 // showHead shows the run's kind, name, status and duration.
@@ -288,33 +289,21 @@ function select(ev) {
 
 // ---- the bridge
 
-function send(msg) {
-  if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(JSON.stringify(msg));
-
-}
-
-function connect() {
-  const ws = openBridge();
-  state.ws = ws;
-  ws.onopen = () => {
+// The bridge follows the run shown each time it opens.
+state.bridge = newBridge({
+  open: () => {
     setStatus('');
-    if (state.run) send({ type: 'follow', run: state.run, after: 0 });
-  };
-  ws.onmessage = (e) => {
-    const m = JSON.parse(e.data);
+    if (state.run) state.bridge.send({ type: 'follow', run: state.run, after: 0 });
+  },
+  message: (m) => {
     if (m.type === 'event' && m.run === state.run) addEvent(m.event);
     else if (m.type === 'end' && m.run === state.run) {
       refreshRuns();
       showHead(m.run);
-    }
-    else if (m.type === 'error') setStatus(m.message, true);
-  };
-  ws.onclose = () => {
-    if (state.ws !== ws) return;
-    setStatus('disconnected: reconnecting…', true);
-    setTimeout(connect, 1000);
-  };
-}
+    } else if (m.type === 'error') setStatus(m.message, true);
+  },
+  close: () => setStatus('disconnected: reconnecting…', true),
+});
 
 function route() {
   const m = /^#run=(.+)$/.exec(location.hash);
@@ -332,16 +321,14 @@ async function init() {
     return;
   }
   await Promise.all([refreshRuns(), refreshLetters()]);
-  if (!state.ws || state.ws.readyState > WebSocket.OPEN) connect();
+  state.bridge.open();
   route();
 }
 
 $('token').value = auth.token;
 $('token').onchange = () => {
   setToken($('token').value.trim());
-  const old = state.ws;
-  state.ws = null;
-  if (old) old.close();
+  state.bridge.reset();
   init();
 };
 $('agent').onchange = refreshRuns;
