@@ -15,7 +15,8 @@ const browser = await chromium.launch({
 try {
   const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
   const errors = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('pageerror', (e) => { errors.push(String(e)); console.error('page error:', String(e)); });
+  page.on('console', (m) => { if (m.type() === 'error') console.error('page console:', m.text()); });
   await page.goto(url);
   await page.fill('#token', token);
   await page.dispatchEvent('#token', 'change');
@@ -47,6 +48,22 @@ try {
   const listed = await page2.$$eval('#sessions li', (lis) => lis.map((li) => li.dataset.session));
   const status = await page2.evaluate(async ([s, t]) => (await fetch('/v1/sessions/' + s, { headers: { Authorization: 'Bearer ' + t } })).status, [session, other]);
   out('other', { listed, status });
+} catch (e) {
+  // What the pages showed, for the test's failure message.
+  try {
+    for (const p of browser.contexts().flatMap((c) => c.pages())) {
+      const seen = await p.evaluate(() => ({
+        url: location.href,
+        status: document.querySelector('#status').textContent,
+        log: document.querySelector('#log').textContent,
+        sessions: [...document.querySelectorAll('#sessions li')].map((li) => li.textContent),
+      }));
+      console.error('the page:', JSON.stringify(seen));
+    }
+  } catch (e2) {
+    console.error('the page could not be read:', String(e2));
+  }
+  throw e;
 } finally {
   await browser.close();
 }
