@@ -43,6 +43,21 @@ func chromium(t *testing.T) {
 	}
 }
 
+// slowSockets delays each WebSocket upgrade of h by a second, as a slow
+// network would: what a page does before its socket is open must wait for
+// it.
+func slowSockets(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/ws" {
+			select {
+			case <-time.After(time.Second):
+			case <-r.Context().Done():
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // The web chat in headless Chromium: a question streams an answer after a
 // tool call approved in the page; a reload in the middle of the run shows
 // the rest; another user's token sees nothing of the first user's session.
@@ -57,17 +72,6 @@ func TestWebChatInBrowser(t *testing.T) {
 	// The answer comes two seconds after the tool: time for the page to
 	// reload in the middle of the run.
 	a := approvalAgent(2 * time.Second)
-	slowSockets := func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/v1/ws" {
-				select {
-				case <-time.After(time.Second):
-				case <-r.Context().Done():
-				}
-			}
-			h.ServeHTTP(w, r)
-		})
-	}
 	hs, _ := serveAgentThrough(t, rt, a, true, &server.Options{Tokens: map[string]string{"ann-token-0123456789": "ann", "bob-token-0123456789": "bob"}}, slowSockets)
 
 	shots := os.Getenv("CALF_SCREENSHOTS") // a directory to save the screenshots in
@@ -115,7 +119,7 @@ func TestWebChatInBrowser(t *testing.T) {
 // The run inspector in headless Chromium: a run in progress, opened from
 // the runs list, drawn while it runs and again after its output; the tool
 // call's edge clicked for its payload, timings and workers; the run's dead
-// letter replayed from the page.
+// letter replayed from the page. The page's socket opens a second late.
 func TestRunInspectorInBrowser(t *testing.T) {
 	chromium(t)
 	node := peers.Node(t)
@@ -170,7 +174,9 @@ func TestRunInspectorInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	// The page's socket opens late: the run clicked before it is open is
+	// followed once it is.
+	hs := httptest.NewServer(slowSockets(srv.Handler()))
 	t.Cleanup(hs.Close)
 	status, body, h := do(t, "POST", hs.URL+"/v1/chat/completions", ann, `{"model":"bang","messages":[{"role":"user","content":"hey"}]}`, nil)
 	if status != 200 || !strings.Contains(body, "hey!!") {
