@@ -250,6 +250,7 @@ async function init() {
     localStorage.setItem('calf.session', state.session);
   }
   await openSession(state.session);
+  if (!state.bridge.isOpen) setStatus('connecting…');
   state.bridge.open();
 }
 
