@@ -1066,17 +1066,12 @@ func (h *handlers[Deps, Out]) recordInRun(ctx context.Context, id string, res To
 	return recorded, done, err
 }
 
-// resultOf is the result event of the answered call p of step.
-func resultOf(step int, p *PendingCall) ToolResultEvent {
-	return ToolResultEvent{Step: step, ToolCallID: p.ID, ToolName: p.Name, Status: p.Status, Result: p.Result, Handoff: p.Handoff, Hooks: p.Hooks}
-}
-
 // resultFor returns the result s holds for the call id of step: a pending
 // call's, or one in the tool calls the run has kept in memory.
 func (s *RunState) resultFor(step int, id string) (ToolResultEvent, bool) {
 	if s.Step == step {
 		if p := s.pending(id); p != nil && p.Result != nil {
-			return resultOf(step, p), true
+			return ToolResultEvent{Step: step, ToolCallID: p.ID, ToolName: p.Name, Status: p.Status, Result: p.Result, Handoff: p.Handoff, Hooks: p.Hooks}, true
 		}
 	}
 	for i := len(s.ToolCalls) - 1; i >= 0; i-- {

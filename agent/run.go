@@ -355,7 +355,7 @@ func (a *Agent[Deps, Out]) outputOf(st *RunState) (*Output[Out], error) {
 	}
 	o := &Output[Out]{
 		Agent: st.Agent, RunID: st.RunID, SessionID: st.SessionID, Chain: slices.Clone(st.Chain),
-		Messages: added, Thread: slices.Clip(thread), ToolCalls: cloneToolCalls(st.ToolCalls),
+		Messages: added, Thread: thread, ToolCalls: cloneToolCalls(st.ToolCalls),
 		Usage: st.spent().Usage, Cost: st.spent().Cost, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt),
 	}
 	if err := json.Unmarshal(st.Output, &o.Output); err != nil {

@@ -119,22 +119,16 @@ func (c *stateCache) recordedResult(id, call string) {
 // latest returns a copy of the cached state of run id, with the record it
 // was stored as, without reading the store: it may be behind the store.
 func (c *stateCache) latest(id string) (*RunState, store.Record, bool) {
-	c.mu.Lock()
-	e, ok := c.entries[id]
-	c.mu.Unlock()
-	if !ok {
-		return nil, store.Record{}, false
-	}
-	return e.st.clone(), e.record(id), true
+	return c.latestIf(id, nil)
 }
 
-// latestIf is latest for a cached state that satisfies ok, which must not
-// change it; it copies no state that does not.
+// latestIf is latest for a cached state that satisfies ok (any, when ok
+// is nil), which must not change it; it copies no state that does not.
 func (c *stateCache) latestIf(id string, ok func(*RunState) bool) (*RunState, store.Record, bool) {
 	c.mu.Lock()
 	e, found := c.entries[id]
 	c.mu.Unlock()
-	if !found || !ok(e.st) {
+	if !found || (ok != nil && !ok(e.st)) {
 		return nil, store.Record{}, false
 	}
 	return e.st.clone(), e.record(id), true
