@@ -10,7 +10,12 @@ import (
 // Handler handles one delivered message. Returning nil acknowledges it;
 // returning an error has it redelivered after a backoff, and after the
 // subscription's last attempt it is parked on [DeadLetterChannel]. An error
-// wrapped with [Permanent] parks the message at once.
+// wrapped with [Permanent] parks the message at once. An error of a service
+// that cannot be reached ([IsUnavailable]: a store or broker that is down
+// or restarting) is retried without using up an attempt for as long as
+// the subscription's outage budget allows ([DefaultOutageBudget]), so that
+// an ordinary outage parks nothing. A dead letter itself is never parked:
+// it is retried until its handler succeeds.
 //
 // The context carries the message ([MessageFromContext]) and is cancelled
 // when the subscription closes.
@@ -150,12 +155,26 @@ type SubscribeOptions struct {
 	// Concurrency bounds how many keys are handled at once. Zero means the
 	// broker's default.
 	Concurrency int
+	// OutageBudget bounds how long a message whose handler fails with an
+	// error of a service that cannot be reached ([IsUnavailable]) is
+	// retried, without using up its attempts, before those failures count
+	// as attempts. Zero means the broker's default
+	// ([DefaultOutageBudget] unless the broker's options say otherwise); a
+	// negative value counts them as attempts at once.
+	OutageBudget time.Duration
 }
 
 // DefaultMaxAttempts is the number of deliveries of a failing message before
 // it is dead-lettered, when neither the subscription nor the broker says
 // otherwise.
 const DefaultMaxAttempts = 5
+
+// DefaultOutageBudget is how long, by default, a broker retries a message
+// whose handler fails because a service cannot be reached
+// ([IsUnavailable]) before those failures count as attempts: long enough
+// for a database or a broker to restart or fail over, so that an ordinary
+// outage parks nothing.
+const DefaultOutageBudget = 5 * time.Minute
 
 // DeadLetterChannel is the channel on which brokers park messages that
 // failed their last attempt. Its payload is a [DeadLetter].

@@ -42,10 +42,17 @@
 // or at once when the error is marked [calf.Permanent], the message is
 // parked: a [calf.DeadLetter] is published on [calf.DeadLetterChannel], a
 // warning is logged, and the key moves on. The dead letters of a private
-// group name no group. A handler that panics fails
-// with an error. A message on the dead-letter channel that itself fails its
-// last attempt is logged at error level with its data and dropped, rather
-// than parked again.
+// group name no group. A handler that panics fails with an error.
+//
+// An error of a service that cannot be reached ([calf.IsUnavailable]: the
+// store or a broker down or restarting) uses up no attempt: the message is
+// retried in place, after a backoff from 100 ms to 2 s, for as long as the
+// outage budget allows ([calf.SubscribeOptions.OutageBudget], else
+// [Options.OutageBudget], else [calf.DefaultOutageBudget]); only then do
+// its failures count. A message on the dead-letter channel is never parked
+// and never dropped: when its handler (the dead-letter recorder) fails, it
+// is logged and retried, after a backoff that grows to 5 s, until it
+// succeeds.
 //
 // # Backpressure
 //

@@ -42,5 +42,5 @@ func Example() {
 	// Output:
 	// hello, ada (attempt 1)
 	// hello, grace (attempt 1)
-	// {Published:2 Delivered:2 Redelivered:0 DeadLettered:0 Discarded:0}
+	// {Published:2 Delivered:2 Redelivered:0 DeadLettered:0 Discarded:0 OutageRetries:0}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/broker/internal/delivery"
 )
 
 // group is a consumer group: the members that share a pattern's messages,
@@ -190,7 +191,7 @@ type subscription struct {
 	h           calf.Handler
 	ctx         context.Context
 	cancel      context.CancelFunc
-	maxAttempts int
+	policy      delivery.Policy
 	concurrency int
 	wg          sync.WaitGroup // running workers
 
@@ -310,11 +311,19 @@ func (s *subscription) drainQueues(q *keyQueue) {
 		var parked bool
 		var backoff time.Duration
 		if err != nil && s.ctx.Err() == nil {
-			if attempt >= s.maxAttempts || calf.IsPermanent(err) {
+			// The worker holds q: no one else reads or changes its tracker.
+			v := s.policy.After(&q.track, msg, err)
+			if v.Park {
 				b.park(msg, g, err, attempt)
 				parked = true
 			} else {
-				backoff = b.opts.Backoff(attempt)
+				backoff = v.Wait
+				if v.Outage {
+					b.outageRetries.Add(1)
+				}
+				if !delivery.Parkable(msg) {
+					b.log.Warn("memory: a dead letter's handler failed; it is kept and retried", "group", g.name, "id", msg.ID, "key", msg.Key, "error", err, "retry_in", backoff)
+				}
 			}
 		}
 		g.mu.Lock()
@@ -354,7 +363,6 @@ func (s *subscription) settle(q *keyQueue, err error, parked bool, backoff time.
 		// Interrupted by Close: the message stays unacknowledged, for
 		// another member.
 	default:
-		q.failures++
 		held := q
 		time.AfterFunc(backoff, func() {
 			g.mu.Lock()

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/broker/internal/delivery"
 )
 
 // Default values of [Options].
@@ -53,6 +55,12 @@ type Options struct {
 	// subscriptions that do not set [calf.SubscribeOptions.Concurrency].
 	// Default: [DefaultConcurrency].
 	Concurrency int
+	// OutageBudget bounds how long a message whose handler fails because a
+	// service cannot be reached ([calf.IsUnavailable]) is retried without
+	// using up its attempts, for subscriptions that do not set
+	// [calf.SubscribeOptions.OutageBudget]. Default:
+	// [calf.DefaultOutageBudget]; negative: no budget.
+	OutageBudget time.Duration
 	// Logger receives the broker's diagnostics: a warning for every parked
 	// message, an error for a message that could not be parked. Default:
 	// discard.
@@ -76,6 +84,9 @@ type Stats struct {
 	// Discarded counts the messages dropped unhandled because the last
 	// member of their consumer group left.
 	Discarded int64
+	// OutageRetries counts the failed deliveries retried as outages
+	// ([calf.IsUnavailable]), which used up no attempt.
+	OutageRetries int64
 }
 
 // Broker is an in-process [calf.Broker]; see the package documentation for
@@ -99,7 +110,7 @@ type Broker struct {
 	idleMu sync.Mutex
 	idle   chan struct{}
 
-	published, delivered, redelivered, deadLettered, discarded atomic.Int64
+	published, delivered, redelivered, deadLettered, discarded, outageRetries atomic.Int64
 }
 
 var (
@@ -246,11 +257,16 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	}
 	sctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), deliveryKey{}, b))
 	s := &subscription{
-		g:           g,
-		h:           h,
-		ctx:         sctx,
-		cancel:      cancel,
-		maxAttempts: o.MaxAttempts,
+		g:      g,
+		h:      h,
+		ctx:    sctx,
+		cancel: cancel,
+		policy: delivery.Policy{
+			MaxAttempts:  o.MaxAttempts,
+			Backoff:      b.opts.Backoff,
+			OutageBudget: cmp.Or(o.OutageBudget, b.opts.OutageBudget),
+			Now:          b.opts.Now,
+		},
 		concurrency: o.Concurrency,
 	}
 	g.mu.Lock()
@@ -332,11 +348,12 @@ func (b *Broker) Drain(ctx context.Context) error {
 // Stats returns the broker's counters.
 func (b *Broker) Stats() Stats {
 	return Stats{
-		Published:    b.published.Load(),
-		Delivered:    b.delivered.Load(),
-		Redelivered:  b.redelivered.Load(),
-		DeadLettered: b.deadLettered.Load(),
-		Discarded:    b.discarded.Load(),
+		Published:     b.published.Load(),
+		Delivered:     b.delivered.Load(),
+		Redelivered:   b.redelivered.Load(),
+		DeadLettered:  b.deadLettered.Load(),
+		Discarded:     b.discarded.Load(),
+		OutageRetries: b.outageRetries.Load(),
 	}
 }
 

@@ -473,19 +473,26 @@ func sorted(s []string) []string {
 	return s
 }
 
-func TestFailingDeadLetterIsLoggedNotParked(t *testing.T) {
+func TestFailingDeadLetterIsRetriedUntilHandled(t *testing.T) {
 	var logs syncBuffer
 	b := newBroker(t, &memory.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	subscribe(t, b, ">", func(context.Context, *calf.Message) error {
+	var letters atomic.Int32
+	subscribe(t, b, ">", func(_ context.Context, m *calf.Message) error {
+		if m.Channel == calf.DeadLetterChannel && letters.Add(1) > 3 {
+			return nil // the recorder's store is back
+		}
 		return calf.Permanent(errors.New("rejects everything"))
-	}, nil)
+	}, &calf.SubscribeOptions{MaxAttempts: 2})
 	publish(t, b, msg("fd.x", "k", "m"))
 	drain(t, b)
 	if got := b.Stats().DeadLettered; got != 1 {
-		t.Errorf("dead-lettered %d messages, want 1", got)
+		t.Errorf("dead-lettered %d messages, want 1 (a dead letter is never parked in turn)", got)
 	}
-	if out := logs.String(); !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "id=deadletter..m") {
-		t.Errorf("the failing dead letter was not logged as an error:\n%s", out)
+	if got := letters.Load(); got != 4 {
+		t.Errorf("the dead letter was delivered %d times, want 4 (three failures, then handled)", got)
+	}
+	if out := logs.String(); !strings.Contains(out, "id=deadletter..m") {
+		t.Errorf("the failing dead letter was not logged:\n%s", out)
 	}
 }
 
@@ -668,5 +675,33 @@ func TestGroupMembers(t *testing.T) {
 	_ = s1.Close()
 	if n := count(); n != 1 {
 		t.Errorf("members after one left = %d, want 1", n)
+	}
+}
+
+func TestOutagesUseUpNoAttempt(t *testing.T) {
+	b := newBroker(t, &memory.Options{MaxAttempts: 2})
+	var calls atomic.Int32
+	subscribe(t, b, "out.x", func(context.Context, *calf.Message) error {
+		if calls.Add(1) <= 4 {
+			return fmt.Errorf("agent: load run r: %w", calf.Unavailable(errors.New("store down")))
+		}
+		return nil
+	}, nil)
+	publish(t, b, msg("out.x", "k", "m"))
+	drain(t, b)
+	st := b.Stats()
+	if calls.Load() != 5 || st.DeadLettered != 0 || st.OutageRetries != 4 {
+		t.Errorf("%d calls, stats %+v; want 5 calls, the message handled after 4 outage retries and nothing parked", calls.Load(), st)
+	}
+
+	// Past its budget, an outage counts as attempts and parks.
+	b2 := newBroker(t, &memory.Options{MaxAttempts: 2, OutageBudget: -1})
+	subscribe(t, b2, "out.x", func(context.Context, *calf.Message) error {
+		return calf.Unavailable(errors.New("store down"))
+	}, nil)
+	publish(t, b2, msg("out.x", "k", "m"))
+	drain(t, b2)
+	if st := b2.Stats(); st.DeadLettered != 1 || st.Delivered != 2 {
+		t.Errorf("stats %+v with no outage budget; want the message parked after 2 deliveries", st)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/broker/internal/delivery"
 )
 
 // keyQueue holds the unacknowledged messages of one key in a group, in
@@ -14,10 +15,10 @@ type keyQueue struct {
 	anon  bool          // a keyless message's queue, not in the group's map
 	owner *subscription // the member the key is pinned to while queued
 
-	msgs     []*calf.Message
-	head     int
-	failures int // failed deliveries of the first message
-	tries    int // deliveries of the first message, interrupted ones included
+	msgs  []*calf.Message
+	head  int
+	track delivery.Tracker // failures in a row of the first message
+	tries int              // deliveries of the first message, interrupted ones included
 
 	nextReady *keyQueue // link in the owner's ready list
 }
@@ -50,7 +51,7 @@ func (q *keyQueue) empty() bool { return q.head == len(q.msgs) }
 // previous one.
 func (q *keyQueue) next() (*calf.Message, int) {
 	m := q.msgs[q.head]
-	attempt := q.failures + 1
+	attempt := max(q.track.Attempt, 1)
 	if q.tries > 0 {
 		m = m.Clone()
 	}
@@ -63,7 +64,7 @@ func (q *keyQueue) next() (*calf.Message, int) {
 func (q *keyQueue) pop() {
 	q.msgs[q.head] = nil
 	q.head++
-	q.failures, q.tries = 0, 0
+	q.track, q.tries = delivery.Tracker{}, 0
 	switch {
 	case q.head == len(q.msgs):
 		q.msgs, q.head = q.msgs[:0], 0
