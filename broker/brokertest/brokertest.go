@@ -108,6 +108,8 @@ func Run(t *testing.T, newBroker func(t *testing.T) calf.Broker, f Features) {
 		{"PublishFromHandler", testPublishFromHandler, false},
 		{"Redelivery", testRedelivery, false},
 		{"DeadLetter", testDeadLetter, false},
+		{"Outage", testOutage, false},
+		{"DeadLetterKept", testDeadLetterKept, false},
 		{"SubscriptionClose", testSubscriptionClose, false},
 		{"BrokerClose", testBrokerClose, false},
 		{"Backpressure", testBackpressure, false},

@@ -167,3 +167,80 @@ func testDeadLetter(e *env) {
 		})
 	}
 }
+
+// testOutage checks that failures of a service that cannot be reached
+// ([calf.IsUnavailable]) use up no attempt: a message whose handler fails
+// that way more times than its MaxAttempts is handled when the outage
+// ends, not parked, and keeps its attempt number.
+func testOutage(e *env) {
+	t := e.t
+	ch := e.channel("outage")
+	id := e.id("outage")
+	var (
+		mu       sync.Mutex
+		attempts []int
+	)
+	dead := newCollector()
+	e.subscribe(calf.DeadLetterChannel, func(ctx context.Context, m *calf.Message) error {
+		var dl calf.DeadLetter
+		if json.Unmarshal(m.Data, &dl) == nil && dl.Message != nil && dl.Message.ID == id {
+			dead.add(m)
+		}
+		return nil
+	}, nil)
+	got := newCollector()
+	e.subscribe(ch, func(ctx context.Context, m *calf.Message) error {
+		mu.Lock()
+		attempts = append(attempts, m.Metadata.Attempt)
+		n := len(attempts)
+		mu.Unlock()
+		if n <= 3 {
+			return fmt.Errorf("load state: %w", calf.Unavailable(errors.New("connection refused")))
+		}
+		return got.handle(ctx, m)
+	}, &calf.SubscribeOptions{Group: e.group("outage"), MaxAttempts: 2})
+	e.publish(e.msg(ch, "k", id))
+	got.waitID(t, "the message after the outage", id)
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]int{1, 1, 1, 1}, attempts); diff != "" {
+		t.Errorf("attempts through the outage (-want +got):\n%s", diff)
+	}
+	if n := len(dead.snapshot()); n != 0 {
+		t.Errorf("%d dead letters for a message that failed only through an outage", n)
+	}
+}
+
+// testDeadLetterKept checks that a dead letter whose handler fails (a
+// recorder whose store is down) is neither parked again nor dropped, but
+// delivered again until its handler succeeds, even past MaxAttempts.
+func testDeadLetterKept(e *env) {
+	t := e.t
+	ch := e.channel("kept")
+	group := e.group("kept")
+	id := e.id("kept")
+	var fails atomic.Int32
+	recorded := newCollector()
+	e.subscribe(calf.DeadLetterChannel, func(ctx context.Context, m *calf.Message) error {
+		var dl calf.DeadLetter
+		if json.Unmarshal(m.Data, &dl) != nil || dl.Message == nil || dl.Message.Channel != ch {
+			return nil
+		}
+		if fails.Add(1) <= 4 {
+			return calf.Permanent(errors.New("the store is down"))
+		}
+		recorded.add(m)
+		return nil
+	}, &calf.SubscribeOptions{Group: e.group("kept-recorder"), MaxAttempts: 2})
+	e.subscribe(ch, func(ctx context.Context, m *calf.Message) error {
+		return calf.Permanent(errors.New("poison"))
+	}, &calf.SubscribeOptions{Group: group})
+	e.publish(e.msg(ch, "k", id))
+	dls := recorded.waitN(t, "the dead letter, recorded after four failures", 1)
+	if want := "deadletter." + group + "." + id; dls[0].ID != want {
+		t.Errorf("recorded %s, want %s", dls[0].ID, want)
+	}
+	if n := fails.Load(); n != 5 {
+		t.Errorf("the dead letter was delivered %d times, want 5", n)
+	}
+}

@@ -134,6 +134,15 @@
 // fail, the member retries it, with the same backoff, holding the
 // partition.
 //
+// An error of a service that cannot be reached ([calf.IsUnavailable]: the
+// store down or restarting) uses up no attempt: the handler is called
+// again in place, after a backoff from 100 ms to 2 s, for as long as the
+// outage budget allows ([calf.SubscribeOptions.OutageBudget], else
+// [Options.OutageBudget], else [calf.DefaultOutageBudget]). A dead letter
+// is never parked and never dropped: its handler (the recorder of package
+// deadletter) is called again until it succeeds, its offset uncommitted
+// meanwhile.
+//
 // Kafka keeps every record published: a message published twice (by a
 // producer that retried, or a handler that ran twice and emitted the same
 // event) is two records. Within [Options.DuplicateWindow] (2 minutes by

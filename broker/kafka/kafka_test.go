@@ -93,7 +93,7 @@ func TestConformance(t *testing.T) {
 	}, features(c))
 }
 
-type delivery struct {
+type handled struct {
 	ID      string
 	Attempt int
 }
@@ -101,7 +101,7 @@ type delivery struct {
 // recorder records the deliveries a handler receives.
 type recorder struct {
 	mu     sync.Mutex
-	calls  []delivery
+	calls  []handled
 	notify chan struct{}
 }
 
@@ -109,7 +109,7 @@ func newRecorder() *recorder { return &recorder{notify: make(chan struct{}, 1)} 
 
 func (r *recorder) add(m *calf.Message) {
 	r.mu.Lock()
-	r.calls = append(r.calls, delivery{m.ID, m.Metadata.Attempt})
+	r.calls = append(r.calls, handled{m.ID, m.Metadata.Attempt})
 	r.mu.Unlock()
 	select {
 	case r.notify <- struct{}{}:
@@ -122,14 +122,14 @@ func (r *recorder) handle(_ context.Context, m *calf.Message) error {
 	return nil
 }
 
-func (r *recorder) get() []delivery {
+func (r *recorder) get() []handled {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.calls)
 }
 
 // waitFor waits until done holds for the calls recorded.
-func (r *recorder) waitFor(t *testing.T, what string, done func([]delivery) bool) []delivery {
+func (r *recorder) waitFor(t *testing.T, what string, done func([]handled) bool) []handled {
 	t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -146,10 +146,10 @@ func (r *recorder) waitFor(t *testing.T, what string, done func([]delivery) bool
 	}
 }
 
-func (r *recorder) waitID(t *testing.T, what, id string) []delivery {
+func (r *recorder) waitID(t *testing.T, what, id string) []handled {
 	t.Helper()
-	return r.waitFor(t, what, func(c []delivery) bool {
-		return slices.ContainsFunc(c, func(d delivery) bool { return d.ID == id })
+	return r.waitFor(t, what, func(c []handled) bool {
+		return slices.ContainsFunc(c, func(d handled) bool { return d.ID == id })
 	})
 }
 
@@ -285,15 +285,15 @@ func TestRetryHoldsOnlyItsPartition(t *testing.T) {
 		return nil
 	}, &calf.SubscribeOptions{Group: "g", MaxAttempts: 1000})
 	publish(t, b, msg("hold.x", "k", "stuck"), msg("hold.x", "k", "after"))
-	rec.waitFor(t, "retries", func(c []delivery) bool { return len(c) >= 3 })
+	rec.waitFor(t, "retries", func(c []handled) bool { return len(c) >= 3 })
 	publish(t, b, msg("hold.y", "k", "other"))
 	got := rec.waitID(t, "message of another partition", "other")
-	if slices.ContainsFunc(got, func(d delivery) bool { return d.ID == "after" }) {
+	if slices.ContainsFunc(got, func(d handled) bool { return d.ID == "after" }) {
 		t.Errorf("the message after the one retried was handled first: %v", got)
 	}
 	close(release)
 	got = rec.waitID(t, "message after the one retried", "after")
-	last := slices.IndexFunc(got, func(d delivery) bool { return d.ID == "after" })
+	last := slices.IndexFunc(got, func(d handled) bool { return d.ID == "after" })
 	for _, d := range got[last:] {
 		if d.ID == "stuck" {
 			t.Errorf("the message retried was delivered after the next one: %v", got)
@@ -332,7 +332,7 @@ func TestUndecodableIsParked(t *testing.T) {
 		}
 	}
 	publish(t, b, msg("bad.x", "k", "good"))
-	dead.waitFor(t, "dead letters", func(c []delivery) bool { return len(c) >= len(raws) })
+	dead.waitFor(t, "dead letters", func(c []handled) bool { return len(c) >= len(raws) })
 	mu.Lock()
 	for _, raw := range raws {
 		dl := letters[raw]
@@ -346,7 +346,7 @@ func TestUndecodableIsParked(t *testing.T) {
 	}
 	mu.Unlock()
 	got := rec.waitID(t, "the good message", "good")
-	if diff := cmp.Diff([]delivery{{"good", 1}}, got); diff != "" {
+	if diff := cmp.Diff([]handled{{"good", 1}}, got); diff != "" {
 		t.Errorf("deliveries (-want +got):\n%s", diff)
 	}
 }
@@ -390,7 +390,7 @@ func TestPatternFindsTopicsOfOtherProcesses(t *testing.T) {
 	rec := newRecorder()
 	subscribe(t, sub, "new.*", rec.handle, &calf.SubscribeOptions{Group: "g"})
 	publish(t, pub, msg("new.a", "k", "a1"), msg("new.a", "k", "a2"), msg("new.b", "k", "b1"))
-	rec.waitFor(t, "messages on topics created by another broker", func(c []delivery) bool { return len(c) >= 3 })
+	rec.waitFor(t, "messages on topics created by another broker", func(c []handled) bool { return len(c) >= 3 })
 }
 
 // TestDeadMemberPartitionsMove checks that the partitions of a member that
@@ -422,8 +422,8 @@ func TestDeadMemberPartitionsMove(t *testing.T) {
 	a.crash()
 	rec := newRecorder()
 	subscribe(t, b, "dead.x", rec.handle, &calf.SubscribeOptions{Group: "g"})
-	got := rec.waitFor(t, "messages of the dead member", func(c []delivery) bool { return len(c) >= 2 })
-	if diff := cmp.Diff([]delivery{{"m1", 1}, {"m2", 1}}, got); diff != "" {
+	got := rec.waitFor(t, "messages of the dead member", func(c []handled) bool { return len(c) >= 2 })
+	if diff := cmp.Diff([]handled{{"m1", 1}, {"m2", 1}}, got); diff != "" {
 		t.Errorf("deliveries (-want +got):\n%s", diff)
 	}
 }
@@ -439,9 +439,9 @@ func TestPrivateSubscriptionJoinsNoGroup(t *testing.T) {
 	rec := newRecorder()
 	subscribe(t, b, "priv.*", rec.handle, nil)
 	publish(t, b, msg("priv.a", "k", "a1"), msg("priv.b", "k", "b1"))
-	got := rec.waitFor(t, "messages", func(c []delivery) bool { return len(c) >= 2 })
-	slices.SortFunc(got, func(x, y delivery) int { return strings.Compare(x.ID, y.ID) })
-	if diff := cmp.Diff([]delivery{{"a1", 1}, {"b1", 1}}, got); diff != "" {
+	got := rec.waitFor(t, "messages", func(c []handled) bool { return len(c) >= 2 })
+	slices.SortFunc(got, func(x, y handled) int { return strings.Compare(x.ID, y.ID) })
+	if diff := cmp.Diff([]handled{{"a1", 1}, {"b1", 1}}, got); diff != "" {
 		t.Errorf("deliveries (-want +got):\n%s", diff)
 	}
 	groups, err := b.adm.ListGroups(t.Context())
@@ -478,16 +478,16 @@ func TestFullQueuePausesFetching(t *testing.T) {
 		<-gate // until every message is published, so that they queue up
 		return rec.handle(ctx, m)
 	}, &calf.SubscribeOptions{Group: "g"})
-	var want []delivery
+	var want []handled
 	for i := range 60 {
 		id := "m" + strconv.Itoa(i)
-		want = append(want, delivery{id, 1})
+		want = append(want, handled{id, 1})
 		publish(t, b, msg("pause.x", "k", id))
 	}
 	sub := b.subscriptions()[0]
 	waitPaused(t, sub, true)
 	close(gate)
-	got := rec.waitFor(t, "every message", func(c []delivery) bool { return len(c) >= len(want) })
+	got := rec.waitFor(t, "every message", func(c []handled) bool { return len(c) >= len(want) })
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("deliveries (-want +got):\n%s", diff)
 	}
@@ -610,10 +610,10 @@ func TestDuplicateIDsDropped(t *testing.T) {
 	c := newCluster(t)
 	for _, tc := range []struct {
 		window time.Duration
-		want   []delivery
+		want   []handled
 	}{
-		{0, []delivery{{"m1", 1}, {"m2", 1}}},
-		{-1, []delivery{{"m1", 1}, {"m1", 1}, {"m2", 1}}},
+		{0, []handled{{"m1", 1}, {"m2", 1}}},
+		{-1, []handled{{"m1", 1}, {"m1", 1}, {"m2", 1}}},
 	} {
 		opts := testOptions()
 		opts.DuplicateWindow = tc.window
@@ -748,9 +748,9 @@ func TestRevokeWaitsForHandler(t *testing.T) {
 	}
 	releaseOnce.Do(func() { close(release) })
 	publish(t, a, msg("rv.a", "k", "a-2"), msg("rv.b", "k", "b-2"))
-	got := rec.waitFor(t, "the second messages", func(c []delivery) bool {
-		return slices.ContainsFunc(c, func(d delivery) bool { return d.ID == "a-2" }) &&
-			slices.ContainsFunc(c, func(d delivery) bool { return d.ID == "b-2" })
+	got := rec.waitFor(t, "the second messages", func(c []handled) bool {
+		return slices.ContainsFunc(c, func(d handled) bool { return d.ID == "a-2" }) &&
+			slices.ContainsFunc(c, func(d handled) bool { return d.ID == "b-2" })
 	})
 	count := map[string]int{}
 	for _, d := range got {
@@ -898,8 +898,8 @@ func TestSilentMemberIsRemovedFromItsGroup(t *testing.T) {
 	})
 	a.crash()
 	publish(t, b, msg("silent.x", "k", "m2"))
-	got := rec.waitFor(t, "messages of the silent member", func(c []delivery) bool { return len(c) >= 2 })
-	if diff := cmp.Diff([]delivery{{"m1", 1}, {"m2", 1}}, got); diff != "" {
+	got := rec.waitFor(t, "messages of the silent member", func(c []handled) bool { return len(c) >= 2 })
+	if diff := cmp.Diff([]handled{{"m1", 1}, {"m2", 1}}, got); diff != "" {
 		t.Errorf("deliveries (-want +got):\n%s", diff)
 	}
 	topic := opts.TopicPrefix + MembersTopic

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/broker/internal/delivery"
 )
 
 // pollRecords bounds the records one poll takes.
@@ -63,15 +65,20 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	group, private := o.Group, o.Group == ""
 	sctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), handlerKey{}, b))
 	s := &subscription{
-		b:             b,
-		pattern:       pattern,
-		topics:        topics,
-		group:         group,
-		private:       private,
-		h:             h,
-		ctx:           sctx,
-		cancel:        cancel,
-		maxAttempts:   o.MaxAttempts,
+		b:       b,
+		pattern: pattern,
+		topics:  topics,
+		group:   group,
+		private: private,
+		h:       h,
+		ctx:     sctx,
+		cancel:  cancel,
+		policy: delivery.Policy{
+			MaxAttempts:  o.MaxAttempts,
+			Backoff:      b.opts.Backoff,
+			OutageBudget: cmp.Or(o.OutageBudget, b.opts.OutageBudget),
+			Now:          b.opts.Now,
+		},
 		sem:           make(chan struct{}, o.Concurrency),
 		workers:       map[partition]*worker{},
 		known:         map[partition]bool{},
@@ -107,17 +114,17 @@ type partition struct {
 // client, and a worker per assigned partition that handles its records by
 // key: one at a time and in offset order for each key, keys in parallel.
 type subscription struct {
-	b           *Broker
-	pattern     string
-	topics      topicMatcher
-	group       string
-	private     bool
-	h           calf.Handler
-	ctx         context.Context // the handlers' context
-	cancel      context.CancelFunc
-	maxAttempts int
-	sem         chan struct{} // bounds the messages handled at once
-	cl          *kgo.Client
+	b       *Broker
+	pattern string
+	topics  topicMatcher
+	group   string
+	private bool
+	h       calf.Handler
+	ctx     context.Context // the handlers' context
+	cancel  context.CancelFunc
+	policy  delivery.Policy
+	sem     chan struct{} // bounds the messages handled at once
+	cl      *kgo.Client
 
 	mu      sync.Mutex
 	workers map[partition]*worker
@@ -647,12 +654,14 @@ func (w *worker) handle(r *kgo.Record) bool {
 	if w.hasSeen(msg.ID) {
 		return true // published again within the duplicate window
 	}
-	for attempt := 1; ; attempt++ {
+	tr := delivery.NewTracker(1)
+	for {
 		if !w.acquire() {
 			return false
 		}
 		m := msg.Clone()
-		m.Metadata.Attempt = attempt
+		m.Metadata.Attempt = tr.Attempt
+		attempt := tr.Attempt
 		err := w.call(m)
 		<-s.sem
 		if err == nil {
@@ -662,14 +671,18 @@ func (w *worker) handle(r *kgo.Record) bool {
 		if w.stopped() || s.ctx.Err() != nil {
 			return false // interrupted: the next owner handles it again
 		}
-		if attempt >= s.maxAttempts || calf.IsPermanent(err) {
+		v := s.policy.After(tr, msg, err)
+		if v.Park {
 			if !w.settle(msg, err, attempt) {
 				return false
 			}
 			w.addSeen(msg.ID)
 			return true
 		}
-		if !w.sleep(b.opts.Backoff(attempt)) {
+		if !delivery.Parkable(msg) {
+			b.log.Warn("kafka: a dead letter's handler failed; it is kept and retried", "group", s.group, "id", msg.ID, "key", msg.Key, "error", err, "retry_in", v.Wait)
+		}
+		if !w.sleep(v.Wait) {
 			return false
 		}
 	}

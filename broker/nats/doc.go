@@ -149,6 +149,17 @@
 // is parked without calling the handler. The consumers' MaxDeliver (the
 // attempts plus 5) is a safety net.
 //
+// An error of a service that cannot be reached ([calf.IsUnavailable]: the
+// store down or restarting, this broker's server unreachable) uses up no
+// attempt: the handler is called again in place, after a backoff from
+// 100 ms to 2 s, for as long as the outage budget allows
+// ([calf.SubscribeOptions.OutageBudget], else [Options.OutageBudget],
+// else [calf.DefaultOutageBudget]). A dead letter is never parked and never
+// dropped: its handler (the recorder of package deadletter) is called again
+// until it succeeds, the consumers of a subscription to
+// [calf.DeadLetterChannel] having no MaxDeliver, so that a parked message
+// stays in the stream until it is recorded.
+//
 // While a member holds a message (in progress or waiting in its lane),
 // the broker tells the server every quarter of [Options.AckWait] (4
 // seconds by default) that it is in progress, so a handler may run for

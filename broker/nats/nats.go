@@ -91,6 +91,12 @@ type Options struct {
 	// [calf.DeadLetterChannel], for subscriptions that do not set
 	// [calf.SubscribeOptions.MaxAttempts]. Default: [calf.DefaultMaxAttempts].
 	MaxAttempts int
+	// OutageBudget bounds how long a message whose handler fails because a
+	// service cannot be reached ([calf.IsUnavailable]) is retried without
+	// using up its attempts, for subscriptions that do not set
+	// [calf.SubscribeOptions.OutageBudget]. Default:
+	// [calf.DefaultOutageBudget]; negative: no budget.
+	OutageBudget time.Duration
 	// Backoff returns the delay before redelivering a message whose
 	// delivery number attempt (1 for the first) failed. Default:
 	// [calf.ExponentialBackoff] from [DefaultMinBackoff] to [DefaultMaxBackoff].

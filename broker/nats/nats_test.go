@@ -249,14 +249,14 @@ func backendsWith(t *testing.T, set func(*Options), f func(t *testing.T, open fu
 	})
 }
 
-type delivery struct {
+type handled struct {
 	ID      string
 	Attempt int
 }
 
 type recorder struct {
 	mu     sync.Mutex
-	calls  []delivery
+	calls  []handled
 	notify chan struct{}
 }
 
@@ -264,7 +264,7 @@ func newRecorder() *recorder { return &recorder{notify: make(chan struct{}, 1)} 
 
 func (r *recorder) add(m *calf.Message) {
 	r.mu.Lock()
-	r.calls = append(r.calls, delivery{m.ID, m.Metadata.Attempt})
+	r.calls = append(r.calls, handled{m.ID, m.Metadata.Attempt})
 	r.mu.Unlock()
 	select {
 	case r.notify <- struct{}{}:
@@ -272,14 +272,14 @@ func (r *recorder) add(m *calf.Message) {
 	}
 }
 
-func (r *recorder) get() []delivery {
+func (r *recorder) get() []handled {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.calls)
 }
 
 // waitFor waits until done holds for the calls recorded.
-func (r *recorder) waitFor(t *testing.T, what string, done func([]delivery) bool) []delivery {
+func (r *recorder) waitFor(t *testing.T, what string, done func([]handled) bool) []handled {
 	t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -296,9 +296,9 @@ func (r *recorder) waitFor(t *testing.T, what string, done func([]delivery) bool
 	}
 }
 
-func (r *recorder) waitN(t *testing.T, what string, n int) []delivery {
+func (r *recorder) waitN(t *testing.T, what string, n int) []handled {
 	t.Helper()
-	return r.waitFor(t, what, func(c []delivery) bool { return len(c) >= n })
+	return r.waitFor(t, what, func(c []handled) bool { return len(c) >= n })
 }
 
 func msg(channel, key, id string) *calf.Message {
@@ -340,7 +340,7 @@ func TestOrderUnderRedelivery(t *testing.T) {
 		}, &calf.SubscribeOptions{Group: "g"})
 		publish(t, b, msg("ord.x", "k", "m1"), msg("ord.x", "k", "m2"), msg("ord.x", "k", "m3"))
 		got := rec.waitN(t, "every message", 5)
-		want := []delivery{{"m1", 1}, {"m1", 2}, {"m1", 3}, {"m2", 1}, {"m3", 1}}
+		want := []handled{{"m1", 1}, {"m1", 2}, {"m1", 3}, {"m2", 1}, {"m3", 1}}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("deliveries (-want +got):\n%s", diff)
 		}
@@ -376,7 +376,7 @@ func TestKeysOfOtherPartitionsGoOn(t *testing.T) {
 		publish(t, b, msg("par.x", held, "h1"), msg("par.x", other, "o1"), msg("par.x", other, "o2"))
 		got := rec.waitN(t, "the other key", 2)
 		close(release)
-		if diff := cmp.Diff([]delivery{{"o1", 1}, {"o2", 1}}, got); diff != "" {
+		if diff := cmp.Diff([]handled{{"o1", 1}, {"o2", 1}}, got); diff != "" {
 			t.Errorf("deliveries while a key is held (-want +got):\n%s", diff)
 		}
 		rec.waitN(t, "the held key", 3)
@@ -549,7 +549,7 @@ func TestUndecodableIsParked(t *testing.T) {
 		}
 	}
 	got := rec.waitN(t, "the good message", 1)
-	if diff := cmp.Diff([]delivery{{"good", 1}}, got); diff != "" {
+	if diff := cmp.Diff([]handled{{"good", 1}}, got); diff != "" {
 		t.Errorf("deliveries (-want +got):\n%s", diff)
 	}
 }
@@ -564,8 +564,8 @@ func TestDuplicateIDsDropped(t *testing.T) {
 		return nil
 	}, nil)
 	publish(t, b, msg("dup.x", "k", "m1"), msg("dup.x", "k", "m1"), msg("dup.x", "k", "m2"))
-	got := rec.waitFor(t, "m2", func(c []delivery) bool { return slices.Contains(c, delivery{"m2", 1}) })
-	if diff := cmp.Diff([]delivery{{"m1", 1}, {"m2", 1}}, got); diff != "" {
+	got := rec.waitFor(t, "m2", func(c []handled) bool { return slices.Contains(c, handled{"m2", 1}) })
+	if diff := cmp.Diff([]handled{{"m1", 1}, {"m2", 1}}, got); diff != "" {
 		t.Errorf("deliveries (-want +got):\n%s", diff)
 	}
 }
@@ -592,7 +592,7 @@ func TestLongHandlerIsNotRedelivered(t *testing.T) {
 	subscribe(t, b, "long.x", h, &calf.SubscribeOptions{Group: "g"})
 	publish(t, b, msg("long.x", "k", "slow"), msg("long.x", "k", "next"))
 	got := rec.waitN(t, "both messages", 2)
-	if diff := cmp.Diff([]delivery{{"slow", 1}, {"next", 1}}, got); diff != "" {
+	if diff := cmp.Diff([]handled{{"slow", 1}, {"next", 1}}, got); diff != "" {
 		t.Errorf("deliveries (-want +got):\n%s", diff)
 	}
 }
@@ -744,7 +744,7 @@ func BenchmarkPublishHandle(b *testing.B) {
 // TestCloseWhileAPartitionStarts checks that a member that closes while it
 // is starting to consume a partition it has just taken stops that
 // consumption too: left running, it took the messages it had handed back
-// again at once, handed them back again, and so on, each round a delivery,
+// again at once, handed them back again, and so on, each round a handled,
 // until the server dropped them at the consumer's limit of deliveries.
 func TestCloseWhileAPartitionStarts(t *testing.T) {
 	backendsWith(t, func(o *Options) { o.Partitions = 1 }, func(t *testing.T, open func() *Broker) {
@@ -803,7 +803,7 @@ func TestCloseWhileAPartitionStarts(t *testing.T) {
 		got := rec.waitN(t, "the messages, by the next member", n)
 		for i, d := range got[:n] {
 			if want := "m" + strconv.Itoa(i); d.ID != want || d.Attempt > 3 {
-				t.Errorf("delivery %d: %s as attempt %d, want %s as attempt 3 at most", i, d.ID, d.Attempt, want)
+				t.Errorf("handled %d: %s as attempt %d, want %s as attempt 3 at most", i, d.ID, d.Attempt, want)
 			}
 		}
 	})

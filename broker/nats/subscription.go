@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/broker/internal/delivery"
 )
 
 // deliverMargin is how many deliveries beyond its MaxAttempts a consumer
@@ -63,17 +64,22 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	}
 	sctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), handlerKey{}, b))
 	s := &subscription{
-		b:           b,
-		pattern:     pattern,
-		group:       o.Group,
-		h:           h,
-		ctx:         sctx,
-		cancel:      cancel,
-		maxAttempts: o.MaxAttempts,
-		sem:         make(chan struct{}, o.Concurrency),
-		window:      b.opts.Window,
-		parts:       map[int]*part{},
-		beat:        make(chan struct{}),
+		b:       b,
+		pattern: pattern,
+		group:   o.Group,
+		h:       h,
+		ctx:     sctx,
+		cancel:  cancel,
+		policy: delivery.Policy{
+			MaxAttempts:  o.MaxAttempts,
+			Backoff:      b.opts.Backoff,
+			OutageBudget: cmp.Or(o.OutageBudget, b.opts.OutageBudget),
+			Now:          b.opts.Now,
+		},
+		sem:    make(chan struct{}, o.Concurrency),
+		window: b.opts.Window,
+		parts:  map[int]*part{},
+		beat:   make(chan struct{}),
 	}
 	if err := s.start(ctx); err != nil {
 		_ = s.Close()
@@ -97,17 +103,17 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 // (all of them for a private group; those it holds a lease on for a named
 // one), each with a lane per key.
 type subscription struct {
-	b           *Broker
-	pattern     string
-	group       string
-	h           calf.Handler
-	ctx         context.Context
-	cancel      context.CancelFunc
-	maxAttempts int
-	sem         chan struct{} // bounds the handler calls at once
-	window      int           // messages in progress per partition (MaxAckPending)
-	lease       *leaser       // named groups only
-	beat        chan struct{} // closed to stop the heartbeats
+	b       *Broker
+	pattern string
+	group   string
+	h       calf.Handler
+	ctx     context.Context
+	cancel  context.CancelFunc
+	policy  delivery.Policy
+	sem     chan struct{} // bounds the handler calls at once
+	window  int           // messages in progress per partition (MaxAckPending)
+	lease   *leaser       // named groups only
+	beat    chan struct{} // closed to stop the heartbeats
 
 	mu        sync.Mutex
 	stopped   bool
@@ -169,6 +175,25 @@ func consumerName(group string, partition int) string {
 	return clean.String() + "_" + hex.EncodeToString(sum[:6]) + "_p" + strconv.Itoa(partition)
 }
 
+// maxDeliver is the consumers' MaxDeliver: a margin over MaxAttempts, or no
+// limit for a subscription to the dead-letter channel, whose messages are
+// redelivered until they are recorded.
+func (s *subscription) maxDeliver() int {
+	if s.pattern == calf.DeadLetterChannel {
+		return -1
+	}
+	return s.policy.MaxAttempts + deliverMargin
+}
+
+// moreDeliveries reports whether a MaxDeliver of want allows more
+// deliveries than have (-1 being no limit).
+func moreDeliveries(want, have int) bool {
+	if have <= 0 {
+		return false
+	}
+	return want <= 0 || want > have
+}
+
 // consumerConfig returns the consumer configuration of partition p.
 func (s *subscription) consumerConfig(p int) jetstream.ConsumerConfig {
 	b := s.b
@@ -176,7 +201,7 @@ func (s *subscription) consumerConfig(p int) jetstream.ConsumerConfig {
 		DeliverPolicy: jetstream.DeliverNewPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       b.opts.AckWait,
-		MaxDeliver:    s.maxAttempts + deliverMargin,
+		MaxDeliver:    s.maxDeliver(),
 		FilterSubject: subject(b.opts.Prefix, p, s.pattern),
 		MaxAckPending: s.window,
 	}
@@ -426,10 +451,13 @@ func (s *subscription) join(ctx context.Context, cfg jetstream.ConsumerConfig) (
 		pattern := strings.SplitN(have.FilterSubject, ".", 3)
 		return nil, fmt.Errorf("%w: group %q has pattern %q", ErrGroupPattern, s.group, pattern[len(pattern)-1])
 	}
-	if have.MaxDeliver >= cfg.MaxDeliver && have.AckWait == cfg.AckWait && have.MaxAckPending == cfg.MaxAckPending {
+	raise := moreDeliveries(cfg.MaxDeliver, have.MaxDeliver)
+	if !raise && have.AckWait == cfg.AckWait && have.MaxAckPending == cfg.MaxAckPending {
 		return cons, nil
 	}
-	have.MaxDeliver = max(have.MaxDeliver, cfg.MaxDeliver)
+	if raise {
+		have.MaxDeliver = cfg.MaxDeliver
+	}
 	have.AckWait = cfg.AckWait
 	have.MaxAckPending = cfg.MaxAckPending
 	cons, err = b.js.UpdateConsumer(ctx, b.opts.Stream, have)
@@ -667,13 +695,14 @@ func (pt *part) handle(it *item) {
 		pt.park(it, calf.Permanent(it.err), delivered)
 		return
 	}
-	if delivered > s.maxAttempts {
+	if delivered > s.policy.MaxAttempts && delivery.Parkable(msg) {
 		// Deliveries ended without an outcome, by crashes or a shorter
 		// MaxAttempts of another member.
-		pt.park(it, fmt.Errorf("nats: delivered %d times, over the limit of %d", delivered, s.maxAttempts), delivered)
+		pt.park(it, fmt.Errorf("nats: delivered %d times, over the limit of %d", delivered, s.policy.MaxAttempts), delivered)
 		return
 	}
-	for attempt := delivered; ; attempt++ {
+	tr := delivery.NewTracker(delivered)
+	for {
 		select {
 		case s.sem <- struct{}{}:
 		case <-s.ctx.Done():
@@ -681,21 +710,27 @@ func (pt *part) handle(it *item) {
 			return
 		}
 		m := msg.Clone()
-		m.Metadata.Attempt = attempt
+		m.Metadata.Attempt = tr.Attempt
+		attempt := tr.Attempt
 		err := s.call(m)
 		<-s.sem
-		switch {
-		case err == nil:
+		if err == nil {
 			_ = jm.Ack()
 			return
-		case s.halted():
+		}
+		if s.halted() {
 			pt.handBack(it) // interrupted by Close: hand it back at once
 			return
-		case attempt >= s.maxAttempts || calf.IsPermanent(err):
+		}
+		v := s.policy.After(tr, msg, err)
+		if v.Park {
 			pt.park(it, err, attempt)
 			return
 		}
-		t := time.NewTimer(b.opts.Backoff(attempt))
+		if !delivery.Parkable(msg) {
+			b.log.Warn("nats: a dead letter's handler failed; it is kept and retried", "group", s.group, "id", msg.ID, "key", msg.Key, "error", err, "retry_in", v.Wait)
+		}
+		t := time.NewTimer(v.Wait)
 		select {
 		case <-t.C:
 		case <-s.ctx.Done():
