@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+
+	"github.com/calf-go/calf"
 )
 
 // Errors of the store contract. Adapters return them (possibly wrapped) so
@@ -85,8 +87,14 @@ func CheckKey(kind, id string) error {
 // is open.
 type Guard struct {
 	// Name starts the errors of Fail, such as "postgres".
-	Name   string
-	closed atomic.Bool
+	Name string
+	// Unavailable, when set, reports whether an error of the database
+	// shows that it cannot be reached for now (down, restarting, failing
+	// over, out of connections): Fail marks such errors with
+	// [calf.Unavailable], so that brokers retry their handlers through
+	// the outage instead of parking their messages.
+	Unavailable func(error) bool
+	closed      atomic.Bool
 }
 
 // Close marks the store closed.
@@ -115,12 +123,17 @@ func (g *Guard) Live(ctx context.Context) error {
 
 // Fail wraps err, which the database returned for operation op. A close
 // or a done ctx that happened during the operation is reported as such
-// ([ErrClosed], ctx's error) rather than as what the database made of it.
+// ([ErrClosed], ctx's error) rather than as what the database made of it;
+// an error of a database that cannot be reached ([Guard.Unavailable],
+// or [calf.IsUnavailable]) matches [calf.ErrUnavailable].
 func (g *Guard) Fail(ctx context.Context, op string, err error) error {
-	if g.closed.Load() {
+	switch {
+	case g.closed.Load():
 		err = ErrClosed
-	} else if ctxErr := ctx.Err(); ctxErr != nil {
-		err = ctxErr
+	case ctx.Err() != nil:
+		err = ctx.Err()
+	case calf.IsUnavailable(err) || g.Unavailable != nil && g.Unavailable(err):
+		return calf.Unavailable(fmt.Errorf("%s: %s: %w", g.Name, op, err))
 	}
 	return fmt.Errorf("%s: %s: %w", g.Name, op, err)
 }

@@ -170,7 +170,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
 
-	s := &Store{guard: store.Guard{Name: "postgres"}, pool: pool, now: o.Now, log: o.Logger}
+	s := &Store{guard: store.Guard{Name: "postgres", Unavailable: unavailable}, pool: pool, now: o.Now, log: o.Logger}
 	s.ops = newCoalescer(s, coalescerLimit(o.MaxConns))
 	r := t.records
 	s.insert = `INSERT INTO ` + r + ` (kind, id, version, data, updated_at) VALUES ($1, $2, 1, $3, $4)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/postgres"
 )
@@ -137,6 +138,8 @@ func TestReconnect(t *testing.T) {
 				t.Fatalf("first operation after the connections died: %v", err)
 			case errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "terminating connection"):
 				t.Fatalf("first operation after the connections died = %v, want the server's reason", err)
+			case !errors.Is(err, calf.ErrUnavailable):
+				t.Fatalf("first operation after the connections died = %v, which does not match calf.ErrUnavailable: a broker would park its message instead of retrying it", err)
 			}
 			if tt.mayFail && err == nil {
 				// A write that succeeded was not repeated.

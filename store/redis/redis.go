@@ -99,7 +99,7 @@ func New(client goredis.UniversalClient, opts *Options) *Store {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Store{guard: store.Guard{Name: "store/redis"}, client: client, prefix: o.KeyPrefix, now: o.Now, log: o.Logger}
+	return &Store{guard: store.Guard{Name: "store/redis", Unavailable: unavailable}, client: client, prefix: o.KeyPrefix, now: o.Now, log: o.Logger}
 }
 
 // Keys: every record is a hash at recordKey, and every kind has a sorted
