@@ -517,15 +517,30 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 			}
 		}
 	}
-	st, err = h.updateFrom(ctx, st, version, func(cur *RunState) (bool, error) {
-		if cur.Status.Terminal() || cur.Step != ev.Step || cur.Phase != PhaseInference {
-			return false, nil // cancelled, or recorded by another delivery
+	// The model's answer is recorded through an outage of the store, so
+	// that the model is not asked again for an answer it gave.
+	// updateFrom changes the state it is given: a try after a failed one
+	// starts from the stored state, read again.
+	prev, first := st, true
+	st, err = retryOutage(ctx, func() (*RunState, error) {
+		from, v := prev, version
+		if !first {
+			var err error
+			if from, v, err = h.load(ctx, id); err != nil {
+				return nil, err
+			}
 		}
-		h.record(cur, resp, deltas)
-		if t := resp.Usage.InputTokens; t > 0 && sameCompaction(cur.Compacted, st.Compacted) {
-			cur.LastInput = &InputSize{Tokens: int(t), Messages: len(req.Messages)}
-		}
-		return true, nil
+		first = false
+		return h.updateFrom(ctx, from, v, func(cur *RunState) (bool, error) {
+			if cur.Status.Terminal() || cur.Step != ev.Step || cur.Phase != PhaseInference {
+				return false, nil // cancelled, or recorded by another delivery
+			}
+			h.record(cur, resp, deltas)
+			if t := resp.Usage.InputTokens; t > 0 && sameCompaction(cur.Compacted, prev.Compacted) {
+				cur.LastInput = &InputSize{Tokens: int(t), Messages: len(req.Messages)}
+			}
+			return true, nil
+		})
 	})
 	if err != nil {
 		return err

@@ -254,7 +254,7 @@ func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, 
 	if err := a.waitForWorkers(ctx, rt, id, opts); err != nil {
 		return nil, err
 	}
-	if err := rt.client.Publish(ctx, msg); err != nil {
+	if err := rt.publishInput(ctx, msg); err != nil {
 		return nil, fmt.Errorf("agent %s: start run: %w", a.name, err)
 	}
 	start := a.startCheck(rt, id, opts)
@@ -289,7 +289,7 @@ func (a *Agent[Deps, Out]) Result(ctx context.Context, rt *Runtime, runID string
 	if rt == nil {
 		rt = DefaultRuntime()
 	}
-	st, err := rt.lastOfChain(ctx, runID)
+	st, err := untilAvailable(ctx, func() (*RunState, error) { return rt.lastOfChain(ctx, runID) })
 	if err != nil {
 		return nil, err
 	}
@@ -328,13 +328,18 @@ func (a *Agent[Deps, Out]) result(ctx context.Context, rt *Runtime, id string, e
 		}
 		return nil, &RunError{Agent: name, RunID: id, Status: status, Reason: ev.Error, Guardrail: ev.Guardrail}
 	}
-	st, err := rt.endedRun(ctx, id)
+	// The run has ended: read it through an outage of the store rather
+	// than report the outage for a run that completed.
+	st, err := untilAvailable(ctx, func() (*RunState, error) {
+		st, err := rt.endedRun(ctx, id)
+		if err == nil {
+			st, err = rt.withChain(ctx, st)
+		}
+		return st, err
+	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("agent %s: run %s ended (%s), but this process's store has no record of it: "+
 			"the processes that serve the agent use another store than this caller: %w", name, id, ev.Status, err)
-	}
-	if err == nil {
-		st, err = rt.withChain(ctx, st)
 	}
 	if err != nil {
 		return nil, err
@@ -462,7 +467,7 @@ func (a *Agent[Deps, Out]) Submit(ctx context.Context, rt *Runtime, prompt strin
 	}
 	// The span of a submitted run is its start: the caller does not wait.
 	_, span := rt.tel.invoke(ctx, a.name, msg)
-	err = rt.client.Publish(ctx, msg)
+	err = rt.publishInput(ctx, msg)
 	endInvoke(span, nil, err)
 	if err != nil {
 		return "", fmt.Errorf("agent %s: submit run: %w", a.name, err)
@@ -852,7 +857,7 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 			yield(Event{}, err)
 			return
 		}
-		if err := rt.client.Publish(ctx, msg); err != nil {
+		if err := rt.publishInput(ctx, msg); err != nil {
 			yield(Event{}, fmt.Errorf("agent %s: start run: %w", a.name, err))
 			return
 		}
