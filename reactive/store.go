@@ -86,13 +86,21 @@ type Store[S any] struct {
 	rec     store.Record // the persisted record this state was read from
 	subs    []*subscription
 	nextSub int
-	done    []*Delta // for Undo, oldest first
-	undone  []*Delta // for Redo
+	done    []*change // for Undo, oldest first
+	undone  []*change // for Redo
 	// Notifications go out in the order of tickets, one per change this
 	// process learns of; seen holds the versions already ticketed.
 	ticket, delivered int64
 	cond              *sync.Cond
 	seen              map[int64]bool
+}
+
+// change is a change this process made, kept for Undo and Redo: its
+// delta, and which of its paths had no value before and after it (the
+// delta says null both for a null value and for none).
+type change struct {
+	d             *Delta
+	before, after map[string]*absence
 }
 
 type subscription struct {
@@ -195,22 +203,22 @@ func (s *Store[S]) Dispatch(ctx context.Context, name string, payload any) (*Del
 			return nil, fmt.Errorf("%w for action %s: %v", ErrPayload, name, err)
 		}
 	}
-	d, ticket, err := s.apply(ctx, name, raw, a.run)
-	if err != nil || d == nil {
-		return d, err
+	c, ticket, err := s.apply(ctx, name, raw, a.run)
+	if err != nil || c == nil {
+		return nil, err
 	}
 	s.mu.Lock()
-	s.record(d)
+	s.record(c)
 	s.mu.Unlock()
-	return d, s.after(ctx, d, ticket)
+	return c.d, s.after(ctx, c.d, ticket)
 }
 
-// record keeps d for Undo, with s.mu held.
-func (s *Store[S]) record(d *Delta) {
+// record keeps c for Undo, with s.mu held.
+func (s *Store[S]) record(c *change) {
 	if s.opts.History < 0 {
 		return
 	}
-	s.done = append(s.done, d)
+	s.done = append(s.done, c)
 	if len(s.done) > s.opts.History {
 		s.done = s.done[len(s.done)-s.opts.History:]
 	}
@@ -219,7 +227,9 @@ func (s *Store[S]) record(d *Delta) {
 
 // Undo takes back the last change this process made that Undo has not:
 // the paths it changed get their values from before it, as a new change
-// (action "undo") that subscribers see like any.
+// (action "undo") that subscribers see like any. A path that had no value
+// before has none again: a map entry the change added is deleted, a slice
+// it grew is cut back to its length (and a slice it shortened grows back).
 func (s *Store[S]) Undo(ctx context.Context) (*Delta, error) {
 	return s.replay(ctx, true)
 }
@@ -242,22 +252,30 @@ func (s *Store[S]) replay(ctx context.Context, undo bool) (*Delta, error) {
 	}
 	orig := (*from)[len(*from)-1]
 	s.mu.Unlock()
-	values, name := orig.Before, "undo"
+	values, none, name := orig.d.Before, orig.before, "undo"
 	if !undo {
-		values, name = orig.After, "redo"
+		values, none, name = orig.d.After, orig.after, "redo"
 	}
-	d, ticket, err := s.apply(ctx, name, nil, func(st S, _ json.RawMessage) (S, []string, error) {
+	// In the order of indexes: the elements a slice gets back are added
+	// at its end one after the other.
+	paths := slices.SortedFunc(slices.Values(orig.d.Paths), comparePaths)
+	c, ticket, err := s.apply(ctx, name, nil, func(st S, _ json.RawMessage) (S, []string, error) {
 		var err error
-		for _, p := range orig.Paths {
-			v, ok := values[p]
-			if !ok {
-				v = json.RawMessage("null")
+		for _, p := range paths {
+			if a := none[p]; a != nil {
+				st, err = removeJSONAt(st, a)
+			} else {
+				v, ok := values[p]
+				if !ok {
+					v = json.RawMessage("null")
+				}
+				st, err = setJSONAt(st, p, v)
 			}
-			if st, err = setJSONAt(st, p, v); err != nil {
+			if err != nil {
 				return st, nil, err
 			}
 		}
-		return st, slices.Clone(orig.Paths), nil
+		return st, slices.Clone(paths), nil
 	})
 	if err != nil {
 		return nil, err
@@ -266,7 +284,7 @@ func (s *Store[S]) replay(ctx context.Context, undo bool) (*Delta, error) {
 	if n := len(*from); n > 0 && (*from)[n-1] == orig {
 		*from = (*from)[:n-1]
 	}
-	if d != nil {
+	if c != nil {
 		if undo {
 			s.undone = append(s.undone, orig)
 		} else {
@@ -274,43 +292,58 @@ func (s *Store[S]) replay(ctx context.Context, undo bool) (*Delta, error) {
 		}
 	}
 	s.mu.Unlock()
-	if d == nil {
+	if c == nil {
 		return nil, nil
 	}
-	return d, s.after(ctx, d, ticket)
+	return c.d, s.after(ctx, c.d, ticket)
 }
 
 // apply runs run on the state (the latest persisted one, for a persisted
-// store) and records the result.
-func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, run func(S, json.RawMessage) (S, []string, error)) (*Delta, int64, error) {
+// store) and records the result: the change, nil when nothing changed.
+func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, run func(S, json.RawMessage) (S, []string, error)) (*change, int64, error) {
+	var c *change
 	var d *Delta
-	change := func(cur S, version int64) (S, error) {
+	step := func(cur S, version int64) (S, error) {
 		next, paths, err := run(cur, raw)
 		if err != nil {
 			return cur, err
 		}
-		d = nil
+		c, d = nil, nil
 		if len(paths) == 0 {
 			return cur, nil
 		}
 		paths = slices.Compact(slices.Sorted(slices.Values(paths)))
 		d = &Delta{Store: s.name, Action: name, Payload: raw, Paths: paths, Version: version + 1,
 			Before: make(map[string]json.RawMessage, len(paths)), After: make(map[string]json.RawMessage, len(paths))}
+		c = &change{d: d}
 		for _, p := range paths {
-			d.Before[p] = jsonAt(&cur, p)
-			d.After[p] = jsonAt(&next, p)
+			var before, after *absence
+			d.Before[p], before = lookup(&cur, p)
+			d.After[p], after = lookup(&next, p)
+			if before != nil {
+				if c.before == nil {
+					c.before = map[string]*absence{}
+				}
+				c.before[p] = before
+			}
+			if after != nil {
+				if c.after == nil {
+					c.after = map[string]*absence{}
+				}
+				c.after[p] = after
+			}
 		}
 		return next, nil
 	}
 	if s.opts.State == nil {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		next, err := change(s.state, s.version)
+		next, err := step(s.state, s.version)
 		if err != nil || d == nil {
 			return nil, 0, err
 		}
 		s.state, s.version = next, d.Version
-		return d, s.take(d.Version), nil
+		return c, s.take(d.Version), nil
 	}
 	s.mu.Lock()
 	known := s.rec
@@ -321,7 +354,7 @@ func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, 
 		if err != nil {
 			return nil, err
 		}
-		if next, err = change(cur, version); err != nil || d == nil {
+		if next, err = step(cur, version); err != nil || d == nil {
 			return nil, err
 		}
 		state, err := json.Marshal(next)
@@ -372,7 +405,7 @@ func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, 
 	if d.Version > s.version {
 		s.state, s.version, s.rec = next, d.Version, rec
 	}
-	return d, s.take(d.Version), nil
+	return c, s.take(d.Version), nil
 }
 
 // take returns the ticket of the change to version, with s.mu held.
