@@ -111,8 +111,10 @@ type subscription struct {
 
 // NewStore returns a store named name (letters, digits, '_', '-') with
 // state initial and actions. A persisted store ([Options.State]) starts
-// from the stored state when there is one: initial is its state before
-// the first change.
+// from the stored state and its version when there is one, which NewStore
+// reads (an error reading it, or a stored state that does not decode, is
+// NewStore's error); when there is none, initial is its state before the
+// first change, at version 0.
 func NewStore[S any](name string, initial S, actions *Actions[S], opts *Options) (*Store[S], error) {
 	if !storeNameRE.MatchString(name) {
 		return nil, fmt.Errorf("reactive: store name %q must match %s", name, storeNameRE)
@@ -137,6 +139,9 @@ func NewStore[S any](name string, initial S, actions *Actions[S], opts *Options)
 	}
 	if _, err := json.Marshal(initial); err != nil {
 		return nil, fmt.Errorf("reactive: store %s: the state does not encode to JSON: %w", name, err)
+	}
+	if err := s.Refresh(context.Background()); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
