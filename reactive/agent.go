@@ -67,9 +67,12 @@ type Agent[S, C any] struct {
 	// Context renders the part of its prompt that the state decides, for
 	// each step.
 	Context func(s S, config C) string
-	// MaxRetries bounds the answers in a row it cannot act on (an unknown
-	// or unavailable action, a payload the action refuses) before it
-	// stops, with should_act false and LastError set. Default 3.
+	// MaxRetries is how many answers in a row it cannot act on (an
+	// unknown or unavailable action, a payload the action refuses, output
+	// that stays invalid after repairs) make it stop, with should_act
+	// false and LastError set. The count includes the first answer: with
+	// MaxRetries 2, the model answers wrongly once, is told why and asked
+	// again once, and a second wrong answer stops the agent. Default 3.
 	MaxRetries int
 	// MaxSteps bounds the actions of one activation. Default 20.
 	MaxSteps int
@@ -230,7 +233,7 @@ func (r *activation[S, C]) run(ctx context.Context, version int64) error {
 			continue
 		}
 		failures++
-		if failures > r.maxRetries {
+		if failures >= r.maxRetries {
 			return r.stop(ctx, fmt.Sprintf("stopped after %d answers it could not act on; the last: %s", failures, problem))
 		}
 		if out != nil {

@@ -227,9 +227,11 @@ func TestStateAgentBadAnswers(t *testing.T) {
 		}
 	}
 
-	// Always wrong: it stops.
+	// Always wrong: it stops after MaxRetries answers in all.
 	e2 := newChainEnv(t)
+	var calls atomic.Int64
 	stubborn := summarizerAgent(modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+		calls.Add(1)
 		return choose("launch_rockets", nil), nil
 	}))
 	stubborn.MaxRetries = 2
@@ -242,8 +244,11 @@ func TestStateAgentBadAnswers(t *testing.T) {
 	}
 	mustDispatch(t, e2.store, "summarizer.act", true)
 	s = e2.wait(t, "the stop", func(s chainState) bool { return s.Agents.Summarizer.LastError != "" })
-	if s.Agents.Summarizer.ShouldAct || !strings.Contains(s.Agents.Summarizer.LastError, "3 answers") {
+	if s.Agents.Summarizer.ShouldAct || !strings.Contains(s.Agents.Summarizer.LastError, "2 answers") {
 		t.Errorf("after the retries: %+v", s.Agents.Summarizer)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d model calls with MaxRetries 2; want 2", n)
 	}
 }
 
