@@ -197,6 +197,14 @@ var ErrNoHistory = errors.New("reactive: nothing to undo or redo")
 // action is an error matching [ErrUnknownAction]; an action's error is
 // returned as is and changes nothing.
 func (s *Store[S]) Dispatch(ctx context.Context, name string, payload any) (*Delta, error) {
+	return s.dispatchIf(ctx, name, payload, nil)
+}
+
+// dispatchIf is Dispatch, but the action runs only if cond, when set,
+// accepts the state it is about to change (the latest, read in the same
+// compare-and-swap as the write); cond's error is returned otherwise, and
+// nothing changes.
+func (s *Store[S]) dispatchIf(ctx context.Context, name string, payload any, cond func(S) error) (*Delta, error) {
 	a, ok := s.actions.byName[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q in store %s", ErrUnknownAction, name, s.name)
@@ -208,7 +216,16 @@ func (s *Store[S]) Dispatch(ctx context.Context, name string, payload any) (*Del
 			return nil, fmt.Errorf("%w for action %s: %v", ErrPayload, name, err)
 		}
 	}
-	c, ticket, err := s.apply(ctx, name, raw, a.run)
+	run := a.run
+	if cond != nil {
+		run = func(st S, raw json.RawMessage) (S, []string, error) {
+			if err := cond(st); err != nil {
+				return st, nil, err
+			}
+			return a.run(st, raw)
+		}
+	}
+	c, ticket, err := s.apply(ctx, name, raw, run)
 	if err != nil || c == nil {
 		return nil, err
 	}
