@@ -51,7 +51,10 @@ type Choice struct {
 }
 
 // Agent is an agent that acts on a store when the state says it should:
-// see [App]. Its state is the [AgentState] at Path in S.
+// see [App]. Its state is the [AgentState] at Path in S. It acts on its
+// model's answer only if should_act still holds once the model has
+// answered (and when the action is written): an answer that comes after
+// should_act was turned off is dropped, and the activation ends.
 type Agent[S, C any] struct {
 	// Name names the agent (letters, digits, '_', '-'); its model calls
 	// are runs of a Calf agent of that name.
@@ -67,9 +70,12 @@ type Agent[S, C any] struct {
 	// Context renders the part of its prompt that the state decides, for
 	// each step.
 	Context func(s S, config C) string
-	// MaxRetries bounds the answers in a row it cannot act on (an unknown
-	// or unavailable action, a payload the action refuses) before it
-	// stops, with should_act false and LastError set. Default 3.
+	// MaxRetries is how many answers in a row it cannot act on (an
+	// unknown or unavailable action, a payload the action refuses, output
+	// that stays invalid after repairs) make it stop, with should_act
+	// false and LastError set. The count includes the first answer: with
+	// MaxRetries 2, the model answers wrongly once, is told why and asked
+	// again once, and a second wrong answer stops the agent. Default 3.
 	MaxRetries int
 	// MaxSteps bounds the actions of one activation. Default 20.
 	MaxSteps int
@@ -215,22 +221,36 @@ func (r *activation[S, C]) run(ctx context.Context, version int64) error {
 		// The run id follows the trigger, the step and the attempt: a
 		// redelivered trigger finds the runs it made.
 		runID := fmt.Sprintf("%s.%s.%d.%d.%d", r.st.name, r.a.Name, version, step, failures)
-		out, err := r.chooser.Run(ctx, r.rt, prompt, &agent.RunOptions[agent.NoDeps]{RunID: runID, Thread: thread})
-		var problem string
-		switch {
-		case err != nil && ctx.Err() != nil:
+		out, runErr := r.chooser.Run(ctx, r.rt, prompt, &agent.RunOptions[agent.NoDeps]{RunID: runID, Thread: thread})
+		if runErr != nil && ctx.Err() != nil {
 			return ctx.Err()
-		case err != nil:
-			problem = "your answer could not be used: " + err.Error()
-		default:
-			problem = r.act(ctx, as, out.Output)
+		}
+		// The state may have changed while the model answered: the answer
+		// counts only if the agent should still act.
+		if err := r.st.Refresh(ctx); err != nil {
+			return err
+		}
+		if as, err = r.a.state(r.st.Get()); err != nil {
+			return calf.Permanent(err)
+		}
+		if !as.ShouldAct {
+			return nil
+		}
+		var problem string
+		if runErr != nil {
+			problem = "your answer could not be used: " + runErr.Error()
+		} else {
+			var stopped bool
+			if problem, stopped = r.act(ctx, as, out.Output); stopped {
+				return nil
+			}
 		}
 		if problem == "" {
 			thread, failures = nil, 0
 			continue
 		}
 		failures++
-		if failures > r.maxRetries {
+		if failures >= r.maxRetries {
 			return r.stop(ctx, fmt.Sprintf("stopped after %d answers it could not act on; the last: %s", failures, problem))
 		}
 		if out != nil {
@@ -254,21 +274,37 @@ func (r *activation[S, C]) prompt(s S, as AgentState[C], thread []model.Message)
 	return b.String()
 }
 
-// act dispatches the chosen action, or says why it cannot.
-func (r *activation[S, C]) act(ctx context.Context, as AgentState[C], c Choice) string {
+// errNotActing is the condition of an agent's dispatch that found its
+// should_act false.
+var errNotActing = errors.New("reactive: the agent should no longer act")
+
+// act dispatches the chosen action, or says why it cannot; stopped says
+// that should_act was false when the action was to be written, and the
+// action was dropped.
+func (r *activation[S, C]) act(ctx context.Context, as AgentState[C], c Choice) (problem string, stopped bool) {
 	switch {
 	case !r.st.actions.Has(c.Action):
-		return fmt.Sprintf("%q is not an action; the currently available actions are: %s", c.Action, strings.Join(as.CurrentlyAvailableActions, ", "))
+		return fmt.Sprintf("%q is not an action; the currently available actions are: %s", c.Action, strings.Join(as.CurrentlyAvailableActions, ", ")), false
 	case !slices.Contains(as.CurrentlyAvailableActions, c.Action) || !slices.Contains(as.AvailableActions, c.Action):
-		return fmt.Sprintf("the action %q is not available now; the currently available actions are: %s", c.Action, strings.Join(as.CurrentlyAvailableActions, ", "))
+		return fmt.Sprintf("the action %q is not available now; the currently available actions are: %s", c.Action, strings.Join(as.CurrentlyAvailableActions, ", ")), false
 	}
-	if _, err := r.st.Dispatch(ctx, c.Action, c.Payload); err != nil {
-		if ctx.Err() != nil {
-			return ""
+	_, err := r.st.dispatchIf(ctx, c.Action, c.Payload, func(s S) error {
+		as, err := r.a.state(s)
+		if err != nil {
+			return err
 		}
-		return fmt.Sprintf("the action %q failed: %v", c.Action, err)
+		if !as.ShouldAct {
+			return errNotActing
+		}
+		return nil
+	})
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return "", false
+	case errors.Is(err, errNotActing):
+		return "", true
 	}
-	return ""
+	return fmt.Sprintf("the action %q failed: %v", c.Action, err), false
 }
 
 // stop sets should_act false with why.

@@ -3,6 +3,8 @@ package reactive_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,7 +17,9 @@ import (
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/reactive"
+	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
+	"github.com/calf-go/calf/store/storetest"
 )
 
 type agentConfig struct {
@@ -227,9 +231,11 @@ func TestStateAgentBadAnswers(t *testing.T) {
 		}
 	}
 
-	// Always wrong: it stops.
+	// Always wrong: it stops after MaxRetries answers in all.
 	e2 := newChainEnv(t)
+	var calls atomic.Int64
 	stubborn := summarizerAgent(modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+		calls.Add(1)
 		return choose("launch_rockets", nil), nil
 	}))
 	stubborn.MaxRetries = 2
@@ -242,8 +248,11 @@ func TestStateAgentBadAnswers(t *testing.T) {
 	}
 	mustDispatch(t, e2.store, "summarizer.act", true)
 	s = e2.wait(t, "the stop", func(s chainState) bool { return s.Agents.Summarizer.LastError != "" })
-	if s.Agents.Summarizer.ShouldAct || !strings.Contains(s.Agents.Summarizer.LastError, "3 answers") {
+	if s.Agents.Summarizer.ShouldAct || !strings.Contains(s.Agents.Summarizer.LastError, "2 answers") {
 		t.Errorf("after the retries: %+v", s.Agents.Summarizer)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d model calls with MaxRetries 2; want 2", n)
 	}
 }
 
@@ -319,5 +328,181 @@ func TestSetAvailable(t *testing.T) {
 	mustDispatch(t, e.store, "summarizer.set_available", []string{"set_summary"})
 	if got := e.store.Get().Agents.Summarizer.CurrentlyAvailableActions; len(got) != 1 || got[0] != "set_summary" {
 		t.Errorf("currently available %v", got)
+	}
+}
+
+// handledBroker tells when the handlers of one consumer group have
+// handled a message: for an agent's trigger group, when the activation a
+// delta started has ended.
+type handledBroker struct {
+	calf.Broker
+	group string
+
+	mu   sync.Mutex
+	done map[string]chan struct{}
+}
+
+func (b *handledBroker) Unwrap() calf.Broker { return b.Broker }
+
+func (b *handledBroker) Subscribe(ctx context.Context, pattern string, h calf.Handler, opts *calf.SubscribeOptions) (calf.Subscription, error) {
+	if opts != nil && opts.Group == b.group {
+		inner := h
+		h = func(ctx context.Context, msg *calf.Message) error {
+			err := inner(ctx, msg)
+			if err == nil {
+				ch := b.handled(msg.ID)
+				b.mu.Lock()
+				select {
+				case <-ch:
+				default:
+					close(ch)
+				}
+				b.mu.Unlock()
+			}
+			return err
+		}
+	}
+	return b.Broker.Subscribe(ctx, pattern, h, opts)
+}
+
+// handled returns a channel closed once the message id is handled.
+func (b *handledBroker) handled(id string) chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done == nil {
+		b.done = map[string]chan struct{}{}
+	}
+	ch, ok := b.done[id]
+	if !ok {
+		ch = make(chan struct{})
+		b.done[id] = ch
+	}
+	return ch
+}
+
+// waitHandled waits until the handler of the delta of version v returned.
+func (b *handledBroker) waitHandled(t *testing.T, v int64) {
+	t.Helper()
+	select {
+	case <-b.handled("chain.delta." + strconv.FormatInt(v, 10)):
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the delta of version %d was not handled", v)
+	}
+}
+
+// newTriggerEnv is a chain whose summarizer's trigger handler tells when
+// it has handled each delta; wrap, when set, wraps the state store of the
+// reactive store (the runtime keeps the plain one).
+func newTriggerEnv(t *testing.T, wrap func(store.Store) store.Store) (*chainEnv, *handledBroker) {
+	t.Helper()
+	mem := memory.New(nil)
+	b := &handledBroker{Broker: mem, group: reactive.TriggerGroup("chain", "summarizer")}
+	c := calf.NewClient(b, nil)
+	st := storemem.New()
+	t.Cleanup(func() { _ = c.Close(); _ = mem.Close(); _ = st.Close() })
+	var rst store.Store = st
+	if wrap != nil {
+		rst = wrap(st)
+	}
+	s, err := reactive.NewStore("chain", initialChain(), chainActions(), &reactive.Options{State: rst, Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &chainEnv{rt: agent.NewRuntime(c, st, nil), store: s}, b
+}
+
+// An answer that comes after should_act was turned off is dropped: the
+// agent reads the state again once its model has answered.
+func TestStateAgentDropsAnswerAfterShouldActOff(t *testing.T) {
+	e, b := newTriggerEnv(t, nil)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	var calls atomic.Int64
+	sum := summarizerAgent(modeltest.FunctionModel(func(ctx context.Context, _ *model.Request) (*model.Response, error) {
+		if calls.Add(1) == 1 {
+			started <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return choose("set_summary", "late"), nil
+		}
+		return choose("set_summary", "again"), nil
+	}))
+	app, err := reactive.NewApp(e.store, []reactive.AppAgent[chainState]{sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Serve(t.Context(), e.rt); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var summaries []string
+	e.store.Subscribe("summary", func(d *reactive.Delta) {
+		mu.Lock()
+		summaries = append(summaries, string(d.After["summary"]))
+		mu.Unlock()
+	})
+	on := mustDispatch(t, e.store, "summarizer.act", true)
+	<-started
+	mustDispatch(t, e.store, "summarizer.act", false)
+	close(release)
+	b.waitHandled(t, on.Version) // the activation has ended
+	if err := e.store.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.store.Get(); s.Summary != "" || s.Agents.Summarizer.ShouldAct || s.Agents.Summarizer.LastError != "" {
+		t.Errorf("the answer that came after should_act was turned off was acted on: %+v", s)
+	}
+	// Turned on again, it acts.
+	mustDispatch(t, e.store, "summarizer.act", true)
+	e.wait(t, "the summary", func(s chainState) bool { return s.Summary != "" })
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(summaries, []string{`"again"`}) || calls.Load() != 2 {
+		t.Errorf("summaries %v after %d model calls; want only the second answer's", summaries, calls.Load())
+	}
+}
+
+// should_act turned off between the agent's second reading of the state
+// and its dispatch: the dispatch finds it off (it is conditional on the
+// state it writes) and the action is dropped.
+func TestStateAgentDropsAnswerOnConcurrentStop(t *testing.T) {
+	var armed atomic.Bool
+	var stopper *reactive.Store[chainState]
+	var inner store.Store
+	e, b := newTriggerEnv(t, func(st store.Store) store.Store {
+		inner = st
+		return storetest.WithFaults(st, storetest.Faults{Inject: func(c storetest.Call) storetest.Fault {
+			if c.Op == storetest.OpPut && c.Kind == reactive.KindState && armed.CompareAndSwap(true, false) {
+				// Another writer turns should_act off first.
+				if _, err := stopper.Dispatch(context.Background(), "summarizer.act", false); err != nil {
+					t.Error(err)
+				}
+			}
+			return storetest.NoFault
+		}})
+	})
+	sum := summarizerAgent(modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+		armed.Store(true) // the next write of the state is the agent's action
+		return choose("set_summary", "late"), nil
+	}))
+	app, err := reactive.NewApp(e.store, []reactive.AppAgent[chainState]{sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stopper, err = reactive.NewStore("chain", initialChain(), e.store.Actions(), &reactive.Options{State: inner}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Serve(t.Context(), e.rt); err != nil {
+		t.Fatal(err)
+	}
+	on := mustDispatch(t, e.store, "summarizer.act", true)
+	b.waitHandled(t, on.Version)
+	if err := e.store.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.store.Get(); s.Summary != "" || s.Agents.Summarizer.ShouldAct || armed.Load() {
+		t.Errorf("the action was dispatched although should_act was off when it was written: %+v (armed %t)", s, armed.Load())
 	}
 }

@@ -2,6 +2,7 @@ package reactive_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,7 +15,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/calf-go/calf/reactive"
+	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/store/postgres"
+	"github.com/calf-go/calf/store/storetest"
 )
 
 // TestMain runs this binary as a dispatching process when asked to.
@@ -142,5 +145,38 @@ func TestTwoProcessesNoLostUpdate(t *testing.T) {
 	d := mustDispatch(t, s, "inc", nil)
 	if d.Version != 2*each+1 || string(d.Before["n"]) != "2000" || string(d.After["n"]) != "2001" {
 		t.Errorf("the next delta: %+v", d)
+	}
+}
+
+// A store opened on a state store that holds its state starts from it, at
+// its version; a failed read is NewStore's error.
+func TestNewStoreStartsFromStoredState(t *testing.T) {
+	st := storemem.New()
+	t.Cleanup(func() { _ = st.Close() })
+	empty, err := reactive.NewStore("counter", counter{N: 7}, counterActions(), &reactive.Options{State: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := empty.Get().N; got != 7 || empty.Version() != 0 {
+		t.Errorf("with nothing stored: %d at version %d; want the initial 7 at 0", got, empty.Version())
+	}
+	for range 3 {
+		mustDispatch(t, empty, "inc", nil)
+	}
+
+	s, err := reactive.NewStore("counter", counter{}, counterActions(), &reactive.Options{State: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Get().N; got != 10 || s.Version() != 3 {
+		t.Errorf("opened on the stored state: %d at version %d; want 10 at 3", got, s.Version())
+	}
+	if d := mustDispatch(t, s, "inc", nil); d.Version != 4 || string(d.Before["n"]) != "10" {
+		t.Errorf("the next delta: %+v", d)
+	}
+
+	faulty := storetest.WithFaults(st, storetest.Faults{ReadFailRate: 1})
+	if _, err := reactive.NewStore("counter", counter{}, counterActions(), &reactive.Options{State: faulty}); !errors.Is(err, storetest.ErrInjected) {
+		t.Errorf("NewStore on a store that fails to read: %v", err)
 	}
 }

@@ -86,13 +86,21 @@ type Store[S any] struct {
 	rec     store.Record // the persisted record this state was read from
 	subs    []*subscription
 	nextSub int
-	done    []*Delta // for Undo, oldest first
-	undone  []*Delta // for Redo
+	done    []*change // for Undo, oldest first
+	undone  []*change // for Redo
 	// Notifications go out in the order of tickets, one per change this
 	// process learns of; seen holds the versions already ticketed.
 	ticket, delivered int64
 	cond              *sync.Cond
 	seen              map[int64]bool
+}
+
+// change is a change this process made, kept for Undo and Redo: its
+// delta, and which of its paths had no value before and after it (the
+// delta says null both for a null value and for none).
+type change struct {
+	d             *Delta
+	before, after map[string]*absence
 }
 
 type subscription struct {
@@ -103,8 +111,10 @@ type subscription struct {
 
 // NewStore returns a store named name (letters, digits, '_', '-') with
 // state initial and actions. A persisted store ([Options.State]) starts
-// from the stored state when there is one: initial is its state before
-// the first change.
+// from the stored state and its version when there is one, which NewStore
+// reads (an error reading it, or a stored state that does not decode, is
+// NewStore's error); when there is none, initial is its state before the
+// first change, at version 0.
 func NewStore[S any](name string, initial S, actions *Actions[S], opts *Options) (*Store[S], error) {
 	if !storeNameRE.MatchString(name) {
 		return nil, fmt.Errorf("reactive: store name %q must match %s", name, storeNameRE)
@@ -129,6 +139,9 @@ func NewStore[S any](name string, initial S, actions *Actions[S], opts *Options)
 	}
 	if _, err := json.Marshal(initial); err != nil {
 		return nil, fmt.Errorf("reactive: store %s: the state does not encode to JSON: %w", name, err)
+	}
+	if err := s.Refresh(context.Background()); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -184,6 +197,14 @@ var ErrNoHistory = errors.New("reactive: nothing to undo or redo")
 // action is an error matching [ErrUnknownAction]; an action's error is
 // returned as is and changes nothing.
 func (s *Store[S]) Dispatch(ctx context.Context, name string, payload any) (*Delta, error) {
+	return s.dispatchIf(ctx, name, payload, nil)
+}
+
+// dispatchIf is Dispatch, but the action runs only if cond, when set,
+// accepts the state it is about to change (the latest, read in the same
+// compare-and-swap as the write); cond's error is returned otherwise, and
+// nothing changes.
+func (s *Store[S]) dispatchIf(ctx context.Context, name string, payload any, cond func(S) error) (*Delta, error) {
 	a, ok := s.actions.byName[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q in store %s", ErrUnknownAction, name, s.name)
@@ -195,22 +216,31 @@ func (s *Store[S]) Dispatch(ctx context.Context, name string, payload any) (*Del
 			return nil, fmt.Errorf("%w for action %s: %v", ErrPayload, name, err)
 		}
 	}
-	d, ticket, err := s.apply(ctx, name, raw, a.run)
-	if err != nil || d == nil {
-		return d, err
+	run := a.run
+	if cond != nil {
+		run = func(st S, raw json.RawMessage) (S, []string, error) {
+			if err := cond(st); err != nil {
+				return st, nil, err
+			}
+			return a.run(st, raw)
+		}
+	}
+	c, ticket, err := s.apply(ctx, name, raw, run)
+	if err != nil || c == nil {
+		return nil, err
 	}
 	s.mu.Lock()
-	s.record(d)
+	s.record(c)
 	s.mu.Unlock()
-	return d, s.after(ctx, d, ticket)
+	return c.d, s.after(ctx, c.d, ticket)
 }
 
-// record keeps d for Undo, with s.mu held.
-func (s *Store[S]) record(d *Delta) {
+// record keeps c for Undo, with s.mu held.
+func (s *Store[S]) record(c *change) {
 	if s.opts.History < 0 {
 		return
 	}
-	s.done = append(s.done, d)
+	s.done = append(s.done, c)
 	if len(s.done) > s.opts.History {
 		s.done = s.done[len(s.done)-s.opts.History:]
 	}
@@ -219,7 +249,9 @@ func (s *Store[S]) record(d *Delta) {
 
 // Undo takes back the last change this process made that Undo has not:
 // the paths it changed get their values from before it, as a new change
-// (action "undo") that subscribers see like any.
+// (action "undo") that subscribers see like any. A path that had no value
+// before has none again: a map entry the change added is deleted, a slice
+// it grew is cut back to its length (and a slice it shortened grows back).
 func (s *Store[S]) Undo(ctx context.Context) (*Delta, error) {
 	return s.replay(ctx, true)
 }
@@ -242,22 +274,30 @@ func (s *Store[S]) replay(ctx context.Context, undo bool) (*Delta, error) {
 	}
 	orig := (*from)[len(*from)-1]
 	s.mu.Unlock()
-	values, name := orig.Before, "undo"
+	values, none, name := orig.d.Before, orig.before, "undo"
 	if !undo {
-		values, name = orig.After, "redo"
+		values, none, name = orig.d.After, orig.after, "redo"
 	}
-	d, ticket, err := s.apply(ctx, name, nil, func(st S, _ json.RawMessage) (S, []string, error) {
+	// In the order of indexes: the elements a slice gets back are added
+	// at its end one after the other.
+	paths := slices.SortedFunc(slices.Values(orig.d.Paths), comparePaths)
+	c, ticket, err := s.apply(ctx, name, nil, func(st S, _ json.RawMessage) (S, []string, error) {
 		var err error
-		for _, p := range orig.Paths {
-			v, ok := values[p]
-			if !ok {
-				v = json.RawMessage("null")
+		for _, p := range paths {
+			if a := none[p]; a != nil {
+				st, err = removeJSONAt(st, a)
+			} else {
+				v, ok := values[p]
+				if !ok {
+					v = json.RawMessage("null")
+				}
+				st, err = setJSONAt(st, p, v)
 			}
-			if st, err = setJSONAt(st, p, v); err != nil {
+			if err != nil {
 				return st, nil, err
 			}
 		}
-		return st, slices.Clone(orig.Paths), nil
+		return st, slices.Clone(paths), nil
 	})
 	if err != nil {
 		return nil, err
@@ -266,7 +306,7 @@ func (s *Store[S]) replay(ctx context.Context, undo bool) (*Delta, error) {
 	if n := len(*from); n > 0 && (*from)[n-1] == orig {
 		*from = (*from)[:n-1]
 	}
-	if d != nil {
+	if c != nil {
 		if undo {
 			s.undone = append(s.undone, orig)
 		} else {
@@ -274,43 +314,58 @@ func (s *Store[S]) replay(ctx context.Context, undo bool) (*Delta, error) {
 		}
 	}
 	s.mu.Unlock()
-	if d == nil {
+	if c == nil {
 		return nil, nil
 	}
-	return d, s.after(ctx, d, ticket)
+	return c.d, s.after(ctx, c.d, ticket)
 }
 
 // apply runs run on the state (the latest persisted one, for a persisted
-// store) and records the result.
-func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, run func(S, json.RawMessage) (S, []string, error)) (*Delta, int64, error) {
+// store) and records the result: the change, nil when nothing changed.
+func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, run func(S, json.RawMessage) (S, []string, error)) (*change, int64, error) {
+	var c *change
 	var d *Delta
-	change := func(cur S, version int64) (S, error) {
+	step := func(cur S, version int64) (S, error) {
 		next, paths, err := run(cur, raw)
 		if err != nil {
 			return cur, err
 		}
-		d = nil
+		c, d = nil, nil
 		if len(paths) == 0 {
 			return cur, nil
 		}
 		paths = slices.Compact(slices.Sorted(slices.Values(paths)))
 		d = &Delta{Store: s.name, Action: name, Payload: raw, Paths: paths, Version: version + 1,
 			Before: make(map[string]json.RawMessage, len(paths)), After: make(map[string]json.RawMessage, len(paths))}
+		c = &change{d: d}
 		for _, p := range paths {
-			d.Before[p] = jsonAt(&cur, p)
-			d.After[p] = jsonAt(&next, p)
+			var before, after *absence
+			d.Before[p], before = lookup(&cur, p)
+			d.After[p], after = lookup(&next, p)
+			if before != nil {
+				if c.before == nil {
+					c.before = map[string]*absence{}
+				}
+				c.before[p] = before
+			}
+			if after != nil {
+				if c.after == nil {
+					c.after = map[string]*absence{}
+				}
+				c.after[p] = after
+			}
 		}
 		return next, nil
 	}
 	if s.opts.State == nil {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		next, err := change(s.state, s.version)
+		next, err := step(s.state, s.version)
 		if err != nil || d == nil {
 			return nil, 0, err
 		}
 		s.state, s.version = next, d.Version
-		return d, s.take(d.Version), nil
+		return c, s.take(d.Version), nil
 	}
 	s.mu.Lock()
 	known := s.rec
@@ -321,7 +376,7 @@ func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, 
 		if err != nil {
 			return nil, err
 		}
-		if next, err = change(cur, version); err != nil || d == nil {
+		if next, err = step(cur, version); err != nil || d == nil {
 			return nil, err
 		}
 		state, err := json.Marshal(next)
@@ -372,7 +427,7 @@ func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, 
 	if d.Version > s.version {
 		s.state, s.version, s.rec = next, d.Version, rec
 	}
-	return d, s.take(d.Version), nil
+	return c, s.take(d.Version), nil
 }
 
 // take returns the ticket of the change to version, with s.mu held.
