@@ -160,11 +160,25 @@ func TestWebChatInBrowser(t *testing.T) {
 	// reload in the middle of the run.
 	a := markdownAgent(2 * time.Second)
 	hs, _ := serveAgentThrough(t, rt, a, true, &server.Options{Tokens: map[string]string{"ann-token-0123456789": "ann", "bob-token-0123456789": "bob"}}, slowSockets)
+	// And an older session of ann's, whose runs' records are gone: its
+	// messages alone.
+	older := &agent.Session{ID: "web-older", Title: "one and one", Messages: []model.Message{
+		model.UserMessage("add 1 and 1"),
+		{Role: model.RoleAssistant, Parts: []model.Part{model.TextPart("Let me **add** them.")}, ToolCalls: []model.ToolCall{modeltest.Call("call_9", "add", `{"a":1,"b":1}`)}},
+		{Role: model.RoleTool, ToolCallID: "call_9", ToolName: "add", Parts: []model.Part{model.TextPart("2")}},
+		model.AssistantMessage("It is *2*."),
+	}}
+	if err := rt.SaveSession(t.Context(), older); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Store().Put(t.Context(), server.KindSessionOwner, older.ID, []byte(`{"user":"ann"}`), 0); err != nil {
+		t.Fatal(err)
+	}
 
 	shots := screenshots(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(peers.Dir(), "browser", "chat.mjs"), hs.URL+"/", "ann-token-0123456789", "bob-token-0123456789", shots)
+	cmd := exec.CommandContext(ctx, node, filepath.Join(peers.Dir(), "browser", "chat.mjs"), hs.URL+"/", "ann-token-0123456789", "bob-token-0123456789", shots, older.ID)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -195,7 +209,7 @@ func TestWebChatInBrowser(t *testing.T) {
 		t.Errorf("the session's cost: %v", ans["cost"])
 	}
 	views := map[string]chatView{}
-	for _, step := range []string{"live", "reloaded"} {
+	for _, step := range []string{"live", "reloaded", "older"} {
 		b, _ := json.Marshal(steps2[step])
 		var v chatView
 		if err := json.Unmarshal(b, &v); err != nil {
@@ -203,7 +217,8 @@ func TestWebChatInBrowser(t *testing.T) {
 		}
 		views[step] = v
 	}
-	live, reloaded := views["live"], views["reloaded"]
+	live, reloaded, old := views["live"], views["reloaded"], views["older"]
+	delete(views, "older")
 	for name, v := range views {
 		if len(v.Bubbles) != 2 || v.Bubbles[0].Cls != "msg user" || v.Bubbles[1].Cls != "msg assistant" {
 			t.Errorf("%s: the bubbles are %+v", name, v.Bubbles)
@@ -243,6 +258,12 @@ func TestWebChatInBrowser(t *testing.T) {
 				t.Errorf("bubble %d live:\n%s\nafter the reload:\n%s", i, live.Bubbles[i].HTML, reloaded.Bubbles[i].HTML)
 			}
 		}
+	}
+	// The older session: its question and its answer, with the tool call
+	// and its result, without usage.
+	if len(old.Bubbles) != 2 || old.Bubbles[1].Cls != "msg assistant" || !slices.Equal(old.Tools, []string{`⚙ add {"a":1,"b":1} ✓`}) ||
+		!slices.Equal(old.Results, []string{"success: 2"}) || len(old.Usage) != 0 || !strings.Contains(old.Log, "It is 2.") || !slices.Equal(old.Strong, []string{"add"}) {
+		t.Errorf("the older session: %+v", old)
 	}
 	other := steps2["other"]
 	if listed := other["listed"].([]any); len(listed) != 0 {

@@ -1,13 +1,13 @@
 // Drives Calf's web chat in headless Chromium with playwright-core:
-// node chat.mjs URL TOKEN OTHER_TOKEN SHOT_DIR. A question whose tool call
+// node chat.mjs URL TOKEN OTHER_TOKEN SHOT_DIR OLDER. A question whose tool call
 // asks for approval, approved in the page, the page reloaded while the run
 // goes on, the answer shown after the reload ("live"); the page reloaded
 // again once the run ended, the session shown from the sessions API
-// ("reloaded"); another user's view of the first one's session. Prints one
-// JSON line per step.
+// ("reloaded"); the session OLDER opened from the list ("older"); another
+// user's view of the first one's session. Prints one JSON line per step.
 import { chromium } from 'playwright-core';
 
-const [url, token, other, shots] = process.argv.slice(2);
+const [url, token, other, shots, older] = process.argv.slice(2);
 const out = (step, value) => console.log(JSON.stringify({ step, ...value }));
 
 // What the chat shows: each bubble (its class and HTML), the tool calls,
@@ -79,6 +79,11 @@ try {
     await page.screenshot({ path: `${shots}/chat.png` });
   }
   out('reloaded', { ...(await page.evaluate(snapshot)), errors });
+
+  // An older session, opened from the list.
+  await page.click(`#sessions li[data-session="${older}"]`);
+  await page.waitForFunction(() => document.querySelector('#log').textContent.includes('It is'), null, { timeout: 30000 });
+  out('older', { ...(await page.evaluate(snapshot)), errors });
 
   // Another user: the first user's session is not listed, nor readable.
   const page2 = await browser.newPage();
