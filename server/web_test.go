@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,6 +44,22 @@ func chromium(t *testing.T) {
 	}
 }
 
+// screenshots returns the directory CALF_SCREENSHOTS names, where the
+// browser tests save their screenshots, or "" when it is not set. A
+// relative directory is the repository's ("docs" is docs/, not
+// server/docs/).
+func screenshots(t *testing.T) string {
+	dir := os.Getenv("CALF_SCREENSHOTS")
+	if dir == "" || filepath.IsAbs(dir) {
+		return dir
+	}
+	abs, err := filepath.Abs(filepath.Join("..", dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
 // slowSockets delays each WebSocket upgrade of h by a second, as a slow
 // network would: what a page does before its socket is open must wait for
 // it.
@@ -58,12 +75,82 @@ func slowSockets(h http.Handler) http.Handler {
 	})
 }
 
+// markdownAnswer is what markdownAgent answers after its tool's result:
+// Markdown with a heading, a code block, lists and a link, and hostile
+// HTML and links that must show as text.
+const markdownAnswer = "## Done: %s\n\n" +
+	"The sum, computed by `add`:\n\n" +
+	"```go\nfmt.Println(2 + 3) // <b>5</b>\n```\n\n" +
+	"- the first **item**\n- the second, with [the docs](https://example.com/docs)\n  - nested\n\n" +
+	"1. one\n2. two\n\n" +
+	"<img src=x onerror=\"document.title='pwned'\"> [click](javascript:document.title='pwned') " +
+	"[again](JaVaScRiPt:alert(1)) <a href=\"javascript:alert(2)\">raw</a> <script>document.title='pwned'</script>"
+
+// markdownAgent is approvalAgent that says something before its tool call,
+// and answers in Markdown (markdownAnswer) delay after the tool's result.
+func markdownAgent(delay time.Duration) *agent.Agent[agent.NoDeps, string] {
+	answer := modeltest.FunctionModel(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == model.RoleTool {
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return modeltest.Text(fmt.Sprintf(markdownAnswer, last.Text())), nil
+		}
+		resp := modeltest.ToolCalls(modeltest.Call("call_1", "add", `{"a":2,"b":3}`))
+		resp.Message.Parts = []model.Part{model.TextPart("Let me **add** them.")}
+		return resp, nil
+	})
+	add := tool.Must(tool.New("add", "Adds.", func(_ context.Context, in struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}) (int, error) {
+		return in.A + in.B, nil
+	}))
+	return agent.Must(agent.New[agent.NoDeps, string]("calc", modeltest.NewTestModel(answer, answer, answer, answer), &agent.Options[agent.NoDeps]{
+		Tools:       []tool.Tool{add},
+		Permissions: &agent.Permissions{Mode: agent.PermissionAcceptReads},
+	}))
+}
+
+// chatView is what chat.mjs reads of the chat (its snapshot).
+type chatView struct {
+	Log     string `json:"log"`
+	Bubbles []struct {
+		Cls  string `json:"cls"`
+		HTML string `json:"html"`
+	} `json:"bubbles"`
+	Tools     []string `json:"tools"`
+	Results   []string `json:"results"`
+	Approvals []string `json:"approvals"`
+	Usage     []string `json:"usage"`
+	Code      []string `json:"code"`
+	Items     []string `json:"items"`
+	Headings  []string `json:"headings"`
+	Strong    []string `json:"strong"`
+	Links     []struct {
+		Href, Rel, Text string
+	} `json:"links"`
+	Hostile struct {
+		Elements    int      `json:"elements"`
+		Handlers    int      `json:"handlers"`
+		ScriptLinks []string `json:"scriptLinks"`
+		Title       string   `json:"title"`
+	} `json:"hostile"`
+	Errors []any `json:"errors"`
+}
+
 // The web chat in headless Chromium: a question streams an answer after a
 // tool call approved in the page; a reload in the middle of the run shows
-// the rest; another user's token sees nothing of the first user's session.
-// The page's WebSockets open a second late, as on a slow network: the
-// question, asked before the page's socket is open, waits for it (it was
-// lost before).
+// the rest; a reload after the run shows the same as the page showed live
+// (one answer with its text, its tool call and result, its approval, its
+// Markdown rendered with nothing hostile made live, its tokens: it showed
+// only the text, in two answers, before); another user's token sees
+// nothing of the first user's session. The page's WebSockets open a second
+// late, as on a slow network: the question, asked before the page's socket
+// is open, waits for it (it was lost before).
 func TestWebChatInBrowser(t *testing.T) {
 	chromium(t)
 	node := peers.Node(t)
@@ -71,13 +158,27 @@ func TestWebChatInBrowser(t *testing.T) {
 	rt := testRuntime(t)
 	// The answer comes two seconds after the tool: time for the page to
 	// reload in the middle of the run.
-	a := approvalAgent(2 * time.Second)
+	a := markdownAgent(2 * time.Second)
 	hs, _ := serveAgentThrough(t, rt, a, true, &server.Options{Tokens: map[string]string{"ann-token-0123456789": "ann", "bob-token-0123456789": "bob"}}, slowSockets)
+	// And an older session of ann's, whose runs' records are gone: its
+	// messages alone.
+	older := &agent.Session{ID: "web-older", Title: "one and one", Messages: []model.Message{
+		model.UserMessage("add 1 and 1"),
+		{Role: model.RoleAssistant, Parts: []model.Part{model.TextPart("Let me **add** them.")}, ToolCalls: []model.ToolCall{modeltest.Call("call_9", "add", `{"a":1,"b":1}`)}},
+		{Role: model.RoleTool, ToolCallID: "call_9", ToolName: "add", Parts: []model.Part{model.TextPart("2")}},
+		model.AssistantMessage("It is *2*."),
+	}}
+	if err := rt.SaveSession(t.Context(), older); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Store().Put(t.Context(), server.KindSessionOwner, older.ID, []byte(`{"user":"ann"}`), 0); err != nil {
+		t.Fatal(err)
+	}
 
-	shots := os.Getenv("CALF_SCREENSHOTS") // a directory to save the screenshots in
+	shots := screenshots(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(peers.Dir(), "browser", "chat.mjs"), hs.URL+"/", "ann-token-0123456789", "bob-token-0123456789", shots)
+	cmd := exec.CommandContext(ctx, node, filepath.Join(peers.Dir(), "browser", "chat.mjs"), hs.URL+"/", "ann-token-0123456789", "bob-token-0123456789", shots, older.ID)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -106,6 +207,63 @@ func TestWebChatInBrowser(t *testing.T) {
 	}
 	if !strings.Contains(ans["cost"].(string), "tokens in") {
 		t.Errorf("the session's cost: %v", ans["cost"])
+	}
+	views := map[string]chatView{}
+	for _, step := range []string{"live", "reloaded", "older"} {
+		b, _ := json.Marshal(steps2[step])
+		var v chatView
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		views[step] = v
+	}
+	live, reloaded, old := views["live"], views["reloaded"], views["older"]
+	delete(views, "older")
+	for name, v := range views {
+		if len(v.Bubbles) != 2 || v.Bubbles[0].Cls != "msg user" || v.Bubbles[1].Cls != "msg assistant" {
+			t.Errorf("%s: the bubbles are %+v", name, v.Bubbles)
+		}
+		if len(v.Tools) != 1 || !strings.Contains(v.Tools[0], `add {"a":2,"b":3} ✓`) || len(v.Results) != 1 || v.Results[0] != "success: 5" {
+			t.Errorf("%s: the tool calls %q, their results %q", name, v.Tools, v.Results)
+		}
+		if len(v.Approvals) != 1 || v.Approvals[0] != "approval of add: approved" {
+			t.Errorf("%s: the approvals %q", name, v.Approvals)
+		}
+		if len(v.Usage) != 1 || !strings.Contains(v.Usage[0], "tokens in") {
+			t.Errorf("%s: the usage %q", name, v.Usage)
+		}
+		if len(v.Code) != 1 || v.Code[0] != "fmt.Println(2 + 3) // <b>5</b>" || !slices.Equal(v.Headings, []string{"Done: 5"}) ||
+			!slices.Contains(v.Strong, "add") || !slices.Contains(v.Strong, "item") {
+			t.Errorf("%s: the Markdown's code %q, headings %q, bold %q", name, v.Code, v.Headings, v.Strong)
+		}
+		if len(v.Items) != 5 || !strings.HasPrefix(v.Items[1], "the second, with the docs") || v.Items[3] != "one" {
+			t.Errorf("%s: the list items %q", name, v.Items)
+		}
+		if len(v.Links) != 1 || v.Links[0].Href != "https://example.com/docs" || v.Links[0].Rel != "noopener noreferrer" || v.Links[0].Text != "the docs" {
+			t.Errorf("%s: the links %+v", name, v.Links)
+		}
+		if h := v.Hostile; h.Elements != 0 || h.Handlers != 0 || len(h.ScriptLinks) != 0 || h.Title == "pwned" {
+			t.Errorf("%s: hostile content made live: %+v", name, h)
+		}
+		if !strings.Contains(v.Log, `<img src=x onerror="document.title='pwned'">`) || !strings.Contains(v.Log, "<script>") {
+			t.Errorf("%s: the hostile HTML is not shown as text: %q", name, v.Log)
+		}
+		if len(v.Errors) > 0 {
+			t.Errorf("%s: page errors: %v", name, v.Errors)
+		}
+	}
+	if len(live.Bubbles) == len(reloaded.Bubbles) {
+		for i := range live.Bubbles {
+			if live.Bubbles[i] != reloaded.Bubbles[i] {
+				t.Errorf("bubble %d live:\n%s\nafter the reload:\n%s", i, live.Bubbles[i].HTML, reloaded.Bubbles[i].HTML)
+			}
+		}
+	}
+	// The older session: its question and its answer, with the tool call
+	// and its result, without usage.
+	if len(old.Bubbles) != 2 || old.Bubbles[1].Cls != "msg assistant" || !slices.Equal(old.Tools, []string{`⚙ add {"a":1,"b":1} ✓`}) ||
+		!slices.Equal(old.Results, []string{"success: 2"}) || len(old.Usage) != 0 || !strings.Contains(old.Log, "It is 2.") || !slices.Equal(old.Strong, []string{"add"}) {
+		t.Errorf("the older session: %+v", old)
 	}
 	other := steps2["other"]
 	if listed := other["listed"].([]any); len(listed) != 0 {
@@ -219,7 +377,7 @@ func TestRunInspectorInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.CommandContext(ctx, node, filepath.Join(peers.Dir(), "browser", "inspect.mjs"), hs.URL+"/", ann, run, os.Getenv("CALF_SCREENSHOTS"), wfRun)
+	cmd := exec.CommandContext(ctx, node, filepath.Join(peers.Dir(), "browser", "inspect.mjs"), hs.URL+"/", ann, run, screenshots(t), wfRun)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

@@ -1,13 +1,15 @@
 // Calf's web chat: talks to the server's WebSocket bridge (/v1/ws) and its
 // sessions API. A run's events come from the server's event log, numbered,
 // so that after a reload or a dropped connection the page follows the run
-// from the last event it showed.
+// from the last event it showed. A session's runs that ended are shown from
+// its turns (GET /v1/sessions/{id}) through the same rendering as their
+// events: an answer looks the same live and after a reload.
 'use strict';
 
 const state = {
   session: localStorage.getItem('calf.session') || '',
   bridge: null, // the WebSocket bridge, made by start
-  runs: {}, // run id → {el, text, step, seq, tools}
+  runs: {}, // run id → {el, textEl, seq, tools, lastStep, ended}
   current: null, // the run in progress
   opening: 0, // counts the sessions opened, the last one shown
 };
@@ -35,15 +37,32 @@ function savePending() {
   else localStorage.removeItem('calf.pending');
 }
 
+// textView returns an element for a model call's text, shown as Markdown
+// (markdown.js); its source is kept in its src.
+function textView(src) {
+  const e = el('div', 'text');
+  setText(e, src || '');
+  return e;
+}
+
+function setText(e, src) {
+  e.src = src;
+  renderMarkdown(e, src);
+}
+
+function textOf(m) {
+  return (m.parts || []).map((p) => p.text || '').join('');
+}
+
 function runView(run) {
   let r = state.runs[run];
   if (!r) {
     const box = el('div', 'msg assistant');
     box.dataset.run = run;
-    const text = el('div', 'text');
+    const text = textView();
     box.append(text);
     $('log').append(box);
-    r = state.runs[run] = { el: box, textEl: text, seq: 0, steps: {}, tools: {} };
+    r = state.runs[run] = { el: box, textEl: text, seq: 0, tools: {} };
   }
   return r;
 }
@@ -54,19 +73,27 @@ function showEvent(run, ev) {
   r.seq = ev.seq;
   const m = ev.message;
   const kind = m.channel.split('.').slice(3).join('.');
-  const data = m.data || {};
+  render(r, kind, m.data || {});
+  if (state.current === run) savePending();
+  scroll();
+}
+
+// render shows in the run view r an event of the run, of kind (the
+// channel's suffix: input, stream, tool_call…, tool_result, approval,
+// output) with its data.
+function render(r, kind, data) {
   if (kind === 'input' && r.resumed && !r.promptShown) {
     r.promptShown = true;
     $('log').insertBefore(el('div', 'msg user', data.content || ''), r.el);
   } else if (kind === 'stream' && data.delta && data.delta.text) {
     // Each model call's text in an element of its own, after the tool
     // calls of the calls before it.
-    if (r.lastStep !== data.step && (r.textEl.textContent || r.textEl !== r.el.lastElementChild)) {
-      r.textEl = el('div', 'text');
+    if (r.lastStep !== data.step && (r.textEl.src || r.textEl !== r.el.lastElementChild)) {
+      r.textEl = textView();
       r.el.append(r.textEl);
     }
     r.lastStep = data.step;
-    r.textEl.textContent += data.delta.text;
+    setText(r.textEl, r.textEl.src + data.delta.text);
   } else if (kind.startsWith('tool_call')) {
     const d = el('details', 'tool');
     d.dataset.call = data.tool_call_id;
@@ -81,9 +108,7 @@ function showEvent(run, ev) {
       r.el.append(d);
       r.tools[data.tool_call_id] = d;
     }
-    const parts = (data.result && data.result.parts) || [];
-    const text = parts.map((p) => p.text || '').join('');
-    d.append(el('pre', 'result', `${data.status}: ${text}`));
+    d.append(el('pre', 'result', `${data.status}: ${textOf(data.result || {})}`));
     d.querySelector('summary').textContent += data.status === 'success' ? ' ✓' : ' ✗';
   } else if (kind === 'approval') {
     showApproval(r, data);
@@ -91,9 +116,9 @@ function showEvent(run, ev) {
     r.el.querySelectorAll('.text:empty').forEach((e) => e !== r.textEl && e.remove());
     if (data.status === 'complete') {
       const out = typeof data.content === 'string' ? data.content : JSON.stringify(data.content);
-      if (r.textEl.textContent !== out) {
+      if (r.textEl.src !== out) {
         // The model did not stream the answer: show it whole, last.
-        r.textEl = el('div', 'text', out);
+        r.textEl = textView(out);
         r.el.append(r.textEl);
       }
     } else if (data.status !== 'handoff') {
@@ -101,15 +126,25 @@ function showEvent(run, ev) {
     }
     r.el.append(el('div', 'usage', usageLine(data.usage || {}, data.cost)));
   }
-  if (state.current === run) savePending();
-  scroll();
+}
+
+// approvalLine returns the line that stands for an answered approval
+// request, with the id of its card.
+function approvalLine(id, a) {
+  let s = `approval of ${a.tool_name}: ${a.status}`;
+  if (a.approved_arguments) s += ` with ${JSON.stringify(a.approved_arguments)}`;
+  if (a.status === 'denied' && a.message) s += ` (${a.message})`;
+  const line = el('div', 'usage answered', s);
+  line.id = id;
+  return line;
 }
 
 function showApproval(r, a) {
   const id = 'approval-' + a.id.replace(/[^A-Za-z0-9_-]/g, '_');
   let card = document.getElementById(id);
   if (a.status !== 'pending') {
-    if (card) card.replaceWith(el('div', 'usage', `${a.tool_name}: ${a.status}`));
+    if (card) card.replaceWith(approvalLine(id, a));
+    else r.el.append(approvalLine(id, a));
     return;
   }
   if (card) return;
@@ -132,11 +167,12 @@ function showApproval(r, a) {
     }
     const changed = JSON.stringify(edited) !== JSON.stringify(a.arguments);
     send({ type: 'approve', approval: a.id, approve: true, arguments: changed ? edited : undefined });
-    card.replaceWith(el('div', 'usage', `${a.tool_name}: approved`));
+    card.replaceWith(approvalLine(id, { tool_name: a.tool_name, status: 'approved', approved_arguments: changed ? edited : undefined }));
   };
   deny.onclick = () => {
-    send({ type: 'approve', approval: a.id, approve: false, message: 'denied in the web chat' });
-    card.replaceWith(el('div', 'usage', `${a.tool_name}: denied`));
+    const message = 'denied in the web chat';
+    send({ type: 'approve', approval: a.id, approve: false, message });
+    card.replaceWith(approvalLine(id, { tool_name: a.tool_name, status: 'denied', message }));
   };
   card.append(args, approve, deny);
   r.el.append(card);
@@ -150,7 +186,10 @@ function send(msg) {
 function onOpen() {
   setStatus('connected');
   const pending = JSON.parse(localStorage.getItem('calf.pending') || 'null');
-  if (pending && pending.session === state.session) {
+  if (pending && pending.session === state.session && state.runs[pending.run] && state.runs[pending.run].ended) {
+    // It ended before the page opened its session: shown from its turn.
+    localStorage.removeItem('calf.pending');
+  } else if (pending && pending.session === state.session) {
     state.current = pending.run;
     const r = runView(pending.run);
     r.seq = 0; // the history shows the earlier runs; this one from its start
@@ -205,19 +244,84 @@ async function openSession(id) {
   localStorage.setItem('calf.session', id);
   state.runs = {};
   $('log').textContent = '';
+  let s;
   try {
-    const s = await api('/v1/sessions/' + encodeURIComponent(id));
-    if (opening !== state.opening) return; // another opened since: it shows its own
-    for (const m of s.messages || []) {
-      const text = (m.parts || []).map((p) => p.text || '').join('');
-      if (m.role === 'user') $('log').append(el('div', 'msg user', text));
-      else if (m.role === 'assistant' && text) $('log').append(el('div', 'msg assistant', text));
-    }
+    s = await api('/v1/sessions/' + encodeURIComponent(id));
   } catch (e) {
-    // A new session has nothing to show yet.
+    s = {}; // a new session has nothing to show yet
   }
+  if (opening !== state.opening) return; // another opened since: it shows its own
+  const msgs = s.messages || [];
+  const turns = s.turns || [];
+  // The messages before the turns' (older runs', whose records are
+  // gone): an answer for each question, without its usage.
+  const older = msgs.slice(0, turns.length ? turns[0].first : msgs.length);
+  let prev = null;
+  for (let i = 0, n = 0; i < older.length; n++) {
+    let j = i + 1;
+    while (j < older.length && older[j].role !== 'user') j++;
+    prev = showTurn({ run: `older-${n}` }, older.slice(i, j), prev);
+    i = j;
+  }
+  for (const t of turns) prev = showTurn(t, t.count ? msgs.slice(t.first, t.first + t.count) : t.messages || [], prev);
   refreshSessions();
   scroll();
+}
+
+// The output status of each status a run ends with.
+const outputStatus = { complete: 'complete', failed: 'error', cancelled: 'cancelled', handed_off: 'handoff' };
+
+// answered returns the approval request a of a run that ended: one still
+// pending was never answered.
+function answered(a) {
+  return a.status === 'pending' ? { ...a, status: 'never answered' } : a;
+}
+
+// showTurn shows a run of the session that ended, t (a turn of the
+// sessions API), with its messages msgs, as its events showed it live: its
+// question, then in one answer its text, its tool calls with their
+// results, its approvals, and its output with its usage. A run that
+// continues another (a handoff, which asks no question) goes in the
+// answer prev, as its events do. It returns the answer's run view.
+function showTurn(t, msgs, prev) {
+  const asks = msgs.length > 0 && msgs[0].role === 'user';
+  let r = prev;
+  if (asks || !r) {
+    if (asks) $('log').append(el('div', 'msg user', textOf(msgs[0])));
+    r = runView(t.run);
+  }
+  state.runs[t.run] = r;
+  r.ended = true;
+  const approvals = t.approvals || [];
+  const shown = new Set();
+  let step = 0;
+  for (const m of msgs) {
+    if (m.role === 'assistant') {
+      step++;
+      const text = textOf(m);
+      if (text) render(r, 'stream', { step: `${t.run}/${step}`, delta: { text } });
+      const calls = m.tool_calls || [];
+      for (const c of calls) render(r, 'tool_call', { tool_call_id: c.id, tool_name: c.name, arguments: c.arguments });
+      for (const a of approvals) {
+        if (a.run_id === t.run && calls.some((c) => c.id === a.tool_call_id)) {
+          render(r, 'approval', answered(a));
+          shown.add(a.id);
+        }
+      }
+    } else if (m.role === 'tool') {
+      render(r, 'tool_result', { tool_call_id: m.tool_call_id, tool_name: m.tool_name, status: m.is_error ? 'error' : 'success', result: m });
+    }
+  }
+  for (const a of approvals) if (!shown.has(a.id)) render(r, 'approval', answered(a)); // its subagents'
+  if (t.status) {
+    render(r, 'output', { status: outputStatus[t.status] || t.status, content: t.output, error: t.error, usage: t.usage, cost: t.cost });
+    return r;
+  }
+  // An older run's: no output to show.
+  r.el.querySelectorAll('.text').forEach((e) => !e.src && e.remove());
+  if (r.el.childElementCount) return r;
+  r.el.remove();
+  return null;
 }
 
 async function start() {

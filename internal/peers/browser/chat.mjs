@@ -1,12 +1,42 @@
 // Drives Calf's web chat in headless Chromium with playwright-core:
-// node chat.mjs URL TOKEN OTHER_TOKEN SHOT_DIR. A question whose tool call
+// node chat.mjs URL TOKEN OTHER_TOKEN SHOT_DIR OLDER. A question whose tool call
 // asks for approval, approved in the page, the page reloaded while the run
-// goes on, the answer shown after the reload; another user's view of the
-// first one's session. Prints one JSON line per step.
+// goes on, the answer shown after the reload ("live"); the page reloaded
+// again once the run ended, the session shown from the sessions API
+// ("reloaded"); the session OLDER opened from the list ("older"); another
+// user's view of the first one's session. Prints one JSON line per step.
 import { chromium } from 'playwright-core';
 
-const [url, token, other, shots] = process.argv.slice(2);
+const [url, token, other, shots, older] = process.argv.slice(2);
 const out = (step, value) => console.log(JSON.stringify({ step, ...value }));
+
+// What the chat shows: each bubble (its class and HTML), the tool calls,
+// their results, the answered approvals, the usage lines, what the
+// Markdown made, and anything hostile that became live.
+const snapshot = () => {
+  const log = document.querySelector('#log');
+  const all = (sel) => [...log.querySelectorAll(sel)];
+  const texts = (sel) => all(sel).map((e) => e.textContent);
+  return {
+    log: log.textContent,
+    bubbles: [...log.children].map((b) => ({ cls: b.className, html: b.innerHTML })),
+    tools: texts('details.tool summary'),
+    results: texts('details.tool pre.result'),
+    approvals: texts('.usage.answered'),
+    usage: texts('.usage:not(.answered)'),
+    code: texts('.text pre code'),
+    items: texts('.text li'),
+    headings: texts('.text h2'),
+    strong: texts('.text strong'),
+    links: all('.text a').map((a) => ({ href: a.getAttribute('href'), rel: a.rel, text: a.textContent })),
+    hostile: {
+      elements: all('img, script, iframe, object, embed, svg, style').length,
+      handlers: all('*').filter((e) => [...e.attributes].some((a) => /^on/i.test(a.name))).length,
+      scriptLinks: [...document.querySelectorAll('a')].filter((a) => !/^(https?:|mailto:)/i.test(a.href)).map((a) => a.getAttribute('href')),
+      title: document.title,
+    },
+  };
+};
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -32,11 +62,28 @@ try {
   await page.waitForTimeout(300);
   await page.reload();
   await page.waitForFunction(() => document.querySelector('#log').textContent.includes('Done: 5'), null, { timeout: 30000 });
+  // The run's end reached the page: Stop is disabled again.
+  await page.waitForSelector('#stop:disabled', { state: 'attached', timeout: 30000 });
   const log = await page.textContent('#log');
   await page.waitForSelector('#sessions li.current', { timeout: 10000 });
   const cost = await page.textContent('#cost');
-  if (shots) await page.screenshot({ path: `${shots}/chat.png` });
   out('answer', { log, cost, errors });
+  out('live', await page.evaluate(snapshot));
+
+  // Reloaded once the run ended: the session's turns show the same.
+  await page.reload();
+  await page.waitForFunction(() => document.querySelector('#log').textContent.includes('Done: 5'), null, { timeout: 30000 });
+  await page.waitForSelector('#sessions li.current', { timeout: 10000 });
+  if (shots) {
+    await page.waitForFunction(() => document.querySelector('#status').textContent === 'connected', null, { timeout: 10000 });
+    await page.screenshot({ path: `${shots}/chat.png` });
+  }
+  out('reloaded', { ...(await page.evaluate(snapshot)), errors });
+
+  // An older session, opened from the list.
+  await page.click(`#sessions li[data-session="${older}"]`);
+  await page.waitForFunction(() => document.querySelector('#log').textContent.includes('It is'), null, { timeout: 30000 });
+  out('older', { ...(await page.evaluate(snapshot)), errors });
 
   // Another user: the first user's session is not listed, nor readable.
   const page2 = await browser.newPage();
