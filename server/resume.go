@@ -13,6 +13,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/store"
 )
@@ -166,6 +167,8 @@ func (s *Server) stream(r *http.Request, rn runner.Runner, prompt string, opts *
 		}
 	}()
 	watch := run
+	// The run's status in the store has no usage: the output event has.
+	var usage model.Usage
 	for e, err := range s.opts.Log.FollowRun(fctx, run, 0) {
 		if err != nil {
 			if nerr := s.notServedError(ctx, fctx, rn, run); nerr != nil {
@@ -181,6 +184,9 @@ func (s *Server) stream(r *http.Request, rn runner.Runner, prompt string, opts *
 				if p, ok := runner.ProgressOf(aev); ok {
 					progress(p)
 				}
+				if aev.Kind == agent.EventOutput {
+					usage = aev.Output.Usage
+				}
 			}
 		}
 		_, watch = eventlog.Ended(e, watch)
@@ -192,6 +198,9 @@ func (s *Server) stream(r *http.Request, rn runner.Runner, prompt string, opts *
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		res, err := rn.Status(ctx, s.rt, run)
 		if err != nil || res.Status != runner.Running {
+			if res != nil {
+				res.Usage = usage
+			}
 			return res, err
 		}
 		select {
