@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/store"
 )
 
@@ -119,4 +120,44 @@ func (s *Server) checkRun(ctx context.Context, user, id string) error {
 		return errNotYours
 	}
 	return nil
+}
+
+// findRun returns errNotYours unless user may read the run id (checkRun)
+// and the run exists. A run exists when it has an owner record (the
+// server records one before it starts a run), a run record, or an event
+// in its log; a run started by another process may have none yet when it
+// is asked for as it starts, so an id that has none is looked for in its
+// log for agent.DefaultStartTimeout before it is not found.
+func (s *Server) findRun(ctx context.Context, user, id string) error {
+	if err := s.checkRun(ctx, user, id); err != nil {
+		return err
+	}
+	if len(s.opts.Tokens) > 0 {
+		return nil // checkRun found its owner record
+	}
+	st := s.rt.Store()
+	if _, err := st.Get(ctx, KindRunOwner, id); !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if _, err := s.rt.LoadRun(ctx, id); !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if s.opts.Log == nil {
+		return errNotYours
+	}
+	wctx, cancel := context.WithTimeout(ctx, agent.DefaultStartTimeout)
+	defer cancel()
+	for _, err := range s.opts.Log.Follow(wctx, id, 0) {
+		switch {
+		case err == nil:
+			return nil // it has an event
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case wctx.Err() != nil:
+			return errNotYours
+		default:
+			return err
+		}
+	}
+	return errNotYours
 }

@@ -41,7 +41,7 @@ func (s *Server) resumeOf(r *http.Request, stream bool) (run string, last int64,
 		return "", 0, false, fmt.Errorf("%w: Last-Event-ID %q is not an event of this API's streams (RUN/N)", errBadRequest, id)
 	}
 	run = id[:i]
-	if err := s.checkRun(r.Context(), userOf(r), run); err != nil {
+	if err := s.findRun(r.Context(), userOf(r), run); err != nil {
 		return "", 0, false, err
 	}
 	return run, n, true, nil

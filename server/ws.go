@@ -172,7 +172,7 @@ func (b *wsBridge) handle(ctx context.Context, in wsIn) error {
 		}
 		b.follow(ctx, run, 0, rn)
 	case "follow":
-		if err := s.checkRun(ctx, b.user, in.Run); err != nil {
+		if err := s.findRun(ctx, b.user, in.Run); err != nil {
 			return err
 		}
 		if in.After < 0 {
