@@ -49,11 +49,14 @@ func writeJSON(w http.ResponseWriter, v any) {
 // requestError reports err, from reading a request or starting its run.
 func (s *Server) requestError(w http.ResponseWriter, r *http.Request, err error) {
 	var tooBig *http.MaxBytesError
+	var notFound *notFoundError
 	switch {
 	case r.Context().Err() != nil:
 		// The client went away: there is nobody to answer.
 	case errors.As(err, &tooBig):
 		apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("the request body is over %d bytes", tooBig.Limit))
+	case errors.As(err, &notFound):
+		apiError(w, http.StatusNotFound, "invalid_request_error", "not_found", notFound.msg)
 	case errors.Is(err, errNotYours):
 		apiError(w, http.StatusNotFound, "invalid_request_error", "not_found", "no such session or run")
 	case errors.Is(err, errBadRequest), errors.Is(err, runner.ErrThread):

@@ -41,6 +41,31 @@ func ValidSessionID(id string) bool { return sessionID.MatchString(id) }
 // "not found", so that a user cannot learn which ids others use.
 var errNotYours = errors.New("server: no such session")
 
+// notFoundError is something the request names that does not exist or
+// is another user's, the two told apart by nothing: a 404 "not_found"
+// with the message, or the message alone over the WebSocket bridge.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
+// approvalOf returns the approval request id when user may answer it (it
+// belongs to a run user may read); the error for one that does not exist
+// and for another user's is the same, says what (an "approval" or an
+// "interrupt"), and matches no other.
+func (s *Server) approvalOf(ctx context.Context, user, what, id string) (*agent.Approval, error) {
+	a, err := s.rt.Approval(ctx, id)
+	if err == nil {
+		err = s.checkRun(ctx, user, a.RunID)
+	}
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, agent.ErrApprovalNotFound) || errors.Is(err, errNotYours) {
+		return nil, &notFoundError{fmt.Sprintf("no %s %q", what, id)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
 // owner is a session_owner or run_owner record.
 type owner struct {
 	User string `json:"user"`
