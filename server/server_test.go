@@ -534,8 +534,15 @@ func TestListenChecks(t *testing.T) {
 	}
 }
 
-// A client that goes away cancels its run.
+// A client that goes away cancels its run, whether the run is the
+// request's own or followed in the event log.
 func TestDisconnectCancelsRun(t *testing.T) {
+	for _, logged := range []bool{false, true} {
+		t.Run(map[bool]string{false: "own", true: "logged"}[logged], func(t *testing.T) { testDisconnectCancelsRun(t, logged) })
+	}
+}
+
+func testDisconnectCancelsRun(t *testing.T, logged bool) {
 	rt := testRuntime(t)
 	st := rt.Store()
 	started := make(chan struct{}, 1)
@@ -544,7 +551,7 @@ func TestDisconnectCancelsRun(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	hs, _ := serveAgent(t, rt, agent.Must(agent.New[agent.NoDeps, string]("slow", m, nil)), false, nil)
+	hs, _ := serveAgent(t, rt, agent.Must(agent.New[agent.NoDeps, string]("slow", m, nil)), logged, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	req, _ := http.NewRequestWithContext(ctx, "POST", hs.URL+"/v1/chat/completions", strings.NewReader(`{"model":"slow","messages":[{"role":"user","content":"x"}]}`))
 	done := make(chan *http.Response, 1)
@@ -610,6 +617,17 @@ func TestStreamedUsage(t *testing.T) {
 	}
 	if u := *chunk.Usage; u.PromptTokens != 10 || u.CompletionTokens != 5 || u.TotalTokens != 15 {
 		t.Errorf("chat usage %+v, want 10 + 5 = 15", u)
+	}
+
+	// Not streamed, the run followed in the log all the same.
+	status, body, _ = do(t, "POST", hs.URL+"/v1/chat/completions", "", `{"model":"echo","messages":[{"role":"user","content":"one two three"}]}`, nil)
+	var cc struct {
+		Usage struct {
+			TotalTokens int64 `json:"total_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(body), &cc); err != nil || status != 200 || cc.Usage.TotalTokens != 15 {
+		t.Errorf("chat, not streamed: %d %s", status, body)
 	}
 
 	status, body, _ = do(t, "POST", hs.URL+"/v1/responses", "", `{"model":"echo","stream":true,"input":"one two three"}`, nil)
