@@ -11,7 +11,6 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/runner"
-	"github.com/calf-go/calf/store"
 )
 
 // aguiInput is the part of an AG-UI RunAgentInput that the server reads.
@@ -225,14 +224,8 @@ func (s *Server) aguiResume(r *http.Request, in aguiInput) (string, int64, error
 	ctx, user := r.Context(), userOf(r)
 	run := ""
 	for _, e := range in.Resume {
-		a, err := s.rt.Approval(ctx, e.InterruptID)
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, agent.ErrApprovalNotFound) {
-			return "", 0, fmt.Errorf("%w: no interrupt %q", errBadRequest, e.InterruptID)
-		}
+		a, err := s.approvalOf(ctx, user, "interrupt", e.InterruptID)
 		if err != nil {
-			return "", 0, err
-		}
-		if err := s.checkRun(ctx, user, a.RunID); err != nil {
 			return "", 0, err
 		}
 		if a.SessionID != in.ThreadID {

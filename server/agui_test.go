@@ -161,9 +161,9 @@ func TestAGUIBadRequests(t *testing.T) {
 		{"malformed", "tok-ann", `{"threadId":`, 400, "not a valid JSON"},
 		{"no thread", "tok-ann", `{"runId":"r","messages":[{"role":"user","content":"x"}]}`, 400, "threadId and runId"},
 		{"no user message", "tok-ann", `{"threadId":"t","runId":"r","messages":[{"role":"assistant","content":"x"}]}`, 400, "no user message"},
-		{"unknown interrupt", "tok-ann", `{"threadId":"ann-t","runId":"r","messages":[],"resume":[{"interruptId":"nope","status":"resolved"}]}`, 400, "no interrupt"},
+		{"unknown interrupt", "tok-ann", `{"threadId":"ann-t","runId":"r","messages":[],"resume":[{"interruptId":"nope","status":"resolved"}]}`, 404, "no interrupt"},
 		{"bad status", "tok-ann", `{"threadId":"ann-t","runId":"r","messages":[],"resume":[{"interruptId":"` + reqs[0].ID + `","status":"maybe"}]}`, 400, "resolved or cancelled"},
-		{"bob answers ann's", "tok-bob", strings.Replace(resume, "ann-t", "bob-t", 1), 404, "no such session or run"},
+		{"bob answers ann's", "tok-bob", strings.Replace(resume, "ann-t", "bob-t", 1), 404, "no interrupt"},
 		{"bob in ann's thread", "tok-bob", resume, 404, "no such session or run"},
 		{"no token", "", resume, 401, "bearer token"},
 	} {

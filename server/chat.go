@@ -110,7 +110,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	created := time.Now().Unix()
 	w.Header().Set(RunHeader, opts.RunID)
 	if !req.Stream {
-		res, err := rn.Run(r.Context(), s.rt, prompt, opts, nil)
+		res, err := s.await(r, rn, prompt, opts)
 		if err != nil {
 			s.requestError(w, r, err)
 			return

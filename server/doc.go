@@ -30,9 +30,17 @@
 // to the user that started it: another user's requests find no such
 // session (its owner is kept in a [KindSessionOwner] record). Cross-origin
 // requests from browsers that change state are refused; bodies are bounded
-// ([Options.MaxBodyBytes]) and each user's requests rate-limited
+// in size ([Options.MaxBodyBytes]) and in time ([Options.BodyTimeout]),
+// a request refused for its token, host or rate being answered before its
+// body is read; and each user's requests are rate-limited
 // ([Options.RateLimit]). Errors have the OpenAI API's shape:
 // {"error": {"message", "type", "code"}}.
 //
 // Closing a request's connection before its run ends cancels the run.
+//
+// With an event log ([Options.Log]), a request that does not stream and
+// whose run parks on an approval request is answered at once: 409, code
+// "approval_pending", naming the run and the approvals (run_id,
+// approvals); the run waits for the answer, given over the WebSocket
+// bridge (GET /v1/ws).
 package server

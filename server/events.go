@@ -24,7 +24,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 		s.requestError(w, r, fmt.Errorf("%w: run id %q", errBadRequest, run))
 		return
 	}
-	if err := s.checkRun(r.Context(), userOf(r), run); err != nil {
+	if err := s.findRun(r.Context(), userOf(r), run); err != nil {
 		s.requestError(w, r, err)
 		return
 	}

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket/wsjson"
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/eventlog"
@@ -159,5 +162,56 @@ func TestRunEventsResume(t *testing.T) {
 	}
 	if cs := strings.Join(channels, " "); !strings.HasPrefix(cs, "input inference stream") || !strings.HasSuffix(cs, "output") {
 		t.Errorf("channels %q", cs)
+	}
+}
+
+// A run id that names no run is not found, on a server without tokens too:
+// its event stream, a resumed answer of it, and a follow over the bridge.
+// A run started by another caller, which has no owner record, is found,
+// even asked for as it starts.
+func TestUnknownRun(t *testing.T) {
+	rt := testRuntime(t)
+	a := agent.Must(agent.New[agent.NoDeps, string]("echo", &wordModel{answer: echoAnswer}, nil))
+	hs, _ := serveAgent(t, rt, a, true, nil)
+	if status, body, _ := do(t, "GET", hs.URL+"/v1/runs/no-such-run/events", "", "", nil); status != 404 || !strings.Contains(body, `"not_found"`) {
+		t.Errorf("the events of an unknown run: %d %s", status, body)
+	}
+	chat := `{"model":"echo","stream":true,"messages":[{"role":"user","content":"x"}]}`
+	if status, body, _ := do(t, "POST", hs.URL+"/v1/chat/completions", "", chat, map[string]string{"Last-Event-ID": "no-such-run/3"}); status != 404 || !strings.Contains(body, `"not_found"`) {
+		t.Errorf("an unknown run resumed: %d %s", status, body)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c, _, err := dialWS(t, ctx, hs.URL, []string{server.WSProtocol}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if err := wsjson.Write(ctx, c, map[string]any{"type": "follow", "id": "f1", "run": "no-such-run"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := readWS(t, ctx, c); m.Type != "error" || m.ID != "f1" || m.Message != "no such session or run" {
+		t.Errorf("an unknown run followed: %+v", m)
+	}
+
+	// Asked for while it is submitted, before anything recorded it.
+	run := "submitted-elsewhere"
+	got := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "GET", hs.URL+"/v1/runs/"+run+"/events", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		got <- resp.Status + "\n" + string(data)
+	}()
+	if _, err := a.Submit(ctx, rt, "hi", &agent.RunOptions[agent.NoDeps]{RunID: run}); err != nil {
+		t.Fatal(err)
+	}
+	if body := <-got; !strings.HasPrefix(body, "200") || !strings.HasSuffix(strings.TrimSpace(body), `data: {"run":"`+run+`"}`) {
+		t.Errorf("a run submitted as it is asked for:\n%s", body)
 	}
 }

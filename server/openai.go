@@ -37,6 +37,37 @@ type errorObject struct {
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
 	Code    string  `json:"code,omitempty"`
+	// RunID and Approvals, for a run parked on approval requests.
+	RunID     string            `json:"run_id,omitempty"`
+	Approvals []pendingApproval `json:"approvals,omitempty"`
+}
+
+// pendingApproval is an approval request a run waits for, in an error.
+type pendingApproval struct {
+	ID        string          `json:"id"`
+	RunID     string          `json:"run_id"`
+	ToolName  string          `json:"tool_name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Reason    string          `json:"reason,omitempty"`
+}
+
+// approvalPending answers a request that does not stream, whose run parked
+// on approval requests: 409 approval_pending, with the run, the requests,
+// and how to answer them. The run waits for the answers.
+func approvalPending(w http.ResponseWriter, e *approvalPendingError) {
+	var ids []string
+	obj := errorObject{Type: "invalid_request_error", Code: "approval_pending", RunID: e.run}
+	for _, a := range e.approvals {
+		ids = append(ids, fmt.Sprintf("%s (%s %s)", a.ID, a.ToolName, a.Arguments))
+		obj.Approvals = append(obj.Approvals, pendingApproval{ID: a.ID, RunID: a.RunID, ToolName: a.ToolName, Arguments: a.Arguments, Reason: a.Reason})
+	}
+	first := e.approvals[0].ID
+	obj.Message = fmt.Sprintf("run %s waits for approval: %s. Answer over the WebSocket bridge (GET /v1/ws, {\"type\":\"approve\",\"approval\":%q,\"approve\":true}) or with calf approvals approve %s (or deny); the run then goes on, its answer in GET /v1/runs/%s/events",
+		e.run, strings.Join(ids, ", "), first, first, e.run)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusConflict)
+	_ = json.NewEncoder(w).Encode(errorBody{Error: obj})
 }
 
 // writeJSON writes v as a 200 JSON response.
@@ -49,11 +80,17 @@ func writeJSON(w http.ResponseWriter, v any) {
 // requestError reports err, from reading a request or starting its run.
 func (s *Server) requestError(w http.ResponseWriter, r *http.Request, err error) {
 	var tooBig *http.MaxBytesError
+	var notFound *notFoundError
+	var pending *approvalPendingError
 	switch {
 	case r.Context().Err() != nil:
 		// The client went away: there is nobody to answer.
 	case errors.As(err, &tooBig):
 		apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("the request body is over %d bytes", tooBig.Limit))
+	case errors.As(err, &pending):
+		approvalPending(w, pending)
+	case errors.As(err, &notFound):
+		apiError(w, http.StatusNotFound, "invalid_request_error", "not_found", notFound.msg)
 	case errors.Is(err, errNotYours):
 		apiError(w, http.StatusNotFound, "invalid_request_error", "not_found", "no such session or run")
 	case errors.Is(err, errBadRequest), errors.Is(err, runner.ErrThread):

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/store"
 )
 
@@ -39,6 +40,31 @@ func ValidSessionID(id string) bool { return sessionID.MatchString(id) }
 // another user (or to no user of a server with tokens). It is reported as
 // "not found", so that a user cannot learn which ids others use.
 var errNotYours = errors.New("server: no such session")
+
+// notFoundError is something the request names that does not exist or
+// is another user's, the two told apart by nothing: a 404 "not_found"
+// with the message, or the message alone over the WebSocket bridge.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
+// approvalOf returns the approval request id when user may answer it (it
+// belongs to a run user may read); the error for one that does not exist
+// and for another user's is the same, says what (an "approval" or an
+// "interrupt"), and matches no other.
+func (s *Server) approvalOf(ctx context.Context, user, what, id string) (*agent.Approval, error) {
+	a, err := s.rt.Approval(ctx, id)
+	if err == nil {
+		err = s.checkRun(ctx, user, a.RunID)
+	}
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, agent.ErrApprovalNotFound) || errors.Is(err, errNotYours) {
+		return nil, &notFoundError{fmt.Sprintf("no %s %q", what, id)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
 
 // owner is a session_owner or run_owner record.
 type owner struct {
@@ -119,4 +145,44 @@ func (s *Server) checkRun(ctx context.Context, user, id string) error {
 		return errNotYours
 	}
 	return nil
+}
+
+// findRun returns errNotYours unless user may read the run id (checkRun)
+// and the run exists. A run exists when it has an owner record (the
+// server records one before it starts a run), a run record, or an event
+// in its log; a run started by another process may have none yet when it
+// is asked for as it starts, so an id that has none is looked for in its
+// log for agent.DefaultStartTimeout before it is not found.
+func (s *Server) findRun(ctx context.Context, user, id string) error {
+	if err := s.checkRun(ctx, user, id); err != nil {
+		return err
+	}
+	if len(s.opts.Tokens) > 0 {
+		return nil // checkRun found its owner record
+	}
+	st := s.rt.Store()
+	if _, err := st.Get(ctx, KindRunOwner, id); !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if _, err := s.rt.LoadRun(ctx, id); !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if s.opts.Log == nil {
+		return errNotYours
+	}
+	wctx, cancel := context.WithTimeout(ctx, agent.DefaultStartTimeout)
+	defer cancel()
+	for _, err := range s.opts.Log.Follow(wctx, id, 0) {
+		switch {
+		case err == nil:
+			return nil // it has an event
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case wctx.Err() != nil:
+			return errNotYours
+		default:
+			return err
+		}
+	}
+	return errNotYours
 }

@@ -121,7 +121,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	item := outputItem{Type: "message", ID: "msg_" + opts.RunID, Status: "in_progress", Role: "assistant", Content: []outputText{}}
 	if !req.Stream {
-		res, err := rn.Run(r.Context(), s.rt, prompt, opts, nil)
+		res, err := s.await(r, rn, prompt, opts)
 		if err != nil {
 			s.requestError(w, r, err)
 			return

@@ -13,6 +13,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/store"
 )
@@ -40,7 +41,7 @@ func (s *Server) resumeOf(r *http.Request, stream bool) (run string, last int64,
 		return "", 0, false, fmt.Errorf("%w: Last-Event-ID %q is not an event of this API's streams (RUN/N)", errBadRequest, id)
 	}
 	run = id[:i]
-	if err := s.checkRun(r.Context(), userOf(r), run); err != nil {
+	if err := s.findRun(r.Context(), userOf(r), run); err != nil {
 		return "", 0, false, err
 	}
 	return run, n, true, nil
@@ -129,6 +130,38 @@ func (s *Server) stream(r *http.Request, rn runner.Runner, prompt string, opts *
 	if s.opts.Log == nil || !ok {
 		return rn.Run(r.Context(), s.rt, prompt, opts, progress)
 	}
+	return s.follow(r, rn, st, prompt, opts, ev, resume, progress, false)
+}
+
+// await is the answer of a request that does not stream: the run, and its
+// end. With an event log and a runner that starts runs without waiting,
+// the run is started and followed in its log, and a run that parks on an
+// approval ends the wait at once with an *approvalPendingError (the run
+// stays parked, for the approval's answer); otherwise the run is run as
+// the request's own.
+func (s *Server) await(r *http.Request, rn runner.Runner, prompt string, opts *runner.Options) (*runner.Result, error) {
+	st, ok := rn.(runner.Starter)
+	if s.opts.Log == nil || !ok {
+		return rn.Run(r.Context(), s.rt, prompt, opts, nil)
+	}
+	return s.follow(r, rn, st, prompt, opts, nil, false, func(runner.Progress) {}, true)
+}
+
+// approvalPendingError ends the wait of a request whose run parked on
+// approval requests.
+type approvalPendingError struct {
+	run       string
+	approvals []agent.Approval
+}
+
+func (e *approvalPendingError) Error() string {
+	return fmt.Sprintf("run %s waits for %d approval(s)", e.run, len(e.approvals))
+}
+
+// follow is stream and await with a runner that starts runs and an event
+// log: heartbeats on ev when not nil, and, with park, an end at the first
+// approval request of the run (or of a run it started) still pending.
+func (s *Server) follow(r *http.Request, rn runner.Runner, st runner.Starter, prompt string, opts *runner.Options, ev *sse, resume bool, progress func(runner.Progress), park bool) (*runner.Result, error) {
 	ctx := r.Context()
 	run := opts.RunID
 	if !resume {
@@ -150,22 +183,12 @@ func (s *Server) stream(r *http.Request, rn runner.Runner, prompt string, opts *
 	}
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
-		// Comments keep the connection open while the run waits.
-		t := time.NewTicker(heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				if ev.comment("ping") != nil {
-					return
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
+	if ev != nil {
+		go s.heartbeats(ev, done)
+	}
 	watch := run
+	// The run's status in the store has no usage: the output event has.
+	var usage model.Usage
 	for e, err := range s.opts.Log.FollowRun(fctx, run, 0) {
 		if err != nil {
 			if nerr := s.notServedError(ctx, fctx, rn, run); nerr != nil {
@@ -174,12 +197,24 @@ func (s *Server) stream(r *http.Request, rn runner.Runner, prompt string, opts *
 			return nil, err
 		}
 		seen(e.Message)
+		if park {
+			pending, err := s.parked(ctx, run, e)
+			if err != nil {
+				return nil, err
+			}
+			if pending != nil {
+				return nil, pending
+			}
+		}
 		// The run's own events (and those of the runs it handed off to),
 		// not its subagents'.
 		if m := e.Message; m.Metadata.RunID == watch {
 			if aev, err := agent.DecodeEvent(m); err == nil {
 				if p, ok := runner.ProgressOf(aev); ok {
 					progress(p)
+				}
+				if aev.Kind == agent.EventOutput {
+					usage = aev.Output.Usage
 				}
 			}
 		}
@@ -192,6 +227,9 @@ func (s *Server) stream(r *http.Request, rn runner.Runner, prompt string, opts *
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		res, err := rn.Status(ctx, s.rt, run)
 		if err != nil || res.Status != runner.Running {
+			if res != nil {
+				res.Usage = usage
+			}
 			return res, err
 		}
 		select {
@@ -200,4 +238,35 @@ func (s *Server) stream(r *http.Request, rn runner.Runner, prompt string, opts *
 		case <-time.After(wait):
 		}
 	}
+}
+
+// heartbeats writes comments on ev until done is closed, so that the
+// connection stays open while the run waits.
+func (s *Server) heartbeats(ev *sse, done <-chan struct{}) {
+	t := time.NewTicker(heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if ev.comment("ping") != nil {
+				return
+			}
+		case <-done:
+			return
+		}
+	}
+}
+
+// parked returns, when e is an approval request of run (or of a run it
+// started) and run has requests still pending, the error that says so.
+func (s *Server) parked(ctx context.Context, run string, e eventlog.Event) (*approvalPendingError, error) {
+	aev, err := agent.DecodeEvent(e.Message)
+	if err != nil || aev.Kind != agent.EventApproval || aev.Approval.Status != agent.ApprovalPending {
+		return nil, nil
+	}
+	pending, err := s.rt.Approvals(ctx, run, agent.ApprovalPending)
+	if err != nil || len(pending) == 0 {
+		return nil, err // answered already: the run goes on
+	}
+	return &approvalPendingError{run: run, approvals: pending}, nil
 }

@@ -1,12 +1,15 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +42,11 @@ type Options struct {
 	Tokens map[string]string
 	// MaxBodyBytes bounds a request's body. Default: 1 MiB.
 	MaxBodyBytes int64
+	// BodyTimeout bounds the time a request's body takes to arrive, from
+	// the end of its headers: a slower one gets 408 and its connection
+	// is closed. Event streams and WebSockets, whose requests have no
+	// body or have had it whole, are not bounded by it. Default: 30 s.
+	BodyTimeout time.Duration
 	// RateLimit is how many requests a second a user may make, on
 	// average, and RateBurst how many at once. Defaults: 10 and 20. A
 	// negative RateLimit sets no limit.
@@ -93,6 +101,9 @@ func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, er
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 1 << 20
 	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = 30 * time.Second
+	}
 	if o.RateLimit == 0 {
 		o.RateLimit = 10
 	}
@@ -146,9 +157,12 @@ func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, er
 //
 // Every request passes, in order: a check of its Host when the server has
 // no tokens (a page elsewhere cannot reach a loopback server through DNS
-// rebinding); cross-origin protection (browsers' cross-site requests that
-// change state are refused); the bearer token, when the server has
-// tokens; the user's rate limit; and the body size limit.
+// rebinding); the bearer token, when the server has tokens; the user's
+// rate limit; its body, read whole within the body size limit and
+// [Options.BodyTimeout]; and cross-origin protection (browsers'
+// cross-site requests that change state are refused). A request refused
+// before its body is read is answered at once, and its connection closed
+// without waiting for the body.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", s.models)
@@ -178,7 +192,7 @@ func (s *Server) Handler() http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusForbidden, "invalid_request_error", "cross_origin", "cross-origin request refused")
 	}))
-	api := s.guard(cop.Handler(mux))
+	api := s.bodyDeadline(s.guard(cop.Handler(mux)))
 	if s.opts.Log == nil {
 		return api
 	}
@@ -187,7 +201,7 @@ func (s *Server) Handler() http.Handler {
 	root := http.NewServeMux()
 	root.Handle("/v1/", api)
 	root.Handle("/agui/", api)
-	root.Handle("/", webHandler())
+	root.Handle("/", s.bodyDeadline(webHandler()))
 	return root
 }
 
@@ -200,13 +214,37 @@ func userOf(r *http.Request) string {
 	return u
 }
 
-// guard checks the host, the token and the rate of a request, bounds its
-// body, and puts its user in its context.
+// bodyDeadline bounds the time the body of a request that has one takes
+// to arrive ([Options.BodyTimeout]): reading it fails after that, and so
+// does the server's own reading of a body a handler left unread.
+func (s *Server) bodyDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// dropBody makes the answer to r, whose body is not read (or not whole),
+// close the connection at once, without waiting for the rest of the body.
+func dropBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
+// guard checks the host, the token and the rate of a request, before
+// anything of its body is read, then reads its body, bounded in size and
+// in time, and puts its user in its context.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user := LocalUser
 		if len(s.opts.Tokens) == 0 {
 			if !loopbackHost(r.Host) {
+				dropBody(w, r)
 				apiError(w, http.StatusForbidden, "invalid_request_error", "host", "this server answers requests to a loopback host only (it has no tokens)")
 				return
 			}
@@ -218,19 +256,46 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				}
 			}
 			if user == "" {
+				dropBody(w, r)
 				w.Header().Set("WWW-Authenticate", `Bearer realm="calf"`)
 				apiError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing or wrong bearer token")
 				return
 			}
 		}
 		if l := s.limiter(user); l != nil && !l.Allow() {
+			dropBody(w, r)
 			w.Header().Set("Retry-After", "1")
 			apiError(w, http.StatusTooManyRequests, "rate_limit_exceeded", "rate_limit_exceeded", "too many requests: slow down")
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+		if r.ContentLength != 0 {
+			// The whole body now, within its bounds; then no deadline, for
+			// the answer's stream.
+			data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+			if err != nil {
+				s.bodyError(w, r, err)
+				return
+			}
+			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+			r.Body = io.NopCloser(bytes.NewReader(data))
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
 	})
+}
+
+// bodyError answers a request whose body could not be read, and closes
+// its connection.
+func (s *Server) bodyError(w http.ResponseWriter, r *http.Request, err error) {
+	dropBody(w, r)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("the request body is over %d bytes", tooBig.Limit))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		apiError(w, http.StatusRequestTimeout, "invalid_request_error", "request_timeout", fmt.Sprintf("the request body did not arrive within %s", s.opts.BodyTimeout))
+	default:
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", "the request body could not be read: "+err.Error())
+	}
 }
 
 // limiter returns the rate limiter of user, or nil when there is no limit.

@@ -534,8 +534,15 @@ func TestListenChecks(t *testing.T) {
 	}
 }
 
-// A client that goes away cancels its run.
+// A client that goes away cancels its run, whether the run is the
+// request's own or followed in the event log.
 func TestDisconnectCancelsRun(t *testing.T) {
+	for _, logged := range []bool{false, true} {
+		t.Run(map[bool]string{false: "own", true: "logged"}[logged], func(t *testing.T) { testDisconnectCancelsRun(t, logged) })
+	}
+}
+
+func testDisconnectCancelsRun(t *testing.T, logged bool) {
 	rt := testRuntime(t)
 	st := rt.Store()
 	started := make(chan struct{}, 1)
@@ -544,7 +551,7 @@ func TestDisconnectCancelsRun(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	hs, _ := serveAgent(t, rt, agent.Must(agent.New[agent.NoDeps, string]("slow", m, nil)), false, nil)
+	hs, _ := serveAgent(t, rt, agent.Must(agent.New[agent.NoDeps, string]("slow", m, nil)), logged, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	req, _ := http.NewRequestWithContext(ctx, "POST", hs.URL+"/v1/chat/completions", strings.NewReader(`{"model":"slow","messages":[{"role":"user","content":"x"}]}`))
 	done := make(chan *http.Response, 1)
@@ -581,5 +588,66 @@ func TestDisconnectCancelsRun(t *testing.T) {
 			t.Fatalf("%d runs, status %q", len(recs), status)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A streamed answer read from the event log reports the usage the model
+// reported, as a non-streamed one does: chat completions in the usage
+// chunk, the Responses API in response.completed.
+func TestStreamedUsage(t *testing.T) {
+	rt := testRuntime(t)
+	a := agent.Must(agent.New[agent.NoDeps, string]("echo", &wordModel{answer: echoAnswer}, nil))
+	hs, _ := serveAgent(t, rt, a, true, nil)
+	// "you said: one two three": 10 tokens in, 5 out.
+	status, body, _ := do(t, "POST", hs.URL+"/v1/chat/completions", "", `{"model":"echo","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"one two three"}]}`, nil)
+	_, data := events(t, body)
+	if status != 200 || len(data) < 2 || data[len(data)-1] != "[DONE]" {
+		t.Fatalf("chat: %d %s", status, body)
+	}
+	var chunk struct {
+		Choices []any `json:"choices"`
+		Usage   *struct {
+			PromptTokens     int64 `json:"prompt_tokens"`
+			CompletionTokens int64 `json:"completion_tokens"`
+			TotalTokens      int64 `json:"total_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(data[len(data)-2]), &chunk); err != nil || chunk.Usage == nil || len(chunk.Choices) != 0 {
+		t.Fatalf("the usage chunk %s: %v", data[len(data)-2], err)
+	}
+	if u := *chunk.Usage; u.PromptTokens != 10 || u.CompletionTokens != 5 || u.TotalTokens != 15 {
+		t.Errorf("chat usage %+v, want 10 + 5 = 15", u)
+	}
+
+	// Not streamed, the run followed in the log all the same.
+	status, body, _ = do(t, "POST", hs.URL+"/v1/chat/completions", "", `{"model":"echo","messages":[{"role":"user","content":"one two three"}]}`, nil)
+	var cc struct {
+		Usage struct {
+			TotalTokens int64 `json:"total_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(body), &cc); err != nil || status != 200 || cc.Usage.TotalTokens != 15 {
+		t.Errorf("chat, not streamed: %d %s", status, body)
+	}
+
+	status, body, _ = do(t, "POST", hs.URL+"/v1/responses", "", `{"model":"echo","stream":true,"input":"one two three"}`, nil)
+	names, data := events(t, body)
+	if status != 200 || len(names) == 0 || names[len(names)-1] != "response.completed" {
+		t.Fatalf("responses: %d %s", status, body)
+	}
+	var done struct {
+		Response struct {
+			Usage struct {
+				InputTokens  int64 `json:"input_tokens"`
+				OutputTokens int64 `json:"output_tokens"`
+				TotalTokens  int64 `json:"total_tokens"`
+			} `json:"usage"`
+		} `json:"response"`
+	}
+	if err := json.Unmarshal([]byte(data[len(data)-1]), &done); err != nil {
+		t.Fatal(err)
+	}
+	if u := done.Response.Usage; u.InputTokens != 10 || u.OutputTokens != 5 || u.TotalTokens != 15 {
+		t.Errorf("responses usage %+v, want 10 + 5 = 15", u)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/runner"
-	"github.com/calf-go/calf/store"
 )
 
 // WSProtocol is the WebSocket subprotocol of the bridge. A browser, which
@@ -172,7 +171,7 @@ func (b *wsBridge) handle(ctx context.Context, in wsIn) error {
 		}
 		b.follow(ctx, run, 0, rn)
 	case "follow":
-		if err := s.checkRun(ctx, b.user, in.Run); err != nil {
+		if err := s.findRun(ctx, b.user, in.Run); err != nil {
 			return err
 		}
 		if in.After < 0 {
@@ -180,14 +179,8 @@ func (b *wsBridge) handle(ctx context.Context, in wsIn) error {
 		}
 		b.follow(ctx, in.Run, in.After, nil)
 	case "approve":
-		a, err := s.rt.Approval(ctx, in.Approval)
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, agent.ErrApprovalNotFound) {
-			return fmt.Errorf("%w: no approval %q", errBadRequest, in.Approval)
-		}
+		a, err := s.approvalOf(ctx, b.user, "approval", in.Approval)
 		if err != nil {
-			return err
-		}
-		if err := s.checkRun(ctx, b.user, a.RunID); err != nil {
 			return err
 		}
 		if _, err := s.rt.AnswerApproval(ctx, a.ID, agent.ApprovalAnswer{

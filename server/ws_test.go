@@ -186,3 +186,63 @@ func TestWebSocketHostile(t *testing.T) {
 		t.Errorf("an oversized message: %v", err)
 	}
 }
+
+// Another user's approval looks like one that does not exist: over the
+// bridge, the same error as for an unknown id; over AG-UI, the same status
+// and message. The approval stays pending.
+func TestApprovalOfAnotherUser(t *testing.T) {
+	hs, rt := newApprovalServer(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	ann, _, err := dialWS(t, ctx, hs.URL, []string{server.WSProtocol, "bearer.tok-ann"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ann.CloseNow()
+	if err := wsjson.Write(ctx, ann, map[string]any{"type": "run", "agent": "calc", "session": "ann-a", "text": "add"}); err != nil {
+		t.Fatal(err)
+	}
+	id := ""
+	for id == "" {
+		m := readWS(t, ctx, ann)
+		if m.Type == "error" || m.Type == "end" {
+			t.Fatalf("ann's run: %+v", m)
+		}
+		if m.Type != "event" {
+			continue
+		}
+		if ev, err := agent.DecodeEvent(m.Event.Message); err == nil && ev.Kind == agent.EventApproval && ev.Approval.Status == agent.ApprovalPending {
+			id = ev.Approval.ID
+		}
+	}
+	const unknown = "run-0000/call_0"
+	bob, _, err := dialWS(t, ctx, hs.URL, []string{server.WSProtocol, "bearer.tok-bob"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bob.CloseNow()
+	answer := func(approval string) wsMsg {
+		if err := wsjson.Write(ctx, bob, map[string]any{"type": "approve", "id": "b1", "approval": approval, "approve": true}); err != nil {
+			t.Fatal(err)
+		}
+		return readWS(t, ctx, bob)
+	}
+	theirs, none := answer(id), answer(unknown)
+	none.Message = strings.ReplaceAll(none.Message, unknown, id)
+	if theirs != none || theirs.Type != "error" {
+		t.Errorf("bridge: another user's approval %+v, an unknown one %+v", theirs, none)
+	}
+
+	resume := func(approval string) (int, string) {
+		status, body, _ := do(t, "POST", hs.URL+"/agui/calc", "tok-bob", `{"threadId":"bob-t","runId":"r","messages":[],"resume":[{"interruptId":"`+approval+`","status":"resolved"}]}`, nil)
+		return status, body
+	}
+	s1, b1 := resume(id)
+	s2, b2 := resume(unknown)
+	if b2 = strings.ReplaceAll(b2, unknown, id); s1 != s2 || b1 != b2 {
+		t.Errorf("AG-UI: another user's approval %d %s, an unknown one %d %s", s1, b1, s2, b2)
+	}
+	if a, err := rt.Approval(ctx, id); err != nil || a.Status != agent.ApprovalPending {
+		t.Errorf("ann's approval after bob's answers: %+v %v", a, err)
+	}
+}

@@ -31,6 +31,7 @@ as the model, at http://ADDR/v1: GET /v1/models, POST /v1/chat/completions and
 POST /v1/responses, streaming or not. A request is stateless, its messages being the
 conversation, unless it carries a Calf-Session-Id header: the run then continues that
 session. Runs are kept in --store; with a shared broker they run in calf worker processes.
+A web chat is at http://ADDR/ and the run inspector at http://ADDR/inspect.html.
 
 It listens on loopback unless --addr says otherwise, and then only with bearer tokens
 (--token, or $` + envServeToken + `, whose entries are separated by commas). A token is
@@ -107,7 +108,9 @@ func serve(cmd *cobra.Command, f serveFlags, getenv func(string) string) error {
 	if err != nil {
 		return failure(err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "calf: serving agent %s at http://%s/v1 (OpenAI-compatible; model %q)\n", e.agent.Name(), l.Addr(), e.agent.Name())
+	base := "http://" + l.Addr().String()
+	fmt.Fprintf(cmd.ErrOrStderr(), "calf: serving agent %s at %s/v1 (OpenAI-compatible; model %q)\n", e.agent.Name(), base, e.agent.Name())
+	fmt.Fprintf(cmd.ErrOrStderr(), "calf: web chat at %s/\ncalf: run inspector at %s/inspect.html\n", base, base)
 	if err := s.Serve(ctx, l); err != nil {
 		return failure(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -186,5 +187,28 @@ func TestServeRecoversAfterKill(t *testing.T) {
 	}
 	if n := strings.Count(body, `"channel":"calf.agent.assistant.inference"`); n != 1 {
 		t.Errorf("%d inference events logged, want 1 (the one published again is the same):\n%s", n, body)
+	}
+}
+
+// calf serve says where its API, its web chat and its run inspector are.
+func TestServePrintsURLs(t *testing.T) {
+	isolate(t)
+	srv, _ := newFakeServer(t)
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	var stderr bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Main(ctx, []string{"serve", "--store", "memory:", "--model", srv.URL() + "#m", "--addr", addr}, strings.NewReader(""), io.Discard, &stderr)
+	}()
+	waitListening(t, addr)
+	cancel()
+	if c := <-code; c != exitOK {
+		t.Fatalf("calf serve exited %d: %s", c, stderr.String())
+	}
+	for _, url := range []string{"http://" + addr + "/v1 ", "http://" + addr + "/\n", "http://" + addr + "/inspect.html\n"} {
+		if !strings.Contains(stderr.String(), url) {
+			t.Errorf("calf serve does not print %s:\n%s", url, stderr.String())
+		}
 	}
 }
