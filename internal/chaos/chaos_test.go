@@ -173,7 +173,10 @@ func runChaos(t *testing.T, cfg *config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &caller{rt: agent.NewRuntime(client, st, nil), b: b, agent: a, inflight: map[string]time.Time{}}
+	c := &caller{rt: agent.NewRuntime(client, st, nil), b: b, agent: a, inflight: map[string]time.Time{}, outputs: map[string]int{}}
+	if err := c.countOutputs(t.Context(), client); err != nil {
+		t.Fatal(err)
+	}
 
 	workers := make([]*worker, cfg.workers)
 	for i := range workers {

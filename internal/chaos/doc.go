@@ -41,7 +41,8 @@
 // tool; the fake model counts its calls by run and step. At the end the
 // verifier checks:
 //
-//   - every run ended with its correct output at its caller;
+//   - every run ended with its correct output at its caller, and its
+//     output was published on the agent's output channel;
 //   - no tool result recorded was executed again (an execution of add that
 //     starts after the run's second model call), and no recorded model
 //     response was requested again (a first-step call after add ran, a

@@ -323,6 +323,25 @@ type caller struct {
 	mu       sync.Mutex
 	outcomes []runOutcome
 	inflight map[string]time.Time // runs whose Run has not returned, by start
+	// outputs counts the completed outputs published on the agent's
+	// output channel, by run.
+	outputs map[string]int
+}
+
+// countOutputs subscribes c to the agent's output channel.
+func (c *caller) countOutputs(ctx context.Context, client *calf.Client) error {
+	return client.Handle(ctx, agent.OutputChannel(c.agent.Name()), func(_ context.Context, m *calf.Message) error {
+		var ev agent.OutputEvent
+		if err := m.Decode(&ev); err != nil {
+			return calf.Permanent(err)
+		}
+		if ev.Status == agent.OutputComplete {
+			c.mu.Lock()
+			c.outputs[m.Metadata.RunID]++
+			c.mu.Unlock()
+		}
+		return nil
+	}, nil)
 }
 
 // load runs callers concurrent callers, each running W1 runs one after the

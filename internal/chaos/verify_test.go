@@ -48,6 +48,10 @@ type verdict struct {
 	// outages and the recovery after each (negative: none).
 	outages  []outage
 	recovery []time.Duration
+	// unpublished counts the completed runs whose output never came on
+	// the agent's output channel; republished those whose output came
+	// more than once.
+	unpublished, republished int
 	// notServed counts the runs cancelled as not served.
 	notServed int
 	loadTook  time.Duration
@@ -180,6 +184,36 @@ func verify(t *testing.T, h *harness, c *caller, st store.Store, outages []outag
 			v.lost++
 			v.lostByStatus[s]++
 		}
+	}
+
+	// Every completed run's output on the agent's output channel, once.
+	deadline = time.Now().Add(settleTimeout)
+	for {
+		v.unpublished, v.republished = 0, 0
+		c.mu.Lock()
+		for id := range answered {
+			switch n := c.outputs[id]; {
+			case n == 0:
+				v.unpublished++
+			case n > 1:
+				v.republished++
+			}
+		}
+		for id, s := range status {
+			if s == "completed" {
+				switch n := c.outputs[id]; {
+				case n == 0:
+					v.unpublished++
+				case n > 1:
+					v.republished++
+				}
+			}
+		}
+		c.mu.Unlock()
+		if v.unpublished == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 
 	// Repeats of recorded steps. A run's add runs only after its first
@@ -335,6 +369,7 @@ func (v *verdict) report(t *testing.T, cfg *config) {
 	fmt.Fprintf(&b, "  without output   unseen (completed in the store) %d, replayed home %d, lost %d %v\n", v.unseen, v.replayed, v.lost, v.lostByStatus)
 	fmt.Fprintf(&b, "  parked           runs with a dead letter %d; dead letters parked %d, recorded %d, missing %d, dropped %d; not parked (kept) %d\n",
 		v.parkedRuns, v.dlParked, v.dlRecorded, v.dlMissing, v.dlDropped, v.dlUnparked)
+	fmt.Fprintf(&b, "  outputs          completed runs whose output was never published %d, published more than once %d\n", v.unpublished, v.republished)
 	fmt.Fprintf(&b, "  repeats          tool again %d (after its result was recorded %d); model again %d (after its response was recorded %d)\n",
 		v.toolRepeats, v.toolDoubles, v.modelRepeats, v.modelDoubles)
 	fmt.Fprintf(&b, "  callers          past the bound %d (still in Run %d)\n", v.waited, v.stuck)
@@ -348,8 +383,9 @@ func (v *verdict) report(t *testing.T, cfg *config) {
 		}
 		fmt.Fprintf(&b, "  log %6d × %s\n", v.logMessages[m], m)
 	}
-	fmt.Fprintf(&b, "  | %s | %d | %d | %d | %d | %d | %d | %s | %s |\n", cfg.name, v.runs, v.completed, v.parkedRuns, v.replayed, v.lost+v.unseen,
-		v.dlMissing+v.dlDropped, percentile(rec, 50).Round(time.Millisecond), percentile(rec, 99).Round(time.Millisecond))
+	b.WriteString("  | pair | outages | runs | completed | parked | replayed | lost (unseen) | dead letters lost | recovery p50 | p99 |\n")
+	fmt.Fprintf(&b, "  | %s | %d | %d | %d | %d | %d | %d (%d) | %d | %s | %s |\n", cfg.name, len(v.outages), v.runs, v.completed, v.parkedRuns, v.replayed,
+		v.lost, v.unseen, max(v.dlMissing, v.dlDropped), percentile(rec, 50).Round(time.Millisecond), percentile(rec, 99).Round(time.Millisecond))
 	t.Log(b.String())
 
 	without := v.runs - v.completed
@@ -365,6 +401,9 @@ func (v *verdict) report(t *testing.T, cfg *config) {
 	}
 	if v.dlMissing+v.dlDropped > 0 {
 		t.Errorf("dead letters lost: %d parked but not recorded, %d dropped", v.dlMissing, v.dlDropped)
+	}
+	if v.unpublished > 0 {
+		t.Errorf("%d completed runs never published their output", v.unpublished)
 	}
 	if v.toolDoubles > 0 || v.modelDoubles > 0 {
 		t.Errorf("recorded steps done again: %d tool executions after the tool's result was recorded, %d model calls after the response was recorded", v.toolDoubles, v.modelDoubles)
