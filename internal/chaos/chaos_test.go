@@ -126,8 +126,8 @@ func fromEnv(t *testing.T, cfg *config) {
 	if s := os.Getenv("CALF_CHAOS_ACTIONS"); s != "" && !cfg.killWorkers {
 		cfg.actions = strings.Split(s, ",")
 		for _, a := range cfg.actions {
-			if a != "stop" && a != "kill" && a != "pause" {
-				t.Fatalf("CALF_CHAOS_ACTIONS: unknown action %q: want stop, kill or pause", a)
+			if a != "stop" && a != "term" && a != "kill" && a != "pause" {
+				t.Fatalf("CALF_CHAOS_ACTIONS: unknown action %q: want stop, term, kill or pause", a)
 			}
 		}
 	}
@@ -180,7 +180,9 @@ func runChaos(t *testing.T, cfg *config) {
 
 	workers := make([]*worker, cfg.workers)
 	for i := range workers {
-		workers[i] = h.startWorker()
+		if workers[i], err = h.startWorker(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, w := range workers {
 		if err := h.waitReady(w); err != nil {

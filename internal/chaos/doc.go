@@ -26,6 +26,8 @@
 //
 //	stop   the service's own immediate shutdown: SIGQUIT for PostgreSQL
 //	       (what pg_ctl stop -m immediate sends), SIGTERM for Redis and NATS
+//	term   its graceful shutdown: SIGINT for PostgreSQL (pg_ctl stop -m
+//	       fast), SIGTERM for Redis and NATS
 //	kill   SIGKILL of the service's process group
 //	pause  SIGSTOP of the process group, then SIGCONT
 //
@@ -89,6 +91,8 @@
 //	CALF_CHAOS_GRACE     how long callers may wait past the window
 //	                     (default 1m)
 //	CALF_CHAOS_MODEL_DELAY  the fake model's latency (default 20ms)
+//	CALF_CHAOS_KILL_RECOVERY  the bound of the 99th percentile of the
+//	                     recovery after a worker kill (default 5s)
 //	CALF_CHAOS_PARKED_OK set to 1 when outages outlast the outage budget:
 //	                     parked runs are then expected, and must all be
 //	                     brought home by the replay

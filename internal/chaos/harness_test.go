@@ -91,35 +91,36 @@ func (h *harness) answer(ctx context.Context, req *model.Request) (*model.Respon
 }
 
 // startWorker starts a worker process; it does not wait until it serves.
-func (h *harness) startWorker() *worker {
-	h.t.Helper()
+func (h *harness) startWorker() (*worker, error) {
 	raw, err := json.Marshal(h.cfg)
 	if err != nil {
-		h.t.Fatal(err)
+		return nil, err
 	}
 	w := &worker{ready: make(chan struct{}), exited: make(chan struct{})}
 	w.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	w.cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
 	stdout, err := w.cmd.StdoutPipe()
 	if err != nil {
-		h.t.Fatal(err)
+		return nil, err
 	}
 	stderr, err := w.cmd.StderrPipe()
 	if err != nil {
-		h.t.Fatal(err)
+		return nil, err
 	}
 	stdin, err := w.cmd.StdinPipe()
 	if err != nil {
-		h.t.Fatal(err)
+		return nil, err
 	}
 	w.stdin = stdin
 	if err := w.cmd.Start(); err != nil {
-		h.t.Fatal(err)
+		return nil, err
 	}
 	w.pid = w.cmd.Process.Pid
 	logf, err := os.Create(filepath.Join(h.logDir, fmt.Sprintf("worker-%d.log", w.pid)))
 	if err != nil {
-		h.t.Fatal(err)
+		_ = w.cmd.Process.Kill()
+		_ = w.cmd.Wait()
+		return nil, err
 	}
 	h.mu.Lock()
 	h.workers = append(h.workers, w)
@@ -135,7 +136,7 @@ func (h *harness) startWorker() *worker {
 		_ = w.cmd.Wait()
 		close(w.exited)
 	}()
-	return w
+	return w, nil
 }
 
 // readEvents reads a worker's events.
@@ -209,9 +210,9 @@ func (h *harness) killWorker() (int, error) {
 	h.workers = h.workers[1:]
 	h.mu.Unlock()
 	err := syscall.Kill(w.pid, syscall.SIGKILL)
-	h.startWorker()
+	_, serr := h.startWorker()
 	<-w.exited
-	return w.pid, err
+	return w.pid, errors.Join(err, serr)
 }
 
 // stopWorkers asks every worker to stop (by closing its standard input),

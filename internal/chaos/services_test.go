@@ -76,8 +76,9 @@ type service struct {
 	command func() *exec.Cmd
 	// ready returns nil once the server answers.
 	ready func(ctx context.Context) error
-	// stopSignal is the server's own immediate shutdown.
-	stopSignal syscall.Signal
+	// stopSignal is the server's own immediate shutdown, termSignal its
+	// graceful one.
+	stopSignal, termSignal syscall.Signal
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -142,7 +143,8 @@ func (s *service) waitReady(ctx context.Context) error {
 	}
 }
 
-// down takes the server down with action, "stop" or "kill", and waits
+// down takes the server down with action, "stop" (its immediate
+// shutdown), "term" (its graceful shutdown) or "kill" (SIGKILL), and waits
 // until its processes have exited.
 func (s *service) down(action string) error {
 	s.mu.Lock()
@@ -153,8 +155,12 @@ func (s *service) down(action string) error {
 	}
 	pgid := cmd.Process.Pid
 	switch action {
-	case "stop":
-		if err := cmd.Process.Signal(s.stopSignal); err != nil {
+	case "stop", "term":
+		sig := s.stopSignal
+		if action == "term" {
+			sig = s.termSignal
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
 			return err
 		}
 		if paused {
@@ -290,8 +296,9 @@ func startPostgres(t *testing.T) *service {
 			_, err = conn.Exec(ctx, "SELECT 1")
 			return err
 		},
-		// What pg_ctl stop -m immediate sends.
+		// What pg_ctl stop -m immediate and -m fast send.
 		stopSignal: syscall.SIGQUIT,
+		termSignal: syscall.SIGINT,
 	})
 }
 
@@ -316,6 +323,7 @@ func startRedis(t *testing.T) *service {
 			return c.Ping(ctx).Err()
 		},
 		stopSignal: syscall.SIGTERM,
+		termSignal: syscall.SIGTERM,
 	})
 }
 
@@ -351,5 +359,6 @@ func startNATS(t *testing.T) *service {
 			return err
 		},
 		stopSignal: syscall.SIGTERM,
+		termSignal: syscall.SIGTERM,
 	})
 }
