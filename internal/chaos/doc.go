@@ -70,7 +70,7 @@
 //
 // The tests run only with CALF_CHAOS=1. They skip when PostgreSQL 15's or
 // Redis's binaries are missing, unless CALF_TEST_SERVICES is set, which
-// makes that a failure. The short form, about a minute per subtest:
+// makes that a failure. The short form, a minute or two per subtest:
 //
 //	CALF_CHAOS=1 go test -count=1 -run TestChaos -v ./internal/chaos
 //
