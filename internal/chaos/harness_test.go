@@ -1,0 +1,385 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
+)
+
+// harness runs worker processes against a fake model server in this
+// process, and collects what they and the model see.
+type harness struct {
+	t      *testing.T
+	model  *modeltest.Server
+	delay  time.Duration // the model's latency
+	cfg    workerConfig
+	logDir string
+
+	mu      sync.Mutex
+	calls   map[string]map[int][]int64 // model calls' times by run and step
+	tools   map[string][]int64         // add's executions' times by run
+	handles []event                    // handlers started, in the order read
+	logs    logTally
+	workers []*worker
+}
+
+// worker is a worker process.
+type worker struct {
+	cmd    *exec.Cmd
+	pid    int
+	stdin  io.Closer
+	ready  chan struct{} // closed when it serves
+	exited chan struct{} // closed when it has exited and its output is read
+}
+
+func newHarness(t *testing.T, delay time.Duration) *harness {
+	h := &harness{
+		t: t, delay: delay, logDir: t.TempDir(),
+		calls: map[string]map[int][]int64{}, tools: map[string][]int64{},
+		logs: logTally{parked: map[parkedKey]int{}, messages: map[string]int{}},
+	}
+	h.model = modeltest.NewServer(h.answer)
+	t.Cleanup(h.model.Close)
+	t.Cleanup(h.stopWorkers)
+	return h
+}
+
+// answer is W1's model: a call of add(2, 3) first, then the sum once the
+// tool's result is in. It records its calls by run (named in the system
+// prompt) and step (one more than the assistant messages so far).
+func (h *harness) answer(ctx context.Context, req *model.Request) (*model.Response, error) {
+	now := time.Now().UnixNano()
+	run, step := "", 1
+	for _, m := range req.Messages {
+		switch m.Role {
+		case model.RoleSystem:
+			if _, after, ok := strings.Cut(m.Text(), runMarker); ok {
+				run = after
+			}
+		case model.RoleAssistant:
+			step++
+		}
+	}
+	h.mu.Lock()
+	if h.calls[run] == nil {
+		h.calls[run] = map[int][]int64{}
+	}
+	h.calls[run][step] = append(h.calls[run][step], now)
+	h.mu.Unlock()
+	sleep(ctx, h.delay)
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role == model.RoleTool {
+		return modeltest.Text("The sum is " + last.Text()), nil
+	}
+	return modeltest.ToolCalls(modeltest.Call("call_1", "add", `{"a":2,"b":3}`)), nil
+}
+
+// startWorker starts a worker process; it does not wait until it serves.
+func (h *harness) startWorker() (*worker, error) {
+	raw, err := json.Marshal(h.cfg)
+	if err != nil {
+		return nil, err
+	}
+	w := &worker{ready: make(chan struct{}), exited: make(chan struct{})}
+	w.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	w.cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
+	stdout, err := w.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := w.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := w.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	w.stdin = stdin
+	if err := w.cmd.Start(); err != nil {
+		return nil, err
+	}
+	w.pid = w.cmd.Process.Pid
+	logf, err := os.Create(filepath.Join(h.logDir, fmt.Sprintf("worker-%d.log", w.pid)))
+	if err != nil {
+		_ = w.cmd.Process.Kill()
+		_ = w.cmd.Wait()
+		return nil, err
+	}
+	h.mu.Lock()
+	h.workers = append(h.workers, w)
+	h.mu.Unlock()
+	var read sync.WaitGroup
+	read.Go(func() { h.readEvents(w, stdout) })
+	read.Go(func() {
+		defer logf.Close()
+		h.readLog(io.TeeReader(stderr, logf))
+	})
+	go func() {
+		read.Wait()
+		_ = w.cmd.Wait()
+		close(w.exited)
+	}()
+	return w, nil
+}
+
+// readEvents reads a worker's events.
+func (h *harness) readEvents(w *worker, r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var ev event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		switch ev.Ev {
+		case "ready":
+			close(w.ready)
+		case "tool":
+			h.mu.Lock()
+			h.tools[ev.Run] = append(h.tools[ev.Run], ev.T)
+			h.mu.Unlock()
+		case "handle":
+			h.mu.Lock()
+			h.handles = append(h.handles, ev)
+			h.mu.Unlock()
+		}
+	}
+}
+
+// readLog tallies a process's diagnostics, JSON lines of log/slog.
+func (h *harness) readLog(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		h.mu.Lock()
+		h.logs.add(sc.Bytes())
+		h.mu.Unlock()
+	}
+}
+
+// logWriter tallies what a logger in this process writes.
+type logWriter struct{ h *harness }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	for line := range strings.SplitSeq(strings.TrimSpace(string(p)), "\n") {
+		w.h.logs.add([]byte(line))
+	}
+	return len(p), nil
+}
+
+// waitReady waits until w serves.
+func (h *harness) waitReady(w *worker) error {
+	select {
+	case <-w.ready:
+		return nil
+	case <-w.exited:
+		return fmt.Errorf("worker %d exited before it served (see %s)", w.pid, h.logDir)
+	case <-time.After(2 * serviceTimeout):
+		return fmt.Errorf("worker %d does not serve", w.pid)
+	}
+}
+
+// killWorker kills the oldest worker with SIGKILL and starts another in
+// its place at once.
+func (h *harness) killWorker() (int, error) {
+	h.mu.Lock()
+	if len(h.workers) == 0 {
+		h.mu.Unlock()
+		return 0, errors.New("no worker")
+	}
+	w := h.workers[0]
+	h.workers = h.workers[1:]
+	h.mu.Unlock()
+	err := syscall.Kill(w.pid, syscall.SIGKILL)
+	_, serr := h.startWorker()
+	<-w.exited
+	return w.pid, errors.Join(err, serr)
+}
+
+// stopWorkers asks every worker to stop (by closing its standard input),
+// and kills those that do not within the drain.
+func (h *harness) stopWorkers() {
+	h.mu.Lock()
+	ws := h.workers
+	h.workers = nil
+	h.mu.Unlock()
+	for _, w := range ws {
+		_ = w.stdin.Close()
+	}
+	for _, w := range ws {
+		select {
+		case <-w.exited:
+		case <-time.After(40 * time.Second):
+			_ = w.cmd.Process.Kill()
+			<-w.exited
+		}
+	}
+}
+
+// parkedKey identifies a parked message: its id and the consumer group
+// that failed it.
+type parkedKey struct{ id, group string }
+
+// logTally counts the lines of the processes' diagnostics.
+type logTally struct {
+	// parked are the messages the brokers said they parked, with the
+	// times they said so.
+	parked map[parkedKey]int
+	// dropped counts the dead letters the brokers said they dropped;
+	// unparked the messages they could not park (they stay in the
+	// broker, to be delivered again).
+	dropped, unparked int
+	// messages counts the lines by message, for the report.
+	messages map[string]int
+	// runOf maps a parked message to its run.
+	runOf map[parkedKey]string
+}
+
+func (l *logTally) add(line []byte) {
+	var rec struct {
+		Msg   string `json:"msg"`
+		ID    string `json:"id"`
+		Group string `json:"group"`
+		Key   string `json:"key"`
+	}
+	if json.Unmarshal(line, &rec) != nil || rec.Msg == "" {
+		return
+	}
+	l.messages[rec.Msg]++
+	switch {
+	case strings.Contains(rec.Msg, "parked message"):
+		k := parkedKey{rec.ID, rec.Group}
+		l.parked[k]++
+		if l.runOf == nil {
+			l.runOf = map[parkedKey]string{}
+		}
+		l.runOf[k] = rec.Key
+	case strings.Contains(rec.Msg, "dropped a dead letter"):
+		l.dropped++
+	case strings.Contains(rec.Msg, "could not park"):
+		l.unparked++
+	}
+}
+
+// runOutcome is what a caller got for a run.
+type runOutcome struct {
+	ID         string
+	Start, End time.Time
+	// Kind is "ok" (the correct output), or the kind of what went wrong
+	// (see classify).
+	Kind string
+	Err  string
+}
+
+// classify names the kind of a caller's error.
+func classify(err error, out *agent.Output[string]) string {
+	switch {
+	case err == nil:
+		if out.Output != wantOutput || out.Steps != 2 || len(out.ToolCalls) != 1 || out.ToolCalls[0].Result == nil || out.ToolCalls[0].Result.Text() != "5" {
+			return "wrong output"
+		}
+		return "ok"
+	case errors.Is(err, agent.ErrRunParked):
+		return "parked"
+	case errors.Is(err, agent.ErrNotServed):
+		return "not served"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, agent.ErrRunCancelled):
+		return "cancelled"
+	case errors.Is(err, agent.ErrRunFailed):
+		return "failed"
+	case errors.Is(err, calf.ErrClosed):
+		return "closed"
+	}
+	return "infrastructure"
+}
+
+// caller is the callers' side in the test process: a runtime on the
+// workers' broker and store, serving nothing.
+type caller struct {
+	rt    *agent.Runtime
+	b     calf.Broker
+	agent *agent.Agent[agent.NoDeps, string]
+
+	mu       sync.Mutex
+	outcomes []runOutcome
+	inflight map[string]time.Time // runs whose Run has not returned, by start
+	// outputs counts the completed outputs published on the agent's
+	// output channel, by run.
+	outputs map[string]int
+}
+
+// countOutputs subscribes c to the agent's output channel.
+func (c *caller) countOutputs(ctx context.Context, client *calf.Client) error {
+	return client.Handle(ctx, agent.OutputChannel(c.agent.Name()), func(_ context.Context, m *calf.Message) error {
+		var ev agent.OutputEvent
+		if err := m.Decode(&ev); err != nil {
+			return calf.Permanent(err)
+		}
+		if ev.Status == agent.OutputComplete {
+			c.mu.Lock()
+			c.outputs[m.Metadata.RunID]++
+			c.mu.Unlock()
+		}
+		return nil
+	}, nil)
+}
+
+// load runs callers concurrent callers, each running W1 runs one after the
+// other until end; each Run may last until bound. It returns when every
+// caller has returned, or at bound plus stuckAfter, leaving those that
+// have not (they are reported as in flight).
+func (c *caller) load(callers int, end, bound time.Time, stuckAfter time.Duration) {
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				id := "run-" + calf.NewID()
+				start := time.Now()
+				c.mu.Lock()
+				c.inflight[id] = start
+				c.mu.Unlock()
+				ctx, cancel := context.WithDeadline(context.Background(), bound)
+				out, err := c.agent.Run(ctx, c.rt, prompt, &agent.RunOptions[agent.NoDeps]{RunID: id})
+				cancel()
+				o := runOutcome{ID: id, Start: start, End: time.Now(), Kind: classify(err, out)}
+				if err != nil {
+					o.Err = err.Error()
+				}
+				c.mu.Lock()
+				delete(c.inflight, id)
+				c.outcomes = append(c.outcomes, o)
+				c.mu.Unlock()
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Until(bound) + stuckAfter):
+	}
+}

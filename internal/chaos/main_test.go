@@ -1,0 +1,268 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/adapters"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/model/openai"
+	"github.com/calf-go/calf/tool"
+)
+
+// Environment variables that turn the test binary into a worker process or
+// a NATS server; their values are the process's configuration as JSON.
+const (
+	workerEnv = "CALF_CHAOS_WORKER"
+	natsdEnv  = "CALF_CHAOS_NATSD"
+)
+
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(workerEnv); cfg != "" {
+		os.Exit(runWorker(cfg))
+	}
+	if cfg := os.Getenv(natsdEnv); cfg != "" {
+		os.Exit(runNATSD(cfg))
+	}
+	// go-redis reports failed dials through a logger of its own; the
+	// verifier counts what matters from the adapters' loggers.
+	goredis.SetLogger(quietRedis{})
+	os.Exit(m.Run())
+}
+
+// quietRedis is a go-redis logger that says nothing.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+// workerConfig configures a worker process.
+type workerConfig struct {
+	BrokerURL string `json:"broker_url"`
+	StoreURL  string `json:"store_url"`
+	ModelURL  string `json:"model_url"`
+	Agent     string `json:"agent"`
+}
+
+// event is a line a worker writes on its standard output.
+type event struct {
+	// Ev is "ready", "handle" (a handler starts on a message of an agent
+	// channel) or "tool" (add starts).
+	Ev      string `json:"ev"`
+	PID     int    `json:"pid"`
+	T       int64  `json:"t"` // Unix nanoseconds
+	Run     string `json:"run,omitempty"`
+	Channel string `json:"channel,omitempty"`
+}
+
+// reporter writes events on standard output, one JSON line each; a line
+// is one write, which reaches the parent even if the process is killed
+// right after.
+type reporter struct {
+	mu  sync.Mutex
+	pid int
+}
+
+func (r *reporter) report(ev event) {
+	ev.PID = r.pid
+	ev.T = time.Now().UnixNano()
+	line, _ := json.Marshal(ev)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, _ = os.Stdout.Write(append(line, '\n'))
+}
+
+// Workload W1: the agent has one tool, add; the model calls add(2, 3),
+// then answers with the tool's result.
+const (
+	prompt     = "add 2 and 3"
+	wantOutput = "The sum is 5"
+	// runMarker precedes the run id in the system prompt, so that the
+	// fake model counts its calls per run.
+	runMarker = "Run: "
+)
+
+type addArgs struct {
+	A int `json:"a" jsonschema:"the first addend"`
+	B int `json:"b" jsonschema:"the second addend"`
+}
+
+// newAgent returns W1's agent calling the fake model at modelURL. The tool
+// reports each execution through rep; with a nil rep the agent is only a
+// handle for callers.
+func newAgent(name, modelURL string, rep *reporter) (*agent.Agent[agent.NoDeps, string], error) {
+	m, err := openai.New(openai.Options{Model: "test", BaseURL: modelURL, APIKey: "chaos", MaxRetries: -1})
+	if err != nil {
+		return nil, err
+	}
+	add, err := tool.New("add", "Add two integers.", func(ctx context.Context, in addArgs) (int, error) {
+		if rep != nil {
+			rc, _ := agent.FromContext[agent.NoDeps](ctx)
+			rep.report(event{Ev: "tool", Run: rc.RunID})
+		}
+		return in.A + in.B, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return agent.New[agent.NoDeps, string](name, m, &agent.Options[agent.NoDeps]{
+		InstructionsFunc: func(rc agent.RunContext[agent.NoDeps]) string {
+			return "Use the add tool. " + runMarker + rc.RunID
+		},
+		Tools: []tool.Tool{add},
+	})
+}
+
+// runWorker is the worker process: it serves W1's agent until its standard
+// input closes. Its diagnostics (the brokers' parked and dropped messages
+// among them) go to standard error as JSON lines.
+func runWorker(raw string) int {
+	var cfg workerConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "worker: bad configuration: %v\n", err)
+		return 2
+	}
+	if err := serveWorker(&cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "worker %d: %v\n", os.Getpid(), err)
+		return 1
+	}
+	return 0
+}
+
+func serveWorker(cfg *workerConfig) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// The parent holds our standard input: when it closes, stop.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	rep := &reporter{pid: os.Getpid()}
+	b, err := adapters.OpenBroker(ctx, cfg.BrokerURL, &adapters.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	st, err := adapters.OpenStore(ctx, cfg.StoreURL, &adapters.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	w := agent.NewWorker(&reportingBroker{Broker: b, rep: rep}, st, &agent.WorkerOptions{
+		Logger: log,
+		Client: &calf.Options{Logger: log, Name: calf.ProcessName()},
+	})
+	a, err := newAgent(cfg.Agent, cfg.ModelURL, rep)
+	if err != nil {
+		return err
+	}
+	if err := a.Serve(ctx, w.Runtime(), nil); err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	rep.report(event{Ev: "ready"})
+	return w.Run(ctx)
+}
+
+// reportingBroker reports the start of every handler of an agent message.
+// It passes the broker's optional abilities through.
+type reportingBroker struct {
+	calf.Broker
+	rep *reporter
+}
+
+func (b *reportingBroker) Subscribe(ctx context.Context, pattern string, h calf.Handler, opts *calf.SubscribeOptions) (calf.Subscription, error) {
+	return b.Broker.Subscribe(ctx, pattern, func(ctx context.Context, msg *calf.Message) error {
+		if isAgentChannel(msg.Channel) {
+			b.rep.report(event{Ev: "handle", Run: msg.Metadata.RunID, Channel: msg.Channel})
+		}
+		return h(ctx, msg)
+	}, opts)
+}
+
+func (b *reportingBroker) CreateChannels(ctx context.Context, channels ...string) error {
+	return calf.CreateChannels(ctx, b.Broker, channels...)
+}
+
+func (b *reportingBroker) DeleteChannels(ctx context.Context, channels ...string) error {
+	return calf.DeleteChannels(ctx, b.Broker, channels...)
+}
+
+func (b *reportingBroker) GroupMembers(ctx context.Context, group string) (int, error) {
+	n, known, err := calf.GroupMembers(ctx, b.Broker, group)
+	if err == nil && !known {
+		err = errors.New("chaos: the broker cannot tell a group's members")
+	}
+	return n, err
+}
+
+// isAgentChannel reports whether channel is an agent's (calf.agent.NAME.KIND).
+func isAgentChannel(channel string) bool {
+	return len(channel) > len("calf.agent.") && channel[:len("calf.agent.")] == "calf.agent."
+}
+
+// natsdConfig configures a NATS server process.
+type natsdConfig struct {
+	Port int    `json:"port"`
+	Dir  string `json:"dir"`
+}
+
+// runNATSD is a NATS server with JetStream on 127.0.0.1:Port, storing in
+// Dir, until its standard input closes or it gets SIGTERM or SIGINT, when
+// it shuts down cleanly. It prints "ready" once it takes connections.
+func runNATSD(raw string) int {
+	var cfg natsdConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "natsd: bad configuration: %v\n", err)
+		return 2
+	}
+	srv, err := server.NewServer(&server.Options{
+		ServerName: "calf-chaos",
+		Host:       "127.0.0.1",
+		Port:       cfg.Port,
+		JetStream:  true,
+		StoreDir:   cfg.Dir,
+		NoSigs:     true,
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "natsd: %v\n", err)
+		return 1
+	}
+	srv.ConfigureLogger()
+	srv.Start()
+	if !srv.ReadyForConnections(time.Minute) {
+		fmt.Fprintln(os.Stderr, "natsd: not ready after a minute")
+		return 1
+	}
+	fmt.Println("ready")
+	done := make(chan struct{}, 2)
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		done <- struct{}{}
+	}()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case <-done:
+	case <-sig:
+	}
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	return 0
+}
