@@ -12,33 +12,42 @@ import (
 
 var _ calf.GroupInspector = (*Broker)(nil)
 
-// GroupMembers reports whether the consumer group group has live members;
-// it implements [calf.GroupInspector]. A live member keeps pull requests
-// waiting at the server on the partitions it consumes, so the group has
-// some once the consumers of all its partitions exist and one of them has
-// a request waiting or a message in progress; the result is then 1, a
-// lower bound, since the server does not say whose the requests are. A member that went away
-// stops counting once its pull requests expire (within 5 seconds).
+// GroupMembers returns how many live members the consumer group group
+// has; it implements [calf.GroupInspector]. Every member of a named group
+// announces itself in the broker's bucket of leases, renewing its
+// announcement several times a lease time and withdrawing it when it
+// closes, so the members counted are those that announced themselves
+// within the lease time (4 seconds by default): a member that crashed
+// stops counting when its announcement expires, and a partition moving
+// from a crashed member to a live one does not make the group look empty.
+// A group some of whose partitions have no consumer yet has none: a
+// message for such a partition would be missed. The call is bounded by
+// [Options.PublishTimeout]; when the server does not answer in that time
+// the error is marked [calf.Unavailable].
 func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
 	if b.closed.Load() {
 		return 0, calf.ErrClosed
 	}
-	live := false
+	ctx, cancel := context.WithTimeout(ctx, b.opts.PublishTimeout)
+	defer cancel()
 	for p := range b.opts.Partitions {
-		c, err := b.js.Consumer(ctx, b.opts.Stream, consumerName(group, p))
+		_, err := b.js.Consumer(ctx, b.opts.Stream, consumerName(group, p))
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			// Never subscribed, or a member is still creating the
 			// consumers: a message for this partition would be missed.
 			return 0, nil
 		}
 		if err != nil {
-			return 0, fmt.Errorf("nats: consumer of group %s: %w", group, err)
+			return 0, calf.Unavailable(fmt.Errorf("nats: consumer of group %s: %w", group, err))
 		}
-		info := c.CachedInfo()
-		live = live || info.NumWaiting > 0 || info.NumAckPending > 0
 	}
-	if live {
-		return 1, nil
+	kv, err := b.leaseBucket(ctx)
+	if err != nil {
+		return 0, calf.Unavailable(err)
 	}
-	return 0, nil
+	members, err := listMembers(ctx, kv, leasePrefix(group))
+	if err != nil {
+		return 0, calf.Unavailable(fmt.Errorf("nats: members of group %s: %w", group, err))
+	}
+	return len(members), nil
 }

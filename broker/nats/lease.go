@@ -80,10 +80,9 @@ func newLeaser(ctx context.Context, s *subscription) (*leaser, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256([]byte(s.group))
 	l := &leaser{
 		s: s, kv: kv, id: calf.NewID(),
-		prefix: "g" + hex.EncodeToString(sum[:8]) + ".",
+		prefix: leasePrefix(s.group),
 		every:  leaseTTL(s.b.opts.AckWait) / 6,
 		owned:  map[int]*held{},
 		done:   make(chan struct{}),
@@ -211,16 +210,29 @@ func (l *leaser) tick() {
 	}
 }
 
+// leasePrefix returns the prefix of the keys of group in the bucket of
+// leases: prefix+"m."+member, prefix+"p."+partition.
+func leasePrefix(group string) string {
+	sum := sha256.Sum256([]byte(group))
+	return "g" + hex.EncodeToString(sum[:8]) + "."
+}
+
 // members returns the ids of the group's members that announced
 // themselves lately, sorted.
 func (l *leaser) members(ctx context.Context) ([]string, error) {
-	lister, err := l.kv.ListKeysFiltered(ctx, l.prefix+"m.*")
+	return listMembers(ctx, l.kv, l.prefix)
+}
+
+// listMembers returns the ids of the members announced in kv under prefix,
+// sorted.
+func listMembers(ctx context.Context, kv jetstream.KeyValue, prefix string) ([]string, error) {
+	lister, err := kv.ListKeysFiltered(ctx, prefix+"m.*")
 	if err != nil {
 		return nil, err
 	}
 	var ids []string
 	for k := range lister.Keys() {
-		ids = append(ids, strings.TrimPrefix(k, l.prefix+"m."))
+		ids = append(ids, strings.TrimPrefix(k, prefix+"m."))
 	}
 	_ = lister.Stop() // fails once the listing has ended by itself
 	slices.Sort(ids)

@@ -38,6 +38,9 @@ const (
 	// longer: the broker tells the server every quarter of AckWait that
 	// the messages it holds are still in progress.
 	DefaultAckWait = 4 * time.Second
+	// DefaultPublishTimeout is the default bound on one attempt of a
+	// publish.
+	DefaultPublishTimeout = 5 * time.Second
 	// DefaultMinBackoff is the default delay before the first redelivery.
 	DefaultMinBackoff = 50 * time.Millisecond
 	// DefaultMaxBackoff is the default cap on the delay before a redelivery.
@@ -129,8 +132,14 @@ type Options struct {
 	// Now returns the current time, used to stamp dead letters.
 	// Default: time.Now.
 	Now func() time.Time
+	// PublishTimeout bounds one attempt of a publish: an acknowledgement
+	// that does not come within it (a server that died with the request in
+	// flight) is asked for again, with the same message id, which the
+	// stream deduplicates. Default: [DefaultPublishTimeout].
+	PublishTimeout time.Duration
 	// ConnectOptions are passed to the NATS connection (credentials, TLS,
-	// reconnection), after the broker's own.
+	// reconnection), after the broker's own (among which reconnecting
+	// without a limit).
 	ConnectOptions []natsgo.Option
 }
 
@@ -164,7 +173,9 @@ var _ calf.Broker = (*Broker)(nil)
 // nats://127.0.0.1:4222) and creates or updates the broker's stream.
 func Open(ctx context.Context, url string, opts *Options) (*Broker, error) {
 	o := withDefaults(opts)
-	nc, err := natsgo.Connect(url, append([]natsgo.Option{natsgo.Name("calf")}, o.ConnectOptions...)...)
+	// Reconnect for as long as it takes: a server restart or an outage of
+	// minutes must not close the broker for good.
+	nc, err := natsgo.Connect(url, append([]natsgo.Option{natsgo.Name("calf"), natsgo.MaxReconnects(-1)}, o.ConnectOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("nats: connect to %s: %w", url, err)
 	}
@@ -255,6 +266,9 @@ func withDefaults(opts *Options) Options {
 	}
 	if o.Backoff == nil {
 		o.Backoff = calf.ExponentialBackoff(DefaultMinBackoff, DefaultMaxBackoff)
+	}
+	if o.PublishTimeout <= 0 {
+		o.PublishTimeout = DefaultPublishTimeout
 	}
 	if o.AckWait <= 0 {
 		o.AckWait = DefaultAckWait
@@ -348,7 +362,7 @@ func (b *Broker) Publish(ctx context.Context, msg *calf.Message) error {
 	if msg.ID != "" {
 		popts = append(popts, jetstream.WithMsgID(msg.ID))
 	}
-	if _, err := b.js.PublishMsg(ctx, nm, popts...); err != nil {
+	if err := b.publish(ctx, nm, msg, popts); err != nil {
 		if b.closed.Load() {
 			return calf.ErrClosed
 		}
@@ -363,6 +377,67 @@ func (b *Broker) Publish(ctx context.Context, msg *calf.Message) error {
 		b.roomMu.Unlock()
 	}
 	return nil
+}
+
+// publish sends nm, the encoding of msg, and waits for the stream's
+// acknowledgement, each attempt bounded by PublishTimeout. An attempt that
+// fails for want of the server (no acknowledgement in time, no responders
+// while JetStream restarts, a connection being re-established) is made
+// again after a backoff, with the same message id, for as long as ctx and
+// the outage budget allow; the last such error is marked [calf.Unavailable].
+// A message without an id is published once.
+func (b *Broker) publish(ctx context.Context, nm *natsgo.Msg, msg *calf.Message, popts []jetstream.PublishOpt) error {
+	budget := b.opts.OutageBudget
+	if budget == 0 {
+		budget = calf.DefaultOutageBudget
+	}
+	deadline := time.Now().Add(max(budget, 0))
+	backoff := calf.ExponentialBackoff(50*time.Millisecond, time.Second)
+	for try := 1; ; try++ {
+		actx, cancel := context.WithTimeout(ctx, b.opts.PublishTimeout)
+		_, err := b.js.PublishMsg(actx, nm, popts...)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !publishOutage(err) || ctx.Err() != nil || b.closed.Load() || b.nc.IsClosed() {
+			if publishOutage(err) {
+				err = calf.Unavailable(err)
+			}
+			return err
+		}
+		if msg.ID == "" || time.Now().After(deadline) {
+			return calf.Unavailable(err)
+		}
+		b.log.Debug("nats: publish failed for want of the server; trying again", "id", msg.ID, "channel", msg.Channel, "try", try, "error", err)
+		t := time.NewTimer(backoff(try))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return calf.Unavailable(err)
+		}
+	}
+}
+
+// publishOutage reports whether a publish failed for want of the server
+// rather than for what was published: no acknowledgement in time, no
+// responders (JetStream not up yet), a connection lost or being
+// re-established.
+func publishOutage(err error) bool {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, natsgo.ErrTimeout),
+		errors.Is(err, natsgo.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, natsgo.ErrDisconnected), errors.Is(err, natsgo.ErrConnectionReconnecting),
+		errors.Is(err, natsgo.ErrStaleConnection):
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		// 503: JetStream temporarily unavailable (a restart, no quorum).
+		return apiErr.Code == 503
+	}
+	return calf.IsUnavailable(err)
 }
 
 // waitRoom blocks until the stream holds fewer than MaxPending messages,
