@@ -89,6 +89,9 @@ func serve(cmd *cobra.Command, f serveFlags, getenv func(string) string) error {
 	if err := checkRetention(f.retention); err != nil {
 		return err
 	}
+	if err := checkToolDirs(f.store, &f.agentFlags); err != nil {
+		return err
+	}
 	if err := server.CheckAddr(f.addr, tokens); err != nil {
 		return usageError(fmt.Errorf("--addr %s listens beyond loopback: give bearer tokens with --token or $%s", f.addr, envServeToken))
 	}

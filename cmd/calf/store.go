@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"strings"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/sqlite"
 )
 
 // defaultStore is the --store default: SQLite at sqlite.DefaultPath.
@@ -38,6 +41,54 @@ func checkBroker(spec string) error {
 		return usageError(fmt.Errorf("--broker: %w", err))
 	}
 	return nil
+}
+
+// checkToolDirs refuses tool directories (--read, --edit, --bash) that
+// hold the SQLite file of the --store value spec: the agent's tools would
+// read, and its commands change, every run and session of the store,
+// other users' included.
+func checkToolDirs(spec string, f *agentFlags) error {
+	rest, ok := strings.CutPrefix(spec, "sqlite:")
+	if !ok {
+		return nil
+	}
+	path, _, _ := strings.Cut(strings.TrimPrefix(rest, "//"), "?")
+	if path == "" {
+		var err error
+		if path, err = sqlite.DefaultPath(); err != nil {
+			return nil // openStore says why
+		}
+	}
+	db := realPath(path)
+	for _, d := range []struct{ flag, dir string }{{"read", f.read}, {"edit", f.edit}, {"bash", f.bash}} {
+		if d.dir == "" {
+			continue
+		}
+		if rel, err := filepath.Rel(realPath(d.dir), db); err == nil && filepath.IsLocal(rel) {
+			return usageError(fmt.Errorf("--%s %s holds the store %s: the agent's tools would reach every session in it; "+
+				"give a directory that does not hold it, or put the store elsewhere with --store sqlite:PATH", d.flag, d.dir, path))
+		}
+	}
+	return nil
+}
+
+// realPath returns p absolute, with the symbolic links of its longest
+// existing part resolved.
+func realPath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	for dir, rest := abs, ""; ; {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return abs
+		}
+		dir, rest = parent, filepath.Join(filepath.Base(dir), rest)
+	}
 }
 
 // openStore opens the store of a --store value. A malformed value is a

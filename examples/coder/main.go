@@ -5,8 +5,9 @@
 //
 //	OPENAI_API_KEY=... go run ./examples/coder -dir ./myproject "Add a test for Sum and run it"
 //
-// Commands run in a sandbox where bubblewrap is installed (no network, the
-// file system read-only outside -dir); without it the prompt says they are
+// Commands run in a sandbox where bubblewrap is installed (no network, of
+// the file system only -dir and the system's programs, read-only); without
+// it the prompt says they are
 // not sandboxed. Any OpenAI-compatible server works: set OPENAI_BASE_URL
 // and pass -model.
 package main

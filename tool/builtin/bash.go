@@ -56,6 +56,11 @@ type BashOptions struct {
 	// Network lets sandboxed commands reach the network. Default: no
 	// network (not even loopback) inside the sandbox.
 	Network bool
+	// ReadOnly lists absolute paths, files or directories, that sandboxed
+	// commands see read-only besides the system's (see
+	// [BashTool.Sandboxed]): a toolchain under /opt, say. A symbolic link
+	// is shown as the link and its target. Default none.
+	ReadOnly []string
 	// Env is the environment of commands, as "KEY=value" strings, on top
 	// of a minimal one (PATH, HOME set to the root, LANG, TERM). Nothing of
 	// the calling process's environment is passed on: its secrets stay
@@ -76,6 +81,12 @@ type BashTool struct {
 	opts      BashOptions
 	bwrap     string // the bubblewrap program; empty: not sandboxed
 	sandboxed bool
+	// real is the root with its symbolic links resolved: the path that
+	// exists in the sandbox.
+	real string
+	// mounts are bubblewrap's arguments that build the sandbox's file
+	// system.
+	mounts []string
 }
 
 // Kind returns [tool.KindExecute].
@@ -83,8 +94,23 @@ func (b *BashTool) Kind() tool.Kind { return tool.KindExecute }
 
 // Sandboxed reports whether commands run in a sandbox: in their own
 // network, process, IPC and UTS namespaces, without network unless
-// [BashOptions.Network], with the whole file system read-only except the
-// root directory and a private /tmp, and killed with the tool's process.
+// [BashOptions.Network], and killed with the tool's process. A sandboxed
+// command sees only what it needs of the file system:
+//
+//   - the root directory, read-write (and HOME is the root);
+//   - the system's programs, libraries and configuration, read-only:
+//     /usr, /bin, /sbin, /lib, /lib32, /lib64, /libx32 and /etc, symbolic
+//     links (merged /usr) kept as links; of /etc, the files that hold
+//     secrets are hidden (/etc/shadow, /etc/gshadow and their backups,
+//     /etc/sudoers, /etc/sudoers.d, /etc/ssh, /etc/ssl/private,
+//     /etc/security/opasswd, /etc/krb5.keytab);
+//   - the paths of [BashOptions.ReadOnly], read-only;
+//   - a private /tmp, a minimal /dev and its own /proc.
+//
+// Nothing else is there: not the home directories, /root, /var, /srv,
+// /opt, /mnt, /run, nor any other directory where a store, a key or
+// another user's data may live.
+//
 // Without a sandbox a command can do whatever the process's user can;
 // permission modes treat such a tool as one to ask about.
 func (b *BashTool) Sandboxed() bool { return b.sandboxed }
@@ -129,12 +155,27 @@ func Bash(root string, opts *BashOptions) (*BashTool, error) {
 			return nil, fmt.Errorf("builtin: bash: environment entry %q is not KEY=value", kv)
 		}
 	}
-	b := &BashTool{r: r, opts: o}
+	for _, p := range o.ReadOnly {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("builtin: bash: read-only path %q is not absolute", p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("builtin: bash: read-only path: %w", err)
+		}
+	}
+	real, err := filepath.EvalSymlinks(r.dir)
+	if err != nil {
+		return nil, fmt.Errorf("builtin: bash: root: %w", err)
+	}
+	b := &BashTool{r: r, opts: o, real: real}
 	switch o.Sandbox {
 	case SandboxOff:
 	case SandboxAuto, SandboxRequired:
 		if path, ok := probeBwrap(o.Bwrap); ok {
 			b.bwrap, b.sandboxed = path, true
+			if b.mounts, err = sandboxMounts(real, o.ReadOnly, o.Network); err != nil {
+				return nil, fmt.Errorf("builtin: bash: %w", err)
+			}
 		} else if o.Sandbox == SandboxRequired {
 			return nil, ErrNoSandbox
 		}
@@ -146,7 +187,8 @@ func Bash(root string, opts *BashOptions) (*BashTool, error) {
 		"left out) and exit status. It is stopped, with every process it started, after %s or "+
 		"timeout_seconds. ", filepath.Base(o.Shell), o.MaxOutputBytes, o.Timeout)
 	if b.sandboxed {
-		desc += "It runs in a sandbox: files outside the working directory are read-only, /tmp is private"
+		desc += "It runs in a sandbox: it sees the working directory, the system's programs and libraries " +
+			"(read-only) and a private /tmp, and nothing else of the file system"
 		if !o.Network {
 			desc += ", and there is no network"
 		}
@@ -160,6 +202,97 @@ func Bash(root string, opts *BashOptions) (*BashTool, error) {
 	}
 	b.Tool = t
 	return b, nil
+}
+
+// sandboxSystem are the system's directories a sandboxed command sees,
+// read-only, where they exist.
+var sandboxSystem = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
+
+// sandboxHidden are the paths of sandboxSystem that hold secrets: a
+// sandboxed command sees them empty.
+var sandboxHidden = []string{
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
+	"/etc/ssh", "/etc/ssl/private", "/etc/security/opasswd", "/etc/krb5.keytab",
+}
+
+// sandboxMounts returns bubblewrap's arguments that build a sandbox's file
+// system: the system's directories and the paths of readOnly read-only,
+// the root read-write, a private /tmp, /dev and /proc, and the secrets of
+// /etc hidden. With network, the resolver's configuration is shown where
+// /etc/resolv.conf links to.
+func sandboxMounts(root string, readOnly []string, network bool) ([]string, error) {
+	args := []string{"--tmpfs", "/tmp"}
+	var bound []string // real directories bound so far
+	beneath := func(p string) bool {
+		for _, d := range bound {
+			if rel, err := filepath.Rel(d, p); err == nil && filepath.IsLocal(rel) {
+				return true
+			}
+		}
+		return false
+	}
+	// show makes p visible read-only: a link as a link, with its target
+	// unless that is visible already.
+	show := func(p string) error {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			args = append(args, "--ro-bind", p, p)
+			bound = append(bound, p)
+			return nil
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return err
+		}
+		if !beneath(real) {
+			args = append(args, "--ro-bind", real, real)
+			bound = append(bound, real)
+		}
+		args = append(args, "--symlink", target, p)
+		return nil
+	}
+	// The system's real directories first, so that its links (/bin to
+	// usr/bin) point into what is there.
+	for _, links := range []bool{false, true} {
+		for _, p := range sandboxSystem {
+			fi, err := os.Lstat(p)
+			if err != nil || (fi.Mode()&os.ModeSymlink != 0) != links {
+				continue
+			}
+			if err := show(p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, p := range readOnly {
+		if err := show(filepath.Clean(p)); err != nil {
+			return nil, fmt.Errorf("read-only path: %w", err)
+		}
+	}
+	if network {
+		if real, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !beneath(real) {
+			args = append(args, "--ro-bind", real, real)
+		}
+	}
+	args = append(args, "--bind", root, root, "--dev", "/dev", "--proc", "/proc")
+	for _, p := range sandboxHidden {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			args = append(args, "--tmpfs", p, "--remount-ro", p)
+		default:
+			args = append(args, "--ro-bind", os.DevNull, p)
+		}
+	}
+	return args, nil
 }
 
 // probeBwrap returns the bubblewrap program and whether it makes a sandbox
@@ -199,11 +332,8 @@ func (b *BashTool) run(ctx context.Context, in bashArgs) (string, error) {
 
 	var cmd *exec.Cmd
 	if b.sandboxed {
-		args := []string{
-			"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-			"--bind", b.r.dir, b.r.dir, "--chdir", dir,
-			"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session",
-		}
+		args := append(b.mounts[:len(b.mounts):len(b.mounts)], "--chdir", dir,
+			"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session")
 		if !b.opts.Network {
 			args = append(args, "--unshare-net")
 		}
@@ -213,9 +343,13 @@ func (b *BashTool) run(ctx context.Context, in bashArgs) (string, error) {
 		cmd = exec.Command(b.opts.Shell, "-c", in.Command)
 	}
 	cmd.Dir = dir
+	home := b.r.dir
+	if b.sandboxed {
+		home = b.real
+	}
 	cmd.Env = append([]string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=" + b.r.dir, "LANG=C.UTF-8", "TERM=dumb",
+		"HOME=" + home, "LANG=C.UTF-8", "TERM=dumb",
 	}, b.opts.Env...)
 	cmd.Stdin = nil
 	out := &boundedOutput{max: b.opts.MaxOutputBytes}

@@ -243,3 +243,123 @@ func TestBashCancel(t *testing.T) {
 		t.Errorf("cancelled command: %v after %s", err, time.Since(start))
 	}
 }
+
+// outsideTmp makes a directory outside /tmp (which the sandbox replaces
+// with its own anyway), where a server's home or store could be.
+func outsideTmp(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "calf-bash-test-")
+	if err != nil {
+		t.Skipf("no directory outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// A sandboxed command sees its root, the system's programs read-only, and
+// nothing else: not the server's home, its store, the source tree it runs
+// in, other directories of the machine, or the secrets of /etc.
+func TestBashSandboxHides(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CALF_TEST_SERVICES") == "" {
+		t.Skip("bubblewrap is not installed")
+	}
+	root := t.TempDir()
+	home := filepath.Join(outsideTmp(t), "home")
+	store := filepath.Join(outsideTmp(t), "share", "calf")
+	write(t, filepath.Join(home, "secret.txt"), "user A's secret\n")
+	write(t, filepath.Join(store, "calf.db"), "SQLite format 3\x00user A's secret\n")
+	write(t, filepath.Join(store, "calf.db-wal"), "user A's secret\n")
+	t.Setenv("HOME", home)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	source, _ := filepath.Abs("bash_test.go")
+	b := newBash(t, root, builtin.BashOptions{Sandbox: builtin.SandboxRequired})
+
+	for _, cmd := range []string{
+		"cat " + filepath.Join(home, "secret.txt"),
+		"cat ~/secret.txt",
+		"cat " + filepath.Join(store, "calf.db"),
+		"cat " + filepath.Join(store, "calf.db-wal"),
+		"ls " + filepath.Dir(store),
+		"cat " + source,
+		"ls " + wd,
+		"ls /root/",
+		"ls /var/tmp/",
+		"grep -r secret /var /home /srv /opt /mnt /run",
+		"head -c1 /etc/shadow | grep -q .",
+	} {
+		if out, err := call(t, b, map[string]any{"command": cmd, "timeout_seconds": 10}); err == nil {
+			t.Errorf("%q succeeded in the sandbox: %s", cmd, out)
+		} else if strings.Contains(err.Error(), "user A's secret") {
+			t.Errorf("%q read the secret: %v", cmd, err)
+		}
+	}
+	out, err := call(t, b, map[string]any{"command": "ls -a /"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listing, _, _ := strings.Cut(out, "\n[exit status")
+	for _, name := range strings.Fields(listing) {
+		switch name {
+		case ".", "..", "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "dev", "proc", "tmp":
+		default:
+			t.Errorf("ls / shows %q in the sandbox:\n%s", name, out)
+		}
+	}
+
+	// Ordinary programs work, /bin included (a link on merged-/usr
+	// systems), and the root is writable.
+	script := "set -e; sh -c 'echo sh' > made.txt; ls /bin/sh /usr/bin >/dev/null; cat made.txt | grep -c sh; " +
+		"id -u; test \"$HOME\" = \"$PWD\"; echo tmp > /tmp/x; cat /tmp/x"
+	if _, err := exec.LookPath("python3"); err == nil {
+		script += "; python3 -c 'print(6*7)'"
+	}
+	out, err = call(t, b, map[string]any{"command": script, "timeout_seconds": 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readBack(t, filepath.Join(root, "made.txt")); got != "sh\n" {
+		t.Errorf("made.txt holds %q", got)
+	}
+	if _, err := exec.LookPath("python3"); err == nil && !strings.Contains(out, "42") {
+		t.Errorf("python3 did not run:\n%s", out)
+	}
+}
+
+// BashOptions.ReadOnly shows more paths, read-only, symbolic links
+// included.
+func TestBashSandboxReadOnly(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CALF_TEST_SERVICES") == "" {
+		t.Skip("bubblewrap is not installed")
+	}
+	extra := outsideTmp(t)
+	write(t, filepath.Join(extra, "tools", "tool.txt"), "a tool\n")
+	link := filepath.Join(outsideTmp(t), "tools-link")
+	if err := os.Symlink(filepath.Join(extra, "tools"), link); err != nil {
+		t.Skipf("symbolic links: %v", err)
+	}
+	write(t, filepath.Join(extra, "other.txt"), "not shown\n")
+	b := newBash(t, t.TempDir(), builtin.BashOptions{Sandbox: builtin.SandboxRequired, ReadOnly: []string{link}})
+	out, err := call(t, b, map[string]any{"command": "cat " + filepath.Join(link, "tool.txt") + " " + filepath.Join(extra, "tools", "tool.txt")})
+	if err != nil || strings.Count(out, "a tool") != 2 {
+		t.Errorf("reading through ReadOnly: %q, %v", out, err)
+	}
+	for _, cmd := range []string{
+		"echo x > " + filepath.Join(link, "planted.txt"),
+		"cat " + filepath.Join(extra, "other.txt"),
+	} {
+		if out, err := call(t, b, map[string]any{"command": cmd}); err == nil {
+			t.Errorf("%q succeeded in the sandbox: %s", cmd, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(extra, "tools", "planted.txt")); err == nil {
+		t.Error("a file was written in a read-only path")
+	}
+	for _, bad := range []string{"relative/path", "/nonexistent/calf-bash-test"} {
+		if _, err := builtin.Bash(t.TempDir(), &builtin.BashOptions{Sandbox: builtin.SandboxOff, ReadOnly: []string{bad}}); err == nil {
+			t.Errorf("ReadOnly %q was accepted", bad)
+		}
+	}
+}

@@ -22,8 +22,10 @@
 // killed at it), a bound on the output returned, and a minimal environment
 // that passes none of the process's variables on. Where bubblewrap works
 // (Debian's bubblewrap package), commands run in a sandbox: no network,
-// the file system read-only outside the directory, a private /tmp, their
-// own process namespace; [BashTool.Sandboxed] says whether they do, and
+// of the file system only the directory, the system's programs and
+// libraries read-only and a private /tmp (no home directory, no store, no
+// other user's data), their own process namespace; [BashTool.Sandboxed]
+// says whether they do and lists what they see, and
 // [SandboxRequired] refuses to make the tool without one. An unsandboxed
 // command can do whatever the process's user can.
 //

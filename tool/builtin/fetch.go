@@ -32,7 +32,12 @@ const (
 // ErrForbiddenAddress is returned by web_fetch for a URL whose host is, or
 // resolves to, an address the tool may not reach: loopback, private,
 // link-local (cloud metadata services among them), multicast, unspecified
-// or reserved, unless [FetchOptions.Allow] lists it. The check is made on
+// or reserved, unless [FetchOptions.Allow] lists it. An IPv6 address is
+// public only in 2000::/3 and outside its special ranges, so the IPv6 forms
+// that embed an IPv4 address (IPv4-compatible, IPv4-translated, 6to4,
+// Teredo) are refused whatever they embed; an IPv4-mapped address, and a
+// NAT64 address of the well-known prefix 64:ff9b::/96, is checked as the
+// IPv4 address it embeds. The check is made on
 // the address each connection goes to, after DNS resolution and on every
 // redirect, so a name that resolves to such an address, or a public URL
 // that redirects to one, is refused too.
@@ -149,27 +154,49 @@ func (f *fetcher) checkDial(network, address string, _ syscall.RawConn) error {
 		return fmt.Errorf("%w: %q", ErrForbiddenAddress, host)
 	}
 	ip = ip.Unmap().WithZone("")
+	// What a NAT64 gateway connects to is the IPv4 address inside.
+	target := ip
+	if nat64.Contains(ip) {
+		b := ip.As16()
+		target = netip.AddrFrom4([4]byte(b[12:]))
+	}
 	for _, p := range f.opts.Allow {
-		if p.Contains(ip) {
+		if p.Contains(ip) || p.Contains(target) {
 			return nil
 		}
 	}
-	if forbidden(ip) {
+	if forbidden(target) {
 		return fmt.Errorf("%w: %s", ErrForbiddenAddress, ip)
 	}
 	return nil
 }
 
-// reserved are the ranges, besides those netip classifies, that are not
-// public: shared address space (CGNAT), IETF protocol assignments,
-// documentation, benchmarking, and the reserved class E; NAT64 and 6to4,
-// which embed IPv4 addresses; documentation for IPv6.
+// nat64 is the well-known prefix of IPv4/IPv6 translation (RFC 6052): an
+// address in it stands for the IPv4 address of its last 32 bits, which
+// the gateway connects to, and is checked as that address.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// globalUnicast6 is the only IPv6 range with public unicast addresses
+// (RFC 4291); everything outside it is refused: loopback, unspecified,
+// IPv4-compatible (::/96) and IPv4-translated (::ffff:0:0:0/96) forms,
+// discard-only (100::/64), local-use translation (64:ff9b:1::/48),
+// segment routing (5f00::/16), unique-local (fc00::/7), site-local
+// (fec0::/10), link-local (fe80::/10) and multicast (ff00::/8).
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
+
+// reserved are the ranges, besides those netip classifies and those
+// outside [globalUnicast6], that are not public: for IPv4, this network,
+// shared address space (CGNAT), IETF protocol assignments, documentation,
+// benchmarking, and the reserved class E; for IPv6, the IETF protocol
+// assignments (Teredo, which embeds an IPv4 address, benchmarking,
+// ORCHID among them), 6to4, which embeds an IPv4 address, and the
+// documentation prefixes.
 var reserved = func() []netip.Prefix {
 	var ps []netip.Prefix
 	for _, s := range []string{
 		"0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15",
 		"198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4",
-		"64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "2001:db8::/32", "100::/64",
+		"2001::/23", "2001:db8::/32", "2002::/16", "3fff::/20",
 	} {
 		ps = append(ps, netip.MustParsePrefix(s))
 	}
@@ -180,6 +207,9 @@ var reserved = func() []netip.Prefix {
 func forbidden(ip netip.Addr) bool {
 	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
 		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() || !ip.IsGlobalUnicast() {
+		return true
+	}
+	if ip.Is6() && !globalUnicast6.Contains(ip) {
 		return true
 	}
 	for _, p := range reserved {
