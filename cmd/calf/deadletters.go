@@ -60,21 +60,32 @@ channel, once the cause of the failure is fixed.`,
 	show.Flags().BoolVar(&raw, "raw", false, "print only the original message's data, byte for byte")
 
 	var brokerURL string
+	var sel deadLetterSelection
 	replay := &cobra.Command{
-		Use:   "replay ID",
-		Short: "Publish a dead letter's message again on its channel, once",
-		Long: `Publish a dead letter's message again on its channel, once.
+		Use:   "replay [ID...]",
+		Short: "Publish parked messages again on their channels, once each",
+		Long: `Publish parked messages again on their channels, once each.
 
-The message goes to every consumer group of its channel, under a new id
-derived from the old one, and the record is marked replayed: replaying it
-again does nothing. If it fails again, it is parked again, as a new dead
-letter.`,
-		Args: oneID,
+Name the dead letters by id, or select them: --all replays every one not
+yet replayed, and --agent, --channel, --since, --until and --error narrow
+the selection (they may be combined; each implies --all's scope). Each
+message goes to every consumer group of its channel, under a new id
+derived from the old one, and its record is marked replayed: replaying it
+again does nothing, so the command can be run again after a failure. A
+message that fails again is parked again, as a new dead letter. The
+command prints a line per dead letter and fails when any could not be
+replayed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return replayDeadLetter(cmd.Context(), storeURL, brokerURL, args[0], cmd.OutOrStdout())
+			return replayDeadLetters(cmd.Context(), storeURL, brokerURL, args, sel, cmd.OutOrStdout())
 		},
 	}
 	replay.Flags().StringVar(&brokerURL, "broker", "", brokerHelp+" (required: the workers' broker)")
+	replay.Flags().BoolVar(&sel.all, "all", false, "replay every recorded dead letter not yet replayed")
+	replay.Flags().StringVar(&sel.filter.Agent, "agent", "", "only those of the agent, team or workflow of this name")
+	replay.Flags().StringVar(&sel.filter.Channel, "channel", "", "only those of messages on channels matching this pattern (* one token, > the rest)")
+	replay.Flags().StringVar(&sel.since, "since", "", "only those parked at or after this time (RFC 3339, or a duration such as 1h for that long ago)")
+	replay.Flags().StringVar(&sel.until, "until", "", "only those parked before this time (RFC 3339, or a duration ago)")
+	replay.Flags().StringVar(&sel.filter.Error, "error", "", "only those whose error contains this text")
 	cmd.AddCommand(list, show, replay)
 	return cmd
 }
@@ -165,9 +176,51 @@ func showDeadLetter(ctx context.Context, storeURL, id string, raw bool, out io.W
 	return failure(err)
 }
 
-func replayDeadLetter(ctx context.Context, storeURL, brokerURL, id string, out io.Writer) error {
-	if brokerURL == "" {
+// deadLetterSelection is what calf deadletters replay selects besides ids.
+type deadLetterSelection struct {
+	all          bool
+	filter       deadletter.Filter
+	since, until string
+}
+
+// any reports whether a selection was asked for.
+func (d *deadLetterSelection) any() bool {
+	f := d.filter
+	return d.all || f.Agent != "" || f.Channel != "" || f.Error != "" || d.since != "" || d.until != ""
+}
+
+// parseWhen reads a time flag: RFC 3339, or a duration meaning that long
+// before now.
+func parseWhen(flag, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, usageError(fmt.Errorf("--%s %q: give a time such as 2026-01-02T15:04:05Z, or a duration ago such as 30m", flag, v))
+	}
+	return t, nil
+}
+
+func replayDeadLetters(ctx context.Context, storeURL, brokerURL string, ids []string, sel deadLetterSelection, out io.Writer) error {
+	switch {
+	case len(ids) == 0 && !sel.any():
+		return usageError(fmt.Errorf("calf deadletters replay needs dead letter ids (see calf deadletters list), or --all, or a filter (--agent, --channel, --since, --until, --error)"))
+	case len(ids) > 0 && sel.any():
+		return usageError(fmt.Errorf("calf deadletters replay takes ids or a selection (--all and the filters), not both"))
+	case brokerURL == "":
 		return usageError(fmt.Errorf("calf deadletters replay needs --broker: the workers' broker, such as nats://127.0.0.1:4222"))
+	}
+	now := time.Now()
+	var err error
+	if sel.filter.Since, err = parseWhen("since", sel.since, now); err != nil {
+		return err
+	}
+	if sel.filter.Until, err = parseWhen("until", sel.until, now); err != nil {
+		return err
 	}
 	if err := checkBroker(brokerURL); err != nil {
 		return err
@@ -180,23 +233,51 @@ func replayDeadLetter(ctx context.Context, storeURL, brokerURL, id string, out i
 		return err
 	}
 	defer st.Close()
-	// Check the id before connecting to the broker.
-	if _, err := deadletter.Get(ctx, st, id); err != nil {
-		return failure(err)
+	if sel.any() {
+		recs, err := deadletter.Select(ctx, st, sel.filter)
+		if err != nil {
+			return failure(err)
+		}
+		for _, r := range recs {
+			ids = append(ids, r.ID)
+		}
+		if len(ids) == 0 {
+			_, err := fmt.Fprintln(out, "no dead letter to replay")
+			return failure(err)
+		}
+	} else if len(ids) == 1 {
+		// Check a single id before connecting to the broker.
+		if _, err := deadletter.Get(ctx, st, ids[0]); err != nil {
+			return failure(err)
+		}
 	}
 	b, err := openBroker(ctx, brokerURL, nil)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	r, published, err := deadletter.Replay(ctx, b, st, id, time.Now())
-	if err != nil {
-		return failure(err)
+	var failed int
+	var last error
+	for _, o := range deadletter.ReplayMany(ctx, b, st, ids, now) {
+		r := o.Record
+		switch {
+		case o.Err != nil:
+			failed, last = failed+1, o.Err
+			_, err = fmt.Fprintf(out, "%s: not replayed: %v\n", r.ID, o.Err)
+		case o.Published:
+			_, err = fmt.Fprintf(out, "replayed %s: published %s on %s\n", r.ID, r.ReplayID, r.Message.Channel)
+		default:
+			_, err = fmt.Fprintf(out, "%s was replayed already, at %s, as %s: nothing published\n", r.ID, r.ReplayedAt.UTC().Format(time.RFC3339), strconv.Quote(r.ReplayID))
+		}
+		if err != nil {
+			return failure(err)
+		}
 	}
-	if published {
-		_, err = fmt.Fprintf(out, "replayed %s: published %s on %s\n", r.ID, r.ReplayID, r.Message.Channel)
-	} else {
-		_, err = fmt.Fprintf(out, "%s was replayed already, at %s, as %s: nothing published\n", r.ID, r.ReplayedAt.UTC().Format(time.RFC3339), strconv.Quote(r.ReplayID))
+	if failed > 0 {
+		if len(ids) == 1 {
+			return failure(last)
+		}
+		return failure(fmt.Errorf("%d of %d dead letters were not replayed; run the command again to retry them", failed, len(ids)))
 	}
-	return failure(err)
+	return nil
 }
