@@ -20,7 +20,10 @@
 //	redis://... or rediss://...             store/redis
 //
 // The query of a nats URL may set partitions=N, replicas=N (the stream's
-// replication factor on a cluster), stream=NAME and prefix=TOKEN (the
+// replication factor on a cluster), outage_budget=DURATION (how long a
+// handler failing for want of the store or the broker is retried before
+// its message may be parked; default calf.DefaultOutageBudget),
+// stream=NAME and prefix=TOKEN (the
 // JetStream stream and the first token of its subjects: two deployments
 // on one NATS server need different ones). The query of a
 // kafka URL may set what broker/kafka's ParseURL reads: partitions,

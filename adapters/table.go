@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 
@@ -101,10 +102,17 @@ func natsOptions(q url.Values, o *Options) (*nats.Options, error) {
 	no := &nats.Options{Logger: o.logger()}
 	for k := range q {
 		switch k {
-		case "partitions", "replicas", "stream", "prefix":
+		case "partitions", "replicas", "stream", "prefix", "outage_budget":
 		default:
-			return nil, fmt.Errorf("%w: unknown parameter %q: known: partitions, prefix, replicas, stream", ErrBadURL, k)
+			return nil, fmt.Errorf("%w: unknown parameter %q: known: outage_budget, partitions, prefix, replicas, stream", ErrBadURL, k)
 		}
+	}
+	if v := q.Get("outage_budget"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%w: outage_budget=%q: want a positive duration such as 5m", ErrBadURL, v)
+		}
+		no.OutageBudget = d
 	}
 	n, err := intParam(q, "partitions")
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // without a port gets 9092. The query may set partitions,
 // replication_factor, topic_prefix, max_attempts, concurrency,
 // max_pending, session_timeout, heartbeat_interval, rebalance_timeout,
-// commit_interval, metadata_max_age and failover_after (durations as 6s,
+// commit_interval, metadata_max_age, outage_budget and failover_after (durations as 6s,
 // 500ms; failover_after=off turns failover off). Other
 // parameters are an error, so that a misspelt one is not ignored.
 func ParseURL(rawURL string) (seeds []string, opts *Options, err error) {
@@ -57,6 +57,7 @@ func ParseURL(rawURL string) (seeds []string, opts *Options, err error) {
 		"rebalance_timeout":  &opts.RebalanceTimeout,
 		"commit_interval":    &opts.CommitInterval,
 		"metadata_max_age":   &opts.MetadataMaxAge,
+		"outage_budget":      &opts.OutageBudget,
 	}
 	var errs []error
 	for k, vs := range u.Query() {

@@ -68,11 +68,12 @@
 //
 // # Running it
 //
-// The tests run only with CALF_CHAOS=1. They skip when PostgreSQL 15's or
-// Redis's binaries are missing, unless CALF_TEST_SERVICES is set, which
-// makes that a failure. The short form, a minute or two per subtest:
+// The short form runs with the package's tests (not with -short), about a
+// minute per subtest. They skip when PostgreSQL 15's or Redis's binaries
+// are missing, unless CALF_TEST_SERVICES is set, which makes that a
+// failure:
 //
-//	CALF_CHAOS=1 go test -count=1 -run TestChaos -v ./internal/chaos
+//	go test -count=1 -run TestChaos -v ./internal/chaos
 //
 // Its subtests are nats+postgres and nats+redis (the store taken down),
 // nats-restart (NATS taken down, on PostgreSQL) and worker-kill (three
@@ -80,8 +81,8 @@
 // again). The long form is the same test with more load for longer,
 // chosen by environment variables:
 //
-//	CALF_CHAOS_DURATION  the load window (default 40s)
-//	CALF_CHAOS_CALLERS   concurrent callers (default 50)
+//	CALF_CHAOS_DURATION  the load window (default 30s)
+//	CALF_CHAOS_CALLERS   concurrent callers (default 30)
 //	CALF_CHAOS_WORKERS   worker processes (default 2; 3 for worker-kill)
 //	CALF_CHAOS_SEED      the injector's seed (default: from the clock)
 //	CALF_CHAOS_GAP       time between outages, MIN-MAX (default 5s-15s)
@@ -91,14 +92,17 @@
 //	CALF_CHAOS_GRACE     how long callers may wait past the window
 //	                     (default 1m)
 //	CALF_CHAOS_MODEL_DELAY  the fake model's latency (default 20ms)
-//	CALF_CHAOS_KILL_RECOVERY  the bound of the 99th percentile of the
-//	                     recovery after a worker kill (default 5s)
+//	CALF_CHAOS_KILL_RECOVERY  a bound on the 99th percentile of the
+//	                     recovery after a worker kill (default: reported,
+//	                     not checked)
+//	CALF_CHAOS_OUTAGE_BUDGET  the workers' outage budget (the nats URL's
+//	                     outage_budget; default calf.DefaultOutageBudget)
 //	CALF_CHAOS_PARKED_OK set to 1 when outages outlast the outage budget:
 //	                     parked runs are then expected, and must all be
 //	                     brought home by the replay
 //
 // For instance, the benchmark of docs/benchmarks.md:
 //
-//	CALF_CHAOS=1 CALF_CHAOS_DURATION=3m CALF_CHAOS_CALLERS=500 \
+//	CALF_CHAOS_DURATION=3m CALF_CHAOS_CALLERS=500 \
 //	  go test -count=1 -timeout 60m -run 'TestChaos/nats\+postgres' -v ./internal/chaos
 package chaos
