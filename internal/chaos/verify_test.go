@@ -129,23 +129,31 @@ func verify(t *testing.T, h *harness, c *caller, st store.Store, outages []outag
 	}
 	v.dlRecorded = len(records)
 
-	// Replay every dead letter not replayed yet, as calf deadletters
-	// replay would.
+	// Replay every dead letter not replayed yet, at once, as calf
+	// deadletters replay --all does.
 	replayedRuns := map[string]bool{}
 	parkedRuns := map[string]bool{}
 	for _, r := range records {
-		if r.Message == nil {
+		if r.Message != nil {
+			parkedRuns[r.Message.Metadata.RunID] = true
+		}
+	}
+	toReplay, err := deadletter.Select(ctx, st, deadletter.Filter{})
+	if err != nil {
+		t.Errorf("select the dead letters: %v", err)
+	}
+	ids := make([]string, 0, len(toReplay))
+	for _, r := range toReplay {
+		ids = append(ids, r.ID)
+	}
+	for _, o := range deadletter.ReplayMany(ctx, c.b, st, ids, time.Now()) {
+		if o.Err != nil {
+			t.Errorf("replay dead letter %s: %v", o.Record.ID, o.Err)
 			continue
 		}
-		parkedRuns[r.Message.Metadata.RunID] = true
-		if r.Replayed() {
-			continue
+		if m := o.Record.Message; m != nil {
+			replayedRuns[m.Metadata.RunID] = true
 		}
-		if _, _, err := deadletter.Replay(ctx, c.b, st, r.ID, time.Now()); err != nil {
-			t.Errorf("replay dead letter %s: %v", r.ID, err)
-			continue
-		}
-		replayedRuns[r.Message.Metadata.RunID] = true
 	}
 	v.parkedRuns = len(parkedRuns)
 
