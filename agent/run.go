@@ -542,10 +542,39 @@ func (a *Agent[Deps, Out]) startCheck(rt *Runtime, id string, opts *RunOptions[D
 		if err != nil || !known || n > 0 {
 			return nil // served, but busy or on another store; or unknown
 		}
-		return fmt.Errorf("%w %s: nothing consumed its input channel %s within %s; start a worker that serves it (calf worker), "+
+		cause := fmt.Errorf("%w %s: nothing consumed its input channel %s within %s; start a worker that serves it (calf worker), "+
 			"or call Serve in this process, or set RunOptions.WaitForWorkers to wait for one", ErrNotServed, a.name, c.input, a.opts.StartTimeout)
+		// Cancel the run only if no worker has taken it meanwhile: a run
+		// that has started is waited for.
+		if started, err := rt.cancelUnstarted(ctx, id, a.name, cause.Error()); err != nil || started {
+			return nil
+		}
+		return cause
 	}
 	return c
+}
+
+// cancelUnstarted records the run id cancelled for reason if no handler
+// has created it yet, so that its input, if it comes, is refused; it
+// reports started when the run exists (a worker took it), and cancels
+// nothing then.
+func (rt *Runtime) cancelUnstarted(ctx context.Context, id, agentName, reason string) (started bool, err error) {
+	st := &RunState{RunID: id, Agent: agentName, Status: RunCancelled, Error: reason, StartedAt: rt.now(), EndedAt: rt.now()}
+	data, err := st.encode()
+	if err != nil {
+		return false, err
+	}
+	_, err = rt.store.Put(ctx, store.KindRun, id, data, 0)
+	if errors.Is(err, store.ErrConflict) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := rt.emitOutput(ctx, st); err != nil {
+		rt.log.Warn("agent: emit the output of a run no process serves", "agent", agentName, "run", id, "err", err)
+	}
+	return false, nil
 }
 
 // waitForWorkers waits, when opts ask for it, until some process serves
@@ -596,13 +625,9 @@ func (c *startCheck) next(ctx context.Context, f *calf.Follower) (*calf.Message,
 	return f.Next(ctx)
 }
 
-// notServed cancels a run that no process serves and reports it.
-func (a *Agent[Deps, Out]) notServed(ctx context.Context, rt *Runtime, id string, cause error) error {
-	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if _, err := rt.Cancel(bg, a.name, id, cause.Error()); err != nil {
-		rt.log.Warn("agent: cancel a run no process serves", "agent", a.name, "run", id, "err", err)
-	}
+// notServed reports a run that no process serves, which the start check
+// has recorded cancelled.
+func (a *Agent[Deps, Out]) notServed(_ context.Context, _ *Runtime, id string, cause error) error {
 	return &RunError{Agent: a.name, RunID: id, Status: RunCancelled, Reason: cause.Error(), Err: ErrNotServed}
 }
 
