@@ -317,9 +317,10 @@ func decodeApproval(data []byte) (*Approval, error) {
 // shares the agent's store and broker: it records the answer and publishes
 // it, and a worker that serves the agent then runs the call with the
 // approved arguments, or tells the model it was denied. A request answered
-// already is refused with [ErrApprovalAnswered] (its recorded answer is
-// published again, so that retrying an answer whose publishing failed is
-// safe); an unknown id with [ErrApprovalNotFound]; an answer whose Digest
+// already is refused with [ErrApprovalAnswered] (while its call still
+// waits, its recorded answer is published again, so that retrying an
+// answer whose publishing failed is safe; once the call has run, nothing
+// is published); an unknown id with [ErrApprovalNotFound]; an answer whose Digest
 // is not the request's with [ErrApprovalMismatch].
 func (rt *Runtime) AnswerApproval(ctx context.Context, id string, ans ApprovalAnswer) (*Approval, error) {
 	if ans.Approve && len(ans.Arguments) > 0 {
@@ -377,8 +378,21 @@ func (rt *Runtime) AnswerApproval(ctx context.Context, id string, ans ApprovalAn
 	if err != nil {
 		return nil, err
 	}
-	if err := rt.publishApproval(ctx, answered); err != nil {
-		return answered, err
+	republish := !already
+	if already {
+		// The answer is published again only while its call still waits
+		// for it: publishing it again once the call has run would repeat
+		// its result and the step after it in every stream of the run.
+		acted, err := rt.answerActedOn(ctx, answered)
+		if err != nil {
+			return answered, err
+		}
+		republish = !acted
+	}
+	if republish {
+		if err := rt.publishApproval(ctx, answered); err != nil {
+			return answered, err
+		}
 	}
 	switch {
 	case already && answered.Message == expiredMessage:
@@ -389,6 +403,31 @@ func (rt *Runtime) AnswerApproval(ctx context.Context, id string, ans ApprovalAn
 		return answered, fmt.Errorf("%w: %s", ErrApprovalExpired, id)
 	}
 	return answered, nil
+}
+
+// answerActedOn reports whether the answer a has been carried out: the
+// result of its call is recorded, or its run has moved past the call, has
+// ended, or is gone.
+func (rt *Runtime) answerActedOn(ctx context.Context, a *Approval) (bool, error) {
+	rec, err := rt.store.Get(ctx, store.KindRun, a.RunID)
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	st, err := DecodeRunState(rec.Data)
+	if err != nil {
+		return false, err
+	}
+	if st.Status.Terminal() || st.answered(a.Step, a.ToolCallID) {
+		return true, nil
+	}
+	_, err = rt.store.Get(ctx, store.KindToolResult, a.RunID+"/"+a.ToolCallID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // ExpireApprovals denies the pending approval requests whose

@@ -811,7 +811,8 @@ type Event struct {
 // is not waited for: the events held for it are yielded, and
 // [Agent.Result] has the run's tool calls.
 // A message of the run parked on the dead-letter channel ends the stream
-// with an error matching [ErrRunParked].
+// with an error matching [ErrRunParked]. A message that the broker
+// delivers again (the same id on the same channel) is yielded once.
 func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithTimeoutCause(ctx, a.opts.Timeout, fmt.Errorf("agent %s: run timed out after %s: %w", a.name, a.opts.Timeout, context.DeadlineExceeded))
@@ -857,6 +858,9 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 			return
 		}
 		o := newChainOrder(id)
+		// A broker delivers at least once: a message that comes again (the
+		// same id on the same channel) is yielded once.
+		seen := map[string]struct{}{}
 		start := a.startCheck(rt, id, opts)
 		// send yields evs, and reports whether the stream is over.
 		send := func(evs []Event) bool {
@@ -907,6 +911,13 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 					return
 				}
 				continue
+			}
+			if m.ID != "" {
+				k := m.Channel + "\x00" + m.ID
+				if _, dup := seen[k]; dup {
+					continue
+				}
+				seen[k] = struct{}{}
 			}
 			ev, err := DecodeEvent(m)
 			if err != nil {
