@@ -622,7 +622,8 @@ func (a *Agent[Deps, Out]) abandon(ctx context.Context, rt *Runtime, id string) 
 // handed off is cancelled where its chain continues. A run whose input
 // has not been handled yet is created cancelled, so that it never starts.
 // A model call or a tool in progress is not interrupted, but the run takes
-// no step after it. The agent may be served by any process: Cancel needs
+// no step after it. The approval requests that the cancelled runs were
+// waiting for are recorded [ApprovalCancelled]. The agent may be served by any process: Cancel needs
 // only the runtime's broker and store.
 func (rt *Runtime) Cancel(ctx context.Context, agentName, runID, reason string) (*RunState, error) {
 	var st *RunState
@@ -645,6 +646,11 @@ func (rt *Runtime) Cancel(ctx context.Context, agentName, runID, reason string) 
 			rt.log.Warn("agent: emit cancelled output", "agent", st.Agent, "run", st.RunID, "err", err)
 		}
 		rt.cancelSubagents(ctx, st, 0)
+	}
+	// The approval requests of the runs that ended end with them: nothing
+	// would carry out their answers.
+	if err := rt.endApprovals(ctx, runID); err != nil {
+		rt.log.Warn("agent: end the approval requests of a cancelled run", "agent", agentName, "run", runID, "err", err)
 	}
 	return st.detached()
 }
