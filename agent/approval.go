@@ -129,6 +129,11 @@ const (
 	ApprovalPending  ApprovalStatus = "pending"
 	ApprovalApproved ApprovalStatus = "approved"
 	ApprovalDenied   ApprovalStatus = "denied"
+	// ApprovalCancelled: the request's run ended (cancelled, timed out,
+	// failed) before anyone answered; [Approval.Message] says how. Such a
+	// request cannot be answered: [Runtime.AnswerApproval] returns an
+	// error matching [ErrRunEnded].
+	ApprovalCancelled ApprovalStatus = "cancelled"
 )
 
 // KindApproval is the store kind of approval requests.
@@ -273,7 +278,9 @@ func (rt *Runtime) Approvals(ctx context.Context, runID string, status ApprovalS
 
 // ListApprovals returns the approval requests stored in s of the run runID
 // (of every run when runID is empty) with the given status (any status
-// when empty), in the order of their ids. The requests of the runs that
+// when empty), in the order of their ids. A request stored as pending
+// whose run has ended (or is gone) is listed as [ApprovalCancelled], not
+// pending: nothing would carry out its answer. The requests of the runs that
 // runID started, at any depth, are the run's too: their ids extend its
 // own, a subagent's as "{run}/{tool_call_id}", a handoff target's as
 // "{run}.handoff.{n}", a team member's as "{run}.{step}.{member}". So the
@@ -281,6 +288,7 @@ func (rt *Runtime) Approvals(ctx context.Context, runID string, status ApprovalS
 // every request its work is waiting for.
 func ListApprovals(ctx context.Context, s store.Store, runID string, status ApprovalStatus) ([]Approval, error) {
 	var out []Approval
+	ended := map[string]string{} // by run: why its requests ended, "" while it runs
 	for after := ""; ; {
 		recs, err := s.List(ctx, KindApproval, runID, after, recoverPage)
 		if err != nil {
@@ -294,6 +302,18 @@ func ListApprovals(ctx context.Context, s store.Store, runID string, status Appr
 			if runID != "" && a.RunID != runID && !strings.HasPrefix(a.RunID, runID+"/") && !strings.HasPrefix(a.RunID, runID+".") {
 				continue // a run whose id merely starts the same way
 			}
+			if a.Status == ApprovalPending {
+				why, ok := ended[a.RunID]
+				if !ok {
+					if why, err = runEnded(ctx, s, a.RunID); err != nil {
+						return nil, err
+					}
+					ended[a.RunID] = why
+				}
+				if why != "" {
+					a.Status, a.Message = ApprovalCancelled, why
+				}
+			}
 			if status == "" || a.Status == status {
 				out = append(out, *a)
 			}
@@ -303,6 +323,31 @@ func ListApprovals(ctx context.Context, s store.Store, runID string, status Appr
 		}
 		after = recs[len(recs)-1].ID
 	}
+}
+
+// runEnded returns why the requests of the run id ended with it, or ""
+// while the run goes on: a run that has ended, or whose record is gone
+// (removed after it ended), answers no request.
+func runEnded(ctx context.Context, s store.Store, id string) (string, error) {
+	rec, err := s.Get(ctx, store.KindRun, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Sprintf("the run %s is gone", id), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	st, err := DecodeRunState(rec.Data)
+	if err != nil {
+		return "", err
+	}
+	if !st.Status.Terminal() {
+		return "", nil
+	}
+	why := fmt.Sprintf("the run %s ended (%s) before the request was answered", id, st.Status)
+	if st.Error != "" {
+		why += ": " + st.Error
+	}
+	return why, nil
 }
 
 func decodeApproval(data []byte) (*Approval, error) {
@@ -317,10 +362,14 @@ func decodeApproval(data []byte) (*Approval, error) {
 // shares the agent's store and broker: it records the answer and publishes
 // it, and a worker that serves the agent then runs the call with the
 // approved arguments, or tells the model it was denied. A request answered
-// already is refused with [ErrApprovalAnswered] (its recorded answer is
-// published again, so that retrying an answer whose publishing failed is
-// safe); an unknown id with [ErrApprovalNotFound]; an answer whose Digest
-// is not the request's with [ErrApprovalMismatch].
+// already is refused with [ErrApprovalAnswered] (while its call still
+// waits, its recorded answer is published again, so that retrying an
+// answer whose publishing failed is safe; once the call has run, nothing
+// is published); an unknown id with [ErrApprovalNotFound]; an answer whose
+// Digest is not the request's with [ErrApprovalMismatch]; a request whose
+// run has ended, which nothing would carry out, with an error matching
+// [ErrRunEnded] (the request, if still stored as pending, is recorded
+// [ApprovalCancelled]).
 func (rt *Runtime) AnswerApproval(ctx context.Context, id string, ans ApprovalAnswer) (*Approval, error) {
 	if ans.Approve && len(ans.Arguments) > 0 {
 		var obj map[string]json.RawMessage
@@ -328,11 +377,18 @@ func (rt *Runtime) AnswerApproval(ctx context.Context, id string, ans ApprovalAn
 			return nil, errors.New("agent: approved arguments must be a JSON object")
 		}
 	}
-	if ans.ForSession && ans.Approve {
-		a, err := rt.Approval(ctx, id)
-		if err != nil {
+	req, err := rt.Approval(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var ended string // why the run's requests ended, if they did
+	if req.Status == ApprovalPending {
+		if ended, err = runEnded(ctx, rt.store, req.RunID); err != nil {
 			return nil, err
 		}
+	}
+	if ans.ForSession && ans.Approve && ended == "" {
+		a := req
 		if a.SessionID == "" {
 			return nil, fmt.Errorf("agent: approval request %s: its run is in no session, so the tool cannot be allowed for the session", id)
 		}
@@ -344,7 +400,7 @@ func (rt *Runtime) AnswerApproval(ctx context.Context, id string, ans ApprovalAn
 	}
 	var answered *Approval
 	var already bool
-	_, err := store.Update(ctx, rt.store, KindApproval, id, func(data []byte, exists bool) ([]byte, error) {
+	_, err = store.Update(ctx, rt.store, KindApproval, id, func(data []byte, exists bool) ([]byte, error) {
 		answered, already = nil, false
 		if !exists {
 			return nil, fmt.Errorf("%w: %s", ErrApprovalNotFound, id)
@@ -357,6 +413,10 @@ func (rt *Runtime) AnswerApproval(ctx context.Context, id string, ans ApprovalAn
 		if a.Status != ApprovalPending {
 			already = true
 			return nil, nil
+		}
+		if ended != "" {
+			a.Status, a.Message, a.AnsweredAt = ApprovalCancelled, ended, rt.now()
+			return json.Marshal(a)
 		}
 		if !a.ExpiresAt.IsZero() && !rt.now().Before(a.ExpiresAt) {
 			a.Status, a.Message, a.AnsweredAt = ApprovalDenied, expiredMessage, rt.now()
@@ -377,8 +437,24 @@ func (rt *Runtime) AnswerApproval(ctx context.Context, id string, ans ApprovalAn
 	if err != nil {
 		return nil, err
 	}
-	if err := rt.publishApproval(ctx, answered); err != nil {
-		return answered, err
+	if answered.Status == ApprovalCancelled {
+		return answered, fmt.Errorf("%w: approval request %s cannot be answered: %s", ErrRunEnded, id, answered.Message)
+	}
+	republish := !already
+	if already {
+		// The answer is published again only while its call still waits
+		// for it: publishing it again once the call has run would repeat
+		// its result and the step after it in every stream of the run.
+		acted, err := rt.answerActedOn(ctx, answered)
+		if err != nil {
+			return answered, err
+		}
+		republish = !acted
+	}
+	if republish {
+		if err := rt.publishApproval(ctx, answered); err != nil {
+			return answered, err
+		}
 	}
 	switch {
 	case already && answered.Message == expiredMessage:
@@ -389,6 +465,58 @@ func (rt *Runtime) AnswerApproval(ctx context.Context, id string, ans ApprovalAn
 		return answered, fmt.Errorf("%w: %s", ErrApprovalExpired, id)
 	}
 	return answered, nil
+}
+
+// answerActedOn reports whether the answer a has been carried out: the
+// result of its call is recorded, or its run has moved past the call, has
+// ended, or is gone.
+func (rt *Runtime) answerActedOn(ctx context.Context, a *Approval) (bool, error) {
+	rec, err := rt.store.Get(ctx, store.KindRun, a.RunID)
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	st, err := DecodeRunState(rec.Data)
+	if err != nil {
+		return false, err
+	}
+	if st.Status.Terminal() || st.answered(a.Step, a.ToolCallID) {
+		return true, nil
+	}
+	_, err = rt.store.Get(ctx, store.KindToolResult, a.RunID+"/"+a.ToolCallID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// endApprovals records as [ApprovalCancelled] the pending approval
+// requests of the run runID and of the runs it started whose runs have
+// ended, so that they end with them.
+func (rt *Runtime) endApprovals(ctx context.Context, runID string) error {
+	reqs, err := rt.Approvals(ctx, runID, ApprovalCancelled)
+	if err != nil {
+		return err
+	}
+	for _, r := range reqs {
+		_, err := store.Update(ctx, rt.store, KindApproval, r.ID, func(data []byte, exists bool) ([]byte, error) {
+			if !exists {
+				return nil, nil
+			}
+			a, err := decodeApproval(data)
+			if err != nil || a.Status != ApprovalPending {
+				return nil, err // answered meanwhile, or recorded already
+			}
+			a.Status, a.Message, a.AnsweredAt = ApprovalCancelled, r.Message, rt.now()
+			return json.Marshal(a)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ExpireApprovals denies the pending approval requests whose

@@ -74,6 +74,38 @@ type BudgetStop struct {
 	Spent  Spent  `json:"spent"`
 	// Reason says which bound the next call would pass.
 	Reason string `json:"reason"`
+	// Next is the estimate of what the next call counts before it is
+	// made: one request, its input tokens and their cost.
+	Next *Spent `json:"next,omitempty"`
+}
+
+// stops reports whether b, set on the run st that stop paused, still
+// stops it before the model call it waits for: what the run has spent
+// and the estimate of that call's input pass one of b's bounds. A stop
+// recorded without an estimate counts the call alone.
+func (stop *BudgetStop) stops(b *Budget, st *RunState) bool {
+	if b == nil {
+		return false
+	}
+	spent := st.spent()
+	if stop.Scope == "session" && st.SessionSpent != nil {
+		spent = spent.Add(*st.SessionSpent)
+	}
+	next := Spent{Usage: model.Usage{Requests: 1}}
+	if stop.Next != nil {
+		next = *stop.Next
+	}
+	return b.exceeded(spent, next.Usage, func(model.Usage) float64 { return next.Cost.USD }) != ""
+}
+
+// keepPaused records in the paused run st that b, which still stops it,
+// is the budget it waits for: the run stays paused, with no event.
+func (st *RunState) keepPaused(b *Budget) {
+	p := *st.Pause
+	stop := *p.Budget
+	stop.Budget = *b
+	p.Budget = &stop
+	st.Pause = &p
 }
 
 func (b *Budget) validate() error {
@@ -125,10 +157,11 @@ func (h *handlers[Deps, Out]) checkBudget(st *RunState, req *model.Request) *Bud
 	price := func(u model.Usage) float64 {
 		return h.rt.prices.CostOf(name, u).USD
 	}
+	estimate := &Spent{Usage: next, Cost: model.Cost{USD: price(next)}}
 	spent := st.spent()
 	if b := st.Budget; b != nil {
 		if why := b.exceeded(spent, next, price); why != "" {
-			return &BudgetStop{Scope: "run", Budget: *b, Spent: spent, Reason: why}
+			return &BudgetStop{Scope: "run", Budget: *b, Spent: spent, Reason: why, Next: estimate}
 		}
 	}
 	if b := st.SessionBudget; b != nil {
@@ -137,7 +170,7 @@ func (h *handlers[Deps, Out]) checkBudget(st *RunState, req *model.Request) *Bud
 			total = total.Add(*st.SessionSpent)
 		}
 		if why := b.exceeded(total, next, price); why != "" {
-			return &BudgetStop{Scope: "session", Budget: *b, Spent: total, Reason: why}
+			return &BudgetStop{Scope: "session", Budget: *b, Spent: total, Reason: why, Next: estimate}
 		}
 	}
 	return nil
@@ -166,7 +199,10 @@ func (h *handlers[Deps, Out]) budgetReached(ctx context.Context, st *RunState, v
 
 // SetBudget replaces the budget of the run runID of the agent agentName
 // (nil: no budget). A run that a budget paused goes on at once if the new
-// budget lets it; a run whose budget still stops it stays paused.
+// budget lets it; a run that the new budget still stops (what it spent and
+// the estimated input of the model call it waits for pass a bound) stays
+// paused, with no event, unless the budget has Fail set: the run then goes
+// on to fail.
 func (rt *Runtime) SetBudget(ctx context.Context, agentName, runID string, b *Budget) (*RunState, error) {
 	if b != nil {
 		if err := b.validate(); err != nil {
@@ -177,6 +213,10 @@ func (rt *Runtime) SetBudget(ctx context.Context, agentName, runID string, b *Bu
 	st, err := rt.updateChain(ctx, agentName, runID, nil, func(st *RunState) (bool, error) {
 		st.Budget = b
 		resumed = st.Paused() && st.Pause.Budget != nil && st.Pause.Budget.Scope == "run"
+		if resumed && st.Pause.Budget.stops(b, st) && !b.Fail {
+			st.keepPaused(b)
+			resumed = false
+		}
 		if resumed {
 			st.Pause = nil
 			st.Resumes++

@@ -652,7 +652,8 @@ func (a *Agent[Deps, Out]) abandon(ctx context.Context, rt *Runtime, id string) 
 // handed off is cancelled where its chain continues. A run whose input
 // has not been handled yet is created cancelled, so that it never starts.
 // A model call or a tool in progress is not interrupted, but the run takes
-// no step after it. The agent may be served by any process: Cancel needs
+// no step after it. The approval requests that the cancelled runs were
+// waiting for are recorded [ApprovalCancelled]. The agent may be served by any process: Cancel needs
 // only the runtime's broker and store.
 func (rt *Runtime) Cancel(ctx context.Context, agentName, runID, reason string) (*RunState, error) {
 	var st *RunState
@@ -675,6 +676,11 @@ func (rt *Runtime) Cancel(ctx context.Context, agentName, runID, reason string) 
 			rt.log.Warn("agent: emit cancelled output", "agent", st.Agent, "run", st.RunID, "err", err)
 		}
 		rt.cancelSubagents(ctx, st, 0)
+	}
+	// The approval requests of the runs that ended end with them: nothing
+	// would carry out their answers.
+	if err := rt.endApprovals(ctx, runID); err != nil {
+		rt.log.Warn("agent: end the approval requests of a cancelled run", "agent", agentName, "run", runID, "err", err)
 	}
 	return st.detached()
 }
@@ -841,7 +847,8 @@ type Event struct {
 // is not waited for: the events held for it are yielded, and
 // [Agent.Result] has the run's tool calls.
 // A message of the run parked on the dead-letter channel ends the stream
-// with an error matching [ErrRunParked].
+// with an error matching [ErrRunParked]. A message that the broker
+// delivers again (the same id on the same channel) is yielded once.
 func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithTimeoutCause(ctx, a.opts.Timeout, fmt.Errorf("agent %s: run timed out after %s: %w", a.name, a.opts.Timeout, context.DeadlineExceeded))
@@ -887,6 +894,9 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 			return
 		}
 		o := newChainOrder(id)
+		// A broker delivers at least once: a message that comes again (the
+		// same id on the same channel) is yielded once.
+		seen := map[string]struct{}{}
 		start := a.startCheck(rt, id, opts)
 		// send yields evs, and reports whether the stream is over.
 		send := func(evs []Event) bool {
@@ -937,6 +947,13 @@ func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt st
 					return
 				}
 				continue
+			}
+			if m.ID != "" {
+				k := m.Channel + "\x00" + m.ID
+				if _, dup := seen[k]; dup {
+					continue
+				}
+				seen[k] = struct{}{}
 			}
 			ev, err := DecodeEvent(m)
 			if err != nil {

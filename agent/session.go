@@ -1016,7 +1016,8 @@ func decodeExport(data []byte) (*Session, error) {
 // bounds what its runs spend together, counted from what the session had
 // spent when each run started; the session is created if it does not
 // exist. The runs of the session in progress take the new budget, and
-// those it paused go on at once if it lets them.
+// those it paused go on at once if it lets them; those it still stops
+// stay paused, with no event (see [Runtime.SetBudget]).
 func (rt *Runtime) SetSessionBudget(ctx context.Context, id string, b *Budget) error {
 	if b != nil {
 		if err := b.validate(); err != nil {
@@ -1046,6 +1047,10 @@ func (rt *Runtime) SetSessionBudget(ctx context.Context, id string, b *Budget) e
 				st.SessionSpent = &Spent{}
 			}
 			resumed = st.Paused() && st.Pause.Budget != nil && st.Pause.Budget.Scope == "session"
+			if resumed && st.Pause.Budget.stops(b, st) && !b.Fail {
+				st.keepPaused(b) // no event: it still waits for a budget that lets it go on
+				resumed = false
+			}
 			if resumed {
 				st.Pause = nil
 				st.Resumes++

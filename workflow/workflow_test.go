@@ -26,6 +26,7 @@ import (
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/store/sqlite"
 	"github.com/calf-go/calf/store/storetest"
+	"github.com/calf-go/calf/tool"
 	"github.com/calf-go/calf/workflow"
 )
 
@@ -1590,5 +1591,63 @@ func TestStepRedeliveredAfterResume(t *testing.T) {
 	}
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the resumed node ran %d times, want 1", n)
+	}
+}
+
+// TestCancelEndsChildApprovals: the approval request of an agent node's
+// run ends with the cancelled workflow run: it is not listed pending under
+// the workflow run, is stored cancelled, and answering it is refused with
+// agent.ErrRunEnded.
+func TestCancelEndsChildApprovals(t *testing.T) {
+	rt := newRuntime(t)
+	var runs atomic.Int64
+	deploy := tool.Must(tool.New("deploy", "Deploy.", func(context.Context, struct{}) (string, error) {
+		runs.Add(1)
+		return "deployed", nil
+	}))
+	m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleTool {
+			return modeltest.Text(last.Text()), nil
+		}
+		return modeltest.ToolCalls(modeltest.Call("c1", "deploy", `{}`)), nil
+	})
+	writer := agent.Must(agent.New[agent.NoDeps, string]("writer", m, &agent.Options[agent.NoDeps]{
+		Tools: []tool.Tool{deploy}, Permissions: &agent.Permissions{Mode: agent.PermissionAcceptEdits},
+	}))
+	if err := writer.Serve(t.Context(), rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := poet(writer)
+	serve(t, w, rt)
+	if _, err := w.Start(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "w1"}); err != nil {
+		t.Fatal(err)
+	}
+	var reqs []agent.Approval
+	for deadline := time.Now().Add(10 * time.Second); len(reqs) == 0; time.Sleep(5 * time.Millisecond) {
+		var err error
+		if reqs, err = rt.Approvals(t.Context(), "w1", agent.ApprovalPending); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no request under the workflow run")
+		}
+	}
+	if err := w.Cancel(t.Context(), rt, "w1", "no longer needed"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := rt.Approvals(t.Context(), "w1", agent.ApprovalPending); err != nil || len(p) != 0 {
+		t.Errorf("pending requests of the cancelled workflow run: %+v, %v", p, err)
+	}
+	if a, err := rt.Approval(t.Context(), reqs[0].ID); err != nil || a.Status != agent.ApprovalCancelled || !strings.Contains(a.Message, "no longer needed") {
+		t.Errorf("stored request: %+v, %v", a, err)
+	}
+	if _, err := rt.AnswerApproval(t.Context(), reqs[0].ID, agent.ApprovalAnswer{Approve: true, Digest: reqs[0].Digest}); !errors.Is(err, agent.ErrRunEnded) {
+		t.Errorf("answer: %v, want ErrRunEnded", err)
+	}
+	if _, err := w.Wait(t.Context(), rt, "w1"); !errors.Is(err, workflow.ErrCancelled) {
+		t.Errorf("Wait = %v, want ErrCancelled", err)
+	}
+	if n := runs.Load(); n != 0 {
+		t.Errorf("the tool ran %d times", n)
 	}
 }

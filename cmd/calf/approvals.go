@@ -39,14 +39,14 @@ publish it on the workers' broker, where a worker carries it out.`,
 	var all, asJSON bool
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List the pending approval requests (--all: answered ones too)",
+		Short: "List the pending approval requests (--all: answered ones, and those whose runs ended, too)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return listApprovals(cmd.Context(), storeURL, run, all, asJSON, cmd.OutOrStdout())
 		},
 	}
 	list.Flags().StringVar(&run, "run", "", "only the requests of this run")
-	list.Flags().BoolVar(&all, "all", false, "also the requests that were answered")
+	list.Flags().BoolVar(&all, "all", false, "also the requests that were answered, and those whose runs ended (cancelled)")
 	list.Flags().BoolVar(&asJSON, "json", false, "print each request as one line of JSON")
 
 	show := &cobra.Command{
@@ -175,6 +175,9 @@ func answerApproval(ctx context.Context, storeURL, brokerURL, id string, ans age
 	c := calf.NewClient(b, nil)
 	defer c.Close()
 	a, err := agent.NewRuntime(c, st, nil).AnswerApproval(ctx, id, ans)
+	if errors.Is(err, agent.ErrRunEnded) && a != nil {
+		return failure(fmt.Errorf("approval request %s cannot be answered, its run has ended: %s", id, a.Message))
+	}
 	if err != nil {
 		return failure(err)
 	}

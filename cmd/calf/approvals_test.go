@@ -155,3 +155,68 @@ func TestApprovalsCommands(t *testing.T) {
 		t.Errorf("show of an unknown id = %+v", r)
 	}
 }
+
+// The request of a run that has ended is not listed as pending, shows as
+// cancelled with --all, and approving it fails with a message that says
+// the run has ended.
+func TestApprovalsOfEndedRun(t *testing.T) {
+	isolate(t)
+	ctx := t.Context()
+	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "calf.db")
+	brokerURL := kafkaBrokerURL(t)
+	st, err := adapters.OpenStore(ctx, storeURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := adapters.OpenBroker(ctx, brokerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c := calf.NewClient(b, nil)
+	defer c.Close()
+	rt := agent.NewRuntime(c, st, nil)
+	var ran atomic.Int64
+	deploy := tool.Must(tool.New("deploy", "Deploy.", func(context.Context, struct{}) (string, error) {
+		ran.Add(1)
+		return "deployed", nil
+	}))
+	m := modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+		return modeltest.ToolCalls(modeltest.Call("c1", "deploy", `{}`)), nil
+	})
+	ops := agent.Must(agent.New[agent.NoDeps, string]("ops", m, &agent.Options[agent.NoDeps]{
+		Tools: []tool.Tool{deploy}, Permissions: &agent.Permissions{Mode: agent.PermissionAcceptEdits},
+	}))
+	if err := ops.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	id, err := ops.Submit(ctx, rt, "ship it", &agent.RunOptions[agent.NoDeps]{RunID: "r3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if l := runMain(ctx, "", "approvals", "list", "--store", storeURL); strings.Contains(l.stdout, "r3/c1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("calf approvals list never showed r3/c1")
+		}
+	}
+	if _, err := rt.Cancel(ctx, "ops", id, "release called off"); err != nil {
+		t.Fatal(err)
+	}
+	if l := runMain(ctx, "", "approvals", "list", "--store", storeURL); l.code != exitOK || strings.Contains(l.stdout, "r3/c1") {
+		t.Errorf("calf approvals list after the run was cancelled = %+v", l)
+	}
+	if l := runMain(ctx, "", "approvals", "list", "--all", "--store", storeURL); !strings.Contains(l.stdout, "r3/c1") || !strings.Contains(l.stdout, "cancelled") {
+		t.Errorf("calf approvals list --all:\n%s", l.stdout)
+	}
+	r := runMain(ctx, "", "approvals", "approve", "--broker", brokerURL, "--store", storeURL, "r3/c1")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "cannot be answered, its run has ended") || !strings.Contains(r.stderr, "release called off") {
+		t.Errorf("calf approvals approve of an ended run's request = %+v", r)
+	}
+	if ran.Load() != 0 {
+		t.Errorf("the tool ran %d times", ran.Load())
+	}
+}

@@ -134,15 +134,17 @@
 // Approvals reads the approval requests of agents with permissions (tool
 // calls that wait for a person) in --store: list prints the pending ones
 // as a table (ID, AGENT, TOOL, KIND, ARGUMENTS, STATUS, REQUESTED), with
-// --all the answered ones too, or one JSON object per line with --json;
+// --all the answered ones too (and, as cancelled, those whose runs ended
+// before an answer), or one JSON object per line with --json;
 // show prints one as JSON. approve and deny record the answer and publish
 // it on --broker, the workers' broker, where a worker runs the call (with
 // --arguments, a JSON object, instead of the requested ones) or tells the
 // model it was denied (--message). --digest binds the answer to the
 // request as it was shown (calf approvals show); without it the stored
 // request's digest is used, and the command prints the arguments it
-// approved. A second answer, an unknown id or another digest is an error
-// (status 1).
+// approved. A second answer, an unknown id, another digest, or a request
+// whose run has ended (cancelled, timed out, failed: nothing would carry
+// out the answer) is an error (status 1).
 //
 // # calf version
 //

@@ -1,0 +1,125 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
+)
+
+// checkEnded checks that the request of run has ended with its run: not
+// listed as pending, listed and stored as cancelled with why, and refused
+// an answer with ErrRunEnded.
+func checkEnded(t *testing.T, e *env, run, why string) {
+	t.Helper()
+	ctx := t.Context()
+	id := agent.ApprovalID(run, "call_1")
+	if as, err := e.rt.Approvals(ctx, run, agent.ApprovalPending); err != nil || len(as) != 0 {
+		t.Errorf("pending requests of the ended run: %+v, %v", as, err)
+	}
+	if as, err := e.rt.Approvals(ctx, "", ""); err != nil || len(as) != 1 || as[0].Status != agent.ApprovalStatus("cancelled") || !strings.Contains(as[0].Message, why) {
+		t.Errorf("requests: %+v, %v; want one cancelled, saying %q", as, err, why)
+	}
+	req, err := e.rt.Approval(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.rt.AnswerApproval(ctx, id, agent.ApprovalAnswer{Approve: true, Digest: req.Digest})
+	if !errors.Is(err, agent.ErrRunEnded) || !strings.Contains(err.Error(), why) {
+		t.Errorf("answer to the request of an ended run: %v; want ErrRunEnded, saying %q", err, why)
+	}
+	if a == nil || a.Status != agent.ApprovalStatus("cancelled") {
+		t.Errorf("answered: %+v", a)
+	}
+	if got, err := e.rt.Approval(ctx, id); err != nil || got.Status != agent.ApprovalStatus("cancelled") || !strings.Contains(got.Message, why) || got.AnsweredAt.IsZero() {
+		t.Errorf("stored request: %+v, %v", got, err)
+	}
+	// Answered again: the same error.
+	if _, err := e.rt.AnswerApproval(ctx, id, agent.ApprovalAnswer{Approve: false, Digest: req.Digest}); !errors.Is(err, agent.ErrRunEnded) {
+		t.Errorf("second answer: %v", err)
+	}
+}
+
+// A cancelled run's approval request ends with it: it is recorded
+// cancelled with the reason, and an answer is refused with ErrRunEnded.
+func TestApprovalOfCancelledRunEnds(t *testing.T) {
+	e := newEnv(t, nil)
+	a, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAcceptEdits}, "add")
+	id, err := a.Submit(t.Context(), e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending(t, e.rt, id)
+	if _, err := e.rt.Cancel(t.Context(), a.Name(), id, "changed my mind"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.rt.Approval(t.Context(), agent.ApprovalID(id, "call_1")); err != nil || got.Status != agent.ApprovalStatus("cancelled") || !strings.Contains(got.Message, "changed my mind") {
+		t.Errorf("the request after Cancel: %+v, %v", got, err)
+	}
+	checkEnded(t, e, id, "changed my mind")
+	e.settle(t)
+	if runs.Load() != 0 {
+		t.Errorf("the tool ran %d times", runs.Load())
+	}
+}
+
+// A run whose caller stopped waiting (its timeout) is cancelled, and its
+// request ends with it.
+func TestApprovalOfAbandonedRunEnds(t *testing.T) {
+	e := newEnv(t, nil)
+	a, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAcceptEdits}, "add")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "t1"})
+		done <- err
+	}()
+	pending(t, e.rt, "t1")
+	cancel(context.DeadlineExceeded)
+	if err := <-done; !errors.Is(err, agent.ErrRunCancelled) {
+		t.Fatalf("run: %v", err)
+	}
+	checkEnded(t, e, "t1", "the caller stopped waiting")
+	e.settle(t)
+	if runs.Load() != 0 {
+		t.Errorf("the tool ran %d times", runs.Load())
+	}
+}
+
+// A request still stored as pending although its run has ended (a run
+// that ended without ending its requests, as before requests ended with
+// their runs) is listed as cancelled, and an answer is refused with
+// ErrRunEnded.
+func TestApprovalStoredPendingOfEndedRun(t *testing.T) {
+	e := newEnv(t, nil)
+	a, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAcceptEdits}, "add")
+	id, err := a.Submit(t.Context(), e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending(t, e.rt, id)
+	e.settle(t)
+	// The run fails behind the runtime's back, its request left pending.
+	if _, err := store.Update(t.Context(), e.store, store.KindRun, id, func(data []byte, _ bool) ([]byte, error) {
+		st, err := agent.DecodeRunState(data)
+		if err != nil {
+			return nil, err
+		}
+		st.Status, st.Error = agent.RunFailed, "the worker gave up"
+		return json.Marshal(st)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.rt.Approval(t.Context(), agent.ApprovalID(id, "call_1")); err != nil || got.Status != agent.ApprovalPending {
+		t.Fatalf("stored request: %+v, %v", got, err)
+	}
+	checkEnded(t, e, id, "the worker gave up")
+	e.settle(t)
+	if runs.Load() != 0 {
+		t.Errorf("the tool ran %d times", runs.Load())
+	}
+}
