@@ -302,16 +302,33 @@ func (a *Agent[Deps, Out]) lookup(ctx context.Context, name string) (t tool.Tool
 }
 
 // toolDefinitions returns the definitions of the agent's tools, then of
-// its toolsets' current tools. A toolset's error is logged; its tools that
-// it did return are offered.
-func (a *Agent[Deps, Out]) toolDefinitions(ctx context.Context, log *slog.Logger) []model.ToolDefinition {
-	defs := a.Tools()
-	if len(a.opts.Toolsets) == 0 {
-		return defs
+// its toolsets' current tools, those that perms (when not nil) refuse
+// left out: the model is not offered a tool whose every call would be
+// refused. A toolset's error is logged; its tools that it did return are
+// offered.
+func (a *Agent[Deps, Out]) toolDefinitions(ctx context.Context, log *slog.Logger, perms *Permissions) []model.ToolDefinition {
+	refused := func(t tool.Tool) bool {
+		if perms == nil {
+			return false
+		}
+		d, _ := perms.Decide(t.Definition().Name, tool.KindOf(t))
+		return d == PermissionDeny
 	}
-	taken := make(map[string]bool, len(defs))
-	for _, d := range defs {
-		taken[d.Name] = true
+	defs := a.Tools()
+	var taken map[string]bool
+	if len(a.opts.Toolsets) > 0 {
+		// A toolset's tool named as one of the agent's is not offered,
+		// refused or not.
+		taken = make(map[string]bool, len(defs))
+		for _, d := range defs {
+			taken[d.Name] = true
+		}
+	}
+	if perms != nil {
+		defs = slices.DeleteFunc(defs, func(d model.ToolDefinition) bool {
+			t, ok := a.tool(d.Name)
+			return ok && refused(t)
+		})
 	}
 	for _, ts := range a.opts.Toolsets {
 		tools, err := ts.Tools(ctx)
@@ -324,7 +341,9 @@ func (a *Agent[Deps, Out]) toolDefinitions(ctx context.Context, log *slog.Logger
 				continue
 			}
 			taken[d.Name] = true
-			defs = append(defs, d)
+			if !refused(t) {
+				defs = append(defs, d)
+			}
 		}
 	}
 	return defs

@@ -550,7 +550,7 @@ func (h *handlers[Deps, Out]) deps(st *RunState) (Deps, error) {
 func (h *handlers[Deps, Out]) request(rc RunContext[Deps], st *RunState) *model.Request {
 	o := &h.a.opts
 	req := &model.Request{
-		Tools:       h.a.toolDefinitions(rc, h.rt.log),
+		Tools:       h.a.toolDefinitions(rc, h.rt.log, h.permissions(st)),
 		ToolChoice:  o.ToolChoice,
 		Temperature: o.Temperature,
 		MaxTokens:   o.MaxTokens,
