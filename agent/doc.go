@@ -77,7 +77,8 @@
 //
 // # Children, handoffs and subagents
 //
-// [Agent.Submit] and [Runtime.Submit] start a run without waiting; its
+// [Agent.Submit] and [Runtime.Submit] start a run without waiting;
+// [Agent.Wait] waits for its end, in any process. Its
 // output also goes to the [ReplyTo] channel its input names, where a
 // parent's handler (of an agent, a team or a workflow) receives it. [Agent.Run]
 // uses the same mechanism with the caller's [calf.Client.Inbox], so a
