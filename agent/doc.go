@@ -6,7 +6,10 @@
 // [Agent.RunStream] start a run by emitting its input event and wait for
 // its output. Because the handlers keep everything in the store, the
 // process that starts a run need not be the one that carries it out, and a
-// run survives the crash of the process that was carrying it out.
+// run survives the crash of the process that was carrying it out. Every
+// function and method that takes a *Runtime takes nil for
+// [DefaultRuntime], a runtime of this process; Run, RunStream, Submit and
+// Recover given nil serve the agent there first, unless Serve did.
 //
 // # The handlers
 //

@@ -40,8 +40,24 @@ type ServeOptions[Deps any] struct {
 // one subscription per tool, and last the input. Several processes may serve the
 // same agent: they share the work through the broker's consumer groups.
 // The subscriptions last until the runtime's client shuts down. The
-// agent's tools are fixed from then on: [Agent.AddTool] refuses.
+// agent's tools are fixed from then on: [Agent.AddTool] refuses. A nil rt
+// means [DefaultRuntime], on which Run, RunStream and Submit given a nil
+// runtime then do not serve the agent again.
 func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOptions[Deps]) error {
+	if rt == nil {
+		rt = DefaultRuntime()
+	}
+	a.served.mu.Lock()
+	defer a.served.mu.Unlock()
+	if err := a.serve(ctx, rt, opts); err != nil {
+		return err
+	}
+	a.served.add(rt)
+	return nil
+}
+
+// serve is Serve on rt, which is not nil.
+func (a *Agent[Deps, Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions[Deps]) error {
 	h := &handlers[Deps, Out]{a: a, rt: rt, unsaved: newUnsavedResults()}
 	if opts != nil {
 		h.opts = *opts
