@@ -118,6 +118,9 @@ type Agent[Deps, Out any] struct {
 
 	mu    sync.RWMutex
 	tools *tool.Set
+	// serving is set by the first [Agent.Serve]: the agent's tools are
+	// fixed from then on.
+	serving bool
 	// served records where [Agent.local] served the agent.
 	served servedOn
 	// step is a custom agent's step ([NewCustom]), called in place of
@@ -129,6 +132,11 @@ var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // ErrInvalidAgent is returned for an agent that cannot be built.
 var ErrInvalidAgent = errors.New("agent: invalid agent")
+
+// ErrAlreadyServed is returned by [Agent.AddTool] and
+// [Agent.AddSubagent] once the agent is served: its tools are fixed when
+// it is served.
+var ErrAlreadyServed = errors.New("agent: the agent is served already: add its tools before Serve or Run")
 
 // New returns an agent named name that uses m. The name becomes part of the
 // agent's channels, so it may hold only letters, digits, '_' and '-'.
@@ -250,11 +258,19 @@ func (a *Agent[Deps, Out]) Description() string { return a.opts.Description }
 // Model returns the agent's model.
 func (a *Agent[Deps, Out]) Model() model.Model { return a.model }
 
-// AddTool adds a tool. Tools added after Serve are not served by that
-// registration. A handoff tool ([Handoff]) to an agent of another output
-// type is refused with an error matching [ErrInvalidAgent]: the caller of
-// a run decodes the output of the chain's last agent as the first agent's
-// Out.
+// AddTool adds a tool. It must be called before the agent is served
+// ([Agent.Serve], or the first Run, RunStream or Submit on the default
+// runtime): once served, it refuses with an error matching
+// [ErrAlreadyServed], and the agent's tools stay those it was served with.
+// Every worker that serves an agent must offer the same tools and handle
+// their calls, and a tool added to one process's agent after Serve would
+// be offered by that process only, with its calls subscribed nowhere.
+// Tools that change while the agent runs come from a toolset
+// ([Options.Toolsets]), whose calls travel on the toolset's channel.
+//
+// A handoff tool ([Handoff]) to an agent of another output type is
+// refused with an error matching [ErrInvalidAgent]: the caller of a run
+// decodes the output of the chain's last agent as the first agent's Out.
 func (a *Agent[Deps, Out]) AddTool(t tool.Tool) error {
 	if ht, ok := t.(*handoffTool); ok {
 		if typed, ok := ht.target.(interface{ outputType() reflect.Type }); ok && typed.outputType() != reflect.TypeFor[Out]() {
@@ -264,6 +280,9 @@ func (a *Agent[Deps, Out]) AddTool(t tool.Tool) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.serving {
+		return fmt.Errorf("agent %s: add tool %s: %w", a.name, t.Definition().Name, ErrAlreadyServed)
+	}
 	if err := a.tools.Add(t); err != nil {
 		return fmt.Errorf("agent %s: %w", a.name, err)
 	}
@@ -302,16 +321,33 @@ func (a *Agent[Deps, Out]) lookup(ctx context.Context, name string) (t tool.Tool
 }
 
 // toolDefinitions returns the definitions of the agent's tools, then of
-// its toolsets' current tools. A toolset's error is logged; its tools that
-// it did return are offered.
-func (a *Agent[Deps, Out]) toolDefinitions(ctx context.Context, log *slog.Logger) []model.ToolDefinition {
-	defs := a.Tools()
-	if len(a.opts.Toolsets) == 0 {
-		return defs
+// its toolsets' current tools, those that perms (when not nil) refuse
+// left out: the model is not offered a tool whose every call would be
+// refused. A toolset's error is logged; its tools that it did return are
+// offered.
+func (a *Agent[Deps, Out]) toolDefinitions(ctx context.Context, log *slog.Logger, perms *Permissions) []model.ToolDefinition {
+	refused := func(t tool.Tool) bool {
+		if perms == nil {
+			return false
+		}
+		d, _ := perms.Decide(t.Definition().Name, tool.KindOf(t))
+		return d == PermissionDeny
 	}
-	taken := make(map[string]bool, len(defs))
-	for _, d := range defs {
-		taken[d.Name] = true
+	defs := a.Tools()
+	var taken map[string]bool
+	if len(a.opts.Toolsets) > 0 {
+		// A toolset's tool named as one of the agent's is not offered,
+		// refused or not.
+		taken = make(map[string]bool, len(defs))
+		for _, d := range defs {
+			taken[d.Name] = true
+		}
+	}
+	if perms != nil {
+		defs = slices.DeleteFunc(defs, func(d model.ToolDefinition) bool {
+			t, ok := a.tool(d.Name)
+			return ok && refused(t)
+		})
 	}
 	for _, ts := range a.opts.Toolsets {
 		tools, err := ts.Tools(ctx)
@@ -324,7 +360,9 @@ func (a *Agent[Deps, Out]) toolDefinitions(ctx context.Context, log *slog.Logger
 				continue
 			}
 			taken[d.Name] = true
-			defs = append(defs, d)
+			if !refused(t) {
+				defs = append(defs, d)
+			}
 		}
 	}
 	return defs

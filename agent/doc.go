@@ -6,7 +6,10 @@
 // [Agent.RunStream] start a run by emitting its input event and wait for
 // its output. Because the handlers keep everything in the store, the
 // process that starts a run need not be the one that carries it out, and a
-// run survives the crash of the process that was carrying it out.
+// run survives the crash of the process that was carrying it out. Every
+// function and method that takes a *Runtime takes nil for
+// [DefaultRuntime], a runtime of this process; Run, RunStream, Submit and
+// Recover given nil serve the agent there first, unless Serve did.
 //
 // # The handlers
 //
@@ -77,7 +80,8 @@
 //
 // # Children, handoffs and subagents
 //
-// [Agent.Submit] and [Runtime.Submit] start a run without waiting; its
+// [Agent.Submit] and [Runtime.Submit] start a run without waiting;
+// [Agent.Wait] waits for its end, in any process. Its
 // output also goes to the [ReplyTo] channel its input names, where a
 // parent's handler (of an agent, a team or a workflow) receives it. [Agent.Run]
 // uses the same mechanism with the caller's [calf.Client.Inbox], so a

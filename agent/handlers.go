@@ -39,8 +39,25 @@ type ServeOptions[Deps any] struct {
 // Serve subscribes the agent's handlers on rt: inference, tool results,
 // one subscription per tool, and last the input. Several processes may serve the
 // same agent: they share the work through the broker's consumer groups.
-// The subscriptions last until the runtime's client shuts down.
+// The subscriptions last until the runtime's client shuts down. The
+// agent's tools are fixed from then on: [Agent.AddTool] refuses. A nil rt
+// means [DefaultRuntime], on which Run, RunStream and Submit given a nil
+// runtime then do not serve the agent again.
 func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOptions[Deps]) error {
+	if rt == nil {
+		rt = DefaultRuntime()
+	}
+	a.served.mu.Lock()
+	defer a.served.mu.Unlock()
+	if err := a.serve(ctx, rt, opts); err != nil {
+		return err
+	}
+	a.served.add(rt)
+	return nil
+}
+
+// serve is Serve on rt, which is not nil.
+func (a *Agent[Deps, Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions[Deps]) error {
 	h := &handlers[Deps, Out]{a: a, rt: rt, unsaved: newUnsavedResults()}
 	if opts != nil {
 		h.opts = *opts
@@ -48,9 +65,10 @@ func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOp
 	// Observers elsewhere follow the agent's channels by pattern: create
 	// them now on brokers that keep a resource per channel, so that the
 	// first run's events are not missed.
-	a.mu.RLock()
+	a.mu.Lock()
+	a.serving = true // the tools are fixed from now on: see AddTool
 	names := a.tools.Names()
-	a.mu.RUnlock()
+	a.mu.Unlock()
 	channels := []string{InputChannel(a.name), InferenceChannel(a.name), ToolResultChannel(a.name), StreamChannel(a.name), OutputChannel(a.name), PauseChannel(a.name)}
 	for _, ts := range a.opts.Toolsets {
 		names = append(names, ts.Name())
@@ -565,7 +583,7 @@ func (h *handlers[Deps, Out]) deps(st *RunState) (Deps, error) {
 func (h *handlers[Deps, Out]) request(rc RunContext[Deps], st *RunState) *model.Request {
 	o := &h.a.opts
 	req := &model.Request{
-		Tools:       h.a.toolDefinitions(rc, h.rt.log),
+		Tools:       h.a.toolDefinitions(rc, h.rt.log, h.permissions(st)),
 		ToolChoice:  o.ToolChoice,
 		Temperature: o.Temperature,
 		MaxTokens:   o.MaxTokens,

@@ -25,9 +25,11 @@ var (
 	defaultRT   *Runtime
 )
 
-// DefaultRuntime returns the runtime that Run, RunStream, Submit and
-// Result use when given a nil *Runtime: one per process, made on first
-// use, on an in-process broker and an in-memory store. Nothing of it
+// DefaultRuntime returns the runtime that the functions and methods of
+// agents, teams and workflows that take a *Runtime (Serve, Run,
+// RunStream, Submit, Wait, Result, Recover, ...) use when given a nil one:
+// one per process, made on first use, on an in-process broker and an
+// in-memory store. Nothing of it
 // outlives the process: give a runtime of your own, on a durable store
 // (store/sqlite, store/postgres) and a broker that other processes share,
 // for runs that must survive a restart or spread over workers.
@@ -38,14 +40,23 @@ func DefaultRuntime() *Runtime {
 	return defaultRT
 }
 
-// served records the runtimes the agent was served on by [Agent.local].
+// servedOn records the runtimes the agent was served on.
 type servedOn struct {
-	mu sync.Mutex
+	mu sync.Mutex // held while the agent is served
 	on map[*Runtime]bool
 }
 
+// add records rt; the caller holds mu.
+func (s *servedOn) add(rt *Runtime) {
+	if s.on == nil {
+		s.on = map[*Runtime]bool{}
+	}
+	s.on[rt] = true
+}
+
 // local returns rt, or, when rt is nil, the default runtime with the agent
-// served on it in this process (once).
+// served on it in this process (once: not again if [Agent.Serve] served
+// it there).
 func (a *Agent[Deps, Out]) local(ctx context.Context, rt *Runtime) (*Runtime, error) {
 	if rt != nil {
 		return rt, nil
@@ -58,12 +69,9 @@ func (a *Agent[Deps, Out]) local(ctx context.Context, rt *Runtime) (*Runtime, er
 	}
 	// The handlers live as long as the runtime's client: not bound to the
 	// context of the first run.
-	if err := a.Serve(context.WithoutCancel(ctx), rt, nil); err != nil {
+	if err := a.serve(context.WithoutCancel(ctx), rt, nil); err != nil {
 		return nil, fmt.Errorf("agent %s: serve on the default runtime: %w", a.name, err)
 	}
-	if a.served.on == nil {
-		a.served.on = map[*Runtime]bool{}
-	}
-	a.served.on[rt] = true
+	a.served.add(rt)
 	return rt, nil
 }

@@ -281,8 +281,9 @@ func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, 
 }
 
 // Result returns the output of a finished run, read from the store: a
-// *RunError for a run that failed or was cancelled, and an error matching
-// store.ErrNotFound for an unknown run. For a run that handed off, it is
+// *RunError for a run that failed or was cancelled, an error for a run
+// still in progress (see [Agent.Wait], which waits for its end), and an
+// error matching store.ErrNotFound for an unknown run. For a run that handed off, it is
 // the output of its handoff chain: the last run's output and id, with the
 // messages, tool calls, usage and steps of every run of the chain.
 func (a *Agent[Deps, Out]) Result(ctx context.Context, rt *Runtime, runID string) (*Output[Out], error) {
@@ -294,7 +295,7 @@ func (a *Agent[Deps, Out]) Result(ctx context.Context, rt *Runtime, runID string
 		return nil, err
 	}
 	if !st.Status.Terminal() {
-		return nil, fmt.Errorf("agent %s: run %s is still %s", a.name, runID, st.Status)
+		return nil, fmt.Errorf("agent %s: run %s is still %s (Wait waits for its end)", a.name, runID, st.Status)
 	}
 	if st, err = rt.withChain(ctx, st); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -941,9 +942,12 @@ type ImportOptions struct {
 
 // ImportSession stores a session exported by [Runtime.ExportSession]. It
 // refuses data that is not such an export, of a newer format than this
-// version reads, or whose messages do not make a conversation, with an
-// error matching [ErrSessionFormat]; and a session whose id is taken,
-// unless opts.Replace, with [ErrSessionExists].
+// version reads, or whose messages do not make a conversation (a tool
+// result that answers no call of the assistant message before it, or
+// answers one again; calls left unanswered when the next turn starts or
+// the conversation ends), with an error matching [ErrSessionFormat] that
+// names the first wrong message; and a session whose id is taken, unless
+// opts.Replace, with [ErrSessionExists].
 func (rt *Runtime) ImportSession(ctx context.Context, data []byte, opts *ImportOptions) (*Session, error) {
 	var o ImportOptions
 	if opts != nil {
@@ -995,21 +999,76 @@ func decodeExport(data []byte) (*Session, error) {
 	if err := store.CheckKey(store.KindSession, s.ID); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSessionFormat, err)
 	}
-	for i, m := range s.Messages {
-		switch m.Role {
-		case model.RoleUser, model.RoleAssistant, model.RoleSystem:
-		case model.RoleTool:
-			if m.ToolCallID == "" {
-				return nil, fmt.Errorf("%w: message %d is a tool result without its call's id", ErrSessionFormat, i)
-			}
-		default:
-			return nil, fmt.Errorf("%w: message %d has the role %q", ErrSessionFormat, i, m.Role)
-		}
+	if err := checkConversation(s.Messages); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSessionFormat, err)
 	}
 	if c := s.Compacted; c != nil && (c.Upto < 0 || c.Upto > len(s.Messages)) {
 		return nil, fmt.Errorf("%w: the compaction stands for %d messages of %d", ErrSessionFormat, c.Upto, len(s.Messages))
 	}
 	return &s, nil
+}
+
+// checkConversation reports the first message of msgs that does not make
+// a conversation a model can be given: a role it does not know, a tool
+// result that answers no call of the assistant message before it (or one
+// answered already), an assistant message whose calls lack ids or share
+// one, or calls left unanswered when the next turn starts or the
+// conversation ends. Messages are numbered from 0.
+func checkConversation(msgs []model.Message) error {
+	var (
+		turn    = -1            // the assistant message whose calls are being answered
+		pending map[string]bool // its calls not answered yet, by id
+		done    map[string]bool // its calls answered
+	)
+	unanswered := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		ids := slices.Sorted(maps.Keys(pending))
+		return fmt.Errorf("message %d (assistant) makes tool calls that no tool result answers: %s", turn, strings.Join(ids, ", "))
+	}
+	for i, m := range msgs {
+		if len(m.ToolCalls) > 0 && m.Role != model.RoleAssistant {
+			return fmt.Errorf("message %d (%s) makes tool calls: only assistant messages do", i, m.Role)
+		}
+		switch m.Role {
+		case model.RoleTool:
+			switch {
+			case m.ToolCallID == "":
+				return fmt.Errorf("message %d is a tool result without its call's id", i)
+			case turn < 0:
+				return fmt.Errorf("message %d is a tool result (call %q) that follows no assistant message with tool calls", i, m.ToolCallID)
+			case done[m.ToolCallID]:
+				return fmt.Errorf("message %d answers call %q of message %d again", i, m.ToolCallID, turn)
+			}
+			if !pending[m.ToolCallID] {
+				return fmt.Errorf("message %d is a tool result for call %q, which message %d (assistant) does not make", i, m.ToolCallID, turn)
+			}
+			delete(pending, m.ToolCallID)
+			done[m.ToolCallID] = true
+		case model.RoleUser, model.RoleAssistant, model.RoleSystem:
+			if err := unanswered(); err != nil {
+				return err
+			}
+			turn, pending, done = -1, nil, nil
+			if m.Role != model.RoleAssistant || len(m.ToolCalls) == 0 {
+				continue
+			}
+			turn, pending, done = i, make(map[string]bool, len(m.ToolCalls)), make(map[string]bool, len(m.ToolCalls))
+			for _, c := range m.ToolCalls {
+				if c.ID == "" {
+					return fmt.Errorf("message %d (assistant) calls %q without a call id", i, c.Name)
+				}
+				if pending[c.ID] {
+					return fmt.Errorf("message %d (assistant) makes two calls with the id %q", i, c.ID)
+				}
+				pending[c.ID] = true
+			}
+		default:
+			return fmt.Errorf("message %d has the role %q", i, m.Role)
+		}
+	}
+	return unanswered()
 }
 
 // SetSessionBudget sets the budget of the session id (nil: none), which

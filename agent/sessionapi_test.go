@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
 
@@ -302,6 +303,24 @@ func TestImportSessionRefusesBadData(t *testing.T) {
 		{"bad role", `{"format": "calf.session/v1", "id": "x", "messages": [{"role": "wizard"}]}`, `role "wizard"`},
 		{"orphan tool result", `{"format": "calf.session/v1", "id": "x", "messages": [{"role": "tool"}]}`, "without its call's id"},
 		{"compaction past the end", `{"format": "calf.session/v1", "id": "x", "messages": [], "compacted": {"upto": 3, "messages": []}}`, "stands for 3 messages of 0"},
+		{"tool result first", session(`{"role": "tool", "tool_call_id": "c1"}`, `{"role": "user"}`),
+			`message 0 is a tool result (call "c1") that follows no assistant message with tool calls`},
+		{"tool result after a user message", session(`{"role": "user"}`, `{"role": "tool", "tool_call_id": "c1"}`),
+			`message 1 is a tool result (call "c1") that follows no assistant message with tool calls`},
+		{"tool result answering no call", session(`{"role": "user"}`, call("c1"), `{"role": "tool", "tool_call_id": "c2"}`),
+			`message 2 is a tool result for call "c2", which message 1 (assistant) does not make`},
+		{"a call answered twice", session(`{"role": "user"}`, call("c1"), result("c1"), result("c1")),
+			`message 3 answers call "c1" of message 1 again`},
+		{"a call of an earlier turn", session(`{"role": "user"}`, call("c1"), result("c1"), call("c2"), result("c1")),
+			`message 4 is a tool result for call "c1", which message 3 (assistant) does not make`},
+		{"unanswered calls at the end", session(`{"role": "user"}`, call("c1", "c2"), result("c2")),
+			"message 1 (assistant) makes tool calls that no tool result answers: c1"},
+		{"unanswered calls before the next turn", session(`{"role": "user"}`, call("c1"), `{"role": "user"}`, result("c1")),
+			"message 1 (assistant) makes tool calls that no tool result answers: c1"},
+		{"a call without id", session(`{"role": "user"}`, call("")), `message 1 (assistant) calls "f" without a call id`},
+		{"two calls with one id", session(`{"role": "user"}`, call("c1", "c1"), result("c1")), `message 1 (assistant) makes two calls with the id "c1"`},
+		{"tool calls of a user message", session(`{"role": "user", "tool_calls": [{"id": "c1", "name": "f", "arguments": "{}"}]}`),
+			"message 0 (user) makes tool calls: only assistant messages do"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := rt.ImportSession(t.Context(), []byte(tt.data), nil)
@@ -313,6 +332,86 @@ func TestImportSessionRefusesBadData(t *testing.T) {
 	if page, err := rt.Sessions(t.Context(), nil); err != nil || len(page.Sessions) != 0 {
 		t.Errorf("sessions after refused imports: %+v, %v", page, err)
 	}
+}
+
+// session returns an export of the session "x" with the messages given as
+// JSON objects.
+func session(msgs ...string) string {
+	return `{"format": "calf.session/v1", "id": "x", "messages": [` + strings.Join(msgs, ", ") + `]}`
+}
+
+// call is an assistant message, as JSON, that calls the tool f once per id.
+func call(ids ...string) string {
+	calls := make([]string, len(ids))
+	for i, id := range ids {
+		calls[i] = fmt.Sprintf(`{"id": %q, "name": "f", "arguments": "{}"}`, id)
+	}
+	return `{"role": "assistant", "tool_calls": [` + strings.Join(calls, ", ") + `]}`
+}
+
+// result is a tool message, as JSON, that answers the call id.
+func result(id string) string {
+	return fmt.Sprintf(`{"role": "tool", "tool_call_id": %q, "tool_name": "f", "parts": [{"type": "text", "text": "ok"}]}`, id)
+}
+
+// A conversation with tool calls imports when each call is answered, in
+// any order, before the next turn; call ids may repeat across turns.
+func TestImportSessionAcceptsConversations(t *testing.T) {
+	rt, _, _ := sessionEnv(t, storemem.New())
+	data := session(`{"role": "system", "parts": [{"type": "text", "text": "be brief"}]}`, `{"role": "user", "parts": [{"type": "text", "text": "hi"}]}`,
+		call("c1", "c2"), result("c2"), result("c1"), `{"role": "assistant", "parts": [{"type": "text", "text": "done"}]}`,
+		`{"role": "user", "parts": [{"type": "text", "text": "again"}]}`, call("c1"), result("c1"),
+		`{"role": "assistant", "parts": [{"type": "text", "text": "done again"}]}`)
+	s, err := rt.ImportSession(t.Context(), []byte(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Messages) != 10 {
+		t.Errorf("imported %d messages, want 10", len(s.Messages))
+	}
+}
+
+// Whatever ImportSession accepts, it exports back equal; whatever it
+// refuses, it refuses with ErrSessionFormat; it never panics.
+func FuzzImportSession(f *testing.F) {
+	f.Add([]byte(session(`{"role": "user", "parts": [{"type": "text", "text": "hi"}]}`, call("c1", "c2"), result("c2"), result("c1"),
+		`{"role": "assistant", "parts": [{"type": "text", "text": "done"}]}`)))
+	f.Add([]byte(session(`{"role": "tool", "tool_call_id": "c1"}`)))
+	f.Add([]byte(session(`{"role": "user"}`, call("c1"))))
+	f.Add([]byte(`{"format": "calf.session/v1", "id": "x", "title": "t", "messages": [], "runs": ["r1"], "allowed_tools": ["f"],
+		"usage": {"input_tokens": 3}, "compacted": {"upto": 0, "messages": []}, "created_at": "2026-01-02T03:04:05Z"}`))
+	f.Add([]byte(`{"format": "calf.session/v2", "id": "x"}`))
+	runtime := func() *agent.Runtime {
+		b := memory.New(nil)
+		c := calf.NewClient(b, nil)
+		f.Cleanup(func() {
+			_ = c.Close()
+			_ = b.Close()
+		})
+		return agent.NewRuntime(c, storemem.New(), nil)
+	}
+	first, second := runtime(), runtime()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := first.ImportSession(t.Context(), data, &agent.ImportOptions{Replace: true})
+		if err != nil {
+			if !errors.Is(err, agent.ErrSessionFormat) {
+				t.Fatalf("import: %v does not match ErrSessionFormat", err)
+			}
+			return
+		}
+		out, err := first.ExportSession(t.Context(), s.ID)
+		if err != nil {
+			t.Fatalf("export of an imported session: %v", err)
+		}
+		again, err := second.ImportSession(t.Context(), out, &agent.ImportOptions{Replace: true})
+		if err != nil {
+			t.Fatalf("an export does not import: %v\n%s", err, out)
+		}
+		again.UpdatedAt, s.UpdatedAt = time.Time{}, time.Time{}
+		if diff := cmp.Diff(s, again, cmpopts.IgnoreUnexported(agent.Session{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("imported again (-first +again):\n%s", diff)
+		}
+	})
 }
 
 // A session's status is running while one of its runs is in progress.

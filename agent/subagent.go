@@ -168,7 +168,8 @@ func asTool(sub Target, opts *SubagentOptions, task bool) (tool.Tool, error) {
 }
 
 // AddSubagent gives sub to the agent as a tool; see [AsTool]. Like
-// AddTool, it must be called before Serve.
+// AddTool, it must be called before Serve: after, it refuses with an
+// error matching [ErrAlreadyServed].
 func (a *Agent[Deps, Out]) AddSubagent(sub Target, opts *SubagentOptions) error {
 	t, err := AsTool(sub, opts)
 	if err != nil {

@@ -16,6 +16,11 @@
 //     speaker each round, until a keyword, a function or a maximum number
 //     of rounds ends the chat.
 //
+// Every function and method of the package that takes an *agent.Runtime
+// takes nil for [agent.DefaultRuntime], a runtime of this process: serve
+// the team and its members there ([Team.Serve] and
+// [agent.Agent.Serve] with a nil runtime) before running it.
+//
 // # Execution
 //
 // [Team.Serve] subscribes the team's coordinator: handlers on

@@ -33,6 +33,7 @@ func permanent(err error) error { return calf.Permanent(err) }
 // broker's consumer groups. The subscriptions last until the runtime's
 // client shuts down.
 func (t *Team) Serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions) error {
+	rt = orDefault(rt)
 	var o ServeOptions
 	if opts != nil {
 		o = *opts

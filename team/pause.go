@@ -46,6 +46,7 @@ func (t *Team) Pause(ctx context.Context, rt *agent.Runtime, runID, reason strin
 // PauseRun pauses the team run runID as [Team.Pause] does, from a process
 // that does not have the team's definition (calf runs pause).
 func PauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*State, error) {
+	rt = orDefault(rt)
 	st, err := updatePause(ctx, rt, runID, func(st *State) bool {
 		if st.Pause != nil {
 			return false
@@ -71,6 +72,7 @@ func (t *Team) Resume(ctx context.Context, rt *agent.Runtime, runID string) (*St
 // ResumeRun resumes the team run runID as [Team.Resume] does, from a
 // process that does not have the team's definition (calf runs resume).
 func ResumeRun(ctx context.Context, rt *agent.Runtime, runID string) (*State, error) {
+	rt = orDefault(rt)
 	var waiting bool
 	st, err := updatePause(ctx, rt, runID, func(st *State) bool {
 		if st.Pause == nil {

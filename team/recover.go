@@ -36,6 +36,7 @@ const recoverPage = 256
 // how many runs it continued; records that do not decode are reported in
 // the error after the others are recovered.
 func (t *Team) Recover(ctx context.Context, rt *agent.Runtime, opts *RecoverOptions) (int, error) {
+	rt = orDefault(rt)
 	var o RecoverOptions
 	if opts != nil {
 		o = *opts

@@ -54,6 +54,7 @@ var _ Member = (*Team)(nil)
 // team a [Member] of another team. Submitting a run id again starts
 // nothing new: a run that has ended answers again.
 func (t *Team) Submit(ctx context.Context, rt *agent.Runtime, req *Request) error {
+	rt = orDefault(rt)
 	msg, err := t.input(ctx, rt, req)
 	if err != nil {
 		return err
@@ -136,6 +137,7 @@ func (t *Team) request(rt *agent.Runtime, prompt string, opts *RunOptions, strea
 // returns at once an *agent.RunError matching agent.ErrRunParked, and the
 // run waits for the dead letter's replay. RunStream ends the same way.
 func (t *Team) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) (*Output, error) {
+	rt = orDefault(rt)
 	ctx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, fmt.Errorf("team %s: run timed out after %s: %w", t.name, t.opts.Timeout, context.DeadlineExceeded))
 	defer cancel()
 	req := t.request(rt, prompt, opts, false)
@@ -183,6 +185,7 @@ func (t *Team) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *
 // an *agent.RunError for a run that failed or was cancelled, and an error
 // matching store.ErrNotFound for an unknown run.
 func (t *Team) Result(ctx context.Context, rt *agent.Runtime, runID string) (*Output, error) {
+	rt = orDefault(rt)
 	st, err := LoadState(ctx, rt, runID)
 	if err != nil {
 		return nil, err
@@ -203,6 +206,7 @@ func (t *Team) Result(ctx context.Context, rt *agent.Runtime, runID string) (*Ou
 // their replies are ignored. Cancelling a run that has ended changes
 // nothing.
 func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	rt = orDefault(rt)
 	return cancelRun(ctx, rt, runID, reason, &State{RunID: runID, Team: t.name, Process: t.process}, func(c Call) error {
 		m, ok := t.byName[c.Member].(Canceller)
 		if !ok {
@@ -218,6 +222,7 @@ func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason stri
 // cancelled too. A run not started yet cannot be cancelled this way: it
 // returns an error matching [store.ErrNotFound].
 func CancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	rt = orDefault(rt)
 	st, err := LoadState(ctx, rt, runID)
 	if err != nil {
 		return err
@@ -373,6 +378,7 @@ type Event struct {
 // process; [agent.Runtime.Approvals] with the team run's id lists every
 // request of the run's members.
 func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) iter.Seq2[Event, error] {
+	rt = orDefault(rt)
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, fmt.Errorf("team %s: run timed out after %s: %w", t.name, t.opts.Timeout, context.DeadlineExceeded))
 		defer cancel()
@@ -789,4 +795,13 @@ func position(id, run string) (int, string) {
 		rest = rest[:i]
 	}
 	return step, rest
+}
+
+// orDefault returns rt, or [agent.DefaultRuntime] when rt is nil: a nil
+// runtime means the default one everywhere a runtime is taken.
+func orDefault(rt *agent.Runtime) *agent.Runtime {
+	if rt == nil {
+		return agent.DefaultRuntime()
+	}
+	return rt
 }

@@ -17,6 +17,11 @@
 //		Route("review", approvedOrAgain, "write", workflow.End).
 //		Build()
 //
+// Every method that takes an *agent.Runtime takes nil for
+// [agent.DefaultRuntime], a runtime of this process: serve the workflow
+// (and the agents of its agent nodes) there ([Workflow.Serve] with a nil
+// runtime) before running it.
+//
 // # Execution as events
 //
 // Nothing runs in a hidden loop. Every step is an event on the workflow's

@@ -33,6 +33,7 @@ type ServeOptions struct {
 // agent nodes must be served too, here or elsewhere. The subscriptions
 // last until the runtime's client shuts down.
 func (w *Workflow[S]) Serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions) error {
+	rt = orDefault(rt)
 	h := &handlers[S]{w: w, rt: rt}
 	rt.AddSweeper("workflow", sweep)
 	var o ServeOptions
@@ -84,6 +85,7 @@ type RecoverOptions struct {
 // step of an agent node submits it again, which is a no-op for a run that
 // exists. It returns how many runs it continued.
 func (w *Workflow[S]) Recover(ctx context.Context, rt *agent.Runtime, opts *RecoverOptions) (int, error) {
+	rt = orDefault(rt)
 	var o RecoverOptions
 	if opts != nil {
 		o = *opts

@@ -90,6 +90,7 @@ func (w *Workflow[S]) newInput(ctx context.Context, rt *agent.Runtime, s S, opts
 // id. The run is carried out by whichever processes serve the workflow;
 // [Workflow.Wait] waits for it.
 func (w *Workflow[S]) Start(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) (string, error) {
+	rt = orDefault(rt)
 	msg, err := w.newInput(ctx, rt, s, opts)
 	if err != nil {
 		return "", err
@@ -112,6 +113,7 @@ func (w *Workflow[S]) Start(ctx context.Context, rt *agent.Runtime, s S, opts *R
 // *agent.RunError matching agent.ErrRunParked; the run waits for the dead
 // letter's replay.
 func (w *Workflow[S]) Run(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) (S, error) {
+	rt = orDefault(rt)
 	var zero S
 	msg, err := w.newInput(ctx, rt, s, opts)
 	if err != nil {
@@ -145,6 +147,7 @@ func (w *Workflow[S]) Run(ctx context.Context, rt *agent.Runtime, s S, opts *Run
 // parked while Wait waits or before (if a dead-letter recorder,
 // deadletter.Serve, recorded it).
 func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string) (S, error) {
+	rt = orDefault(rt)
 	var zero S
 	f, err := w.follow(ctx, rt, OutputChannel(w.name), runID)
 	if err != nil {
@@ -256,6 +259,7 @@ func (w *Workflow[S]) result(ev *OutputEvent) (S, error) {
 // changes nothing; cancelling an unknown run returns an error matching
 // store.ErrNotFound.
 func (w *Workflow[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	rt = orDefault(rt)
 	return w.cancel(ctx, rt, runID, reason, false)
 }
 
@@ -323,6 +327,7 @@ func (w *Workflow[S]) childNodes(st *RunState) []string {
 // worker handles the event. Follow with [Workflow.Wait] for the run's
 // next output. Resuming a run that is not interrupted is an error.
 func (w *Workflow[S]) Resume(ctx context.Context, rt *agent.Runtime, runID string, input any) error {
+	rt = orDefault(rt)
 	data, err := json.Marshal(input)
 	if err != nil {
 		return fmt.Errorf("workflow %s: resume run %s: encode input: %w", w.name, runID, err)
@@ -363,6 +368,7 @@ type ForkOptions[S any] struct {
 // the new run's id. The new run is independent: its steps, checkpoints and
 // output are its own, and the old run is untouched.
 func (w *Workflow[S]) Fork(ctx context.Context, rt *agent.Runtime, runID string, seq int, opts *ForkOptions[S]) (string, error) {
+	rt = orDefault(rt)
 	if _, err := w.loadCheckpoint(ctx, rt, runID, seq); err != nil {
 		return "", err
 	}
@@ -426,6 +432,7 @@ type Event struct {
 // "interrupted") and stops. Each event is yielded once, even if the
 // broker delivers it twice.
 func (w *Workflow[S]) RunStream(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) iter.Seq2[Event, error] {
+	rt = orDefault(rt)
 	return func(yield func(Event, error) bool) {
 		msg, err := w.newInput(ctx, rt, s, opts)
 		if err != nil {
@@ -509,4 +516,13 @@ func (w *Workflow[S]) event(m *calf.Message) (Event, error) {
 		err = fmt.Errorf("workflow: unknown channel %s", m.Channel)
 	}
 	return ev, err
+}
+
+// orDefault returns rt, or [agent.DefaultRuntime] when rt is nil: a nil
+// runtime means the default one everywhere a runtime is taken.
+func orDefault(rt *agent.Runtime) *agent.Runtime {
+	if rt == nil {
+		return agent.DefaultRuntime()
+	}
+	return rt
 }
