@@ -14,8 +14,8 @@
 //	calf deadletters replay --broker URL [--store URL] ID
 //	calf approvals list [--run ID] [--all] [--json] [--store URL]
 //	calf approvals show [--store URL] ID
-//	calf approvals approve --broker URL [--store URL] [--arguments JSON] [--message M] [--digest D] ID
-//	calf approvals deny --broker URL [--store URL] [--message M] [--digest D] ID
+//	calf approvals approve [--broker URL] [--store URL] [--arguments JSON] [--message M] [--digest D] ID
+//	calf approvals deny [--broker URL] [--store URL] [--message M] [--digest D] ID
 //	calf version
 //
 // # calf run
@@ -86,8 +86,9 @@
 //	                  approval: calf run asks on standard input (y runs it,
 //	                  anything else refuses it); when standard input carried
 //	                  the prompt, is closed, or --json is set, it says how to
-//	                  answer with calf approvals, and on memory:// (where no
-//	                  other process can answer) the call is refused
+//	                  answer with calf approvals from another terminal, and
+//	                  waits; with --store memory: (where no other process
+//	                  can answer) the call is refused
 //	--json            print every event of the run (input, inference, delta,
 //	                  tool_call, tool_result, output) as one line of JSON on
 //	                  standard output, ending with the output event; "data"
@@ -138,7 +139,11 @@
 // show prints one as JSON. approve and deny record the answer and publish
 // it on --broker, the workers' broker, where a worker runs the call (with
 // --arguments, a JSON object, instead of the requested ones) or tells the
-// model it was denied (--message). --digest binds the answer to the
+// model it was denied (--message). Without --broker (the embedded default:
+// a calf run, chat or serve on memory:// with the SQLite file), the answer
+// is only recorded in --store, and the process whose run waits, which
+// reads the requests its runs wait for every second, carries it out; give
+// the --store of that process. --digest binds the answer to the
 // request as it was shown (calf approvals show); without it the stored
 // request's digest is used, and the command prints the arguments it
 // approved. A second answer, an unknown id or another digest is an error

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
@@ -38,6 +39,12 @@ func checkBroker(spec string) error {
 		return usageError(fmt.Errorf("--broker: %w", err))
 	}
 	return nil
+}
+
+// isMemory reports whether a --store or --broker value is memory: or
+// memory://, which only this process reaches.
+func isMemory(spec string) bool {
+	return strings.HasPrefix(strings.ToLower(spec), "memory:")
 }
 
 // openStore opens the store of a --store value. A malformed value is a
