@@ -224,6 +224,12 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 	if events != nil && runID != "" && ctx.Err() == nil {
 		waitLogged(ctx, events, runID)
 	}
+	if errors.Is(runErr, agent.ErrNotServed) {
+		// The agent's error names the Go option; this is the command line.
+		runErr = fmt.Errorf("no calf worker serves the agent %s on %s (nothing took its input channel %s): "+
+			"start one (calf worker --broker %s --store %s), add --wait to wait for one, or add --serve to serve it in this process",
+			a.Name(), adapters.Redact(f.broker), agent.InputChannel(a.Name()), adapters.Redact(f.broker), adapters.Redact(f.store))
+	}
 	return failure(runErr)
 }
 

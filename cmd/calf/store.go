@@ -27,6 +27,10 @@ const (
 // checkStore validates a --store value without opening it: an unknown
 // scheme is a usage error.
 func checkStore(spec string) error {
+	if scheme, _, ok := strings.Cut(spec, ":"); !ok || scheme == "" {
+		// A path, most likely: say how to name a SQLite file.
+		return usageError(fmt.Errorf("--store %s: no scheme: a SQLite file is sqlite:%s (the other stores: memory:, postgres://USER@HOST:PORT/DB, redis://HOST:PORT/DB)", spec, spec))
+	}
 	if err := adapters.CheckStoreURL(spec); err != nil {
 		return usageError(fmt.Errorf("--store: %w", err))
 	}
