@@ -39,3 +39,34 @@ func TestREADMEQuickPathIsTheExample(t *testing.T) {
 		t.Errorf("the README's first example:\n%s\ndiffers from ExampleNewText:\n%s", got, want)
 	}
 }
+
+// The README's second Go example, the typed agent with a typed tool, is
+// readmeTypedAgent's body, which compiles with the package's tests.
+func TestREADMETypedAgentCompiles(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(readme), "```go\n")
+	if len(blocks) < 3 {
+		t.Fatal("the README has no second Go example")
+	}
+	block, _, _ := strings.Cut(blocks[2], "```")
+	src, err := os.ReadFile("readme_typed_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := strings.Cut(string(src), "func readmeTypedAgent(ctx context.Context) {\n")
+	body, _, _ = strings.Cut(body, "\n}\n")
+	// Lines compared without their indentation and alignment.
+	norm := func(s string) string {
+		var lines []string
+		for l := range strings.SplitSeq(strings.TrimSpace(s), "\n") {
+			lines = append(lines, strings.Join(strings.Fields(l), " "))
+		}
+		return strings.Join(lines, "\n")
+	}
+	if got, want := norm(block), norm(body); got != want {
+		t.Errorf("the README's second example:\n%s\ndiffers from readmeTypedAgent:\n%s", got, want)
+	}
+}
