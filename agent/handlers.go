@@ -999,6 +999,7 @@ func (h *handlers[Deps, Out]) toolCall(ctx context.Context, msg *calf.Message, i
 		a, err := h.rt.Approval(ctx, ApprovalID(id, ev.ToolCallID))
 		switch {
 		case err == nil && a.Status == ApprovalPending:
+			h.rt.watchApproval(a.ID)
 			return nil
 		case err == nil && msg.Channel != ApprovalChannel(h.a.name):
 			// Answered: the answer's message runs the call, on the
@@ -1239,6 +1240,9 @@ func (h *handlers[Deps, Out]) requestApproval(ctx context.Context, st *RunState,
 	} else if err != nil {
 		return err
 	}
+	if a.Status == ApprovalPending {
+		h.rt.watchApproval(a.ID)
+	}
 	return h.rt.publishApproval(ctx, a)
 }
 
@@ -1252,6 +1256,7 @@ func (h *handlers[Deps, Out]) onApproval(ctx context.Context, msg *calf.Message)
 	if a.Status == ApprovalPending || a.Agent != h.a.name {
 		return nil // a request: the answer is what acts
 	}
+	h.rt.unwatchApproval(a.ID)
 	return h.toolCall(ctx, msg, a.RunID, ToolCallEvent{Step: a.Step, ToolCallID: a.ToolCallID, ToolName: a.ToolName, Arguments: string(a.Arguments)})
 }
 

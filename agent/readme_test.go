@@ -39,3 +39,64 @@ func TestREADMEQuickPathIsTheExample(t *testing.T) {
 		t.Errorf("the README's first example:\n%s\ndiffers from ExampleNewText:\n%s", got, want)
 	}
 }
+
+// The README's second Go example, the typed agent with a typed tool, is
+// readmeTypedAgent's body, which compiles with the package's tests.
+func TestREADMETypedAgentCompiles(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(readme), "```go\n")
+	if len(blocks) < 3 {
+		t.Fatal("the README has no second Go example")
+	}
+	block, _, _ := strings.Cut(blocks[2], "```")
+	src, err := os.ReadFile("readme_typed_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := strings.Cut(string(src), "func readmeTypedAgent(ctx context.Context) {\n")
+	body, _, _ = strings.Cut(body, "\n}\n")
+	// Lines compared without their indentation and alignment.
+	norm := func(s string) string {
+		var lines []string
+		for l := range strings.SplitSeq(strings.TrimSpace(s), "\n") {
+			lines = append(lines, strings.Join(strings.Fields(l), " "))
+		}
+		return strings.Join(lines, "\n")
+	}
+	if got, want := norm(block), norm(body); got != want {
+		t.Errorf("the README's second example:\n%s\ndiffers from readmeTypedAgent:\n%s", got, want)
+	}
+}
+
+// The README opens with two commands, the main job and CI's test command,
+// and says how to install calf and add the library, with go.mod's module
+// path.
+func TestREADMECommands(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	module, _, _ := strings.Cut(strings.TrimPrefix(string(mod), "module "), "\n")
+	_, rest, _ := strings.Cut(string(readme), "```sh\n")
+	first, _, _ := strings.Cut(rest, "```")
+	var commands []string
+	for l := range strings.SplitSeq(strings.TrimSpace(first), "\n") {
+		cmd, _, _ := strings.Cut(l, "#")
+		commands = append(commands, strings.TrimSpace(cmd))
+	}
+	if len(commands) != 2 || !strings.HasPrefix(commands[0], "go run ./cmd/calf run ") || commands[1] != "go test -race -count=1 ./..." {
+		t.Errorf("the README's first commands are %q, want the main job and go test -race -count=1 ./...", commands)
+	}
+	for _, want := range []string{"go install " + module + "/cmd/calf@latest", "go get " + module + " "} {
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("the README does not say %q", want)
+		}
+	}
+}

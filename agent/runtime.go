@@ -69,6 +69,9 @@ type Runtime struct {
 	late atomic.Int64
 	// tools runs tool calls on goroutines kept for the next call.
 	tools executor
+	// approvals are the approval requests its runs wait for, read from
+	// the store on a local broker (see approvalWatch).
+	approvals approvalWatch
 
 	sweepMu    sync.Mutex
 	sweepers   map[string]Sweeper

@@ -30,7 +30,18 @@ An agent with permissions (agent.Options.Permissions) turns a tool call its
 mode does not accept into an approval request, stored with the run, and the
 run waits, holding nothing, until someone answers. These commands read the
 requests in the workers' store; approve and deny record the answer and
-publish it on the workers' broker, where a worker carries it out.`,
+publish it on the workers' broker (--broker), where a worker carries it out.
+
+On the embedded default (calf run, calf chat or calf serve on the
+in-process broker, with the SQLite file of --store), approve and deny need
+no --broker: the answer is recorded in the store, and the process whose run
+waits, which reads the requests its runs wait for every second, carries it
+out. Give the same --store as that process (the default file when it used
+the default).`,
+		Example: `  calf approvals list
+  calf approvals approve r1/call_1          # a calf run waiting in another terminal
+  calf approvals deny --message "not on Fridays" r1/call_1
+  calf approvals approve --broker nats://127.0.0.1:4222 --store postgres://calf@db/calf r1/call_1`,
 		Args: noArgs,
 	}
 	cmd.PersistentFlags().StringVar(&storeURL, "store", defaultStore, storeHelp+"; the workers' store")
@@ -80,7 +91,8 @@ publish it on the workers' broker, where a worker carries it out.`,
 		RunE:  answer(false),
 	}
 	for _, c := range []*cobra.Command{approve, deny} {
-		c.Flags().StringVar(&brokerURL, "broker", "", brokerHelp+" (required: the workers' broker)")
+		c.Flags().StringVar(&brokerURL, "broker", "", brokerHelp+"; the workers' broker. Default: none, the answer is only recorded in --store, "+
+			"where the process serving the run on memory:// (calf run, chat, serve) finds it")
 		c.Flags().StringVar(&message, "message", "", "the answer's message (for a denial, what the model is told)")
 		c.Flags().StringVar(&digest, "digest", "", "the digest of the request as you saw it (calf approvals show); default: the stored request's, whose arguments this command prints")
 	}
@@ -141,14 +153,24 @@ func showApproval(ctx context.Context, storeURL, id string, out io.Writer) error
 	return failure(err)
 }
 
+// answerApproval records the answer to the request id in storeURL and
+// publishes it on brokerURL. Without a broker (or with memory://), the
+// answer is only recorded: the process that serves the run on its
+// in-process broker reads the requests its runs wait for, and carries the
+// answer out itself.
 func answerApproval(ctx context.Context, storeURL, brokerURL, id string, ans agent.ApprovalAnswer, out io.Writer) error {
 	if brokerURL == "" {
-		return usageError(errors.New("calf approvals approve and deny need --broker: the workers' broker, such as nats://127.0.0.1:4222"))
+		brokerURL = defaultBroker
 	}
 	if err := checkBroker(brokerURL); err != nil {
 		return err
 	}
-	if adapters.InProcess(brokerURL) {
+	recordOnly := isMemory(brokerURL)
+	if recordOnly && isMemory(storeURL) {
+		return usageError(errors.New("--store memory: is this command's own, where no run waits: give the --store of the process whose run waits, " +
+			"or --broker, the workers' broker"))
+	}
+	if !recordOnly && adapters.InProcess(brokerURL) {
 		return usageError(fmt.Errorf("--broker %s: no worker is reachable there; give the workers' broker", adapters.Redact(brokerURL)))
 	}
 	if len(ans.Arguments) > 0 && !json.Valid(ans.Arguments) {
@@ -167,6 +189,8 @@ func answerApproval(ctx context.Context, storeURL, brokerURL, id string, ans age
 	if ans.Digest == "" {
 		ans.Digest = req.Digest
 	}
+	// On memory://, a broker of this command's own, the answer reaches no
+	// one: it is recorded, and the process serving the run publishes it.
 	b, err := openBroker(ctx, brokerURL, nil)
 	if err != nil {
 		return err
@@ -189,6 +213,10 @@ func answerApproval(ctx context.Context, storeURL, brokerURL, id string, ans age
 		_, err = fmt.Fprintf(out, "approved %s: %s %s\n", a.ID, a.ToolName, args)
 	} else {
 		_, err = fmt.Fprintf(out, "denied %s: %s %s\n", a.ID, a.ToolName, a.Arguments)
+	}
+	if err == nil && recordOnly {
+		_, err = fmt.Fprintln(out, "recorded in the store: the process serving the run on memory:// (calf run, chat or serve) carries it out within "+
+			"a second or two; calf worker processes on a shared broker need --broker")
 	}
 	return failure(err)
 }

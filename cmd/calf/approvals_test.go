@@ -143,8 +143,8 @@ func TestApprovalsCommands(t *testing.T) {
 	}
 	// Usage errors.
 	for _, args := range [][]string{
-		{"approvals", "approve", "--store", storeURL, "r1/c1"},
-		{"approvals", "approve", "--broker", "memory://", "--store", storeURL, "r1/c1"},
+		{"approvals", "approve", "--broker", "nats+embedded://" + t.TempDir(), "--store", storeURL, "r1/c1"},
+		{"approvals", "approve", "--store", "memory:", "r1/c1"},
 		{"approvals", "show", "--store", storeURL},
 	} {
 		if r := runMain(ctx, "", args...); r.code != exitUsage {

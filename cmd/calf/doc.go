@@ -7,16 +7,33 @@
 //
 // Usage:
 //
-//	calf run [flags] PROMPT...
-//	calf worker --broker URL [flags]
+//	calf run [AGENT FLAGS] [--store URL] [--broker URL] [--serve] [--wait] [--session ID] [--json | -q] [--record] [--retention D] PROMPT...
+//	calf chat [AGENT FLAGS] [--store URL] [--session ID] [--retention D]
+//	calf serve [AGENT FLAGS] [--addr ADDR] [--token TOKEN] [--store URL] [--broker URL] [--serve] [--retention D]
+//	calf worker --broker URL [AGENT FLAGS] [--agent NAME] [--store URL] [--concurrency N] [--max-attempts N] [--drain D] [--record] [--retention D] [-q]
+//	calf mcp serve [AGENT FLAGS] [--http ADDR] [--token T] [--store URL] [--broker URL] [--serve]
+//	calf a2a serve [AGENT FLAGS] [--addr ADDR] [--url URL] [--token T] [--store URL] [--broker URL] [--serve]
+//	calf a2a send [--context ID] [--no-stream] [--token T] URL TEXT
+//	calf events --broker URL [--agent NAME] [--run ID] [--json]
+//	calf trace [--store URL] RUN
+//	calf replay [AGENT FLAGS] [--store URL] RUN
+//	calf runs list [--status S] [--agent NAME] [--limit N] [--json] [--store URL]
+//	calf runs show [--store URL] ID
+//	calf runs pause --broker URL [--store URL] [--reason R] ID
+//	calf runs resume --broker URL [--store URL] ID
+//	calf runs cancel --broker URL [--store URL] [--reason R] ID
 //	calf deadletters list [--json] [--store URL]
 //	calf deadletters show [--raw] [--store URL] ID
 //	calf deadletters replay --broker URL [--store URL] ID
 //	calf approvals list [--run ID] [--all] [--json] [--store URL]
 //	calf approvals show [--store URL] ID
-//	calf approvals approve --broker URL [--store URL] [--arguments JSON] [--message M] [--digest D] ID
-//	calf approvals deny --broker URL [--store URL] [--message M] [--digest D] ID
+//	calf approvals approve [--broker URL] [--store URL] [--arguments JSON] [--message M] [--digest D] ID
+//	calf approvals deny [--broker URL] [--store URL] [--message M] [--digest D] ID
 //	calf version
+//
+// AGENT FLAGS configure the agent (see calf run): --model, --system,
+// --max-turns, --timeout, --read, --edit, --bash, --web, --mode, --hook and
+// --mcp. Every command takes -h for its whole help.
 //
 // # calf run
 //
@@ -27,6 +44,12 @@
 //
 //	→ read_file {"path":"go.mod"}
 //	← 12 lines
+//
+// A call of a tool the agent does not have shows where it happened, as a
+// failed call:
+//
+//	→ fetch_url
+//	← error: unknown tool "fetch_url"; this agent has no tools
 //
 // The flags:
 //
@@ -86,13 +109,49 @@
 //	                  approval: calf run asks on standard input (y runs it,
 //	                  anything else refuses it); when standard input carried
 //	                  the prompt, is closed, or --json is set, it says how to
-//	                  answer with calf approvals, and on memory:// (where no
-//	                  other process can answer) the call is refused
+//	                  answer with calf approvals from another terminal, and
+//	                  waits; with --store memory: (where no other process
+//	                  can answer) the call is refused
 //	--json            print every event of the run (input, inference, delta,
 //	                  tool_call, tool_result, output) as one line of JSON on
 //	                  standard output, ending with the output event; "data"
 //	                  holds the event's payload as described in docs/channels.md
 //	-q, --quiet       print only the final answer
+//	--hook EVENT[:MATCHER]=COMMAND
+//	                  run a command as a hook (repeatable; docs/tools.md)
+//	--mcp NAME=COMMAND|NAME=URL
+//	                  give the agent an MCP server's tools, named NAME__TOOL
+//	                  (repeatable; docs/protocols.md)
+//	--record          record the run's events in the store (its event log),
+//	                  for calf trace
+//	--retention D     remove the runs that ended longer ago than D (default
+//	                  168h; 0 keeps every run), with their tool results,
+//	                  approvals and event logs, as the command starts, about
+//	                  once an hour at most across the processes sharing the
+//	                  store; sessions are kept
+//
+// # calf chat
+//
+// Chat is a conversation with the agent in the terminal: the answer streams
+// as the model writes it, tool calls and their results show as they happen,
+// and a call that needs approval is asked about in place (y allows it, n
+// denies it, a allows the tool for the rest of the session). The
+// conversation is a session kept in --store; --session ID resumes one.
+// Slash commands: /new, /sessions, /resume ID, /fork, /cost, /model
+// [MODEL], /help, /quit. It takes the agent flags and --retention of calf
+// run.
+//
+// # calf serve
+//
+// Serve offers the agent over HTTP (docs/serve.md): the OpenAI-compatible
+// API at http://ADDR/v1 (the agent's name is the model), the web chat at /,
+// the run inspector, AG-UI and run event streams. It takes the agent flags,
+// --store, --broker, --serve and --retention of calf run, and:
+//
+//	--addr ADDR       listen on ADDR (default 127.0.0.1:8420)
+//	--token TOKEN     require a bearer TOKEN or USER:TOKEN (repeatable;
+//	                  default $CALF_SERVE_TOKEN); required when --addr is not
+//	                  a loopback address
 //
 // # calf worker
 //
@@ -111,6 +170,11 @@
 //	                  on the dead-letter channel (default 5)
 //	--drain D         how long handlers in progress may take to finish
 //	                  after SIGINT or SIGTERM (default 30s)
+//	--agent NAME      serve the agent NAME (repeatable)
+//	--record          record the events of the runs in the store (their
+//	                  event logs), for calf trace and event streams
+//	--retention D     remove the runs that ended longer ago than D, checked
+//	                  every hour (see calf run)
 //	-q, --quiet       log only warnings and errors
 //
 // It logs to standard error and records every dead letter in the store.
@@ -118,6 +182,38 @@
 // progress finish (up to --drain), every message not handled is left to
 // the other workers, and the worker exits with status 0. A second signal
 // ends it at once.
+//
+// # calf mcp serve and calf a2a
+//
+// mcp serve offers the agent to MCP clients as a tool named after it, on
+// standard input and output, or with --http ADDR as streamable HTTP at
+// http://ADDR/mcp (then with a bearer token, --token or $CALF_MCP_TOKEN,
+// required off loopback). a2a serve offers it as an A2A 1.0 agent over
+// JSON-RPC and REST on --addr (default 127.0.0.1:8809), its card giving
+// --url as the base URL clients reach (default http://ADDR), with a bearer
+// token (--token or $CALF_A2A_TOKEN) required off loopback. a2a send sends
+// TEXT to the A2A agent at URL and prints its answer; --context ID
+// continues a conversation, --no-stream waits for the answer instead of
+// streaming, --token is the bearer token. See docs/protocols.md.
+//
+// # calf events, calf trace and calf replay
+//
+// events follows the events of the agents on a shared broker (--broker) as
+// they happen, one line each (--json: the messages as JSON), of every agent
+// or of --agent NAME, of every run or of --run ID and the runs it started.
+// trace prints the causal tree of a run's recorded events (its event log:
+// calf serve records it, calf run and calf worker with --record), with
+// timings. replay runs a recorded run again in this process, each model
+// call answered with the response the run recorded, the tools run again
+// with the agent flags given. See docs/observability.md.
+//
+// # calf runs
+//
+// Runs reads and steers the agent and team runs of --store (docs/runs.md):
+// list prints the newest (--status, --agent, --limit, --json), show prints
+// one's stored state as JSON with its whole conversation; pause, resume
+// and cancel act on one through --broker, the workers' broker (--reason is
+// recorded with the run). An unknown id is an error (status 1).
 //
 // # calf deadletters
 //
@@ -139,7 +235,11 @@
 // show prints one as JSON. approve and deny record the answer and publish
 // it on --broker, the workers' broker, where a worker runs the call (with
 // --arguments, a JSON object, instead of the requested ones) or tells the
-// model it was denied (--message). --digest binds the answer to the
+// model it was denied (--message). Without --broker (the embedded default:
+// a calf run, chat or serve on memory:// with the SQLite file), the answer
+// is only recorded in --store, and the process whose run waits, which
+// reads the requests its runs wait for every second, carries it out; give
+// the --store of that process. --digest binds the answer to the
 // request as it was shown (calf approvals show); without it the stored
 // request's digest is used, and the command prints the arguments it
 // approved. A second answer, an unknown id, another digest, or a request

@@ -19,6 +19,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/runner"
+	"github.com/calf-go/calf/store"
 )
 
 func newEventsCommand() *cobra.Command {
@@ -177,7 +178,10 @@ func printTrace(ctx context.Context, storeURL, run string, out io.Writer) error 
 		return failure(err)
 	}
 	if len(evs) == 0 {
-		return failure(fmt.Errorf("no events recorded for run %s: calf serve records them, and calf run and calf worker with --record", run))
+		if _, err := runner.Summarize(ctx, st, run); errors.Is(err, store.ErrNotFound) {
+			return failure(fmt.Errorf("no such run: %s", run))
+		}
+		return failure(fmt.Errorf("run %s was not recorded (it has no event log): calf serve records its runs' events, and calf run and calf worker with --record", run))
 	}
 	_, err = io.WriteString(out, traceTree(evs))
 	return failure(err)

@@ -50,7 +50,7 @@ func TestRunRecordAndTrace(t *testing.T) {
 	if !strings.Contains(lines[2], "deltas: Let me read it.") {
 		t.Errorf("the first model call's text: %q", lines[2])
 	}
-	if no := runMain(t.Context(), "", "trace", "--store", storeURL, "nope"); no.code == exitOK || !strings.Contains(no.stderr, "no events recorded for run nope") {
+	if no := runMain(t.Context(), "", "trace", "--store", storeURL, "nope"); no.code == exitOK || !strings.Contains(no.stderr, "no such run: nope") {
 		t.Errorf("an unknown run: %d %q", no.code, no.stderr)
 	}
 }

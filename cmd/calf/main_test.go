@@ -132,7 +132,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"unknown store scheme", []string{"run", "--store", "mysql://127.0.0.1:3306/calf", "hi"},
 			`calf: --store: store mysql://127.0.0.1:3306/calf: adapters: unknown scheme "mysql": known schemes: memory, postgres, postgresql, redis, rediss, sqlite`},
-		{"store without scheme", []string{"run", "--store", "calf.db", "hi"}, `--store: store calf.db: adapters: unknown scheme: no scheme`},
+		{"store without scheme", []string{"run", "--store", "calf.db", "hi"}, `--store calf.db: no scheme: a SQLite file is sqlite:calf.db`},
 		{"memory store with a location", []string{"run", "--store", "memory:x", "hi"}, `memory: takes nothing after the scheme`},
 		{"unknown broker scheme", []string{"run", "--broker", "amqp://h", "hi"}, `--broker: broker amqp://h: adapters: unknown scheme "amqp"`},
 		{"bad broker URL", []string{"run", "--broker", "nats://", "hi"}, `--broker: broker nats://: adapters: bad URL: no host`},
@@ -144,7 +144,7 @@ func TestUsageErrors(t *testing.T) {
 		{"worker with an unknown agent", []string{"worker", "--broker", "nats://127.0.0.1:4222", "--agent", "bob"}, `--agent "bob": unknown agent; known: assistant`},
 		{"worker with arguments", []string{"worker", "--broker", "nats://127.0.0.1:4222", "now"}, "calf worker takes no arguments"},
 		{"worker with a memory store", []string{"worker", "--broker", "nats://127.0.0.1:4222", "--store", "memory:"}, "keeps state inside this process"},
-		{"worker with a bad store", []string{"worker", "--broker", "nats://127.0.0.1:4222", "--store", "x"}, "--store: store x: adapters: unknown scheme"},
+		{"worker with a bad store", []string{"worker", "--broker", "nats://127.0.0.1:4222", "--store", "x"}, "--store x: no scheme: a SQLite file is sqlite:x"},
 		{"show without id", []string{"deadletters", "show"}, "calf deadletters show needs one dead letter id"},
 		{"replay without broker", []string{"deadletters", "replay", "x"}, "calf deadletters replay needs --broker"},
 		{"replay on the memory broker", []string{"deadletters", "replay", "--broker", "memory://", "x"}, "no worker is reachable there"},

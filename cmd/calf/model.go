@@ -172,7 +172,11 @@ func discoverModel(ctx context.Context, hc *http.Client, baseURL, apiKey string)
 		return "", fmt.Errorf("list the models of %s: %w", baseURL, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("list the models of %s: HTTP %s: %s", baseURL, resp.Status, oneLine(string(body), 200))
+		hint := ""
+		if (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed) && !strings.HasSuffix(baseURL, "/v1") {
+			hint = " (is the base URL missing /v1?)"
+		}
+		return "", fmt.Errorf("list the models of %s: HTTP %s: %s%s", baseURL, resp.Status, oneLine(string(body), 200), hint)
 	}
 	var list struct {
 		Data []struct {

@@ -224,13 +224,21 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 	if events != nil && runID != "" && ctx.Err() == nil {
 		waitLogged(ctx, events, runID)
 	}
+	if errors.Is(runErr, agent.ErrNotServed) {
+		// The agent's error names the Go option; this is the command line.
+		runErr = fmt.Errorf("no calf worker serves the agent %s on %s (nothing took its input channel %s): "+
+			"start one (calf worker --broker %s --store %s), add --wait to wait for one, or add --serve to serve it in this process",
+			a.Name(), adapters.Redact(f.broker), agent.InputChannel(a.Name()), adapters.Redact(f.broker), adapters.Redact(f.store))
+	}
 	return failure(runErr)
 }
 
 // askApproval asks on answers whether the call of req may run, and answers
 // req. Without answers, or once they are exhausted, it says how to answer
-// from another process, and the run waits; on an in-process broker, where
-// no other process can answer, the call is denied.
+// from another process, and the run waits: on memory://, that process
+// records its answer in the store, where this one finds it. Where no other
+// process can answer (memory:// with a memory: store, nats+embedded://),
+// the call is denied.
 func askApproval(ctx context.Context, rt *agent.Runtime, req *agent.Approval, answers *bufio.Reader, stderr io.Writer, f runFlags) error {
 	fmt.Fprintf(stderr, "? %s %s needs approval (%s). Allow? [y/N] ", req.ToolName, oneLine(compactJSON(string(req.Arguments)), lineWidth), req.Reason)
 	var line string
@@ -239,7 +247,17 @@ func askApproval(ctx context.Context, rt *agent.Runtime, req *agent.Approval, an
 		line, err = answers.ReadString('\n')
 	}
 	if answers == nil || (err != nil && strings.TrimSpace(line) == "") {
-		if adapters.InProcess(f.broker) {
+		switch {
+		case isMemory(f.broker) && !isMemory(f.store):
+			// Another process answers in the store, where this one's
+			// runtime reads the requests its runs wait for.
+			store := ""
+			if f.store != defaultStore {
+				store = " --store " + adapters.Redact(f.store)
+			}
+			fmt.Fprintf(stderr, "\nwaiting: answer from another terminal with calf approvals approve (or deny)%s %s\n", store, req.ID)
+			return nil
+		case adapters.InProcess(f.broker):
 			fmt.Fprintln(stderr, "no answer on standard input: denied")
 			_, err := rt.AnswerApproval(ctx, req.ID, agent.ApprovalAnswer{Message: "no one was there to approve it", Digest: req.Digest})
 			return err

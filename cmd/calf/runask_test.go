@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -139,5 +141,62 @@ func TestRunHookFlag(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(data) != "buy oat milk\n" {
 		t.Errorf("notes.txt holds %q: the hook stopped the edit it does not match", data)
+	}
+}
+
+// On the embedded default (memory://, the SQLite file), a calf run whose
+// call waits for approval is answered from another terminal: calf
+// approvals approve, with no broker, records the answer in the store, and
+// the waiting calf run carries it out.
+func TestRunApprovedFromAnotherProcess(t *testing.T) {
+	isolate(t)
+	ctx := t.Context()
+	srv, _ := actingServer(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("buy milk\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan result, 1)
+	go func() {
+		// Standard input closed: the run says how to answer, and waits.
+		done <- runMain(ctx, "", "run", "--model", srv.URL()+"#m", "--edit", dir, "--bash", dir, "--timeout", "1m", "tidy my notes")
+	}()
+	var id string
+	for deadline := time.Now().Add(30 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		select {
+		case got := <-done:
+			t.Fatalf("calf run ended before its call was approved: %+v", got)
+		default:
+		}
+		l := runMain(ctx, "", "approvals", "list", "--json")
+		if l.code != exitOK {
+			t.Fatalf("calf approvals list = %+v", l)
+		}
+		if line, _, _ := strings.Cut(l.stdout, "\n"); line != "" {
+			var a struct{ ID string }
+			if err := json.Unmarshal([]byte(line), &a); err != nil {
+				t.Fatal(err)
+			}
+			id = a.ID
+		}
+	}
+	if id == "" {
+		t.Fatal("no approval request listed")
+	}
+	ans := runMain(ctx, "", "approvals", "approve", id)
+	if ans.code != exitOK || !strings.Contains(ans.stdout, "approved "+id+": bash") || !strings.Contains(ans.stdout, "recorded in the store") {
+		t.Fatalf("calf approvals approve = %+v", ans)
+	}
+	var got result
+	select {
+	case got = <-done:
+	case <-time.After(45 * time.Second):
+		t.Fatal("calf run did not end after the approval")
+	}
+	if got.code != exitOK || !strings.Contains(got.stdout, "Result: buy oat milk") {
+		t.Fatalf("calf run = %+v", got)
+	}
+	if want := "waiting: answer from another terminal with calf approvals approve (or deny) " + id; !strings.Contains(got.stderr, want) {
+		t.Errorf("calf run's stderr does not say %q:\n%s", want, got.stderr)
 	}
 }

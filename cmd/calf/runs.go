@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/runner"
+	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/team"
 )
 
@@ -128,7 +130,7 @@ func showRun(ctx context.Context, storeURL, id string, out io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	rs, ts, err := runner.LoadRun(ctx, st, id)
+	rs, ts, err := loadRun(ctx, st, id)
 	if err != nil {
 		return failure(err)
 	}
@@ -157,6 +159,16 @@ func showRun(ctx context.Context, storeURL, id string, out io.Writer) error {
 	return failure(err)
 }
 
+// loadRun is runner.LoadRun, whose error for a run the store does not
+// hold says so in the user's words, not the store's.
+func loadRun(ctx context.Context, st store.Store, id string) (*agent.RunState, *team.State, error) {
+	rs, ts, err := runner.LoadRun(ctx, st, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, fmt.Errorf("no such run: %s (no agent or team run has this id)", id)
+	}
+	return rs, ts, err
+}
+
 func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string, out io.Writer) error {
 	if brokerURL == "" {
 		return usageError(fmt.Errorf("calf runs %s needs --broker: the workers' broker, such as nats://127.0.0.1:4222", what))
@@ -173,7 +185,7 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 	}
 	defer st.Close()
 	// Find the run before connecting to the broker.
-	rs, ts, err := runner.LoadRun(ctx, st, id)
+	rs, ts, err := loadRun(ctx, st, id)
 	if err != nil {
 		return failure(err)
 	}

@@ -169,7 +169,7 @@ func TestRunsCommands(t *testing.T) {
 		t.Fatalf("calf runs resume (team) = %+v", r)
 	}
 	waitTeam("team-1", "complete")
-	if bad := runMain(ctx, "", "runs", "show", "--store", storeURL, "nope"); bad.code != exitFailure || !strings.Contains(bad.stderr, "no agent or team run nope") {
+	if bad := runMain(ctx, "", "runs", "show", "--store", storeURL, "nope"); bad.code != exitFailure || !strings.Contains(bad.stderr, "no such run: nope") {
 		t.Errorf("calf runs show nope = %+v", bad)
 	}
 	if bad := runMain(ctx, "", "runs", "list", "--store", storeURL, "--status", "sleepy"); bad.code != exitUsage {

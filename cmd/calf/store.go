@@ -29,6 +29,10 @@ const (
 // checkStore validates a --store value without opening it: an unknown
 // scheme is a usage error.
 func checkStore(spec string) error {
+	if scheme, _, ok := strings.Cut(spec, ":"); !ok || scheme == "" {
+		// A path, most likely: say how to name a SQLite file.
+		return usageError(fmt.Errorf("--store %s: no scheme: a SQLite file is sqlite:%s (the other stores: memory:, postgres://USER@HOST:PORT/DB, redis://HOST:PORT/DB)", spec, spec))
+	}
 	if err := adapters.CheckStoreURL(spec); err != nil {
 		return usageError(fmt.Errorf("--store: %w", err))
 	}
@@ -89,6 +93,12 @@ func realPath(p string) string {
 		}
 		dir, rest = parent, filepath.Join(filepath.Base(dir), rest)
 	}
+}
+
+// isMemory reports whether a --store or --broker value is memory: or
+// memory://, which only this process reaches.
+func isMemory(spec string) bool {
+	return strings.HasPrefix(strings.ToLower(spec), "memory:")
 }
 
 // openStore opens the store of a --store value. A malformed value is a

@@ -192,6 +192,12 @@ func (v *humanView) show(ev agent.Event) error {
 		if v.answered[r.ToolCallID] {
 			return nil
 		}
+		if r.Undispatched && !v.called[r.ToolCallID] {
+			// A call never sent to a tool (an unknown tool, arguments over
+			// the size limit) has no tool-call event: show it failed here.
+			v.called[r.ToolCallID], v.answered[r.ToolCallID] = true, true
+			return v.showLines(r.Step, "→ "+r.ToolName+"\n", resultLine(r.Status, r.Result))
+		}
 		if !v.called[r.ToolCallID] {
 			// Its call has not come: the run's records show both at the end.
 			v.unanswered = append(v.unanswered, r)

@@ -195,3 +195,47 @@ func TestOneLine(t *testing.T) {
 		}
 	}
 }
+
+// A call of a tool the agent does not have has no tool-call event, only an
+// undispatched error result: it is shown where it happened, as a failed
+// call, before the answer.
+func TestHumanViewUnknownTool(t *testing.T) {
+	t.Parallel()
+	const unknown = `unknown tool "nosuch"; this agent has no tools`
+	evUnknown := agent.Event{Kind: agent.EventToolResult, RunID: "r", Step: 1, ToolResult: &agent.ToolResultEvent{
+		Step: 1, ToolCallID: "c9", ToolName: "nosuch", Status: agent.StatusError, Result: tool.ErrorResult(errors.New(unknown)),
+		Undispatched: true,
+	}}
+	rec := agent.ToolCallRecord{Step: 1, ID: "c9", Name: "nosuch", Arguments: `{"x": 1}`,
+		Status: agent.StatusError, Result: tool.ErrorResult(errors.New(unknown))}
+	records := func(string) ([]agent.ToolCallRecord, error) { return []agent.ToolCallRecord{rec}, nil }
+	const want = "Let me look.\n→ nosuch\n← error: " + unknown + "\nDone.\n"
+	for _, tc := range []struct {
+		name    string
+		records func(string) ([]agent.ToolCallRecord, error)
+		events  []agent.Event
+	}{
+		{"with records", records, []agent.Event{delta(1, "Let me look."), evUnknown, evInference2, delta(2, "Done."), evOutput}},
+		{"without records", nil, []agent.Event{delta(1, "Let me look."), evUnknown, evInference2, delta(2, "Done."), evOutput}},
+		{"twice", records, []agent.Event{delta(1, "Let me look."), evUnknown, evUnknown, evInference2, delta(2, "Done."), evOutput}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// One writer for both, as in calf chat and a terminal: the order
+			// of the answer and the tool lines is what is shown.
+			var out bytes.Buffer
+			v := newHumanView(&out, &out, false, tc.records)
+			for _, ev := range tc.events {
+				if err := v.show(ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := v.close(); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, out.String()); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

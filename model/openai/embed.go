@@ -18,6 +18,8 @@ import (
 type Embedder struct {
 	model  string
 	client sdk.Client
+	// unversioned: see Model.
+	unversioned string
 }
 
 var _ model.Embedder = (*Embedder)(nil)
@@ -25,11 +27,11 @@ var _ model.Embedder = (*Embedder)(nil)
 // NewEmbedder returns an embedder configured by opts, as [New] configures
 // a model; opts.Model names the embedding model.
 func NewEmbedder(opts Options) (*Embedder, error) {
-	c, _, err := newClient(opts)
+	c, u, err := newClient(opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Embedder{model: opts.Model, client: c}, nil
+	return &Embedder{model: opts.Model, client: c, unversioned: unversioned(u)}, nil
 }
 
 // Name returns "openai:" and the embedding model's name.
@@ -49,7 +51,7 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 	}
 	var raw *http.Response
 	if err := e.client.Post(ctx, "embeddings", body, &resp, option.WithResponseInto(&raw)); err != nil {
-		return nil, (&Model{model: e.model}).wrapError(ctx, err, raw)
+		return nil, (&Model{model: e.model, unversioned: e.unversioned}).wrapError(ctx, err, raw)
 	}
 	out := make([][]float32, len(texts))
 	for _, d := range resp.Data {

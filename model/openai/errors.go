@@ -29,17 +29,28 @@ func (m *Model) wrapError(ctx context.Context, err error, raw *http.Response) er
 	}
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		return &model.StatusError{Provider: "openai", StatusCode: apiErr.StatusCode, Message: apiMessage(apiErr)}
+		return m.statusError(apiErr.StatusCode, apiMessage(apiErr))
 	}
 	if raw != nil && raw.StatusCode >= 400 {
 		// The SDK could not read the error body as an OpenAI error object.
-		return &model.StatusError{Provider: "openai", StatusCode: raw.StatusCode, Message: bodyMessage(raw)}
+		return m.statusError(raw.StatusCode, bodyMessage(raw))
 	}
 	var netErr net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
 		return fmt.Errorf("openai: %s: %w: %w", m.model, model.ErrTimeout, err)
 	}
 	return fmt.Errorf("openai: %s: %w", m.model, err)
+}
+
+// statusError is the error of an HTTP error response. A 404 or 405 from a
+// base URL whose path does not end in /v1 asks whether /v1 is missing: the
+// server has no such route, which is what a server that serves the API
+// under /v1 answers then.
+func (m *Model) statusError(code int, msg string) *model.StatusError {
+	if (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) && m.unversioned != "" {
+		msg += fmt.Sprintf(" (is the base URL %s missing /v1?)", m.unversioned)
+	}
+	return &model.StatusError{Provider: "openai", StatusCode: code, Message: msg}
 }
 
 // apiMessage returns the message of an API error, or what the server sent

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -85,6 +86,9 @@ var ErrEmptyResponse = errors.New("openai: response has no choices")
 type Model struct {
 	model  string
 	client sdk.Client
+	// unversioned is the base URL when its path does not end in /v1, for
+	// the hint of a 404 or 405 (see wrapError); else empty.
+	unversioned string
 	// completionTokens sends max_completion_tokens instead of max_tokens.
 	completionTokens bool
 }
@@ -126,7 +130,17 @@ func New(opts Options) (*Model, error) {
 		// reject max_tokens); other servers reliably understand max_tokens.
 		completionTokens: u.Host == "api.openai.com",
 		client:           c,
+		unversioned:      unversioned(u),
 	}, nil
+}
+
+// unversioned returns the base URL u when its path does not end in /v1,
+// where OpenAI-compatible servers serve the API, and "" when it does.
+func unversioned(u *url.URL) string {
+	if strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
+		return ""
+	}
+	return u.Redacted()
 }
 
 // newClient returns the API client opts configure, and the base URL.

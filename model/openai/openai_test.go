@@ -1027,3 +1027,42 @@ func TestBodySentInMemory(t *testing.T) {
 		t.Errorf("in-memory bodies per attempt = %v, want %v", kinds.inMemory, want)
 	}
 }
+
+// A 404 or 405 from a base URL whose path does not end in /v1 asks whether
+// /v1 is missing; from one that ends in /v1, or for another status, the
+// server's message is left alone.
+func TestMissingV1Hint(t *testing.T) {
+	t.Parallel()
+	var status atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "nothing here", int(status.Load()))
+	}))
+	defer srv.Close()
+	for _, tt := range []struct {
+		base   string
+		status int
+		hint   bool
+	}{
+		{srv.URL, http.StatusMethodNotAllowed, true},
+		{srv.URL + "/", http.StatusNotFound, true},
+		{srv.URL + "/api", http.StatusNotFound, true},
+		{srv.URL + "/v1", http.StatusNotFound, false},
+		{srv.URL + "/v1/", http.StatusMethodNotAllowed, false},
+		{srv.URL, http.StatusBadRequest, false},
+	} {
+		status.Store(int64(tt.status))
+		m, err := openai.New(openai.Options{Model: "m", BaseURL: tt.base, MaxRetries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = m.Generate(t.Context(), &model.Request{Messages: []model.Message{model.UserMessage("hi")}})
+		var se *model.StatusError
+		if !errors.As(err, &se) || se.StatusCode != tt.status || !strings.Contains(se.Message, "nothing here") {
+			t.Fatalf("%s, HTTP %d: err = %v", tt.base, tt.status, err)
+		}
+		hint := "(is the base URL " + strings.TrimRight(tt.base, "/")
+		if got := strings.Contains(se.Message, "missing /v1?"); got != tt.hint || (got && !strings.Contains(se.Message, hint)) {
+			t.Errorf("%s, HTTP %d: message %q, want the hint: %v", tt.base, tt.status, se.Message, tt.hint)
+		}
+	}
+}
