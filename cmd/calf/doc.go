@@ -24,7 +24,9 @@
 //	calf runs cancel --broker URL [--store URL] [--reason R] ID
 //	calf deadletters list [--json] [--store URL]
 //	calf deadletters show [--raw] [--store URL] ID
-//	calf deadletters replay --broker URL [--store URL] ID
+//	calf deadletters replay --broker URL [--store URL] ID [ID...]
+//	calf deadletters replay --broker URL [--store URL] --all | [--agent NAME] [--channel PATTERN]
+//	                        [--since TIME] [--until TIME] [--error TEXT]
 //	calf approvals list [--run ID] [--all] [--json] [--store URL]
 //	calf approvals show [--store URL] ID
 //	calf approvals approve [--broker URL] [--store URL] [--arguments JSON] [--message M] [--digest D] ID
@@ -223,7 +225,13 @@
 // prints one as JSON, or with --raw the original message's data byte for
 // byte; replay publishes the original message again on its channel on
 // --broker and marks the record replayed (replaying it again does
-// nothing). An unknown id is an error (status 1).
+// nothing). Replay takes several ids, or a selection of the dead letters
+// not yet replayed: --all, or the filters --agent (an agent's, team's or
+// workflow's), --channel (a channel pattern), --since and --until (RFC 3339
+// times, or durations ago such as 2h) and --error (text of the error),
+// which may be combined. It prints a line per dead letter; an unknown id,
+// or one that could not be replayed, makes it fail (status 1), and running
+// it again replays only what is left.
 //
 // # calf approvals
 //
