@@ -32,6 +32,7 @@ type Runner interface {
 	Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error)
 	// Cancel cancels the run runID, for reason, unless it has ended.
 	Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error
+	// A nil rt means agent.DefaultRuntime in every method.
 }
 
 // Starter is a Runner that can start a run without waiting for it, for
@@ -196,6 +197,9 @@ func (r *agentRunner[Deps, Out]) Start(ctx context.Context, rt *agent.Runtime, p
 }
 
 func (r *agentRunner[Deps, Out]) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
+	if rt == nil {
+		rt = agent.DefaultRuntime()
+	}
 	st, err := rt.LoadRun(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -225,6 +229,9 @@ func (r *agentRunner[Deps, Out]) Status(ctx context.Context, rt *agent.Runtime, 
 }
 
 func (r *agentRunner[Deps, Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	if rt == nil {
+		rt = agent.DefaultRuntime()
+	}
 	_, err := rt.Cancel(ctx, r.a.Name(), runID, reason)
 	return err
 }
