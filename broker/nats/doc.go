@@ -96,9 +96,10 @@
 // again is left to come back after the ack wait. A member that stops
 // renewing (a crash, a lost connection) loses its leases when they
 // expire; one that finds its lease taken stops the partition at once.
-// Members see each other one renewal interval after Subscribe, before
-// they claim anything, so that members started together do not hand
-// partitions over at once.
+// A member claims its share of the partitions as soon as it has joined,
+// so that a worker that has just started serves the runs sent to it at
+// once; members started together may each claim more than their share at
+// first, and hand the extra partitions over at the next renewals.
 //
 // A new owner cannot rely on the order in which the server redelivers
 // the previous owner's messages: refused ones come back in the order they

@@ -98,12 +98,15 @@ func newLeaser(ctx context.Context, s *subscription) (*leaser, error) {
 // run renews the leases and claims or gives up partitions until stop.
 func (l *leaser) run() {
 	defer close(l.exited)
+	// The first tick comes at once, so that a member starts consuming
+	// its partitions as soon as it has joined: messages sent to a group
+	// whose only member has just started wait for nothing. Members that
+	// start together may each claim more than their share at first; the
+	// next ticks hand the extra partitions over.
+	l.tick()
 	t := time.NewTicker(l.every)
 	defer t.Stop()
 	for {
-		// The first tick comes after one interval, so that members that
-		// start together see each other before they claim partitions,
-		// rather than handing them over at once.
 		select {
 		case <-t.C:
 		case <-l.done:
