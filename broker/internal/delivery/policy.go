@@ -73,7 +73,7 @@ func (p *Policy) After(t *Tracker, msg *calf.Message, err error) Verdict {
 		clock = p.Now
 	}
 	t.Attempt = max(t.Attempt, 1)
-	if msg != nil && msg.Channel == calf.DeadLetterChannel {
+	if !Parkable(msg) {
 		t.deadTries++
 		return Verdict{Wait: calf.ExponentialBackoff(MinOutageBackoff, MaxDeadLetterBackoff)(t.deadTries)}
 	}
