@@ -384,7 +384,10 @@ func TestKeysOfOtherPartitionsGoOn(t *testing.T) {
 }
 
 // TestWorkersShareGroup checks that two brokers on one stream, in one
-// group, share its messages, each handled once.
+// group, share its messages, each handled once. The first member to join
+// claims every partition at once; it hands the second member its share on
+// a later lease tick, so messages are sent in batches until both have
+// taken part.
 func TestWorkersShareGroup(t *testing.T) {
 	natsURL(t)
 	opts := testOptions()
@@ -408,21 +411,36 @@ func TestWorkersShareGroup(t *testing.T) {
 			return nil
 		}, &calf.SubscribeOptions{Group: "workers"})
 	}
-	const n = 200
+	const batch, atLeast = 20, 200
 	want := map[string]int{}
-	for i := range n {
-		id := "m" + strconv.Itoa(i)
-		want[id] = 1
-		publish(t, w1, msg("work.x", "k"+strconv.Itoa(i%50), id))
+	both := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return byWorker[0] > 0 && byWorker[1] > 0
 	}
-	rec.waitN(t, "every message", n)
+	deadline := time.Now().Add(20 * time.Second)
+	for sent := 0; sent < atLeast || !both(); {
+		if time.Now().After(deadline) {
+			break
+		}
+		for range batch {
+			id := "m" + strconv.Itoa(sent)
+			want[id] = 1
+			publish(t, w1, msg("work.x", "k"+strconv.Itoa(sent%50), id))
+			sent++
+		}
+		rec.waitN(t, "every message sent", len(want))
+		if !both() {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("deliveries per message (-want +got):\n%s", diff)
 	}
 	if byWorker[0] == 0 || byWorker[1] == 0 {
-		t.Errorf("messages handled per worker: %v; want both to take part", byWorker)
+		t.Errorf("messages handled per worker after %d sent: %v; want both to take part", len(want), byWorker)
 	}
 }
 
