@@ -144,6 +144,7 @@ func (l *leaser) tick() {
 	if i < 0 {
 		return // our announcement expired meanwhile: the next tick puts it back
 	}
+	var claims []int
 	for p := range s.b.opts.Partitions {
 		select {
 		case <-l.done:
@@ -190,27 +191,42 @@ func (l *leaser) tick() {
 			}
 			l.mu.Unlock()
 		case want:
-			rev, err := l.kv.Create(ctx, l.key(p), []byte(l.id))
-			if err != nil {
-				continue // held by a member that has not given it up yet
-			}
-			cons, err := s.b.js.Consumer(ctx, s.b.opts.Stream, consumerName(s.group, p))
-			started := false
-			if err == nil {
-				started, err = s.consume(ctx, p, cons, true)
-			}
-			if err != nil && s.ctx.Err() == nil {
-				s.b.log.Warn("nats: consume a leased partition", "group", s.group, "partition", p, "error", err)
-			}
-			if !started {
-				l.release(ctx, p, rev)
-				continue
-			}
-			l.mu.Lock()
-			l.owned[p] = &held{rev: rev}
-			l.mu.Unlock()
+			claims = append(claims, p)
 		}
 	}
+	// The partitions to claim are claimed at once, not one after the
+	// other: a member that joins serves its share a few round trips
+	// later, whatever the number of partitions.
+	var wg sync.WaitGroup
+	for _, p := range claims {
+		wg.Go(func() { l.claim(ctx, p) })
+	}
+	wg.Wait()
+}
+
+// claim takes the lease on partition p, if no member holds it, and
+// consumes the partition.
+func (l *leaser) claim(ctx context.Context, p int) {
+	s := l.s
+	rev, err := l.kv.Create(ctx, l.key(p), []byte(l.id))
+	if err != nil {
+		return // held by a member that has not given it up yet
+	}
+	cons, err := s.b.js.Consumer(ctx, s.b.opts.Stream, consumerName(s.group, p))
+	started := false
+	if err == nil {
+		started, err = s.consume(ctx, p, cons, true)
+	}
+	if err != nil && s.ctx.Err() == nil {
+		s.b.log.Warn("nats: consume a leased partition", "group", s.group, "partition", p, "error", err)
+	}
+	if !started {
+		l.release(ctx, p, rev)
+		return
+	}
+	l.mu.Lock()
+	l.owned[p] = &held{rev: rev}
+	l.mu.Unlock()
 }
 
 // leasePrefix returns the prefix of the keys of group in the bucket of

@@ -444,6 +444,37 @@ func TestWorkersShareGroup(t *testing.T) {
 	}
 }
 
+// waitShared waits until every partition of group is leased and n members
+// hold leases: the members have shared the partitions.
+func waitShared(t *testing.T, b *Broker, group string, n int) {
+	t.Helper()
+	kv, err := b.leaseBucket(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := leasePrefix(group)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		holders := map[string]int{}
+		for p := range b.opts.Partitions {
+			if e, err := kv.Get(t.Context(), prefix+"p."+strconv.Itoa(p)); err == nil {
+				holders[string(e.Value())]++
+			}
+		}
+		total := 0
+		for _, c := range holders {
+			total += c
+		}
+		if len(holders) == n && total == b.opts.Partitions {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s: partitions held per member %v; want all %d shared by %d members", group, holders, b.opts.Partitions, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestRestartKeepsUnhandled checks that messages not yet handled by a
 // group survive a restart of the embedded server.
 func TestRestartKeepsUnhandled(t *testing.T) {
@@ -605,9 +636,12 @@ func TestLongHandlerIsNotRedelivered(t *testing.T) {
 		}
 		return nil
 	}
-	// Two members: a redelivery would reach the idle one at once.
+	// Two members: a redelivery would reach the idle one at once. They
+	// share the partitions before the messages come, so that none moves
+	// (handing back the message waiting behind the slow one) meanwhile.
 	subscribe(t, b, "long.x", h, &calf.SubscribeOptions{Group: "g"})
 	subscribe(t, b, "long.x", h, &calf.SubscribeOptions{Group: "g"})
+	waitShared(t, b, "g", 2)
 	publish(t, b, msg("long.x", "k", "slow"), msg("long.x", "k", "next"))
 	got := rec.waitN(t, "both messages", 2)
 	if diff := cmp.Diff([]handled{{"slow", 1}, {"next", 1}}, got); diff != "" {

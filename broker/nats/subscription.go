@@ -194,7 +194,8 @@ func moreDeliveries(want, have int) bool {
 	return want <= 0 || want > have
 }
 
-// consumerConfig returns the consumer configuration of partition p.
+// consumerConfig returns the consumer configuration of partition p of a
+// named group, or that of a private group's one consumer.
 func (s *subscription) consumerConfig(p int) jetstream.ConsumerConfig {
 	b := s.b
 	cfg := jetstream.ConsumerConfig{
@@ -203,9 +204,12 @@ func (s *subscription) consumerConfig(p int) jetstream.ConsumerConfig {
 		AckWait:       b.opts.AckWait,
 		MaxDeliver:    s.maxDeliver(),
 		FilterSubject: subject(b.opts.Prefix, p, s.pattern),
-		MaxAckPending: s.window,
+		MaxAckPending: s.consumerWindow(),
 	}
 	if s.group == "" {
+		// Every partition, in stream order: a key's messages, all in one
+		// partition, come in order.
+		cfg.FilterSubject = b.opts.Prefix + ".*." + s.pattern
 		cfg.Description = "calf private group on " + s.pattern
 		cfg.InactiveThreshold = DefaultPrivateInactive
 	} else {
@@ -215,40 +219,48 @@ func (s *subscription) consumerConfig(p int) jetstream.ConsumerConfig {
 	return cfg
 }
 
-// start creates or joins the consumers of every partition, so that the
-// group exists from Subscribe on, and starts consuming: a private group
-// every partition, a named group those it gets leases on.
+// consumerWindow is the consumers' MaxAckPending: Window for each
+// partition of a named group, Partitions × Window for the one consumer of
+// a private group.
+func (s *subscription) consumerWindow() int {
+	if s.group == "" {
+		return s.window * s.b.opts.Partitions
+	}
+	return s.window
+}
+
+// start creates or joins the consumers, so that the group exists from
+// Subscribe on, and starts consuming. A private group has one consumer,
+// over every partition: a consumer takes the server about 5 ms to create
+// on file, so that one per partition would delay the first message of a
+// new subscriber (a caller's first run) by as many times that. A named
+// group has one consumer per partition, whose members consume those they
+// get leases on; they are created or joined at once, not one round trip
+// after the other.
 func (s *subscription) start(ctx context.Context) error {
 	b := s.b
-	conss := make([]jetstream.Consumer, b.opts.Partitions)
-	for p := range b.opts.Partitions {
-		cfg := s.consumerConfig(p)
-		var (
-			cons jetstream.Consumer
-			err  error
-		)
-		if s.group == "" {
-			cons, err = b.js.CreateConsumer(ctx, b.opts.Stream, cfg)
-			if err == nil {
-				s.private = append(s.private, cons.CachedInfo().Name)
-			}
-		} else {
-			cons, err = s.join(ctx, cfg)
-		}
+	if s.group == "" {
+		cons, err := b.js.CreateConsumer(ctx, b.opts.Stream, s.consumerConfig(0))
 		if err != nil {
-			return err
+			return fmt.Errorf("nats: create consumer: %w", err)
 		}
-		conss[p] = cons
+		s.private = append(s.private, cons.CachedInfo().Name)
+		s.wg.Go(s.heartbeats)
+		_, err = s.consume(ctx, 0, cons, false)
+		return err
+	}
+	errs := make([]error, b.opts.Partitions)
+	var wg sync.WaitGroup
+	for p := range b.opts.Partitions {
+		wg.Go(func() { _, errs[p] = s.join(ctx, s.consumerConfig(p)) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err // the first; the others are most likely the same
+		}
 	}
 	s.wg.Go(s.heartbeats)
-	if s.group == "" {
-		for p, cons := range conss {
-			if _, err := s.consume(ctx, p, cons, false); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	l, err := newLeaser(ctx, s)
 	if err != nil {
 		return err
@@ -309,7 +321,7 @@ func (s *subscription) consume(ctx context.Context, p int, cons jetstream.Consum
 		(*hook)(pt)
 	}
 	cc, err := cons.Consume(pt.deliver,
-		jetstream.PullMaxMessages(s.window),
+		jetstream.PullMaxMessages(s.consumerWindow()),
 		jetstream.PullExpiry(pullExpiry),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if s.ctx.Err() == nil {

@@ -279,3 +279,43 @@ func TestBenchDistributedModelDelay(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchDistributedCold checks -cold: each round sends the level's runs
+// at once to a worker just started, and every one of them is measured.
+func TestBenchDistributedCold(t *testing.T) {
+	t.Setenv(asMainEnv, "1")
+	svc := setupServices(t, setupNATSPostgres)
+	rep, err := bench(t.Context(), config{
+		levels: []int{8}, dists: []string{setupNATSPostgres}, workers: []int{1}, svc: svc, mock: mockInproc, rounds: 2,
+		delay: testDelay, window: 300 * time.Millisecond, runTimeout: 10 * time.Second, cold: true,
+		tuning: tuning{partitions: 4},
+	}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []delayShape{{Concurrency: 8, IdealRunsPerSec: 200, IdealLatency: 40 * time.Millisecond,
+		Systems: []string{systemFloor, distSystem(setupNATSPostgres, 1)}, Failed: []int{0, 0}}}
+	if diff := cmp.Diff(want, delayShapeOf(rep)); diff != "" {
+		t.Errorf("report shape (-want +got):\n%s", diff)
+	}
+	checkDelayFigures(t, rep, testDelay)
+	lv := rep.Levels[0]
+	if !lv.Cold || lv.RunsPerRound != 8 || lv.WindowNS != 0 {
+		t.Errorf("level: cold %v, runs per round %d, window %v; want cold, 8, none", lv.Cold, lv.RunsPerRound, lv.WindowNS)
+	}
+	for _, r := range lv.Results {
+		if r.Runs != 2*8 {
+			t.Errorf("%s: %d runs, want 8 in each of 2 rounds", r.System, r.Runs)
+		}
+	}
+	if !strings.Contains(rep.Method, "cold starts") {
+		t.Errorf("the method does not say it measures cold starts: %s", rep.Method)
+	}
+	var out strings.Builder
+	if err := writeDelayTable(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "8 runs sent at once") {
+		t.Errorf("the table does not say how it measured:\n%s", out.String())
+	}
+}

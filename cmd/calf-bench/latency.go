@@ -196,8 +196,69 @@ func measureWindow(ctx context.Context, r runner, conc int, window, timeout, ram
 	}, nil
 }
 
+// measureBurst sends conc runs at once to r, a system that has just
+// started, and measures each until it ends: the cold start a fresh worker
+// sees. The wall time is from the first run sent to the last one ended.
+func measureBurst(ctx context.Context, r runner, conc int, timeout time.Duration) (sample, error) {
+	var (
+		mu       sync.Mutex
+		s        sample
+		wg       sync.WaitGroup
+		before   runtime.MemStats
+		after    runtime.MemStats
+		startAll = make(chan struct{})
+	)
+	for range conc {
+		wg.Go(func() {
+			<-startAll
+			rctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			t0 := time.Now()
+			err := r.run(rctx)
+			d := time.Since(t0)
+			mu.Lock()
+			defer mu.Unlock()
+			s.runs++
+			if err != nil {
+				s.failed++
+				if ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+					s.timedOut++
+					err = fmt.Errorf("timed out after %s: %w", timeout, err)
+				}
+				if s.firstErr == "" {
+					s.firstErr = err.Error()
+				}
+				return
+			}
+			s.validated++
+			s.latencies = append(s.latencies, d)
+		})
+	}
+	runtime.ReadMemStats(&before)
+	cpu0, start := processCPU(), time.Now()
+	close(startAll)
+	wg.Wait()
+	s.wall, s.cpu = time.Since(start), processCPU()-cpu0
+	runtime.ReadMemStats(&after)
+	s.mallocs, s.bytes = after.Mallocs-before.Mallocs, after.TotalAlloc-before.TotalAlloc
+	if err := ctx.Err(); err != nil {
+		return sample{}, context.Cause(ctx)
+	}
+	slices.Sort(s.latencies)
+	return s, nil
+}
+
 // delayNote says how a benchmark with a model delay measures.
 func delayNote(cfg config, systems []string) string {
+	if cfg.cold {
+		return fmt.Sprintf("cold starts (-cold): the mock answers each chat completion after %s (-model-delay), so a run's ideal, "+
+			"model-bound latency is %s; %s per concurrency level, the order of the systems rotating from round to round (%s); "+
+			"each round starts each system afresh (a fresh broker, store and, with -dist, fresh worker processes that have just "+
+			"said they serve) and at once sends as many runs as the concurrency level, each bounded by %s, with no warm-up; "+
+			"latencies are those of the runs that succeeded (output checked), runs/s is they / the time from the first sent to the last "+
+			"ended; figures are the median over the rounds, metric by metric%s",
+			cfg.delay, idealLatency(cfg.delay), plural(cfg.rounds, "round"), rotation(systems, cfg.rounds), cfg.runTimeout, distNote(cfg.dists))
+	}
 	return fmt.Sprintf("the mock answers each chat completion after %s (-model-delay), so a run's ideal, model-bound latency is %s "+
 		"and c concurrent callers ideally do c / %s runs/s; %s per concurrency level; each round runs every system once, the order "+
 		"rotating from round to round (%s); in each measurement, every caller starts a run as soon as its last one ends, each run "+
@@ -212,9 +273,13 @@ func delayNote(cfg config, systems []string) string {
 // writeDelayTable prints the levels of a benchmark with a model delay.
 func writeDelayTable(w io.Writer, rep *Report) error {
 	for _, lv := range rep.Levels {
-		fmt.Fprintf(w, "\nconcurrency %d: model delay %s, %s window per round after a warm-up run per caller, median of %s; "+
+		how := fmt.Sprintf("%s window per round after a warm-up run per caller", fmtNS(lv.WindowNS))
+		if lv.Cold {
+			how = fmt.Sprintf("%d runs sent at once to systems just started (cold), per round", lv.Concurrency)
+		}
+		fmt.Fprintf(w, "\nconcurrency %d: model delay %s, %s, median of %s; "+
 			"ideal: %s runs/s, %s per run\n",
-			lv.Concurrency, fmtNS(lv.ModelDelayNS), fmtNS(lv.WindowNS), plural(lv.Rounds, "round"),
+			lv.Concurrency, fmtNS(lv.ModelDelayNS), how, plural(lv.Rounds, "round"),
 			fmtRate(lv.IdealRunsPerSec), fmtNS(lv.IdealLatencyNS))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "system\truns/s\tideal runs/s\truns/s / ideal\truns/s / floor's\tp50\tp99\tideal latency\tp99 / ideal\tCPU/run\tvalidated\tfailed\ttimed out\t")

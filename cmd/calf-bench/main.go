@@ -54,6 +54,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	delay := fs.Duration("model-delay", 0, "the model's latency: the mock answers each chat completion after this `delay`; "+
 		"a positive delay measures each system for a time window (-duration) against the ideal, model-bound figures (also with -serve-mock)")
 	window := fs.Duration("duration", defaultWindow, "with -model-delay: the measured window of each round")
+	cold := fs.Bool("cold", false, "with -model-delay: measure cold starts instead of a window: each round starts its systems afresh "+
+		"(-dist: fresh worker processes) and sends as many runs at once as the concurrency level, with no warm-up")
 	runTimeout := fs.Duration("run-timeout", defaultRunTimeout, "with -model-delay: the time after which a run counts as failed (timed out)")
 	serveConc := fs.Int("serve-concurrency", 0, "the runs each handler of Calf's agent works on at once (agent.ServeOptions.Concurrency); "+
 		"0 means the broker's default (its Options.Concurrency: 1024 on every Calf broker)")
@@ -72,8 +74,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if *serve {
 		return serveMock(ctx, stdin, *lifeline, stdout, delayed(w1, *delay))
 	}
-	if *delay == 0 && (set["duration"] || set["run-timeout"]) {
-		return fmt.Errorf("%w: -duration and -run-timeout go with -model-delay", errUsage)
+	if *delay == 0 && (set["duration"] || set["run-timeout"] || *cold) {
+		return fmt.Errorf("%w: -duration, -run-timeout and -cold go with -model-delay", errUsage)
 	}
 	if *delay > 0 && (set["runs"] || set["warmup"]) {
 		return fmt.Errorf("%w: with -model-delay, each round measures a window (-duration), not a number of runs: -runs and -warmup do not apply", errUsage)
@@ -87,7 +89,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cfg := config{runs: *runs, warmup: *warmup, mock: *mock, rounds: *rounds, stores: splitList(*stores), adapter: *adapter, skeleton: *skeleton,
 		dists: splitList(*dists), svc: services{nats: *natsURL, postgres: *postgresURL, redis: *redisURL}}
 	if *delay > 0 {
-		cfg.delay, cfg.window, cfg.runTimeout = *delay, *window, *runTimeout
+		cfg.delay, cfg.window, cfg.runTimeout, cfg.cold = *delay, *window, *runTimeout, *cold
 	}
 	if *serveConc < 0 || *partitions < 1 {
 		return fmt.Errorf("%w: -serve-concurrency must not be negative, -partitions must be positive", errUsage)

@@ -74,6 +74,10 @@ type config struct {
 	delay      time.Duration
 	window     time.Duration
 	runTimeout time.Duration
+	// cold, with a delay, measures a burst instead of a window: as many
+	// runs at once as the concurrency level, on a system just started
+	// (measureBurst).
+	cold bool
 }
 
 func (c *config) runsAt(conc int) int {
@@ -268,6 +272,9 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 		if cfg.delay > 0 {
 			lv.RunsPerRound, lv.WarmupRuns = 0, 0
 			lv.ModelDelayNS, lv.WindowNS = float64(cfg.delay.Nanoseconds()), float64(cfg.window.Nanoseconds())
+			if cfg.cold {
+				lv.RunsPerRound, lv.WindowNS, lv.Cold = conc, 0, true
+			}
 			lv.IdealRunsPerSec = idealRunsPerSec(conc, cfg.delay)
 			lv.IdealLatencyNS = float64(idealLatency(cfg.delay).Nanoseconds())
 		}
@@ -349,6 +356,10 @@ func measureSystem(ctx context.Context, system string, cfg config, conc, top int
 	// The label tells the systems apart in a CPU profile:
 	// go tool pprof -tagfocus system=calf/memory.
 	pprof.Do(ctx, pprof.Labels("system", system), func(ctx context.Context) {
+		if cfg.delay > 0 && cfg.cold {
+			s, err = measureBurst(ctx, r, conc, cfg.runTimeout)
+			return
+		}
 		if cfg.delay > 0 {
 			s, err = measureWindow(ctx, r, conc, cfg.window, cfg.runTimeout, idealLatency(cfg.delay))
 			return

@@ -54,8 +54,12 @@ type Level struct {
 	// (Concurrency / (2 × the delay): W1's two model calls and nothing
 	// else) and the ideal latency of a run (2 × the delay). RunsPerRound
 	// and WarmupRuns are then zero: each round measures a window.
-	ModelDelayNS    float64 `json:"model_delay_ns,omitempty"`
-	WindowNS        float64 `json:"window_ns,omitempty"`
+	ModelDelayNS float64 `json:"model_delay_ns,omitempty"`
+	WindowNS     float64 `json:"window_ns,omitempty"`
+	// Cold reports a cold-start level (-cold): each round sent
+	// Concurrency runs at once to systems just started, and no window
+	// (WindowNS is zero).
+	Cold            bool    `json:"cold,omitempty"`
 	IdealRunsPerSec float64 `json:"ideal_runs_per_sec,omitempty"`
 	IdealLatencyNS  float64 `json:"ideal_latency_ns,omitempty"`
 	// Results has the floor first, then Calf on each store.
