@@ -87,11 +87,16 @@
 // ({Stream}_leases, created on the first named Subscribe), which works on
 // servers from 2.9 on (pinned clients of consumer priority groups need
 // 2.11). A member announces itself with a key renewed every sixth of the
-// lease time and expiring after it (AckWait, at least 2 s); every
-// member lists the members, sorted, and claims the partitions p whose
-// p mod n is its place in the list, by creating the partition's lease
-// key only if it is absent, and renews its leases by compare-and-set on
-// their revision. A partition that is another member's now is given up:
+// lease time and expiring after it (AckWait, at least 2 s); a member
+// that has missed three renewals counts as gone. Every member lists the
+// live members, sorted, and takes its share of the P partitions: P/n,
+// one more for the first P mod n members. It keeps the partitions it
+// holds up to its share and claims free ones until it has its share, by
+// creating a partition's lease key only if it is absent, and renews its
+// leases by compare-and-set on their revision; a partition moves only when
+// its holder is gone or holds more than its share, so that a member
+// joining or dying moves the fewest partitions. A partition over the
+// member's share is given up:
 // the member stops fetching, lets the handlers in progress finish, hands
 // its other messages back (Nak), in order per key, and only then deletes
 // its lease, so that the next owner starts after it. It stops fetching
@@ -114,8 +119,8 @@
 // delivery back until each of those outstanding messages has come back,
 // then dispatches them all in stream order, before any newer one. With
 // the defaults a crashed member's partitions move to the others, and its
-// messages flow again, within about 5 seconds (the lease, which lasts as
-// long as the ack wait, and a renewal interval).
+// messages flow again, within about 3 seconds (the lease, which lasts as
+// long as the ack wait, 2 s, and a renewal interval).
 //
 // Failure cases: a delivery counts as an attempt even when it was handed
 // back unhandled at a hand-over, so a message that changes hands many
@@ -166,7 +171,7 @@
 // stays in the stream until it is recorded.
 //
 // While a member holds a message (in progress or waiting in its lane),
-// the broker tells the server every quarter of [Options.AckWait] (4
+// the broker tells the server every quarter of [Options.AckWait] (2
 // seconds by default) that it is in progress, so a handler may run for
 // as long as it needs. When a worker dies (kill -9, a lost machine), its
 // messages come back once AckWait has passed since their last heartbeat,

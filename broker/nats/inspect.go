@@ -17,7 +17,7 @@ var _ calf.GroupInspector = (*Broker)(nil)
 // announces itself in the broker's bucket of leases, renewing its
 // announcement several times a lease time and withdrawing it when it
 // closes, so the members counted are those that announced themselves
-// within the lease time (4 seconds by default): a member that crashed
+// within the lease time (2 seconds by default): a member that crashed
 // stops counting when its announcement expires, and a partition moving
 // from a crashed member to a live one does not make the group look empty.
 // A group some of whose partitions have no consumer yet has none: a

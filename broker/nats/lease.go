@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,12 +20,12 @@ import (
 // leaser keeps the leases of one member of a named group on the partitions
 // it consumes, in the key-value bucket of the broker's stream. Each member
 // announces itself with a key that expires unless renewed; every member
-// reads the list of members, sorted, and claims the partitions p with
-// p mod n equal to its place i in it; a partition's lease is a key created
-// only if absent, renewed by its holder, and deleted by it once it has
-// handed the partition's messages back when the partition is no longer
-// its own. A member that stops renewing (a crash) loses its leases when
-// they expire.
+// reads the list of live members, sorted, keeps the partitions it holds
+// up to its share and claims free ones up to it (see tick); a partition's
+// lease is a key created only if absent, renewed by its holder, and
+// deleted by it once it has handed the partition's messages back when the
+// partition is over its share. A member that stops renewing (a crash)
+// loses its leases when they expire.
 type leaser struct {
 	s      *subscription
 	kv     jetstream.KeyValue
@@ -144,8 +145,32 @@ func (l *leaser) tick() {
 	if i < 0 {
 		return // our announcement expired meanwhile: the next tick puts it back
 	}
-	var claims []int
-	for p := range s.b.opts.Partitions {
+	// The member's share: P/n partitions, one more for the first P mod n
+	// members. It keeps the partitions it holds up to its share, gives
+	// up the rest (the highest), and claims free ones until it has its
+	// share: a partition moves only when its holder dies or holds more
+	// than its share, so that a member that joins or dies moves the
+	// fewest partitions (a partition that moves hands back the messages
+	// waiting in it, and its next holder waits for those in progress).
+	parts := s.b.opts.Partitions
+	share := parts / n
+	if i < parts%n {
+		share++
+	}
+	l.mu.Lock()
+	var mine []int
+	for p, h := range l.owned {
+		if h.drained == nil {
+			mine = append(mine, p)
+		}
+	}
+	l.mu.Unlock()
+	slices.Sort(mine)
+	extra := map[int]bool{}
+	for _, p := range mine[min(share, len(mine)):] {
+		extra[p] = true
+	}
+	for p := range parts {
 		select {
 		case <-l.done:
 			return
@@ -154,9 +179,9 @@ func (l *leaser) tick() {
 		l.mu.Lock()
 		h := l.owned[p]
 		l.mu.Unlock()
-		want := p%n == i
 		switch {
-		case h != nil && h.drained != nil:
+		case h == nil:
+		case h.drained != nil:
 			select {
 			case <-h.drained:
 				// Given up, its messages back at the server: let go.
@@ -164,35 +189,22 @@ func (l *leaser) tick() {
 				continue
 			default:
 			}
-			fallthrough // still draining: keep the lease meanwhile
-		case h != nil:
-			next, err := l.kv.Update(ctx, l.key(p), []byte(l.id), h.rev)
-			if err != nil && s.ctx.Err() != nil {
-				return // the member stops: releaseAll lets go of its leases
-			}
-			if err != nil {
-				// Lost: another member holds it now. Stop at once.
-				s.b.log.Warn("nats: lost the lease on a partition", "group", s.group, "partition", p, "error", err)
-				l.forget(p)
-				go s.giveUp(p)
-				continue
-			}
-			l.mu.Lock()
-			h.rev = next
-			if !want && h.drained == nil {
-				// Another member's now: hand the partition over once the
-				// handlers in progress have finished.
-				drained := make(chan struct{})
-				h.drained = drained
-				go func() {
-					s.giveUp(p)
-					close(drained)
-				}()
-			}
-			l.mu.Unlock()
-		case want:
-			claims = append(claims, p)
+			l.renew(ctx, p, h, false) // still draining: keep the lease meanwhile
+		default:
+			l.renew(ctx, p, h, extra[p])
 		}
+		if s.ctx.Err() != nil {
+			return // the member stops: releaseAll lets go of its leases
+		}
+	}
+	need := share - (len(mine) - len(extra))
+	if need <= 0 {
+		return
+	}
+	claims, err := l.free(ctx, i*parts/n, need)
+	if err != nil {
+		s.b.log.Debug("nats: list leases", "group", s.group, "error", err)
+		return
 	}
 	// The partitions to claim are claimed at once, not one after the
 	// other: a member that joins serves its share a few round trips
@@ -202,6 +214,62 @@ func (l *leaser) tick() {
 		wg.Go(func() { l.claim(ctx, p) })
 	}
 	wg.Wait()
+}
+
+// renew renews the lease on p, which the member holds as h, and starts
+// giving the partition up if giveUp is set: once the handlers in progress
+// have finished, a later tick lets go of the lease. A lease found lost
+// (another member holds it now) stops the partition at once.
+func (l *leaser) renew(ctx context.Context, p int, h *held, giveUp bool) {
+	s := l.s
+	next, err := l.kv.Update(ctx, l.key(p), []byte(l.id), h.rev)
+	if err != nil && s.ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		s.b.log.Warn("nats: lost the lease on a partition", "group", s.group, "partition", p, "error", err)
+		l.forget(p)
+		go s.giveUp(p)
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h.rev = next
+	if giveUp && h.drained == nil {
+		drained := make(chan struct{})
+		h.drained = drained
+		go func() {
+			s.giveUp(p)
+			close(drained)
+		}()
+	}
+}
+
+// free returns up to n partitions that no member holds, the search
+// starting at partition from (members start at different places, so that
+// they seldom race for the same partition).
+func (l *leaser) free(ctx context.Context, from, n int) ([]int, error) {
+	lister, err := l.kv.ListKeysFiltered(ctx, l.prefix+"p.*")
+	if err != nil {
+		return nil, err
+	}
+	held := map[string]bool{}
+	for k := range lister.Keys() {
+		held[k] = true
+	}
+	_ = lister.Stop() // fails once the listing has ended by itself
+	parts := l.s.b.opts.Partitions
+	var out []int
+	for k := range parts {
+		p := (from + k) % parts
+		if len(out) == n {
+			break
+		}
+		if !held[l.key(p)] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // claim takes the lease on partition p, if no member holds it, and
@@ -236,11 +304,48 @@ func leasePrefix(group string) string {
 	return "g" + hex.EncodeToString(sum[:8]) + "."
 }
 
-// members returns the ids of the group's members that announced
-// themselves lately, sorted.
+// members returns the ids of the group's live members, sorted: those
+// whose announcement is at most staleAfter older than this member's,
+// which it has just renewed. A member renews its announcement every tick;
+// one that has missed three renewals has most likely died, and the
+// partitions it would be given are left to the others at once, not when
+// its announcement expires a lease TTL after its death: a partition
+// whose lease expires is taken over by a live member, even when another
+// member died shortly before. The ages are those the server stamped, so
+// that the members' clocks do not matter.
 func (l *leaser) members(ctx context.Context) ([]string, error) {
-	return listMembers(ctx, l.kv, l.prefix)
+	ids, err := listMembers(ctx, l.kv, l.prefix)
+	if err != nil {
+		return nil, err
+	}
+	stamps := make(map[string]time.Time, len(ids))
+	var mine time.Time
+	for _, id := range ids {
+		e, err := l.kv.Get(ctx, l.prefix+"m."+id)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // expired meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		stamps[id] = e.Created()
+		if id == l.id {
+			mine = e.Created()
+		}
+	}
+	live := ids[:0]
+	for _, id := range ids {
+		at, ok := stamps[id]
+		if ok && (id == l.id || mine.Sub(at) <= l.staleAfter()) {
+			live = append(live, id)
+		}
+	}
+	return live, nil
 }
+
+// staleAfter is how much older than this member's announcement another
+// member's may be before it counts as dead: three renewals missed.
+func (l *leaser) staleAfter() time.Duration { return 3 * l.every }
 
 // listMembers returns the ids of the members announced in kv under prefix,
 // sorted.

@@ -36,8 +36,12 @@ const (
 	// of a delivery before redelivering it: the time after which the
 	// messages a worker that died held come back. Handlers may run
 	// longer: the broker tells the server every quarter of AckWait that
-	// the messages it holds are still in progress.
-	DefaultAckWait = 4 * time.Second
+	// the messages it holds are still in progress. Two seconds bring a
+	// dead worker's runs back in about 2.5 s; a worker that cannot send
+	// its heartbeats or renew its leases for that long (a machine
+	// overloaded for seconds) loses its messages and partitions to the
+	// others, which handle them again: raise it for such hosts.
+	DefaultAckWait = 2 * time.Second
 	// DefaultPublishTimeout is the default bound on one attempt of a
 	// publish.
 	DefaultPublishTimeout = 5 * time.Second

@@ -860,3 +860,43 @@ func TestCloseWhileAPartitionStarts(t *testing.T) {
 		}
 	})
 }
+
+// TestStaleMemberIsLeftOut checks that a member whose announcement has not
+// been renewed for three ticks is left out of the sharing of partitions
+// while its announcement has yet to expire: the partitions it would be
+// given go to live members.
+func TestStaleMemberIsLeftOut(t *testing.T) {
+	natsURL(t)
+	opts := testOptions()
+	opts.AckWait = 6 * time.Second // announcements last 6 s; stale after 3 s
+	b := openExternal(t, opts)
+	sub := subscribe(t, b, "stale.x", func(context.Context, *calf.Message) error { return nil }, &calf.SubscribeOptions{Group: "g"})
+	l := sub.(*subscription).lease
+	// A member that announces itself once and dies: its id sorts first.
+	dead := "0dead"
+	if _, err := l.kv.Put(t.Context(), l.prefix+"m."+dead, nil); err != nil {
+		t.Fatal(err)
+	}
+	members := func() []string {
+		if _, err := l.kv.Put(t.Context(), l.prefix+"m."+l.id, nil); err != nil {
+			t.Fatal(err)
+		}
+		m, err := l.members(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if got := members(); !slices.Contains(got, dead) {
+		t.Fatalf("members just after the other announced itself: %v; want it in", got)
+	}
+	time.Sleep(l.staleAfter() + l.every)
+	if _, err := l.kv.Get(t.Context(), l.prefix+"m."+dead); err != nil {
+		t.Fatalf("the dead member's announcement expired already (%v): the test cannot tell", err)
+	}
+	if diff := cmp.Diff([]string{l.id}, members()); diff != "" {
+		t.Errorf("members once the other missed three renewals (-want +got):\n%s", diff)
+	}
+	// Every partition stays with the live member.
+	waitShared(t, b, "g", 1)
+}

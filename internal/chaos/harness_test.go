@@ -49,8 +49,14 @@ type worker struct {
 }
 
 func newHarness(t *testing.T, delay time.Duration) *harness {
+	logDir := os.Getenv("CALF_CHAOS_LOGS")
+	if logDir == "" {
+		logDir = t.TempDir()
+	} else if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	h := &harness{
-		t: t, delay: delay, logDir: t.TempDir(),
+		t: t, delay: delay, logDir: logDir,
 		calls: map[string]map[int][]int64{}, tools: map[string][]int64{},
 		logs: logTally{parked: map[parkedKey]int{}, messages: map[string]int{}},
 	}

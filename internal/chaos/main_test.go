@@ -150,7 +150,11 @@ func serveWorker(cfg *workerConfig) error {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	level := slog.LevelWarn
+	if os.Getenv("CALF_CHAOS_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	rep := &reporter{pid: os.Getpid()}
 	b, err := adapters.OpenBroker(ctx, cfg.BrokerURL, &adapters.Options{Logger: log})
 	if err != nil {

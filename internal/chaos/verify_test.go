@@ -48,6 +48,8 @@ type verdict struct {
 	// outages and the recovery after each (negative: none).
 	outages  []outage
 	recovery []time.Duration
+	// kills describes each worker kill's recovery.
+	kills []string
 	// unpublished counts the completed runs whose output never came on
 	// the agent's output channel; republished those whose output came
 	// more than once.
@@ -274,8 +276,10 @@ func verify(t *testing.T, h *harness, c *caller, st store.Store, outages []outag
 	for _, o := range outages {
 		if cfg.killWorkers {
 			// A worker killed with no run in hand has nothing to recover.
-			if d, n := killRecovery(o, handles, answered); n > 0 {
+			if d, n, last := killRecovery(o, handles, answered); n > 0 {
 				v.recovery = append(v.recovery, d)
+				v.kills = append(v.kills, fmt.Sprintf("worker %d killed at %s with %d runs in hand: the last moved after %s (run %s, on %s)",
+					o.PID, o.Start.Format("15:04:05.000"), n, d.Round(time.Millisecond), last.Run, last.Channel))
 			}
 			continue
 		}
@@ -294,7 +298,7 @@ func verify(t *testing.T, h *harness, c *caller, st store.Store, outages []outag
 // (it started the last handler of the run before the kill, and the run
 // was not answered by then), or -1 when one of them never moved again;
 // and how many runs it had in hand.
-func killRecovery(o outage, handles []event, answered map[string]time.Time) (worst time.Duration, inHand int) {
+func killRecovery(o outage, handles []event, answered map[string]time.Time) (worst time.Duration, inHand int, worstLast event) {
 	kill := o.Start.UnixNano()
 	last := map[string]event{} // each run's last handler before the kill
 	next := map[string]int64{} // each run's first handler after it elsewhere
@@ -320,12 +324,14 @@ func killRecovery(o outage, handles []event, answered map[string]time.Time) (wor
 			if _, done := answered[run]; done {
 				continue // its last handler had emitted its output
 			}
-			return -1, inHand + 1
+			return -1, inHand + 1, ev
 		}
 		inHand++
-		worst = max(worst, time.Duration(t-kill))
+		if d := time.Duration(t - kill); d > worst {
+			worst, worstLast = d, ev
+		}
 	}
-	return worst, inHand
+	return worst, inHand, worstLast
 }
 
 // shortStatus names the way a run ended without output.
@@ -373,6 +379,9 @@ func (v *verdict) report(t *testing.T, cfg *config) {
 	fmt.Fprintf(&b, "  outages          %d %v; recovery p50 %s, p99 %s, max %s; never recovered %d\n",
 		len(v.outages), actions, percentile(rec, 50).Round(time.Millisecond), percentile(rec, 99).Round(time.Millisecond),
 		percentile(rec, 100).Round(time.Millisecond), unrecovered)
+	for _, k := range v.kills {
+		fmt.Fprintf(&b, "    %s\n", k)
+	}
 	fmt.Fprintf(&b, "  runs             %d: completed at the caller %d, without output %d %v\n", v.runs, v.completed, v.runs-v.completed, v.kinds)
 	fmt.Fprintf(&b, "  without output   unseen (completed in the store) %d, replayed home %d, lost %d %v\n", v.unseen, v.replayed, v.lost, v.lostByStatus)
 	fmt.Fprintf(&b, "  parked           runs with a dead letter %d; dead letters parked %d, recorded %d, missing %d, dropped %d; not parked (kept) %d\n",
