@@ -100,6 +100,10 @@
 //	CALF_CHAOS_PARKED_OK set to 1 when outages outlast the outage budget:
 //	                     parked runs are then expected, and must all be
 //	                     brought home by the replay
+//	CALF_CHAOS_LOGS      a directory to keep the workers' logs in (default:
+//	                     a temporary one, removed after the test)
+//	CALF_CHAOS_DEBUG     set to log at debug level in the workers (partitions
+//	                     taken over, among others)
 //
 // For instance, the benchmark of docs/benchmarks.md:
 //
