@@ -123,6 +123,37 @@ type GroupInspector interface {
 	GroupMembers(ctx context.Context, group string) (int, error)
 }
 
+// GroupPreparer is implemented by brokers on which a consumer group
+// receives only the messages published once the group exists (NATS, whose
+// stream keeps a message only for the groups that exist when it is
+// published). A caller that starts a run prepares the group of the
+// agent's input channel first, so that a run sent before any worker has
+// ever served the agent waits for the first one instead of being dropped.
+type GroupPreparer interface {
+	// PrepareGroup creates the consumer group named group on pattern, if
+	// it does not exist, without joining it: the messages published from
+	// then on wait for its members.
+	PrepareGroup(ctx context.Context, pattern, group string) error
+}
+
+// PrepareGroup asks b, or the broker it wraps (see [IsLocal]), to create
+// group on pattern if it is a [GroupPreparer]; on other brokers a group
+// gets the messages published before it existed, or needs no preparing,
+// and PrepareGroup does nothing.
+func PrepareGroup(ctx context.Context, b Broker, pattern, group string) error {
+	for b != nil {
+		if gp, ok := b.(GroupPreparer); ok {
+			return gp.PrepareGroup(ctx, pattern, group)
+		}
+		u, ok := b.(interface{ Unwrap() Broker })
+		if !ok {
+			return nil
+		}
+		b = u.Unwrap()
+	}
+	return nil
+}
+
 // GroupMembers asks b for the live members of group if b is a
 // [GroupInspector]; known is false when b cannot tell.
 func GroupMembers(ctx context.Context, b Broker, group string) (n int, known bool, err error) {

@@ -331,7 +331,10 @@ func (h *handlers[Deps, Out]) emitHandoff(ctx context.Context, st *RunState) err
 	// The next run has an invoke_agent span of its own, in the trace of
 	// the run that handed off: its start, as for a submitted run.
 	_, span := h.rt.tel.invoke(startedBy(ctx), to.Agent, m)
-	err = h.rt.client.Publish(ctx, m)
+	err = h.rt.prepareInput(ctx, m.Channel)
+	if err == nil {
+		err = h.rt.client.Publish(ctx, m)
+	}
 	endInvoke(span, nil, err)
 	return err
 }

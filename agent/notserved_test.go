@@ -147,3 +147,43 @@ func TestRunWaitsForWorkers(t *testing.T) {
 		})
 	}
 }
+
+// A run submitted before any process has ever served the agent waits for
+// the first worker, which carries it out: on NATS, whose stream keeps a
+// message only for the groups that exist when it is published, the
+// submit prepares the group of the agent's input first.
+func TestSubmitBeforeAnyWorker(t *testing.T) {
+	for _, bt := range callerBrokers[1:] { // the in-process broker has no workers elsewhere
+		t.Run(bt.name, func(t *testing.T) {
+			b := bt.open(t)
+			st := storemem.New()
+			caller := calf.NewClient(b, nil)
+			t.Cleanup(func() { _ = caller.Close() })
+			rt := agent.NewRuntime(caller, st, nil)
+			a := agent.Must(agent.New[agent.NoDeps, string]("early", modeltest.NewTestModel(modeltest.Text("served")), &agent.Options[agent.NoDeps]{StartTimeout: 15 * time.Second}))
+			id, err := a.Submit(t.Context(), rt, "anyone yet?", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The worker is another client, as in another process, that
+			// starts once the run was sent.
+			w := agent.NewWorker(b, st, nil)
+			if err := a.Serve(t.Context(), w.Runtime(), nil); err != nil {
+				t.Fatal(err)
+			}
+			ctx, stop := context.WithCancel(t.Context())
+			ran := make(chan error, 1)
+			go func() { ran <- w.Run(ctx) }()
+			defer func() {
+				stop()
+				<-ran
+			}()
+			wctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			out, err := a.Wait(wctx, rt, id)
+			if err != nil || out.Output != "served" {
+				t.Fatalf("Wait = %+v, %v; want the run carried out by the worker that started after it was sent", out, err)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -33,8 +34,30 @@ func untilAvailable[T any](ctx context.Context, fn func() (T, error)) (T, error)
 // retry publishes the same message id, which the broker deduplicates, so
 // the input is neither lost nor doubled.
 func (rt *Runtime) publishInput(ctx context.Context, msg *calf.Message) error {
+	if err := rt.prepareInput(ctx, msg.Channel); err != nil {
+		return err
+	}
 	_, err := untilAvailable(ctx, func() (struct{}, error) { return struct{}{}, rt.client.Publish(ctx, msg) })
 	return err
+}
+
+// prepareInput prepares the group of the input channel channel on the
+// broker (calf.PrepareGroup) the first time this runtime sends an input
+// there, through an outage of the broker: on a broker that keeps a message
+// only for the groups that exist when it is published, a run sent before
+// any worker has served the agent then waits for the first one.
+func (rt *Runtime) prepareInput(ctx context.Context, channel string) error {
+	if _, ok := rt.prepared.Load(channel); ok {
+		return nil
+	}
+	_, err := untilAvailable(ctx, func() (struct{}, error) {
+		return struct{}{}, calf.PrepareGroup(ctx, rt.client.Broker(), channel, channel)
+	})
+	if err != nil {
+		return fmt.Errorf("prepare the group of %s: %w", channel, err)
+	}
+	rt.prepared.Store(channel, true)
+	return nil
 }
 
 // retryOutage is untilAvailable within the default outage budget: what a

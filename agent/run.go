@@ -59,7 +59,9 @@ type RunOptions[Deps any] struct {
 	// the agent, however long it takes to start (up to the run's
 	// timeout), instead of failing with [ErrNotServed] when none serves it
 	// (see [Options.StartTimeout]). Submit never checks: its run waits in
-	// the broker for a worker.
+	// the broker for a worker, even one that has never served the agent
+	// yet (the caller prepares the group of the agent's input channel;
+	// see [calf.GroupPreparer]).
 	WaitForWorkers bool
 	// Budget, when set, bounds what the run spends, in place of the
 	// agent's [Options.Budget]; see [Budget].
@@ -489,6 +491,9 @@ func (rt *Runtime) Submit(ctx context.Context, agentName, runID string, in *Inpu
 	if err := calf.ValidateChannel(InputChannel(agentName)); err != nil {
 		return fmt.Errorf("agent: submit to %q: %w", agentName, err)
 	}
+	if err := rt.prepareInput(ctx, InputChannel(agentName)); err != nil {
+		return fmt.Errorf("agent %s: submit run %s: %w", agentName, runID, err)
+	}
 	_, err := rt.client.Emit(ctx, InputChannel(agentName), in, calf.WithID(inputID(runID)), calf.WithKey(runID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: runID, RunID: runID}),
 		// The run's session is sessionID, even when empty: a run started
@@ -579,9 +584,10 @@ func (rt *Runtime) cancelUnstarted(ctx context.Context, id, agentName, reason st
 }
 
 // waitForWorkers waits, when opts ask for it, until some process serves
-// the agent: a broker delivers a group only the messages published after
-// it was created, so the input goes out once the group has a member. A
-// broker that cannot tell is not waited for.
+// the agent. The input waits in the broker for a worker anyway (its group
+// is prepared, see Runtime.prepareInput); waiting here keeps the start
+// check from cancelling the run. A broker that cannot tell is not waited
+// for.
 func (a *Agent[Deps, Out]) waitForWorkers(ctx context.Context, rt *Runtime, id string, opts *RunOptions[Deps]) error {
 	if opts == nil || !opts.WaitForWorkers {
 		return nil

@@ -72,6 +72,9 @@ type Runtime struct {
 	// approvals are the approval requests its runs wait for, read from
 	// the store on a local broker (see approvalWatch).
 	approvals approvalWatch
+	// prepared holds the input channels whose group the broker has
+	// prepared (see publishInput).
+	prepared sync.Map
 
 	sweepMu    sync.Mutex
 	sweepers   map[string]Sweeper

@@ -338,7 +338,10 @@ func (h *handlers[Deps, Out]) startSubagent(ctx context.Context, msg *calf.Messa
 	// The subagent's run has an invoke_agent span of its own, under the
 	// parent's: its start, as for a submitted run.
 	_, span := h.rt.tel.invoke(startedBy(ctx), sub.agent, m)
-	err = h.rt.client.Publish(ctx, m)
+	err = h.rt.prepareInput(ctx, m.Channel)
+	if err == nil {
+		err = h.rt.client.Publish(ctx, m)
+	}
 	endInvoke(span, nil, err)
 	if err != nil {
 		return fmt.Errorf("agent %s: start subagent %s: %w", h.a.name, sub.agent, err)

@@ -42,3 +42,32 @@ func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
 	}
 	return len(g.Members), nil
 }
+
+var _ calf.GroupPreparer = (*Broker)(nil)
+
+// PrepareGroup positions the consumer group group of pattern, if Kafka has
+// no committed offsets for it, at the end of the pattern's topics (creating
+// the topic of a pattern without wildcards), without joining it; it
+// implements [calf.GroupPreparer]. A new group starts at the end of the
+// topics that exist when its first member subscribes: once prepared, it
+// gets every message published from then on, those sent before its first
+// member subscribed included. A group with committed offsets keeps them.
+func (b *Broker) PrepareGroup(ctx context.Context, pattern, group string) error {
+	topics, err := matcher(b.opts.TopicPrefix, pattern)
+	if err != nil {
+		return err
+	}
+	if group == "" {
+		return errors.New("kafka: prepare a group without a name")
+	}
+	if b.closed.Load() {
+		return calf.ErrClosed
+	}
+	if topics.re == nil {
+		if err := b.ensureTopic(ctx, topics.topic); err != nil {
+			return err
+		}
+	}
+	s := &subscription{b: b, pattern: pattern, topics: topics, group: group}
+	return s.position(ctx)
+}

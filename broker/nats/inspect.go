@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/broker/internal/delivery"
 )
 
-var _ calf.GroupInspector = (*Broker)(nil)
+var (
+	_ calf.GroupInspector = (*Broker)(nil)
+	_ calf.GroupPreparer  = (*Broker)(nil)
+)
 
 // GroupMembers returns how many live members the consumer group group
 // has; it implements [calf.GroupInspector]. Every member of a named group
@@ -50,4 +55,43 @@ func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
 		return 0, calf.Unavailable(fmt.Errorf("nats: members of group %s: %w", group, err))
 	}
 	return len(members), nil
+}
+
+// PrepareGroup creates the consumers of the named group group on pattern,
+// those that do not exist, without joining the group; it implements
+// [calf.GroupPreparer]. The stream keeps a message only for the groups
+// that exist when it is published: once prepared, a group keeps the
+// messages published to it until a member handles them, those sent before
+// its first member subscribed included. A consumer that exists is left as
+// it is (its members set its configuration). PrepareGroup fails with
+// [ErrGroupPattern] when the group exists with another pattern; the call
+// is bounded by [Options.PublishTimeout], and a server that does not
+// answer in that time makes it fail with an error matching
+// [calf.ErrUnavailable].
+func (b *Broker) PrepareGroup(ctx context.Context, pattern, group string) error {
+	if err := calf.ValidatePattern(pattern); err != nil {
+		return err
+	}
+	if group == "" {
+		return errors.New("nats: prepare a group without a name")
+	}
+	if b.closed.Load() {
+		return calf.ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.opts.PublishTimeout)
+	defer cancel()
+	s := &subscription{b: b, pattern: pattern, group: group, window: b.opts.Window,
+		policy: delivery.Policy{MaxAttempts: b.opts.MaxAttempts}}
+	errs := make([]error, b.opts.Partitions)
+	var wg sync.WaitGroup
+	for p := range b.opts.Partitions {
+		wg.Go(func() { errs[p] = s.prepare(ctx, s.consumerConfig(p)) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err // the first; the others are most likely the same
+		}
+	}
+	return nil
 }

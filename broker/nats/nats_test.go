@@ -900,3 +900,48 @@ func TestStaleMemberIsLeftOut(t *testing.T) {
 	// Every partition stays with the live member.
 	waitShared(t, b, "g", 1)
 }
+
+// TestPreparedGroupKeepsEarlyMessages checks that a group prepared before
+// it has any member gets the messages published before its first member
+// subscribed, which a group not prepared never sees (the stream keeps a
+// message only for the groups that exist), and that preparing refuses a
+// group that exists with another pattern.
+func TestPreparedGroupKeepsEarlyMessages(t *testing.T) {
+	natsURL(t)
+	b := openExternal(t, testOptions())
+	if err := b.PrepareGroup(t.Context(), "early.x", "prepared"); err != nil {
+		t.Fatal(err)
+	}
+	// Preparing again, or once a member has joined, changes nothing.
+	if err := calf.PrepareGroup(t.Context(), b, "early.x", "prepared"); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, b, msg("early.x", "k1", "m1"), msg("early.x", "k2", "m2"))
+	n, err := b.GroupMembers(t.Context(), "prepared")
+	if err != nil || n != 0 {
+		t.Errorf("members of a prepared group nobody joined: %d, %v; want 0", n, err)
+	}
+	rec := newRecorder()
+	subscribe(t, b, "early.x", func(ctx context.Context, m *calf.Message) error { rec.add(m); return nil }, &calf.SubscribeOptions{Group: "prepared"})
+	got := rec.waitN(t, "the messages sent before the first member", 2)
+	slices.SortFunc(got, func(a, b handled) int { return strings.Compare(a.ID, b.ID) })
+	if diff := cmp.Diff([]handled{{"m1", 1}, {"m2", 1}}, got); diff != "" {
+		t.Errorf("deliveries (-want +got):\n%s", diff)
+	}
+
+	// Without preparing: the message sent before the group existed is gone.
+	publish(t, b, msg("late.x", "k1", "lost"))
+	rec2 := newRecorder()
+	subscribe(t, b, "late.x", func(ctx context.Context, m *calf.Message) error { rec2.add(m); return nil }, &calf.SubscribeOptions{Group: "unprepared"})
+	publish(t, b, msg("late.x", "k1", "kept"))
+	if got := rec2.waitN(t, "the message sent after the first member", 1); got[0].ID != "kept" {
+		t.Errorf("an unprepared group got %v first; want only the message sent once it existed", got)
+	}
+
+	if err := b.PrepareGroup(t.Context(), "other.x", "prepared"); !errors.Is(err, ErrGroupPattern) {
+		t.Errorf("preparing a group with another pattern: %v; want ErrGroupPattern", err)
+	}
+	if err := b.PrepareGroup(t.Context(), "early.x", ""); err == nil {
+		t.Error("preparing a group without a name succeeded")
+	}
+}

@@ -479,6 +479,31 @@ func (s *subscription) join(ctx context.Context, cfg jetstream.ConsumerConfig) (
 	return cons, nil
 }
 
+// prepare creates the consumer cfg of a named group if it does not exist,
+// and checks the pattern of one that does.
+func (s *subscription) prepare(ctx context.Context, cfg jetstream.ConsumerConfig) error {
+	b := s.b
+	cons, err := b.js.Consumer(ctx, b.opts.Stream, cfg.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		_, err = b.js.CreateConsumer(ctx, b.opts.Stream, cfg)
+		if errors.Is(err, jetstream.ErrConsumerExists) {
+			return s.prepare(ctx, cfg) // a member created it meanwhile
+		}
+		if err != nil {
+			return calf.Unavailable(fmt.Errorf("nats: create consumer %s: %w", cfg.Durable, err))
+		}
+		return nil
+	}
+	if err != nil {
+		return calf.Unavailable(fmt.Errorf("nats: consumer %s: %w", cfg.Durable, err))
+	}
+	if have := cons.CachedInfo().Config.FilterSubject; have != cfg.FilterSubject {
+		pattern := strings.SplitN(have, ".", 3)
+		return fmt.Errorf("%w: group %q has pattern %q", ErrGroupPattern, s.group, pattern[len(pattern)-1])
+	}
+	return nil
+}
+
 // Close stops fetching messages, cancels the handlers' context and waits
 // for the handlers in progress. A message whose handler failed because of
 // the close, and the messages waiting behind it, are handed back at once
