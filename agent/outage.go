@@ -46,7 +46,19 @@ func (rt *Runtime) publishInput(ctx context.Context, msg *calf.Message) error {
 // there, through an outage of the broker: on a broker that keeps a message
 // only for the groups that exist when it is published, a run sent before
 // any worker has served the agent then waits for the first one.
+//
+// One caller prepares at a time, the others waiting for it: runs started
+// together do not each ask the broker.
 func (rt *Runtime) prepareInput(ctx context.Context, channel string) error {
+	if _, ok := rt.prepared.Load(channel); ok {
+		return nil
+	}
+	select {
+	case rt.preparing <- struct{}{}:
+		defer func() { <-rt.preparing }()
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 	if _, ok := rt.prepared.Load(channel); ok {
 		return nil
 	}

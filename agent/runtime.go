@@ -73,8 +73,10 @@ type Runtime struct {
 	// the store on a local broker (see approvalWatch).
 	approvals approvalWatch
 	// prepared holds the input channels whose group the broker has
-	// prepared (see publishInput).
-	prepared sync.Map
+	// prepared, and preparing is held by the caller preparing one (see
+	// prepareInput).
+	prepared  sync.Map
+	preparing chan struct{}
 
 	sweepMu    sync.Mutex
 	sweepers   map[string]Sweeper
@@ -99,7 +101,7 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	if o.Prices == nil {
 		o.Prices = model.DefaultPrices()
 	}
-	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, states: newStateCache(stateCacheSize), sessions: newSessionCache(sessionCacheSessions, sessionCacheBytes), prices: o.Prices,
+	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, states: newStateCache(stateCacheSize), sessions: newSessionCache(sessionCacheSessions, sessionCacheBytes), prices: o.Prices, preparing: make(chan struct{}, 1),
 		local: calf.IsLocal(client.Broker()), tel: newTelemetry(o.TracerProvider, o.MeterProvider)}
 }
 
