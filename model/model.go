@@ -9,6 +9,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Model generates the next assistant message for a conversation.
@@ -135,6 +136,11 @@ type PartType string
 const (
 	PartText  PartType = "text"
 	PartImage PartType = "image"
+	// PartThinking is the model's reasoning (Anthropic's extended
+	// thinking, OpenAI's reasoning items, Gemini's thoughts): Text holds
+	// what the provider shows of it, Signature and Opaque what it needs
+	// back on the next turn. See [Part.Provider].
+	PartThinking PartType = "thinking"
 )
 
 // Part is a piece of message content.
@@ -148,6 +154,22 @@ type Part struct {
 	MIMEType string `json:"mime_type,omitempty"`
 	// Data is the content of an image part given inline.
 	Data []byte `json:"data,omitempty"`
+	// Signature is the provider's opaque signature of the part: the
+	// signature of a thinking block (Anthropic) or the thought signature
+	// of a part (Gemini). It is sent back unchanged with the part.
+	Signature string `json:"signature,omitempty"`
+	// Opaque is content the provider gives only in encrypted form: the
+	// data of a redacted thinking block (Anthropic), the encrypted content
+	// of a reasoning item (OpenAI Responses). It is sent back unchanged.
+	Opaque string `json:"opaque,omitempty"`
+	// ID is the provider's id of the part, where it has one (the id of an
+	// OpenAI reasoning item).
+	ID string `json:"id,omitempty"`
+	// Provider names the provider whose model produced a part that only
+	// it can read back ("anthropic", "gemini", "openai"): a thinking part,
+	// or any part with a Signature or Opaque content. A conversation sent
+	// to another provider drops such parts (see [ForProvider]).
+	Provider string `json:"provider,omitempty"`
 }
 
 // TextPart returns a text part.
@@ -168,6 +190,12 @@ type ToolCall struct {
 	// Arguments is the JSON text of the arguments exactly as the model sent
 	// it; it may be malformed.
 	Arguments string `json:"arguments"`
+	// Signature is the provider's opaque signature of the call (Gemini's
+	// thought signature of a function call), sent back unchanged with it
+	// to the provider named by Provider, and dropped for any other.
+	Signature string `json:"signature,omitempty"`
+	// Provider names the provider the Signature belongs to.
+	Provider string `json:"provider,omitempty"`
 }
 
 // ToolDefinition describes a tool to the model.
@@ -247,18 +275,27 @@ type Usage struct {
 	// CachedInputTokens are the input tokens the provider served from its
 	// prompt cache, counted in InputTokens too.
 	CachedInputTokens int64 `json:"cached_input_tokens,omitempty"`
-	OutputTokens      int64 `json:"output_tokens,omitempty"`
-	TotalTokens       int64 `json:"total_tokens,omitempty"`
+	// CacheWriteInputTokens are the input tokens the provider wrote to its
+	// prompt cache (Anthropic's cache creation), counted in InputTokens
+	// too; providers price them above plain input.
+	CacheWriteInputTokens int64 `json:"cache_write_input_tokens,omitempty"`
+	OutputTokens          int64 `json:"output_tokens,omitempty"`
+	// ReasoningTokens are the output tokens the model spent reasoning
+	// (thinking), counted in OutputTokens too.
+	ReasoningTokens int64 `json:"reasoning_tokens,omitempty"`
+	TotalTokens     int64 `json:"total_tokens,omitempty"`
 }
 
 // Add returns the sum of u and v.
 func (u Usage) Add(v Usage) Usage {
 	return Usage{
-		Requests:          u.Requests + v.Requests,
-		InputTokens:       u.InputTokens + v.InputTokens,
-		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens,
-		OutputTokens:      u.OutputTokens + v.OutputTokens,
-		TotalTokens:       u.TotalTokens + v.TotalTokens,
+		Requests:              u.Requests + v.Requests,
+		InputTokens:           u.InputTokens + v.InputTokens,
+		CachedInputTokens:     u.CachedInputTokens + v.CachedInputTokens,
+		CacheWriteInputTokens: u.CacheWriteInputTokens + v.CacheWriteInputTokens,
+		OutputTokens:          u.OutputTokens + v.OutputTokens,
+		ReasoningTokens:       u.ReasoningTokens + v.ReasoningTokens,
+		TotalTokens:           u.TotalTokens + v.TotalTokens,
 	}
 }
 
@@ -287,6 +324,8 @@ type Delta struct {
 	Text string `json:"text,omitempty"`
 	// ToolCall is more of a tool call.
 	ToolCall *ToolCallDelta `json:"tool_call,omitempty"`
+	// Thinking is more of the model's shown reasoning.
+	Thinking string `json:"thinking,omitempty"`
 }
 
 // ToolCallDelta is an increment of one tool call. Index identifies the call
@@ -307,19 +346,158 @@ var (
 	ErrTimeout = errors.New("model: timed out")
 )
 
-// StatusError is an HTTP error from a model provider.
+// Sentinels that a *[StatusError] matches with [errors.Is], whatever the
+// provider: code that reacts to a kind of failure need not know each
+// provider's status codes and error types.
+var (
+	// ErrRateLimited matches a request refused for its rate (HTTP 429, or
+	// the provider's rate-limit error type).
+	ErrRateLimited = errors.New("model: rate limited")
+	// ErrOverloaded matches a provider too busy to answer (HTTP 503 or
+	// 529, Anthropic's overloaded_error, Gemini's UNAVAILABLE).
+	ErrOverloaded = errors.New("model: provider overloaded")
+	// ErrContextTooLong matches a request whose conversation exceeds the
+	// model's context window.
+	ErrContextTooLong = errors.New("model: context too long")
+	// ErrAuthentication matches a request refused for its credentials
+	// (HTTP 401 or 403).
+	ErrAuthentication = errors.New("model: authentication failed")
+	// ErrInvalidRequest matches a request the provider refused as
+	// malformed or unsupported (HTTP 400, 404, 413 or 422), a context too
+	// long included.
+	ErrInvalidRequest = errors.New("model: invalid request")
+)
+
+// StatusError is an HTTP error from a model provider, with what the
+// provider said of it.
 type StatusError struct {
+	// Provider names the provider ("openai", "anthropic", "gemini").
 	Provider   string
 	StatusCode int
-	Message    string
+	// Type and Code are the provider's own error type and code, where it
+	// sends them (OpenAI's error.type and error.code, Anthropic's
+	// error.type, Gemini's error.status).
+	Type string
+	Code string
+	// Message is the provider's message.
+	Message string
+	// RequestID is the provider's id of the request, for its support.
+	RequestID string
+	// RetryAfter is how long the provider asked to wait before trying
+	// again (Retry-After, retry-after-ms); zero when it did not say.
+	RetryAfter time.Duration
 }
 
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("model: %s returned HTTP %d: %s", e.Provider, e.StatusCode, e.Message)
+	msg := fmt.Sprintf("model: %s returned HTTP %d", e.Provider, e.StatusCode)
+	if e.Type != "" {
+		msg += " " + e.Type
+	}
+	msg += ": " + e.Message
+	if e.RequestID != "" {
+		msg += " (request " + e.RequestID + ")"
+	}
+	return msg
 }
 
 // Retryable reports whether the request may succeed if sent again: rate
-// limits (429), timeouts (408) and server errors (5xx).
+// limits (429), timeouts (408), conflicts (409) and server errors (5xx).
 func (e *StatusError) Retryable() bool {
-	return e.StatusCode == 408 || e.StatusCode == 429 || e.StatusCode >= 500
+	return e.StatusCode == 408 || e.StatusCode == 409 || e.StatusCode == 429 || e.StatusCode >= 500
+}
+
+// Is reports whether e is of the kind target names: [ErrRateLimited],
+// [ErrOverloaded], [ErrContextTooLong], [ErrAuthentication] or
+// [ErrInvalidRequest].
+func (e *StatusError) Is(target error) bool {
+	typ := strings.ToLower(e.Type + " " + e.Code)
+	switch target {
+	case ErrRateLimited:
+		return e.StatusCode == 429 || strings.Contains(typ, "rate_limit") || strings.Contains(typ, "resource_exhausted")
+	case ErrOverloaded:
+		return e.StatusCode == 503 || e.StatusCode == 529 || strings.Contains(typ, "overloaded") || strings.Contains(typ, "unavailable")
+	case ErrContextTooLong:
+		return contextTooLong(e)
+	case ErrAuthentication:
+		return e.StatusCode == 401 || e.StatusCode == 403 || strings.Contains(typ, "authentication") || strings.Contains(typ, "permission")
+	case ErrInvalidRequest:
+		switch e.StatusCode {
+		case 400, 404, 413, 422:
+			return true
+		}
+		return strings.Contains(typ, "invalid_request") || strings.Contains(typ, "invalid_argument")
+	}
+	return false
+}
+
+// contextTooLong recognises the providers' ways of saying a conversation
+// does not fit the model's context window.
+func contextTooLong(e *StatusError) bool {
+	if e.StatusCode != 400 && e.StatusCode != 413 {
+		return false
+	}
+	if e.Code == "context_length_exceeded" || e.Code == "string_above_max_length" {
+		return true
+	}
+	msg := strings.ToLower(e.Message)
+	for _, s := range []string{
+		"maximum context length",     // OpenAI
+		"context_length_exceeded",    // OpenAI-compatible servers
+		"prompt is too long",         // Anthropic
+		"input is too long",          // Anthropic
+		"exceeds the maximum number", // Gemini: "input token count ... exceeds the maximum number of tokens"
+		"context window",             // various
+		"too many tokens",            // various
+	} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// ForProvider returns msgs as a model of provider ("openai", "anthropic",
+// "gemini") can take them back. Parts and signatures that only another
+// provider can read are left out: a thinking part of another provider is
+// dropped; a part or tool call that another provider signed keeps its
+// content without the signature. Everything else is kept as it is, so a
+// conversation continued with the provider that produced it loses
+// nothing, and one continued with another provider keeps its text, images,
+// tool calls and results. msgs is not modified; when nothing needs to go,
+// ForProvider returns msgs itself.
+func ForProvider(msgs []Message, provider string) []Message {
+	foreign := func(p string) bool { return p != "" && p != provider }
+	needs := false
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			needs = needs || foreign(p.Provider)
+		}
+		for _, c := range m.ToolCalls {
+			needs = needs || foreign(c.Provider)
+		}
+	}
+	if !needs {
+		return msgs
+	}
+	out := make([]Message, 0, len(msgs))
+	for _, m := range msgs {
+		m.Parts = slices.Clone(m.Parts)
+		m.Parts = slices.DeleteFunc(m.Parts, func(p Part) bool { return p.Type == PartThinking && foreign(p.Provider) })
+		for i, p := range m.Parts {
+			if foreign(p.Provider) {
+				m.Parts[i].Signature, m.Parts[i].Opaque, m.Parts[i].ID, m.Parts[i].Provider = "", "", "", ""
+			}
+		}
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+		for i, c := range m.ToolCalls {
+			if foreign(c.Provider) {
+				m.ToolCalls[i].Signature, m.ToolCalls[i].Provider = "", ""
+			}
+		}
+		if m.Role == RoleAssistant && len(m.Parts) == 0 && len(m.ToolCalls) == 0 {
+			continue // only another provider's thinking
+		}
+		out = append(out, m)
+	}
+	return out
 }
