@@ -12,25 +12,36 @@ type Price struct {
 	// CachedInput is the price of input tokens served from the provider's
 	// prompt cache; 0 means the Input price.
 	CachedInput float64 `json:"cached_input,omitempty"`
-	Output      float64 `json:"output"`
+	// CacheWrite is the price of input tokens written to the provider's
+	// prompt cache (Anthropic's cache creation); 0 means the Input price.
+	CacheWrite float64 `json:"cache_write,omitempty"`
+	Output     float64 `json:"output"`
 }
 
-// Cost returns what u costs at p, in US dollars.
+// Cost returns what u costs at p, in US dollars. Reasoning tokens are
+// output tokens, priced as such.
 func (p Price) Cost(u Usage) float64 {
 	cached := min(max(u.CachedInputTokens, 0), u.InputTokens)
+	written := min(max(u.CacheWriteInputTokens, 0), u.InputTokens-cached)
 	cachedPrice := p.CachedInput
 	if cachedPrice == 0 {
 		cachedPrice = p.Input
 	}
-	return (float64(u.InputTokens-cached)*p.Input + float64(cached)*cachedPrice + float64(u.OutputTokens)*p.Output) / 1e6
+	writePrice := p.CacheWrite
+	if writePrice == 0 {
+		writePrice = p.Input
+	}
+	plain := u.InputTokens - cached - written
+	return (float64(plain)*p.Input + float64(cached)*cachedPrice + float64(written)*writePrice + float64(u.OutputTokens)*p.Output) / 1e6
 }
 
 // Prices is a price table, by model name ("gpt-4o-mini"; a provider prefix
 // such as "openai:" is ignored when looking a name up).
 type Prices map[string]Price
 
-// DefaultPrices returns the list prices of common OpenAI models as OpenAI
-// published them in 2025. Prices change: give your own table (or add to
+// DefaultPrices returns the list prices of common OpenAI, Anthropic and
+// Gemini models as their providers published them in 2025 (Gemini's for
+// prompts up to 200,000 tokens). Prices change: give your own table (or add to
 // this one) where it matters. A model the table does not have is reported
 // as unpriced ([Cost.Unpriced]), never guessed.
 func DefaultPrices() Prices {
@@ -50,12 +61,26 @@ func DefaultPrices() Prices {
 		"gpt-4-turbo":   {Input: 10, Output: 30},
 		"gpt-4":         {Input: 30, Output: 60},
 		"gpt-3.5-turbo": {Input: 0.50, Output: 1.50},
+
+		"claude-opus-4-1":   {Input: 15, CachedInput: 1.50, CacheWrite: 18.75, Output: 75},
+		"claude-opus-4":     {Input: 15, CachedInput: 1.50, CacheWrite: 18.75, Output: 75},
+		"claude-sonnet-4-5": {Input: 3, CachedInput: 0.30, CacheWrite: 3.75, Output: 15},
+		"claude-sonnet-4":   {Input: 3, CachedInput: 0.30, CacheWrite: 3.75, Output: 15},
+		"claude-3-7-sonnet": {Input: 3, CachedInput: 0.30, CacheWrite: 3.75, Output: 15},
+		"claude-haiku-4-5":  {Input: 1, CachedInput: 0.10, CacheWrite: 1.25, Output: 5},
+		"claude-3-5-haiku":  {Input: 0.80, CachedInput: 0.08, CacheWrite: 1, Output: 4},
+
+		"gemini-2.5-pro":        {Input: 1.25, CachedInput: 0.31, Output: 10},
+		"gemini-2.5-flash":      {Input: 0.30, CachedInput: 0.075, Output: 2.50},
+		"gemini-2.5-flash-lite": {Input: 0.10, CachedInput: 0.025, Output: 0.40},
+		"gemini-2.0-flash":      {Input: 0.10, CachedInput: 0.025, Output: 0.40},
+		"gemini-2.0-flash-lite": {Input: 0.075, Output: 0.30},
 	}
 }
 
 // snapshot matches the date (or number) a model snapshot's name ends with:
 // "gpt-4o-2024-08-06", "gpt-4-0613".
-var snapshot = regexp.MustCompile(`^-(\d{4}-\d{2}-\d{2}|\d{4})$`)
+var snapshot = regexp.MustCompile(`^-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})$`)
 
 // Lookup returns the price of the model name: the table's entry for it,
 // or, for a snapshot ("gpt-4o-mini-2024-07-18"), for the model it is a

@@ -48,3 +48,23 @@ func TestCost(t *testing.T) {
 		t.Errorf("no use of an unpriced model is reported: %+v", c)
 	}
 }
+
+func TestCacheWriteAndNewModels(t *testing.T) {
+	prices := model.DefaultPrices()
+	p, ok := prices.Lookup("anthropic:claude-sonnet-4-5-20250929")
+	if !ok {
+		t.Fatal("claude-sonnet-4-5-20250929 has no price")
+	}
+	// 1,000,000 input tokens: 200,000 read from the cache, 100,000 written
+	// to it; 100,000 output tokens, 40,000 of them reasoning.
+	u := model.Usage{InputTokens: 1_000_000, CachedInputTokens: 200_000, CacheWriteInputTokens: 100_000, OutputTokens: 100_000, ReasoningTokens: 40_000}
+	want := (700_000*3 + 200_000*0.30 + 100_000*3.75 + 100_000*15) / 1e6
+	if got := p.Cost(u); math.Abs(got-want) > 1e-9 {
+		t.Errorf("cost = %v, want %v", got, want)
+	}
+	for _, name := range []string{"gemini:gemini-2.5-flash", "claude-3-5-haiku-20241022", "claude-opus-4-1-20250805", "gemini-2.0-flash"} {
+		if _, ok := prices.Lookup(name); !ok {
+			t.Errorf("%s has no price", name)
+		}
+	}
+}
