@@ -212,6 +212,11 @@ func New[Deps, Out any](name string, m model.Model, opts *Options[Deps]) (*Agent
 			return nil, fmt.Errorf("%w: output type: %w", ErrInvalidAgent, err)
 		}
 		a.output = s
+		if sc, ok := m.(model.SchemaChecker); ok {
+			if err := sc.CheckSchema(s.JSON()); err != nil {
+				return nil, fmt.Errorf("%w: agent %s: model %s cannot take the output type's schema: %w", ErrInvalidAgent, name, m.Name(), err)
+			}
+		}
 	}
 	for _, t := range o.Tools {
 		if err := a.AddTool(t); err != nil {
@@ -282,6 +287,12 @@ func (a *Agent[Deps, Out]) AddTool(t tool.Tool) error {
 	defer a.mu.Unlock()
 	if a.serving {
 		return fmt.Errorf("agent %s: add tool %s: %w", a.name, t.Definition().Name, ErrAlreadyServed)
+	}
+	if sc, ok := a.model.(model.SchemaChecker); ok {
+		def := t.Definition()
+		if err := sc.CheckSchema(def.Parameters); err != nil {
+			return fmt.Errorf("%w: agent %s: tool %s: model %s cannot take its parameters' schema: %w", ErrInvalidAgent, a.name, def.Name, a.model.Name(), err)
+		}
 	}
 	if err := a.tools.Add(t); err != nil {
 		return fmt.Errorf("agent %s: %w", a.name, err)

@@ -28,6 +28,16 @@ type Streamer interface {
 	GenerateStream(ctx context.Context, req *Request) iter.Seq2[Chunk, error]
 }
 
+// SchemaChecker is implemented by models whose provider cannot take every
+// JSON Schema (Gemini's schema dialect, for instance). agent.New and
+// Agent.AddTool ask it about each tool's parameters and the agent's output
+// schema, so that a schema the provider cannot express is an error when
+// the agent is built, not a refused request at run time.
+type SchemaChecker interface {
+	// CheckSchema reports why the provider cannot take schema, or nil.
+	CheckSchema(schema json.RawMessage) error
+}
+
 // Stream streams req from m, or, for a model that does not stream, yields
 // its whole response as one text delta followed by the response.
 func Stream(ctx context.Context, m Model, req *Request) iter.Seq2[Chunk, error] {
