@@ -28,7 +28,6 @@ type plainArgs struct {
 	A int `json:"a"`
 }
 
-
 // A model's SchemaChecker refuses, when the agent is built, a tool or an
 // output type whose schema its provider cannot take.
 func TestSchemaCheckerRefusesAtBuild(t *testing.T) {
