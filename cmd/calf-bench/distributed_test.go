@@ -261,7 +261,7 @@ func TestBenchDistributedModelDelay(t *testing.T) {
 			svc := setupServices(t, setup)
 			rep, err := bench(t.Context(), config{
 				levels: []int{3}, dists: []string{setup}, workers: []int{1, 2}, svc: svc, mock: mockInproc, rounds: 1,
-				delay: testDelay, window: 300 * time.Millisecond, runTimeout: 10 * time.Second,
+				delay: testDelay, window: time.Second, runTimeout: 10 * time.Second,
 				tuning: tuning{partitions: 4},
 			}, os.Stderr)
 			if err != nil {
