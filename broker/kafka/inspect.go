@@ -68,6 +68,12 @@ func (b *Broker) PrepareGroup(ctx context.Context, pattern, group string) error 
 			return err
 		}
 	}
+	// A group with members has its position, or is taking it: committing
+	// offsets from outside could move it past messages a member has yet
+	// to commit.
+	if n, err := b.GroupMembers(ctx, group); err != nil || n > 0 {
+		return err
+	}
 	s := &subscription{b: b, pattern: pattern, topics: topics, group: group}
 	return s.position(ctx)
 }
