@@ -8,12 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/calf-go/calf/model"
-	"github.com/calf-go/calf/model/openai"
+	"github.com/calf-go/calf/model/models"
 )
 
 // defaultModel is the model used when neither --model nor CALF_MODEL names one.
@@ -39,23 +38,8 @@ var errNoModels = errors.New("the server lists no models")
 // discoveryTimeout bounds the request that asks a server for its models.
 const discoveryTimeout = 30 * time.Second
 
-// providers maps the provider of a model, as in --model openai:NAME, to the
-// constructor of its models. A provider added here is accepted by --model.
-var providers = map[string]func(c modelChoice) (model.Model, error){
-	"openai": func(c modelChoice) (model.Model, error) {
-		return openai.New(openai.Options{Model: c.Name, APIKey: c.APIKey, BaseURL: c.BaseURL})
-	},
-}
-
 // providerNames returns the known providers, sorted.
-func providerNames() []string {
-	names := make([]string, 0, len(providers))
-	for p := range providers {
-		names = append(names, p)
-	}
-	slices.Sort(names)
-	return names
-}
+func providerNames() []string { return models.Providers() }
 
 // modelChoice is a model to talk to, as selected by --model, CALF_MODEL and
 // the provider's environment variables.
@@ -73,34 +57,22 @@ type modelChoice struct {
 	APIKey string
 }
 
-// parseModelSpec parses a --model value: "PROVIDER:NAME" for a known
-// provider ("openai:gpt-4o-mini"); the base URL of an OpenAI-compatible
-// server, optionally followed by '#' and the model's name
-// ("http://127.0.0.1:11434/v1#llama3.2"); or a bare model name for the
-// OpenAI provider. A bare name may hold ':' ("llama3.2:1b"): only a known
-// provider before the first ':' is taken as one.
+// parseModelSpec parses a --model value (see models.Parse): "PROVIDER:NAME"
+// for a known provider ("openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5");
+// the base URL of an OpenAI-compatible server, optionally followed by '#'
+// and the model's name ("http://127.0.0.1:11434/v1#llama3.2"); or a bare
+// model name for the OpenAI provider.
 func parseModelSpec(spec string) (modelChoice, error) {
-	spec = strings.TrimSpace(spec)
-	if spec == "" {
-		return modelChoice{}, errors.New("--model: empty model")
+	s, err := models.Parse(spec)
+	if err != nil {
+		return modelChoice{}, fmt.Errorf("--model: %w", err)
 	}
-	if strings.HasPrefix(spec, "http://") || strings.HasPrefix(spec, "https://") {
-		base, name, _ := strings.Cut(spec, "#")
-		base, err := checkBaseURL(base)
-		if err != nil {
+	if s.BaseURL != "" {
+		if s.BaseURL, err = checkBaseURL(s.BaseURL); err != nil {
 			return modelChoice{}, fmt.Errorf("--model: %w", err)
 		}
-		return modelChoice{Provider: "openai", BaseURL: base, Name: strings.TrimSpace(name)}, nil
 	}
-	if p, name, ok := strings.Cut(spec, ":"); ok {
-		if _, known := providers[p]; known {
-			if name == "" {
-				return modelChoice{}, fmt.Errorf("--model %q: no model name after %q", spec, p+":")
-			}
-			return modelChoice{Provider: p, Name: name}, nil
-		}
-	}
-	return modelChoice{Provider: "openai", Name: spec}, nil
+	return modelChoice{Provider: s.Provider, BaseURL: s.BaseURL, Name: s.Name}, nil
 }
 
 // checkBaseURL validates the base URL of an API and returns it without a
@@ -138,10 +110,14 @@ func selectModel(ctx context.Context, spec string, getenv func(string) string, h
 			}
 		}
 	}
-	c.APIKey = strings.TrimSpace(getenv(envAPIKey))
-	if c.APIKey == "" && c.BaseURL == "" {
-		return modelChoice{}, usageError(errNoModel)
+	cfg, err := models.Configure(models.Spec{Provider: c.Provider, Name: c.Name, BaseURL: c.BaseURL}, &models.Options{Getenv: getenv})
+	if err != nil {
+		if errors.Is(err, model.ErrNoModel) && c.Provider == "openai" {
+			return modelChoice{}, usageError(errNoModel)
+		}
+		return modelChoice{}, usageError(err)
 	}
+	c.BaseURL, c.APIKey = cfg.BaseURL, cfg.APIKey
 	if c.Name == "" {
 		if c.Name, err = discoverModel(ctx, hc, c.BaseURL, c.APIKey); err != nil {
 			return modelChoice{}, err
@@ -196,13 +172,9 @@ func discoverModel(ctx context.Context, hc *http.Client, baseURL, apiKey string)
 
 // newModel returns the model c describes.
 func newModel(c modelChoice) (model.Model, error) {
-	mk, ok := providers[c.Provider]
-	if !ok {
-		return nil, usageError(fmt.Errorf("unknown model provider %q: known providers: %s", c.Provider, strings.Join(providerNames(), ", ")))
-	}
-	m, err := mk(c)
+	m, err := models.OpenConfig(c.Provider, models.Config{Name: c.Name, APIKey: c.APIKey, BaseURL: c.BaseURL})
 	if err != nil {
-		if errors.Is(err, model.ErrNoModel) {
+		if errors.Is(err, model.ErrNoModel) && c.Provider == "openai" {
 			return nil, usageError(errNoModel)
 		}
 		return nil, usageError(err)
