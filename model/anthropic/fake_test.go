@@ -70,20 +70,35 @@ func (f *fakeAPI) requests() [][]byte {
 type reply struct {
 	ID     string
 	Model  string
-	Blocks []map[string]any
+	Blocks []apiBlock
 	Stop   string
 	Usage  map[string]int64
 }
 
-func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
-
-func toolUse(id, name, input string) map[string]any {
-	return map[string]any{"type": "tool_use", "id": id, "name": name, "input": json.RawMessage(input)}
+// apiBlock is a content block as the API sends it, its members in the
+// API's order.
+type apiBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+	Data      string          `json:"data,omitempty"`
 }
 
-func thinkingBlock(text, sig string) map[string]any {
-	return map[string]any{"type": "thinking", "thinking": text, "signature": sig}
+func textBlock(s string) apiBlock { return apiBlock{Type: "text", Text: s} }
+
+func toolUse(id, name, input string) apiBlock {
+	return apiBlock{Type: "tool_use", ID: id, Name: name, Input: json.RawMessage(input)}
 }
+
+func thinkingBlock(text, sig string) apiBlock {
+	return apiBlock{Type: "thinking", Thinking: text, Signature: sig}
+}
+
+func redactedBlock(data string) apiBlock { return apiBlock{Type: "redacted_thinking", Data: data} }
 
 func (r reply) message() map[string]any {
 	return map[string]any{
@@ -114,32 +129,34 @@ func (r reply) sse() string {
 		delta := func(d map[string]any) {
 			ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
 		}
-		switch blk["type"] {
+		switch blk.Type {
 		case "text":
 			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
 			if i == 0 {
 				ev("ping", map[string]any{"type": "ping"})
 			}
-			for _, p := range pieces(blk["text"].(string)) {
+			for _, p := range pieces(blk.Text) {
 				delta(map[string]any{"type": "text_delta", "text": p})
 			}
 		case "thinking":
 			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
-			for _, p := range pieces(blk["thinking"].(string)) {
+			for _, p := range pieces(blk.Thinking) {
 				delta(map[string]any{"type": "thinking_delta", "thinking": p})
 			}
-			delta(map[string]any{"type": "signature_delta", "signature": blk["signature"]})
+			delta(map[string]any{"type": "signature_delta", "signature": blk.Signature})
 		case "redacted_thinking":
 			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": blk})
 		case "tool_use":
-			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": blk["id"], "name": blk["name"], "input": map[string]any{}}})
+			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": blk.ID, "name": blk.Name, "input": map[string]any{}}})
 			delta(map[string]any{"type": "input_json_delta", "partial_json": ""})
-			in := string(blk["input"].(json.RawMessage))
+			in := string(blk.Input)
 			if in != "{}" {
 				h := len(in) / 2
 				delta(map[string]any{"type": "input_json_delta", "partial_json": in[:h]})
 				delta(map[string]any{"type": "input_json_delta", "partial_json": in[h:]})
 			}
+		default:
+			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": blk})
 		}
 		ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 	}
