@@ -24,8 +24,9 @@ const (
 	// DefaultBaseURL is Anthropic's API.
 	DefaultBaseURL = "https://api.anthropic.com"
 	// DefaultMaxTokens bounds a response when neither the request nor
-	// Options.MaxTokens does: the API requires a bound, and 8,192 tokens
-	// is within what every current Claude model can write.
+	// Options.MaxTokens does. The API requires a bound; 8,192 tokens is
+	// within what every Claude model since Claude 3.5 can write (the
+	// Claude 3 models stop at 4,096: set MaxTokens for them).
 	DefaultMaxTokens = 8192
 	// DefaultMaxRetries is how many times a request is sent again by
 	// default.
