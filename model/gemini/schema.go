@@ -384,6 +384,9 @@ func (t *translator) keyword(s *schema, k string, v json.RawMessage, kp string) 
 // finish infers a missing type, checks the keywords against the type, and
 // completes the schema. A part (see translateIn) may stay without a type.
 func (t *translator) finish(s *schema, ptr string, part bool) (*schema, error) {
+	if part {
+		return s, nil
+	}
 	if !s.typed && len(s.AnyOf) == 0 && !s.nullOnly {
 		switch {
 		case len(s.Properties) > 0 || len(s.Required) > 0 || s.MinProperties != nil || s.MaxProperties != nil:
@@ -394,14 +397,9 @@ func (t *translator) finish(s *schema, ptr string, part bool) (*schema, error) {
 			s.Type, s.typed = "STRING", true
 		case s.Minimum != nil || s.Maximum != nil:
 			s.Type, s.typed = "NUMBER", true
-		case part:
-			return s, nil
 		default:
 			return nil, t.errf(ptr, "the schema has no type (it allows any value), which Gemini's schema cannot express")
 		}
-	}
-	if part {
-		return s, nil
 	}
 	if s.nullOnly && !s.typed && len(s.AnyOf) == 0 {
 		return nil, t.errf(ptr, "a schema that allows only null cannot be expressed")
@@ -741,6 +739,8 @@ func merge(dst, src *schema) error {
 	case src.Type == "":
 	case dst.Type == "":
 		dst.Type = src.Type
+	case dst.Type+src.Type == "INTEGERNUMBER" || dst.Type+src.Type == "NUMBERINTEGER":
+		dst.Type = "INTEGER" // an integer is a number
 	case dst.Type != src.Type:
 		return fmt.Errorf("type %s and type %s", strings.ToLower(dst.Type), strings.ToLower(src.Type))
 	}
