@@ -144,8 +144,10 @@ func (m *Model) tools(w *wireRequest, req *model.Request) error {
 	w.Tools = []wireTool{{FunctionDeclarations: decls}}
 	var fc wireFunctionCallingConfig
 	switch req.ToolChoice {
-	case "", model.ToolChoiceAuto:
-		return nil
+	case "":
+		return nil // AUTO, the API's default
+	case model.ToolChoiceAuto:
+		fc.Mode = "AUTO"
 	case model.ToolChoiceNone:
 		fc.Mode = "NONE"
 	case model.ToolChoiceRequired:

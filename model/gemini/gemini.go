@@ -307,14 +307,7 @@ func (m *Model) GenerateStream(ctx context.Context, req *model.Request) iter.Seq
 				yield(model.Chunk{}, m.eventError(&w, []byte(ev.Data)))
 				return
 			}
-			stopped := false
-			acc.add(&w, func(d *model.Delta) bool {
-				if !yield(model.Chunk{Delta: d}, nil) {
-					stopped = true
-				}
-				return !stopped
-			})
-			if stopped {
+			if !acc.add(&w, func(d *model.Delta) bool { return yield(model.Chunk{Delta: d}, nil) }) {
 				return
 			}
 		}

@@ -275,7 +275,10 @@ func TestEncodeOptions(t *testing.T) {
 		want string
 	}{
 		{"plain", Options{}, model.Request{Messages: user}, `{` + contents + `}`},
-		{"auto", Options{}, model.Request{Messages: user, Tools: tools, ToolChoice: model.ToolChoiceAuto}, `{` + contents + `,` + f + `}`},
+		{"default", Options{}, model.Request{Messages: user, Tools: tools}, `{` + contents + `,` + f + `}`},
+		{"auto", Options{}, model.Request{Messages: user, Tools: tools, ToolChoice: model.ToolChoiceAuto},
+			`{` + contents + `,` + f + `,"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}}`},
+		{"a choice without tools", Options{}, model.Request{Messages: user, ToolChoice: model.ToolChoiceRequired}, `{` + contents + `}`},
 		{"none", Options{}, model.Request{Messages: user, Tools: tools, ToolChoice: model.ToolChoiceNone},
 			`{` + contents + `,` + f + `,"toolConfig":{"functionCallingConfig":{"mode":"NONE"}}}`},
 		{"required", Options{}, model.Request{Messages: user, Tools: tools, ToolChoice: model.ToolChoiceRequired},

@@ -69,6 +69,8 @@ type SafetyRating struct {
 	Blocked     bool   // this rating blocked the content
 }
 
+// Error names the model, what was blocked and why, with the ratings that
+// blocked it and the API's message.
 func (e *BlockedError) Error() string {
 	what := "response"
 	if e.Prompt {

@@ -28,6 +28,7 @@ type SchemaError struct {
 	Reason string
 }
 
+// Error says which keyword cannot be expressed, and why.
 func (e *SchemaError) Error() string {
 	if e.Pointer == "" {
 		return "gemini: schema: " + e.Reason
@@ -280,9 +281,9 @@ func (t *translator) translateIn(raw json.RawMessage, ptr string, part bool) (*s
 			return nil, err
 		}
 	}
-	_, any := obj.vals["anyOf"]
-	_, one := obj.vals["oneOf"]
-	if any && one {
+	_, hasAnyOf := obj.vals["anyOf"]
+	_, hasOneOf := obj.vals["oneOf"]
+	if hasAnyOf && hasOneOf {
 		return nil, t.errf(pointer(ptr, "oneOf"), "anyOf and oneOf together are not supported")
 	}
 	for _, k := range []string{"anyOf", "oneOf"} {
