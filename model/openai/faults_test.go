@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/openai"
@@ -85,7 +86,7 @@ func faultAPIs(t *testing.T) []faultAPI {
 	}
 }
 
-func asJSONBytes(t *testing.T, v any) []byte {
+func asJSONBytes(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -296,5 +297,32 @@ func TestResponsesErrorEvent(t *testing.T) {
 		if !errors.As(err, &se) || !errors.Is(err, model.ErrRateLimited) || se.Code != "rate_limit_exceeded" || se.Message != "Slow down." {
 			t.Errorf("%s: err = %#v", event, err)
 		}
+	}
+}
+
+// TestStreamStallsPastTimeout: a stream that stops sending before its end
+// runs into Options.Timeout, which bounds the whole stream, and the error
+// says so.
+func TestStreamStallsPastTimeout(t *testing.T) {
+	for _, api := range faultAPIs(t) {
+		t.Run(api.name, func(t *testing.T) {
+			release := make(chan struct{})
+			defer close(release)
+			base, _ := faultServer(t, func(n int, w http.ResponseWriter) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(200)
+				_, _ = w.Write(halfStream(api.okStream))
+				w.(http.Flusher).Flush()
+				<-release
+			})
+			m, err := api.newModel(openai.Options{Model: "gpt-4o-mini", BaseURL: base, MaxRetries: -1, Timeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deltas, resp, err := streamAll(t, m, &model.Request{Messages: []model.Message{model.UserMessage("hi")}})
+			if !errors.Is(err, model.ErrTimeout) || resp != nil || len(deltas) == 0 {
+				t.Fatalf("%d deltas, response %v, err %v; want deltas, then model.ErrTimeout", len(deltas), resp, err)
+			}
+		})
 	}
 }
