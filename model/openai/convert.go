@@ -14,8 +14,8 @@ import (
 
 // request converts req into the body of a chat completion request.
 func (m *Model) request(req *model.Request) (*wireRequest, error) {
-	p := &wireRequest{Model: m.model}
-	msgs, err := messages(req.Messages)
+	p := &wireRequest{Model: m.ep.wireModel, ReasoningEffort: m.effort}
+	msgs, err := messages(model.ForProvider(req.Messages, "openai"))
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}
@@ -52,7 +52,7 @@ func (m *Model) request(req *model.Request) (*wireRequest, error) {
 	}
 	p.Temperature = req.Temperature
 	if req.MaxTokens > 0 {
-		if m.completionTokens {
+		if m.ep.completionTokens {
 			p.MaxCompletionTokens = req.MaxTokens
 		} else {
 			p.MaxTokens = req.MaxTokens
@@ -207,7 +207,7 @@ func contentPart(p model.Part) (wirePart, error) {
 // reason and the usage.
 func (m *Model) response(c *wireCompletion) (*model.Response, error) {
 	if len(c.Choices) == 0 {
-		return nil, fmt.Errorf("%w (model %s)", ErrEmptyResponse, m.model)
+		return nil, fmt.Errorf("%w (model %s)", ErrEmptyResponse, m.ep.model)
 	}
 	choice := &c.Choices[0]
 	msg := model.Message{Role: model.RoleAssistant}
@@ -229,6 +229,11 @@ func (m *Model) response(c *wireCompletion) (*model.Response, error) {
 		}
 		msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
+	// A server that answers in the shape of the deprecated functions API
+	// sends one function_call: it is a tool call all the same.
+	if fc := choice.Message.FunctionCall; fc != nil && fc.Name != "" && len(msg.ToolCalls) == 0 {
+		msg.ToolCalls = []model.ToolCall{{ID: "call_0", Name: fc.Name, Arguments: fc.Arguments}}
+	}
 	var u wireUsage
 	if c.Usage != nil {
 		u = *c.Usage
@@ -237,9 +242,12 @@ func (m *Model) response(c *wireCompletion) (*model.Response, error) {
 	if total == 0 {
 		total = u.PromptTokens + u.CompletionTokens
 	}
-	var cached int64
+	var cached, reasoning int64
 	if d := u.PromptTokensDetails; d != nil {
 		cached = d.CachedTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		reasoning = d.ReasoningTokens
 	}
 	return &model.Response{
 		Message:      msg,
@@ -249,6 +257,7 @@ func (m *Model) response(c *wireCompletion) (*model.Response, error) {
 			InputTokens:       u.PromptTokens,
 			CachedInputTokens: cached,
 			OutputTokens:      u.CompletionTokens,
+			ReasoningTokens:   reasoning,
 			TotalTokens:       total,
 		},
 		Model: c.Model,

@@ -2,24 +2,20 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/calf-go/calf/model"
 )
 
 // Embedder computes embeddings with an OpenAI-compatible /v1/embeddings
-// endpoint: OpenAI's ("text-embedding-3-small"), or a local server's
-// (Ollama's "nomic-embed-text"). It is safe for concurrent use.
+// endpoint: OpenAI's ("text-embedding-3-small"), Azure OpenAI's
+// deployment, or a local server's (Ollama's "nomic-embed-text"). It is
+// safe for concurrent use.
 type Embedder struct {
-	model  string
-	client sdk.Client
-	// unversioned: see Model.
-	unversioned string
+	ep  *endpoint
+	url string
 }
 
 var _ model.Embedder = (*Embedder)(nil)
@@ -27,34 +23,54 @@ var _ model.Embedder = (*Embedder)(nil)
 // NewEmbedder returns an embedder configured by opts, as [New] configures
 // a model; opts.Model names the embedding model.
 func NewEmbedder(opts Options) (*Embedder, error) {
-	c, u, err := newClient(opts)
+	ep, err := newEndpoint(opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Embedder{model: opts.Model, client: c, unversioned: unversioned(u)}, nil
+	return &Embedder{ep: ep, url: ep.url("embeddings")}, nil
 }
 
 // Name returns "openai:" and the embedding model's name.
-func (e *Embedder) Name() string { return "openai:" + e.model }
+func (e *Embedder) Name() string { return "openai:" + e.ep.model }
 
-// Embed returns the embeddings of texts, in order.
+type wireEmbeddingRequest struct {
+	Model          string   `json:"model"`
+	Input          []string `json:"input"`
+	EncodingFormat string   `json:"encoding_format"`
+}
+
+type wireEmbeddings struct {
+	Data []struct {
+		Index     int       `json:"index"`
+		Embedding []float32 `json:"embedding"`
+	} `json:"data"`
+}
+
+// Embed returns the embeddings of texts, in order. Errors are those of
+// [Model.Generate].
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	if len(texts) == 0 {
 		return nil, nil
 	}
-	body := map[string]any{"model": e.model, "input": texts, "encoding_format": "float"}
-	var resp struct {
-		Data []struct {
-			Index     int       `json:"index"`
-			Embedding []float32 `json:"embedding"`
-		} `json:"data"`
+	body, err := json.Marshal(wireEmbeddingRequest{Model: e.ep.wireModel, Input: texts, EncodingFormat: "float"})
+	if err != nil {
+		return nil, fmt.Errorf("openai: encode request: %w", err)
 	}
-	var raw *http.Response
-	if err := e.client.Post(ctx, "embeddings", body, &resp, option.WithResponseInto(&raw)); err != nil {
-		return nil, (&Model{model: e.model, unversioned: e.unversioned}).wrapError(ctx, err, raw)
+	resp, err := e.ep.do(ctx, e.url, body)
+	if err != nil {
+		return nil, err
+	}
+	ct := resp.Header.Get("Content-Type")
+	data, err := e.ep.readBody(ctx, resp)
+	if err != nil {
+		return nil, err
+	}
+	var w wireEmbeddings
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("openai: embeddings: the answer (content type %q) is not JSON embeddings: %w", ct, err)
 	}
 	out := make([][]float32, len(texts))
-	for _, d := range resp.Data {
+	for _, d := range w.Data {
 		if d.Index < 0 || d.Index >= len(texts) || out[d.Index] != nil {
 			return nil, fmt.Errorf("openai: embeddings: the server answered with index %d for %d texts", d.Index, len(texts))
 		}

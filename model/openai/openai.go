@@ -5,41 +5,41 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-
 	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/internal/transport"
 )
 
 // Defaults of [Options].
 const (
-	DefaultMaxRetries = 2
-	DefaultTimeout    = 2 * time.Minute
+	DefaultMaxRetries = transport.DefaultMaxRetries
+	DefaultTimeout    = transport.DefaultTimeout
 )
 
-// Options configures a [Model].
+// Options configures a [Model], a [ResponsesModel] or an [Embedder].
 type Options struct {
 	// Model is the model to call, such as "gpt-4o-mini" or, on a local
 	// server, "llama3.2". Required.
 	Model string
-	// APIKey authenticates requests. Default: $OPENAI_API_KEY. It is
-	// optional when BaseURL is set, since local servers need none; without
-	// a key no Authorization header is sent.
+	// APIKey authenticates requests. Default: $OPENAI_API_KEY
+	// ($AZURE_OPENAI_API_KEY with Azure). It is optional when BaseURL is
+	// set, since local servers need none; without a key no Authorization
+	// header is sent.
 	APIKey string
 	// BaseURL is the API's base URL, ending in /v1, for an OpenAI-compatible
 	// server such as Ollama ("http://127.0.0.1:11434/v1"), vLLM, llama.cpp
 	// or OpenRouter ("https://openrouter.ai/api/v1"). Default:
 	// $OPENAI_BASE_URL, else OpenAI's API.
 	BaseURL string
+	// Azure, when set, calls a deployment on Azure OpenAI instead (see
+	// [AzureOptions]); BaseURL must then be empty.
+	Azure *AzureOptions
 	// HTTPClient sends the requests. Default: a shared client whose
 	// transport keeps up to 1,024 idle connections per host, so that many
 	// concurrent runs reuse connections.
@@ -60,6 +60,22 @@ type Options struct {
 	Headers map[string]string
 	// Logger receives a debug record per HTTP attempt. Default: none.
 	Logger *slog.Logger
+	// ReasoningEffort, when set, asks a reasoning model for that much
+	// reasoning: "minimal", "low", "medium" or "high" (as the model
+	// allows). It is sent as reasoning_effort in a chat completion and as
+	// reasoning.effort to the Responses API. Default: the model's.
+	ReasoningEffort string
+	// ReasoningSummary, when set, asks the Responses API for a summary of
+	// the model's reasoning ("auto", "concise" or "detailed"), which comes
+	// back as the text of thinking parts. Only [ResponsesModel] sends it.
+	// Default: none.
+	ReasoningSummary string
+	// Store lets the Responses API keep the responses it makes (its store
+	// parameter). Default: false, so nothing is kept at OpenAI: each
+	// request carries the whole conversation, and the reasoning of earlier
+	// turns goes back encrypted (include reasoning.encrypted_content).
+	// Only [ResponsesModel] sends it.
+	Store bool
 }
 
 // LogValue returns the options with the API key redacted.
@@ -68,13 +84,17 @@ func (o Options) LogValue() slog.Value {
 	if o.APIKey != "" {
 		key = "REDACTED"
 	}
-	return slog.GroupValue(
+	attrs := []slog.Attr{
 		slog.String("model", o.Model),
 		slog.String("base_url", o.BaseURL),
 		slog.String("api_key", key),
 		slog.Int("max_retries", o.MaxRetries),
 		slog.Duration("timeout", o.Timeout),
-	)
+	}
+	if o.Azure != nil {
+		attrs = append(attrs, slog.String("azure_endpoint", o.Azure.Endpoint), slog.String("azure_deployment", o.Azure.Deployment))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // ErrEmptyResponse is returned when the server answers with no choices.
@@ -84,13 +104,11 @@ var ErrEmptyResponse = errors.New("openai: response has no choices")
 // any server compatible with it. It also streams. A Model is safe for
 // concurrent use.
 type Model struct {
-	model  string
-	client sdk.Client
-	// unversioned is the base URL when its path does not end in /v1, for
-	// the hint of a 404 or 405 (see wrapError); else empty.
-	unversioned string
-	// completionTokens sends max_completion_tokens instead of max_tokens.
-	completionTokens bool
+	ep *endpoint
+	// url is the URL of chat completions.
+	url string
+	// effort is Options.ReasoningEffort.
+	effort string
 }
 
 var (
@@ -98,152 +116,38 @@ var (
 	_ model.Streamer = (*Model)(nil)
 )
 
-// defaultHTTPClient keeps enough idle connections per host for as many
-// concurrent runs against one server as a worker works on by default
-// (1,024); net/http's default keeps two, so a busy worker would open and
-// close a connection for most requests.
-var defaultHTTPClient = &http.Client{Transport: func() http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 2048
-	t.MaxIdleConnsPerHost = 1024
-	return t
-}()}
-
-// defaultBaseURL is OpenAI's API.
-const defaultBaseURL = "https://api.openai.com/v1"
-
-// missingConfig says what to set when there is neither an API key nor a
-// base URL.
-const missingConfig = "set OPENAI_API_KEY, or OPENAI_BASE_URL for an OpenAI-compatible server such as Ollama (http://127.0.0.1:11434/v1)"
-
 // New returns a model configured by opts. It fails with an error matching
 // [model.ErrNoModel] when opts names no model, or when there is neither an
-// API key nor a base URL (in opts or the environment).
+// API key nor a base URL (in opts or the environment), or, for Azure, no
+// endpoint or no key.
 func New(opts Options) (*Model, error) {
-	c, u, err := newClient(opts)
+	ep, err := newEndpoint(opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Model{
-		model: opts.Model,
-		// OpenAI's own API wants max_completion_tokens (its reasoning models
-		// reject max_tokens); other servers reliably understand max_tokens.
-		completionTokens: u.Host == "api.openai.com",
-		client:           c,
-		unversioned:      unversioned(u),
-	}, nil
-}
-
-// unversioned returns the base URL u when its path does not end in /v1,
-// where OpenAI-compatible servers serve the API, and "" when it does.
-func unversioned(u *url.URL) string {
-	if strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
-		return ""
-	}
-	return u.Redacted()
-}
-
-// newClient returns the API client opts configure, and the base URL.
-func newClient(opts Options) (sdk.Client, *url.URL, error) {
-	if opts.Model == "" {
-		return sdk.Client{}, nil, fmt.Errorf("%w: openai: Options.Model is empty", model.ErrNoModel)
-	}
-	if opts.APIKey == "" {
-		opts.APIKey = os.Getenv("OPENAI_API_KEY")
-	}
-	if opts.BaseURL == "" {
-		opts.BaseURL = os.Getenv("OPENAI_BASE_URL")
-	}
-	if opts.APIKey == "" && opts.BaseURL == "" {
-		return sdk.Client{}, nil, fmt.Errorf("%w: openai: %s", model.ErrNoModel, missingConfig)
-	}
-	if opts.BaseURL == "" {
-		opts.BaseURL = defaultBaseURL
-	}
-	u, err := url.Parse(opts.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return sdk.Client{}, nil, fmt.Errorf("openai: invalid base URL %q: want http(s)://host[:port]/path", opts.BaseURL)
-	}
-	ro := []option.RequestOption{option.WithBaseURL(opts.BaseURL)}
-	if opts.APIKey != "" {
-		ro = append(ro, option.WithAPIKey(opts.APIKey))
-	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = defaultHTTPClient
-	}
-	ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
-	switch {
-	case opts.MaxRetries < 0:
-		ro = append(ro, option.WithMaxRetries(0))
-	case opts.MaxRetries == 0:
-		ro = append(ro, option.WithMaxRetries(DefaultMaxRetries))
-	default:
-		ro = append(ro, option.WithMaxRetries(opts.MaxRetries))
-	}
-	switch {
-	case opts.Timeout == 0:
-		ro = append(ro, option.WithRequestTimeout(DefaultTimeout))
-	case opts.Timeout > 0:
-		ro = append(ro, option.WithRequestTimeout(opts.Timeout))
-	}
-	for k, v := range opts.Headers {
-		ro = append(ro, option.WithHeader(k, v))
-	}
-	ro = append(ro, option.WithMiddleware(inMemoryBody))
-	if opts.Logger != nil {
-		ro = append(ro, option.WithMiddleware(logAttempts(opts.Logger)))
-	}
-	return sdk.NewClient(ro...), u, nil
+	return &Model{ep: ep, url: ep.url("chat/completions"), effort: opts.ReasoningEffort}, nil
 }
 
 // FromEnv returns a model named name configured from the environment:
-// OPENAI_API_KEY and OPENAI_BASE_URL. When neither is set, the error, which
-// matches [model.ErrNoModel], says what to set.
+// OPENAI_API_KEY and OPENAI_BASE_URL; or, when neither is set and
+// AZURE_OPENAI_ENDPOINT is, Azure OpenAI with the deployment name (see
+// [AzureOptions]: AZURE_OPENAI_API_KEY, OPENAI_API_VERSION). When nothing
+// is set, the error, which matches [model.ErrNoModel], says what to set.
 func FromEnv(name string) (*Model, error) {
-	return New(Options{Model: name})
+	return New(envOptions(name))
 }
 
-// inMemoryBody is middleware that hands net/http each attempt's body as
-// the in-memory reader it is. The SDK wraps the body of every attempt in a
-// reader of its own, which net/http cannot tell from a stream: it would
-// then send the headers and the body in two writes (and two TCP segments)
-// instead of one. The request's GetBody, which the SDK sets for the bytes
-// this adapter sends, gives a fresh reader over the same bytes that net/http
-// recognises.
-func inMemoryBody(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	if r.GetBody != nil && r.Body != nil && r.Body != http.NoBody {
-		if body, err := r.GetBody(); err == nil {
-			orig := r.Body
-			r.Body = body
-			defer orig.Close()
-		}
+// envOptions are the options of a model configured by the environment.
+func envOptions(name string) Options {
+	o := Options{Model: name}
+	if os.Getenv("OPENAI_API_KEY") == "" && os.Getenv("OPENAI_BASE_URL") == "" && os.Getenv("AZURE_OPENAI_ENDPOINT") != "" {
+		o.Azure = &AzureOptions{}
 	}
-	return next(r)
-}
-
-// logAttempts returns middleware that logs each HTTP attempt at debug level.
-func logAttempts(log *slog.Logger) option.Middleware {
-	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		start := time.Now()
-		resp, err := next(r)
-		attrs := []slog.Attr{
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.String("retry", r.Header.Get("X-Stainless-Retry-Count")),
-			slog.Duration("duration", time.Since(start)),
-		}
-		if err != nil {
-			attrs = append(attrs, slog.String("error", err.Error()))
-		} else {
-			attrs = append(attrs, slog.Int("status", resp.StatusCode))
-		}
-		log.LogAttrs(r.Context(), slog.LevelDebug, "openai: http attempt", attrs...)
-		return resp, err
-	}
+	return o
 }
 
 // Name returns "openai:" followed by the model name.
-func (m *Model) Name() string { return "openai:" + m.model }
+func (m *Model) Name() string { return "openai:" + m.ep.model }
 
 // Generate sends req as a chat completion and returns the response.
 //
@@ -256,18 +160,21 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 	if err != nil {
 		return nil, err
 	}
-	var raw *http.Response
-	var contents []byte // the body of a JSON answer, as the SDK read it
-	if err := m.client.Post(ctx, "chat/completions", body, &contents, option.WithResponseInto(&raw)); err != nil {
-		return nil, m.wrapError(ctx, err, raw)
+	resp, err := m.ep.do(ctx, m.url, body)
+	if err != nil {
+		return nil, err
+	}
+	ct := resp.Header.Get("Content-Type")
+	data, err := m.ep.readBody(ctx, resp)
+	if err != nil {
+		return nil, err
 	}
 	var completion wireCompletion
-	if err := json.Unmarshal(contents, &completion); err != nil {
-		ct := ""
-		if raw != nil {
-			ct = raw.Header.Get("Content-Type")
-		}
-		return nil, fmt.Errorf("openai: %s: the answer (content type %q) is not a JSON chat completion: %w", m.model, ct, err)
+	if err := json.Unmarshal(data, &completion); err != nil {
+		return nil, fmt.Errorf("openai: %s: the answer (content type %q) is not a JSON chat completion: %w", m.ep.model, ct, err)
+	}
+	if completion.Error != nil {
+		return nil, completion.Error.statusError()
 	}
 	return m.response(&completion)
 }
@@ -284,22 +191,32 @@ func (m *Model) body(req *model.Request, stream bool) ([]byte, error) {
 	}
 	body, err := json.Marshal(w)
 	if err != nil {
-		// Name the tool whose schema is not JSON, which request checks
-		// only for being an object.
-		for _, t := range req.Tools {
-			if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
-				return nil, fmt.Errorf("openai: tool %q: parameters: schema is not valid JSON", t.Name)
-			}
-		}
-		return nil, fmt.Errorf("openai: encode request: %w", err)
+		return nil, encodeError(req, err)
 	}
 	return body, nil
 }
 
-// GenerateStream sends req as a streamed chat completion. It yields text
-// and tool-call deltas as they arrive and the complete response last, and
-// closes the stream when the consumer stops early or ctx is done. Errors
-// are those of [Model.Generate].
+// encodeError is the error of a request that does not encode. It names the
+// tool whose schema is not JSON, which the conversion checks only for being
+// an object.
+func encodeError(req *model.Request, err error) error {
+	for _, t := range req.Tools {
+		if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
+			return fmt.Errorf("openai: tool %q: parameters: schema is not valid JSON", t.Name)
+		}
+	}
+	return fmt.Errorf("openai: encode request: %w", err)
+}
+
+// GenerateStream sends req as a streamed chat completion (with
+// stream_options.include_usage, so that the usage comes in the last
+// chunk). It yields text and tool-call deltas as they arrive and the
+// complete response last, and closes the stream when the consumer stops
+// early or ctx is done. A stream that ends before the server's [DONE]
+// marker, unless it has sent the finish reason and the usage, is an error
+// matching [io.ErrUnexpectedEOF], never a truncated response; an error chunk in the
+// stream is a *[model.StatusError]. Other errors are those of
+// [Model.Generate].
 func (m *Model) GenerateStream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
 	return func(yield func(model.Chunk, error) bool) {
 		body, err := m.body(req, true)
@@ -307,15 +224,39 @@ func (m *Model) GenerateStream(ctx context.Context, req *model.Request) iter.Seq
 			yield(model.Chunk{}, err)
 			return
 		}
-		var raw *http.Response
-		err = m.client.Post(ctx, "chat/completions", body, &raw)
-		stream := ssestream.NewStream[wireCompletion](ssestream.NewDecoder(raw), err)
-		defer stream.Close()
+		resp, err := m.ep.do(ctx, m.url, body)
+		if err != nil {
+			yield(model.Chunk{}, err)
+			return
+		}
+		defer resp.Close()
+		events := transport.NewSSEReader(resp.Body)
 		var acc accumulator
-		for stream.Next() {
-			chunk := stream.Current()
+		done := false
+		for !done {
+			ev, err := events.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				yield(model.Chunk{}, m.ep.readError(ctx, err))
+				return
+			}
+			if ev.Data == "[DONE]" {
+				done = true
+				break
+			}
+			var chunk wireCompletion
+			if err := json.Unmarshal([]byte(ev.Data), &chunk); err != nil {
+				yield(model.Chunk{}, fmt.Errorf("openai: %s: malformed stream chunk: %w", m.ep.model, err))
+				return
+			}
+			if chunk.Error != nil {
+				yield(model.Chunk{}, chunk.Error.statusError())
+				return
+			}
 			if !acc.add(&chunk) {
-				yield(model.Chunk{}, fmt.Errorf("openai: %s: malformed stream chunk", m.model))
+				yield(model.Chunk{}, fmt.Errorf("openai: %s: malformed stream chunk: a tool call out of order", m.ep.model))
 				return
 			}
 			for _, choice := range chunk.Choices {
@@ -340,16 +281,16 @@ func (m *Model) GenerateStream(ctx context.Context, req *model.Request) iter.Seq
 				}
 			}
 		}
-		if err := stream.Err(); err != nil {
-			yield(model.Chunk{}, m.wrapError(ctx, err, raw))
+		if !done && !acc.finished() {
+			yield(model.Chunk{}, m.ep.errStreamCut())
 			return
 		}
-		resp, err := m.response(&acc.c)
+		r, err := m.response(&acc.c)
 		if err != nil {
 			yield(model.Chunk{}, err)
 			return
 		}
-		yield(model.Chunk{Response: resp}, nil)
+		yield(model.Chunk{Response: r}, nil)
 	}
 }
 
@@ -364,6 +305,13 @@ func deref(p *int) int {
 // choice's text and tool calls, its finish reason, and the usage.
 type accumulator struct {
 	c wireCompletion
+}
+
+// finished reports whether the stream has sent all it has to send but
+// the [DONE] marker, which a server may leave out: the first choice's
+// finish reason and the usage.
+func (a *accumulator) finished() bool {
+	return len(a.c.Choices) > 0 && a.c.Choices[0].FinishReason != "" && a.c.Usage != nil
 }
 
 // add adds a chunk. It reports false for a chunk that cannot continue the

@@ -944,7 +944,7 @@ func BenchmarkGenerate(b *testing.B) {
 	})
 	// The floor: the same exchange with net/http and encoding/json alone,
 	// against the same server, so that the difference from "plain" is what
-	// the adapter and the SDK's request machinery cost.
+	// the adapter and its transport cost.
 	b.Run("bare-http", func(b *testing.B) {
 		body := []byte(`{"model":"test-model","messages":[{"role":"system","content":"You answer in one sentence."},` +
 			`{"role":"user","content":"What is the capital of France?"}]}`)

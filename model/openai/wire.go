@@ -1,12 +1,14 @@
 package openai
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/calf-go/calf/model"
+)
 
 // The chat completions wire format. The model encodes requests and decodes
-// responses with these types and encoding/json, and leaves transport,
-// retries, authentication and error decoding to the SDK's client: the
-// SDK's own parameter and response types cost several hundred allocations
-// per call, most of a run's.
+// responses with these types and encoding/json, and leaves the transport,
+// retries and the decoding of error responses to model/internal/transport.
 
 type wireRequest struct {
 	Model               string              `json:"model"`
@@ -18,6 +20,7 @@ type wireRequest struct {
 	Temperature         *float64            `json:"temperature,omitempty"`
 	MaxTokens           int                 `json:"max_tokens,omitempty"`
 	MaxCompletionTokens int                 `json:"max_completion_tokens,omitempty"`
+	ReasoningEffort     string              `json:"reasoning_effort,omitempty"`
 	Stream              bool                `json:"stream,omitempty"`
 	StreamOptions       *wireStreamOptions  `json:"stream_options,omitempty"`
 }
@@ -87,6 +90,36 @@ type wireCompletion struct {
 	Model   string       `json:"model"`
 	Choices []wireChoice `json:"choices"`
 	Usage   *wireUsage   `json:"usage"`
+	// Error is the error object some servers send in a chunk of a stream
+	// (OpenRouter, when the upstream provider fails mid-stream) or in a
+	// body with status 200.
+	Error *wireError `json:"error"`
+}
+
+// wireError is an error object: {"message", "type", "code"}, the code a
+// string or a number.
+type wireError struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
+}
+
+// statusError converts an error object sent with status 200.
+func (e *wireError) statusError() *model.StatusError {
+	return streamError(e.Type, rawCode(e.Code), e.Message)
+}
+
+// rawCode returns an error code sent as a string or a number.
+func rawCode(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
 }
 
 type wireChoice struct {
@@ -101,6 +134,9 @@ type wireResponse struct {
 	Content   string         `json:"content"`
 	Refusal   string         `json:"refusal"`
 	ToolCalls []wireToolCall `json:"tool_calls"`
+	// FunctionCall is the deprecated single call of a server answering in
+	// the shape of the API's "functions" era.
+	FunctionCall *wireFunctionCall `json:"function_call"`
 }
 
 type wireUsage struct {
@@ -110,4 +146,7 @@ type wireUsage struct {
 	PromptTokensDetails *struct {
 		CachedTokens int64 `json:"cached_tokens"`
 	} `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details,omitempty"`
 }
