@@ -23,7 +23,8 @@ const noModelMessage = "calf: no model configured. Set OPENAI_API_KEY for OpenAI
 // default store into a temporary directory.
 func isolate(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{envAPIKey, envBaseURL, envModel} {
+	for _, k := range []string{envAPIKey, envBaseURL, envModel, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+		"GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_BASE_URL", "OLLAMA_HOST", "AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY"} {
 		t.Setenv(k, "")
 	}
 	t.Setenv("XDG_DATA_HOME", t.TempDir())

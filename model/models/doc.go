@@ -7,6 +7,13 @@
 //	                              OPENAI_API_KEY, OPENAI_BASE_URL for any
 //	                              compatible server (a key is then optional)
 //	NAME                          the same: a bare name is an OpenAI model
+//	openai-responses:NAME         OpenAI's Responses API (model/openai);
+//	                              the same environment
+//	anthropic:NAME                Anthropic's Messages API (model/anthropic);
+//	                              ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
+//	gemini:NAME                   Google's Gemini (model/gemini);
+//	                              GEMINI_API_KEY or GOOGLE_API_KEY,
+//	                              GEMINI_BASE_URL
 //	ollama:NAME                   a local Ollama server through its
 //	                              OpenAI-compatible API; OLLAMA_HOST
 //	                              (default http://127.0.0.1:11434)

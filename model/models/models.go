@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/anthropic"
+	"github.com/calf-go/calf/model/gemini"
 	"github.com/calf-go/calf/model/openai"
 )
 
@@ -65,6 +67,21 @@ var providers = map[string]provider{
 		about: "OpenAI's Chat Completions API, or any compatible server at OPENAI_BASE_URL",
 		open: func(c Config) (model.Model, error) {
 			return openai.New(openai.Options{Model: c.Name, APIKey: c.APIKey, BaseURL: c.BaseURL, HTTPClient: c.HTTPClient, Logger: c.Logger})
+		}},
+	"openai-responses": {keyEnv: []string{"OPENAI_API_KEY"}, baseEnv: "OPENAI_BASE_URL", keyOptional: true,
+		about: "OpenAI's Responses API (reasoning carried from turn to turn, nothing stored at OpenAI)",
+		open: func(c Config) (model.Model, error) {
+			return openai.NewResponses(openai.Options{Model: c.Name, APIKey: c.APIKey, BaseURL: c.BaseURL, HTTPClient: c.HTTPClient, Logger: c.Logger})
+		}},
+	"anthropic": {keyEnv: []string{"ANTHROPIC_API_KEY"}, baseEnv: "ANTHROPIC_BASE_URL",
+		about: "Anthropic's Messages API (extended thinking, prompt caching)",
+		open: func(c Config) (model.Model, error) {
+			return anthropic.New(anthropic.Options{Model: c.Name, APIKey: c.APIKey, BaseURL: c.BaseURL, HTTPClient: c.HTTPClient, Logger: c.Logger})
+		}},
+	"gemini": {keyEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}, baseEnv: "GEMINI_BASE_URL",
+		about: "Google's Gemini through the Generative Language API (thought signatures, schema checked when the agent is built)",
+		open: func(c Config) (model.Model, error) {
+			return gemini.New(gemini.Options{Model: c.Name, APIKey: c.APIKey, BaseURL: c.BaseURL, HTTPClient: c.HTTPClient, Logger: c.Logger})
 		}},
 	"ollama": {noKey: true, baseEnv: "OLLAMA_HOST", defaultBase: "http://127.0.0.1:11434",
 		about: "a local Ollama server (OLLAMA_HOST, default http://127.0.0.1:11434), through its OpenAI-compatible API",

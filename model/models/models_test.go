@@ -53,7 +53,10 @@ func TestParse(t *testing.T) {
 
 func TestMissingKeyNamesTheVariable(t *testing.T) {
 	for spec, want := range map[string]string{
-		"openai:gpt-4o-mini": "OPENAI_API_KEY, or OPENAI_BASE_URL",
+		"openai:gpt-4o-mini":          "OPENAI_API_KEY, or OPENAI_BASE_URL",
+		"openai-responses:gpt-5-mini": "OPENAI_API_KEY, or OPENAI_BASE_URL",
+		"anthropic:claude-sonnet-4-5": "ANTHROPIC_API_KEY",
+		"gemini:gemini-2.5-flash":     "GEMINI_API_KEY or GOOGLE_API_KEY",
 	} {
 		_, err := models.Open(spec, env())
 		if !errors.Is(err, model.ErrNoModel) || !strings.Contains(err.Error(), want) {
@@ -112,5 +115,54 @@ func TestUnknownProvider(t *testing.T) {
 	}
 	if lines := models.About(); len(lines) != len(models.Providers()) {
 		t.Errorf("About has %d lines for %d providers", len(lines), len(models.Providers()))
+	}
+}
+
+// The native providers: each model is the provider's, talks to the base
+// URL its environment gives, with the key where the provider wants it.
+func TestOpenNativeProviders(t *testing.T) {
+	type seen struct{ path, key string }
+	var got seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		got = seen{r.URL.Path, r.Header.Get("Authorization") + r.Header.Get("X-Api-Key") + r.Header.Get("X-Goog-Api-Key")}
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/messages"):
+			_, _ = io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`)
+		case strings.HasSuffix(r.URL.Path, ":generateContent"):
+			_, _ = io.WriteString(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"hi"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1,"totalTokenCount":4}}`)
+		case strings.HasSuffix(r.URL.Path, "/responses"):
+			_, _ = io.WriteString(w, `{"id":"resp_1","object":"response","status":"completed","model":"gpt-5-mini","output":[{"type":"message","id":"m1","role":"assistant","content":[{"type":"output_text","text":"hi"}]}],"usage":{"input_tokens":3,"output_tokens":1,"total_tokens":4}}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		spec string
+		opts *models.Options
+		name string
+		want seen
+	}{
+		{"anthropic:claude-haiku-4-5", env("ANTHROPIC_API_KEY", "ka", "ANTHROPIC_BASE_URL", srv.URL), "anthropic:claude-haiku-4-5", seen{"/v1/messages", "ka"}},
+		{"gemini:gemini-2.5-flash", env("GOOGLE_API_KEY", "kg", "GEMINI_BASE_URL", srv.URL), "gemini:gemini-2.5-flash", seen{"/v1beta/models/gemini-2.5-flash:generateContent", "kg"}},
+		{"openai-responses:gpt-5-mini", env("OPENAI_API_KEY", "ko", "OPENAI_BASE_URL", srv.URL+"/v1"), "openai-responses:gpt-5-mini", seen{"/v1/responses", "Bearer ko"}},
+	} {
+		got = seen{}
+		m, err := models.Open(tc.spec, tc.opts)
+		if err != nil {
+			t.Fatalf("Open(%q): %v", tc.spec, err)
+		}
+		if m.Name() != tc.name {
+			t.Errorf("Open(%q).Name() = %q, want %q", tc.spec, m.Name(), tc.name)
+		}
+		resp, err := m.Generate(context.Background(), &model.Request{Messages: []model.Message{model.UserMessage("hi")}})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.spec, err)
+		}
+		if resp.Message.Text() != "hi" || got != tc.want {
+			t.Errorf("%s: answered %q after a request %+v; want hi after %+v", tc.spec, resp.Message.Text(), got, tc.want)
+		}
 	}
 }
