@@ -47,8 +47,8 @@ type agentFlags struct {
 var agentFlagNames = []string{"model", "system", "max-turns", "read", "edit", "bash", "web", "mode", "hook", "mcp"}
 
 func (f *agentFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&f.model, "model", "", "the model: openai:NAME, a bare NAME, or the base URL of an OpenAI-compatible server "+
-		"with an optional #NAME (default $"+envModel+", else "+defaultModel+")")
+	fl.StringVar(&f.model, "model", "", "the model: openai:NAME, openai-responses:NAME, anthropic:NAME, gemini:NAME, ollama:NAME, a bare NAME, "+
+		"or the base URL of an OpenAI-compatible server with an optional #NAME (default $"+envModel+", else "+defaultModel+")")
 	fl.StringVar(&f.system, "system", defaultInstructions, "the agent's instructions (system prompt)")
 	fl.DurationVar(&f.timeout, "timeout", agent.DefaultTimeout, "bound on the whole run")
 	fl.IntVar(&f.maxTurns, "max-turns", agent.DefaultMaxTurns, "bound on the model calls of the run")

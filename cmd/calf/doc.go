@@ -63,6 +63,11 @@
 //	                                    such as http://127.0.0.1:11434/v1; the model is
 //	                                    the first one the server lists at GET URL/models
 //	                    URL#NAME        model NAME on that server
+//	                    openai-responses:NAME  OpenAI's Responses API
+//	                    anthropic:NAME  Anthropic, such as anthropic:claude-sonnet-4-5
+//	                    gemini:NAME     Google's Gemini, such as gemini:gemini-2.5-flash
+//	                    ollama:NAME     a local Ollama server ($OLLAMA_HOST, default
+//	                                    127.0.0.1:11434)
 //	--store URL       where state lives (default sqlite:):
 //	                    sqlite:PATH     a SQLite file; an empty PATH means
 //	                                    $XDG_DATA_HOME/calf/calf.db, or
@@ -266,6 +271,9 @@
 //	                  or $OPENAI_BASE_URL
 //	OPENAI_BASE_URL   the base URL of an OpenAI-compatible server, used with a
 //	                  model given as NAME or openai:NAME
+//	ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL   the key and API of anthropic:NAME
+//	GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_BASE_URL   the same for gemini:NAME
+//	OLLAMA_HOST       the Ollama server of ollama:NAME
 //	CALF_MODEL        the default of --model
 //	XDG_DATA_HOME     where the default SQLite file lives
 //
