@@ -158,7 +158,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad timeout", []string{"run", "--timeout", "soon", "hi"}, `invalid argument "soon"`},
 		{"zero max turns", []string{"run", "--max-turns", "0", "hi"}, "--max-turns must be positive"},
 		{"missing read dir", []string{"run", "--read", dir + "/missing", "hi"}, "--read: "},
-		{"model URL without host", []string{"run", "--model", "http://", "hi"}, `--model: invalid base URL "http://"`},
+		{"model URL without host", []string{"run", "--model", "http://", "hi"}, `--model: models: invalid base URL "http://"`},
 		{"provider without name", []string{"run", "--model", "openai:", "hi"}, `no model name after "openai:"`},
 		{"version with arguments", []string{"version", "now"}, "calf version takes no arguments"},
 	} {
