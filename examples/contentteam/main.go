@@ -7,6 +7,10 @@
 //
 // Any OpenAI-compatible server works: set OPENAI_BASE_URL (for example
 // http://127.0.0.1:11434/v1 for Ollama) and pass -model.
+//
+// Other providers by name: -model anthropic:claude-haiku-4-5 (with
+// ANTHROPIC_API_KEY), -model gemini:gemini-2.5-flash (GEMINI_API_KEY),
+// -model ollama:llama3.2 (a local Ollama).
 package main
 
 import (

@@ -10,6 +10,10 @@
 // @modelcontextprotocol/server-filesystem); the directory is appended to
 // it. Any OpenAI-compatible server works: set OPENAI_BASE_URL and pass
 // -model.
+//
+// Other providers by name: -model anthropic:claude-haiku-4-5 (with
+// ANTHROPIC_API_KEY), -model gemini:gemini-2.5-flash (GEMINI_API_KEY),
+// -model ollama:llama3.2 (a local Ollama).
 package main
 
 import (

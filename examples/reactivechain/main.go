@@ -7,6 +7,10 @@
 //	OPENAI_API_KEY=... go run ./examples/reactivechain -lang French "Calf is an event-driven agent framework for Go..."
 //
 // Any OpenAI-compatible server works: set OPENAI_BASE_URL and pass -model.
+//
+// Other providers by name: -model anthropic:claude-haiku-4-5 (with
+// ANTHROPIC_API_KEY), -model gemini:gemini-2.5-flash (GEMINI_API_KEY),
+// -model ollama:llama3.2 (a local Ollama).
 package main
 
 import (

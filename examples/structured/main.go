@@ -5,6 +5,10 @@
 // times.
 //
 //	OPENAI_API_KEY=... go run ./examples/structured "Ada Lovelace, born 1815 in London, mathematician"
+//
+// Other providers by name: -model anthropic:claude-haiku-4-5 (with
+// ANTHROPIC_API_KEY), -model gemini:gemini-2.5-flash (GEMINI_API_KEY),
+// -model ollama:llama3.2 (a local Ollama).
 package main
 
 import (
