@@ -37,7 +37,7 @@ type SSEReader struct {
 
 // NewSSEReader returns a reader of the events of r.
 func NewSSEReader(r io.Reader) *SSEReader {
-	return &SSEReader{r: bufio.NewReaderSize(r, 64<<10)}
+	return &SSEReader{r: bufio.NewReaderSize(r, 4<<10)}
 }
 
 // ErrLineTooLong is returned for a line of an event stream over 16 MiB.
