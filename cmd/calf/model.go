@@ -38,9 +38,6 @@ var errNoModels = errors.New("the server lists no models")
 // discoveryTimeout bounds the request that asks a server for its models.
 const discoveryTimeout = 30 * time.Second
 
-// providerNames returns the known providers, sorted.
-func providerNames() []string { return models.Providers() }
-
 // modelChoice is a model to talk to, as selected by --model, CALF_MODEL and
 // the provider's environment variables.
 type modelChoice struct {
