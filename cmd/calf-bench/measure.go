@@ -21,7 +21,7 @@ var (
 	// errWrongOutput reports a run whose result is not W1's.
 	errWrongOutput = errors.New("calf-bench: wrong output")
 	// errUsage reports flags that do not make sense.
-	errUsage = errors.New("calf-bench: usage")
+	errUsage = errors.New("usage")
 )
 
 // Defaults of a benchmark.
