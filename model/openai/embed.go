@@ -56,18 +56,9 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 	if err != nil {
 		return nil, fmt.Errorf("openai: encode request: %w", err)
 	}
-	resp, err := e.ep.do(ctx, e.url, body)
-	if err != nil {
-		return nil, err
-	}
-	ct := resp.Header.Get("Content-Type")
-	data, err := e.ep.readBody(ctx, resp)
-	if err != nil {
-		return nil, err
-	}
 	var w wireEmbeddings
-	if err := json.Unmarshal(data, &w); err != nil {
-		return nil, fmt.Errorf("openai: embeddings: the answer (content type %q) is not JSON embeddings: %w", ct, err)
+	if err := e.ep.postJSON(ctx, e.url, body, &w, "JSON embeddings"); err != nil {
+		return nil, err
 	}
 	out := make([][]float32, len(texts))
 	for _, d := range w.Data {

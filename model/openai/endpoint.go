@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -155,6 +156,25 @@ func (e *endpoint) readError(ctx context.Context, err error) error {
 		return fmt.Errorf("openai: %s: %w: %w", e.model, model.ErrTimeout, err)
 	}
 	return fmt.Errorf("openai: %s: reading the response: %w", e.model, err)
+}
+
+// postJSON posts body to url and decodes the JSON answer into out; what
+// names the answer ("a JSON chat completion") in the error of one that is
+// not JSON.
+func (e *endpoint) postJSON(ctx context.Context, url string, body []byte, out any, what string) error {
+	resp, err := e.do(ctx, url, body)
+	if err != nil {
+		return err
+	}
+	ct := resp.Header.Get("Content-Type")
+	data, err := e.readBody(ctx, resp)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("openai: %s: the answer (content type %q) is not %s: %w", e.model, ct, what, err)
+	}
+	return nil
 }
 
 // readBody reads the whole body of resp and closes it.

@@ -160,18 +160,9 @@ func (m *Model) Generate(ctx context.Context, req *model.Request) (*model.Respon
 	if err != nil {
 		return nil, err
 	}
-	resp, err := m.ep.do(ctx, m.url, body)
-	if err != nil {
-		return nil, err
-	}
-	ct := resp.Header.Get("Content-Type")
-	data, err := m.ep.readBody(ctx, resp)
-	if err != nil {
-		return nil, err
-	}
 	var completion wireCompletion
-	if err := json.Unmarshal(data, &completion); err != nil {
-		return nil, fmt.Errorf("openai: %s: the answer (content type %q) is not a JSON chat completion: %w", m.ep.model, ct, err)
+	if err := m.ep.postJSON(ctx, m.url, body, &completion, "a JSON chat completion"); err != nil {
+		return nil, err
 	}
 	if completion.Error != nil {
 		return nil, completion.Error.statusError()

@@ -66,18 +66,9 @@ func (m *ResponsesModel) Generate(ctx context.Context, req *model.Request) (*mod
 	if err != nil {
 		return nil, err
 	}
-	resp, err := m.ep.do(ctx, m.url, body)
-	if err != nil {
-		return nil, err
-	}
-	ct := resp.Header.Get("Content-Type")
-	data, err := m.ep.readBody(ctx, resp)
-	if err != nil {
-		return nil, err
-	}
 	var r respResponse
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("openai: %s: the answer (content type %q) is not a JSON response object: %w", m.ep.model, ct, err)
+	if err := m.ep.postJSON(ctx, m.url, body, &r, "a JSON response object"); err != nil {
+		return nil, err
 	}
 	return m.response(&r)
 }
