@@ -3,8 +3,10 @@ package cassette_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -124,5 +126,32 @@ func TestReplaySharedRecordings(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// ReadFile gives a recording's exchanges in order, with their bodies.
+func TestReadFile(t *testing.T) {
+	path := recordingsDir + "/anthropic/langchaingo__TestAnthropic_GenerateContentWithTool.httprr"
+	xs, err := cassette.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skipf("no recordings in %s", recordingsDir)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(xs) != 2 {
+		t.Fatalf("%d exchanges, want 2", len(xs))
+	}
+	for i, x := range xs {
+		if x.Request.URL.Path != "/v1/messages" || x.Response.StatusCode != 200 ||
+			!bytes.Contains(x.RequestBody, []byte(`"messages"`)) || !bytes.Contains(x.ResponseBody, []byte(`"type":"message"`)) {
+			t.Errorf("exchange %d: %s %d, request %.40q, response %.40q", i+1, x.Request.URL.Path, x.Response.StatusCode, x.RequestBody, x.ResponseBody)
+		}
+	}
+	if !bytes.Contains(xs[0].ResponseBody, []byte(`"tool_use"`)) || !bytes.Contains(xs[1].RequestBody, []byte(`"tool_result"`)) {
+		t.Error("the exchanges are not in the recorded order: a tool call, then its result")
+	}
+	if _, err := cassette.ReadFile(t.TempDir() + "/none.httprr"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v; want fs.ErrNotExist", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -151,4 +152,38 @@ func writeExchange(buf *bytes.Buffer, req *http.Request, reqBody []byte, resp *h
 	buf.Write(rawReq.Bytes())
 	buf.Write(rawResp.Bytes())
 	return nil
+}
+
+// Exchange is one recorded request and its response, as [ReadFile] reads
+// them.
+type Exchange struct {
+	// Request is the request as recorded, its Body nil.
+	Request *http.Request
+	// RequestBody is the request's body.
+	RequestBody []byte
+	// Response is the response as recorded, its Body nil.
+	Response *http.Response
+	// ResponseBody is the response's body, de-chunked.
+	ResponseBody []byte
+}
+
+// ReadFile reads the exchanges of a cassette file (the httprr trace
+// format), in the order they were recorded: for a test that serves
+// recorded traffic its own way, such as answering whatever a client asks
+// with the recorded responses in turn. An error that the file does not
+// exist matches fs.ErrNotExist.
+func ReadFile(path string) ([]Exchange, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	xs, err := readTrace(data)
+	if err != nil {
+		return nil, fmt.Errorf("cassette %s: %w", path, err)
+	}
+	out := make([]Exchange, len(xs))
+	for i, x := range xs {
+		out[i] = Exchange{Request: x.req, RequestBody: x.reqBody, Response: x.resp, ResponseBody: x.respBody}
+	}
+	return out, nil
 }

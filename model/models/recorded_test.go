@@ -1,15 +1,13 @@
 package models_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/cassette"
 	"github.com/calf-go/calf/model/models"
 	"github.com/calf-go/calf/tool"
 )
@@ -37,38 +36,17 @@ type exchange struct {
 // test when the recordings are absent.
 func readExchanges(t *testing.T, file string) []exchange {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(recordings, file))
-	if os.IsNotExist(err) {
+	xs, err := cassette.ReadFile(filepath.Join(recordings, file))
+	if errors.Is(err, fs.ErrNotExist) {
 		t.Skipf("%s is absent: the recorded-traffic tests need ../shared/recordings", recordings)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, rest, ok := bytes.Cut(data, []byte("\n"))
-	if !ok || string(first) != "httprr trace v1" {
-		t.Fatalf("%s: not an httprr trace", file)
-	}
-	var out []exchange
-	for len(rest) > 0 {
-		line, tail, _ := bytes.Cut(rest, []byte("\n"))
-		var n, m int
-		if _, err := fmt.Sscanf(string(line), "%d %d", &n, &m); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(tail[:n])))
-		if err != nil {
-			t.Fatalf("%s: request: %v", file, err)
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(tail[n:n+m])), req)
-		if err != nil {
-			t.Fatalf("%s: response: %v", file, err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatalf("%s: response body: %v", file, err)
-		}
-		out = append(out, exchange{path: req.URL.RequestURI(), status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: body})
-		rest = tail[n+m:]
+	out := make([]exchange, len(xs))
+	for i, x := range xs {
+		out[i] = exchange{path: x.Request.URL.RequestURI(), status: x.Response.StatusCode,
+			contentType: x.Response.Header.Get("Content-Type"), body: x.ResponseBody}
 	}
 	return out
 }

@@ -1,19 +1,19 @@
 package openai_test
 
 import (
-	"bufio"
-	"bytes"
-	"fmt"
+	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/calf-go/calf/model/cassette"
 )
 
 // The recorded provider traffic lives next to the repository, in
@@ -36,62 +36,21 @@ type exchange struct {
 func recording(t *testing.T, provider, name string) []exchange {
 	t.Helper()
 	path := filepath.Join(recordings, provider, name)
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
+	xs, err := cassette.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		t.Skipf("no recordings at %s", recordings)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := parseHTTPRR(data)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
+	out := make([]exchange, len(xs))
+	for i, x := range xs {
+		out[i] = exchange{
+			method: x.Request.Method, url: x.Request.URL.String(), header: x.Request.Header, body: x.RequestBody,
+			status: x.Response.StatusCode, respHeader: x.Response.Header, respBody: x.ResponseBody,
+		}
 	}
-	return ex
-}
-
-// parseHTTPRR reads an "httprr trace v1" file: its header line, then for
-// each exchange an "N M" line, N bytes of request and M bytes of response.
-func parseHTTPRR(data []byte) ([]exchange, error) {
-	header, rest, ok := bytes.Cut(data, []byte("\n"))
-	if !ok || string(header) != "httprr trace v1" {
-		return nil, fmt.Errorf("not an httprr trace: %q", header)
-	}
-	var out []exchange
-	for len(rest) > 0 {
-		line, after, ok := bytes.Cut(rest, []byte("\n"))
-		if !ok {
-			return nil, fmt.Errorf("exchange %d: no size line", len(out)+1)
-		}
-		var n, m int
-		if _, err := fmt.Sscanf(string(line), "%d %d", &n, &m); err != nil || n+m > len(after) {
-			return nil, fmt.Errorf("exchange %d: bad size line %q", len(out)+1, line)
-		}
-		rawReq, rawResp := after[:n], after[n:n+m]
-		rest = after[n+m:]
-		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(rawReq)))
-		if err != nil {
-			return nil, fmt.Errorf("exchange %d: request: %w", len(out)+1, err)
-		}
-		reqBody, err := io.ReadAll(req.Body)
-		if err != nil {
-			return nil, fmt.Errorf("exchange %d: request body: %w", len(out)+1, err)
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(rawResp)), req)
-		if err != nil {
-			return nil, fmt.Errorf("exchange %d: response: %w", len(out)+1, err)
-		}
-		// ReadResponse de-chunks a chunked body.
-		respBody, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return nil, fmt.Errorf("exchange %d: response body: %w", len(out)+1, err)
-		}
-		out = append(out, exchange{
-			method: req.Method, url: req.URL.String(), header: req.Header, body: reqBody,
-			status: resp.StatusCode, respHeader: resp.Header, respBody: respBody,
-		})
-	}
-	return out, nil
+	return out
 }
 
 // sentRequest is a request as the replay server received it.
