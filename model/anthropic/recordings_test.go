@@ -25,7 +25,6 @@ package anthropic_test
 // (the recorded client sent 1).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -46,6 +45,7 @@ import (
 
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/anthropic"
+	"github.com/calf-go/calf/model/cassette"
 )
 
 // recordingsDir is where the recordings are, next to the repository.
@@ -59,49 +59,19 @@ type exchange struct {
 	respBody []byte
 }
 
-// readRecording reads an httprr trace: a header line, then for each
-// exchange a line "N M" and N bytes of request and M bytes of response.
+// readRecording reads the exchanges of an httprr trace.
 func readRecording(t *testing.T, name string) []exchange {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(recordingsDir, name))
+	xs, err := cassette.ReadFile(filepath.Join(recordingsDir, name))
 	if errors.Is(err, os.ErrNotExist) {
 		t.Skipf("recording %s not found (the recordings are not in this checkout)", name)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	header, rest, ok := bytes.Cut(data, []byte("\n"))
-	if !ok || string(header) != "httprr trace v1" {
-		t.Fatalf("%s: not an httprr trace v1", name)
-	}
-	var exs []exchange
-	for len(rest) > 0 {
-		line, after, ok := bytes.Cut(rest, []byte("\n"))
-		if !ok {
-			t.Fatalf("%s: truncated size line", name)
-		}
-		var n, m int
-		if _, err := fmt.Sscanf(string(line), "%d %d", &n, &m); err != nil || n+m > len(after) {
-			t.Fatalf("%s: bad size line %q", name, line)
-		}
-		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(after[:n])))
-		if err != nil {
-			t.Fatalf("%s: request: %v", name, err)
-		}
-		reqBody, err := io.ReadAll(req.Body)
-		if err != nil {
-			t.Fatalf("%s: request body: %v", name, err)
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(after[n:n+m])), req)
-		if err != nil {
-			t.Fatalf("%s: response: %v", name, err)
-		}
-		respBody, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatalf("%s: response body: %v", name, err)
-		}
-		exs = append(exs, exchange{req: req, reqBody: reqBody, resp: resp, respBody: respBody})
-		rest = after[n+m:]
+	exs := make([]exchange, len(xs))
+	for i, x := range xs {
+		exs[i] = exchange{req: x.Request, reqBody: x.RequestBody, resp: x.Response, respBody: x.ResponseBody}
 	}
 	return exs
 }

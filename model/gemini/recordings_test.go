@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/cassette"
 	"github.com/calf-go/calf/model/internal/transport"
 )
 
@@ -96,62 +96,21 @@ type exchange struct {
 	respBody     []byte
 }
 
-// readRecording reads an httprr trace (v1): a header line, then for each
-// exchange a line "N M" and N bytes of request, M bytes of response.
+// readRecording reads the exchanges of an httprr trace.
 func readRecording(t *testing.T, path string) []exchange {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	xs, err := cassette.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := bufio.NewReader(bytes.NewReader(data))
-	head, err := r.ReadString('\n')
-	if err != nil || head != "httprr trace v1\n" {
-		t.Fatalf("%s: header %q: %v", path, head, err)
+	out := make([]exchange, len(xs))
+	for i, x := range xs {
+		out[i] = exchange{
+			method: x.Request.Method, path: x.Request.URL.Path, query: x.Request.URL.RawQuery, reqBody: x.RequestBody,
+			status: x.Response.StatusCode, respHeader: x.Response.Header, respBody: x.ResponseBody,
+		}
 	}
-	var out []exchange
-	for {
-		line, err := r.ReadString('\n')
-		if errors.Is(err, io.EOF) && line == "" {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("%s: exchange %d: %v", path, len(out)+1, err)
-		}
-		var n, m int
-		if f := strings.Fields(line); len(f) != 2 {
-			t.Fatalf("%s: bad size line %q", path, line)
-		} else if n, err = strconv.Atoi(f[0]); err == nil {
-			m, err = strconv.Atoi(f[1])
-		}
-		if err != nil {
-			t.Fatalf("%s: bad size line %q", path, line)
-		}
-		reqBytes, respBytes := make([]byte, n), make([]byte, m)
-		if _, err := io.ReadFull(r, reqBytes); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(r, respBytes); err != nil {
-			t.Fatal(err)
-		}
-		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(reqBytes)))
-		if err != nil {
-			t.Fatalf("%s: request %d: %v", path, len(out)+1, err)
-		}
-		reqBody, _ := io.ReadAll(req.Body)
-		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(respBytes)), req)
-		if err != nil {
-			t.Fatalf("%s: response %d: %v", path, len(out)+1, err)
-		}
-		respBody, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatalf("%s: response %d body: %v", path, len(out)+1, err)
-		}
-		out = append(out, exchange{
-			method: req.Method, path: req.URL.Path, query: req.URL.RawQuery, reqBody: reqBody,
-			status: resp.StatusCode, respHeader: resp.Header, respBody: respBody,
-		})
-	}
+	return out
 }
 
 func (e exchange) streamed() bool { return strings.HasSuffix(e.path, ":streamGenerateContent") }
