@@ -442,27 +442,11 @@ func (s *subscription) giveUp(p int) {
 // MaxDeliver to cfg's. It fails with [ErrGroupPattern] when the consumer
 // filters another subject.
 func (s *subscription) join(ctx context.Context, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
-	b := s.b
-	cons, err := b.js.Consumer(ctx, b.opts.Stream, cfg.Durable)
-	switch {
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		cons, err = b.js.CreateConsumer(ctx, b.opts.Stream, cfg)
-		if errors.Is(err, jetstream.ErrConsumerExists) {
-			// Another member created it meanwhile.
-			return s.join(ctx, cfg)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("nats: create consumer %s: %w", cfg.Durable, err)
-		}
-		return cons, nil
-	case err != nil:
-		return nil, fmt.Errorf("nats: consumer %s: %w", cfg.Durable, err)
+	cons, created, err := s.ensure(ctx, cfg)
+	if err != nil || created {
+		return cons, err
 	}
 	have := cons.CachedInfo().Config
-	if have.FilterSubject != cfg.FilterSubject {
-		pattern := strings.SplitN(have.FilterSubject, ".", 3)
-		return nil, fmt.Errorf("%w: group %q has pattern %q", ErrGroupPattern, s.group, pattern[len(pattern)-1])
-	}
 	raise := moreDeliveries(cfg.MaxDeliver, have.MaxDeliver)
 	if !raise && have.AckWait == cfg.AckWait && have.MaxAckPending == cfg.MaxAckPending {
 		return cons, nil
@@ -472,7 +456,7 @@ func (s *subscription) join(ctx context.Context, cfg jetstream.ConsumerConfig) (
 	}
 	have.AckWait = cfg.AckWait
 	have.MaxAckPending = cfg.MaxAckPending
-	cons, err = b.js.UpdateConsumer(ctx, b.opts.Stream, have)
+	cons, err = s.b.js.UpdateConsumer(ctx, s.b.opts.Stream, have)
 	if err != nil {
 		return nil, fmt.Errorf("nats: update consumer %s: %w", cfg.Durable, err)
 	}
@@ -480,28 +464,40 @@ func (s *subscription) join(ctx context.Context, cfg jetstream.ConsumerConfig) (
 }
 
 // prepare creates the consumer cfg of a named group if it does not exist,
-// and checks the pattern of one that does.
+// and checks the pattern of one that does; the server's failures are
+// outages (calf.ErrUnavailable).
 func (s *subscription) prepare(ctx context.Context, cfg jetstream.ConsumerConfig) error {
+	_, _, err := s.ensure(ctx, cfg)
+	if err != nil && !errors.Is(err, ErrGroupPattern) {
+		return calf.Unavailable(err)
+	}
+	return err
+}
+
+// ensure returns the consumer cfg of a named group, creating it if it
+// does not exist (created), and fails with ErrGroupPattern when it exists
+// with another pattern.
+func (s *subscription) ensure(ctx context.Context, cfg jetstream.ConsumerConfig) (cons jetstream.Consumer, created bool, err error) {
 	b := s.b
-	cons, err := b.js.Consumer(ctx, b.opts.Stream, cfg.Durable)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		_, err = b.js.CreateConsumer(ctx, b.opts.Stream, cfg)
+	cons, err = b.js.Consumer(ctx, b.opts.Stream, cfg.Durable)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		cons, err = b.js.CreateConsumer(ctx, b.opts.Stream, cfg)
 		if errors.Is(err, jetstream.ErrConsumerExists) {
-			return s.prepare(ctx, cfg) // a member created it meanwhile
+			return s.ensure(ctx, cfg) // another member created it meanwhile
 		}
 		if err != nil {
-			return calf.Unavailable(fmt.Errorf("nats: create consumer %s: %w", cfg.Durable, err))
+			return nil, false, fmt.Errorf("nats: create consumer %s: %w", cfg.Durable, err)
 		}
-		return nil
-	}
-	if err != nil {
-		return calf.Unavailable(fmt.Errorf("nats: consumer %s: %w", cfg.Durable, err))
+		return cons, true, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("nats: consumer %s: %w", cfg.Durable, err)
 	}
 	if have := cons.CachedInfo().Config.FilterSubject; have != cfg.FilterSubject {
 		pattern := strings.SplitN(have, ".", 3)
-		return fmt.Errorf("%w: group %q has pattern %q", ErrGroupPattern, s.group, pattern[len(pattern)-1])
+		return nil, false, fmt.Errorf("%w: group %q has pattern %q", ErrGroupPattern, s.group, pattern[len(pattern)-1])
 	}
-	return nil
+	return cons, false, nil
 }
 
 // Close stops fetching messages, cancels the handlers' context and waits
