@@ -187,14 +187,28 @@ func (w *workerSpec) openBroker(ctx context.Context) (calf.Broker, error) {
 	return adapters.OpenBroker(ctx, raw, nil)
 }
 
+// openStore opens the store of the spec. A store that fails to open is a
+// nil interface, not a nil pointer in one, so that callers can tell.
 func (w *workerSpec) openStore(ctx context.Context) (store.Store, error) {
+	var (
+		st  store.Store
+		err error
+	)
 	switch w.Store {
 	case "postgres":
-		return postgres.Open(ctx, w.StoreURL, &postgres.Options{Schema: w.Namespace, ApplicationName: "calf-bench"})
+		var pg *postgres.Store
+		if pg, err = postgres.Open(ctx, w.StoreURL, &postgres.Options{Schema: w.Namespace, ApplicationName: "calf-bench"}); err == nil {
+			st = pg
+		}
 	case "redis":
-		return redis.Open(ctx, w.StoreURL, &redis.Options{KeyPrefix: w.Namespace})
+		var rd *redis.Store
+		if rd, err = redis.Open(ctx, w.StoreURL, &redis.Options{KeyPrefix: w.Namespace}); err == nil {
+			st = rd
+		}
+	default:
+		err = fmt.Errorf("%w: unknown store %q", errUsage, w.Store)
 	}
-	return nil, fmt.Errorf("%w: unknown store %q", errUsage, w.Store)
+	return st, err
 }
 
 // distStack is W1 on a distributed setup: worker processes serve the

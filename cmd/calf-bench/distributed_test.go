@@ -319,3 +319,21 @@ func TestBenchDistributedCold(t *testing.T) {
 		t.Errorf("the table does not say how it measured:\n%s", out.String())
 	}
 }
+
+// TestDistStackStoreDown checks that a stack whose store cannot be opened
+// fails with the store's error, and closes what it had opened, instead of
+// closing a store that never opened.
+func TestDistStackStoreDown(t *testing.T) {
+	svc := services{postgres: "postgres://127.0.0.1:1/test?connect_timeout=2"}
+	s, err := newDistStack(t.Context(), "kafka+postgres", 0, svc, "http://127.0.0.1:1/v1", 1, tuning{}, io.Discard)
+	if err == nil {
+		_ = s.close()
+		t.Fatal("a stack on a store that is down started")
+	}
+	if s != nil {
+		t.Errorf("a failed stack was returned: %+v", s)
+	}
+	if !strings.Contains(err.Error(), "127.0.0.1") && !strings.Contains(strings.ToLower(err.Error()), "connect") {
+		t.Errorf("the error does not say the store could not be reached: %v", err)
+	}
+}
