@@ -33,6 +33,11 @@ type leaser struct {
 	prefix string // the group's keys: prefix+"m."+member, prefix+"p."+partition
 	every  time.Duration
 
+	// roster follows the members' announcements (see members); nil until
+	// the first tick, and again after its watch has failed.
+	rmu    sync.Mutex
+	roster *roster
+
 	mu     sync.Mutex
 	owned  map[int]*held // by partition
 	done   chan struct{} // closed to stop the ticks
@@ -99,12 +104,19 @@ func newLeaser(ctx context.Context, s *subscription) (*leaser, error) {
 // run renews the leases and claims or gives up partitions until stop.
 func (l *leaser) run() {
 	defer close(l.exited)
-	// The first tick comes at once, so that a member starts consuming
-	// its partitions as soon as it has joined: messages sent to a group
-	// whose only member has just started wait for nothing. Members that
-	// start together may each claim more than their share at first; the
-	// next ticks hand the extra partitions over.
-	l.tick()
+	defer func() {
+		l.rmu.Lock()
+		defer l.rmu.Unlock()
+		if l.roster != nil {
+			l.roster.stop()
+			l.roster = nil
+		}
+	}()
+	// The first tick came before Subscribe returned (see start), so that
+	// a member consumes its partitions as soon as it has joined: messages
+	// sent to a group whose only member has just started wait for
+	// nothing. Members that start together may each claim more than their
+	// share at first; the next ticks hand the extra partitions over.
 	t := time.NewTicker(l.every)
 	defer t.Stop()
 	for {
@@ -132,11 +144,12 @@ func (l *leaser) tick() {
 	s := l.s
 	ctx, cancel := context.WithTimeout(s.ctx, l.every*2)
 	defer cancel()
-	if _, err := l.kv.Put(ctx, l.prefix+"m."+l.id, nil); err != nil {
+	rev, err := l.kv.Put(ctx, l.prefix+"m."+l.id, nil)
+	if err != nil {
 		s.b.log.Debug("nats: announce member", "group", s.group, "error", err)
 		return
 	}
-	members, err := l.members(ctx)
+	members, err := l.members(ctx, rev)
 	if err != nil {
 		s.b.log.Debug("nats: list members", "group", s.group, "error", err)
 		return
@@ -280,6 +293,8 @@ func (l *leaser) claim(ctx context.Context, p int) {
 	if err != nil {
 		return // held by a member that has not given it up yet
 	}
+	// Looked up once the lease is held: its cached information tells what
+	// the previous holder left outstanding (see consume).
 	cons, err := s.b.js.Consumer(ctx, s.b.opts.Stream, consumerName(s.group, p))
 	started := false
 	if err == nil {
@@ -306,22 +321,73 @@ func leasePrefix(group string) string {
 
 // members returns the ids of the group's live members, sorted: those
 // whose announcement is at most staleAfter older than this member's,
-// which it has just renewed. A member renews its announcement every tick;
-// one that has missed three renewals has most likely died, and the
-// partitions it would be given are left to the others at once, not when
-// its announcement expires a lease TTL after its death: a partition
-// whose lease expires is taken over by a live member, even when another
-// member died shortly before. The ages are those the server stamped, so
-// that the members' clocks do not matter.
-func (l *leaser) members(ctx context.Context) ([]string, error) {
-	ids, err := listMembers(ctx, l.kv, l.prefix)
+// which it has just renewed at revision rev. A member renews its
+// announcement every tick; one that has missed three renewals has most
+// likely died, and the partitions it would be given are left to the
+// others at once, not when its announcement expires a lease TTL after its
+// death: a partition whose lease expires is taken over by a live member,
+// even when another member died shortly before. The ages are those the
+// server stamped, so that the members' clocks do not matter.
+//
+// The announcements come from the member's roster, a watch of the
+// group's announcement keys, once it has seen revision rev (and so every
+// announcement before it): a tick then costs no request. Should the watch
+// not catch up within a tick, or have failed, the member lists and reads
+// the announcements instead, and starts a new watch on the next tick.
+func (l *leaser) members(ctx context.Context, rev uint64) ([]string, error) {
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	if l.roster == nil {
+		r, err := watchRoster(l.s.ctx, l.kv, l.prefix)
+		if err != nil {
+			l.s.b.log.Debug("nats: watch members", "group", l.s.group, "error", err)
+		} else {
+			l.roster = r
+		}
+	}
+	if r := l.roster; r != nil {
+		wctx, cancel := context.WithTimeout(ctx, l.every)
+		stamps, err := r.since(wctx, rev)
+		cancel()
+		if err == nil {
+			return l.live(stamps), nil
+		}
+		l.s.b.log.Debug("nats: watch members", "group", l.s.group, "error", err)
+		r.stop()
+		l.roster = nil
+	}
+	stamps, err := readMembers(ctx, l.kv, l.prefix)
+	if err != nil {
+		return nil, err
+	}
+	return l.live(stamps), nil
+}
+
+// live returns, sorted, the members of stamps (the server's stamps of
+// their latest announcements) that are this member or whose announcement
+// is at most staleAfter older than this member's.
+func (l *leaser) live(stamps map[string]time.Time) []string {
+	mine, ok := stamps[l.id]
+	var ids []string
+	for id, at := range stamps {
+		if id == l.id || (ok && mine.Sub(at) <= l.staleAfter()) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// readMembers lists the announcements under prefix and reads each: the
+// server's stamp of each member's latest announcement.
+func readMembers(ctx context.Context, kv jetstream.KeyValue, prefix string) (map[string]time.Time, error) {
+	ids, err := listMembers(ctx, kv, prefix)
 	if err != nil {
 		return nil, err
 	}
 	stamps := make(map[string]time.Time, len(ids))
-	var mine time.Time
 	for _, id := range ids {
-		e, err := l.kv.Get(ctx, l.prefix+"m."+id)
+		e, err := kv.Get(ctx, prefix+"m."+id)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue // expired meanwhile
 		}
@@ -329,19 +395,101 @@ func (l *leaser) members(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 		stamps[id] = e.Created()
-		if id == l.id {
-			mine = e.Created()
-		}
 	}
-	live := ids[:0]
-	for _, id := range ids {
-		at, ok := stamps[id]
-		if ok && (id == l.id || mine.Sub(at) <= l.staleAfter()) {
-			live = append(live, id)
-		}
-	}
-	return live, nil
+	return stamps, nil
 }
+
+// roster follows the announcements of a group's members through one
+// watch of their keys, kept for the member's life, in place of a listing
+// and a read per member on every tick (a listing is a consumer the server
+// creates and deletes).
+type roster struct {
+	w jetstream.KeyWatcher
+
+	mu      sync.Mutex
+	stamps  map[string]time.Time // member → the server's stamp of its latest announcement
+	rev     uint64               // the latest revision seen
+	failed  bool                 // the watch has ended
+	changed chan struct{}        // closed, and replaced, at each update
+}
+
+func watchRoster(ctx context.Context, kv jetstream.KeyValue, prefix string) (*roster, error) {
+	w, err := kv.Watch(ctx, prefix+"m.*", jetstream.MetaOnly())
+	if err != nil {
+		return nil, err
+	}
+	r := &roster{w: w, stamps: map[string]time.Time{}, changed: make(chan struct{})}
+	go r.follow(prefix + "m.")
+	return r, nil
+}
+
+// follow applies the watch's updates until it ends.
+func (r *roster) follow(prefix string) {
+	for e := range r.w.Updates() {
+		if e == nil {
+			continue // the initial values have all come
+		}
+		r.mu.Lock()
+		id := strings.TrimPrefix(e.Key(), prefix)
+		if e.Operation() == jetstream.KeyValuePut {
+			r.stamps[id] = e.Created()
+		} else {
+			delete(r.stamps, id)
+		}
+		r.rev = max(r.rev, e.Revision())
+		close(r.changed)
+		r.changed = make(chan struct{})
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	r.failed = true
+	close(r.changed)
+	r.mu.Unlock()
+}
+
+// errRosterEnded reports a roster whose watch has ended.
+var errRosterEnded = errors.New("the watch of the members ended")
+
+// since returns the stamps of the announcements once the roster has seen
+// revision rev. Announcements that expired (a member that died) are left
+// out once they are older than the newest by more than a minute; callers
+// leave out those that are stale anyway.
+func (r *roster) since(ctx context.Context, rev uint64) (map[string]time.Time, error) {
+	for {
+		r.mu.Lock()
+		if r.failed {
+			r.mu.Unlock()
+			return nil, errRosterEnded
+		}
+		if r.rev >= rev {
+			var newest time.Time
+			for _, at := range r.stamps {
+				if at.After(newest) {
+					newest = at
+				}
+			}
+			out := make(map[string]time.Time, len(r.stamps))
+			for id, at := range r.stamps {
+				if newest.Sub(at) > time.Minute {
+					delete(r.stamps, id)
+					continue
+				}
+				out[id] = at
+			}
+			r.mu.Unlock()
+			return out, nil
+		}
+		changed := r.changed
+		r.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("the watch of the members did not reach revision %d: %w", rev, context.Cause(ctx))
+		}
+	}
+}
+
+func (r *roster) stop() { _ = r.w.Stop() }
 
 // staleAfter is how much older than this member's announcement another
 // member's may be before it counts as dead: three renewals missed.

@@ -802,10 +802,18 @@ func TestCloseWhileAPartitionStarts(t *testing.T) {
 	backendsWith(t, func(o *Options) { o.Partitions = 1 }, func(t *testing.T, open func() *Broker) {
 		b := open()
 		opts := &calf.SubscribeOptions{Group: "g"}
+		// A member's first claims come before Subscribe returns: member a
+		// takes the partition later, from a member that held it first.
+		holder, err := b.Subscribe(t.Context(), "cs.x", func(context.Context, *calf.Message) error {
+			return errors.New("the first holder must not handle anything")
+		}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
 		listed := make(chan *part, 1)
 		proceed := make(chan struct{})
 		hook := func(pt *part) {
-			if pt.s.group != "g" {
+			if pt.s.group != "g" || pt.s == holder.(*subscription) {
 				return
 			}
 			select {
@@ -823,15 +831,20 @@ func TestCloseWhileAPartitionStarts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		const n = 3
-		for i := range n {
-			publish(t, b, msg("cs.x", "k", "m"+strconv.Itoa(i)))
+		if err := holder.Close(); err != nil {
+			t.Fatal(err)
 		}
+		const n = 3
 		var pt *part
 		select {
 		case pt = <-listed:
 		case <-time.After(timeout):
 			t.Fatal("member a did not take the partition")
+		}
+		// The messages wait in the consumer while a sets up its
+		// consumption of the partition.
+		for i := range n {
+			publish(t, b, msg("cs.x", "k", "m"+strconv.Itoa(i)))
 		}
 		// Close a while its consumption of the partition is being set up,
 		// and let the setup go on once the partition is given up.
@@ -878,10 +891,11 @@ func TestStaleMemberIsLeftOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	members := func() []string {
-		if _, err := l.kv.Put(t.Context(), l.prefix+"m."+l.id, nil); err != nil {
+		rev, err := l.kv.Put(t.Context(), l.prefix+"m."+l.id, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := l.members(t.Context())
+		m, err := l.members(t.Context(), rev)
 		if err != nil {
 			t.Fatal(err)
 		}
