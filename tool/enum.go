@@ -1,8 +1,10 @@
 package tool
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,7 +13,9 @@ import (
 
 // applyEnumTags walks the Go type t alongside its inferred schema js and
 // sets the enum keyword of every property whose struct field has an `enum`
-// tag. seen guards against revisiting a struct type.
+// tag, and the default of every property whose field has a `default` tag
+// (the property is then optional). seen guards against revisiting a struct
+// type.
 func applyEnumTags(t reflect.Type, js *jsonschema.Schema, seen map[reflect.Type]bool) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -51,6 +55,15 @@ func applyEnumTags(t reflect.Type, js *jsonschema.Schema, seen map[reflect.Type]
 		if tag, ok := f.Tag.Lookup("enum"); ok {
 			if err := setEnum(t, f, prop, tag); err != nil {
 				return err
+			}
+		}
+		if tag, ok := f.Tag.Lookup("default"); ok {
+			if err := setDefault(t, f, prop, tag); err != nil {
+				return err
+			}
+			js.Required = slices.DeleteFunc(js.Required, func(r string) bool { return r == name })
+			if len(js.Required) == 0 {
+				js.Required = nil
 			}
 		}
 		if err := applyEnumTags(f.Type, prop, seen); err != nil {
@@ -105,6 +118,45 @@ func setEnum(t reflect.Type, f reflect.StructField, prop *jsonschema.Schema, tag
 		values = append(values, nil)
 	}
 	target.Enum = values
+	return nil
+}
+
+// setDefault sets the default of prop, the schema of field f of struct t,
+// from its default tag: the value as text for a string, a number or a
+// boolean field (`default:"10"`, `default:"celsius"`), and as JSON for any
+// other field (`default:"[\"a\",\"b\"]"`).
+func setDefault(t reflect.Type, f reflect.StructField, prop *jsonschema.Schema, tag string) error {
+	ft := f.Type
+	for ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+	}
+	var v any
+	switch ft.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		var err error
+		if v, err = parseEnumValue(ft, strings.TrimSpace(tag)); err != nil && ft.Kind() != reflect.String {
+			return fmt.Errorf("tool: default tag of field %v.%s: %w", t, f.Name, err)
+		}
+		if ft.Kind() == reflect.String {
+			v = tag // a string's default is the tag as it is, spaces included
+		}
+	default:
+		// Decoded into the field's type, so that a default the field
+		// cannot hold is an error now, not when a call needs it.
+		pv := reflect.New(f.Type)
+		if err := json.Unmarshal([]byte(tag), pv.Interface()); err != nil {
+			return fmt.Errorf("tool: default tag of field %v.%s: not JSON for %v: %w", t, f.Name, f.Type, err)
+		}
+		if err := json.Unmarshal([]byte(tag), &v); err != nil {
+			return fmt.Errorf("tool: default tag of field %v.%s: %w", t, f.Name, err)
+		}
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("tool: default tag of field %v.%s: %w", t, f.Name, err)
+	}
+	prop.Default = raw
 	return nil
 }
 

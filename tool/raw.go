@@ -41,7 +41,7 @@ func (t *rawTool) Definition() model.ToolDefinition {
 }
 
 func (t *rawTool) Call(ctx context.Context, args json.RawMessage) (*Result, error) {
-	args, err := checkArgs(t.def.Name, t.schema, args)
+	args, err := checkArgs(t.def.Name, t.schema, args, false)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,9 @@ type Schema struct {
 	// parts, when not nil, check an object one property at a time, so
 	// that Validate reports every violation, not only the first.
 	parts *objectParts
+	// defaults reports whether a property has a default (see
+	// withDefaults).
+	defaults bool
 }
 
 // objectParts are the pieces of an object schema with properties: the
@@ -235,7 +238,62 @@ func compile(js *jsonschema.Schema, wrapped bool, name string) (*Schema, error) 
 	if name == "" {
 		name = WrapperProperty
 	}
-	return &Schema{raw: raw, resolved: resolved, wrapped: wrapped, name: name, parts: splitObject(raw)}, nil
+	return &Schema{raw: raw, resolved: resolved, wrapped: wrapped, name: name, parts: splitObject(raw),
+		defaults: bytes.Contains(raw, []byte(`"default"`))}, nil
+}
+
+// withDefaults sets, in v, each property that is missing and has a default
+// in the schema to its default, in the nested objects v has too (an object
+// left out is not made up to hold its properties' defaults). It reports
+// whether it set any.
+func (s *Schema) withDefaults(v *any) (bool, error) {
+	obj, ok := (*v).(map[string]any)
+	if !s.defaults || !ok {
+		return false, nil
+	}
+	return applyDefaults(obj, s.resolved.Schema())
+}
+
+func applyDefaults(obj map[string]any, js *jsonschema.Schema) (bool, error) {
+	if js == nil {
+		return false, nil
+	}
+	set := false
+	for name, sub := range js.Properties {
+		if sub == nil {
+			continue
+		}
+		val, ok := obj[name]
+		if !ok {
+			if sub.Default != nil && !slices.Contains(js.Required, name) {
+				var d any
+				if err := json.Unmarshal(sub.Default, &d); err != nil {
+					return set, fmt.Errorf("default of %s: %w", name, err)
+				}
+				obj[name], set = d, true
+			}
+			continue
+		}
+		switch val := val.(type) {
+		case map[string]any:
+			s, err := applyDefaults(val, sub)
+			if err != nil {
+				return set, err
+			}
+			set = set || s
+		case []any:
+			for _, e := range val {
+				if m, ok := e.(map[string]any); ok {
+					s, err := applyDefaults(m, sub.Items)
+					if err != nil {
+						return set, err
+					}
+					set = set || s
+				}
+			}
+		}
+	}
+	return set, nil
 }
 
 // splitObject returns the parts of raw, an object schema with properties,
@@ -397,6 +455,11 @@ func inferSchema(t reflect.Type, typeSchemas map[reflect.Type]*jsonschema.Schema
 	}
 	if err := applyEnumTags(t, js, nil); err != nil {
 		return nil, err
+	}
+	// A default that breaks the property's own schema (a value outside its
+	// enum, say) is refused now, not sent to a tool later.
+	if _, err := js.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true}); err != nil {
+		return nil, fmt.Errorf("%w: %v: a default does not follow its property's schema: %w", ErrInvalidSchema, t, err)
 	}
 	return js, nil
 }

@@ -65,6 +65,11 @@ func WithTypeSchemas(m map[reflect.Type]*jsonschema.Schema) Option {
 //   - an `enum` tag lists the allowed values, separated by commas, for a
 //     string, number or boolean field or the elements of a slice field:
 //     `enum:"celsius,fahrenheit"`;
+//   - a `default` tag gives the property's default, shown to the model in
+//     the schema and set in the arguments of a call that leaves the
+//     property out: `default:"10"` (text for a string, number or boolean
+//     field, JSON for others); the property is optional; a default the
+//     property's schema refuses (outside its enum, say) is an error;
 //   - properties that are not fields are rejected
 //     ("additionalProperties": false), so that a misspelt argument is
 //     reported to the model rather than silently dropped;
@@ -139,7 +144,7 @@ func (t *typedTool[In, Out]) Definition() model.ToolDefinition {
 }
 
 func (t *typedTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (*Result, error) {
-	args, err := checkArgs(t.def.Name, t.schema, args)
+	args, err := checkArgs(t.def.Name, t.schema, args, true)
 	if err != nil {
 		return nil, err
 	}
@@ -159,14 +164,26 @@ func (t *typedTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (*R
 
 // checkArgs returns args, with empty or null arguments replaced by {}, if
 // they are valid JSON that follows s (when s is not nil), and an
-// *ArgumentError otherwise.
-func checkArgs(name string, s *Schema, args json.RawMessage) (json.RawMessage, error) {
+// *ArgumentError otherwise. With defaults, the properties left out that
+// have a default in s are set to it first.
+func checkArgs(name string, s *Schema, args json.RawMessage, defaults bool) (json.RawMessage, error) {
 	if trimmed := bytes.TrimSpace(args); len(trimmed) == 0 || string(trimmed) == "null" {
 		args = json.RawMessage("{}")
 	}
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
 		return nil, &ArgumentError{Tool: name, Err: fmt.Errorf("arguments are not valid JSON: %w", err)}
+	}
+	if s != nil && defaults {
+		set, err := s.withDefaults(&v)
+		if err != nil {
+			return nil, &ArgumentError{Tool: name, Err: fmt.Errorf("apply the defaults: %w", err)}
+		}
+		if set {
+			if args, err = json.Marshal(v); err != nil {
+				return nil, &ArgumentError{Tool: name, Err: err}
+			}
+		}
 	}
 	if s != nil {
 		if err := s.validateValue(v); err != nil {

@@ -521,3 +521,109 @@ func BenchmarkCall(b *testing.B) {
 		}
 	}
 }
+
+// TestDefaultTags checks that a `default` tag puts the default in the
+// inferred schema, makes the property optional, and sets it in the
+// arguments of a call that leaves it out, at the top level and in a nested
+// object, while a value the model gives wins.
+func TestDefaultTags(t *testing.T) {
+	type filter struct {
+		Lang  string   `json:"lang,omitempty" default:"go"`
+		Kinds []string `json:"kinds" default:"[\"func\",\"type\"]"`
+	}
+	type search struct {
+		Query  string  `json:"query"`
+		Limit  int     `json:"limit" default:"10"`
+		Exact  bool    `json:"exact" default:"true"`
+		Score  float64 `json:"score" default:"0.5"`
+		Unit   string  `json:"unit" enum:"km,mi" default:"km"`
+		Filter *filter `json:"filter,omitempty"`
+	}
+	var got search
+	tl := tool.Must(tool.New("search", "searches", func(_ context.Context, in search) (string, error) {
+		got = in
+		return "ok", nil
+	}))
+	var schema struct {
+		Required   []string `json:"required"`
+		Properties map[string]struct {
+			Default    json.RawMessage `json:"default"`
+			Properties map[string]struct {
+				Default json.RawMessage `json:"default"`
+			} `json:"properties"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(tl.Definition().Parameters, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"query"}, schema.Required); diff != "" {
+		t.Errorf("required (-want +got):\n%s", diff)
+	}
+	for name, want := range map[string]string{"limit": `10`, "exact": `true`, "score": `0.5`, "unit": `"km"`} {
+		if got := string(schema.Properties[name].Default); got != want {
+			t.Errorf("default of %s in the schema: %s, want %s", name, got, want)
+		}
+	}
+	if got := string(schema.Properties["filter"].Properties["kinds"].Default); got != `["func","type"]` {
+		t.Errorf("default of filter.kinds in the schema: %s", got)
+	}
+
+	if _, err := tl.Call(t.Context(), json.RawMessage(`{"query":"q","filter":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	want := search{Query: "q", Limit: 10, Exact: true, Score: 0.5, Unit: "km", Filter: &filter{Lang: "go", Kinds: []string{"func", "type"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("arguments left out (-want +got):\n%s", diff)
+	}
+	if _, err := tl.Call(t.Context(), json.RawMessage(`{"query":"q","limit":3,"exact":false,"unit":"mi"}`)); err != nil {
+		t.Fatal(err)
+	}
+	want = search{Query: "q", Limit: 3, Exact: false, Score: 0.5, Unit: "mi"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("arguments given (-want +got):\n%s", diff)
+	}
+	// The property without a default stays required.
+	var ae *tool.ArgumentError
+	if _, err := tl.Call(t.Context(), json.RawMessage(`{}`)); !errors.As(err, &ae) || !strings.Contains(err.Error(), "query") {
+		t.Errorf("a call without the required query: %v, want an argument error naming it", err)
+	}
+}
+
+// TestBadDefaultTags checks that a default the field cannot hold, or that
+// its schema refuses, is an error when the tool is made.
+func TestBadDefaultTags(t *testing.T) {
+	type notInt struct {
+		N int `json:"n" default:"ten"`
+	}
+	type outsideEnum struct {
+		U string `json:"u" enum:"km,mi" default:"ft"`
+	}
+	type badJSON struct {
+		L []int `json:"l" default:"[1,"`
+	}
+	type wrongJSON struct {
+		L []int `json:"l" default:"[\"a\"]"`
+	}
+	for name, mk := range map[string]func() error{
+		"not an int": func() error {
+			_, err := tool.New("t", "", func(context.Context, notInt) (string, error) { return "", nil })
+			return err
+		},
+		"outside the enum": func() error {
+			_, err := tool.New("t", "", func(context.Context, outsideEnum) (string, error) { return "", nil })
+			return err
+		},
+		"not JSON": func() error {
+			_, err := tool.New("t", "", func(context.Context, badJSON) (string, error) { return "", nil })
+			return err
+		},
+		"JSON of another type": func() error {
+			_, err := tool.New("t", "", func(context.Context, wrongJSON) (string, error) { return "", nil })
+			return err
+		},
+	} {
+		if err := mk(); err == nil || !strings.Contains(err.Error(), "default") {
+			t.Errorf("%s: %v, want an error about the default", name, err)
+		}
+	}
+}
