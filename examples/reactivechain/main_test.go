@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/calf-go/calf/examples/internal/extest"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/reactive"
@@ -39,5 +40,34 @@ func TestChain(t *testing.T) {
 	}
 	if s.Summary != "Cats sleep a lot." || s.Translation != "Les chats dorment beaucoup." {
 		t.Errorf("state %+v", s)
+	}
+}
+
+// TestChainOnCassette runs the example through model/openai, replaying
+// testdata/chain.httprr: the summarizer, then the translator triggered by
+// the summary, on one model as in the example's main. The committed
+// cassette was recorded against a local OpenAI-compatible server
+// (model/modeltest's) answering with the script below; to record it
+// against a real provider instead:
+//
+//	CALF_RECORD=1 OPENAI_API_KEY=... go test -run '^TestChainOnCassette$' ./examples/reactivechain
+func TestChainOnCassette(t *testing.T) {
+	m := extest.Model(t, "testdata/chain.httprr", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		prompt := req.Messages[len(req.Messages)-1].Text()
+		switch {
+		case strings.Contains(prompt, "set_summary"):
+			return choice("set_summary", "Cats sleep most of the day."), nil
+		case strings.Contains(prompt, "set_translation"):
+			return choice("set_translation", "Les chats dorment la plupart de la journée."), nil
+		}
+		t.Errorf("unexpected prompt %q", prompt)
+		return modeltest.Text("?"), nil
+	}).Generate)
+	s, err := run(t.Context(), m, m, "French", "Cats sleep sixteen hours a day. They hunt at dawn and dusk.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Summary == "" || s.Translation == "" || s.Translation == s.Summary {
+		t.Errorf("state %+v; want a summary and its translation", s)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/calf-go/calf/examples/internal/extest"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 )
@@ -21,9 +22,16 @@ func toolResults(req *model.Request) []string {
 	return out
 }
 
+// TestResearch runs the example through model/openai, replaying
+// testdata/research.httprr: the lead calls the searcher and the analyst as
+// tools, the searcher its search tool. The committed cassette was recorded
+// against a local OpenAI-compatible server (model/modeltest's) answering
+// with the script below; to record it against a real provider instead:
+//
+//	CALF_RECORD=1 OPENAI_API_KEY=... go test -run '^TestResearch$' ./examples/research
 func TestResearch(t *testing.T) {
-	// One scripted model for the three agents, answering by system prompt.
-	m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	// One script for the three agents, answering by system prompt.
+	m := extest.Model(t, "testdata/research.httprr", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		results := toolResults(req)
 		switch req.Messages[0].Text() {
 		case leadInstructions:
@@ -50,30 +58,25 @@ func TestResearch(t *testing.T) {
 		}
 		t.Errorf("unexpected system prompt %q", req.Messages[0].Text())
 		return modeltest.Text("?"), nil
-	})
+	}).Generate)
 	var log strings.Builder
 	report, err := run(t.Context(), m, "Why do cats purr?", &log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "Report. The frequencies are established; the healing effect is uncertain."; report != want {
-		t.Errorf("report = %q, want %q", report, want)
+	if !strings.Contains(report, "healing") {
+		t.Errorf("report = %q, want the analyst's assessment in it", report)
 	}
-	want := []string{
-		`lead -> searcher {"input":"facts about why cats purr"}`,
-		`searcher -> search {"query":"cats purr"}`,
-		"searcher answered (2 model calls)",
-		"lead -> analyst",
-		"analyst answered (1 model calls)",
-	}
-	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
-	if len(lines) != len(want) {
-		t.Fatalf("log = %q", log.String())
-	}
-	for i, w := range want {
-		if !strings.HasPrefix(lines[i], w) {
-			t.Errorf("log line %d = %q, want %q…", i, lines[i], w)
+	// The lead delegates to the searcher, which searches, then to the
+	// analyst.
+	log2 := log.String()
+	prev := -1
+	for _, w := range []string{"lead -> searcher ", "searcher -> search ", "searcher answered", "lead -> analyst", "analyst answered"} {
+		i := strings.Index(log2, w)
+		if i < 0 || i < prev {
+			t.Errorf("log lacks %q after the lines before:\n%s", w, log2)
 		}
+		prev = i
 	}
 }
 

@@ -36,7 +36,16 @@ const replayURL = "https://api.openai.com/v1"
 // cassettes were made.
 func Model(t testing.TB, path string, script modeltest.ServerHandler) model.Model {
 	t.Helper()
-	client := cassette.ForTest(t, path, nil)
+	return ModelWith(t, path, script, nil)
+}
+
+// ModelWith is [Model] with the cassette's options, such as a Scrub that
+// takes what changes from run to run (a duration, say) out of the
+// requests before they are recorded and matched. Their Mode is not
+// overridden.
+func ModelWith(t testing.TB, path string, script modeltest.ServerHandler, copts *cassette.Options) model.Model {
+	t.Helper()
+	client := cassette.ForTest(t, path, copts)
 	opts := openai.Options{Model: ModelName, HTTPClient: client}
 	switch {
 	case !cassette.Recording():
