@@ -15,7 +15,7 @@ import (
 // request converts req into the body of a chat completion request.
 func (m *Model) request(req *model.Request) (*wireRequest, error) {
 	p := &wireRequest{Model: m.ep.wireModel, ReasoningEffort: m.effort}
-	msgs, err := messages(model.ForProvider(req.Messages, "openai"))
+	msgs, err := messages(model.ForProvider(req.Messages, "openai"), m.sendReasoning)
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}
@@ -94,8 +94,11 @@ func kindOf(data []byte) string {
 
 // messages converts the conversation. Images in tool messages, which the
 // API does not accept there, move to a user message after the run of tool
-// messages they belong to.
-func messages(in []model.Message) ([]wireMessage, error) {
+// messages they belong to. Thinking parts are left out, except that with
+// sendReasoning the shown reasoning of an assistant message with tool
+// calls goes back as its reasoning_content. Thinking parts of the
+// Responses API (which have an id) never go back here.
+func messages(in []model.Message, sendReasoning bool) ([]wireMessage, error) {
 	out := make([]wireMessage, 0, len(in))
 	var toolImages []wirePart
 	flush := func() {
@@ -141,6 +144,9 @@ func messages(in []model.Message) ([]wireMessage, error) {
 				for j, c := range msg.ToolCalls {
 					a.ToolCalls[j] = wireToolCall{ID: c.ID, Type: "function", Function: wireFunctionCall{Name: c.Name, Arguments: c.Arguments}}
 				}
+				if sendReasoning {
+					a.ReasoningContent = shownReasoning(msg.Parts)
+				}
 			}
 			out = append(out, a)
 		case model.RoleTool:
@@ -168,6 +174,18 @@ func messages(in []model.Message) ([]wireMessage, error) {
 	}
 	flush()
 	return out, nil
+}
+
+// shownReasoning returns the text of the thinking parts that a chat
+// completion gave (those without an id).
+func shownReasoning(parts []model.Part) string {
+	var s string
+	for _, p := range parts {
+		if p.Type == model.PartThinking && p.ID == "" {
+			s += p.Text
+		}
+	}
+	return s
 }
 
 func hasImage(parts []model.Part) bool {
@@ -211,12 +229,15 @@ func (m *Model) response(c *wireCompletion) (*model.Response, error) {
 	}
 	choice := &c.Choices[0]
 	msg := model.Message{Role: model.RoleAssistant}
+	if thinking := choice.Message.thinking(); thinking != "" {
+		msg.Parts = []model.Part{{Type: model.PartThinking, Text: thinking, Provider: "openai"}}
+	}
 	text := choice.Message.Content
 	if text == "" {
 		text = choice.Message.Refusal
 	}
 	if text != "" {
-		msg.Parts = []model.Part{model.TextPart(text)}
+		msg.Parts = append(msg.Parts, model.TextPart(text))
 	}
 	for i, tc := range choice.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {

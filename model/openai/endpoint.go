@@ -46,6 +46,8 @@ type endpoint struct {
 	// Azure's want it (their reasoning models reject max_tokens); other
 	// servers reliably understand max_tokens.
 	completionTokens bool
+	// host is the host of the base URL; empty for Azure.
+	host string
 }
 
 // newEndpoint resolves opts and the environment. It fails with an error
@@ -82,6 +84,7 @@ func newEndpoint(opts Options) (*endpoint, error) {
 			return nil, err
 		}
 		e.base = strings.TrimRight(opts.BaseURL, "/")
+		e.host = u.Host
 		e.completionTokens = u.Host == "api.openai.com"
 		if !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
 			e.unversioned = u.Redacted()

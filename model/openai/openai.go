@@ -70,6 +70,17 @@ type Options struct {
 	// back as the text of thinking parts. Only [ResponsesModel] sends it.
 	// Default: none.
 	ReasoningSummary string
+	// SendReasoning sends the shown reasoning of an assistant message that
+	// has tool calls back in the message's reasoning_content field, as
+	// DeepSeek's thinking mode requires of the turns in which the model
+	// called tools (without it, the next request fails with HTTP 400).
+	// Servers that show reasoning (reasoning_content, reasoning or
+	// reasoning_details in a message or a delta) give thinking parts in
+	// any case; this only says whether they go back. Default: true for
+	// DeepSeek's API (host api.deepseek.com), false otherwise, since
+	// OpenAI's API rejects fields it does not know in a message. Only
+	// [Model] sends it.
+	SendReasoning bool
 	// Store lets the Responses API keep the responses it makes (its store
 	// parameter). Default: false, so nothing is kept at OpenAI: each
 	// request carries the whole conversation, and the reasoning of earlier
@@ -109,6 +120,9 @@ type Model struct {
 	url string
 	// effort is Options.ReasoningEffort.
 	effort string
+	// sendReasoning is Options.SendReasoning, or the default for the
+	// server.
+	sendReasoning bool
 }
 
 var (
@@ -125,7 +139,8 @@ func New(opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Model{ep: ep, url: ep.url("chat/completions"), effort: opts.ReasoningEffort}, nil
+	return &Model{ep: ep, url: ep.url("chat/completions"), effort: opts.ReasoningEffort,
+		sendReasoning: opts.SendReasoning || ep.host == "api.deepseek.com"}, nil
 }
 
 // FromEnv returns a model named name configured from the environment:
@@ -254,6 +269,11 @@ func (m *Model) GenerateStream(ctx context.Context, req *model.Request) iter.Seq
 				if choice.Index != 0 {
 					continue
 				}
+				if t := choice.Delta.thinking(); t != "" {
+					if !yield(model.Chunk{Delta: &model.Delta{Thinking: t}}, nil) {
+						return
+					}
+				}
 				if choice.Delta.Content != "" {
 					if !yield(model.Chunk{Delta: &model.Delta{Text: choice.Delta.Content}}, nil) {
 						return
@@ -328,6 +348,7 @@ func (a *accumulator) add(ch *wireCompletion) bool {
 		c := &a.c.Choices[0]
 		c.Message.Content += d.Delta.Content
 		c.Message.Refusal += d.Delta.Refusal
+		c.Message.ReasoningContent += d.Delta.thinking()
 		if d.FinishReason != "" {
 			c.FinishReason = d.FinishReason
 		}

@@ -36,6 +36,9 @@ type wireMessage struct {
 	Content    any            `json:"content,omitempty"`
 	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
+	// ReasoningContent is the shown reasoning of an assistant message
+	// with tool calls, sent back only with Options.SendReasoning.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
 type wirePart struct {
@@ -137,6 +140,61 @@ type wireResponse struct {
 	// FunctionCall is the deprecated single call of a server answering in
 	// the shape of the API's "functions" era.
 	FunctionCall *wireFunctionCall `json:"function_call"`
+	// ReasoningContent is the shown reasoning of DeepSeek, vLLM, llama.cpp
+	// and others; Reasoning that of OpenRouter and Ollama; ReasoningDetails
+	// OpenRouter's structured form of it. OpenAI's own API sends none.
+	ReasoningContent string                `json:"reasoning_content"`
+	Reasoning        reasoningText         `json:"reasoning"`
+	ReasoningDetails []wireReasoningDetail `json:"reasoning_details"`
+}
+
+// thinking returns the shown reasoning of a message or a delta: its
+// reasoning_content, else its reasoning, else the text of its
+// reasoning_details (which OpenRouter sends besides reasoning, with the
+// same text).
+func (r *wireResponse) thinking() string {
+	if r.ReasoningContent != "" {
+		return r.ReasoningContent
+	}
+	if r.Reasoning != "" {
+		return string(r.Reasoning)
+	}
+	if len(r.ReasoningDetails) == 0 {
+		return ""
+	}
+	var s string
+	for _, d := range r.ReasoningDetails {
+		switch d.Type {
+		case "reasoning.text":
+			s += d.Text
+		case "reasoning.summary":
+			s += d.Summary
+		}
+	}
+	return s
+}
+
+// reasoningText is a reasoning field: a string; anything else (null, an
+// object of a server with its own idea) reads as no text rather than as
+// a malformed response.
+type reasoningText string
+
+// UnmarshalJSON keeps a string and ignores other values.
+func (r *reasoningText) UnmarshalJSON(data []byte) error {
+	var s string
+	if json.Unmarshal(data, &s) == nil {
+		*r = reasoningText(s)
+	}
+	return nil
+}
+
+// wireReasoningDetail is an entry of OpenRouter's reasoning_details:
+// "reasoning.text" with text, "reasoning.summary" with summary, or
+// "reasoning.encrypted" with data (not kept).
+type wireReasoningDetail struct {
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	Summary string `json:"summary"`
 }
 
 type wireUsage struct {
