@@ -76,6 +76,9 @@ func (m *Model) request(req *model.Request, inPrompt bool) (*wireRequest, error)
 	if len(w.Contents) == 0 {
 		return nil, fmt.Errorf("gemini: %s: the request has no user or assistant content", m.name)
 	}
+	if validatesSignatures(m.name) {
+		signCurrentTurn(w.Contents)
+	}
 	if err := m.tools(w, req); err != nil {
 		return nil, err
 	}
@@ -112,6 +115,68 @@ func (m *Model) request(req *model.Request, inPrompt bool) (*wireRequest, error)
 		w.SystemInstruction = &wireContent{Parts: system}
 	}
 	return w, nil
+}
+
+// SkipSignature is the thought signature sent on a function call that has
+// none of its own, in the current turn of a model that validates
+// signatures (Gemini 3 and later): a call made by another provider's model,
+// one whose signature was lost, or one made up by the program. Google
+// documents it, and "context_engineering_is_the_way_to_go", as the dummy
+// signatures that the API accepts in place of a missing one; this one is
+// also Vertex AI's.
+const SkipSignature = "skip_thought_signature_validator"
+
+// validatesSignatures reports whether the model named name may refuse a
+// function call without its thought signature: every model but those of
+// Gemini 1 and 2, which do not check them.
+func validatesSignatures(name string) bool {
+	return !strings.HasPrefix(name, "gemini-1") && !strings.HasPrefix(name, "gemini-2")
+}
+
+// signCurrentTurn gives SkipSignature to the first function call of each
+// model step of the current turn (from the last user content that is not
+// only function responses) that has no signature, which is where Gemini 3
+// requires one; of parallel calls the model signs the first only.
+// Signatures that the model gave are never replaced, and earlier turns,
+// which the API does not check, are left as they are.
+func signCurrentTurn(contents []wireContent) {
+	start := 0
+	for i := len(contents) - 1; i >= 0; i-- {
+		if contents[i].Role == "user" && !onlyFunctionResponses(contents[i].Parts) {
+			start = i + 1
+			break
+		}
+	}
+	for i := start; i < len(contents); i++ {
+		if contents[i].Role != "model" {
+			continue
+		}
+		parts := contents[i].Parts
+		for j := range parts {
+			if parts[j].FunctionCall != nil {
+				if parts[j].ThoughtSignature == "" {
+					parts[j].ThoughtSignature = SkipSignature
+				}
+				break
+			}
+		}
+	}
+}
+
+// onlyFunctionResponses reports whether parts are function responses
+// (with the images of a tool's result, which follow them).
+func onlyFunctionResponses(parts []wirePart) bool {
+	responses := false
+	for _, p := range parts {
+		switch {
+		case p.FunctionResponse != nil:
+			responses = true
+		case p.InlineData != nil || p.FileData != nil:
+		default:
+			return false
+		}
+	}
+	return responses
 }
 
 // outputInstruction asks for JSON following schema, for a model that

@@ -68,6 +68,13 @@
 // makes one part, up to a part with a signature (a signature that comes
 // alone, on an empty text part, belongs to the text before it).
 //
+// Gemini 3 refuses a function call of the current turn without its
+// signature. A call that has none (another provider's, or one the program
+// made) goes with [SkipSignature], the placeholder Google documents for
+// that case, on the first call of each model step of the current turn;
+// signatures the model gave are never replaced, and Gemini 1 and 2 models
+// get none.
+//
 // # Responses
 //
 // The first candidate becomes the [model.Response]: its text, thoughts and
