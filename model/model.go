@@ -115,6 +115,9 @@ func CloneMessages(ms []Message) []Message {
 
 // Text returns the concatenated text parts of m.
 func (m Message) Text() string {
+	if len(m.Parts) == 1 && m.Parts[0].Type == PartText {
+		return m.Parts[0].Text // the usual case, without a copy
+	}
 	var b strings.Builder
 	for _, p := range m.Parts {
 		if p.Type == PartText {

@@ -195,7 +195,7 @@ func (m *Model) body(req *model.Request, stream bool) ([]byte, error) {
 		w.Stream = true
 		w.StreamOptions = &wireStreamOptions{IncludeUsage: true}
 	}
-	body, err := json.Marshal(w)
+	body, err := w.appendJSON(make([]byte, 0, w.sizeHint()))
 	if err != nil {
 		return nil, encodeError(req, err)
 	}
