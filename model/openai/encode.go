@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -258,6 +259,42 @@ func appendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
 	if raw == nil {
 		return append(b, "null"...), nil
 	}
+	if len(raw) < minCompactCached {
+		return appendCompact(b, raw)
+	}
+	compacted.RLock()
+	c, ok := compacted.m[string(raw)]
+	compacted.RUnlock()
+	if ok {
+		return append(b, c...), nil
+	}
+	c, err := appendCompact(nil, raw)
+	if err != nil {
+		return nil, err
+	}
+	compacted.Lock()
+	if len(compacted.m) < maxCompactCached {
+		compacted.m[string(raw)] = c
+	}
+	compacted.Unlock()
+	return append(b, c...), nil
+}
+
+// Tool schemas go out with every request of a conversation, the same each
+// time: their compacted form is kept (up to maxCompactCached of them, each
+// of minCompactCached bytes or more) rather than made again.
+const (
+	minCompactCached = 64
+	maxCompactCached = 1024
+)
+
+var compacted = struct {
+	sync.RWMutex
+	m map[string][]byte // a raw value: its compacted form
+}{m: map[string][]byte{}}
+
+// appendCompact appends raw compacted, or fails when it is not valid JSON.
+func appendCompact(b []byte, raw json.RawMessage) ([]byte, error) {
 	buf := bytes.NewBuffer(b)
 	if err := json.Compact(buf, raw); err != nil {
 		return nil, err

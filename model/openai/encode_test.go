@@ -85,6 +85,16 @@ func TestEncodeAsMarshal(t *testing.T) {
 	for _, f := range []float64{1e21, 1e-7, 123456789.125, -0.5, 2} {
 		sameJSON(t, &wireRequest{Model: "m", Temperature: &f})
 	}
+	// Long schemas, whose compacted form is kept: the same the second
+	// time, and one that is not JSON refused each time.
+	long := json.RawMessage(`{"type": "object", "properties": {"a": {"type": "integer", "description": "the first operand"}}}`)
+	bad := json.RawMessage(`{"type": "object", "properties": {"a": {"type": "integer", "description": "the first operand"}}`)
+	for range 2 {
+		sameJSON(t, &wireRequest{Model: "m", Tools: []wireTool{{Type: "function", Function: wireFunction{Name: "t", Parameters: long}}}})
+		if _, err := (&wireRequest{Tools: []wireTool{{Function: wireFunction{Parameters: bad}}}}).appendJSON(nil); err == nil {
+			t.Error("a schema that is not JSON encoded")
+		}
+	}
 	nan := math.NaN()
 	if _, err := (&wireRequest{Temperature: &nan}).appendJSON(nil); err == nil {
 		t.Error("a NaN temperature encoded")

@@ -58,7 +58,9 @@ func newEndpoint(opts Options) (*endpoint, error) {
 	if opts.Model == "" {
 		return nil, fmt.Errorf("%w: openai: Options.Model is empty", model.ErrNoModel)
 	}
-	e := &endpoint{model: opts.Model, wireModel: opts.Model, header: http.Header{}}
+	// Every request of the API posts JSON: the content type is set here
+	// once rather than on each request.
+	e := &endpoint{model: opts.Model, wireModel: opts.Model, header: http.Header{"Content-Type": {"application/json"}}}
 	for k, v := range opts.Headers {
 		e.header.Set(k, v)
 	}

@@ -206,7 +206,10 @@ func (c *Client) send(ctx context.Context, method string, r *Request, attempt in
 	if req.Header.Get("Content-Type") == "" && r.Body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	start := time.Now()
+	var start time.Time
+	if c.o.Logger != nil {
+		start = time.Now()
+	}
 	resp, err := c.o.HTTPClient.Do(req)
 	if c.o.Logger != nil {
 		attrs := []slog.Attr{
