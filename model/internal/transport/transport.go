@@ -140,7 +140,7 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		actx, cancel := ctx, context.CancelFunc(func() {})
-		if c.o.Timeout > 0 {
+		if c.o.Timeout > 0 && !endsWithin(ctx, c.o.Timeout) {
 			actx, cancel = context.WithTimeout(ctx, c.o.Timeout)
 		}
 		resp, err := c.send(actx, method, r, attempt)
@@ -189,6 +189,15 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 			return nil, c.ctxError(ctx)
 		}
 	}
+}
+
+// endsWithin reports whether ctx has a deadline at most d from now, which
+// then bounds an attempt before a timeout of d would: the attempt goes
+// without a context of its own, which costs a timer and a registration
+// with ctx on every request (an agent's model calls have such a deadline).
+func endsWithin(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && time.Until(deadline) <= d
 }
 
 // send makes one attempt.

@@ -177,6 +177,50 @@ func TestTimeoutIsNotRetried(t *testing.T) {
 	}
 }
 
+// A caller's deadline sooner than the attempt's timeout bounds the
+// attempt in its place (no context of the attempt's own is made): the
+// error is a timeout all the same, caused by the caller's deadline, and
+// the attempt is not retried. A later deadline leaves the timeout to do it.
+func TestCallersDeadline(t *testing.T) {
+	s, n := server(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Second):
+		}
+	})
+	for _, tt := range []struct {
+		name              string
+		deadline, timeout time.Duration
+	}{
+		{"sooner", 50 * time.Millisecond, time.Minute},
+		{"later", time.Minute, 50 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n.Store(0)
+			c := New(Options{Provider: "test", Timeout: tt.timeout, Backoff: fast})
+			ctx, cancel := context.WithTimeout(t.Context(), tt.deadline)
+			defer cancel()
+			start := time.Now()
+			resp, err := c.Do(ctx, &Request{URL: s.URL, Body: []byte("{}")})
+			if err == nil {
+				resp.Close()
+			}
+			if !errors.Is(err, model.ErrTimeout) {
+				t.Fatalf("err = %v; want model.ErrTimeout", err)
+			}
+			if tt.name == "sooner" && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err = %v; want the caller's deadline as its cause", err)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("took %v", d)
+			}
+			if n.Load() != 1 {
+				t.Errorf("%d attempts, want 1", n.Load())
+			}
+		})
+	}
+}
+
 func TestCancelledWhileWaiting(t *testing.T) {
 	s, _ := server(t, func(n int, w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })
 	c := New(Options{Provider: "test", Backoff: func(int) time.Duration { return time.Hour }})
