@@ -14,7 +14,10 @@ import (
 )
 
 // The agent writes a file and lists the directory through the real
-// filesystem server.
+// filesystem server. Unlike the other examples' tests, it runs on a
+// scripted model, not on a cassette: its tool calls name a temporary
+// directory, which differs from run to run, so recorded requests and
+// answers would not match a replay.
 func TestMCPFiles(t *testing.T) {
 	server := []string{peers.Node(t), peers.Package(t, "@modelcontextprotocol/server-filesystem/dist/index.js")}
 	dir, _ := filepath.EvalSymlinks(t.TempDir())

@@ -44,7 +44,16 @@
 // reasoning models reject max_tokens, and as max_tokens to other servers,
 // which all understand it. A user message that is only text is sent as a
 // plain string, which every compatible server accepts. Thinking parts are
-// not sent: chat completions have no field for them.
+// not sent, OpenAI's API having no field for them, except with
+// [Options.SendReasoning] (on by default for DeepSeek's API): then the
+// shown reasoning of an assistant message with tool calls goes back as
+// its reasoning_content, which DeepSeek's thinking mode requires.
+//
+// Compatible servers that show the model's reasoning send it beside the
+// text: reasoning_content (DeepSeek, vLLM, llama.cpp), reasoning
+// (OpenRouter, Ollama) or reasoning_details (OpenRouter). Whichever comes
+// becomes a thinking part before the text (Provider "openai"), and
+// thinking deltas when streamed.
 //
 // The first choice becomes the [model.Response]: its text (or refusal),
 // its tool calls with their arguments exactly as the model sent them (a
@@ -54,7 +63,7 @@
 // completion_tokens_details.reasoning_tokens as ReasoningTokens.
 // Streaming ([Model.GenerateStream]) asks for the usage with
 // stream_options.include_usage, reads the chunks up to the [DONE] marker,
-// yields text and tool-call deltas, and then the same response that
+// yields thinking, text and tool-call deltas, and then the same response that
 // [Model.Generate] returns.
 //
 // # The Responses API
