@@ -127,10 +127,11 @@ func (m *Model) request(req *model.Request, inPrompt bool) (*wireRequest, error)
 const SkipSignature = "skip_thought_signature_validator"
 
 // validatesSignatures reports whether the model named name may refuse a
-// function call without its thought signature: every model but those of
-// Gemini 1 and 2, which do not check them.
+// function call without its thought signature: a Gemini model of version
+// 3 or later, or an alias such as gemini-flash-latest; not Gemini 1 and 2,
+// which do not check signatures, nor other models the API serves (Gemma).
 func validatesSignatures(name string) bool {
-	return !strings.HasPrefix(name, "gemini-1") && !strings.HasPrefix(name, "gemini-2")
+	return strings.HasPrefix(name, "gemini-") && !strings.HasPrefix(name, "gemini-1") && !strings.HasPrefix(name, "gemini-2")
 }
 
 // signCurrentTurn gives SkipSignature to the first function call of each

@@ -73,7 +73,7 @@
 // made) goes with [SkipSignature], the placeholder Google documents for
 // that case, on the first call of each model step of the current turn;
 // signatures the model gave are never replaced, and Gemini 1 and 2 models
-// get none.
+// (and models not named gemini-..., such as Gemma) get none.
 //
 // # Responses
 //

@@ -13,7 +13,8 @@ import (
 // signature of its own goes with SkipSignature, which the API accepts in
 // place of one; the model's own signatures, the other calls of a parallel
 // step and earlier turns are left as they are. Models of Gemini 2 and
-// before, which do not check signatures, get no placeholder.
+// before, which do not check signatures, and other models (Gemma) get no
+// placeholder.
 func TestPlaceholderSignature(t *testing.T) {
 	const sig = "CssBAb4+9vtA0YNySGDhNbWUekpgT0C4JzfoLAMCUxxSlERp/+=="
 	call := func(id, name, provider, signature string) model.ToolCall {
@@ -47,7 +48,9 @@ func TestPlaceholderSignature(t *testing.T) {
 		{"gemini-3-pro-preview", true},
 		{"gemini-3.1-flash", true},
 		{"models/gemini-3-flash-preview", true},
+		{"gemini-flash-latest", true},
 		{"gemini-2.5-flash", false},
+		{"gemma-3-27b-it", false},
 	} {
 		t.Run(tt.model, func(t *testing.T) {
 			f := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, textAnswer) })
