@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -188,10 +187,9 @@ func (g *group) discard() {
 // subscription is one member of a group.
 type subscription struct {
 	g           *group
-	h           calf.Handler
 	ctx         context.Context
 	cancel      context.CancelFunc
-	policy      delivery.Policy
+	run         delivery.Runner // the handler, the retry policy, parking
 	concurrency int
 	wg          sync.WaitGroup // running workers
 
@@ -307,22 +305,21 @@ func (s *subscription) drainQueues(q *keyQueue) {
 		if attempt > 1 {
 			b.redelivered.Add(1)
 		}
-		err := s.handle(msg)
+		err := s.run.Call(msg)
 		var parked bool
 		var backoff time.Duration
 		if err != nil && s.ctx.Err() == nil {
 			// The worker holds q: no one else reads or changes its tracker.
-			v := s.policy.After(&q.track, msg, err)
+			v := s.run.Failed(&q.track, msg, err)
 			if v.Park {
-				b.park(msg, g, err, attempt)
+				if s.run.Park(msg, err, attempt) && delivery.Parkable(msg) {
+					b.deadLettered.Add(1)
+				}
 				parked = true
 			} else {
 				backoff = v.Wait
 				if v.Outage {
 					b.outageRetries.Add(1)
-				}
-				if !delivery.Parkable(msg) {
-					b.log.Warn("memory: a dead letter's handler failed; it is kept and retried", "group", g.name, "id", msg.ID, "key", msg.Key, "error", err, "retry_in", backoff)
 				}
 			}
 		}
@@ -339,16 +336,6 @@ func (s *subscription) drainQueues(q *keyQueue) {
 		msg, attempt = q.next()
 		g.mu.Unlock()
 	}
-}
-
-// handle calls the handler, turning a panic into an error.
-func (s *subscription) handle(msg *calf.Message) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("memory: handler panicked on %s: %v\n%s", msg.Channel, r, debug.Stack())
-		}
-	}()
-	return s.h(calf.ContextWithMessage(s.ctx, msg), msg)
 }
 
 // settle records the outcome of delivering q's first message and returns

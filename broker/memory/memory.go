@@ -258,14 +258,23 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	sctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), deliveryKey{}, b))
 	s := &subscription{
 		g:      g,
-		h:      h,
 		ctx:    sctx,
 		cancel: cancel,
-		policy: delivery.Policy{
-			MaxAttempts:  o.MaxAttempts,
-			Backoff:      b.opts.Backoff,
-			OutageBudget: cmp.Or(o.OutageBudget, b.opts.OutageBudget),
-			Now:          b.opts.Now,
+		run: delivery.Runner{
+			Broker:  "memory",
+			Group:   g.name,
+			Log:     b.log,
+			Handler: h,
+			Context: sctx,
+			Policy: delivery.Policy{
+				MaxAttempts:  o.MaxAttempts,
+				Backoff:      b.opts.Backoff,
+				OutageBudget: cmp.Or(o.OutageBudget, b.opts.OutageBudget),
+				Now:          b.opts.Now,
+			},
+			Publish: func(dl *calf.Message) error {
+				return b.Publish(context.WithValue(context.Background(), deliveryKey{}, b), dl)
+			},
 		},
 		concurrency: o.Concurrency,
 	}
@@ -410,24 +419,4 @@ func (b *Broker) removeGroup(g *group) {
 	}
 	b.all = all
 	b.routes.Store(&routeTable{groups: all})
-}
-
-// park publishes the dead letter of msg, which failed its last attempt in
-// group g with err.
-func (b *Broker) park(msg *calf.Message, g *group, err error, attempts int) {
-	orig := msg.Clone()
-	orig.Metadata.Attempt = 0
-	log := b.log.With("group", g.name, "channel", orig.Channel, "id", orig.ID, "key", orig.Key, "attempts", attempts, "error", err)
-	if orig.Channel == calf.DeadLetterChannel {
-		// Parking a dead letter would park its dead letter in turn, forever.
-		log.Error("memory: dropped a dead letter that its handler failed to handle", "data", string(orig.Data))
-		return
-	}
-	dl := calf.NewDeadLetterMessage(orig, g.name, err, attempts, b.opts.Now())
-	if perr := b.Publish(context.WithValue(context.Background(), deliveryKey{}, b), dl); perr != nil {
-		log.Error("memory: could not park message on the dead-letter channel", "publish_error", perr, "data", string(orig.Data))
-		return
-	}
-	b.deadLettered.Add(1)
-	log.Warn("memory: parked message on the dead-letter channel")
 }

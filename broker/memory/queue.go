@@ -15,8 +15,7 @@ type keyQueue struct {
 	anon  bool          // a keyless message's queue, not in the group's map
 	owner *subscription // the member the key is pinned to while queued
 
-	msgs  []*calf.Message
-	head  int
+	msgs  delivery.Queue[*calf.Message]
 	track delivery.Tracker // failures in a row of the first message
 	tries int              // deliveries of the first message, interrupted ones included
 
@@ -33,24 +32,22 @@ func newKeyQueue(key string, anon bool) *keyQueue {
 
 // release returns an empty queue to the pool.
 func (q *keyQueue) release() {
-	msgs := q.msgs[:0]
-	if cap(msgs) > 64 {
-		msgs = nil
-	}
+	msgs := q.msgs
+	msgs.Reset(64)
 	*q = keyQueue{msgs: msgs}
 	queuePool.Put(q)
 }
 
-func (q *keyQueue) push(m *calf.Message) { q.msgs = append(q.msgs, m) }
+func (q *keyQueue) push(m *calf.Message) { q.msgs.Push(m) }
 
-func (q *keyQueue) empty() bool { return q.head == len(q.msgs) }
+func (q *keyQueue) empty() bool { return q.msgs.Empty() }
 
 // next returns the first message, as the handler is to see it, and its
 // delivery attempt. The first delivery hands over the group's own copy;
 // later ones get a fresh copy, since an earlier handler may still hold the
 // previous one.
 func (q *keyQueue) next() (*calf.Message, int) {
-	m := q.msgs[q.head]
+	m := q.msgs.Front()
 	attempt := max(q.track.Attempt, 1)
 	if q.tries > 0 {
 		m = m.Clone()
@@ -62,17 +59,8 @@ func (q *keyQueue) next() (*calf.Message, int) {
 
 // pop removes the first message.
 func (q *keyQueue) pop() {
-	q.msgs[q.head] = nil
-	q.head++
+	q.msgs.Pop()
 	q.track, q.tries = delivery.Tracker{}, 0
-	switch {
-	case q.head == len(q.msgs):
-		q.msgs, q.head = q.msgs[:0], 0
-	case q.head >= 64 && 2*q.head >= len(q.msgs):
-		n := copy(q.msgs, q.msgs[q.head:])
-		clear(q.msgs[n:])
-		q.msgs, q.head = q.msgs[:n], 0
-	}
 }
 
 // queueList is a FIFO list of queues linked through nextReady.

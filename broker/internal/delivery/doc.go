@@ -1,9 +1,23 @@
-// Package delivery holds what decides a message's fate after its handler
-// fails, shared by the broker adapters: retry it after a backoff, retry it
-// through an outage without counting the attempt, or park it on the
-// dead-letter channel.
+// Package delivery is the delivery core of the broker adapters: what every
+// broker does with a message once it has fetched it, written once.
 //
-// The rules, in order:
+//   - [Lanes]: a lane per key over a partition's messages, each handling
+//     its key's messages one at a time and in order, lanes in parallel, so
+//     that a slow key holds up no other key ([Queue] is a lane's queue).
+//   - [Runner]: a subscription's handler called with panics turned into
+//     errors ([Runner.Call]); retries in place after a backoff until the
+//     handler succeeds or the message is parked ([Runner.Deliver]);
+//     parking on the dead-letter channel, retried while it fails
+//     ([Runner.Park], [Runner.ParkRetried]).
+//   - [Policy]: what decides a message's fate after its handler fails.
+//
+// What stays with each broker is its own: how it fetches, acknowledges or
+// commits, tells the server that a message is in progress, and hands
+// messages back when it loses a partition. The memory broker runs its
+// queues on a pool of reused workers of its own and retries on a timer
+// rather than in place, but calls, decides and parks through a [Runner].
+//
+// The rules of [Policy], in order:
 //
 //   - A dead letter (a message on [calf.DeadLetterChannel]) is never
 //     parked and never dropped: it is retried until its handler (the
