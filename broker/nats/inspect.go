@@ -81,7 +81,7 @@ func (b *Broker) PrepareGroup(ctx context.Context, pattern, group string) error 
 	ctx, cancel := context.WithTimeout(ctx, b.opts.PublishTimeout)
 	defer cancel()
 	s := &subscription{b: b, pattern: pattern, group: group, window: b.opts.Window,
-		policy: delivery.Policy{MaxAttempts: b.opts.MaxAttempts}}
+		run: delivery.Runner{Policy: delivery.Policy{MaxAttempts: b.opts.MaxAttempts}}}
 	errs := make([]error, b.opts.Partitions)
 	var wg sync.WaitGroup
 	for p := range b.opts.Partitions {

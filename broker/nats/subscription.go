@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,16 +66,28 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 		b:       b,
 		pattern: pattern,
 		group:   o.Group,
-		h:       h,
 		ctx:     sctx,
 		cancel:  cancel,
-		policy: delivery.Policy{
-			MaxAttempts:  o.MaxAttempts,
-			Backoff:      b.opts.Backoff,
-			OutageBudget: cmp.Or(o.OutageBudget, b.opts.OutageBudget),
-			Now:          b.opts.Now,
+		run: delivery.Runner{
+			Broker:  "nats",
+			Group:   o.Group,
+			Log:     b.log,
+			Handler: h,
+			Context: sctx,
+			Policy: delivery.Policy{
+				MaxAttempts:  o.MaxAttempts,
+				Backoff:      b.opts.Backoff,
+				OutageBudget: cmp.Or(o.OutageBudget, b.opts.OutageBudget),
+				Now:          b.opts.Now,
+			},
+			Slots: make(chan struct{}, o.Concurrency),
+			Publish: func(dl *calf.Message) error {
+				ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), handlerKey{}, b), b.opts.AckWait)
+				defer cancel()
+				return b.Publish(ctx, dl)
+			},
+			ParkBackoff: b.opts.Backoff,
 		},
-		sem:    make(chan struct{}, o.Concurrency),
 		window: b.opts.Window,
 		parts:  map[int]*part{},
 		beat:   make(chan struct{}),
@@ -106,14 +117,12 @@ type subscription struct {
 	b       *Broker
 	pattern string
 	group   string
-	h       calf.Handler
 	ctx     context.Context
 	cancel  context.CancelFunc
-	policy  delivery.Policy
-	sem     chan struct{} // bounds the handler calls at once
-	window  int           // messages in progress per partition (MaxAckPending)
-	lease   *leaser       // named groups only
-	beat    chan struct{} // closed to stop the heartbeats
+	run     delivery.Runner // the handler, the calls at once, retries, parking
+	window  int             // messages in progress per partition (MaxAckPending)
+	lease   *leaser         // named groups only
+	beat    chan struct{}   // closed to stop the heartbeats
 
 	mu        sync.Mutex
 	stopped   bool
@@ -131,12 +140,10 @@ type part struct {
 	ready chan struct{} // closed once consuming has started, or failed to
 	cc    jetstream.ConsumeContext
 	mu    sync.Mutex
-	gone  bool               // given up: lanes hand their messages back
-	lanes map[string][]*item // by key; the first is in progress
-	held  map[uint64]*item   // by stream sequence, every message held
-	back  map[uint64]bool    // stream sequences handed back, once gone
-	idle  *sync.Cond         // signalled when a lane ends
-	count int                // lanes running
+	gone  bool                   // given up: lanes hand their messages back
+	lanes *delivery.Lanes[*item] // by key; the first of each is in progress
+	held  map[uint64]*item       // by stream sequence, every message held
+	back  map[uint64]bool        // stream sequences handed back, once gone
 
 	// The takeover gate: while gated, deliveries wait in gated until
 	// every message the consumer had outstanding when the member took the
@@ -183,7 +190,7 @@ func (s *subscription) maxDeliver() int {
 	if s.pattern == calf.DeadLetterChannel {
 		return -1
 	}
-	return s.policy.MaxAttempts + deliverMargin
+	return s.run.Policy.MaxAttempts + deliverMargin
 }
 
 // moreDeliveries reports whether a MaxDeliver of want allows more
@@ -286,8 +293,8 @@ var testHookListed atomic.Pointer[func(*part)]
 // information says, are dispatched first, in stream order: see gate. It
 // reports false, starting nothing, once the member has stopped.
 func (s *subscription) consume(ctx context.Context, p int, cons jetstream.Consumer, old bool) (bool, error) {
-	pt := &part{s: s, p: p, ready: make(chan struct{}), lanes: map[string][]*item{}, held: map[uint64]*item{}}
-	pt.idle = sync.NewCond(&pt.mu)
+	pt := &part{s: s, p: p, ready: make(chan struct{}), held: map[uint64]*item{}}
+	pt.lanes = delivery.NewLanes(&pt.mu, s.wg.Go, pt.handleLane, pt.settled)
 	// The member may stop, and give the partition up, from the moment it
 	// is listed until its consume context exists: stop then waits for it.
 	defer close(pt.ready)
@@ -435,11 +442,7 @@ func (s *subscription) giveUp(p int) {
 	}()
 	pt.stop()
 	pt.waitStopped()
-	pt.mu.Lock()
-	for pt.count > 0 {
-		pt.idle.Wait()
-	}
-	pt.mu.Unlock()
+	pt.lanes.Wait()
 }
 
 // join returns the durable consumer cfg names, creating it, or raising its
@@ -642,47 +645,28 @@ func (pt *part) openGate() {
 func (pt *part) dispatch(it *item) {
 	key := it.msg.Key
 	if key == "" || it.err != nil {
-		key = "\x00" + strconv.FormatUint(it.seq, 10) // ordered with nothing
+		key = delivery.SoloKey(it.seq) // ordered with nothing
 	}
-	q, busy := pt.lanes[key]
-	pt.lanes[key] = append(q, it)
-	if !busy {
-		pt.count++
-		pt.s.wg.Go(func() { pt.runLane(key) })
-	}
+	pt.lanes.Push(key, it)
 }
 
-// runLane handles the messages of key one at a time, in order, until none
-// is left; once the partition is given up, it hands them back instead.
-func (pt *part) runLane(key string) {
-	defer func() {
-		pt.mu.Lock()
-		pt.count--
-		pt.idle.Broadcast()
+// handleLane handles the message at the head of its key's lane; once the
+// partition is given up, or the member halted, it hands it back instead,
+// in order: the next owner gets the lane's messages in turn.
+func (pt *part) handleLane(it *item) bool {
+	pt.mu.Lock()
+	if pt.gone || pt.s.halted() {
+		pt.handBackLocked(it)
 		pt.mu.Unlock()
-	}()
-	for {
-		pt.mu.Lock()
-		q := pt.lanes[key]
-		if len(q) == 0 {
-			delete(pt.lanes, key)
-			pt.mu.Unlock()
-			return
-		}
-		it, gone := q[0], pt.gone
-		if gone || pt.s.halted() {
-			pt.handBackLocked(it) // in order: the next owner gets them in turn
-			pt.mu.Unlock()
-		} else {
-			pt.mu.Unlock()
-			pt.handle(it)
-		}
-		pt.mu.Lock()
-		pt.lanes[key] = pt.lanes[key][1:]
-		delete(pt.held, it.seq)
-		pt.mu.Unlock()
+		return true
 	}
+	pt.mu.Unlock()
+	pt.handle(it)
+	return true
 }
+
+// settled forgets it, which its lane is done with. pt.mu is held.
+func (pt *part) settled(it *item) { delete(pt.held, it.seq) }
 
 // heartbeats tells the server every quarter of the ack wait that every
 // message a lane holds, in progress or waiting its turn, is being worked
@@ -727,13 +711,13 @@ func (s *subscription) heartbeats() {
 	}
 }
 
-// handle decodes jm and calls the handler until it succeeds, retrying in
-// place after a backoff (the later messages of the key wait), or parks it
-// after its last attempt. A message left unsettled because the member
-// stopped goes back to the server at once.
+// handle calls the handler with it until it succeeds, retrying in place
+// after a backoff (the later messages of the key wait), or parks it after
+// its last attempt. A message left unsettled because the member stopped
+// goes back to the server at once.
 func (pt *part) handle(it *item) {
 	s := pt.s
-	b, jm, msg := s.b, it.jm, it.msg
+	jm, msg := it.jm, it.msg
 	delivered := 1
 	if md, err := jm.Metadata(); err == nil {
 		delivered = int(md.NumDelivered)
@@ -742,49 +726,19 @@ func (pt *part) handle(it *item) {
 		pt.park(it, calf.Permanent(it.err), delivered)
 		return
 	}
-	if delivered > s.policy.MaxAttempts && delivery.Parkable(msg) {
+	if max := s.run.Policy.MaxAttempts; delivered > max && delivery.Parkable(msg) {
 		// Deliveries ended without an outcome, by crashes or a shorter
 		// MaxAttempts of another member.
-		pt.park(it, fmt.Errorf("nats: delivered %d times, over the limit of %d", delivered, s.policy.MaxAttempts), delivered)
+		pt.park(it, fmt.Errorf("nats: delivered %d times, over the limit of %d", delivered, max), delivered)
 		return
 	}
-	tr := delivery.NewTracker(delivered)
-	for {
-		select {
-		case s.sem <- struct{}{}:
-		case <-s.ctx.Done():
-			pt.handBack(it)
-			return
-		}
-		m := msg.Clone()
-		m.Metadata.Attempt = tr.Attempt
-		attempt := tr.Attempt
-		err := s.call(m)
-		<-s.sem
-		if err == nil {
-			_ = jm.Ack()
-			return
-		}
-		if s.halted() {
-			pt.handBack(it) // interrupted by Close: hand it back at once
-			return
-		}
-		v := s.policy.After(tr, msg, err)
-		if v.Park {
-			pt.park(it, err, attempt)
-			return
-		}
-		if !delivery.Parkable(msg) {
-			b.log.Warn("nats: a dead letter's handler failed; it is kept and retried", "group", s.group, "id", msg.ID, "key", msg.Key, "error", err, "retry_in", v.Wait)
-		}
-		t := time.NewTimer(v.Wait)
-		select {
-		case <-t.C:
-		case <-s.ctx.Done():
-			t.Stop()
-			pt.handBack(it)
-			return
-		}
+	switch s.run.Deliver(msg, delivery.NewTracker(delivered), pt.stopping()) {
+	case delivery.Handled:
+		_ = jm.Ack()
+	case delivery.Parked:
+		_ = jm.Term()
+	default:
+		pt.handBack(it) // interrupted by Close: hand it back at once
 	}
 }
 
@@ -793,25 +747,27 @@ func (pt *part) handle(it *item) {
 // holding the key's later messages back, until the member stops or gives
 // the partition up: then it hands it back.
 func (pt *part) park(it *item, err error, attempt int) {
-	s, jm, msg := pt.s, it.jm, it.msg
-	for try := 1; ; try++ {
-		if s.b.park(msg, s.group, err, attempt) {
-			_ = jm.Term()
-			return
-		}
-		t := time.NewTimer(s.b.opts.Backoff(try))
-		select {
-		case <-t.C:
-		case <-s.ctx.Done():
-			t.Stop()
-		}
-		pt.mu.Lock()
-		gone := pt.gone
-		pt.mu.Unlock()
-		if gone || s.halted() {
-			pt.handBack(it)
-			return
-		}
+	if pt.s.run.ParkRetried(it.msg, err, attempt, pt.stopping()) {
+		_ = it.jm.Term()
+		return
+	}
+	pt.handBack(it)
+}
+
+// stopping tells a delivery of the partition when to stop: the waits end
+// when the member closes; a failure while it halts is handed back; a
+// parking that fails is given up once the partition is, too.
+func (pt *part) stopping() delivery.Stop {
+	s := pt.s
+	return delivery.Stop{
+		C:      s.ctx.Done(),
+		Halted: s.halted,
+		GiveUp: func() bool {
+			pt.mu.Lock()
+			gone := pt.gone
+			pt.mu.Unlock()
+			return gone || s.halted()
+		},
 	}
 }
 
@@ -819,14 +775,4 @@ func (pt *part) park(it *item, err error, attempt int) {
 // closing, or its broker is closed or has lost its connection for good.
 func (s *subscription) halted() bool {
 	return s.ctx.Err() != nil || s.b.closed.Load() || s.b.nc.IsClosed()
-}
-
-// call calls the handler, turning a panic into an error.
-func (s *subscription) call(msg *calf.Message) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("nats: handler panicked on %s: %v\n%s", msg.Channel, r, debug.Stack())
-		}
-	}()
-	return s.h(calf.ContextWithMessage(s.ctx, msg), msg)
 }

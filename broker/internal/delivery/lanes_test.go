@@ -38,8 +38,7 @@ func TestLanesOrderPerKeyAndParallelKeys(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string][]int{}
 	slow := make(chan struct{})
-	var lanes *Lanes[[2]int]
-	lanes = NewLanes(&mu, nil, func(it [2]int) bool {
+	lanes := NewLanes(&mu, nil, func(it [2]int) bool {
 		if it[0] == 0 && it[1] == 0 {
 			<-slow // key 0's first item holds up key 0 only
 		}
