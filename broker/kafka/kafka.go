@@ -644,26 +644,3 @@ func (b *Broker) crash() {
 	b.live.stop(false)
 	b.cl.Close()
 }
-
-// park publishes the dead letter of msg, which failed its last attempt in
-// group with err. It reports whether the message may be dropped: it was
-// parked, or it is itself a dead letter.
-func (b *Broker) park(ctx context.Context, msg *calf.Message, group string, err error, attempts int) bool {
-	orig := msg.Clone()
-	orig.Metadata.Attempt = 0
-	log := b.log.With("group", group, "channel", orig.Channel, "id", orig.ID, "key", orig.Key, "attempts", attempts, "error", err)
-	if orig.Channel == calf.DeadLetterChannel {
-		// Parking a dead letter would park its dead letter in turn, forever.
-		log.Error("kafka: dropped a dead letter that its handler failed to handle", "data", string(orig.Data))
-		return true
-	}
-	dl := calf.NewDeadLetterMessage(orig, group, err, attempts, b.opts.Now())
-	ctx, cancel := context.WithTimeout(ctx, b.opts.RebalanceTimeout)
-	defer cancel()
-	if perr := b.Publish(ctx, dl); perr != nil {
-		log.Error("kafka: could not park message on the dead-letter channel", "publish_error", perr, "data", string(orig.Data))
-		return false
-	}
-	log.Warn("kafka: parked message on the dead-letter channel")
-	return true
-}

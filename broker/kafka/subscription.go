@@ -1,11 +1,9 @@
 package kafka
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -49,16 +47,9 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	if h == nil {
 		return nil, errors.New("kafka: subscribe with nil handler")
 	}
-	var o calf.SubscribeOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = b.opts.MaxAttempts
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = b.opts.Concurrency
-	}
+	d := delivery.Defaults{Broker: "kafka", Log: b.log, MaxAttempts: b.opts.MaxAttempts, Concurrency: b.opts.Concurrency,
+		OutageBudget: b.opts.OutageBudget, Backoff: b.opts.Backoff, Now: b.opts.Now}
+	o := d.Resolve(opts)
 	if b.closed.Load() {
 		return nil, calf.ErrClosed
 	}
@@ -70,22 +61,20 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 		topics:  topics,
 		group:   group,
 		private: private,
-		h:       h,
 		ctx:     sctx,
 		cancel:  cancel,
-		policy: delivery.Policy{
-			MaxAttempts:  o.MaxAttempts,
-			Backoff:      b.opts.Backoff,
-			OutageBudget: cmp.Or(o.OutageBudget, b.opts.OutageBudget),
-			Now:          b.opts.Now,
-		},
-		sem:           make(chan struct{}, o.Concurrency),
+		run: d.Runner(sctx, o, h, func(dl *calf.Message) error {
+			ctx, cancel := context.WithTimeout(sctx, b.opts.RebalanceTimeout)
+			defer cancel()
+			return b.Publish(ctx, dl)
+		}),
 		workers:       map[partition]*worker{},
 		known:         map[partition]bool{},
 		pendingTopics: map[string]bool{},
 		wake:          make(chan struct{}, 1),
 		done:          make(chan struct{}),
 	}
+	s.run.Slots = make(chan struct{}, o.Concurrency)
 	if err := s.start(ctx); err != nil {
 		cancel()
 		if b.closed.Load() {
@@ -119,11 +108,9 @@ type subscription struct {
 	topics  topicMatcher
 	group   string
 	private bool
-	h       calf.Handler
 	ctx     context.Context // the handlers' context
 	cancel  context.CancelFunc
-	policy  delivery.Policy
-	sem     chan struct{} // bounds the messages handled at once
+	run     delivery.Runner // the handler, the messages handled at once, retries, parking
 	cl      *kgo.Client
 
 	mu      sync.Mutex
@@ -429,18 +416,12 @@ type worker struct {
 	notify chan struct{}
 
 	// The dispatcher's and the lanes' state, under lmu.
-	lmu      sync.Mutex
-	lanes    map[string]*lane // by key, while they have records
-	pending  []*slot          // dispatched records not yet committable, in offset order
-	next     int64            // the offset after the last record dispatched; -1 before the first
-	room     chan struct{}    // signalled when a record is settled
-	seen     *window          // the ids settled recently
-	lanesRun sync.WaitGroup
-}
-
-// lane holds the records of one key waiting for the one in progress.
-type lane struct {
-	queue []*slot
+	lmu     sync.Mutex
+	lanes   *delivery.Lanes[*slot] // by key, while they have records
+	pending []*slot                // dispatched records not yet committable, in offset order
+	next    int64                  // the offset after the last record dispatched; -1 before the first
+	room    chan struct{}          // signalled when a record is settled
+	seen    *window                // the ids settled recently
 }
 
 // slot is a dispatched record and whether it is settled.
@@ -450,11 +431,13 @@ type slot struct {
 }
 
 func newWorker(s *subscription, tp partition) *worker {
-	return &worker{
+	w := &worker{
 		s: s, tp: tp, stopCh: make(chan struct{}), done: make(chan struct{}), notify: make(chan struct{}, 1), next: -1,
-		lanes: map[string]*lane{}, room: make(chan struct{}, 1),
+		room: make(chan struct{}, 1),
 		seen: newWindow(s.b.opts.DuplicateWindow, s.b.opts.Now),
 	}
+	w.lanes = delivery.NewLanes(&w.lmu, nil, w.handleLane, w.settled)
+	return w
 }
 
 // push queues records, pausing the partition's fetching once the queue is
@@ -535,7 +518,7 @@ func (w *worker) stopped() bool {
 // worker is stopped, and then waits for the lanes.
 func (w *worker) run() {
 	defer close(w.done)
-	defer w.lanesRun.Wait()
+	defer w.lanes.Wait()
 	for {
 		r := w.pop()
 		if r == nil || w.stopped() {
@@ -574,41 +557,17 @@ func (w *worker) dispatch(r *kgo.Record) bool {
 	key := string(r.Key)
 	if key == "" {
 		// A record without a key is ordered with nothing.
-		key = "\x00" + strconv.FormatInt(r.Offset, 10)
+		key = delivery.SoloKey(uint64(r.Offset))
 	}
-	if l := w.lanes[key]; l != nil {
-		l.queue = append(l.queue, sl)
-		return true
-	}
-	l := &lane{queue: []*slot{sl}}
-	w.lanes[key] = l
-	w.lanesRun.Add(1)
-	go w.runLane(key, l)
+	w.lanes.Push(key, sl)
 	return true
 }
 
-// runLane handles the records of a lane in order until it is empty, or
-// until the worker stops.
-func (w *worker) runLane(key string, l *lane) {
-	defer w.lanesRun.Done()
-	for {
-		w.lmu.Lock()
-		if len(l.queue) == 0 {
-			delete(w.lanes, key)
-			w.lmu.Unlock()
-			return
-		}
-		sl := l.queue[0]
-		w.lmu.Unlock()
-		if w.stopped() || !w.handle(sl.r) {
-			return // stopped: the next owner handles the lane's records
-		}
-		w.lmu.Lock()
-		l.queue[0] = nil
-		l.queue = l.queue[1:]
-		w.settled(sl)
-		w.lmu.Unlock()
-	}
+// handleLane handles the record at the head of its key's lane. It
+// reports false, leaving the lane's records to the next owner, once the
+// worker is stopped.
+func (w *worker) handleLane(sl *slot) bool {
+	return !w.stopped() && w.handle(sl.r)
 }
 
 // settled marks sl settled, and marks for commit the offsets below the
@@ -646,7 +605,7 @@ func (w *worker) handle(r *kgo.Record) bool {
 			Key:     string(r.Key),
 			Data:    r.Value,
 		}
-		return w.settle(raw, calf.Permanent(err), 1)
+		return s.run.ParkRetried(raw, calf.Permanent(err), 1, w.stopping())
 	}
 	if !calf.MatchChannel(s.pattern, msg.Channel) {
 		return true // a channel that shares the topic of a matching one
@@ -654,37 +613,21 @@ func (w *worker) handle(r *kgo.Record) bool {
 	if w.hasSeen(msg.ID) {
 		return true // published again within the duplicate window
 	}
-	tr := delivery.NewTracker(1)
-	for {
-		if !w.acquire() {
-			return false
-		}
-		m := msg.Clone()
-		m.Metadata.Attempt = tr.Attempt
-		attempt := tr.Attempt
-		err := w.call(m)
-		<-s.sem
-		if err == nil {
-			w.addSeen(msg.ID)
-			return true
-		}
-		if w.stopped() || s.ctx.Err() != nil {
-			return false // interrupted: the next owner handles it again
-		}
-		v := s.policy.After(tr, msg, err)
-		if v.Park {
-			if !w.settle(msg, err, attempt) {
-				return false
-			}
-			w.addSeen(msg.ID)
-			return true
-		}
-		if !delivery.Parkable(msg) {
-			b.log.Warn("kafka: a dead letter's handler failed; it is kept and retried", "group", s.group, "id", msg.ID, "key", msg.Key, "error", err, "retry_in", v.Wait)
-		}
-		if !w.sleep(v.Wait) {
-			return false
-		}
+	switch s.run.Deliver(msg, delivery.NewTracker(1), w.stopping()) {
+	case delivery.Handled, delivery.Parked:
+		w.addSeen(msg.ID)
+		return true
+	default:
+		return false // interrupted: the next owner handles it again
+	}
+}
+
+// stopping tells a delivery of the partition when to stop: once the worker
+// is stopped, or the subscription closing.
+func (w *worker) stopping() delivery.Stop {
+	return delivery.Stop{
+		C:      w.stopCh,
+		Halted: func() bool { return w.stopped() || w.s.ctx.Err() != nil },
 	}
 }
 
@@ -698,50 +641,4 @@ func (w *worker) addSeen(id string) {
 	w.lmu.Lock()
 	defer w.lmu.Unlock()
 	w.seen.add(id)
-}
-
-// settle parks msg, which failed its last attempt with err, retrying the
-// parking until it succeeds or the worker stops.
-func (w *worker) settle(msg *calf.Message, err error, attempts int) bool {
-	for i := 1; ; i++ {
-		if w.s.b.park(w.s.ctx, msg, w.s.group, err, attempts) {
-			return true
-		}
-		if !w.sleep(w.s.b.opts.Backoff(i)) {
-			return false
-		}
-	}
-}
-
-// acquire takes a place among the messages the subscription handles at
-// once; it reports false when the worker stops first.
-func (w *worker) acquire() bool {
-	select {
-	case w.s.sem <- struct{}{}:
-		return true
-	case <-w.stopCh:
-		return false
-	}
-}
-
-// sleep waits for d; it reports false when the worker stops first.
-func (w *worker) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-w.stopCh:
-		return false
-	}
-}
-
-// call calls the handler, turning a panic into an error.
-func (w *worker) call(msg *calf.Message) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("kafka: handler panicked on %s: %v\n%s", msg.Channel, r, debug.Stack())
-		}
-	}()
-	return w.s.h(calf.ContextWithMessage(w.s.ctx, msg), msg)
 }
