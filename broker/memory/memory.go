@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -227,16 +226,9 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	if h == nil {
 		return nil, errors.New("memory: subscribe with nil handler")
 	}
-	var o calf.SubscribeOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = b.opts.MaxAttempts
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = b.opts.Concurrency
-	}
+	d := delivery.Defaults{Broker: "memory", Log: b.log, MaxAttempts: b.opts.MaxAttempts, Concurrency: b.opts.Concurrency,
+		OutageBudget: b.opts.OutageBudget, Backoff: b.opts.Backoff, Now: b.opts.Now}
+	o := d.Resolve(opts)
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -260,22 +252,9 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 		g:      g,
 		ctx:    sctx,
 		cancel: cancel,
-		run: delivery.Runner{
-			Broker:  "memory",
-			Group:   g.name,
-			Log:     b.log,
-			Handler: h,
-			Context: sctx,
-			Policy: delivery.Policy{
-				MaxAttempts:  o.MaxAttempts,
-				Backoff:      b.opts.Backoff,
-				OutageBudget: cmp.Or(o.OutageBudget, b.opts.OutageBudget),
-				Now:          b.opts.Now,
-			},
-			Publish: func(dl *calf.Message) error {
-				return b.Publish(context.WithValue(context.Background(), deliveryKey{}, b), dl)
-			},
-		},
+		run: d.Runner(sctx, o, h, func(dl *calf.Message) error {
+			return b.Publish(context.WithValue(context.Background(), deliveryKey{}, b), dl)
+		}),
 		concurrency: o.Concurrency,
 	}
 	g.mu.Lock()

@@ -48,16 +48,9 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	if h == nil {
 		return nil, errors.New("nats: subscribe with nil handler")
 	}
-	var o calf.SubscribeOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = b.opts.MaxAttempts
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = b.opts.Concurrency
-	}
+	d := delivery.Defaults{Broker: "nats", Log: b.log, MaxAttempts: b.opts.MaxAttempts, Concurrency: b.opts.Concurrency,
+		OutageBudget: b.opts.OutageBudget, Backoff: b.opts.Backoff, Now: b.opts.Now}
+	o := d.Resolve(opts)
 	if b.closed.Load() {
 		return nil, calf.ErrClosed
 	}
@@ -68,30 +61,16 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 		group:   o.Group,
 		ctx:     sctx,
 		cancel:  cancel,
-		run: delivery.Runner{
-			Broker:  "nats",
-			Group:   o.Group,
-			Log:     b.log,
-			Handler: h,
-			Context: sctx,
-			Policy: delivery.Policy{
-				MaxAttempts:  o.MaxAttempts,
-				Backoff:      b.opts.Backoff,
-				OutageBudget: cmp.Or(o.OutageBudget, b.opts.OutageBudget),
-				Now:          b.opts.Now,
-			},
-			Slots: make(chan struct{}, o.Concurrency),
-			Publish: func(dl *calf.Message) error {
-				ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), handlerKey{}, b), b.opts.AckWait)
-				defer cancel()
-				return b.Publish(ctx, dl)
-			},
-			ParkBackoff: b.opts.Backoff,
-		},
+		run: d.Runner(sctx, o, h, func(dl *calf.Message) error {
+			ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), handlerKey{}, b), b.opts.AckWait)
+			defer cancel()
+			return b.Publish(ctx, dl)
+		}),
 		window: b.opts.Window,
 		parts:  map[int]*part{},
 		beat:   make(chan struct{}),
 	}
+	s.run.Slots = make(chan struct{}, o.Concurrency)
 	if err := s.start(ctx); err != nil {
 		_ = s.Close()
 		if b.closed.Load() {
