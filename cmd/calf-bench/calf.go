@@ -30,11 +30,21 @@ type calfStack struct {
 	agent  *agent.Agent[agent.NoDeps, string]
 }
 
+// noLocalSuffix marks the systems of -no-local: calf/STORE with the
+// in-process broker hidden behind a wrapper that does not say it is local
+// (calf.IsLocal), so that the runtime takes the path of a shared broker:
+// no cached run state, every step read from the store.
+const noLocalSuffix = "/nolocal"
+
+// notLocal hides that the broker it wraps is local.
+type notLocal struct{ calf.Broker }
+
 // newCalfStack serves W1's agent on the in-process broker and the store
 // named kind (a SQLite file goes in dir), calling the mock at base through
 // model/openai without retries, each of its handlers on up to
-// serveConcurrency runs at once (0: the broker's default).
-func newCalfStack(ctx context.Context, kind, dir string, httpClient *http.Client, base string, serveConcurrency int) (*calfStack, error) {
+// serveConcurrency runs at once (0: the broker's default). With remote,
+// the runtime does not know the broker is local (see noLocalSuffix).
+func newCalfStack(ctx context.Context, kind, dir string, httpClient *http.Client, base string, serveConcurrency int, remote bool) (*calfStack, error) {
 	st, err := openStore(kind, dir)
 	if err != nil {
 		return nil, err
@@ -45,7 +55,11 @@ func newCalfStack(ctx context.Context, kind, dir string, httpClient *http.Client
 		return nil, err
 	}
 	b := memory.New(nil)
-	client := calf.NewClient(b, nil)
+	var cb calf.Broker = b
+	if remote {
+		cb = notLocal{b}
+	}
+	client := calf.NewClient(cb, nil)
 	s := &calfStack{broker: b, client: client, store: st, rt: agent.NewRuntime(client, st, nil), agent: a}
 	if err := a.Serve(ctx, s.rt, serveOptions(serveConcurrency)); err != nil {
 		_ = s.close()

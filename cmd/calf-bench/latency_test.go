@@ -402,7 +402,7 @@ func TestServeConcurrency(t *testing.T) {
 		return w1(ctx, req)
 	}, time.Millisecond))
 	defer srv.Close()
-	stack, err := newCalfStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(4), srv.URL(), 1)
+	stack, err := newCalfStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(4), srv.URL(), 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}

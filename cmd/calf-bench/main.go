@@ -36,6 +36,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	levels := fs.String("concurrency", "1,64", "comma-separated concurrency levels")
 	stores := fs.String("store", storeMemory, "comma-separated Calf stores to measure: memory, sqlite")
 	adapter := fs.Bool("adapter", false, "also measure model/openai alone: W1's two model calls through the adapter, without broker, store or agent")
+	noLocal := fs.Bool("no-local", false, "also measure, on each -store, Calf with its in-process broker hidden from the runtime as a shared one "+
+		"would be (calf/STORE/nolocal): the agent's handlers then keep no copy of a run's state and read every step from the store, as "+
+		"on NATS or Kafka; the difference is what the local shortcut saves")
 	skeleton := fs.Bool("skeleton", false, "also measure, on each -store, the skeleton of a Calf run: W1's six events through the in-process broker, its four writes "+
 		"of records encoded beforehand and its two model calls through the adapter, without the agent")
 	mock := fs.String("mock", mockProcess, "where the mock runs: process (a child process), inproc, or the base URL of a running mock")
@@ -86,7 +89,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if *worker != "" {
 		return serveWorker(ctx, *worker, stdin, stdout)
 	}
-	cfg := config{runs: *runs, warmup: *warmup, mock: *mock, rounds: *rounds, stores: splitList(*stores), adapter: *adapter, skeleton: *skeleton,
+	cfg := config{runs: *runs, warmup: *warmup, mock: *mock, rounds: *rounds, stores: splitList(*stores), adapter: *adapter, skeleton: *skeleton, noLocal: *noLocal,
 		dists: splitList(*dists), svc: services{nats: *natsURL, postgres: *postgresURL, redis: *redisURL}}
 	if *delay > 0 {
 		cfg.delay, cfg.window, cfg.runTimeout, cfg.cold = *delay, *window, *runTimeout, *cold

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -169,7 +170,7 @@ func TestRunsCheckTheirOutput(t *testing.T) {
 			if err := ad.run(t.Context()); !errors.Is(err, errWrongOutput) {
 				t.Errorf("adapter: err = %v, want %v", err, errWrongOutput)
 			}
-			stack, err := newCalfStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(1), srv.URL(), 0)
+			stack, err := newCalfStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(1), srv.URL(), 0, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +219,7 @@ func TestFloorSendsWhatTheAdapterSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	floorReqs := take()
-	stack, err := newCalfStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(1), srv.URL(), 0)
+	stack, err := newCalfStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(1), srv.URL(), 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,5 +459,41 @@ func TestAppendJSONString(t *testing.T) {
 		if back != wantBack {
 			t.Errorf("%q round-trips as %q, want %q", s, back, wantBack)
 		}
+	}
+}
+
+// TestBenchNoLocal checks -no-local: each store is measured a second time
+// with the broker hidden from the runtime as a shared one, and those runs
+// complete and check their output like the others.
+func TestBenchNoLocal(t *testing.T) {
+	rep, err := bench(t.Context(), config{runs: 10, warmup: 2, levels: []int{2}, stores: []string{storeMemory}, noLocal: true, mock: mockInproc, rounds: 1}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := shapeOf(rep)
+	if len(got) != 1 {
+		t.Fatalf("levels: %+v", got)
+	}
+	if diff := cmp.Diff([]string{systemFloor, "calf/memory", "calf/memory" + noLocalSuffix}, got[0].Systems); diff != "" {
+		t.Errorf("systems (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{10, 10, 10}, got[0].Validated); diff != "" {
+		t.Errorf("validated (-want +got):\n%s", diff)
+	}
+
+	srv := modeltest.NewServer(w1)
+	defer srv.Close()
+	for _, remote := range []bool{false, true} {
+		stack, err := newCalfStack(t.Context(), storeMemory, t.TempDir(), newHTTPClient(1), srv.URL(), 0, remote)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if local := calf.IsLocal(stack.client.Broker()); local == remote {
+			t.Errorf("remote %v: the runtime's broker says local %v", remote, local)
+		}
+		if err := stack.run(t.Context()); err != nil {
+			t.Errorf("remote %v: %v", remote, err)
+		}
+		_ = stack.close()
 	}
 }

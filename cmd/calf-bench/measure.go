@@ -50,6 +50,9 @@ type config struct {
 	// skeleton adds, for each store, the measurement of the skeleton of a
 	// Calf run (skeletonStack).
 	skeleton bool
+	// noLocal adds, for each store, Calf with the broker hidden from the
+	// runtime as a shared one (noLocalSuffix).
+	noLocal bool
 	// dists are the distributed setups to measure (setupNATSPostgres,
 	// setupKafkaRedis), each with every number of worker processes in
 	// workers, on the services in svc.
@@ -235,6 +238,9 @@ func bench(ctx context.Context, cfg config, stderr io.Writer) (rep *Report, err 
 	}
 	for _, s := range cfg.stores {
 		systems = append(systems, "calf/"+s)
+		if cfg.noLocal {
+			systems = append(systems, "calf/"+s+noLocalSuffix)
+		}
 	}
 	if cfg.skeleton {
 		for _, s := range cfg.stores {
@@ -346,7 +352,8 @@ func measureSystem(ctx context.Context, system string, cfg config, conc, top int
 		defer s.close()
 		r = s
 	} else if system != systemFloor {
-		s, err := newCalfStack(ctx, system[len("calf/"):], dir, httpClient, base, cfg.tuning.serveConcurrency)
+		kind, remote := strings.CutSuffix(system[len("calf/"):], noLocalSuffix)
+		s, err := newCalfStack(ctx, kind, dir, httpClient, base, cfg.tuning.serveConcurrency, remote)
 		if err != nil {
 			return sample{}, err
 		}
