@@ -33,7 +33,17 @@ type Options struct {
 	// ([Metadata.Producer]), such as "host-1/4242" ([ProcessName]).
 	// Default: none.
 	Name string
+	// FollowBuffer bounds the messages a [Follower] holds that its Next
+	// has not taken yet. A follower whose buffer is full stops collecting:
+	// Next returns what it holds, then [ErrFollowerBehind] with the count
+	// of the messages dropped, so that a reader that fell behind always
+	// learns it, and never reads a stream with a hole in it.
+	// Default: [DefaultFollowBuffer].
+	FollowBuffer int
 }
+
+// DefaultFollowBuffer is the default of [Options.FollowBuffer].
+const DefaultFollowBuffer = 1 << 16
 
 // ProcessName returns a name for this process: its host name and process
 // id, "host/pid".
@@ -55,6 +65,8 @@ type Client struct {
 	newID  func() string
 	name   string
 	inbox  string
+
+	followMax int // Options.FollowBuffer
 
 	mu         sync.Mutex
 	subs       []Subscription
@@ -84,7 +96,10 @@ func NewClient(b Broker, opts *Options) *Client {
 	if o.NewID == nil {
 		o.NewID = NewID
 	}
-	return &Client{broker: b, log: o.Logger, max: o.MaxMessageSize, now: o.Now, newID: o.NewID, name: o.Name,
+	if o.FollowBuffer <= 0 {
+		o.FollowBuffer = DefaultFollowBuffer
+	}
+	return &Client{broker: b, log: o.Logger, max: o.MaxMessageSize, now: o.Now, newID: o.NewID, name: o.Name, followMax: o.FollowBuffer,
 		inbox: InboxPrefix + NewID(), taps: map[string]*tap{}}
 }
 
@@ -332,7 +347,7 @@ func (c *Client) Follow(ctx context.Context, pattern, correlationID string) (*Fo
 	if err != nil {
 		return nil, err
 	}
-	f := &Follower{c: c, id: correlationID, notify: make(chan struct{}, 1)}
+	f := &Follower{c: c, id: correlationID, max: c.followMax, notify: make(chan struct{}, 1)}
 	return f, f.join(t, false)
 }
 
@@ -488,20 +503,34 @@ func (t *tap) deliver(_ context.Context, msg *Message) error {
 
 // Follower collects the messages of one correlation id; see
 // [Client.Follow]. It buffers what arrives until Next takes it, so a slow
-// reader never blocks the broker.
+// reader never blocks the broker. The buffer is bounded
+// ([Options.FollowBuffer]): a follower whose reader fell that far behind
+// stops collecting, and its Next returns [ErrFollowerBehind] after the
+// messages it holds.
 type Follower struct {
-	c      *Client
-	id     string
-	mu     sync.Mutex
-	taps   []*tap
-	queue  []*Message
-	closed bool
-	notify chan struct{}
+	c       *Client
+	id      string
+	max     int
+	mu      sync.Mutex
+	taps    []*tap
+	queue   []*Message
+	dropped int64 // messages that arrived after the buffer overflowed
+	closed  bool
+	notify  chan struct{}
 }
 
 func (f *Follower) push(m *Message) {
 	f.mu.Lock()
-	if !f.closed {
+	switch {
+	case f.closed:
+	case f.dropped > 0 || len(f.queue) >= f.max:
+		// Once one message is dropped, every later one is: what Next
+		// returns stays a prefix of what arrived, without a hole.
+		if f.dropped == 0 {
+			f.c.log.Warn("calf: follower fell behind; it stops collecting", "correlation_id", f.id, "buffer", f.max)
+		}
+		f.dropped++
+	default:
 		f.queue = append(f.queue, m)
 	}
 	f.mu.Unlock()
@@ -513,6 +542,9 @@ func (f *Follower) push(m *Message) {
 
 // Next returns the next message, waiting until one arrives or ctx ends. When
 // ctx ends it returns an error that matches both [ErrTimeout] and ctx.Err().
+// Once the follower's buffer has overflowed, Next returns the messages it
+// holds, then an error that matches [ErrFollowerBehind] and says how many
+// messages were dropped.
 func (f *Follower) Next(ctx context.Context) (*Message, error) {
 	for {
 		f.mu.Lock()
@@ -523,10 +555,13 @@ func (f *Follower) Next(ctx context.Context) (*Message, error) {
 			f.mu.Unlock()
 			return m, nil
 		}
-		closed := f.closed
+		closed, dropped := f.closed, f.dropped
 		f.mu.Unlock()
 		if closed {
 			return nil, ErrClosed
+		}
+		if dropped > 0 {
+			return nil, fmt.Errorf("%w: %d messages of correlation id %s dropped after its buffer of %d filled", ErrFollowerBehind, dropped, f.id, f.max)
 		}
 		select {
 		case <-f.notify:

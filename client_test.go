@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -445,4 +446,52 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// TestFollowerBufferOverflow checks that a follower whose reader fell
+// behind by more than its buffer is told so, after the messages it holds,
+// and never reads past a hole.
+func TestFollowerBufferOverflow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		c := newClient(t, &calf.Options{FollowBuffer: 3})
+		f, err := c.Follow(ctx, "x.a", "corr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		emit := func(n int) {
+			t.Helper()
+			if _, err := c.Emit(ctx, "x.a", n, calf.WithKey("k"), calf.WithMetadata(calf.Metadata{CorrelationID: "corr"})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 5 {
+			emit(i)
+		}
+		synctest.Wait() // every message delivered
+		for want := range 3 {
+			m, err := f.Next(ctx)
+			if err != nil {
+				t.Fatalf("message %d: %v", want, err)
+			}
+			var got int
+			if err := m.Decode(&got); err != nil || got != want {
+				t.Fatalf("message %d is %d (%v)", want, got, err)
+			}
+		}
+		// The buffer has room again, but a message now would follow a
+		// hole: it is dropped too.
+		emit(5)
+		synctest.Wait()
+		for range 2 {
+			_, err = f.Next(ctx)
+			if !errors.Is(err, calf.ErrFollowerBehind) {
+				t.Fatalf("Next after the overflow = %v, want ErrFollowerBehind", err)
+			}
+		}
+		if !strings.Contains(err.Error(), "3 messages") {
+			t.Errorf("the error does not count the 3 messages dropped: %v", err)
+		}
+	})
 }

@@ -15,6 +15,10 @@ var (
 	ErrInvalidChannel = errors.New("calf: invalid channel")
 	// ErrTimeout is returned when a request gets no reply in time.
 	ErrTimeout = errors.New("calf: timed out")
+	// ErrFollowerBehind is returned by [Follower.Next] once the follower's
+	// buffer overflowed ([Options.FollowBuffer]): the messages before the
+	// overflow have all been returned, those after it were dropped.
+	ErrFollowerBehind = errors.New("calf: follower fell behind")
 )
 
 // DecodeError reports a message whose data does not decode.
