@@ -15,6 +15,7 @@ import (
 	"github.com/calf-go/calf/broker/kafka"
 	brokermemory "github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/broker/nats"
+	"github.com/calf-go/calf/broker/nats/embedded"
 	"github.com/calf-go/calf/store"
 	storememory "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/store/postgres"
@@ -75,7 +76,7 @@ var brokerSchemes = map[string]brokerOpener{
 		if err != nil {
 			return nil, err
 		}
-		return nats.OpenEmbedded(ctx, path, no)
+		return embedded.Open(ctx, path, no)
 	},
 }
 

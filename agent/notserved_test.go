@@ -13,7 +13,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/kafka"
 	"github.com/calf-go/calf/broker/memory"
-	"github.com/calf-go/calf/broker/nats"
+	"github.com/calf-go/calf/broker/nats/embedded"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
@@ -32,7 +32,7 @@ var callerBrokers = []struct {
 		return b
 	}},
 	{"nats", func(t *testing.T) calf.Broker {
-		b, err := nats.OpenEmbedded(t.Context(), t.TempDir(), nil)
+		b, err := embedded.Open(t.Context(), t.TempDir(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

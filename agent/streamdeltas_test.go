@@ -8,7 +8,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
-	"github.com/calf-go/calf/broker/nats"
+	"github.com/calf-go/calf/broker/nats/embedded"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
@@ -31,7 +31,7 @@ func TestRunStreamYieldsDeltasBeforeWhatFollows(t *testing.T) {
 	}{
 		{"memory", func(*testing.T) calf.Broker { return memory.New(nil) }},
 		{"nats", func(t *testing.T) calf.Broker {
-			b, err := nats.OpenEmbedded(t.Context(), t.TempDir(), nil)
+			b, err := embedded.Open(t.Context(), t.TempDir(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/broker/nats"
+	"github.com/calf-go/calf/broker/nats/embedded"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
@@ -24,7 +25,7 @@ import (
 // RunStream, which observes every agent channel in a private
 // subscription, yields the members' events in causal order.
 func TestTeamsOnNATS(t *testing.T) {
-	b, err := nats.OpenEmbedded(t.Context(), t.TempDir(), &nats.Options{Backoff: func(int) time.Duration { return time.Millisecond }})
+	b, err := embedded.Open(t.Context(), t.TempDir(), &nats.Options{Backoff: func(int) time.Duration { return time.Millisecond }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestTeamStreamYieldsDeltasBeforeWhatFollows(t *testing.T) {
 	}{
 		{"memory", func(*testing.T) calf.Broker { return memory.New(nil) }},
 		{"nats", func(t *testing.T) calf.Broker {
-			b, err := nats.OpenEmbedded(t.Context(), t.TempDir(), nil)
+			b, err := embedded.Open(t.Context(), t.TempDir(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/nats"
+	"github.com/calf-go/calf/broker/nats/embedded"
 	"github.com/calf-go/calf/store/sqlite"
 )
 
@@ -25,7 +26,7 @@ func TestCrashOnDurableBroker(t *testing.T) {
 	started := make(chan struct{}, 1)
 	var c counts
 
-	b1, err := nats.OpenEmbedded(t.Context(), dir, opts)
+	b1, err := embedded.Open(t.Context(), dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestCrashOnDurableBroker(t *testing.T) {
 	}
 
 	crash.Store(false)
-	b2, err := nats.OpenEmbedded(t.Context(), dir, opts)
+	b2, err := embedded.Open(t.Context(), dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

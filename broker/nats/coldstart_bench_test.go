@@ -16,7 +16,7 @@ import (
 func BenchmarkColdStart(b *testing.B) {
 	for i := range b.N {
 		b.StopTimer()
-		br, err := OpenEmbedded(context.Background(), b.TempDir(), nil)
+		br, err := openServed(context.Background(), b.TempDir(), nil)
 		if err != nil {
 			b.Fatal(err)
 		}

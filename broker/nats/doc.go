@@ -4,15 +4,11 @@
 //
 //	b, err := nats.Open(ctx, "nats://127.0.0.1:4222", nil)
 //
-// connects to a NATS server with JetStream enabled, and
-//
-//	b, err := nats.OpenEmbedded(ctx, dir, nil)
-//
-// starts a single-node server inside the process, storing its messages in
-// files under dir, for a durable setup without a separate server. The
-// embedded server listens on no network port: only the broker's own
-// process reaches it. Close shuts it down; opening the same dir again
-// resumes with the messages not yet handled.
+// connects to a NATS server with JetStream enabled, and [OpenConn] takes
+// a connection of the caller's. The package does not contain the server:
+// [github.com/calf-go/calf/broker/nats/embedded] starts a single-node
+// server inside the process, storing its messages in files under a
+// directory, for a durable setup without a separate server.
 //
 // The broker works with servers from 2.9 on.
 //

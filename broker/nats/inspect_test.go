@@ -11,7 +11,7 @@ import (
 )
 
 func TestGroupMembers(t *testing.T) {
-	b, err := OpenEmbedded(t.Context(), t.TempDir(), &Options{Partitions: 2})
+	b, srv, err := openOnServer(t.Context(), t.TempDir(), &Options{Partitions: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestGroupMembers(t *testing.T) {
 		t.Fatalf("a group with one member has %d", n)
 	}
 	// A second member, in another broker (another process), counts too.
-	nc, err := natsgo.Connect("", natsgo.InProcessServer(b.srv))
+	nc, err := natsgo.Connect("", natsgo.InProcessServer(srv))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -154,8 +153,10 @@ type Broker struct {
 	log  *slog.Logger
 	nc   *natsgo.Conn
 	js   jetstream.JetStream
-	srv  *server.Server // the embedded server, if any
-	st   jetstream.Stream
+	// afterClose, when set, runs at the end of Close (tests stop the
+	// server they started for the broker there).
+	afterClose func()
+	st         jetstream.Stream
 
 	// An estimate of the messages the stream holds, for MaxPending: the
 	// count last read from the server plus the messages published since.
@@ -191,58 +192,21 @@ func Open(ctx context.Context, url string, opts *Options) (*Broker, error) {
 	return b, nil
 }
 
-// OpenEmbedded starts a NATS server with JetStream inside this process,
-// storing its messages in files under dir, and returns a broker connected
-// to it in process: the server listens on no network port. Close shuts
-// the server down; opening dir again resumes with the messages that were
-// not yet handled.
-func OpenEmbedded(ctx context.Context, dir string, opts *Options) (*Broker, error) {
-	if dir == "" {
-		return nil, errors.New("nats: embedded server: no directory")
+// OpenConn returns a broker on nc, an open connection to a NATS server
+// with JetStream, and creates or updates the broker's stream. The broker
+// takes nc over: Close closes it. Open connects and calls OpenConn; the
+// embedded package ([github.com/calf-go/calf/broker/nats/embedded])
+// connects to a server in the process. nc is closed when OpenConn fails.
+func OpenConn(ctx context.Context, nc *natsgo.Conn, opts *Options) (*Broker, error) {
+	if nc == nil {
+		return nil, errors.New("nats: no connection")
 	}
-	o := withDefaults(opts)
-	srv, err := server.NewServer(&server.Options{
-		ServerName: "calf-embedded",
-		DontListen: true,
-		JetStream:  true,
-		StoreDir:   dir,
-		NoSigs:     true,
-		NoLog:      true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("nats: embedded server: %w", err)
-	}
-	srv.Start()
-	ready := make(chan bool, 1)
-	go func() { ready <- srv.ReadyForConnections(time.Minute) }()
-	select {
-	case ok := <-ready:
-		if !ok {
-			shutdown(srv)
-			return nil, errors.New("nats: embedded server did not start")
-		}
-	case <-ctx.Done():
-		shutdown(srv)
-		return nil, fmt.Errorf("nats: embedded server: %w", ctx.Err())
-	}
-	nc, err := natsgo.Connect("", append([]natsgo.Option{natsgo.Name("calf"), natsgo.InProcessServer(srv)}, o.ConnectOptions...)...)
-	if err != nil {
-		shutdown(srv)
-		return nil, fmt.Errorf("nats: connect to the embedded server: %w", err)
-	}
-	b, err := open(ctx, nc, o)
+	b, err := open(ctx, nc, withDefaults(opts))
 	if err != nil {
 		nc.Close()
-		shutdown(srv)
 		return nil, err
 	}
-	b.srv = srv
 	return b, nil
-}
-
-func shutdown(srv *server.Server) {
-	srv.Shutdown()
-	srv.WaitForShutdown()
 }
 
 func withDefaults(opts *Options) Options {
@@ -492,9 +456,8 @@ func (b *Broker) waitRoom(ctx context.Context) error {
 }
 
 // Close stops every subscription, waits for the handlers in progress,
-// closes the connection and shuts an embedded server down. Messages not
-// yet handled stay in the stream. Publish and Subscribe fail with
-// [calf.ErrClosed] afterwards. Close is idempotent; calling it from a
+// and closes the connection. Messages not yet handled stay in the
+// stream. Publish and Subscribe fail with [calf.ErrClosed] afterwards. Close is idempotent; calling it from a
 // handler never returns, since it waits for that handler.
 func (b *Broker) Close() error {
 	b.mu.Lock()
@@ -516,8 +479,8 @@ func (b *Broker) Close() error {
 		errs = append(errs, fmt.Errorf("nats: flush: %w", err))
 	}
 	b.nc.Close()
-	if b.srv != nil {
-		shutdown(b.srv)
+	if b.afterClose != nil {
+		b.afterClose()
 	}
 	return errors.Join(errs...)
 }

@@ -95,7 +95,7 @@ func openExternal(t testing.TB, opts *Options) *Broker {
 // openEmbedded opens a broker on an embedded server storing in dir.
 func openEmbedded(t testing.TB, dir string, opts *Options) *Broker {
 	t.Helper()
-	b, err := OpenEmbedded(t.Context(), dir, opts)
+	b, err := openServed(t.Context(), dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +125,8 @@ func crash(b calf.Broker) {
 	nb := b.(*Broker)
 	nb.closed.Store(true)
 	nb.nc.Close()
-	if nb.srv != nil {
-		nb.srv.Shutdown()
+	if nb.afterClose != nil {
+		nb.afterClose()
 	}
 }
 
@@ -480,7 +480,7 @@ func waitShared(t *testing.T, b *Broker, group string, n int) {
 func TestRestartKeepsUnhandled(t *testing.T) {
 	dir := t.TempDir()
 	opts := testOptions()
-	b, err := OpenEmbedded(t.Context(), dir, opts)
+	b, err := openServed(t.Context(), dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -650,11 +650,11 @@ func TestLongHandlerIsNotRedelivered(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
-	if _, err := OpenEmbedded(t.Context(), t.TempDir(), &Options{Prefix: "a.b"}); err == nil {
-		t.Error("OpenEmbedded with a prefix of two tokens succeeded")
+	if _, err := openServed(t.Context(), t.TempDir(), &Options{Prefix: "a.b"}); err == nil {
+		t.Error("a broker with a prefix of two tokens opened")
 	}
-	if _, err := OpenEmbedded(t.Context(), "", nil); err == nil {
-		t.Error("OpenEmbedded without a directory succeeded")
+	if _, err := OpenConn(t.Context(), nil, nil); err == nil {
+		t.Error("OpenConn without a connection succeeded")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
