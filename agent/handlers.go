@@ -1305,6 +1305,7 @@ func (h *handlers[Deps, Out]) callTool(ctx context.Context, st *RunState, ev Too
 		select {
 		case r = <-done: // it returned at the deadline, probably with ctx's error
 		default:
+			h.rt.tel.overdueTools(h.a.name, ev.ToolName, 1)
 			go h.dropLate(done, st.RunID, ev, start)
 			r = toolReturn{err: tctx.Err()}
 		}
@@ -1331,9 +1332,10 @@ type toolReturn struct {
 }
 
 // dropLate waits for a tool call that outlived its timeout and drops what
-// it returns.
+// it returns. The call counts in the calf.tool.overdue metric until then.
 func (h *handlers[Deps, Out]) dropLate(done <-chan toolReturn, run string, ev ToolCallEvent, start time.Time) {
 	r := <-done
+	h.rt.tel.overdueTools(h.a.name, ev.ToolName, -1)
 	h.rt.late.Add(1)
 	h.rt.log.Warn("agent: tool returned after its timeout; its result is dropped",
 		"agent", h.a.name, "tool", ev.ToolName, "run", run, "tool_call_id", ev.ToolCallID,

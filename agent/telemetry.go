@@ -33,6 +33,7 @@ type telemetry struct {
 	runs     metric.Int64Counter
 	lag      metric.Float64Histogram
 	cost     metric.Float64Counter
+	overdue  metric.Int64UpDownCounter
 }
 
 var traceContext = propagation.TraceContext{}
@@ -58,6 +59,8 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) *telemetry {
 			metric.WithDescription("Time from a message's publication to the start of its handling."))
 		t.cost, _ = m.Float64Counter("calf.model.cost", metric.WithUnit("USD"),
 			metric.WithDescription("What the model calls of agent runs cost, by the runtime's prices (calls of unpriced models count nothing)."))
+		t.overdue, _ = m.Int64UpDownCounter("calf.tool.overdue", metric.WithUnit("{call}"),
+			metric.WithDescription("Tool calls still running after their timeout: the run went on without them, and each holds its goroutines until the tool returns."))
 	}
 	return t
 }
@@ -129,6 +132,16 @@ func endInvoke(span trace.Span, out *OutputEvent, err error) {
 		}
 	}
 	span.End()
+}
+
+// overdueTools adds n to the tool calls of agentName's toolName still
+// running after their timeout.
+func (t *telemetry) overdueTools(agentName, toolName string, n int64) {
+	if t == nil || t.overdue == nil {
+		return
+	}
+	// The handler's context may be over: the count is not about it.
+	t.overdue.Add(context.Background(), n, metric.WithAttributes(attribute.String("gen_ai.agent.name", agentName), attribute.String("gen_ai.tool.name", toolName)))
 }
 
 // ended counts a run's end.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -197,5 +198,78 @@ func TestTelemetrySubagentAndHandoff(t *testing.T) {
 	}
 	if under["invoke_agent helper"] != 1 || under["invoke_agent closer"] != 1 || under["invoke_agent lead"] != 2 {
 		t.Errorf("model calls under the runs' spans: %v", under)
+	}
+}
+
+// A tool call that outlives its timeout counts in calf.tool.overdue until
+// it returns.
+func TestTelemetryCountsOverdueTools(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	b := memory.New(nil)
+	c := calf.NewClient(b, nil)
+	st := storemem.New()
+	defer func() { _ = c.Close(); _ = b.Close(); _ = st.Close() }()
+	rt := agent.NewRuntime(c, st, &agent.RuntimeOptions{MeterProvider: mp})
+	release := make(chan struct{})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	stubborn := tool.Must(tool.New("stubborn", "Ignores its context.", func(context.Context, struct{}) (string, error) {
+		<-release
+		return "late", nil
+	}))
+	m := modeltest.NewTestModel(modeltest.ToolCalls(modeltest.Call("c1", "stubborn", `{}`)), modeltest.Text("gave up"))
+	a, err := agent.New[agent.NoDeps, string]("waiter", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{stubborn}, ToolTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	overdue := func() (sum int64, attrs string) {
+		t.Helper()
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if s, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "calf.tool.overdue" {
+					if s.IsMonotonic {
+						t.Error("calf.tool.overdue is monotonic: it must go down when a call returns")
+					}
+					for _, dp := range s.DataPoints {
+						sum += dp.Value
+						attrs = dp.Attributes.Encoded(attribute.DefaultEncoder())
+					}
+				}
+			}
+		}
+		return sum, attrs
+	}
+	if _, err := a.Run(ctx, rt, "go", &agent.RunOptions[agent.NoDeps]{RunID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	// The run is over; its tool call is not.
+	if n, attrs := overdue(); n != 1 || attrs != "gen_ai.agent.name=waiter,gen_ai.tool.name=stubborn" {
+		t.Fatalf("calf.tool.overdue = %d {%s} while the tool hangs, want 1 {gen_ai.agent.name=waiter,gen_ai.tool.name=stubborn}", n, attrs)
+	}
+	close(release)
+	for rt.LateToolResults() != 1 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the tool's late return was never counted")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if n, _ := overdue(); n != 0 {
+		t.Errorf("calf.tool.overdue = %d after the tool returned, want 0", n)
 	}
 }
