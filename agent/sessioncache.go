@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/calf-go/calf/internal/lru"
 	"github.com/calf-go/calf/model"
 )
 
@@ -21,13 +22,11 @@ import (
 // cached entry can be out of date, and then unused, but never wrong.
 //
 // The cache is bounded by sessions and by the size of the messages' JSON
-// as stored; a session larger than the bound is not kept.
+// as stored, evicting the sessions used least recently; a session larger
+// than the bound is not kept.
 type sessionCache struct {
 	mu      sync.Mutex
-	maxN    int
-	maxSize int
-	size    int
-	entries map[string]*cachedSession
+	entries *lru.Cache[string, *cachedSession] // cost: the size as stored
 }
 
 type cachedSession struct {
@@ -42,7 +41,7 @@ const (
 )
 
 func newSessionCache(maxN, maxSize int) *sessionCache {
-	return &sessionCache{maxN: maxN, maxSize: maxSize, entries: map[string]*cachedSession{}}
+	return &sessionCache{entries: lru.New[string, *cachedSession](maxN, maxSize)}
 }
 
 // messages returns the cached messages of session id when raw is its
@@ -50,7 +49,7 @@ func newSessionCache(maxN, maxSize int) *sessionCache {
 func (c *sessionCache) messages(id string, raw []byte) ([]model.Message, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[id]
+	e, ok := c.entries.Get(id)
 	if !ok || !bytes.Equal(e.raw, raw) {
 		return nil, false
 	}
@@ -71,12 +70,12 @@ func (c *sessionCache) set(id string, raw []byte, msgs []model.Message, size int
 func (c *sessionCache) moved(id string, old, raw []byte, added []model.Message, size int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[id]
+	e, ok := c.entries.Peek(id)
 	if !ok {
 		return
 	}
 	if !bytes.Equal(e.raw, old) {
-		c.drop(id)
+		c.entries.Remove(id)
 		return
 	}
 	// Appending in place is safe: callers hold clipped slices, which the
@@ -88,30 +87,12 @@ func (c *sessionCache) moved(id string, old, raw []byte, added []model.Message, 
 func (c *sessionCache) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.drop(id)
+	c.entries.Remove(id)
 }
 
-// put makes e the entry of session id, evicting arbitrary entries while
-// the cache is over its bounds. c.mu is held.
+// put makes e the entry of session id, evicting the least recently used
+// entries while the cache is over its bounds; an entry larger than the
+// bound on its own is not kept. c.mu is held.
 func (c *sessionCache) put(id string, e *cachedSession) {
-	c.drop(id)
-	if e.size > c.maxSize {
-		return
-	}
-	for k := range c.entries {
-		if len(c.entries) < c.maxN && c.size+e.size <= c.maxSize {
-			break
-		}
-		c.drop(k)
-	}
-	c.entries[id] = e
-	c.size += e.size
-}
-
-// drop removes the entry of session id. c.mu is held.
-func (c *sessionCache) drop(id string) {
-	if e, ok := c.entries[id]; ok {
-		c.size -= e.size
-		delete(c.entries, id)
-	}
+	c.entries.AddCost(id, e, e.size)
 }

@@ -15,22 +15,28 @@ func msgs(texts ...string) []model.Message {
 }
 
 // The session cache holds at most its number of sessions and its size,
-// skips a session larger than its size, moves an entry only from the
-// record it was cached at.
+// evicting the sessions used least recently, skips a session larger than
+// its size, moves an entry only from the record it was cached at.
 func TestSessionCacheBounds(t *testing.T) {
 	c := newSessionCache(2, 100)
 	c.set("a", []byte("ra"), msgs("a1"), 40)
 	c.set("b", []byte("rb"), msgs("b1"), 40)
-	c.set("c", []byte("rc"), msgs("c1"), 40) // over both bounds: one goes
-	if len(c.entries) != 2 || c.size != 80 {
-		t.Fatalf("%d entries of %d bytes, want 2 of 80", len(c.entries), c.size)
+	if _, ok := c.messages("a", []byte("ra")); !ok {
+		t.Fatal("a is not cached")
+	}
+	c.set("c", []byte("rc"), msgs("c1"), 40) // over both bounds: b, used least recently, goes
+	if _, ok := c.messages("b", []byte("rb")); ok {
+		t.Error("b is still cached: the session used least recently was not the one evicted")
+	}
+	if c.entries.Len() != 2 || c.entries.Cost() != 80 {
+		t.Fatalf("%d entries of %d bytes, want 2 of 80", c.entries.Len(), c.entries.Cost())
 	}
 	if _, ok := c.messages("c", []byte("rc")); !ok {
 		t.Error("the last session set is not cached")
 	}
 	c.set("big", []byte("r"), msgs("x"), 101)
-	if _, ok := c.messages("big", []byte("r")); ok || c.size > 100 {
-		t.Errorf("a session over the size bound is cached (size %d)", c.size)
+	if _, ok := c.messages("big", []byte("r")); ok || c.entries.Cost() > 100 {
+		t.Errorf("a session over the size bound is cached (size %d)", c.entries.Cost())
 	}
 	if _, ok := c.messages("c", []byte("other")); ok {
 		t.Error("messages of another record returned")
@@ -40,18 +46,18 @@ func TestSessionCacheBounds(t *testing.T) {
 	c.set("s", []byte("r1"), msgs("one"), 10)
 	c.moved("s", []byte("r1"), []byte("r2"), msgs("two"), 10)
 	got, ok := c.messages("s", []byte("r2"))
-	if !ok || len(got) != 2 || got[1].Text() != "two" || c.size != 20 {
-		t.Fatalf("after a move: %v %v, size %d", got, ok, c.size)
+	if !ok || len(got) != 2 || got[1].Text() != "two" || c.entries.Cost() != 20 {
+		t.Fatalf("after a move: %v %v, size %d", got, ok, c.entries.Cost())
 	}
 	if _, ok := c.messages("s", []byte("r1")); ok {
 		t.Error("the record before the move still matches")
 	}
 	c.moved("s", []byte("r1"), []byte("r3"), nil, 0) // not from the cached record
-	if _, ok := c.messages("s", []byte("r3")); ok || len(c.entries) != 0 || c.size != 0 {
-		t.Errorf("a move from another record kept the entry (size %d)", c.size)
+	if _, ok := c.messages("s", []byte("r3")); ok || c.entries.Len() != 0 || c.entries.Cost() != 0 {
+		t.Errorf("a move from another record kept the entry (size %d)", c.entries.Cost())
 	}
 	c.moved("gone", []byte("x"), []byte("y"), msgs("z"), 1)
-	if len(c.entries) != 0 {
+	if c.entries.Len() != 0 {
 		t.Error("a move of an uncached session cached it")
 	}
 }

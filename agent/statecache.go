@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/calf-go/calf/internal/lru"
 	"github.com/calf-go/calf/store"
 )
 
@@ -21,8 +22,7 @@ import (
 // not show.
 type stateCache struct {
 	mu      sync.Mutex
-	max     int
-	entries map[string]cachedState
+	entries *lru.Cache[string, cachedState]
 }
 
 type cachedState struct {
@@ -40,7 +40,7 @@ type cachedState struct {
 const stateCacheSize = 4096
 
 func newStateCache(max int) *stateCache {
-	return &stateCache{max: max, entries: make(map[string]cachedState, max)}
+	return &stateCache{entries: lru.New[string, cachedState](max, 0)}
 }
 
 // decode returns the state stored as data for run id, from the cache or by
@@ -48,7 +48,7 @@ func newStateCache(max int) *stateCache {
 // the cache then keeps the decoded state.
 func (c *stateCache) decode(id string, data []byte, version int64) (*RunState, error) {
 	c.mu.Lock()
-	e, ok := c.entries[id]
+	e, ok := c.entries.Get(id)
 	c.mu.Unlock()
 	if ok && bytes.Equal(e.data, data) {
 		if version > e.version {
@@ -71,7 +71,7 @@ func (c *stateCache) decode(id string, data []byte, version int64) (*RunState, e
 func (c *stateCache) put(id string, data []byte, version int64, st *RunState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[id]
+	e, ok := c.entries.Get(id)
 	if ok && e.version > version {
 		return
 	}
@@ -85,16 +85,10 @@ func (c *stateCache) putBorn(id string, data []byte, version int64, st *RunState
 	c.set(id, cachedState{data: data, version: version, st: st.clone(), born: true})
 }
 
-// set makes e the entry of run id, evicting an arbitrary entry when the
-// cache is full and has none for id. c.mu is held.
+// set makes e the entry of run id, evicting the least recently used
+// entry when the cache is full and has none for id. c.mu is held.
 func (c *stateCache) set(id string, e cachedState) {
-	if _, ok := c.entries[id]; !ok && len(c.entries) >= c.max {
-		for k := range c.entries {
-			delete(c.entries, k)
-			break
-		}
-	}
-	c.entries[id] = e
+	c.entries.Add(id, e)
 }
 
 // unrecorded reports whether this process created run id and has not
@@ -102,7 +96,7 @@ func (c *stateCache) set(id string, e cachedState) {
 func (c *stateCache) unrecorded(id, call string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[id]
+	e, ok := c.entries.Get(id)
 	return ok && e.born && !slices.Contains(e.recorded, call)
 }
 
@@ -110,9 +104,9 @@ func (c *stateCache) unrecorded(id, call string) bool {
 func (c *stateCache) recordedResult(id, call string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.entries[id]; ok && e.born && !slices.Contains(e.recorded, call) {
+	if e, ok := c.entries.Get(id); ok && e.born && !slices.Contains(e.recorded, call) {
 		e.recorded = append(slices.Clip(e.recorded), call)
-		c.entries[id] = e
+		c.entries.Add(id, e)
 	}
 }
 
@@ -126,7 +120,7 @@ func (c *stateCache) latest(id string) (*RunState, store.Record, bool) {
 // is nil), which must not change it; it copies no state that does not.
 func (c *stateCache) latestIf(id string, ok func(*RunState) bool) (*RunState, store.Record, bool) {
 	c.mu.Lock()
-	e, found := c.entries[id]
+	e, found := c.entries.Get(id)
 	c.mu.Unlock()
 	if !found || (ok != nil && !ok(e.st)) {
 		return nil, store.Record{}, false
@@ -138,7 +132,7 @@ func (c *stateCache) latestIf(id string, ok func(*RunState) bool) (*RunState, st
 // without copying the state.
 func (c *stateCache) record(id string) (store.Record, bool) {
 	c.mu.Lock()
-	e, ok := c.entries[id]
+	e, ok := c.entries.Get(id)
 	c.mu.Unlock()
 	if !ok {
 		return store.Record{}, false
@@ -166,5 +160,5 @@ func (s *RunState) clone() *RunState {
 func (c *stateCache) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.entries, id)
+	c.entries.Remove(id)
 }

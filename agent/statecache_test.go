@@ -63,14 +63,24 @@ func TestStateCache(t *testing.T) {
 	if _, err := c.decode("r", []byte("{"), 5); err == nil {
 		t.Fatal("corrupt bytes decoded")
 	}
-	// The cache stays within its size.
+	// The cache stays within its size, evicting the run used least
+	// recently.
 	for _, id := range []string{"x", "y", "z"} {
 		s := *st
 		s.RunID = id
 		d, _ := json.Marshal(&s)
 		c.put(id, d, 1, &s)
+		if id == "y" {
+			c.latest("x") // x used after y: y goes when z comes
+		}
 	}
-	if n := len(c.entries); n > 2 {
+	if n := c.entries.Len(); n > 2 {
 		t.Fatalf("cache holds %d entries, max 2", n)
+	}
+	if _, _, ok := c.latest("y"); ok {
+		t.Error("y is still cached: the run used least recently was not the one evicted")
+	}
+	if _, _, ok := c.latest("x"); !ok {
+		t.Error("x, used after y, was evicted")
 	}
 }

@@ -1,6 +1,10 @@
 package agent
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/calf-go/calf/internal/lru"
+)
 
 // unsavedResults keeps, in the process, the results of tool calls that
 // were executed but could not be recorded in the store (a write failed), so
@@ -9,7 +13,7 @@ import "sync"
 // It bounds what it keeps; a nil *unsavedResults keeps nothing.
 type unsavedResults struct {
 	mu      sync.Mutex
-	results map[string]unsavedResult
+	results *lru.Cache[string, unsavedResult]
 }
 
 type unsavedResult struct {
@@ -17,12 +21,12 @@ type unsavedResult struct {
 	data []byte // ev encoded
 }
 
-// maxUnsavedResults bounds the results kept; beyond it, an arbitrary one
-// is dropped (its call will execute again when redelivered).
+// maxUnsavedResults bounds the results kept; beyond it, the oldest one is
+// dropped (its call will execute again when redelivered).
 const maxUnsavedResults = 1024
 
 func newUnsavedResults() *unsavedResults {
-	return &unsavedResults{results: map[string]unsavedResult{}}
+	return &unsavedResults{results: lru.New[string, unsavedResult](maxUnsavedResults, 0)}
 }
 
 // keep records the result of the call key.
@@ -32,13 +36,7 @@ func (u *unsavedResults) keep(key string, r unsavedResult) {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if _, ok := u.results[key]; !ok && len(u.results) >= maxUnsavedResults {
-		for k := range u.results {
-			delete(u.results, k)
-			break
-		}
-	}
-	u.results[key] = r
+	u.results.Add(key, r)
 }
 
 // take removes and returns the result kept for the call key.
@@ -48,9 +46,5 @@ func (u *unsavedResults) take(key string) (unsavedResult, bool) {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	r, ok := u.results[key]
-	if ok {
-		delete(u.results, key)
-	}
-	return r, ok
+	return u.results.Remove(key)
 }

@@ -18,8 +18,15 @@ func TestUnsavedResults(t *testing.T) {
 	for i := range maxUnsavedResults + 10 {
 		u.keep(strconv.Itoa(i), unsavedResult{})
 	}
-	if n := len(u.results); n != maxUnsavedResults {
+	if n := u.results.Len(); n != maxUnsavedResults {
 		t.Errorf("%d results kept, want the bound %d", n, maxUnsavedResults)
+	}
+	// The oldest went, the newest stayed.
+	if _, ok := u.take("0"); ok {
+		t.Error("the oldest result was kept past the bound")
+	}
+	if _, ok := u.take(strconv.Itoa(maxUnsavedResults + 9)); !ok {
+		t.Error("the newest result was dropped")
 	}
 	var none *unsavedResults
 	none.keep("k", unsavedResult{})

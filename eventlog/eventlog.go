@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/lru"
 	"github.com/calf-go/calf/store"
 )
 
@@ -84,7 +85,7 @@ type Log struct {
 	now func() time.Time
 
 	mu    sync.Mutex
-	heads map[string]*head // logs this process appended to
+	heads *lru.Cache[string, *head] // logs this process appended to
 }
 
 // head is what this process knows of a log's end.
@@ -95,13 +96,14 @@ type head struct {
 	changed chan struct{}       // closed and replaced at each append
 }
 
-// maxHeads bounds the logs a process remembers the end of; a log it
-// forgot is read from the store again.
+// maxHeads bounds the logs a process remembers the end of, forgetting
+// those appended to least recently; a log it forgot is read from the
+// store again.
 const maxHeads = 4096
 
 // New returns the log of runs in st, whose notices go through c.
 func New(c *calf.Client, st store.Store) *Log {
-	return &Log{c: c, st: st, now: c.Now, heads: map[string]*head{}}
+	return &Log{c: c, st: st, now: c.Now, heads: lru.New[string, *head](maxHeads, 0)}
 }
 
 // Options configure a recorder.
@@ -159,7 +161,7 @@ func (l *Log) record(ctx context.Context, m *calf.Message) error {
 	if ended, _ := Ended(Event{Log: log, Seq: seq, Message: m}, log); ended {
 		// The run is over: its log's end need not be remembered here.
 		l.mu.Lock()
-		delete(l.heads, log)
+		l.heads.Remove(log)
 		l.mu.Unlock()
 	}
 	data, _ := json.Marshal(notice{Seq: seq})
@@ -352,23 +354,15 @@ func (l *Log) Append(ctx context.Context, log string, m *calf.Message) (int64, b
 	}
 }
 
-// head returns this process's head of log, forgetting others when it
-// knows too many.
+// head returns this process's head of log, forgetting the one used least
+// recently when it knows too many.
 func (l *Log) head(log string) *head {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	h := l.heads[log]
-	if h == nil {
-		if len(l.heads) >= maxHeads {
-			for k := range l.heads {
-				delete(l.heads, k)
-				if len(l.heads) < maxHeads/2 {
-					break
-				}
-			}
-		}
+	h, ok := l.heads.Get(log)
+	if !ok {
 		h = &head{changed: make(chan struct{})}
-		l.heads[log] = h
+		l.heads.Add(log, h)
 	}
 	return h
 }
@@ -542,7 +536,7 @@ func (l *Log) Delete(ctx context.Context, log string) error {
 		return err
 	}
 	l.mu.Lock()
-	delete(l.heads, log)
+	l.heads.Remove(log)
 	l.mu.Unlock()
 	return nil
 }
