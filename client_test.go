@@ -176,30 +176,31 @@ func TestRequestReplyNoCrossTalk(t *testing.T) {
 	}
 }
 
+// The test runs in a bubble: the request's deadline passes without
+// waiting for it, and synctest.Wait lets the late reply arrive.
 func TestRequestTimesOutAndCountsLateReplies(t *testing.T) {
-	c := newClient(t, nil)
-	release := make(chan struct{})
-	if err := c.Handle(t.Context(), "svc.slow", func(ctx context.Context, m *calf.Message) error {
-		<-release
-		_, err := c.Emit(ctx, "svc.slowreply", "late")
-		return err
-	}, nil); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	_, err := c.Request(ctx, "svc.slow", 1, "svc.slowreply")
-	if !errors.Is(err, calf.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want ErrTimeout and DeadlineExceeded", err)
-	}
-	close(release)
-	deadline := time.Now().Add(10 * time.Second)
-	for c.OrphanReplies() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if c.OrphanReplies() != 1 {
-		t.Fatalf("orphan replies = %d, want 1", c.OrphanReplies())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c := newClient(t, nil)
+		release := make(chan struct{})
+		if err := c.Handle(t.Context(), "svc.slow", func(ctx context.Context, m *calf.Message) error {
+			<-release
+			_, err := c.Emit(ctx, "svc.slowreply", "late")
+			return err
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		_, err := c.Request(ctx, "svc.slow", 1, "svc.slowreply")
+		if !errors.Is(err, calf.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want ErrTimeout and DeadlineExceeded", err)
+		}
+		close(release)
+		synctest.Wait()
+		if c.OrphanReplies() != 1 {
+			t.Fatalf("orphan replies = %d, want 1", c.OrphanReplies())
+		}
+	})
 }
 
 func TestHandlerPanicIsRetriedNotFatal(t *testing.T) {

@@ -14,7 +14,8 @@ import (
 )
 
 func ExampleRuntime_AnswerApproval() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	b := memory.New(nil)
 	defer b.Close()
 	rt := agent.NewRuntime(calf.NewClient(b, nil), storemem.New(), nil)
@@ -47,8 +48,12 @@ func ExampleRuntime_AnswerApproval() {
 
 	// A person, in this process or another, answers the request.
 	var reqs []agent.Approval
-	for len(reqs) == 0 {
-		time.Sleep(10 * time.Millisecond)
+	for wait := time.NewTicker(10 * time.Millisecond); len(reqs) == 0; {
+		select {
+		case <-wait.C:
+		case <-ctx.Done():
+			panic("no approval request")
+		}
 		reqs, _ = rt.Approvals(ctx, "run-1", agent.ApprovalPending)
 	}
 	fmt.Println(reqs[0].ToolName, string(reqs[0].Arguments))

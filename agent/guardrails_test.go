@@ -128,6 +128,9 @@ func TestParallelInputGuardrail(t *testing.T) {
 
 // A guardrail that fails, panics or outlasts its timeout trips.
 func TestFailingGuardrailsTrip(t *testing.T) {
+	// hang holds a check that ignores its context until the test ends.
+	hang := make(chan struct{})
+	defer close(hang)
 	for _, tt := range []struct {
 		name string
 		g    agent.Guardrail
@@ -140,7 +143,7 @@ func TestFailingGuardrailsTrip(t *testing.T) {
 			panic("boom")
 		}}, "the check failed: panicked: boom"},
 		{"timeout", agent.Guardrail{Name: "g", Timeout: 50 * time.Millisecond, Func: func(context.Context, agent.GuardrailInput) (agent.GuardrailResult, error) {
-			time.Sleep(time.Second)
+			<-hang
 			return agent.GuardrailResult{}, nil
 		}}, "no verdict within 50ms"},
 	} {

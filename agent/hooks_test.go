@@ -69,6 +69,9 @@ func actions(recs []agent.HookRecord) string {
 
 func TestHooks(t *testing.T) {
 	var seen atomic.Value
+	// hang holds a hook that ignores its context until the test ends.
+	hang := make(chan struct{})
+	defer close(hang)
 	for _, tt := range []struct {
 		name     string
 		hooks    []agent.Hook
@@ -113,8 +116,8 @@ func TestHooks(t *testing.T) {
 			panic("oops")
 		})}, "error: the hook crashy failed: panicked: oops", 0, "crashy:deny", agent.StatusError},
 		{"timeout denies", []agent.Hook{{Name: "slow", Event: agent.HookPreToolUse, Timeout: 50 * time.Millisecond,
-			Func: func(ctx context.Context, _ agent.HookInput) (agent.HookDecision, error) {
-				time.Sleep(time.Second)
+			Func: func(context.Context, agent.HookInput) (agent.HookDecision, error) {
+				<-hang
 				return agent.Allow(), nil
 			}}}, "error: the hook slow failed: did not answer within 50ms", 0, "slow:deny", agent.StatusError},
 		{"bad transform denies", []agent.Hook{hook("sloppy", agent.HookPreToolUse, "", decide(agent.TransformArguments(json.RawMessage(`[1]`))))},

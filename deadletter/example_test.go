@@ -16,7 +16,8 @@ import (
 // A worker records dead letters with Serve; an operator lists them and
 // replays one once its cause is fixed.
 func Example() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	b := memory.New(&memory.Options{Backoff: func(int) time.Duration { return time.Millisecond }})
 	defer b.Close()
 	client := calf.NewClient(b, nil)
@@ -44,8 +45,12 @@ func Example() {
 
 	// Wait for the recorder to keep the dead letter.
 	var recs []*deadletter.Record
-	for len(recs) == 0 {
-		time.Sleep(time.Millisecond)
+	for wait := time.NewTicker(time.Millisecond); len(recs) == 0; {
+		select {
+		case <-wait.C:
+		case <-ctx.Done():
+			panic("no dead letter recorded")
+		}
 		recs, _ = deadletter.List(ctx, s)
 	}
 	r := recs[0]

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -226,34 +227,38 @@ func TestFollowCancelled(t *testing.T) {
 	}
 }
 
-// Sweep removes the logs whose last event is older than the cutoff.
+// Sweep removes the logs whose last event is older than the cutoff. The
+// test runs in a bubble, where the sleeps that put time between the logs
+// take none.
 func TestSweep(t *testing.T) {
-	st := storemem.New()
-	defer st.Close()
-	b := memory.New(nil)
-	defer b.Close()
-	c := calf.NewClient(b, nil)
-	defer c.Close()
-	log := eventlog.New(c, st)
-	add := func(l, id string) {
-		if _, _, err := log.Append(t.Context(), l, &calf.Message{ID: id, Channel: "calf.agent.x.input"}); err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		st := storemem.New()
+		defer st.Close()
+		b := memory.New(nil)
+		defer b.Close()
+		c := calf.NewClient(b, nil)
+		defer c.Close()
+		log := eventlog.New(c, st)
+		add := func(l, id string) {
+			if _, _, err := log.Append(t.Context(), l, &calf.Message{ID: id, Channel: "calf.agent.x.input"}); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	add("old", "o1")
-	add("old", "o2")
-	time.Sleep(20 * time.Millisecond)
-	cut := time.Now()
-	time.Sleep(20 * time.Millisecond)
-	add("new", "n1")
-	logs, recs, err := eventlog.Sweep(t.Context(), st, cut)
-	if err != nil || logs != 1 || recs != 2 {
-		t.Fatalf("sweep: %d logs, %d records, %v", logs, recs, err)
-	}
-	if evs, _ := log.Read(t.Context(), "old", 0, 0); len(evs) != 0 {
-		t.Errorf("old log: %d events", len(evs))
-	}
-	if evs, _ := log.Read(t.Context(), "new", 0, 0); len(evs) != 1 {
-		t.Errorf("new log: %d events", len(evs))
-	}
+		add("old", "o1")
+		add("old", "o2")
+		time.Sleep(20 * time.Millisecond)
+		cut := time.Now()
+		time.Sleep(20 * time.Millisecond)
+		add("new", "n1")
+		logs, recs, err := eventlog.Sweep(t.Context(), st, cut)
+		if err != nil || logs != 1 || recs != 2 {
+			t.Fatalf("sweep: %d logs, %d records, %v", logs, recs, err)
+		}
+		if evs, _ := log.Read(t.Context(), "old", 0, 0); len(evs) != 0 {
+			t.Errorf("old log: %d events", len(evs))
+		}
+		if evs, _ := log.Read(t.Context(), "new", 0, 0); len(evs) != 1 {
+			t.Errorf("new log: %d events", len(evs))
+		}
+	})
 }

@@ -1424,19 +1424,25 @@ func TestCancelCancelsChildRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(release)
-	if _, err := w.Wait(t.Context(), rt, "w1"); !errors.Is(err, workflow.ErrCancelled) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := w.Wait(ctx, rt, "w1"); !errors.Is(err, workflow.ErrCancelled) {
 		t.Errorf("Wait = %v, want ErrCancelled", err)
 	}
 	var st *agent.RunState
 	for {
 		var err error
-		if st, err = rt.LoadRun(t.Context(), "w1.1.write"); err != nil {
+		if st, err = rt.LoadRun(ctx, "w1.1.write"); err != nil {
 			t.Fatal(err)
 		}
-		if st.Status.Terminal() || t.Context().Err() != nil {
+		if st.Status.Terminal() {
 			break
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the agent run is still %s after the workflow run was cancelled", st.Status)
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 	if st.Status != agent.RunCancelled || !strings.Contains(st.Error, "workflow poet: run w1 was cancelled: no longer needed") {
 		t.Errorf("agent run: status %s, error %q; want cancelled by the workflow", st.Status, st.Error)
