@@ -59,8 +59,11 @@
 // the channel's topic with the key as record key. When "channel" is absent
 // the topic, without the prefix, is the channel; when "key" is absent the
 // record key is, unless it equals the message id (the key of a message
-// published without one). A value that does not decode, or whose channel does not
-// belong on its topic, is parked at once as a permanent failure.
+// published without one); bytes of a record key that are not UTF-8 become
+// U+FFFD, as they would in the message's JSON. A value that does not
+// decode, has no "id" (consumers know a message again by its id), or
+// whose channel does not belong on its topic, is parked at once as a
+// permanent failure.
 //
 // # Consumer groups and ordering
 //

@@ -41,12 +41,19 @@ func encode(msg *calf.Message) ([]byte, error) {
 
 // decode returns the message a record's value carries on topic. When the
 // envelope has no channel, the topic without the prefix is the channel;
-// when it has no key, the record key is the key. The envelope's channel
-// must map to the topic.
+// when it has no key, the record key is the key (its bytes that are not
+// UTF-8 replaced by U+FFFD, as the message's JSON would replace them: the
+// key stays the same when the message is published again). The envelope
+// must have an id, and its channel must map to the topic.
 func decode(prefix, topic string, key, value []byte) (*calf.Message, error) {
 	var m calf.Message
 	if err := json.Unmarshal(value, &m); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrWire, err)
+	}
+	if m.ID == "" {
+		// Consumers know a message again by its id: two records without
+		// one would be taken for one message.
+		return nil, fmt.Errorf("%w: a record on topic %q carries a message without an id", ErrWire, topic)
 	}
 	if m.Channel == "" {
 		m.Channel = strings.TrimPrefix(topic, prefix)
@@ -58,8 +65,8 @@ func decode(prefix, topic string, key, value []byte) (*calf.Message, error) {
 	if t != topic {
 		return nil, fmt.Errorf("%w: message on channel %q published on topic %q", ErrWire, m.Channel, topic)
 	}
-	if m.Key == "" && string(key) != m.ID {
-		m.Key = string(key)
+	if k := strings.ToValidUTF8(string(key), "\uFFFD"); m.Key == "" && k != m.ID {
+		m.Key = k
 	}
 	m.Metadata.Attempt = 0
 	return &m, nil
