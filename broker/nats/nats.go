@@ -457,8 +457,9 @@ func (b *Broker) waitRoom(ctx context.Context) error {
 
 // Close stops every subscription, waits for the handlers in progress,
 // and closes the connection. Messages not yet handled stay in the
-// stream. Publish and Subscribe fail with [calf.ErrClosed] afterwards. Close is idempotent; calling it from a
-// handler never returns, since it waits for that handler.
+// stream. Publish and Subscribe fail with [calf.ErrClosed] afterwards.
+// Close is idempotent; calling it from a handler never returns, since it
+// waits for that handler.
 func (b *Broker) Close() error {
 	b.mu.Lock()
 	if b.closed.Swap(true) {
