@@ -1,0 +1,467 @@
+package conversation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/calf-go/calf/model/models"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/tool/builtin"
+)
+
+// KindPrototype is the record kind of prototypes: one record per prototype,
+// its id the prototype's name, its data the [Prototype] as JSON.
+const KindPrototype = "conversation_prototype"
+
+// Kind says what serves a prototype's instances.
+type Kind string
+
+// The kinds of prototype.
+const (
+	// KindLLM: an agent on a model, with a system prompt and tools.
+	KindLLM Kind = "llm"
+	// KindCode: Go code registered under the prototype's name, no model
+	// (the docmem agent).
+	KindCode Kind = "code"
+	// KindExternal: an agent served by another process, in any language,
+	// that speaks the conversation wire format of docs/channels.md.
+	KindExternal Kind = "external"
+)
+
+// Bounds of a prototype's text fields.
+const (
+	MaxRoleLen         = 256
+	MaxDescriptionLen  = 4 << 10
+	MaxSystemPromptLen = 64 << 10
+)
+
+// Prototype is a named template of agents: each conversation that needs
+// one has its own instance of it. Prototypes are data: stored as records
+// of kind [KindPrototype], registered from Go or loaded from a YAML file
+// ([LoadFile]).
+type Prototype struct {
+	// Name names the prototype: see [CheckName]. Required.
+	Name string `json:"name"`
+	// Role says in a line what its instances do.
+	Role string `json:"role,omitempty"`
+	// Description says more, for people and for the models that choose
+	// subagents.
+	Description string `json:"description,omitempty"`
+	// Kind says what serves the instances. Default [KindLLM].
+	Kind Kind `json:"kind,omitempty"`
+	// SystemPrompt is the system prompt of an LLM prototype.
+	SystemPrompt string `json:"system_prompt,omitempty"`
+	// Model names the model of an LLM prototype as model/models does
+	// ("anthropic:claude-sonnet-4-5", "openai:gpt-4.1-mini", a URL).
+	// Default: the serving process's model.
+	Model string `json:"model,omitempty"`
+	// Tools are built-in tools by name ([builtin.Names]).
+	Tools []string `json:"tools,omitempty"`
+	// MCPServers are the MCP servers whose tools the instances use.
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+	// Subagents name the prototypes whose instances this prototype's
+	// instances may start in their conversation.
+	Subagents []string `json:"subagents,omitempty"`
+	// Permissions say which tool calls run without a person's approval.
+	Permissions *Permissions `json:"permissions,omitempty"`
+}
+
+// MCPServer is an MCP server: a command to start (stdio) or a URL
+// (streamable HTTP), one of the two.
+type MCPServer struct {
+	// Name names the server among the prototype's. Required.
+	Name string `json:"name"`
+	// Command is the program and its arguments.
+	Command []string `json:"command,omitempty"`
+	// URL is the server's streamable HTTP endpoint.
+	URL string `json:"url,omitempty"`
+}
+
+// Permissions are the data form of an agent's tool permissions, with the
+// agent package's vocabulary.
+type Permissions struct {
+	// Mode is "ask" (the default), "accept_reads", "accept_edits" or
+	// "bypass".
+	Mode string `json:"mode,omitempty"`
+	// Allowed tools run without asking: names or path.Match patterns.
+	Allowed []string `json:"allowed,omitempty"`
+	// Disallowed tools never run. They win over Allowed.
+	Disallowed []string `json:"disallowed,omitempty"`
+}
+
+var permissionModes = []string{"ask", "accept_reads", "accept_edits", "bypass"}
+
+// Problem is one thing wrong with a prototype.
+type Problem struct {
+	// Line is the line of a file where the problem is, 0 when unknown.
+	Line int
+	// Prototype names the prototype, when known.
+	Prototype string
+	// Field is the field at fault ("model", "subagents"), if one.
+	Field string
+	// Message says what is wrong.
+	Message string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", p.Line)
+	}
+	if p.Prototype != "" {
+		fmt.Fprintf(&b, "prototype %s: ", p.Prototype)
+	}
+	if p.Field != "" {
+		fmt.Fprintf(&b, "%s: ", p.Field)
+	}
+	b.WriteString(p.Message)
+	return b.String()
+}
+
+// ValidationError lists every problem found in a set of prototypes. It
+// matches [ErrInvalid].
+type ValidationError struct {
+	// File is the file the prototypes came from, if any.
+	File     string
+	Problems []Problem
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("conversation: ")
+	if e.File != "" {
+		b.WriteString(e.File + ": ")
+	}
+	fmt.Fprintf(&b, "%d problem(s)", len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n\t")
+		if e.File != "" && p.Line > 0 {
+			fmt.Fprintf(&b, "%s:%d: ", e.File, p.Line)
+			p.Line = 0
+		}
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Is reports whether target is [ErrInvalid].
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+// lines gives the line of a prototype and of its fields, when it came from
+// a file.
+type lines struct {
+	proto  int
+	fields map[string]int
+}
+
+func (l *lines) of(field string) int {
+	if l == nil {
+		return 0
+	}
+	if n, ok := l.fields[field]; ok {
+		return n
+	}
+	return l.proto
+}
+
+// Validate lists the problems of p alone: its name, kind, fields, model
+// name, tools, MCP servers and permissions. Whether its subagents exist is
+// a question about a set: see [ValidateSet].
+func (p *Prototype) Validate() error {
+	if probs := p.problems(nil); len(probs) > 0 {
+		return &ValidationError{Problems: probs}
+	}
+	return nil
+}
+
+func (p *Prototype) problems(l *lines) []Problem {
+	var out []Problem
+	add := func(field, format string, args ...any) {
+		out = append(out, Problem{Line: l.of(field), Prototype: p.Name, Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	if p.Name == "" {
+		add("name", "missing name")
+	} else if err := CheckName(p.Name); err != nil {
+		add("name", "%s", strings.TrimPrefix(err.Error(), "conversation: "))
+	}
+	kind := p.Kind
+	if kind == "" {
+		kind = KindLLM
+	}
+	switch kind {
+	case KindLLM, KindCode, KindExternal:
+	default:
+		add("kind", "unknown kind %q (want llm, code or external)", p.Kind)
+	}
+	if len(p.Role) > MaxRoleLen {
+		add("role", "longer than %d bytes", MaxRoleLen)
+	}
+	if len(p.Description) > MaxDescriptionLen {
+		add("description", "longer than %d bytes", MaxDescriptionLen)
+	}
+	if len(p.SystemPrompt) > MaxSystemPromptLen {
+		add("system_prompt", "longer than %d bytes", MaxSystemPromptLen)
+	}
+	if kind == KindCode || kind == KindExternal {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"system_prompt", p.SystemPrompt != ""}, {"model", p.Model != ""}, {"tools", len(p.Tools) > 0}, {"mcp_servers", len(p.MCPServers) > 0}, {"permissions", p.Permissions != nil}} {
+			if f.set {
+				add(f.name, "only an llm prototype has one (this one is %s)", kind)
+			}
+		}
+	}
+	if p.Model != "" {
+		if _, err := models.Parse(p.Model); err != nil {
+			add("model", "%v", err)
+		} else if strings.ContainsAny(p.Model, " \t\r\n") {
+			add("model", "%q holds white space", p.Model)
+		}
+	}
+	known := builtin.Names()
+	seen := map[string]bool{}
+	for _, t := range p.Tools {
+		switch {
+		case !slices.Contains(known, t):
+			add("tools", "unknown built-in tool %q (known: %s)", t, strings.Join(known, ", "))
+		case seen[t]:
+			add("tools", "%q listed twice", t)
+		}
+		seen[t] = true
+	}
+	servers := map[string]bool{}
+	for i, s := range p.MCPServers {
+		switch {
+		case s.Name == "":
+			add("mcp_servers", "server %d has no name", i+1)
+		case servers[s.Name]:
+			add("mcp_servers", "two servers named %q", s.Name)
+		}
+		servers[s.Name] = true
+		if (len(s.Command) > 0) == (s.URL != "") {
+			add("mcp_servers", "server %q needs a command or a url, one of the two", s.Name)
+		}
+		if s.URL != "" && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
+			add("mcp_servers", "server %q: url %q is not http(s)", s.Name, s.URL)
+		}
+	}
+	subs := map[string]bool{}
+	for _, s := range p.Subagents {
+		switch {
+		case CheckName(s) != nil:
+			add("subagents", "%q is not a prototype name", s)
+		case s == p.Name:
+			add("subagents", "%q names the prototype itself", s)
+		case subs[s]:
+			add("subagents", "%q listed twice", s)
+		}
+		subs[s] = true
+	}
+	if perm := p.Permissions; perm != nil {
+		if perm.Mode != "" && !slices.Contains(permissionModes, perm.Mode) {
+			add("permissions", "unknown mode %q (want %s)", perm.Mode, strings.Join(permissionModes, ", "))
+		}
+		for _, pat := range append(slices.Clone(perm.Allowed), perm.Disallowed...) {
+			for alt := range strings.SplitSeq(pat, "|") {
+				if _, err := path.Match(alt, ""); err != nil || alt == "" {
+					add("permissions", "bad tool pattern %q", pat)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ValidateSet lists every problem of a set of prototypes at once: each
+// prototype's own ([Prototype.Validate]), duplicate names, subagents that
+// name no prototype of the set, and cycles of subagents.
+func ValidateSet(ps []Prototype) error {
+	if probs := validateSet(ps, nil); len(probs) > 0 {
+		return &ValidationError{Problems: probs}
+	}
+	return nil
+}
+
+func validateSet(ps []Prototype, ls []*lines) []Problem {
+	lineOf := func(i int, field string) *lines {
+		if ls == nil {
+			return nil
+		}
+		return ls[i]
+	}
+	var out []Problem
+	index := map[string]int{}
+	for i := range ps {
+		out = append(out, ps[i].problems(lineOf(i, ""))...)
+		if ps[i].Name == "" {
+			continue
+		}
+		if j, dup := index[ps[i].Name]; dup {
+			msg := "defined twice"
+			if l := lineOf(j, ""); l != nil {
+				msg = fmt.Sprintf("defined twice (first at line %d)", l.proto)
+			}
+			out = append(out, Problem{Line: lineOf(i, "").of("name"), Prototype: ps[i].Name, Field: "name", Message: msg})
+			continue
+		}
+		index[ps[i].Name] = i
+	}
+	for i, p := range ps {
+		for _, s := range p.Subagents {
+			if _, ok := index[s]; !ok && CheckName(s) == nil && s != p.Name {
+				out = append(out, Problem{Line: lineOf(i, "").of("subagents"), Prototype: p.Name, Field: "subagents", Message: fmt.Sprintf("%q names no prototype", s)})
+			}
+		}
+	}
+	// Cycles: a depth-first walk; a prototype met again on the current
+	// path closes a cycle, reported once, at its first prototype in the
+	// order of the set.
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make([]int, len(ps))
+	var stack []int
+	var walk func(i int)
+	walk = func(i int) {
+		state[i] = onPath
+		stack = append(stack, i)
+		for _, s := range ps[i].Subagents {
+			j, ok := index[s]
+			if !ok || j == i {
+				continue
+			}
+			switch state[j] {
+			case unseen:
+				walk(j)
+			case onPath:
+				k := slices.Index(stack, j)
+				var names []string
+				first := j
+				for _, n := range stack[k:] {
+					names = append(names, ps[n].Name)
+					first = min(first, n)
+				}
+				names = append(names, ps[j].Name)
+				out = append(out, Problem{Line: lineOf(first, "").of("subagents"), Prototype: ps[first].Name, Field: "subagents", Message: "a cycle of subagents: " + strings.Join(names, " -> ")})
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[i] = done
+	}
+	for i := range ps {
+		if state[i] == unseen && index[ps[i].Name] == i {
+			walk(i)
+		}
+	}
+	return out
+}
+
+// Prototypes keeps prototypes in a store, as records of kind
+// [KindPrototype].
+type Prototypes struct {
+	s store.Store
+}
+
+// NewPrototypes returns the prototypes kept in s.
+func NewPrototypes(s store.Store) *Prototypes { return &Prototypes{s: s} }
+
+// Register validates p and stores it. A prototype of that name registered
+// already is an error matching [ErrExists] unless replace is set, when p
+// replaces it (compare-and-swap: a concurrent change is retried on).
+// Register does not check that p's subagents are registered: prototypes
+// may come in any order; an instance of a missing one cannot be started.
+func (r *Prototypes) Register(ctx context.Context, p Prototype, replace bool) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if p.Kind == "" {
+		p.Kind = KindLLM
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if !replace {
+		_, err := r.s.Put(ctx, KindPrototype, p.Name, data, 0)
+		if errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("%w: prototype %s", ErrExists, p.Name)
+		}
+		return err
+	}
+	_, err = store.Update(ctx, r.s, KindPrototype, p.Name, func([]byte, bool) ([]byte, error) { return data, nil })
+	return err
+}
+
+// RegisterAll validates ps as a set ([ValidateSet]) and registers each.
+// Nothing is registered when the set has a problem.
+func (r *Prototypes) RegisterAll(ctx context.Context, ps []Prototype, replace bool) error {
+	if err := ValidateSet(ps); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := r.Register(ctx, p, replace); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Get returns the prototype named name, or an error matching [ErrNotFound].
+func (r *Prototypes) Get(ctx context.Context, name string) (Prototype, error) {
+	rec, err := r.s.Get(ctx, KindPrototype, name)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalidKey) {
+		return Prototype{}, fmt.Errorf("%w: prototype %q", ErrNotFound, truncate(name))
+	}
+	if err != nil {
+		return Prototype{}, err
+	}
+	var p Prototype
+	if err := json.Unmarshal(rec.Data, &p); err != nil {
+		return Prototype{}, fmt.Errorf("conversation: prototype %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// List returns every registered prototype, by name.
+func (r *Prototypes) List(ctx context.Context) ([]Prototype, error) {
+	var out []Prototype
+	for after := ""; ; {
+		recs, err := r.s.List(ctx, KindPrototype, "", after, 100)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			var p Prototype
+			if err := json.Unmarshal(rec.Data, &p); err != nil {
+				return nil, fmt.Errorf("conversation: prototype %s: %w", rec.ID, err)
+			}
+			out = append(out, p)
+		}
+		if len(recs) < 100 {
+			return out, nil
+		}
+		after = recs[len(recs)-1].ID
+	}
+}
+
+// Remove removes the prototype named name, or returns an error matching
+// [ErrNotFound]. Its instances already started keep their records.
+func (r *Prototypes) Remove(ctx context.Context, name string) error {
+	rec, err := r.s.Get(ctx, KindPrototype, name)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalidKey) {
+		return fmt.Errorf("%w: prototype %q", ErrNotFound, truncate(name))
+	}
+	if err != nil {
+		return err
+	}
+	return r.s.Delete(ctx, KindPrototype, name, rec.Version)
+}
