@@ -1,0 +1,459 @@
+package conversation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/calf-go/calf/store"
+)
+
+// Record kinds of conversations, instances and topics.
+const (
+	// KindConversation: one record per conversation, id the conversation's
+	// UUID, data a [Conversation].
+	KindConversation = "conversation"
+	// KindInstance: one record per instance, id
+	// "{conversation}/{instance id}", data an [Instance].
+	KindInstance = "conversation_instance"
+	// KindTopic: one record per pair of participants, id
+	// "{conversation}/{topic name}", data a [Topic].
+	KindTopic = "conversation_topic"
+)
+
+// Status is the status of a conversation or an instance.
+type Status string
+
+// The statuses.
+const (
+	StatusRunning Status = "running"
+	StatusStopped Status = "stopped"
+	// StatusError: an instance that failed (instances only).
+	StatusError Status = "error"
+)
+
+// MaxUserIDLen and MaxConversationDescriptionLen bound a conversation's
+// fields.
+const (
+	MaxUserIDLen                  = 256
+	MaxConversationDescriptionLen = 1024
+)
+
+// Conversation is the record of one conversation.
+type Conversation struct {
+	ID          string    `json:"id"`
+	UserID      string    `json:"user_id,omitempty"`
+	Description string    `json:"description,omitempty"`
+	Created     time.Time `json:"created"`
+	Status      Status    `json:"status"`
+	// Stopped is when it was stopped; zero while it runs.
+	Stopped time.Time `json:"stopped,omitzero"`
+	// Entry is the instance the user's side talks to.
+	Entry string `json:"entry"`
+}
+
+// Instance is the record of one instance of a prototype in a
+// conversation. An idle instance is this record and nothing else.
+type Instance struct {
+	// ID is [InstanceID] of the prototype and the conversation.
+	ID           string `json:"id"`
+	Prototype    string `json:"prototype"`
+	Conversation string `json:"conversation"`
+	// Parent is the participant that started it: [UserParticipant] for
+	// the conversation's entry instance, an instance id otherwise.
+	Parent  string    `json:"parent"`
+	Status  Status    `json:"status"`
+	Created time.Time `json:"created"`
+	Stopped time.Time `json:"stopped,omitzero"`
+	// Error says why an instance in [StatusError] failed.
+	Error string `json:"error,omitempty"`
+}
+
+// Topic is the record of the pair of participants that talk in a
+// conversation. Each direction has its channel ([Channel]).
+type Topic struct {
+	// Name is [TopicName] of the participants.
+	Name         string `json:"name"`
+	Conversation string `json:"conversation"`
+	// Participants are the participant that opened the topic, then the
+	// other.
+	Participants [2]string `json:"participants"`
+	Created      time.Time `json:"created"`
+}
+
+// Channels returns the channels of the topic: from the first participant
+// to the second, and back.
+func (t Topic) Channels() (forth, back string) {
+	forth, _ = Channel(t.Conversation, t.Participants[0], t.Participants[1])
+	back, _ = Channel(t.Conversation, t.Participants[1], t.Participants[0])
+	return forth, back
+}
+
+// Options configure [NewConversations]. Nil means the defaults.
+type Options struct {
+	// Entry names the prototype whose instance a new conversation starts
+	// with and the user's side talks to. Default "conversational-agent".
+	Entry string
+	// Now returns the time. Default time.Now.
+	Now func() time.Time
+	// NewID returns a new conversation id, a UUID. Default [NewUUID].
+	NewID func() string
+}
+
+// Conversations keeps conversations, their instances and their topics in
+// a store, and the prototypes they are made of.
+type Conversations struct {
+	s      store.Store
+	protos *Prototypes
+	entry  string
+	now    func() time.Time
+	newID  func() string
+}
+
+// NewConversations returns the conversations kept in s, made of the
+// prototypes registered in s.
+func NewConversations(s store.Store, opts *Options) *Conversations {
+	c := &Conversations{s: s, protos: NewPrototypes(s), entry: "conversational-agent", now: time.Now, newID: NewUUID}
+	if opts != nil {
+		if opts.Entry != "" {
+			c.entry = opts.Entry
+		}
+		if opts.Now != nil {
+			c.now = opts.Now
+		}
+		if opts.NewID != nil {
+			c.newID = opts.NewID
+		}
+	}
+	return c
+}
+
+// Prototypes returns the prototypes the conversations are made of.
+func (c *Conversations) Prototypes() *Prototypes { return c.protos }
+
+// NewConversation says what conversation [Conversations.Create] creates.
+type NewConversation struct {
+	// ID is the conversation's UUID. Default: a new one. Creating again
+	// with an ID that exists, for the same user, returns the existing
+	// conversation and completes what a failed Create left undone.
+	ID          string
+	UserID      string
+	Description string
+}
+
+// Create creates a conversation: its record, an instance of the entry
+// prototype ([Options.Entry], which must be registered) and the topic
+// between the user's side ([UserParticipant]) and that instance.
+func (c *Conversations) Create(ctx context.Context, nc NewConversation) (Conversation, error) {
+	if nc.ID == "" {
+		nc.ID = c.newID()
+	}
+	if err := CheckConversationID(nc.ID); err != nil {
+		return Conversation{}, err
+	}
+	if len(nc.UserID) > MaxUserIDLen || len(nc.Description) > MaxConversationDescriptionLen {
+		return Conversation{}, fmt.Errorf("%w: a user id is at most %d bytes, a description at most %d", ErrInvalidID, MaxUserIDLen, MaxConversationDescriptionLen)
+	}
+	if _, err := c.protos.Get(ctx, c.entry); err != nil {
+		return Conversation{}, fmt.Errorf("conversation: the entry prototype: %w", err)
+	}
+	conv := Conversation{ID: nc.ID, UserID: nc.UserID, Description: nc.Description, Created: c.now().UTC(), Status: StatusRunning, Entry: InstanceID(c.entry, nc.ID)}
+	data, err := json.Marshal(conv)
+	if err != nil {
+		return Conversation{}, err
+	}
+	if _, err := c.s.Put(ctx, KindConversation, conv.ID, data, 0); err != nil {
+		if !errors.Is(err, store.ErrConflict) {
+			return Conversation{}, err
+		}
+		// Created before, by this caller (a retry after a lost reply)
+		// or by someone else.
+		if conv, err = c.Get(ctx, nc.ID); err != nil {
+			return Conversation{}, err
+		}
+		if conv.UserID != nc.UserID {
+			return Conversation{}, fmt.Errorf("%w: conversation %s, of another user", ErrExists, nc.ID)
+		}
+	}
+	if _, err := c.spawn(ctx, conv.ID, UserParticipant, c.entry); err != nil {
+		return Conversation{}, err
+	}
+	return conv, nil
+}
+
+// Get returns the conversation, or an error matching [ErrNotFound].
+func (c *Conversations) Get(ctx context.Context, id string) (Conversation, error) {
+	var conv Conversation
+	_, err := c.get(ctx, KindConversation, id, "conversation "+truncate(id), &conv)
+	return conv, err
+}
+
+func (c *Conversations) get(ctx context.Context, kind, id, what string, v any) (store.Record, error) {
+	rec, err := c.s.Get(ctx, kind, id)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalidKey) {
+		return rec, fmt.Errorf("%w: %s", ErrNotFound, what)
+	}
+	if err != nil {
+		return rec, err
+	}
+	if err := json.Unmarshal(rec.Data, v); err != nil {
+		return rec, fmt.Errorf("conversation: %s: %w", what, err)
+	}
+	return rec, nil
+}
+
+// List returns the conversations, by id, at most limit of them (0: all)
+// after the id after.
+func (c *Conversations) List(ctx context.Context, after string, limit int) ([]Conversation, error) {
+	return list[Conversation](ctx, c.s, KindConversation, "", after, limit)
+}
+
+func list[T any](ctx context.Context, s store.Store, kind, prefix, after string, limit int) ([]T, error) {
+	var out []T
+	for {
+		page := 100
+		if limit > 0 {
+			page = min(page, limit-len(out))
+		}
+		recs, err := s.List(ctx, kind, prefix, after, page)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			var v T
+			if err := json.Unmarshal(rec.Data, &v); err != nil {
+				return nil, fmt.Errorf("conversation: %s %s: %w", kind, rec.ID, err)
+			}
+			out = append(out, v)
+		}
+		if len(recs) < page || limit > 0 && len(out) >= limit {
+			return out, nil
+		}
+		after = recs[len(recs)-1].ID
+	}
+}
+
+// Open returns the conversation if it runs, an error matching
+// [ErrStopped] if it is stopped, or one matching [ErrNotFound].
+func (c *Conversations) Open(ctx context.Context, id string) (Conversation, error) {
+	conv, err := c.Get(ctx, id)
+	if err != nil {
+		return conv, err
+	}
+	if conv.Status != StatusRunning {
+		return conv, fmt.Errorf("%w: conversation %s since %s", ErrStopped, id, conv.Stopped.Format(time.RFC3339))
+	}
+	return conv, nil
+}
+
+// Spawn starts an instance of prototype in the conversation on behalf of
+// parent, an instance of the conversation whose prototype lists prototype
+// among its subagents, and opens the topic between them. It is
+// idempotent: a conversation holds one instance per prototype
+// ([InstanceID]), so spawning again, from the same parent or another,
+// returns the instance that exists (its record keeps the parent that
+// started it) and opens the topic of the new pair if there is none. A
+// stopped conversation refuses with an error matching [ErrStopped].
+func (c *Conversations) Spawn(ctx context.Context, conversation, parent, prototype string) (Instance, error) {
+	if parent == UserParticipant {
+		return Instance{}, fmt.Errorf("%w: the user's side talks to the entry instance only", ErrNotSubagent)
+	}
+	if err := checkParticipant(parent, conversation); err != nil {
+		return Instance{}, err
+	}
+	pi, err := c.Instance(ctx, conversation, parent)
+	if err != nil {
+		return Instance{}, err
+	}
+	pp, err := c.protos.Get(ctx, pi.Prototype)
+	if err != nil {
+		return Instance{}, err
+	}
+	if !contains(pp.Subagents, prototype) {
+		return Instance{}, fmt.Errorf("%w: prototype %s lists no subagent %q", ErrNotSubagent, pp.Name, truncate(prototype))
+	}
+	return c.spawn(ctx, conversation, parent, prototype)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Conversations) spawn(ctx context.Context, conversation, parent, prototype string) (Instance, error) {
+	if _, err := c.Open(ctx, conversation); err != nil {
+		return Instance{}, err
+	}
+	if _, err := c.protos.Get(ctx, prototype); err != nil {
+		return Instance{}, err
+	}
+	inst := Instance{ID: InstanceID(prototype, conversation), Prototype: prototype, Conversation: conversation, Parent: parent, Status: StatusRunning, Created: c.now().UTC()}
+	data, err := json.Marshal(inst)
+	if err != nil {
+		return Instance{}, err
+	}
+	key := conversation + "/" + inst.ID
+	// Create if absent: of concurrent or repeated creators one writes,
+	// the others find its record.
+	if _, err := c.s.Put(ctx, KindInstance, key, data, 0); err != nil {
+		if !errors.Is(err, store.ErrConflict) {
+			return Instance{}, err
+		}
+		if inst, err = c.Instance(ctx, conversation, inst.ID); err != nil {
+			return Instance{}, err
+		}
+	}
+	if err := c.openTopic(ctx, conversation, parent, inst.ID); err != nil {
+		return Instance{}, err
+	}
+	// A Stop that listed the instances before this one was written has
+	// marked the conversation stopped first: see it, and stop the
+	// instance too.
+	if _, err := c.Open(ctx, conversation); err != nil {
+		if errors.Is(err, ErrStopped) {
+			if serr := c.stopInstance(ctx, conversation, inst.ID); serr != nil {
+				return Instance{}, errors.Join(err, serr)
+			}
+		}
+		return Instance{}, err
+	}
+	return inst, nil
+}
+
+func (c *Conversations) openTopic(ctx context.Context, conversation, from, to string) error {
+	t := Topic{Name: TopicName(from, to), Conversation: conversation, Participants: [2]string{from, to}, Created: c.now().UTC()}
+	if _, err := Channel(conversation, from, to); err != nil {
+		return err
+	}
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	_, err = c.s.Put(ctx, KindTopic, conversation+"/"+t.Name, data, 0)
+	if errors.Is(err, store.ErrConflict) {
+		return nil // opened before
+	}
+	return err
+}
+
+// Instance returns the instance id of the conversation, or an error
+// matching [ErrNotFound].
+func (c *Conversations) Instance(ctx context.Context, conversation, id string) (Instance, error) {
+	var inst Instance
+	_, err := c.get(ctx, KindInstance, conversation+"/"+id, "instance "+truncate(id), &inst)
+	return inst, err
+}
+
+// Instances returns the instances of the conversation, by id.
+func (c *Conversations) Instances(ctx context.Context, conversation string) ([]Instance, error) {
+	if err := CheckConversationID(conversation); err != nil {
+		return nil, err
+	}
+	return list[Instance](ctx, c.s, KindInstance, conversation+"/", "", 0)
+}
+
+// Topics returns the topics of the conversation, by name.
+func (c *Conversations) Topics(ctx context.Context, conversation string) ([]Topic, error) {
+	if err := CheckConversationID(conversation); err != nil {
+		return nil, err
+	}
+	return list[Topic](ctx, c.s, KindTopic, conversation+"/", "", 0)
+}
+
+// Route returns the channel of a message from participant from to
+// participant to in the conversation, after checking that the
+// conversation runs ([ErrStopped] otherwise) and that the two have a
+// topic ([ErrNoTopic] otherwise).
+func (c *Conversations) Route(ctx context.Context, conversation, from, to string) (string, error) {
+	ch, err := Channel(conversation, from, to)
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.Open(ctx, conversation); err != nil {
+		return "", err
+	}
+	var t Topic
+	if _, err := c.get(ctx, KindTopic, conversation+"/"+TopicName(from, to), "topic "+TopicName(from, to), &t); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return "", fmt.Errorf("%w: %s and %s in conversation %s", ErrNoTopic, from, to, conversation)
+		}
+		return "", err
+	}
+	return ch, nil
+}
+
+// Stop stops the conversation: its record first (so that it takes no new
+// instance and no message from then on), then each of its instances,
+// with the time of the stop. Stopping a stopped conversation again stops
+// any instance still marked running and is otherwise no change.
+func (c *Conversations) Stop(ctx context.Context, id string) (Conversation, error) {
+	var conv Conversation
+	_, err := store.Update(ctx, c.s, KindConversation, id, func(data []byte, exists bool) ([]byte, error) {
+		if !exists {
+			return nil, fmt.Errorf("%w: conversation %s", ErrNotFound, truncate(id))
+		}
+		if err := json.Unmarshal(data, &conv); err != nil {
+			return nil, err
+		}
+		if conv.Status == StatusStopped {
+			return nil, nil
+		}
+		conv.Status, conv.Stopped = StatusStopped, c.now().UTC()
+		return json.Marshal(conv)
+	})
+	if errors.Is(err, store.ErrInvalidKey) {
+		return conv, fmt.Errorf("%w: conversation %s", ErrNotFound, truncate(id))
+	}
+	if err != nil {
+		return conv, err
+	}
+	insts, err := c.Instances(ctx, id)
+	if err != nil {
+		return conv, err
+	}
+	for _, inst := range insts {
+		if inst.Status == StatusRunning {
+			if err := c.stopInstance(ctx, id, inst.ID); err != nil {
+				return conv, err
+			}
+		}
+	}
+	return conv, nil
+}
+
+func (c *Conversations) stopInstance(ctx context.Context, conversation, id string) error {
+	return c.setInstance(ctx, conversation, id, StatusStopped, "")
+}
+
+// Fail marks an instance failed ([StatusError]) with the reason; a
+// stopped or failed instance stays as it is.
+func (c *Conversations) Fail(ctx context.Context, conversation, id, reason string) error {
+	return c.setInstance(ctx, conversation, id, StatusError, reason)
+}
+
+func (c *Conversations) setInstance(ctx context.Context, conversation, id string, st Status, reason string) error {
+	_, err := store.Update(ctx, c.s, KindInstance, conversation+"/"+id, func(data []byte, exists bool) ([]byte, error) {
+		if !exists {
+			return nil, fmt.Errorf("%w: instance %s", ErrNotFound, truncate(id))
+		}
+		var inst Instance
+		if err := json.Unmarshal(data, &inst); err != nil {
+			return nil, err
+		}
+		if inst.Status != StatusRunning {
+			return nil, nil
+		}
+		inst.Status, inst.Stopped, inst.Error = st, c.now().UTC(), reason
+		return json.Marshal(inst)
+	})
+	if errors.Is(err, store.ErrInvalidKey) {
+		return fmt.Errorf("%w: instance %s", ErrNotFound, truncate(id))
+	}
+	return err
+}
