@@ -388,4 +388,3 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 	})
 }
-
