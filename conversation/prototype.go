@@ -75,11 +75,11 @@ type Prototype struct {
 // (streamable HTTP), one of the two.
 type MCPServer struct {
 	// Name names the server among the prototype's. Required.
-	Name string `json:"name"`
+	Name string `json:"name" yaml:"name"`
 	// Command is the program and its arguments.
-	Command []string `json:"command,omitempty"`
+	Command []string `json:"command,omitempty" yaml:"command"`
 	// URL is the server's streamable HTTP endpoint.
-	URL string `json:"url,omitempty"`
+	URL string `json:"url,omitempty" yaml:"url"`
 }
 
 // Permissions are the data form of an agent's tool permissions, with the
@@ -87,11 +87,11 @@ type MCPServer struct {
 type Permissions struct {
 	// Mode is "ask" (the default), "accept_reads", "accept_edits" or
 	// "bypass".
-	Mode string `json:"mode,omitempty"`
+	Mode string `json:"mode,omitempty" yaml:"mode"`
 	// Allowed tools run without asking: names or path.Match patterns.
-	Allowed []string `json:"allowed,omitempty"`
+	Allowed []string `json:"allowed,omitempty" yaml:"allowed"`
 	// Disallowed tools never run. They win over Allowed.
-	Disallowed []string `json:"disallowed,omitempty"`
+	Disallowed []string `json:"disallowed,omitempty" yaml:"disallowed"`
 }
 
 var permissionModes = []string{"ask", "accept_reads", "accept_edits", "bypass"}

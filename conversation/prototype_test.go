@@ -136,6 +136,28 @@ func TestParseListsEveryProblem(t *testing.T) {
 	}
 }
 
+func TestParseExternalAndMCP(t *testing.T) {
+	ps, err := conversation.Parse([]byte(`prototypes:
+  - name: searcher
+    mcp_servers:
+      - name: web
+        url: https://mcp.example.com/mcp
+      - name: files
+        command: [mcp-server-filesystem, /srv]
+    permissions: {allowed: ["web_*|read_file"]}
+  - name: py-agent
+    kind: external
+    role: An agent in Python
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []conversation.MCPServer{{Name: "web", URL: "https://mcp.example.com/mcp"}, {Name: "files", Command: []string{"mcp-server-filesystem", "/srv"}}}
+	if diff := cmp.Diff(want, ps[0].MCPServers); diff != "" || ps[0].Kind != conversation.KindLLM || ps[1].Kind != conversation.KindExternal {
+		t.Errorf("parsed %+v (MCP servers -want +got:\n%s)", ps, diff)
+	}
+}
+
 func TestParseNotYAML(t *testing.T) {
 	for _, src := range []string{"", "prototypes: [\n", "- a\n- b\n", "prototypes: 3\n", "prototypes:\n  - 3\n", "a: 1\n---\nb: 2\n"} {
 		if _, err := conversation.Parse([]byte(src)); !errors.Is(err, conversation.ErrInvalid) {
