@@ -108,6 +108,8 @@ type Problem struct {
 	Message string
 }
 
+// String returns the problem as "line N: prototype P: field: message",
+// leaving out what is unknown.
 func (p Problem) String() string {
 	var b strings.Builder
 	if p.Line > 0 {
@@ -131,6 +133,8 @@ type ValidationError struct {
 	Problems []Problem
 }
 
+// Error lists the problems, one a line, each as FILE:LINE when the file
+// is known.
 func (e *ValidationError) Error() string {
 	var b strings.Builder
 	b.WriteString("conversation: ")

@@ -2,6 +2,7 @@ package conversation_test
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -224,6 +225,46 @@ func TestPrototypesInStore(t *testing.T) {
 		}
 		if _, err := r.Get(ctx, "p"); !errors.Is(err, conversation.ErrNotFound) {
 			t.Errorf("an invalid set was partly registered: %v", err)
+		}
+	})
+}
+
+// TestParseNoFalseCycle: shared subagents (a diamond) are no cycle.
+func TestParseNoFalseCycle(t *testing.T) {
+	_, err := conversation.Parse([]byte(`prototypes:
+  - name: a
+    subagents: [b, c]
+  - name: b
+    subagents: [d]
+  - name: c
+    subagents: [d]
+  - name: d
+    kind: code
+`))
+	if err != nil {
+		t.Errorf("a diamond of subagents: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	data, err := os.ReadFile("testdata/conversations.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte("prototypes:\n  - name: a\n    subagents: [b]\n  - name: b\n    subagents: [a]\n"))
+	f.Add([]byte("prototypes:\n  - name: a\n    kind: robot\n    tools: 5\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ps, err := conversation.Parse(data)
+		if err != nil {
+			var ve *conversation.ValidationError
+			if !errors.As(err, &ve) || len(ve.Problems) == 0 {
+				t.Fatalf("an error that lists no problem: %v", err)
+			}
+			return
+		}
+		if err := conversation.ValidateSet(ps); err != nil {
+			t.Fatalf("a parsed file does not validate: %v", err)
 		}
 	})
 }

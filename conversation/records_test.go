@@ -388,3 +388,42 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 	})
 }
+
+// TestStopOnAFaultyStore retries Stop on a store that fails writes and
+// loses replies: once it succeeds, the conversation and every instance
+// are stopped.
+func TestStopOnAFaultyStore(t *testing.T) {
+	for seed := range uint64(10) {
+		ctx := t.Context()
+		base := stores()["memory"](t)
+		c := setup(t, base)
+		conv, err := c.Create(ctx, conversation.NewConversation{UserID: "u"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Spawn(ctx, conv.ID, conv.Entry, "docmem-agent"); err != nil {
+			t.Fatal(err)
+		}
+		fs := storetest.WithFaults(base, storetest.Faults{Seed: seed, WriteFailRate: 0.3, LostReplyRate: 0.3, ReadFailRate: 0.1})
+		fc := conversation.NewConversations(fs, nil)
+		for attempt := 0; ; attempt++ {
+			_, err := fc.Stop(ctx, conv.ID)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, storetest.ErrInjected) || attempt > 50 {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+		}
+		got, _ := c.Get(ctx, conv.ID)
+		insts, _ := c.Instances(ctx, conv.ID)
+		if got.Status != conversation.StatusStopped || len(insts) != 2 {
+			t.Fatalf("seed %d: %+v, %d instances", seed, got, len(insts))
+		}
+		for _, in := range insts {
+			if in.Status != conversation.StatusStopped {
+				t.Errorf("seed %d: instance %s is %s", seed, in.ID, in.Status)
+			}
+		}
+	}
+}

@@ -258,6 +258,7 @@ type Error struct {
 	Message string
 }
 
+// Error returns "docmem: CODE: MESSAGE".
 func (e *Error) Error() string { return "docmem: " + string(e.Code) + ": " + e.Message }
 
 // Is reports whether target is an *Error of the same code.
