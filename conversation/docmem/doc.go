@@ -22,6 +22,8 @@
 //	{"command": "find",    "doc": "project-notes", "text": "decision"}
 //	{"command": "list"}
 //
+// [CommandFromArgs] makes one of the argument form a conversation
+// message's command field carries (["docmem-create", "project-notes"]).
 // [Memory.Handle] parses and applies one; [Memory.Apply] applies a
 // [Command] built in Go. The answer is a [Result]: the node made or
 // changed, a subtree as Markdown (read), the outline, the matches (find),
