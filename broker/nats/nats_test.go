@@ -959,3 +959,58 @@ func TestPreparedGroupKeepsEarlyMessages(t *testing.T) {
 		t.Error("preparing a group without a name succeeded")
 	}
 }
+
+// TestMembersWithoutTheWatch checks that a member whose watch of the
+// announcements has ended still reads the members, by listing them, and
+// watches again on the next call; and that the watch shows a member that
+// announced itself after it started.
+func TestMembersWithoutTheWatch(t *testing.T) {
+	b := openExternal(t, testOptions())
+	sub := subscribe(t, b, "watch.x", func(context.Context, *calf.Message) error { return nil }, &calf.SubscribeOptions{Group: "g"})
+	l := sub.(*subscription).lease
+	announce := func(id string) uint64 {
+		t.Helper()
+		rev, err := l.kv.Put(t.Context(), l.prefix+"m."+id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rev
+	}
+	other := "0other"
+	announce(other)
+	got, err := l.members(t.Context(), announce(l.id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got, other) || !slices.Contains(got, l.id) {
+		t.Fatalf("members through the watch: %v; want %s and %s", got, other, l.id)
+	}
+	// The watch ends under the member: the next call lists.
+	l.rmu.Lock()
+	r := l.roster
+	l.rmu.Unlock()
+	if r == nil {
+		t.Fatal("no watch after a tick")
+	}
+	r.stop()
+	brokertest.WaitUntil(t, "the watch ended", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.failed
+	})
+	got, err = l.members(t.Context(), announce(l.id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got, other) || !slices.Contains(got, l.id) {
+		t.Fatalf("members once the watch ended: %v; want %s and %s", got, other, l.id)
+	}
+	brokertest.WaitUntil(t, "a new watch", func() bool {
+		if _, err := l.members(t.Context(), announce(l.id)); err != nil {
+			t.Fatal(err)
+		}
+		l.rmu.Lock()
+		defer l.rmu.Unlock()
+		return l.roster != nil && l.roster != r
+	})
+}
