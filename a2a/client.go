@@ -45,7 +45,7 @@ type RemoteState struct {
 }
 
 // Remote is a remote A2A agent as a Calf agent: see [NewRemote].
-type Remote = agent.Custom[agent.NoDeps, RemoteState, string]
+type Remote = agent.Custom[RemoteState, string]
 
 // ErrRemote is matched by the error of a run whose remote task failed, was
 // rejected or cancelled.
@@ -175,7 +175,7 @@ func PartsText(parts spec.ContentParts) string {
 	return b.String()
 }
 
-func (rc *remoteCall) step(sc *agent.StepContext[agent.NoDeps, RemoteState], in []model.Message) (string, error) {
+func (rc *remoteCall) step(sc *agent.StepContext[RemoteState], in []model.Message) (string, error) {
 	st := sc.State
 	msg := spec.NewMessage(spec.MessageRoleUser, spec.NewTextPart(prompt(in, st.ContextID == "")))
 	// The same id when a step runs again, for a server that drops

@@ -104,7 +104,7 @@ func TestRemoteAgent(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "it went wrong") || !strings.Contains(err.Error(), "did not complete") {
 			t.Errorf("%s: a failed remote task: %v", name, err)
 		}
-		sess := &agent.RunOptions[agent.NoDeps]{SessionID: "s-" + name}
+		sess := &agent.RunOptions{SessionID: "s-" + name}
 		out, err := r.Run(ctx, rt, "ask", sess)
 		if err != nil || out.Output != "what is your name?" {
 			t.Fatalf("%s: ask: %v, %v", name, out, err)
@@ -132,7 +132,7 @@ func TestRemoteAgentInTeamsAndTools(t *testing.T) {
 	if err := r.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	upper := agent.Must(agent.New[agent.NoDeps, string]("upper", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	upper := agent.Must(agent.New("upper", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		return modeltest.Text(strings.ToUpper(req.Messages[len(req.Messages)-1].Text())), nil
 	}), nil))
 	if err := upper.Serve(ctx, rt, nil); err != nil {
@@ -150,7 +150,7 @@ func TestRemoteAgentInTeamsAndTools(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	ask := tool.Must(agent.AsTool(r.Agent, nil))
-	caller := agent.Must(agent.New[agent.NoDeps, string]("caller", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	caller := agent.Must(agent.New("caller", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role == model.RoleTool {
 			mu.Lock()
@@ -159,7 +159,7 @@ func TestRemoteAgentInTeamsAndTools(t *testing.T) {
 			return modeltest.Text("ok"), nil
 		}
 		return modeltest.ToolCalls(modeltest.Call("c", "js", `{"input":"from a tool"}`)), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{ask}}))
+	}), &agent.Options{Tools: []tool.Tool{ask}}))
 	if err := caller.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -171,9 +171,9 @@ func TestRemoteAgentInTeamsAndTools(t *testing.T) {
 	}
 
 	transfer := tool.Must(agent.Handoff(r.Agent, nil))
-	triage := agent.Must(agent.New[agent.NoDeps, string]("triage", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	triage := agent.Must(agent.New("triage", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.ToolCalls(modeltest.Call("h", transfer.Definition().Name, `{}`)), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{transfer}}))
+	}), &agent.Options{Tools: []tool.Tool{transfer}}))
 	if err := triage.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestRemoteCalfAgentAndTimeout(t *testing.T) {
 	if err != nil || out.Output != "done: over a2a" {
 		t.Fatalf("calf to calf: %v, %v", out, err)
 	}
-	_, err = r.Run(ctx, callerRT, "wait", &agent.RunOptions[agent.NoDeps]{RunID: "slow"})
+	_, err = r.Run(ctx, callerRT, "wait", &agent.RunOptions{RunID: "slow"})
 	if err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("a run past its timeout: %v", err)
 	}

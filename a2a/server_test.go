@@ -45,7 +45,7 @@ func runCtx(t *testing.T) context.Context {
 
 // newHelper serves an agent that answers "done: PROMPT", and for "wait"
 // waits until release is closed.
-func newHelper(t *testing.T, rt *agent.Runtime, release chan struct{}) *agent.Agent[agent.NoDeps, string] {
+func newHelper(t *testing.T, rt *agent.Runtime, release chan struct{}) *agent.Agent[string] {
 	t.Helper()
 	m := modeltest.FunctionModel(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		p := req.Messages[len(req.Messages)-1].Text()
@@ -57,14 +57,14 @@ func newHelper(t *testing.T, rt *agent.Runtime, release chan struct{}) *agent.Ag
 		}
 		return modeltest.Text("done: " + p), nil
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string]("helper", m, &agent.Options[agent.NoDeps]{Description: "Does things."}))
+	a := agent.Must(agent.New("helper", m, &agent.Options{Description: "Does things."}))
 	if err := a.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}
 	return a
 }
 
-func newA2AServer(t *testing.T, rt *agent.Runtime, a *agent.Agent[agent.NoDeps, string], token string) *httptest.Server {
+func newA2AServer(t *testing.T, rt *agent.Runtime, a *agent.Agent[string], token string) *httptest.Server {
 	t.Helper()
 	// The server's card needs its URL, known once it listens.
 	var h atomic.Pointer[a2a.Server]
@@ -197,7 +197,7 @@ func TestTaskStatusFromTheRun(t *testing.T) {
 	if _, err := st.Put(ctx, a2a.KindTask, id, data, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := helper.Run(ctx, rt, "finish", &agent.RunOptions[agent.NoDeps]{RunID: id}); err != nil {
+	if _, err := helper.Run(ctx, rt, "finish", &agent.RunOptions{RunID: id}); err != nil {
 		t.Fatal(err)
 	}
 	srv := newA2AServer(t, newRuntime(t, st), helper, "")

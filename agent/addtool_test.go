@@ -29,14 +29,14 @@ func TestAddToolAfterServe(t *testing.T) {
 	})
 	for _, tt := range []struct {
 		name, agent string
-		serve       func(t *testing.T, a *agent.Agent[agent.NoDeps, string]) *agent.Runtime
+		serve       func(t *testing.T, a *agent.Agent[string]) *agent.Runtime
 	}{
-		{"Serve", "late_served", func(t *testing.T, a *agent.Agent[agent.NoDeps, string]) *agent.Runtime {
+		{"Serve", "late_served", func(t *testing.T, a *agent.Agent[string]) *agent.Runtime {
 			e := newEnv(t, nil)
 			serve(t, e, a)
 			return e.rt
 		}},
-		{"a first Run on the default runtime", "late_default", func(t *testing.T, a *agent.Agent[agent.NoDeps, string]) *agent.Runtime {
+		{"a first Run on the default runtime", "late_default", func(t *testing.T, a *agent.Agent[string]) *agent.Runtime {
 			if _, err := a.Run(runCtx(t), nil, "first", nil); err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +44,7 @@ func TestAddToolAfterServe(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			a := agent.Must(agent.New[agent.NoDeps, string](tt.agent, m, nil))
+			a := agent.Must(agent.New(tt.agent, m, nil))
 			rt := tt.serve(t, a)
 			if err := a.AddTool(late); !errors.Is(err, agent.ErrAlreadyServed) {
 				t.Fatalf("AddTool after serving: %v; want ErrAlreadyServed", err)
@@ -63,7 +63,7 @@ func TestAddToolAfterServe(t *testing.T) {
 	}
 	// Before serving, the tool is added, offered and its calls handled.
 	e := newEnv(t, nil)
-	a := agent.Must(agent.New[agent.NoDeps, string]("early", m, nil))
+	a := agent.Must(agent.New("early", m, nil))
 	if err := a.AddTool(late); err != nil {
 		t.Fatal(err)
 	}

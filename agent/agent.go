@@ -15,9 +15,6 @@ import (
 	"github.com/calf-go/calf/tool"
 )
 
-// NoDeps is the dependency type of an agent that has none.
-type NoDeps = struct{}
-
 // Defaults of [Options].
 const (
 	DefaultMaxTurns     = 20
@@ -29,15 +26,16 @@ const (
 )
 
 // Options configures an [Agent]. A nil *Options means the defaults.
-type Options[Deps any] struct {
+type Options struct {
 	// Description says what the agent does, for people and for other
 	// agents that call it.
 	Description string
 	// Instructions is the system prompt.
 	Instructions string
 	// InstructionsFunc computes the system prompt for each model call; it
-	// takes precedence over Instructions.
-	InstructionsFunc func(rc RunContext[Deps]) string
+	// takes precedence over Instructions. It reads the run's dependencies
+	// through their [Deps] handle.
+	InstructionsFunc func(rc RunContext) string
 	// Tools the agent may call. More can be added with [Agent.AddTool].
 	Tools []tool.Tool
 	// Toolsets are groups of tools that may change while the agent is
@@ -102,18 +100,19 @@ type Options[Deps any] struct {
 }
 
 // Agent is an agent's configuration: its model, instructions, tools and
-// output type. Deps is the type of the dependencies its tools receive
-// (use [NoDeps] for none); Out is the type of its output: string for
-// free text, or any type with a JSON Schema for structured output, which
-// is validated and repaired.
+// output type. Out is the type of its output: string for free text
+// ([New]), or any type with a JSON Schema for structured output
+// ([NewTyped]), which is validated and repaired. The dependencies its
+// tools receive are not part of its type: they travel with each run and
+// are read through a [Deps] handle.
 //
 // An Agent does nothing by itself: [Agent.Serve] turns it into handlers on
 // a [Runtime], and [Agent.Run] starts a run that those handlers carry out,
 // in this process or on any worker that serves the agent.
-type Agent[Deps, Out any] struct {
+type Agent[Out any] struct {
 	name   string
 	model  model.Model
-	opts   Options[Deps]
+	opts   Options
 	output *tool.Schema // nil for string output
 
 	mu    sync.RWMutex
@@ -125,7 +124,7 @@ type Agent[Deps, Out any] struct {
 	served servedOn
 	// step is a custom agent's step ([NewCustom]), called in place of
 	// the model.
-	step func(call *stepCall[Deps]) (*stepReply, error)
+	step func(call *stepCall) (*stepReply, error)
 }
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -138,13 +137,21 @@ var ErrInvalidAgent = errors.New("agent: invalid agent")
 // it is served.
 var ErrAlreadyServed = errors.New("agent: the agent is served already: add its tools before Serve or Run")
 
-// New returns an agent named name that uses m. The name becomes part of the
-// agent's channels, so it may hold only letters, digits, '_' and '-'.
-func New[Deps, Out any](name string, m model.Model, opts *Options[Deps]) (*Agent[Deps, Out], error) {
+// New returns an agent named name that uses m and answers in text. The
+// name becomes part of the agent's channels, so it may hold only letters,
+// digits, '_' and '-'.
+func New(name string, m model.Model, opts *Options) (*Agent[string], error) {
+	return NewTyped[string](name, m, opts)
+}
+
+// NewTyped is like [New] for an agent whose output has type Out: the
+// model is asked for JSON following Out's schema, and [Agent.Run] returns
+// an Out. NewTyped[string] is New.
+func NewTyped[Out any](name string, m model.Model, opts *Options) (*Agent[Out], error) {
 	if !nameRE.MatchString(name) {
 		return nil, fmt.Errorf("%w: name %q must match %s", ErrInvalidAgent, name, nameRE)
 	}
-	a := &Agent[Deps, Out]{name: name, model: m, tools: &tool.Set{}}
+	a := &Agent[Out]{name: name, model: m, tools: &tool.Set{}}
 	if opts != nil {
 		a.opts = *opts
 	}
@@ -244,7 +251,7 @@ func New[Deps, Out any](name string, m model.Model, opts *Options[Deps]) (*Agent
 
 // Must is like New but panics on error. It is meant for agents defined at
 // package level.
-func Must[Deps, Out any](a *Agent[Deps, Out], err error) *Agent[Deps, Out] {
+func Must[Out any](a *Agent[Out], err error) *Agent[Out] {
 	if err != nil {
 		panic(err)
 	}
@@ -252,16 +259,16 @@ func Must[Deps, Out any](a *Agent[Deps, Out], err error) *Agent[Deps, Out] {
 }
 
 // outputType returns Out, for the check of handoff tools.
-func (a *Agent[Deps, Out]) outputType() reflect.Type { return reflect.TypeFor[Out]() }
+func (a *Agent[Out]) outputType() reflect.Type { return reflect.TypeFor[Out]() }
 
 // Name returns the agent's name.
-func (a *Agent[Deps, Out]) Name() string { return a.name }
+func (a *Agent[Out]) Name() string { return a.name }
 
 // Description returns the agent's description.
-func (a *Agent[Deps, Out]) Description() string { return a.opts.Description }
+func (a *Agent[Out]) Description() string { return a.opts.Description }
 
 // Model returns the agent's model.
-func (a *Agent[Deps, Out]) Model() model.Model { return a.model }
+func (a *Agent[Out]) Model() model.Model { return a.model }
 
 // AddTool adds a tool. It must be called before the agent is served
 // ([Agent.Serve], or the first Run, RunStream or Submit on the default
@@ -276,7 +283,7 @@ func (a *Agent[Deps, Out]) Model() model.Model { return a.model }
 // A handoff tool ([Handoff]) to an agent of another output type is
 // refused with an error matching [ErrInvalidAgent]: the caller of a run
 // decodes the output of the chain's last agent as the first agent's Out.
-func (a *Agent[Deps, Out]) AddTool(t tool.Tool) error {
+func (a *Agent[Out]) AddTool(t tool.Tool) error {
 	if ht, ok := t.(*handoffTool); ok {
 		if typed, ok := ht.target.(interface{ outputType() reflect.Type }); ok && typed.outputType() != reflect.TypeFor[Out]() {
 			return fmt.Errorf("%w: agent %s: handoff tool %s: agent %s answers with %s, and %s's callers decode the output of a handoff chain as %s: the agents of a chain must share an output type",
@@ -301,13 +308,13 @@ func (a *Agent[Deps, Out]) AddTool(t tool.Tool) error {
 }
 
 // Tools returns the definitions of the agent's tools.
-func (a *Agent[Deps, Out]) Tools() []model.ToolDefinition {
+func (a *Agent[Out]) Tools() []model.ToolDefinition {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.tools.Definitions()
 }
 
-func (a *Agent[Deps, Out]) tool(name string) (tool.Tool, bool) {
+func (a *Agent[Out]) tool(name string) (tool.Tool, bool) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.tools.Get(name)
@@ -316,7 +323,7 @@ func (a *Agent[Deps, Out]) tool(name string) (tool.Tool, bool) {
 // lookup finds the tool the model called name among the agent's tools and
 // then its toolsets', and returns it with the last token of the channel
 // its calls travel on: its name, or its toolset's.
-func (a *Agent[Deps, Out]) lookup(ctx context.Context, name string) (t tool.Tool, channel string, ok bool) {
+func (a *Agent[Out]) lookup(ctx context.Context, name string) (t tool.Tool, channel string, ok bool) {
 	if t, ok := a.tool(name); ok {
 		return t, name, true
 	}
@@ -336,7 +343,7 @@ func (a *Agent[Deps, Out]) lookup(ctx context.Context, name string) (t tool.Tool
 // left out: the model is not offered a tool whose every call would be
 // refused. A toolset's error is logged; its tools that it did return are
 // offered.
-func (a *Agent[Deps, Out]) toolDefinitions(ctx context.Context, log *slog.Logger, perms *Permissions) []model.ToolDefinition {
+func (a *Agent[Out]) toolDefinitions(ctx context.Context, log *slog.Logger, perms *Permissions) []model.ToolDefinition {
 	refused := func(t tool.Tool) bool {
 		if perms == nil {
 			return false

@@ -142,11 +142,11 @@ func w1Model(calls *atomic.Int64) modeltest.FunctionModel {
 	}
 }
 
-func newW1(t *testing.T, e *env) (*agent.Agent[agent.NoDeps, string], *atomic.Int64, *atomic.Int64) {
+func newW1(t *testing.T, e *env) (*agent.Agent[string], *atomic.Int64, *atomic.Int64) {
 	t.Helper()
 	var modelCalls atomic.Int64
 	add, toolCalls := addTool(t)
-	a, err := agent.New[agent.NoDeps, string]("calculator", w1Model(&modelCalls), &agent.Options[agent.NoDeps]{
+	a, err := agent.New("calculator", w1Model(&modelCalls), &agent.Options{
 		Instructions: "You add numbers with the add tool.",
 		Tools:        []tool.Tool{add},
 	})
@@ -205,7 +205,7 @@ func TestRunWithTool(t *testing.T) {
 func eventsOfRun(t *testing.T, o *envOptions) (ids []string, total int, modelCalls, toolCalls int64) {
 	e := newEnv(t, o)
 	a, mc, tc := newW1(t, e)
-	out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "run-1"})
+	out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", &agent.RunOptions{RunID: "run-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestToolResultForUnknownOrAnsweredCallIsIgnored(t *testing.T) {
 		}
 		return modeltest.ToolCalls(modeltest.Call("call_a", "wait", `{"label":"a"}`)), nil
 	})
-	a, err := agent.New[agent.NoDeps, string]("waiter", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{newGateTool(t, g)}})
+	a, err := agent.New("waiter", m, &agent.Options{Tools: []tool.Tool{newGateTool(t, g)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestToolResultForUnknownOrAnsweredCallIsIgnored(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+		out, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions{RunID: "r1"})
 		done <- result{out, err}
 	}()
 	<-g.started
@@ -403,7 +403,7 @@ func TestParallelToolCalls(t *testing.T) {
 		modeltest.ToolCalls(modeltest.Call("c1", "meet", `{"who":"x"}`), modeltest.Call("c2", "meet", `{"who":"y"}`)),
 		modeltest.Text("both met"),
 	)
-	a, err := agent.New[agent.NoDeps, string]("meeter", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{meet}})
+	a, err := agent.New("meeter", m, &agent.Options{Tools: []tool.Tool{meet}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func TestLastResultTriggersOneInference(t *testing.T) {
 		calls = append(calls, modeltest.Call(fmt.Sprintf("c%d", i), "add", fmt.Sprintf(`{"a":%d,"b":1}`, i)))
 	}
 	m := modeltest.NewTestModel(modeltest.ToolCalls(calls...), modeltest.Text("all added"))
-	a, err := agent.New[agent.NoDeps, string]("fanout", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}})
+	a, err := agent.New("fanout", m, &agent.Options{Tools: []tool.Tool{add}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +470,7 @@ func TestStructuredOutput(t *testing.T) {
 	e := newEnv(t, nil)
 	want := answer{City: "Lyon", Population: 520000, Landmarks: []string{"Fourvière"}}
 	m := modeltest.NewTestModel(modeltest.JSON(want))
-	a, err := agent.New[agent.NoDeps, answer]("geo", m, nil)
+	a, err := agent.NewTyped[answer]("geo", m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +497,7 @@ func TestStructuredOutputRepair(t *testing.T) {
 		modeltest.Text(`{"city": "Oslo", "population": "many"}`), // wrong type, missing field
 		modeltest.Text("```json\n"+`{"city":"Oslo","population":700000,"landmarks":[]}`+"\n```"),
 	)
-	a, err := agent.New[agent.NoDeps, answer]("geo", m, nil)
+	a, err := agent.NewTyped[answer]("geo", m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +521,7 @@ func TestStructuredOutputRepair(t *testing.T) {
 func TestStructuredOutputRepairBudget(t *testing.T) {
 	e := newEnv(t, nil)
 	m := modeltest.NewTestModel(modeltest.Text("no"), modeltest.Text("still no"), modeltest.Text(`{"city": 3}`))
-	a, err := agent.New[agent.NoDeps, answer]("geo", m, &agent.Options[agent.NoDeps]{MaxRepairs: 2})
+	a, err := agent.NewTyped[answer]("geo", m, &agent.Options{MaxRepairs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +543,7 @@ func TestStructuredOutputRepairBudget(t *testing.T) {
 func TestResubmittedRunReturnsItsOutput(t *testing.T) {
 	e := newEnv(t, nil)
 	a, modelCalls, toolCalls := newW1(t, e)
-	opts := &agent.RunOptions[agent.NoDeps]{RunID: "once"}
+	opts := &agent.RunOptions{RunID: "once"}
 	first, err := a.Run(runCtx(t), e.rt, "add 2 and 3", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -570,13 +570,13 @@ func TestRuntimeCancel(t *testing.T) {
 		<-release
 		return modeltest.Text("too late"), nil
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string]("slow", m, nil))
+	a := agent.Must(agent.New("slow", m, nil))
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.Run(t.Context(), e.rt, "hi", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+		_, err := a.Run(t.Context(), e.rt, "hi", &agent.RunOptions{RunID: "r1"})
 		done <- err
 	}()
 	<-started

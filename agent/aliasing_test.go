@@ -40,12 +40,12 @@ func TestCallersChangesStayTheirs(t *testing.T) {
 		return modeltest.Text("ok"), nil
 	})
 	add, _ := addTool(t)
-	a := agent.Must(agent.New[agent.NoDeps, string]("calculator", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}}))
+	a := agent.Must(agent.New("calculator", m, &agent.Options{Tools: []tool.Tool{add}}))
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx := runCtx(t)
-	opts := &agent.RunOptions[agent.NoDeps]{SessionID: "s"}
+	opts := &agent.RunOptions{SessionID: "s"}
 	out, err := a.Run(ctx, e.rt, "add 2 and 3", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestCustomStepChangesStayItsOwn(t *testing.T) {
 	e := newEnv(t, nil)
 	var mu sync.Mutex
 	var seen [][]string
-	c := agent.MustCustom(agent.NewCustom("scribe", func(_ *agent.StepContext[agent.NoDeps, agent.NoState], in []model.Message) (string, error) {
+	c := agent.MustCustom(agent.NewCustom("scribe", func(_ *agent.StepContext[agent.NoState], in []model.Message) (string, error) {
 		var texts []string
 		for i := range in {
 			texts = append(texts, in[i].Text())
@@ -133,7 +133,7 @@ func TestCustomStepChangesStayItsOwn(t *testing.T) {
 	if err := c.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	opts := &agent.RunOptions[agent.NoDeps]{SessionID: "s"}
+	opts := &agent.RunOptions{SessionID: "s"}
 	for _, prompt := range []string{"one", "two"} {
 		if _, err := c.Run(runCtx(t), e.rt, prompt, opts); err != nil {
 			t.Fatal(err)

@@ -41,7 +41,7 @@ func BenchmarkApprovalsWaiting(b *testing.B) {
 	add := tool.Must(tool.New("add", "Add two integers.", func(_ context.Context, in benchOperands) (int, error) {
 		return in.A + in.B, nil
 	}))
-	a := agent.Must(agent.New[agent.NoDeps, string]("calculator", benchW1Model(), &agent.Options[agent.NoDeps]{
+	a := agent.Must(agent.New("calculator", benchW1Model(), &agent.Options{
 		Tools: []tool.Tool{add}, Permissions: &agent.Permissions{Mode: agent.PermissionAsk},
 	}))
 	if err := a.Serve(ctx, rt, nil); err != nil {
@@ -51,7 +51,7 @@ func BenchmarkApprovalsWaiting(b *testing.B) {
 	idle := runtime.NumGoroutine()
 	b.ResetTimer()
 	for i := range b.N {
-		if _, err := a.Submit(ctx, rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "w" + strconv.Itoa(i)}); err != nil {
+		if _, err := a.Submit(ctx, rt, "add 2 and 3", &agent.RunOptions{RunID: "w" + strconv.Itoa(i)}); err != nil {
 			b.Fatal(err)
 		}
 	}

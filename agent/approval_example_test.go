@@ -30,7 +30,7 @@ func ExampleRuntime_AnswerApproval() {
 		modeltest.ToolCalls(modeltest.Call("c1", "deploy", `{"env":"production"}`)),
 		modeltest.Text("Done."),
 	)
-	ops := agent.Must(agent.New[agent.NoDeps, string]("ops", m, &agent.Options[agent.NoDeps]{
+	ops := agent.Must(agent.New("ops", m, &agent.Options{
 		Tools:       []tool.Tool{release},
 		Permissions: &agent.Permissions{Mode: agent.PermissionAcceptEdits}, // deploy is an execute tool: ask
 	}))
@@ -39,7 +39,7 @@ func ExampleRuntime_AnswerApproval() {
 	}
 	done := make(chan *agent.Output[string])
 	go func() {
-		out, err := ops.Run(ctx, rt, "ship it", &agent.RunOptions[agent.NoDeps]{RunID: "run-1"})
+		out, err := ops.Run(ctx, rt, "ship it", &agent.RunOptions{RunID: "run-1"})
 		if err != nil {
 			panic(err)
 		}

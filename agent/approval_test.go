@@ -58,7 +58,7 @@ func TestPermissionsDecide(t *testing.T) {
 		t.Errorf("write_file in ask mode: %s", d)
 	}
 	for _, bad := range []agent.Permissions{{Mode: "sometimes"}, {Allowed: []string{"["}}} {
-		if _, err := agent.New[agent.NoDeps, string]("a", modeltest.NewTestModel(), &agent.Options[agent.NoDeps]{Permissions: &bad}); !errors.Is(err, agent.ErrInvalidAgent) {
+		if _, err := agent.New("a", modeltest.NewTestModel(), &agent.Options{Permissions: &bad}); !errors.Is(err, agent.ErrInvalidAgent) {
 			t.Errorf("permissions %+v: %v", bad, err)
 		}
 	}
@@ -67,7 +67,7 @@ func TestPermissionsDecide(t *testing.T) {
 // approvalAgent is W1's calculator with permissions, served on rt (e.rt
 // when nil); add is an execute tool, peek a read tool. It returns the
 // agent and the number of times add ran with its last arguments.
-func approvalAgent(t *testing.T, e *env, rt *agent.Runtime, perms agent.Permissions, call string) (*agent.Agent[agent.NoDeps, string], *atomic.Int64, *atomic.Value) {
+func approvalAgent(t *testing.T, e *env, rt *agent.Runtime, perms agent.Permissions, call string) (*agent.Agent[string], *atomic.Int64, *atomic.Value) {
 	t.Helper()
 	var runs atomic.Int64
 	var last atomic.Value
@@ -89,7 +89,7 @@ func approvalAgent(t *testing.T, e *env, rt *agent.Runtime, perms agent.Permissi
 		}
 		return modeltest.ToolCalls(modeltest.Call("call_1", call, `{"a":2,"b":3}`)), nil
 	}
-	a := agent.Must(agent.New[agent.NoDeps, string]("calculator", modeltest.FunctionModel(m), &agent.Options[agent.NoDeps]{
+	a := agent.Must(agent.New("calculator", modeltest.FunctionModel(m), &agent.Options{
 		Tools: []tool.Tool{add, peek}, Permissions: &perms,
 	}))
 	if rt == nil {
@@ -107,10 +107,10 @@ type runResult struct {
 }
 
 // startRun runs a in the background.
-func startRun(t *testing.T, a *agent.Agent[agent.NoDeps, string], rt *agent.Runtime, id string) <-chan runResult {
+func startRun(t *testing.T, a *agent.Agent[string], rt *agent.Runtime, id string) <-chan runResult {
 	done := make(chan runResult, 1)
 	go func() {
-		out, err := a.Run(runCtx(t), rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: id})
+		out, err := a.Run(runCtx(t), rt, "add 2 and 3", &agent.RunOptions{RunID: id})
 		done <- runResult{out, err}
 	}()
 	return done
@@ -256,7 +256,7 @@ func TestApprovalInRunStream(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	for ev, err := range a.RunStream(runCtx(t), e.rt, "add", &agent.RunOptions[agent.NoDeps]{RunID: "s1"}) {
+	for ev, err := range a.RunStream(runCtx(t), e.rt, "add", &agent.RunOptions{RunID: "s1"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +362,7 @@ func TestApprovalForSession(t *testing.T) {
 	run := func(id string) <-chan runResult {
 		done := make(chan runResult, 1)
 		go func() {
-			out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: id, SessionID: "sess"})
+			out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", &agent.RunOptions{RunID: id, SessionID: "sess"})
 			done <- runResult{out, err}
 		}()
 		return done
@@ -420,7 +420,7 @@ func TestRunPermissions(t *testing.T) {
 	}
 	done := make(chan runResult, 1)
 	go func() {
-		out, err := a.Run(runCtx(t), e.rt, "add", &agent.RunOptions[agent.NoDeps]{RunID: "q2", Permissions: &agent.Permissions{Mode: agent.PermissionAsk}})
+		out, err := a.Run(runCtx(t), e.rt, "add", &agent.RunOptions{RunID: "q2", Permissions: &agent.Permissions{Mode: agent.PermissionAsk}})
 		done <- runResult{out, err}
 	}()
 	req := pending(t, e.rt, "q2")
@@ -431,17 +431,17 @@ func TestRunPermissions(t *testing.T) {
 		t.Fatalf("under the run's permissions: %+v, %v, %d tool runs", r.out, r.err, runs.Load())
 	}
 	// The run's own disallowed list refuses.
-	out, err := a.Run(runCtx(t), e.rt, "add", &agent.RunOptions[agent.NoDeps]{Permissions: &agent.Permissions{Mode: agent.PermissionBypass, Disallowed: []string{"add"}}})
+	out, err := a.Run(runCtx(t), e.rt, "add", &agent.RunOptions{Permissions: &agent.Permissions{Mode: agent.PermissionBypass, Disallowed: []string{"add"}}})
 	if err != nil || !strings.Contains(out.Output, "refused") {
 		t.Errorf("run disallowing add: %+v, %v", out, err)
 	}
 	// An agent without permissions takes no run permissions, and bad ones
 	// are refused.
-	plain := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("plain", modeltest.NewTestModel(modeltest.Text("hi")), nil)))
-	if _, err := plain.Run(runCtx(t), e.rt, "x", &agent.RunOptions[agent.NoDeps]{Permissions: &agent.Permissions{}}); err == nil || !strings.Contains(err.Error(), "Options.Permissions") {
+	plain := serve(t, e, agent.Must(agent.New("plain", modeltest.NewTestModel(modeltest.Text("hi")), nil)))
+	if _, err := plain.Run(runCtx(t), e.rt, "x", &agent.RunOptions{Permissions: &agent.Permissions{}}); err == nil || !strings.Contains(err.Error(), "Options.Permissions") {
 		t.Errorf("run permissions on an agent without: %v", err)
 	}
-	if _, err := a.Run(runCtx(t), e.rt, "x", &agent.RunOptions[agent.NoDeps]{Permissions: &agent.Permissions{Mode: "often"}}); err == nil {
+	if _, err := a.Run(runCtx(t), e.rt, "x", &agent.RunOptions{Permissions: &agent.Permissions{Mode: "often"}}); err == nil {
 		t.Error("a run with an unknown mode started")
 	}
 }
@@ -452,11 +452,11 @@ func TestApprovalOfHandoffTargetInRunStream(t *testing.T) {
 	e := newEnv(t, nil)
 	ops, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAsk}, "add")
 	transfer := tool.Must(agent.Handoff(ops, nil))
-	front := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("front", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	front := serve(t, e, agent.Must(agent.New("front", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.ToolCalls(modeltest.Call("h1", transfer.Definition().Name, `{"context":"add 2 and 3"}`)), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{transfer}})))
+	}), &agent.Options{Tools: []tool.Tool{transfer}})))
 	var kinds []string
-	for ev, err := range front.RunStream(runCtx(t), e.rt, "please add", &agent.RunOptions[agent.NoDeps]{RunID: "h"}) {
+	for ev, err := range front.RunStream(runCtx(t), e.rt, "please add", &agent.RunOptions{RunID: "h"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -483,16 +483,16 @@ func TestApprovalOfHandoffTargetInRunStream(t *testing.T) {
 func TestApprovalOfSubagentInRunStream(t *testing.T) {
 	e := newEnv(t, nil)
 	worker, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAsk}, "add")
-	lead := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("lead", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	lead := serve(t, e, agent.Must(agent.New("lead", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role == model.RoleTool {
 			return modeltest.Text("The worker says: " + last.Text()), nil
 		}
 		return modeltest.ToolCalls(modeltest.Call("s1", "calculator", `{"input":"add 2 and 3"}`)), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{tool.Must(agent.AsTool(worker, nil))}})))
+	}), &agent.Options{Tools: []tool.Tool{tool.Must(agent.AsTool(worker, nil))}})))
 	var kinds []string
 	var output string
-	for ev, err := range lead.RunStream(runCtx(t), e.rt, "ask the worker", &agent.RunOptions[agent.NoDeps]{RunID: "top"}) {
+	for ev, err := range lead.RunStream(runCtx(t), e.rt, "ask the worker", &agent.RunOptions{RunID: "top"}) {
 		if err != nil {
 			t.Fatal(err)
 		}

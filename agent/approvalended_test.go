@@ -49,7 +49,7 @@ func checkEnded(t *testing.T, e *env, run, why string) {
 func TestApprovalOfCancelledRunEnds(t *testing.T) {
 	e := newEnv(t, nil)
 	a, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAcceptEdits}, "add")
-	id, err := a.Submit(t.Context(), e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "c1"})
+	id, err := a.Submit(t.Context(), e.rt, "add 2 and 3", &agent.RunOptions{RunID: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestApprovalOfAbandonedRunEnds(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "t1"})
+		_, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions{RunID: "t1"})
 		done <- err
 	}()
 	pending(t, e.rt, "t1")
@@ -97,7 +97,7 @@ func TestApprovalOfAbandonedRunEnds(t *testing.T) {
 func TestApprovalStoredPendingOfEndedRun(t *testing.T) {
 	e := newEnv(t, nil)
 	a, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAcceptEdits}, "add")
-	id, err := a.Submit(t.Context(), e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "old"})
+	id, err := a.Submit(t.Context(), e.rt, "add 2 and 3", &agent.RunOptions{RunID: "old"})
 	if err != nil {
 		t.Fatal(err)
 	}

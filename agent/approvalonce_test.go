@@ -44,7 +44,7 @@ func TestApprovalAnsweredAgainRepeatsNothing(t *testing.T) {
 		}
 		return modeltest.Text("The result is " + last.Text()), nil
 	}
-	a := agent.Must(agent.New[agent.NoDeps, string]("calculator", modeltest.FunctionModel(m), &agent.Options[agent.NoDeps]{
+	a := agent.Must(agent.New("calculator", modeltest.FunctionModel(m), &agent.Options{
 		Tools: []tool.Tool{add}, Permissions: &agent.Permissions{Mode: agent.PermissionAcceptEdits},
 	}))
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
@@ -73,7 +73,7 @@ func TestApprovalAnsweredAgainRepeatsNothing(t *testing.T) {
 	}()
 	seen := map[string]int{}
 	var kinds []string
-	for ev, err := range a.RunStream(runCtx(t), e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "once"}) {
+	for ev, err := range a.RunStream(runCtx(t), e.rt, "add 2 and 3", &agent.RunOptions{RunID: "once"}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,7 +45,7 @@ func TestToolCallRedeliveredAfterApproval(t *testing.T) {
 		}
 		return modeltest.ToolCalls(modeltest.Call("call_1", "add", `{"a":2,"b":3}`)), nil
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string]("calculator", m, &agent.Options[agent.NoDeps]{
+	a := agent.Must(agent.New("calculator", m, &agent.Options{
 		Tools: []tool.Tool{add}, Permissions: &agent.Permissions{Mode: agent.PermissionAsk},
 	}))
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
@@ -53,7 +53,7 @@ func TestToolCallRedeliveredAfterApproval(t *testing.T) {
 	}
 	done := make(chan runResult, 1)
 	go func() {
-		out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+		out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", &agent.RunOptions{RunID: "r1"})
 		done <- runResult{out, err}
 	}()
 	req := pending(t, e.rt, "r1")
@@ -108,7 +108,7 @@ func TestApprovalAnsweredWhileDownIsRecovered(t *testing.T) {
 	rt1 := agent.NewRuntime(c1, st, nil)
 	perms := agent.Permissions{Mode: agent.PermissionAsk}
 	a1, runs1, _ := approvalAgent(t, nil, rt1, perms, "add")
-	if _, err := a1.Submit(t.Context(), rt1, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"}); err != nil {
+	if _, err := a1.Submit(t.Context(), rt1, "add 2 and 3", &agent.RunOptions{RunID: "r1"}); err != nil {
 		t.Fatal(err)
 	}
 	req := pending(t, rt1, "r1")

@@ -44,7 +44,7 @@ func TestBadToolCallsGoBackToTheModel(t *testing.T) {
 			e := newEnv(t, nil)
 			add, executions := addTool(t)
 			m := oneCall(tt.tool, tt.args)
-			a, err := agent.New[agent.NoDeps, string]("calc", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}})
+			a, err := agent.New("calc", m, &agent.Options{Tools: []tool.Tool{add}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func TestToolFailuresGoBackToTheModel(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			flaky := tool.Must(tool.New("flaky", "Fails.", tt.fn))
-			a, err := agent.New[agent.NoDeps, string]("calc", oneCall("flaky", `{}`), &agent.Options[agent.NoDeps]{
+			a, err := agent.New("calc", oneCall("flaky", `{}`), &agent.Options{
 				Tools: []tool.Tool{flaky}, ToolTimeout: 50 * time.Millisecond,
 			})
 			if err != nil {
@@ -121,7 +121,7 @@ func TestToolThatIgnoresItsContextTimesOut(t *testing.T) {
 		<-release // until the test says so, whatever the context says
 		return "late success", nil
 	}))
-	a, err := agent.New[agent.NoDeps, string]("calc", oneCall("stubborn", `{}`), &agent.Options[agent.NoDeps]{
+	a, err := agent.New("calc", oneCall("stubborn", `{}`), &agent.Options{
 		Tools: []tool.Tool{stubborn}, ToolTimeout: 50 * time.Millisecond,
 	})
 	if err != nil {
@@ -131,7 +131,7 @@ func TestToolThatIgnoresItsContextTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The run ends while the tool is still blocked: it did not wait for it.
-	out, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+	out, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions{RunID: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestModelServerErrorIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	add, _ := addTool(t)
-	a, err := agent.New[agent.NoDeps, string]("calc", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}})
+	a, err := agent.New("calc", m, &agent.Options{Tools: []tool.Tool{add}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestModelFailureEndsTheRun(t *testing.T) {
 	m := modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		return nil, &model.StatusError{Provider: "fake", StatusCode: 401, Message: "bad key"}
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string]("calc", m, nil))
+	a := agent.Must(agent.New("calc", m, nil))
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestModelTimeout(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string]("sleepy", m, &agent.Options[agent.NoDeps]{ModelTimeout: 100 * time.Millisecond}))
+	a := agent.Must(agent.New("sleepy", m, &agent.Options{ModelTimeout: 100 * time.Millisecond}))
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -240,13 +240,13 @@ func TestCancelledRun(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string]("slow", m, &agent.Options[agent.NoDeps]{ModelTimeout: 300 * time.Millisecond}))
+	a := agent.Must(agent.New("slow", m, &agent.Options{ModelTimeout: 300 * time.Millisecond}))
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() { <-started; cancel() }()
-	_, err := a.Run(ctx, e.rt, "hi", &agent.RunOptions[agent.NoDeps]{RunID: "c1"})
+	_, err := a.Run(ctx, e.rt, "hi", &agent.RunOptions{RunID: "c1"})
 	if !errors.Is(err, agent.ErrRunCancelled) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want ErrRunCancelled and context.Canceled", err)
 	}
@@ -269,7 +269,7 @@ func TestMaxTurns(t *testing.T) {
 	m := modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.ToolCalls(modeltest.Call("", "add", `{"a":1,"b":1}`)), nil
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string]("loop", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}, MaxTurns: 3}))
+	a := agent.Must(agent.New("loop", m, &agent.Options{Tools: []tool.Tool{add}, MaxTurns: 3}))
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestPayloadLimits(t *testing.T) {
 	big := tool.Must(tool.New("big", "Returns a lot.", func(context.Context, struct{}) (string, error) {
 		return strings.Repeat("x", 64<<10), nil
 	}))
-	a := agent.Must(agent.New[agent.NoDeps, string]("big", oneCall("big", `{}`), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{big}}))
+	a := agent.Must(agent.New("big", oneCall("big", `{}`), &agent.Options{Tools: []tool.Tool{big}}))
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestFailingStoreDeadLettersAfterMaxAttempts(t *testing.T) {
 	e := newEnv(t, nil)
 	fs := &failingStore{Store: e.store}
 	rt := agent.NewRuntime(e.client, fs, nil)
-	a := agent.Must(agent.New[agent.NoDeps, string]("down", modeltest.NewTestModel(modeltest.Text("hi")), nil))
+	a := agent.Must(agent.New("down", modeltest.NewTestModel(modeltest.Text("hi")), nil))
 	if err := a.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -48,14 +48,14 @@ func benchW1Model() modeltest.FunctionModel {
 
 // benchW1 serves W1's agent with model m on a fresh in-process broker and
 // the store st, and returns it with its runtime.
-func benchW1(b *testing.B, st store.Store, m model.Model) (*agent.Agent[agent.NoDeps, string], *agent.Runtime) {
+func benchW1(b *testing.B, st store.Store, m model.Model) (*agent.Agent[string], *agent.Runtime) {
 	b.Helper()
 	return benchAgent(b, st, m, 0)
 }
 
 // benchAgent is benchW1 with maxTurns as the agent's MaxTurns (0: the
 // default).
-func benchAgent(b *testing.B, st store.Store, m model.Model, maxTurns int) (*agent.Agent[agent.NoDeps, string], *agent.Runtime) {
+func benchAgent(b *testing.B, st store.Store, m model.Model, maxTurns int) (*agent.Agent[string], *agent.Runtime) {
 	b.Helper()
 	br := memory.New(nil)
 	client := calf.NewClient(br, nil)
@@ -67,7 +67,7 @@ func benchAgent(b *testing.B, st store.Store, m model.Model, maxTurns int) (*age
 	add := tool.Must(tool.New("add", "Add two integers.", func(_ context.Context, in benchOperands) (int, error) {
 		return in.A + in.B, nil
 	}))
-	a := agent.Must(agent.New[agent.NoDeps, string]("calculator", m, &agent.Options[agent.NoDeps]{
+	a := agent.Must(agent.New("calculator", m, &agent.Options{
 		Instructions: "Use the add tool.",
 		Tools:        []tool.Tool{add},
 		MaxTurns:     maxTurns,

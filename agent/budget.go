@@ -144,7 +144,7 @@ func (st *RunState) spent() Spent {
 
 // checkBudget reports the budget (the run's or its session's) that the
 // model call req of the run st would pass, if any.
-func (h *handlers[Deps, Out]) checkBudget(st *RunState, req *model.Request) *BudgetStop {
+func (h *handlers[Out]) checkBudget(st *RunState, req *model.Request) *BudgetStop {
 	if st.Budget == nil && st.SessionBudget == nil {
 		return nil
 	}
@@ -178,7 +178,7 @@ func (h *handlers[Deps, Out]) checkBudget(st *RunState, req *model.Request) *Bud
 
 // budgetReached pauses the run st, or fails it if its budget says so,
 // before the model call that would pass the budget stop.
-func (h *handlers[Deps, Out]) budgetReached(ctx context.Context, st *RunState, version int64, stop *BudgetStop) error {
+func (h *handlers[Out]) budgetReached(ctx context.Context, st *RunState, version int64, stop *BudgetStop) error {
 	reason := fmt.Sprintf("the %s's budget is reached: %s", stop.Scope, stop.Reason)
 	if stop.Budget.Fail {
 		return h.fail(ctx, st.RunID, reason)

@@ -28,16 +28,16 @@ const callCost = (1000*0.15 + 100*0.60) / 1e6
 
 // looper serves an agent that calls tick until it has seen n results, then
 // answers; it counts its model calls.
-func looper(t *testing.T, e *env, name string, n int, opts *agent.Options[agent.NoDeps]) (*agent.Agent[agent.NoDeps, string], *atomic.Int64) {
+func looper(t *testing.T, e *env, name string, n int, opts *agent.Options) (*agent.Agent[string], *atomic.Int64) {
 	t.Helper()
 	var calls atomic.Int64
 	tick := tool.Must(tool.New("tick", "Tick.", func(context.Context, struct{}) (string, error) { return "tock", nil }))
-	o := agent.Options[agent.NoDeps]{}
+	o := agent.Options{}
 	if opts != nil {
 		o = *opts
 	}
 	o.Tools, o.MaxTurns = []tool.Tool{tick}, 100
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string](name, counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New(name, counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		results := 0 // since the last prompt
 		for _, m := range req.Messages {
 			switch m.Role {
@@ -77,7 +77,7 @@ func TestBudgetPausesALoopingAgent(t *testing.T) {
 	var pause *agent.PauseEvent
 	done := make(chan *agent.Output[string], 1)
 	go func() {
-		for ev, err := range a.RunStream(runCtx(t), e.rt, "tick", &agent.RunOptions[agent.NoDeps]{RunID: "b1", Budget: &agent.Budget{MaxModelCalls: 3}}) {
+		for ev, err := range a.RunStream(runCtx(t), e.rt, "tick", &agent.RunOptions{RunID: "b1", Budget: &agent.Budget{MaxModelCalls: 3}}) {
 			if err != nil {
 				t.Error(err)
 				break
@@ -128,7 +128,7 @@ func TestBudgetPausesALoopingAgent(t *testing.T) {
 // cost stop it before the call whose input would pass them.
 func TestBudgetFailsAndOtherBounds(t *testing.T) {
 	e := newEnv(t, nil)
-	a, calls := looper(t, e, "ticker", 6, &agent.Options[agent.NoDeps]{Budget: &agent.Budget{MaxModelCalls: 2, Fail: true}})
+	a, calls := looper(t, e, "ticker", 6, &agent.Options{Budget: &agent.Budget{MaxModelCalls: 2, Fail: true}})
 	_, err := a.Run(runCtx(t), e.rt, "tick", nil)
 	if !errors.Is(err, agent.ErrRunFailed) || !strings.Contains(err.Error(), "the run's budget is reached: 2 model calls of 2") || calls.Load() != 2 {
 		t.Fatalf("failing budget: %v; %d model calls", err, calls.Load())
@@ -136,12 +136,12 @@ func TestBudgetFailsAndOtherBounds(t *testing.T) {
 	calls.Store(0)
 	// Tokens: 1,100 a call (the next call's input estimated at some 65):
 	// after three calls, the fourth would pass 3,000.
-	_, err = a.Run(runCtx(t), e.rt, "tick", &agent.RunOptions[agent.NoDeps]{Budget: &agent.Budget{MaxTokens: 3000, Fail: true}})
+	_, err = a.Run(runCtx(t), e.rt, "tick", &agent.RunOptions{Budget: &agent.Budget{MaxTokens: 3000, Fail: true}})
 	if err == nil || !strings.Contains(err.Error(), "3300 tokens") || calls.Load() != 3 {
 		t.Errorf("token budget: %v; %d model calls", err, calls.Load())
 	}
 	calls.Store(0)
-	_, err = a.Run(runCtx(t), e.rt, "tick", &agent.RunOptions[agent.NoDeps]{Budget: &agent.Budget{MaxCostUSD: 2.5 * callCost, Fail: true}})
+	_, err = a.Run(runCtx(t), e.rt, "tick", &agent.RunOptions{Budget: &agent.Budget{MaxCostUSD: 2.5 * callCost, Fail: true}})
 	if err == nil || !strings.Contains(err.Error(), "$0.0006") || calls.Load() != 3 {
 		t.Errorf("cost budget: %v; %d model calls", err, calls.Load())
 	}
@@ -189,12 +189,12 @@ func TestSessionBudget(t *testing.T) {
 func TestSubagentUsageRollsUp(t *testing.T) {
 	e := newEnv(t, nil)
 	helper, helperCalls := looper(t, e, "helper", 2, nil) // three calls
-	lead := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("lead", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	lead := serve(t, e, agent.Must(agent.New("lead", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleTool {
 			return priced(modeltest.Text("lead: " + last.Text())), nil
 		}
 		return priced(modeltest.ToolCalls(modeltest.Call("h1", "helper", `{"input":"tick twice"}`))), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{tool.Must(agent.AsTool(helper, nil))}})))
+	}), &agent.Options{Tools: []tool.Tool{tool.Must(agent.AsTool(helper, nil))}})))
 	out, err := lead.Run(runCtx(t), e.rt, "go", nil)
 	if err != nil || out.Output != "lead: ticked 2 times" {
 		t.Fatal(out, err)
@@ -205,7 +205,7 @@ func TestSubagentUsageRollsUp(t *testing.T) {
 	// A budget of 3 calls: the lead's first call leaves the helper 2,
 	// and the helper, which needs 3, pauses.
 	helperCalls.Store(0)
-	id, err := lead.Submit(t.Context(), e.rt, "go", &agent.RunOptions[agent.NoDeps]{Budget: &agent.Budget{MaxModelCalls: 3}})
+	id, err := lead.Submit(t.Context(), e.rt, "go", &agent.RunOptions{Budget: &agent.Budget{MaxModelCalls: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestSubagentUsageRollsUp(t *testing.T) {
 // Unpriced models are reported, never guessed.
 func TestUnpricedModel(t *testing.T) {
 	e := newEnv(t, nil)
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("local", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("local", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		r := modeltest.Text("hi")
 		r.Model = "llama3.2"
 		return r, nil

@@ -40,7 +40,7 @@ func TestBudgetStillExceededLeavesRunPaused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			a, calls := looper(t, e, "ticker", 6, nil)
-			id, err := a.Submit(t.Context(), e.rt, "tick", &agent.RunOptions[agent.NoDeps]{Budget: &tt.first})
+			id, err := a.Submit(t.Context(), e.rt, "tick", &agent.RunOptions{Budget: &tt.first})
 			if err != nil {
 				t.Fatal(err)
 			}

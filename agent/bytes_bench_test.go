@@ -61,7 +61,7 @@ func BenchmarkSessionBytesPerTurn(b *testing.B) {
 				var last *agent.Output[string]
 				for turn := 1; turn <= turns; turn++ {
 					before := cs.total()
-					out, err := a.Run(ctx, rt, fmt.Sprintf("%-180s", "question "+strconv.Itoa(turn)), &agent.RunOptions[agent.NoDeps]{SessionID: "long"})
+					out, err := a.Run(ctx, rt, fmt.Sprintf("%-180s", "question "+strconv.Itoa(turn)), &agent.RunOptions{SessionID: "long"})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -275,7 +275,7 @@ func (c *Compaction) contextTokens(st *RunState, msgs []model.Message) int {
 // current step when it is over the threshold, unless a pre_compact hook
 // denies it, and returns the state the request is made from. A compactor
 // that fails leaves the context as it is: the run goes on.
-func (h *handlers[Deps, Out]) compact(ctx context.Context, st *RunState, version int64, req *model.Request) (*RunState, int64, error) {
+func (h *handlers[Out]) compact(ctx context.Context, st *RunState, version int64, req *model.Request) (*RunState, int64, error) {
 	c := h.a.opts.Compaction
 	if cc := st.Compacted; cc != nil && cc.Step == st.Step {
 		// Compacted by a delivery that did not get to the model call.
@@ -388,7 +388,7 @@ func checkCompacted(res *CompactionResult) error {
 }
 
 // emitCompacted publishes the compaction of the run's current step.
-func (h *handlers[Deps, Out]) emitCompacted(ctx context.Context, st *RunState) error {
+func (h *handlers[Out]) emitCompacted(ctx context.Context, st *RunState) error {
 	c := st.Compacted
 	ev := ContextCompactedEvent{Step: c.Step, From: c.From, To: c.To, Replaced: c.Upto, Messages: len(c.Messages)}
 	_, err := h.rt.client.Emit(ctx, ContextCompactedChannel(h.a.name), ev,

@@ -57,7 +57,7 @@ func TestCompactionOfALongSession(t *testing.T) {
 	var mu sync.Mutex
 	var sizes []int
 	var firstSeen string
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("historian", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("historian", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		mu.Lock()
 		sizes = append(sizes, requestTokens(req))
 		if firstSeen == "" {
@@ -65,7 +65,7 @@ func TestCompactionOfALongSession(t *testing.T) {
 		}
 		mu.Unlock()
 		return modeltest.Text("noted"), nil
-	}), &agent.Options[agent.NoDeps]{
+	}), &agent.Options{
 		Instructions: "You keep the history.",
 		Compaction:   &agent.Compaction{Threshold: 2000, KeepRecent: 4, Compactor: agent.Summarize(summarizer, "")},
 	})))
@@ -73,7 +73,7 @@ func TestCompactionOfALongSession(t *testing.T) {
 	var compacted []*agent.ContextCompactedEvent
 	var kinds []string
 	var usage model.Usage
-	for ev, err := range a.RunStream(runCtx(t), e.rt, "and now?", &agent.RunOptions[agent.NoDeps]{SessionID: "long", RunID: "c1"}) {
+	for ev, err := range a.RunStream(runCtx(t), e.rt, "and now?", &agent.RunOptions{SessionID: "long", RunID: "c1"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestCompactionOfALongSession(t *testing.T) {
 	}
 
 	// The next run starts from the compacted context: no new summary.
-	out, err := a.Run(runCtx(t), e.rt, "anything else?", &agent.RunOptions[agent.NoDeps]{SessionID: "long"})
+	out, err := a.Run(runCtx(t), e.rt, "anything else?", &agent.RunOptions{SessionID: "long"})
 	if err != nil || out.Output != "noted" {
 		t.Fatal(out, err)
 	}
@@ -144,7 +144,7 @@ func TestCompactionDropsToolResults(t *testing.T) {
 	}))
 	var mu sync.Mutex
 	var seen [][]string
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("reader", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("reader", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		var results []string
 		for _, m := range req.Messages {
 			if m.Role == model.RoleTool {
@@ -158,7 +158,7 @@ func TestCompactionDropsToolResults(t *testing.T) {
 			return modeltest.ToolCalls(modeltest.Call(fmt.Sprint("f", n), "fetch", fmt.Sprintf(`{"n":%d}`, n))), nil
 		}
 		return modeltest.Text("read them all"), nil
-	}), &agent.Options[agent.NoDeps]{
+	}), &agent.Options{
 		Tools:      []tool.Tool{fetch},
 		Compaction: &agent.Compaction{Threshold: 1500, KeepRecent: 2},
 	})))
@@ -206,15 +206,15 @@ func TestCompactionDeniedOrFailing(t *testing.T) {
 			longSession(t, e, "s", 50)
 			var sizes []int
 			var mu sync.Mutex
-			a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("keeper", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+			a := serve(t, e, agent.Must(agent.New("keeper", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 				mu.Lock()
 				sizes = append(sizes, len(req.Messages))
 				mu.Unlock()
 				return modeltest.Text("ok"), nil
-			}), &agent.Options[agent.NoDeps]{Hooks: tt.hooks, Compaction: &agent.Compaction{Threshold: 1000, Compactor: tt.compactor}})))
+			}), &agent.Options{Hooks: tt.hooks, Compaction: &agent.Compaction{Threshold: 1000, Compactor: tt.compactor}})))
 			var kinds []string
 			var decisions string
-			for ev, err := range a.RunStream(runCtx(t), e.rt, "go on", &agent.RunOptions[agent.NoDeps]{SessionID: "s"}) {
+			for ev, err := range a.RunStream(runCtx(t), e.rt, "go on", &agent.RunOptions{SessionID: "s"}) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -240,7 +240,7 @@ func TestCompactionDeniedOrFailing(t *testing.T) {
 func TestInvalidCompaction(t *testing.T) {
 	m := modeltest.NewTestModel(modeltest.Text("x"))
 	for _, c := range []*agent.Compaction{{}, {Threshold: -1}, {Threshold: 10, KeepRecent: -1}} {
-		if _, err := agent.New[agent.NoDeps, string]("a", m, &agent.Options[agent.NoDeps]{Compaction: c}); !errors.Is(err, agent.ErrInvalidAgent) {
+		if _, err := agent.New("a", m, &agent.Options{Compaction: c}); !errors.Is(err, agent.ErrInvalidAgent) {
 			t.Errorf("compaction %+v: %v", c, err)
 		}
 	}
@@ -251,15 +251,15 @@ func TestInvalidCompaction(t *testing.T) {
 func TestCompactedContextIsStored(t *testing.T) {
 	e := newEnv(t, nil)
 	longSession(t, e, "s", 30)
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("keeper", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("keeper", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.Text("ok"), nil
-	}), &agent.Options[agent.NoDeps]{Compaction: &agent.Compaction{Threshold: 500, KeepRecent: 3, Compactor: agent.CompactorFunc(func(_ context.Context, in *agent.CompactionInput) (*agent.CompactionResult, error) {
+	}), &agent.Options{Compaction: &agent.Compaction{Threshold: 500, KeepRecent: 3, Compactor: agent.CompactorFunc(func(_ context.Context, in *agent.CompactionInput) (*agent.CompactionResult, error) {
 		if in.Target <= 0 || in.Target >= 250 || in.Tokens <= 500 || in.Threshold != 500 {
 			return nil, fmt.Errorf("input %d tokens, target %d, threshold %d", in.Tokens, in.Target, in.Threshold)
 		}
 		return &agent.CompactionResult{Messages: []model.Message{model.UserMessage(fmt.Sprintf("(%d messages elided)", len(in.Messages)))}}, nil
 	})}})))
-	if _, err := a.Run(runCtx(t), e.rt, "go on", &agent.RunOptions[agent.NoDeps]{SessionID: "s", RunID: "r"}); err != nil {
+	if _, err := a.Run(runCtx(t), e.rt, "go on", &agent.RunOptions{SessionID: "s", RunID: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := e.rt.LoadRun(t.Context(), "r")
@@ -283,14 +283,14 @@ func TestCompactionTrustsReportedInputSize(t *testing.T) {
 		return in.S, nil
 	}))
 	var step atomic.Int64
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("reported", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("reported", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		if step.Add(1) == 1 {
 			r := modeltest.ToolCalls(modeltest.Call("e1", "echo", `{"s":"hi"}`))
 			r.Usage = model.Usage{Requests: 1, InputTokens: 5000}
 			return r, nil
 		}
 		return modeltest.Text("done"), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{echo}, Compaction: &agent.Compaction{Threshold: 1000, KeepRecent: 1}})))
+	}), &agent.Options{Tools: []tool.Tool{echo}, Compaction: &agent.Compaction{Threshold: 1000, KeepRecent: 1}})))
 	var compacted []*agent.ContextCompactedEvent
 	for ev, err := range a.RunStream(runCtx(t), e.rt, "echo hi", nil) {
 		if err != nil {

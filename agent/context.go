@@ -2,20 +2,21 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"sync/atomic"
 
 	"github.com/calf-go/calf/tool"
 )
 
 // RunContext is what an agent's tools and dynamic instructions see of the
-// run: its dependencies and where it stands. It is a [context.Context]
-// carrying the handler's deadline and cancellation.
-type RunContext[Deps any] struct {
+// run: where it stands and, through a [Deps] handle, its dependencies. It
+// is a [context.Context] carrying the handler's deadline and
+// cancellation.
+type RunContext struct {
 	context.Context
-	// Deps are the run's dependencies: those given by the worker at Serve
-	// (process-local), or else those that travelled with the run.
-	Deps Deps
 	// Agent is the agent's name.
 	Agent string
 	// RunID identifies the run.
@@ -33,11 +34,77 @@ type RunContext[Deps any] struct {
 	rt *Runtime
 	// seq counts the events emitted with EmitEvent.
 	seq *atomic.Int64
+	// deps are the run's dependencies, nil when it has none.
+	deps *runDeps
+}
+
+// runDeps are a run's dependencies as a handler has them: the worker's
+// own (ServeOptions.LocalDeps), or else the JSON that travelled with the
+// run, decoded by [Deps.Of] into the type it asks for.
+type runDeps struct {
+	local *DepsValue
+	raw   json.RawMessage
+}
+
+// Deps is the typed handle of dependencies of type D: the one place that
+// names their type. The code that gives a run its dependencies
+// ([Deps.Value], for [RunOptions.Deps] or [ServeOptions.LocalDeps]) and
+// the tools and instructions that read them ([Deps.Of]) share the handle,
+// so that giving a value of another type does not compile. Its zero value
+// is ready to use; declare one per type of dependencies:
+//
+//	var shopDeps agent.Deps[Shop]
+//
+//	opts := &agent.RunOptions{Deps: shopDeps.Value(Shop{Currency: "EUR"})}
+//	// in a tool made by NewTool:
+//	shop, err := shopDeps.Of(rc)
+type Deps[D any] struct{}
+
+// Value wraps d as a run's dependencies.
+func (Deps[D]) Value(d D) DepsValue { return DepsValue{v: d, set: true} }
+
+// Of returns the run's dependencies: those the serving process gives
+// ([ServeOptions.LocalDeps]), or else those that travelled with the run,
+// decoded from JSON. A run given none has the zero D. The error says that
+// the run's dependencies are not a D (they were given through another
+// handle) or do not decode as one.
+func (Deps[D]) Of(rc RunContext) (D, error) {
+	var d D
+	if rc.deps == nil {
+		return d, nil
+	}
+	if l := rc.deps.local; l != nil {
+		v, ok := l.v.(D)
+		if !ok {
+			return d, fmt.Errorf("agent: the dependencies given by ServeOptions.LocalDeps are a %T, not a %v", l.v, reflect.TypeFor[D]())
+		}
+		return v, nil
+	}
+	if len(rc.deps.raw) == 0 {
+		return d, nil
+	}
+	if err := json.Unmarshal(rc.deps.raw, &d); err != nil {
+		return d, fmt.Errorf("agent: decode the run's dependencies as a %v: %v", reflect.TypeFor[D](), err)
+	}
+	return d, nil
+}
+
+// DepsValue is a value of dependencies made by [Deps.Value]. Its zero
+// value is none.
+type DepsValue struct {
+	v   any
+	set bool
+}
+
+// IsZero reports whether the value holds no dependencies, or the zero
+// value of their type.
+func (v DepsValue) IsZero() bool {
+	return !v.set || v.v == nil || reflect.ValueOf(v.v).IsZero()
 }
 
 // Emit publishes data on channel as an event of this run: it carries the
 // run's correlation id and is caused by the event being handled.
-func (rc RunContext[Deps]) Emit(channel string, data any) error {
+func (rc RunContext) Emit(channel string, data any) error {
 	if rc.rt == nil {
 		return errors.New("agent: run context has no runtime")
 	}
@@ -48,11 +115,10 @@ func (rc RunContext[Deps]) Emit(channel string, data any) error {
 type runContextKey struct{}
 
 // FromContext returns the [RunContext] of the tool call that ctx belongs
-// to. A tool made with [tool.New] uses it to reach the agent's typed
-// dependencies. It reports false outside a tool call of an agent whose
-// dependencies have type Deps.
-func FromContext[Deps any](ctx context.Context) (RunContext[Deps], bool) {
-	rc, ok := ctx.Value(runContextKey{}).(RunContext[Deps])
+// to. A tool made with [tool.New] uses it to reach the run and its
+// dependencies. It reports false outside a tool call of an agent.
+func FromContext(ctx context.Context) (RunContext, bool) {
+	rc, ok := ctx.Value(runContextKey{}).(RunContext)
 	if ok {
 		rc.Context = ctx
 	}
@@ -62,12 +128,12 @@ func FromContext[Deps any](ctx context.Context) (RunContext[Deps], bool) {
 // NewTool returns a typed tool whose function receives the run's
 // [RunContext]. The arguments' JSON Schema is inferred from In, as in
 // [tool.New].
-func NewTool[Deps, In, Out any](name, description string, fn func(rc RunContext[Deps], in In) (Out, error)) (tool.Tool, error) {
+func NewTool[In, Out any](name, description string, fn func(rc RunContext, in In) (Out, error)) (tool.Tool, error) {
 	return tool.New(name, description, func(ctx context.Context, in In) (Out, error) {
-		rc, ok := FromContext[Deps](ctx)
+		rc, ok := FromContext(ctx)
 		if !ok {
 			var zero Out
-			return zero, errors.New("agent: tool called outside an agent run with these dependencies")
+			return zero, errors.New("agent: tool called outside an agent run")
 		}
 		return fn(rc, in)
 	})

@@ -32,13 +32,13 @@ type NoState = struct{}
 // of the same session for the agent's state (see [StepContext.State]).
 // What it changes of the state is applied once; other side effects
 // should be idempotent, keyed by the run id.
-type StepFunc[Deps, State, Out any] func(sc *StepContext[Deps, State], in []model.Message) (Out, error)
+type StepFunc[State, Out any] func(sc *StepContext[State], in []model.Message) (Out, error)
 
 // StepContext is what a custom agent's step sees: the run (its
 // [RunContext], with its deadline and cancellation), and the agent's
 // typed state.
-type StepContext[Deps, State any] struct {
-	RunContext[Deps]
+type StepContext[State any] struct {
+	RunContext
 	// State is the agent's state in the run's session, as the session's
 	// earlier runs left it (the zero State for the first). The step reads
 	// and changes it in place; what it holds when the step returns
@@ -77,8 +77,8 @@ type CustomOptions struct {
 // Its typed State is kept in the state store per session; [Custom.State],
 // [Custom.SetState] and [Custom.ResetState] read, replace and clear it
 // from any process.
-type Custom[Deps, State, Out any] struct {
-	*Agent[Deps, Out]
+type Custom[State, Out any] struct {
+	*Agent[Out]
 }
 
 // KindAgentState is the store kind of custom agents' state: one record per
@@ -89,7 +89,7 @@ const KindAgentState = "agent_state"
 // as [New] does. State is the type of the state it keeps between the runs
 // of a session ([NoState] for none); it must encode to JSON. Out is its
 // output type, as for a model agent.
-func NewCustom[Deps, State, Out any](name string, step StepFunc[Deps, State, Out], opts *CustomOptions) (*Custom[Deps, State, Out], error) {
+func NewCustom[State, Out any](name string, step StepFunc[State, Out], opts *CustomOptions) (*Custom[State, Out], error) {
 	if step == nil {
 		return nil, fmt.Errorf("%w: custom agent %s has no step", ErrInvalidAgent, name)
 	}
@@ -97,7 +97,7 @@ func NewCustom[Deps, State, Out any](name string, step StepFunc[Deps, State, Out
 	if opts != nil {
 		o = *opts
 	}
-	a, err := New[Deps, Out](name, nil, &Options[Deps]{
+	a, err := NewTyped[Out](name, nil, &Options{
 		Description:  o.Description,
 		Timeout:      o.Timeout,
 		StartTimeout: o.StartTimeout,
@@ -115,13 +115,13 @@ func NewCustom[Deps, State, Out any](name string, step StepFunc[Deps, State, Out
 			return nil, fmt.Errorf("%w: custom agent %s: its state does not encode to JSON: %v", ErrInvalidAgent, name, err)
 		}
 	}
-	c := &Custom[Deps, State, Out]{Agent: a}
+	c := &Custom[State, Out]{Agent: a}
 	a.step = c.runStep(step)
 	return c, nil
 }
 
 // MustCustom is like NewCustom but panics on error.
-func MustCustom[Deps, State, Out any](c *Custom[Deps, State, Out], err error) *Custom[Deps, State, Out] {
+func MustCustom[State, Out any](c *Custom[State, Out], err error) *Custom[State, Out] {
 	if err != nil {
 		panic(err)
 	}
@@ -130,8 +130,8 @@ func MustCustom[Deps, State, Out any](c *Custom[Deps, State, Out], err error) *C
 
 // stepCall is one call of a custom agent's step, as the inference handler
 // makes it.
-type stepCall[Deps any] struct {
-	rc       RunContext[Deps]
+type stepCall struct {
+	rc       RunContext
 	messages []model.Message
 	// scope is the id of the agent's state record; key names the run's
 	// step, so that a step applied once is not applied again.
@@ -162,13 +162,13 @@ func (e *stepError) Unwrap() error { return e.err }
 // errApplied stops the store update of a step that was applied already.
 var errApplied = errors.New("agent: step applied")
 
-func (c *Custom[Deps, State, Out]) runStep(step StepFunc[Deps, State, Out]) func(call *stepCall[Deps]) (*stepReply, error) {
+func (c *Custom[State, Out]) runStep(step StepFunc[State, Out]) func(call *stepCall) (*stepReply, error) {
 	stateless := reflect.TypeFor[State]().Size() == 0
-	return func(call *stepCall[Deps]) (*stepReply, error) {
+	return func(call *stepCall) (*stepReply, error) {
 		run := func(s *State) (*stepReply, error) {
 			rc := call.rc
 			rc.seq = newSeq() // a step run again emits the same event ids
-			out, err := step(&StepContext[Deps, State]{RunContext: rc, State: s}, call.messages)
+			out, err := step(&StepContext[State]{RunContext: rc, State: s}, call.messages)
 			if err != nil {
 				if cerr := call.rc.Err(); cerr != nil {
 					return nil, cerr
@@ -243,7 +243,7 @@ func sessionStatePrefix(session string) string {
 // State returns the agent's state in session (the zero State when it has
 // none). A nil rt means [DefaultRuntime], as for Run; so for SetState and
 // ResetState.
-func (c *Custom[Deps, State, Out]) State(ctx context.Context, rt *Runtime, session string) (State, error) {
+func (c *Custom[State, Out]) State(ctx context.Context, rt *Runtime, session string) (State, error) {
 	var s State
 	rec, err := c.stateRecord(ctx, rt, session)
 	if err != nil || rec == nil || len(rec.State) == 0 {
@@ -255,7 +255,7 @@ func (c *Custom[Deps, State, Out]) State(ctx context.Context, rt *Runtime, sessi
 	return s, nil
 }
 
-func (c *Custom[Deps, State, Out]) stateRecord(ctx context.Context, rt *Runtime, session string) (*stateRecord, error) {
+func (c *Custom[State, Out]) stateRecord(ctx context.Context, rt *Runtime, session string) (*stateRecord, error) {
 	if err := checkSession(session); err != nil {
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func (c *Custom[Deps, State, Out]) stateRecord(ctx context.Context, rt *Runtime,
 
 // SetState replaces the agent's state in session with s: the session's
 // next run starts from it.
-func (c *Custom[Deps, State, Out]) SetState(ctx context.Context, rt *Runtime, session string, s State) error {
+func (c *Custom[State, Out]) SetState(ctx context.Context, rt *Runtime, session string, s State) error {
 	if err := checkSession(session); err != nil {
 		return err
 	}
@@ -307,7 +307,7 @@ func (c *Custom[Deps, State, Out]) SetState(ctx context.Context, rt *Runtime, se
 
 // ResetState clears the agent's state in session: the session's next run
 // starts from the zero State.
-func (c *Custom[Deps, State, Out]) ResetState(ctx context.Context, rt *Runtime, session string) error {
+func (c *Custom[State, Out]) ResetState(ctx context.Context, rt *Runtime, session string) error {
 	var zero State
 	return c.SetState(ctx, rt, session, zero)
 }
@@ -345,7 +345,7 @@ const suffixCustom = "custom"
 // meant for a custom agent's step and for tools; its id is deterministic,
 // so a step or call that runs again emits no duplicates on a broker that
 // drops repeated ids, and an observer can drop them by id on others.
-func (rc RunContext[Deps]) EmitEvent(typ string, data any) error {
+func (rc RunContext) EmitEvent(typ string, data any) error {
 	if rc.rt == nil || rc.seq == nil {
 		return errors.New("agent: EmitEvent outside a run's step or tool call")
 	}
@@ -368,12 +368,12 @@ func newSeq() *atomic.Int64 { return new(atomic.Int64) }
 
 // customStep carries out the inference step of a custom agent's run: it
 // calls the step, and records its output as the run's.
-func (h *handlers[Deps, Out]) customStep(ctx context.Context, st *RunState, version int64, rc RunContext[Deps]) error {
+func (h *handlers[Out]) customStep(ctx context.Context, st *RunState, version int64, rc RunContext) error {
 	timeout := h.within(st, h.a.opts.ModelTimeout)
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	rc.Context = sctx
-	reply, err := h.a.step(&stepCall[Deps]{
+	reply, err := h.a.step(&stepCall{
 		rc:       rc,
 		messages: model.CloneMessages(st.view()), // the step's to change
 		scope:    stateScope(h.a.name, st.SessionID, st.RunID),

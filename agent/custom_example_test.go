@@ -17,7 +17,7 @@ func ExampleNewCustom() {
 	type notes struct {
 		Items []string `json:"items"`
 	}
-	keeper := agent.MustCustom(agent.NewCustom("notes", func(sc *agent.StepContext[agent.NoDeps, notes], in []model.Message) (string, error) {
+	keeper := agent.MustCustom(agent.NewCustom("notes", func(sc *agent.StepContext[notes], in []model.Message) (string, error) {
 		prompt := in[len(in)-1].Text()
 		if item, ok := strings.CutPrefix(prompt, "note "); ok {
 			sc.State.Items = append(sc.State.Items, item)
@@ -30,7 +30,7 @@ func ExampleNewCustom() {
 	}, &agent.CustomOptions{Description: "Keeps notes."}))
 
 	ctx := context.Background()
-	session := &agent.RunOptions[agent.NoDeps]{SessionID: "notes-1"}
+	session := &agent.RunOptions{SessionID: "notes-1"}
 	for _, p := range []string{"note buy milk", "note call Ann", "list"} {
 		out, err := keeper.Run(ctx, nil, p, session)
 		if err != nil {

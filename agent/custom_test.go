@@ -32,9 +32,9 @@ type tallyOut struct {
 
 // newCounter is a custom agent with state: each step counts the session's
 // runs, emits an event, and answers with what it saw.
-func newCounter(t *testing.T, e *env, steps *atomic.Int64) *agent.Custom[agent.NoDeps, tally, tallyOut] {
+func newCounter(t *testing.T, e *env, steps *atomic.Int64) *agent.Custom[tally, tallyOut] {
 	t.Helper()
-	c, err := agent.NewCustom("counter", func(sc *agent.StepContext[agent.NoDeps, tally], in []model.Message) (tallyOut, error) {
+	c, err := agent.NewCustom("counter", func(sc *agent.StepContext[tally], in []model.Message) (tallyOut, error) {
 		steps.Add(1)
 		last := in[len(in)-1].Text()
 		if last == "fail" {
@@ -64,7 +64,7 @@ func TestCustomAgentRunStreamAndState(t *testing.T) {
 	var steps atomic.Int64
 	c := newCounter(t, e, &steps)
 	ctx := runCtx(t)
-	sess := &agent.RunOptions[agent.NoDeps]{SessionID: "s1"}
+	sess := &agent.RunOptions{SessionID: "s1"}
 
 	out, err := c.Run(ctx, e.rt, "one", sess)
 	if err != nil {
@@ -111,7 +111,7 @@ func TestCustomAgentRunStreamAndState(t *testing.T) {
 		t.Errorf("State = %+v; want 2 runs, prompts one,two", s)
 	}
 	// Another session, and a run outside any, start from the zero state.
-	other, err := c.Run(ctx, e.rt, "elsewhere", &agent.RunOptions[agent.NoDeps]{SessionID: "s2"})
+	other, err := c.Run(ctx, e.rt, "elsewhere", &agent.RunOptions{SessionID: "s2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestCustomAgentRunStreamAndState(t *testing.T) {
 // output is the text.
 func TestCustomAgentStateless(t *testing.T) {
 	e := newEnv(t, nil)
-	upper := agent.MustCustom(agent.NewCustom("upper", func(sc *agent.StepContext[agent.NoDeps, agent.NoState], in []model.Message) (string, error) {
+	upper := agent.MustCustom(agent.NewCustom("upper", func(sc *agent.StepContext[agent.NoState], in []model.Message) (string, error) {
 		return strings.ToUpper(in[len(in)-1].Text()), nil
 	}, nil))
 	if err := upper.Serve(t.Context(), e.rt, nil); err != nil {
@@ -175,10 +175,10 @@ func TestCustomAgentStateless(t *testing.T) {
 	if err != nil || len(recs) != 0 {
 		t.Errorf("a stateless agent kept %d state records (%v)", len(recs), err)
 	}
-	if _, err := agent.NewCustom[agent.NoDeps, agent.NoState, string]("x", nil, nil); !errors.Is(err, agent.ErrInvalidAgent) {
+	if _, err := agent.NewCustom[agent.NoState, string]("x", nil, nil); !errors.Is(err, agent.ErrInvalidAgent) {
 		t.Errorf("no step: %v; want ErrInvalidAgent", err)
 	}
-	if _, err := agent.NewCustom("x", func(*agent.StepContext[agent.NoDeps, chan int], []model.Message) (string, error) { return "", nil }, nil); !errors.Is(err, agent.ErrInvalidAgent) {
+	if _, err := agent.NewCustom("x", func(*agent.StepContext[chan int], []model.Message) (string, error) { return "", nil }, nil); !errors.Is(err, agent.ErrInvalidAgent) {
 		t.Errorf("a state that does not encode: %v; want ErrInvalidAgent", err)
 	}
 }
@@ -186,7 +186,7 @@ func TestCustomAgentStateless(t *testing.T) {
 // A step that overruns its timeout fails the run with a clear error.
 func TestCustomAgentStepTimeout(t *testing.T) {
 	e := newEnv(t, nil)
-	slow := agent.MustCustom(agent.NewCustom("slow", func(sc *agent.StepContext[agent.NoDeps, agent.NoState], _ []model.Message) (string, error) {
+	slow := agent.MustCustom(agent.NewCustom("slow", func(sc *agent.StepContext[agent.NoState], _ []model.Message) (string, error) {
 		<-sc.Done()
 		return "", sc.Err()
 	}, &agent.CustomOptions{StepTimeout: 50 * time.Millisecond}))
@@ -230,7 +230,7 @@ func TestCustomAgentStepAppliedOnce(t *testing.T) {
 	worker := agent.NewRuntime(e.client, fs, nil)
 	var steps atomic.Int64
 	c := newCounter(t, &env{rt: worker}, &steps)
-	out, err := c.Run(runCtx(t), e.rt, "once", &agent.RunOptions[agent.NoDeps]{SessionID: "s"})
+	out, err := c.Run(runCtx(t), e.rt, "once", &agent.RunOptions{SessionID: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestCustomAgentAsSubagentAndHandoffTarget(t *testing.T) {
 	ask := tool.Must(agent.AsTool(c.Agent, &agent.SubagentOptions{Name: "count"}))
 	var seen []string
 	var mu sync.Mutex
-	parent := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("parent", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	parent := serve(t, e, agent.Must(agent.New("parent", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role == model.RoleTool {
 			mu.Lock()
@@ -265,7 +265,7 @@ func TestCustomAgentAsSubagentAndHandoffTarget(t *testing.T) {
 			return modeltest.Text("counted"), nil
 		}
 		return modeltest.ToolCalls(modeltest.Call("c1", "count", `{"input":"count me"}`)), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{ask}})))
+	}), &agent.Options{Tools: []tool.Tool{ask}})))
 	out, err := parent.Run(runCtx(t), e.rt, "go", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -276,10 +276,10 @@ func TestCustomAgentAsSubagentAndHandoffTarget(t *testing.T) {
 
 	// Handoff: the triage agent's conversation goes to the counter.
 	transfer := tool.Must(agent.Handoff(c.Agent, nil))
-	triage := serve(t, e, agent.Must(agent.New[agent.NoDeps, tallyOut]("triage", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	triage := serve(t, e, agent.Must(agent.NewTyped[tallyOut]("triage", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.ToolCalls(modeltest.Call("h1", transfer.Definition().Name, `{}`)), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{transfer}})))
-	hout, err := triage.Run(runCtx(t), e.rt, "please count", &agent.RunOptions[agent.NoDeps]{RunID: "h"})
+	}), &agent.Options{Tools: []tool.Tool{transfer}})))
+	hout, err := triage.Run(runCtx(t), e.rt, "please count", &agent.RunOptions{RunID: "h"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestCustomAgentAsSubagentAndHandoffTarget(t *testing.T) {
 // id.
 func TestToolEmitEventInRunStream(t *testing.T) {
 	e := newEnv(t, nil)
-	progress, err := agent.NewTool("work", "Works.", func(rc agent.RunContext[agent.NoDeps], in struct{}) (string, error) {
+	progress, err := agent.NewTool("work", "Works.", func(rc agent.RunContext, in struct{}) (string, error) {
 		for i := range 2 {
 			if err := rc.EmitEvent("progress", i); err != nil {
 				return "", err
@@ -304,14 +304,14 @@ func TestToolEmitEventInRunStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("worker", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("worker", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		if req.Messages[len(req.Messages)-1].Role == model.RoleTool {
 			return modeltest.Text("ok"), nil
 		}
 		return modeltest.ToolCalls(modeltest.Call("w1", "work", `{}`)), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{progress}})))
+	}), &agent.Options{Tools: []tool.Tool{progress}})))
 	var got []string
-	for ev, err := range a.RunStream(runCtx(t), e.rt, "go", &agent.RunOptions[agent.NoDeps]{RunID: "t"}) {
+	for ev, err := range a.RunStream(runCtx(t), e.rt, "go", &agent.RunOptions{RunID: "t"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +329,7 @@ func TestToolEmitEventInRunStream(t *testing.T) {
 		t.Errorf("stream:\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
 	// Outside a run there is nothing to emit on.
-	if err := (agent.RunContext[agent.NoDeps]{}).EmitEvent("x", 1); err == nil {
+	if err := (agent.RunContext{}).EmitEvent("x", 1); err == nil {
 		t.Error("EmitEvent outside a run: no error")
 	}
 }
@@ -343,7 +343,7 @@ func TestCustomAgentStateForkAndDelete(t *testing.T) {
 	c := newCounter(t, e, &steps)
 	ctx := runCtx(t)
 	for _, p := range []string{"a", "b"} {
-		if _, err := c.Run(ctx, e.rt, p, &agent.RunOptions[agent.NoDeps]{SessionID: "src"}); err != nil {
+		if _, err := c.Run(ctx, e.rt, p, &agent.RunOptions{SessionID: "src"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -353,11 +353,11 @@ func TestCustomAgentStateForkAndDelete(t *testing.T) {
 	if _, err := e.rt.ForkSession(ctx, "src", &agent.ForkOptions{ID: "early", At: 2}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.Run(ctx, e.rt, "c", &agent.RunOptions[agent.NoDeps]{SessionID: "end"})
+	out, err := c.Run(ctx, e.rt, "c", &agent.RunOptions{SessionID: "end"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	early, err := c.Run(ctx, e.rt, "c", &agent.RunOptions[agent.NoDeps]{SessionID: "early"})
+	early, err := c.Run(ctx, e.rt, "c", &agent.RunOptions{SessionID: "early"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,20 +94,53 @@
 // comes back as the call's result. docs/multi-agent.md compares them with
 // teams and workflows.
 //
+// # Types and options
+//
+// Type parameters appear only at the typed edges, as in [tool.New]: an
+// agent's output type ([Agent] is Agent[Out]), a tool's arguments and
+// result ([NewTool]), a custom agent's state ([NewCustom]) and the type of
+// a run's dependencies ([Deps]). [Options], [RunOptions] and
+// [ServeOptions] are plain structs where nil means the defaults, so an
+// agent that answers in text and needs no dependencies is written without
+// a type argument:
+//
+//	a, err := agent.New("geographer", m, &agent.Options{Instructions: "Answer briefly."})
+//	out, err := a.Run(ctx, nil, "What is the capital of France?", nil)
+//
+// and one with a structured output names its type once:
+//
+//	r, err := agent.NewTyped[Report]("reporter", m, nil)
+//	out, err := r.Run(ctx, nil, "Report on ...", nil) // out.Output is a Report
+//
 // # Dependencies
 //
-// Deps reach tools and dynamic instructions through [RunContext]. Values
-// that can be serialized travel with the run ([RunOptions.Deps]);
-// process-local values (a database handle, a client with credentials) are
-// given by each worker at registration ([ServeOptions.LocalDeps]). A run
-// whose RunOptions leave Deps unset carries none, so an agent whose Deps
-// hold funcs or channels runs with nil options on LocalDeps.
+// Dependencies reach tools and dynamic instructions through the run's
+// [RunContext], read with a [Deps] handle: a zero-size value of type
+// Deps[D] that names D once for the code that gives a run its
+// dependencies ([Deps.Value]) and the code that reads them ([Deps.Of]),
+// so that giving a value of another type is a compile-time error:
+//
+//	var shop agent.Deps[Shop]
+//	opts := &agent.RunOptions{Deps: shop.Value(Shop{Currency: "EUR"})}
+//	// in a tool made by NewTool, or in Options.InstructionsFunc:
+//	s, err := shop.Of(rc)
+//
+// The dependencies are not part of the agent's type: a run carries them,
+// and an agent (or a handoff chain of agents, or a team) needs no type
+// parameter for them. Values that can be serialized travel with the run,
+// as JSON in its input event and its record ([RunOptions.Deps]), and are
+// decoded into D when a tool reads them; process-local values (a database
+// handle, a client with credentials) are given by each worker at
+// registration ([ServeOptions.LocalDeps]) and read as they are. A run
+// whose RunOptions leave Deps unset carries none, so an agent whose
+// dependencies hold funcs or channels runs with nil options on LocalDeps.
+// A handle of another type than the one the dependencies were given with
+// reads an error, not a zero value.
 //
 // # Run options
 //
 // A nil *RunOptions means a new run outside any session;
-// [Agent.InSession] makes the options of a run that continues a session
-// without naming the Deps type.
+// [Agent.InSession] makes the options of a run that continues a session.
 //
 // # Structured output
 //

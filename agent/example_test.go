@@ -31,7 +31,7 @@ func Example() {
 		modeltest.ToolCalls(modeltest.Call("c1", "add", `{"a":2,"b":3}`)),
 		modeltest.Text("2 + 3 = 5"),
 	)
-	calc := agent.Must(agent.New[agent.NoDeps, string]("calculator", m, &agent.Options[agent.NoDeps]{
+	calc := agent.Must(agent.New("calculator", m, &agent.Options{
 		Instructions: "Use the add tool.",
 		Tools:        []tool.Tool{add},
 	}))
@@ -58,7 +58,7 @@ func ExampleAgent_RunStream() {
 	rt := agent.NewRuntime(calf.NewClient(b, nil), storemem.New(), nil)
 
 	m := modeltest.NewTestModel(modeltest.Text("Hello there"))
-	greeter := agent.Must(agent.New[agent.NoDeps, string]("greeter", m, nil))
+	greeter := agent.Must(agent.New("greeter", m, nil))
 	if err := greeter.Serve(ctx, rt, nil); err != nil {
 		panic(err)
 	}
@@ -90,7 +90,7 @@ func ExampleAgent_Run_structured() {
 		Country string `json:"country"`
 	}
 	m := modeltest.NewTestModel(modeltest.Text(`{"name":"Lyon","country":"France"}`))
-	geo := agent.Must(agent.New[agent.NoDeps, city]("geo", m, nil))
+	geo := agent.Must(agent.NewTyped[city]("geo", m, nil))
 	if err := geo.Serve(ctx, rt, nil); err != nil {
 		panic(err)
 	}
@@ -118,7 +118,7 @@ func ExampleAgent_InSession() {
 		}
 		return modeltest.Text(fmt.Sprintf("I have seen %d messages from you.", n)), nil
 	})
-	chat := agent.Must(agent.New[agent.NoDeps, string]("chat", m, nil))
+	chat := agent.Must(agent.New("chat", m, nil))
 	if err := chat.Serve(ctx, rt, nil); err != nil {
 		panic(err)
 	}

@@ -139,7 +139,7 @@ func checkAll(ctx context.Context, gs []*Guardrail, in GuardrailInput) *Guardrai
 }
 
 // guardrailInput returns the input of the run's guardrails at stage.
-func (h *handlers[Deps, Out]) guardrailInput(st *RunState, stage GuardrailStage, text string) GuardrailInput {
+func (h *handlers[Out]) guardrailInput(st *RunState, stage GuardrailStage, text string) GuardrailInput {
 	return GuardrailInput{Stage: stage, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Text: text, Messages: model.CloneMessages(st.Messages), rt: h.rt}
 }
 
@@ -154,7 +154,7 @@ func lastUserText(msgs []model.Message) string {
 }
 
 // trip ends the run at step as failed by a guardrail and emits its output.
-func (h *handlers[Deps, Out]) trip(ctx context.Context, id string, step int, t *GuardrailTrip) error {
+func (h *handlers[Out]) trip(ctx context.Context, id string, step int, t *GuardrailTrip) error {
 	st, err := h.update(ctx, id, func(st *RunState) (bool, error) {
 		if st.Status.Terminal() || st.Step != step || st.Phase != PhaseInference {
 			return false, nil
@@ -185,12 +185,12 @@ type GuardrailVerdict struct {
 // "{run}/guardrail-{name}-{stage}", so that a check made again after a
 // crash reuses its answer), carried out by any process that serves judge,
 // while the checking handler waits for it.
-func JudgeGuardrail(name string, judge *Agent[NoDeps, GuardrailVerdict], parallel bool) Guardrail {
+func JudgeGuardrail(name string, judge *Agent[GuardrailVerdict], parallel bool) Guardrail {
 	return Guardrail{Name: name, Parallel: parallel, Func: func(ctx context.Context, in GuardrailInput) (GuardrailResult, error) {
 		if in.rt == nil {
 			return GuardrailResult{}, errors.New("no runtime to run the judge on")
 		}
-		out, err := judge.Run(ctx, in.rt, in.Text, &RunOptions[NoDeps]{RunID: in.RunID + "/guardrail-" + name + "-" + string(in.Stage)})
+		out, err := judge.Run(ctx, in.rt, in.Text, &RunOptions{RunID: in.RunID + "/guardrail-" + name + "-" + string(in.Stage)})
 		if err != nil {
 			return GuardrailResult{}, fmt.Errorf("the judge %s: %w", judge.Name(), err)
 		}

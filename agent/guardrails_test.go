@@ -15,10 +15,10 @@ import (
 
 // guarded serves an agent that answers "the answer" with the guardrails
 // given, and counts its model calls.
-func guarded(t *testing.T, e *env, answer string, opts agent.Options[agent.NoDeps]) (*agent.Agent[agent.NoDeps, string], *atomic.Int64) {
+func guarded(t *testing.T, e *env, answer string, opts agent.Options) (*agent.Agent[string], *atomic.Int64) {
 	t.Helper()
 	var calls atomic.Int64
-	a := agent.Must(agent.New[agent.NoDeps, string]("assistant", counted(&calls, func(context.Context, *model.Request) (*model.Response, error) {
+	a := agent.Must(agent.New("assistant", counted(&calls, func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.Text(answer), nil
 	}), &opts))
 	return serve(t, e, a), &calls
@@ -47,11 +47,11 @@ func tripped(t *testing.T, err error, name string, stage agent.GuardrailStage) {
 
 func TestInputGuardrail(t *testing.T) {
 	e := newEnv(t, nil)
-	a, calls := guarded(t, e, "sure", agent.Options[agent.NoDeps]{
+	a, calls := guarded(t, e, "sure", agent.Options{
 		InputGuardrails: []agent.Guardrail{{Name: "no-passwords", Func: containsGuardrail("password")}},
 	})
 	// A tripped input guardrail stops the run before any model call.
-	_, err := a.Run(runCtx(t), e.rt, "what is the admin password?", &agent.RunOptions[agent.NoDeps]{RunID: "g1"})
+	_, err := a.Run(runCtx(t), e.rt, "what is the admin password?", &agent.RunOptions{RunID: "g1"})
 	tripped(t, err, "no-passwords", agent.GuardrailOnInput)
 	if n := calls.Load(); n != 0 {
 		t.Errorf("the model was called %d times", n)
@@ -69,7 +69,7 @@ func TestInputGuardrail(t *testing.T) {
 
 func TestOutputGuardrail(t *testing.T) {
 	e := newEnv(t, nil)
-	a, calls := guarded(t, e, "the password is hunter2", agent.Options[agent.NoDeps]{
+	a, calls := guarded(t, e, "the password is hunter2", agent.Options{
 		OutputGuardrails: []agent.Guardrail{{Name: "no-leaks", Func: containsGuardrail("hunter2")}},
 	})
 	var output *agent.OutputEvent
@@ -109,10 +109,10 @@ func TestParallelInputGuardrail(t *testing.T) {
 	}
 	e := newEnv(t, nil)
 	var calls atomic.Int64
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("assistant", counted(&calls, func(context.Context, *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("assistant", counted(&calls, func(context.Context, *model.Request) (*model.Response, error) {
 		started <- struct{}{}
 		return modeltest.Text("fine"), nil
-	}), &agent.Options[agent.NoDeps]{
+	}), &agent.Options{
 		InputGuardrails: []agent.Guardrail{{Name: "topic", Func: check, Parallel: true, Timeout: 5 * time.Second}},
 	})))
 	out, err := a.Run(runCtx(t), e.rt, "hello", nil)
@@ -149,7 +149,7 @@ func TestFailingGuardrailsTrip(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, nil)
-			a, calls := guarded(t, e, "ok", agent.Options[agent.NoDeps]{InputGuardrails: []agent.Guardrail{tt.g}})
+			a, calls := guarded(t, e, "ok", agent.Options{InputGuardrails: []agent.Guardrail{tt.g}})
 			_, err := a.Run(runCtx(t), e.rt, "hi", nil)
 			tripped(t, err, "g", agent.GuardrailOnInput)
 			if !strings.Contains(err.Error(), tt.want) || calls.Load() != 0 {
@@ -163,16 +163,16 @@ func TestFailingGuardrailsTrip(t *testing.T) {
 func TestJudgeGuardrail(t *testing.T) {
 	e := newEnv(t, nil)
 	var judged atomic.Int64
-	judge := serve(t, e, agent.Must(agent.New[agent.NoDeps, agent.GuardrailVerdict]("judge", counted(&judged, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	judge := serve(t, e, agent.Must(agent.NewTyped[agent.GuardrailVerdict]("judge", counted(&judged, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		if strings.Contains(req.Messages[len(req.Messages)-1].Text(), "insult") {
 			return modeltest.Text(`{"tripped": true, "reason": "the text is rude"}`), nil
 		}
 		return modeltest.Text(`{"tripped": false, "reason": "fine"}`), nil
-	}), &agent.Options[agent.NoDeps]{Instructions: "Say whether the text is rude."})))
-	a, calls := guarded(t, e, "hello", agent.Options[agent.NoDeps]{
+	}), &agent.Options{Instructions: "Say whether the text is rude."})))
+	a, calls := guarded(t, e, "hello", agent.Options{
 		InputGuardrails: []agent.Guardrail{agent.JudgeGuardrail("politeness", judge, false)},
 	})
-	_, err := a.Run(runCtx(t), e.rt, "an insult", &agent.RunOptions[agent.NoDeps]{RunID: "j1"})
+	_, err := a.Run(runCtx(t), e.rt, "an insult", &agent.RunOptions{RunID: "j1"})
 	tripped(t, err, "politeness", agent.GuardrailOnInput)
 	if !strings.Contains(err.Error(), "the text is rude") || calls.Load() != 0 {
 		t.Errorf("error %v, %d model calls", err, calls.Load())
@@ -190,12 +190,12 @@ func TestInvalidGuardrails(t *testing.T) {
 	ok := func(context.Context, agent.GuardrailInput) (agent.GuardrailResult, error) {
 		return agent.GuardrailResult{}, nil
 	}
-	for _, o := range []agent.Options[agent.NoDeps]{
+	for _, o := range []agent.Options{
 		{InputGuardrails: []agent.Guardrail{{Func: ok}}},
 		{InputGuardrails: []agent.Guardrail{{Name: "x"}}},
 		{OutputGuardrails: []agent.Guardrail{{Name: "x", Func: ok, Parallel: true}}},
 	} {
-		if _, err := agent.New[agent.NoDeps, string]("a", modeltest.NewTestModel(), &o); !errors.Is(err, agent.ErrInvalidAgent) {
+		if _, err := agent.New("a", modeltest.NewTestModel(), &o); !errors.Is(err, agent.ErrInvalidAgent) {
 			t.Errorf("%+v: %v", o, err)
 		}
 	}

@@ -21,12 +21,13 @@ import (
 
 // ServeOptions configures [Agent.Serve]. A nil *ServeOptions means the
 // defaults.
-type ServeOptions[Deps any] struct {
+type ServeOptions struct {
 	// LocalDeps, when set, provides the dependencies of every run handled
-	// by this process, in place of any that travelled with the run. Use it
-	// for what cannot be serialized: database handles, HTTP clients,
-	// credentials that must not be written to the broker or the store.
-	LocalDeps func() Deps
+	// by this process, in place of any that travelled with the run: a
+	// value made by [Deps.Value]. Use it for what cannot be serialized:
+	// database handles, HTTP clients, credentials that must not be written
+	// to the broker or the store.
+	LocalDeps func() DepsValue
 	// Concurrency bounds how many runs (and tool calls) each handler works
 	// on at once. Zero means the broker's default.
 	Concurrency int
@@ -43,7 +44,7 @@ type ServeOptions[Deps any] struct {
 // agent's tools are fixed from then on: [Agent.AddTool] refuses. A nil rt
 // means [DefaultRuntime], on which Run, RunStream and Submit given a nil
 // runtime then do not serve the agent again.
-func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOptions[Deps]) error {
+func (a *Agent[Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOptions) error {
 	if rt == nil {
 		rt = DefaultRuntime()
 	}
@@ -57,8 +58,8 @@ func (a *Agent[Deps, Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOp
 }
 
 // serve is Serve on rt, which is not nil.
-func (a *Agent[Deps, Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions[Deps]) error {
-	h := &handlers[Deps, Out]{a: a, rt: rt, unsaved: newUnsavedResults()}
+func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions) error {
+	h := &handlers[Out]{a: a, rt: rt, unsaved: newUnsavedResults()}
 	if opts != nil {
 		h.opts = *opts
 	}
@@ -139,10 +140,10 @@ func (a *Agent[Deps, Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOp
 	return nil
 }
 
-type handlers[Deps, Out any] struct {
-	a    *Agent[Deps, Out]
+type handlers[Out any] struct {
+	a    *Agent[Out]
 	rt   *Runtime
-	opts ServeOptions[Deps]
+	opts ServeOptions
 	// unsaved holds the results of executed tool calls whose recording
 	// failed, for their redelivery.
 	unsaved *unsavedResults
@@ -158,7 +159,7 @@ func runID(msg *calf.Message) (string, error) {
 
 // load reads a run's state and its version. A missing or corrupt run is
 // permanent: state is saved before any event that refers to it is emitted.
-func (h *handlers[Deps, Out]) load(ctx context.Context, id string) (*RunState, int64, error) {
+func (h *handlers[Out]) load(ctx context.Context, id string) (*RunState, int64, error) {
 	rec, err := h.rt.store.Get(ctx, store.KindRun, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, 0, calf.Permanent(fmt.Errorf("agent: load run %s: %w", id, err))
@@ -181,7 +182,7 @@ func (h *handlers[Deps, Out]) load(ctx context.Context, id string) (*RunState, i
 // over since by a cancel or a pause, makes the write of the model's answer
 // conflict, and that answer is then dropped, as it is when the cancel
 // comes during the call); otherwise, the store is read.
-func (h *handlers[Deps, Out]) loadStep(ctx context.Context, id string, step int) (*RunState, int64, error) {
+func (h *handlers[Out]) loadStep(ctx context.Context, id string, step int) (*RunState, int64, error) {
 	if h.rt.local {
 		st, version, ok, err := h.rt.cached(ctx, id)
 		if err != nil {
@@ -201,7 +202,7 @@ func (h *handlers[Deps, Out]) loadStep(ctx context.Context, id string, step int)
 // run (a run that waited for a tool call, say, goes on waiting for it
 // until the call is answered, or the run ends, which a write at the
 // cached version would find), and calls load where it is not.
-func (h *handlers[Deps, Out]) loadLatest(ctx context.Context, id string) (st *RunState, cached bool, err error) {
+func (h *handlers[Out]) loadLatest(ctx context.Context, id string) (st *RunState, cached bool, err error) {
 	if st, _, ok, err := h.rt.cached(ctx, id); ok || err != nil {
 		return st, ok, err
 	}
@@ -215,12 +216,12 @@ func (h *handlers[Deps, Out]) loadLatest(ctx context.Context, id string) (st *Ru
 // applied to the cached state, which is written at its version without
 // reading the run; fn is applied again to the stored state if that write
 // conflicts or fn changes nothing in the cached one.
-func (h *handlers[Deps, Out]) update(ctx context.Context, id string, fn func(st *RunState) (changed bool, err error)) (*RunState, error) {
+func (h *handlers[Out]) update(ctx context.Context, id string, fn func(st *RunState) (changed bool, err error)) (*RunState, error) {
 	return h.updateRun(ctx, id, true, fn)
 }
 
 // updateRun is update, which uses the cached state only if cache is true.
-func (h *handlers[Deps, Out]) updateRun(ctx context.Context, id string, cache bool, fn func(st *RunState) (changed bool, err error)) (*RunState, error) {
+func (h *handlers[Out]) updateRun(ctx context.Context, id string, cache bool, fn func(st *RunState) (changed bool, err error)) (*RunState, error) {
 	var out *RunState
 	var wrote bool
 	apply := func(data []byte, exists bool) ([]byte, error) {
@@ -266,7 +267,7 @@ func (h *handlers[Deps, Out]) updateRun(ctx context.Context, id string, cache bo
 // it applies fn to st and writes it without reading the run again, and only
 // on a conflict (another delivery wrote meanwhile) falls back to update.
 // fn may be applied to st even when the write then conflicts.
-func (h *handlers[Deps, Out]) updateFrom(ctx context.Context, st *RunState, version int64, fn func(st *RunState) (changed bool, err error)) (*RunState, error) {
+func (h *handlers[Out]) updateFrom(ctx context.Context, st *RunState, version int64, fn func(st *RunState) (changed bool, err error)) (*RunState, error) {
 	changed, err := fn(st)
 	if err != nil || !changed {
 		return st, err
@@ -289,14 +290,14 @@ func (h *handlers[Deps, Out]) updateFrom(ctx context.Context, st *RunState, vers
 	return st, nil
 }
 
-func (h *handlers[Deps, Out]) emit(ctx context.Context, channel string, data any, id, key string) error {
+func (h *handlers[Out]) emit(ctx context.Context, channel string, data any, id, key string) error {
 	_, err := h.rt.client.Emit(ctx, channel, data, calf.WithID(id), calf.WithKey(key))
 	return err
 }
 
 // onInput creates the run's state from the input and the session's history,
 // then asks for the first model call.
-func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) error {
+func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 	id, err := runID(msg)
 	if err != nil {
 		return err
@@ -421,7 +422,7 @@ func (h *handlers[Deps, Out]) onInput(ctx context.Context, msg *calf.Message) er
 // emits what follows: tool calls, a repair step, or the output. A
 // redelivered inference whose response is recorded re-emits what follows
 // without calling the model again.
-func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message) error {
+func (h *handlers[Out]) onInference(ctx context.Context, msg *calf.Message) error {
 	id, err := runID(msg)
 	if err != nil {
 		return err
@@ -456,11 +457,7 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 	if !st.Deadline.IsZero() && !h.rt.now().Before(st.Deadline) {
 		return h.fail(ctx, id, fmt.Sprintf("timed out: the run's deadline (%s) passed before step %d", st.Deadline.Format(time.RFC3339), st.Step))
 	}
-	deps, err := h.deps(st)
-	if err != nil {
-		return h.fail(ctx, id, err.Error())
-	}
-	rc := RunContext[Deps]{Context: ctx, Deps: deps, Agent: h.a.name, RunID: id, SessionID: st.SessionID, Step: st.Step, rt: h.rt}
+	rc := RunContext{Context: ctx, deps: h.deps(st), Agent: h.a.name, RunID: id, SessionID: st.SessionID, Step: st.Step, rt: h.rt}
 	if h.a.step != nil {
 		return h.customStep(ctx, st, version, rc)
 	}
@@ -566,21 +563,21 @@ func (h *handlers[Deps, Out]) onInference(ctx context.Context, msg *calf.Message
 	return h.next(ctx, st)
 }
 
-func (h *handlers[Deps, Out]) deps(st *RunState) (Deps, error) {
-	var d Deps
+// deps returns the dependencies of st's run for its RunContext: the
+// worker's LocalDeps, or the JSON that travelled with the run, which
+// [Deps.Of] decodes; nil when there are none.
+func (h *handlers[Out]) deps(st *RunState) *runDeps {
 	if h.opts.LocalDeps != nil {
-		return h.opts.LocalDeps(), nil
+		v := h.opts.LocalDeps()
+		return &runDeps{local: &v}
 	}
 	if len(st.Deps) == 0 {
-		return d, nil
+		return nil
 	}
-	if err := json.Unmarshal(st.Deps, &d); err != nil {
-		return d, fmt.Errorf("agent: decode the run's dependencies: %v", err)
-	}
-	return d, nil
+	return &runDeps{raw: st.Deps}
 }
 
-func (h *handlers[Deps, Out]) request(rc RunContext[Deps], st *RunState) *model.Request {
+func (h *handlers[Out]) request(rc RunContext, st *RunState) *model.Request {
 	o := &h.a.opts
 	req := &model.Request{
 		Tools:       h.a.toolDefinitions(rc, h.rt.log, h.permissions(st)),
@@ -613,7 +610,7 @@ func (h *handlers[Deps, Out]) request(rc RunContext[Deps], st *RunState) *model.
 // and the number of deltas emitted.
 // tracedModelCall is callModel in a chat span, when the runtime records
 // telemetry.
-func (h *handlers[Deps, Out]) tracedModelCall(ctx context.Context, st *RunState, req *model.Request) (*model.Response, int, error) {
+func (h *handlers[Out]) tracedModelCall(ctx context.Context, st *RunState, req *model.Request) (*model.Response, int, error) {
 	if h.rt.tel == nil || h.a.model == nil {
 		return h.callModel(ctx, st, req)
 	}
@@ -626,7 +623,7 @@ func (h *handlers[Deps, Out]) tracedModelCall(ctx context.Context, st *RunState,
 	return resp, deltas, err
 }
 
-func (h *handlers[Deps, Out]) callModel(ctx context.Context, st *RunState, req *model.Request) (*model.Response, int, error) {
+func (h *handlers[Out]) callModel(ctx context.Context, st *RunState, req *model.Request) (*model.Response, int, error) {
 	if h.a.model == nil {
 		return nil, 0, fmt.Errorf("agent %s: %w", h.a.name, model.ErrNoModel)
 	}
@@ -672,7 +669,7 @@ func (h *handlers[Deps, Out]) callModel(ctx context.Context, st *RunState, req *
 
 // record applies a model response, for which deltas stream deltas were
 // emitted, to the run's state.
-func (h *handlers[Deps, Out]) record(st *RunState, resp *model.Response, deltas int) {
+func (h *handlers[Out]) record(st *RunState, resp *model.Response, deltas int) {
 	st.Deltas = deltas
 	u := resp.Usage
 	if u.Requests == 0 {
@@ -730,7 +727,7 @@ func (h *handlers[Deps, Out]) record(st *RunState, resp *model.Response, deltas 
 
 // next emits what the recorded state calls for. It is safe to call again
 // for the same state: every event has a deterministic id.
-func (h *handlers[Deps, Out]) next(ctx context.Context, st *RunState) error {
+func (h *handlers[Out]) next(ctx context.Context, st *RunState) error {
 	switch {
 	case st.Status.Terminal():
 		return h.finish(ctx, st)
@@ -771,13 +768,13 @@ func undispatched(step int, p PendingCall, err error) ToolResultEvent {
 	return ev
 }
 
-func (h *handlers[Deps, Out]) emitResult(ctx context.Context, run string, ev ToolResultEvent) error {
+func (h *handlers[Out]) emitResult(ctx context.Context, run string, ev ToolResultEvent) error {
 	return h.emit(ctx, ToolResultChannel(h.a.name), ev, toolResultID(run, ev.Step, ev.ToolCallID), run)
 }
 
 // fail marks the run failed (unless it has ended already) and emits its
 // output.
-func (h *handlers[Deps, Out]) fail(ctx context.Context, id, reason string) error {
+func (h *handlers[Out]) fail(ctx context.Context, id, reason string) error {
 	st, err := h.update(ctx, id, func(st *RunState) (bool, error) {
 		if st.Status.Terminal() {
 			return false, nil
@@ -795,7 +792,7 @@ func (h *handlers[Deps, Out]) fail(ctx context.Context, id, reason string) error
 // session, the session_start hooks, on the prompt of a run that starts,
 // and publishes their decisions. It returns why the prompt was refused,
 // if it was.
-func (h *handlers[Deps, Out]) promptHooks(ctx context.Context, msg *calf.Message, id string, in *InputEvent) (refused string, err error) {
+func (h *handlers[Out]) promptHooks(ctx context.Context, msg *calf.Message, id string, in *InputEvent) (refused string, err error) {
 	md := calf.Metadata{CorrelationID: cmp.Or(msg.Metadata.CorrelationID, id), RunID: id, SessionID: msg.Metadata.SessionID}
 	hin := HookInput{Event: HookUserPromptSubmit, Agent: h.a.name, RunID: id, SessionID: md.SessionID, Prompt: in.Content}
 	for _, event := range []HookEvent{HookUserPromptSubmit, HookSessionStart} {
@@ -829,7 +826,7 @@ func (h *handlers[Deps, Out]) promptHooks(ctx context.Context, msg *calf.Message
 // finish appends a completed (or handed-off) run to its session and emits
 // its output; a run that handed off then emits the input of the run that
 // continues it.
-func (h *handlers[Deps, Out]) finish(ctx context.Context, st *RunState) error {
+func (h *handlers[Out]) finish(ctx context.Context, st *RunState) error {
 	if h.a.hasHooks(HookStop) && st.Agent == h.a.name {
 		in := h.endInput(st)
 		if err := h.endHooks(ctx, st, HookStop, in); err != nil {
@@ -859,7 +856,7 @@ func (h *handlers[Deps, Out]) finish(ctx context.Context, st *RunState) error {
 }
 
 // endInput is the input of the stop hooks of the run st, which ended.
-func (h *handlers[Deps, Out]) endInput(st *RunState) HookInput {
+func (h *handlers[Out]) endInput(st *RunState) HookInput {
 	in := HookInput{Event: HookStop, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Status: st.Status, Error: st.Error}
 	in.Output = outputText(st.Output)
 	return in
@@ -881,7 +878,7 @@ func outputText(out json.RawMessage) string {
 // endHooks runs the hooks that are told a run ended (stop, session_end)
 // and publishes their decisions. A hook's failure is logged: it cannot
 // change the outcome.
-func (h *handlers[Deps, Out]) endHooks(ctx context.Context, st *RunState, event HookEvent, in HookInput) error {
+func (h *handlers[Out]) endHooks(ctx context.Context, st *RunState, event HookEvent, in HookInput) error {
 	o := h.a.runHooks(ctx, event, in)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -931,7 +928,7 @@ func (rt *Runtime) emitOutput(ctx context.Context, st *RunState) error {
 
 // onToolCall executes one tool call and emits its result. A call whose
 // result is recorded is not executed again: the recorded result is emitted.
-func (h *handlers[Deps, Out]) onToolCall(ctx context.Context, msg *calf.Message) error {
+func (h *handlers[Out]) onToolCall(ctx context.Context, msg *calf.Message) error {
 	id, err := runID(msg)
 	if err != nil {
 		return err
@@ -946,7 +943,7 @@ func (h *handlers[Deps, Out]) onToolCall(ctx context.Context, msg *calf.Message)
 // toolCall executes the call ev of run id, carried by msg, unless its
 // result is recorded, the run no longer waits for it, or it waits for
 // approval.
-func (h *handlers[Deps, Out]) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) error {
+func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) error {
 	key := id + "/" + ev.ToolCallID
 	// On a local broker, a run this process created has the results this
 	// process recorded, and no others: the store need not be asked. Such
@@ -1082,7 +1079,7 @@ func (h *handlers[Deps, Out]) toolCall(ctx context.Context, msg *calf.Message, i
 // result the run holds for the call (res, or one an earlier delivery
 // recorded) and done true, or done false when the run no longer waits
 // for the call and nothing was written.
-func (h *handlers[Deps, Out]) recordInRun(ctx context.Context, id string, res ToolResultEvent) (recorded ToolResultEvent, done bool, err error) {
+func (h *handlers[Out]) recordInRun(ctx context.Context, id string, res ToolResultEvent) (recorded ToolResultEvent, done bool, err error) {
 	apply := h.applyResult(res)
 	_, err = h.update(ctx, id, func(st *RunState) (bool, error) {
 		recorded, done = res, false
@@ -1120,7 +1117,7 @@ func (s *RunState) resultFor(step int, id string) (ToolResultEvent, bool) {
 	return ToolResultEvent{}, false
 }
 
-func (h *handlers[Deps, Out]) emitRecorded(ctx context.Context, run string, data []byte) error {
+func (h *handlers[Out]) emitRecorded(ctx context.Context, run string, data []byte) error {
 	var ev ToolResultEvent
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return calf.Permanent(fmt.Errorf("%w: tool result: %v", ErrCorruptState, err))
@@ -1133,7 +1130,7 @@ func (h *handlers[Deps, Out]) emitRecorded(ctx context.Context, run string, data
 // timeout the run goes on, even when the tool ignores its context: the
 // call is left to finish on its own, and what it returns then is dropped
 // (counted by [Runtime.LateToolResults] and logged), never recorded.
-func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev ToolCallEvent, approved *Approval) (res ToolResultEvent, waiting bool, err error) {
+func (h *handlers[Out]) execute(ctx context.Context, st *RunState, ev ToolCallEvent, approved *Approval) (res ToolResultEvent, waiting bool, err error) {
 	t, _, ok := h.a.lookup(ctx, ev.ToolName)
 	perms := h.permissions(st)
 	if !ok || (len(h.a.opts.Hooks) == 0 && perms == nil) || !json.Valid([]byte(ev.Arguments)) {
@@ -1219,7 +1216,7 @@ func (h *handlers[Deps, Out]) execute(ctx context.Context, st *RunState, ev Tool
 
 // requestApproval records the approval request of ev, unless a delivery
 // before this one did, and publishes it.
-func (h *handlers[Deps, Out]) requestApproval(ctx context.Context, st *RunState, ev ToolCallEvent, kind tool.Kind, why string, records []HookRecord) error {
+func (h *handlers[Out]) requestApproval(ctx context.Context, st *RunState, ev ToolCallEvent, kind tool.Kind, why string, records []HookRecord) error {
 	a := &Approval{
 		ID: ApprovalID(st.RunID, ev.ToolCallID), Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, CorrelationID: st.correlationID(), Root: st.Root,
 		Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, ToolKind: kind,
@@ -1248,7 +1245,7 @@ func (h *handlers[Deps, Out]) requestApproval(ctx context.Context, st *RunState,
 
 // onApproval carries out an answered approval request: the call runs with
 // the approved arguments, or the model is told it was denied.
-func (h *handlers[Deps, Out]) onApproval(ctx context.Context, msg *calf.Message) error {
+func (h *handlers[Out]) onApproval(ctx context.Context, msg *calf.Message) error {
 	var a Approval
 	if err := msg.Decode(&a); err != nil {
 		return calf.Permanent(err)
@@ -1261,7 +1258,7 @@ func (h *handlers[Deps, Out]) onApproval(ctx context.Context, msg *calf.Message)
 }
 
 // callTool runs the tool of ev with its timeout.
-func (h *handlers[Deps, Out]) callTool(ctx context.Context, st *RunState, ev ToolCallEvent) (res ToolResultEvent) {
+func (h *handlers[Out]) callTool(ctx context.Context, st *RunState, ev ToolCallEvent) (res ToolResultEvent) {
 	if h.rt.tel != nil {
 		msg, _ := calf.MessageFromContext(ctx)
 		var span trace.Span
@@ -1274,14 +1271,10 @@ func (h *handlers[Deps, Out]) callTool(ctx context.Context, st *RunState, ev Too
 	if !ok {
 		return errorResult(ev.Step, p, fmt.Errorf("%w %q", tool.ErrUnknownTool, ev.ToolName))
 	}
-	deps, err := h.deps(st)
-	if err != nil {
-		return errorResult(ev.Step, p, err)
-	}
 	timeout := h.within(st, h.a.opts.ToolTimeout)
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	rc := RunContext[Deps]{Deps: deps, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: ev.Step, ToolCallID: ev.ToolCallID, rt: h.rt, seq: newSeq()}
+	rc := RunContext{deps: h.deps(st), Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: ev.Step, ToolCallID: ev.ToolCallID, rt: h.rt, seq: newSeq()}
 	tctx = context.WithValue(tctx, runContextKey{}, rc)
 	handoff := &handoffSlot{}
 	tctx = context.WithValue(tctx, handoffKey{}, handoff)
@@ -1333,7 +1326,7 @@ type toolReturn struct {
 
 // dropLate waits for a tool call that outlived its timeout and drops what
 // it returns. The call counts in the calf.tool.overdue metric until then.
-func (h *handlers[Deps, Out]) dropLate(done <-chan toolReturn, run string, ev ToolCallEvent, start time.Time) {
+func (h *handlers[Out]) dropLate(done <-chan toolReturn, run string, ev ToolCallEvent, start time.Time) {
 	r := <-done
 	h.rt.tel.overdueTools(h.a.name, ev.ToolName, -1)
 	h.rt.late.Add(1)
@@ -1345,7 +1338,7 @@ func (h *handlers[Deps, Out]) dropLate(done <-chan toolReturn, run string, ev To
 // onToolResult records a tool result. The result that completes the step
 // advances the run and emits exactly one inference for the next step.
 // Results for calls the run does not wait for, or already has, are ignored.
-func (h *handlers[Deps, Out]) onToolResult(ctx context.Context, msg *calf.Message) error {
+func (h *handlers[Out]) onToolResult(ctx context.Context, msg *calf.Message) error {
 	id, err := runID(msg)
 	if err != nil {
 		return err
@@ -1382,7 +1375,7 @@ func (h *handlers[Deps, Out]) onToolResult(ctx context.Context, msg *calf.Messag
 // that waits for it, and advances the run (or hands it off) when it was
 // the last result of its step. Results for calls the run does not wait
 // for, or already has, change nothing.
-func (h *handlers[Deps, Out]) applyResult(ev ToolResultEvent) func(st *RunState) (bool, error) {
+func (h *handlers[Out]) applyResult(ev ToolResultEvent) func(st *RunState) (bool, error) {
 	return func(st *RunState) (bool, error) {
 		if st.Status.Terminal() || st.Step != ev.Step || st.Phase != PhaseTools {
 			return false, nil
@@ -1406,7 +1399,7 @@ func (h *handlers[Deps, Out]) applyResult(ev ToolResultEvent) func(st *RunState)
 // cached true, when that copy already has the result ev: the stored run,
 // which is never behind the copy, has it too, and there is nothing to
 // write.
-func (h *handlers[Deps, Out]) cachedAnswered(ctx context.Context, id string, ev ToolResultEvent) (*RunState, bool, error) {
+func (h *handlers[Out]) cachedAnswered(ctx context.Context, id string, ev ToolResultEvent) (*RunState, bool, error) {
 	st, rec, ok := h.rt.states.latestIf(id, func(st *RunState) bool { return st.answered(ev.Step, ev.ToolCallID) })
 	if !ok {
 		return nil, false, nil
@@ -1418,7 +1411,7 @@ func (h *handlers[Deps, Out]) cachedAnswered(ctx context.Context, id string, ev 
 }
 
 // advance moves a run whose tool calls are all answered to its next step.
-func (h *handlers[Deps, Out]) advance(st *RunState, by string) {
+func (h *handlers[Out]) advance(st *RunState, by string) {
 	for _, p := range st.Pending {
 		st.Messages = append(st.Messages, toolMessage(p))
 		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result, Handoff: p.Handoff, Hooks: p.Hooks})
@@ -1445,7 +1438,7 @@ func toolMessage(p PendingCall) model.Message {
 }
 
 // permissions returns the permissions of the run: its own, or the agent's.
-func (h *handlers[Deps, Out]) permissions(st *RunState) *Permissions {
+func (h *handlers[Out]) permissions(st *RunState) *Permissions {
 	if st.Permissions != nil {
 		return st.Permissions
 	}

@@ -91,7 +91,7 @@ type HandoffOptions struct {
 // "{first}.handoff.{n}" for the n-th handoff of the chain. It shares the
 // first run's correlation id, reply destination, parent, session,
 // deadline and dependencies (as JSON, so the agents of a chain should
-// share a Deps type, or the target use LocalDeps). The caller decodes the
+// read them through handles of one type, or the target use LocalDeps). The caller decodes the
 // last run's output as the first agent's Out: the agents of a chain
 // should share an Out type too.
 //
@@ -246,7 +246,7 @@ func chainString(chain []Hop, last string) string {
 // handOff ends a run whose step is answered and asks for a handoff: it
 // records the tool results as advance does, and the handoff (or, over the
 // chain's limit, the failure). It reports whether the step asked for one.
-func (h *handlers[Deps, Out]) handOff(st *RunState, by string) bool {
+func (h *handlers[Out]) handOff(st *RunState, by string) bool {
 	i := slices.IndexFunc(st.Pending, func(p PendingCall) bool { return p.Handoff != nil && p.Status == StatusSuccess })
 	if i < 0 {
 		return false
@@ -283,7 +283,7 @@ func (h *handlers[Deps, Out]) handOff(st *RunState, by string) bool {
 // emitHandoff emits the input of the run that continues st, which handed
 // off. It is derived from the recorded state alone, so a redelivery emits
 // the same input with the same id.
-func (h *handlers[Deps, Out]) emitHandoff(ctx context.Context, st *RunState) error {
+func (h *handlers[Out]) emitHandoff(ctx context.Context, st *RunState) error {
 	to := st.HandedOffTo
 	if to == nil {
 		return calf.Permanent(fmt.Errorf("%w: run %s handed off to no run", ErrCorruptState, st.RunID))
@@ -340,7 +340,7 @@ func (h *handlers[Deps, Out]) emitHandoff(ctx context.Context, st *RunState) err
 }
 
 // handoffTargets lists the agents the agent's handoff tools lead to.
-func (a *Agent[Deps, Out]) handoffTargets() []Target {
+func (a *Agent[Out]) handoffTargets() []Target {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	var out []Target
@@ -357,7 +357,7 @@ func (a *Agent[Deps, Out]) handoffTargets() []Target {
 // reachable returns the names of the agents a run of a may reach through
 // handoff tools, a included, following the handoff tools of targets that
 // are agents of this process.
-func (a *Agent[Deps, Out]) reachable() []string {
+func (a *Agent[Out]) reachable() []string {
 	seen := map[string]bool{a.name: true}
 	names := []string{a.name}
 	queue := a.handoffTargets()

@@ -20,21 +20,21 @@ func ExampleHandoff() {
 	defer b.Close()
 	rt := agent.NewRuntime(calf.NewClient(b, nil), storemem.New(), nil)
 
-	billing := agent.Must(agent.New[agent.NoDeps, string]("billing",
+	billing := agent.Must(agent.New("billing",
 		modeltest.NewTestModel(modeltest.Text("Your invoice was resent.")),
-		&agent.Options[agent.NoDeps]{Description: "Invoices and payments."}))
+		&agent.Options{Description: "Invoices and payments."}))
 	// The tool is named transfer_to_billing; the billing agent sees the
 	// conversation without triage's tool calls, plus the context.
 	transfer := tool.Must(agent.Handoff(billing, &agent.HandoffOptions{InputFilter: agent.RemoveToolCalls}))
-	triage := agent.Must(agent.New[agent.NoDeps, string]("triage",
+	triage := agent.Must(agent.New("triage",
 		modeltest.NewTestModel(modeltest.ToolCalls(modeltest.Call("c1", "transfer_to_billing", `{"context":"Needs invoice 12 again."}`))),
-		&agent.Options[agent.NoDeps]{Tools: []tool.Tool{transfer}}))
-	for _, a := range []*agent.Agent[agent.NoDeps, string]{triage, billing} {
+		&agent.Options{Tools: []tool.Tool{transfer}}))
+	for _, a := range []*agent.Agent[string]{triage, billing} {
 		if err := a.Serve(ctx, rt, nil); err != nil {
 			panic(err)
 		}
 	}
-	out, err := triage.Run(ctx, rt, "I never got my invoice", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+	out, err := triage.Run(ctx, rt, "I never got my invoice", &agent.RunOptions{RunID: "r1"})
 	if err != nil {
 		panic(err)
 	}

@@ -26,7 +26,7 @@ func counted(n *atomic.Int64, fn modeltest.FunctionModel) modeltest.FunctionMode
 	}
 }
 
-func serve[D, O any](t *testing.T, e *env, a *agent.Agent[D, O]) *agent.Agent[D, O] {
+func serve[O any](t *testing.T, e *env, a *agent.Agent[O]) *agent.Agent[O] {
 	t.Helper()
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func serve[D, O any](t *testing.T, e *env, a *agent.Agent[D, O]) *agent.Agent[D,
 // triagePair is a triage agent that hands off to a refunds agent, with the
 // requests the refunds agent's model saw.
 type triagePair struct {
-	triage, refunds *agent.Agent[agent.NoDeps, string]
+	triage, refunds *agent.Agent[string]
 	triageCalls     atomic.Int64
 	refundCalls     atomic.Int64
 	mu              sync.Mutex
@@ -47,19 +47,19 @@ type triagePair struct {
 func newTriagePair(t *testing.T, e *env, filter agent.InputFilter) *triagePair {
 	t.Helper()
 	p := &triagePair{}
-	p.refunds = serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("refunds", counted(&p.refundCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	p.refunds = serve(t, e, agent.Must(agent.New("refunds", counted(&p.refundCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		p.mu.Lock()
 		p.seen = append(p.seen, req.Messages)
 		p.mu.Unlock()
 		return modeltest.Text("Your refund is on its way."), nil
-	}), &agent.Options[agent.NoDeps]{Instructions: "You handle refunds.", Description: "Handles refunds."})))
+	}), &agent.Options{Instructions: "You handle refunds.", Description: "Handles refunds."})))
 	transfer := tool.Must(agent.Handoff(p.refunds, &agent.HandoffOptions{InputFilter: filter}))
 	if got := transfer.Definition().Name; got != "transfer_to_refunds" {
 		t.Fatalf("handoff tool name = %q", got)
 	}
-	p.triage = serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("triage", counted(&p.triageCalls, func(context.Context, *model.Request) (*model.Response, error) {
+	p.triage = serve(t, e, agent.Must(agent.New("triage", counted(&p.triageCalls, func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.ToolCalls(modeltest.Call("call_t", "transfer_to_refunds", `{"context":"The customer wants a refund for order 7."}`)), nil
-	}), &agent.Options[agent.NoDeps]{Instructions: "Route the customer.", Tools: []tool.Tool{transfer}})))
+	}), &agent.Options{Instructions: "Route the customer.", Tools: []tool.Tool{transfer}})))
 	return p
 }
 
@@ -69,7 +69,7 @@ func newTriagePair(t *testing.T, e *env, filter agent.InputFilter) *triagePair {
 func TestHandoffWithInputFilter(t *testing.T) {
 	e := newEnv(t, nil)
 	p := newTriagePair(t, e, agent.RemoveToolCalls)
-	out, err := p.triage.Run(runCtx(t), e.rt, "I want my money back", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+	out, err := p.triage.Run(runCtx(t), e.rt, "I want my money back", &agent.RunOptions{RunID: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,15 +160,15 @@ func TestHandoffWithoutFilterPassesEverything(t *testing.T) {
 func TestHandoffCycleIsBounded(t *testing.T) {
 	e := newEnv(t, nil)
 	var calls atomic.Int64
-	mk := func(name, other string) *agent.Agent[agent.NoDeps, string] {
+	mk := func(name, other string) *agent.Agent[string] {
 		transfer := tool.Must(agent.Handoff(agent.Named(other, ""), &agent.HandoffOptions{MaxHandoffs: 3}))
-		return serve(t, e, agent.Must(agent.New[agent.NoDeps, string](name, counted(&calls, func(context.Context, *model.Request) (*model.Response, error) {
+		return serve(t, e, agent.Must(agent.New(name, counted(&calls, func(context.Context, *model.Request) (*model.Response, error) {
 			return modeltest.ToolCalls(modeltest.Call("c", "transfer_to_"+other, `{}`)), nil
-		}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{transfer}})))
+		}), &agent.Options{Tools: []tool.Tool{transfer}})))
 	}
 	ping := mk("ping", "pong")
 	mk("pong", "ping")
-	_, err := ping.Run(runCtx(t), e.rt, "go", &agent.RunOptions[agent.NoDeps]{RunID: "loop"})
+	_, err := ping.Run(runCtx(t), e.rt, "go", &agent.RunOptions{RunID: "loop"})
 	var re *agent.RunError
 	if !errors.As(err, &re) || !errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("err = %v; want a failed run", err)
@@ -188,7 +188,7 @@ func TestHandoffCycleIsBounded(t *testing.T) {
 // A tool may decide at run time to hand off, with HandoffTo.
 func TestHandoffToFromAnyTool(t *testing.T) {
 	e := newEnv(t, nil)
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("vip", modeltest.NewTestModel(modeltest.Text("Welcome, VIP.")), nil)))
+	serve(t, e, agent.Must(agent.New("vip", modeltest.NewTestModel(modeltest.Text("Welcome, VIP.")), nil)))
 	route, err := tool.New("route", "Route the customer.", func(ctx context.Context, in struct {
 		Tier string `json:"tier"`
 	}) (string, error) {
@@ -200,9 +200,9 @@ func TestHandoffToFromAnyTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("front", modeltest.NewTestModel(
+	front := serve(t, e, agent.Must(agent.New("front", modeltest.NewTestModel(
 		modeltest.ToolCalls(modeltest.Call("c1", "route", `{"tier":"gold"}`)),
-	), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{route}})))
+	), &agent.Options{Tools: []tool.Tool{route}})))
 	out, err := front.Run(runCtx(t), e.rt, "hello", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ func TestHandoffDuplicateDelivery(t *testing.T) {
 	run := func(o *envOptions) (ids []string, triage, refunds int64) {
 		e := newEnv(t, o)
 		p := newTriagePair(t, e, agent.RemoveToolCalls)
-		out, err := p.triage.Run(runCtx(t), e.rt, "refund", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+		out, err := p.triage.Run(runCtx(t), e.rt, "refund", &agent.RunOptions{RunID: "r1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +254,7 @@ func TestHandoffDuplicateDelivery(t *testing.T) {
 func TestHandoffContinuesSession(t *testing.T) {
 	e := newEnv(t, nil)
 	p := newTriagePair(t, e, agent.RemoveToolCalls)
-	if _, err := p.triage.Run(runCtx(t), e.rt, "refund please", &agent.RunOptions[agent.NoDeps]{RunID: "r1", SessionID: "chat"}); err != nil {
+	if _, err := p.triage.Run(runCtx(t), e.rt, "refund please", &agent.RunOptions{RunID: "r1", SessionID: "chat"}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := e.rt.LoadSession(t.Context(), "chat")
@@ -279,19 +279,19 @@ func TestHandoffCancelReachesTheChain(t *testing.T) {
 	e := newEnv(t, nil)
 	g := &gate{started: make(chan string, 1), release: make(chan struct{})}
 	defer close(g.release)
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("slow", modeltest.NewTestModel(
+	serve(t, e, agent.Must(agent.New("slow", modeltest.NewTestModel(
 		modeltest.ToolCalls(modeltest.Call("w1", "wait", `{"label":"x"}`)),
 		modeltest.Text("too late"),
-	), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{newGateTool(t, g)}})))
-	front := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("front", modeltest.NewTestModel(
+	), &agent.Options{Tools: []tool.Tool{newGateTool(t, g)}})))
+	front := serve(t, e, agent.Must(agent.New("front", modeltest.NewTestModel(
 		modeltest.ToolCalls(modeltest.Call("c1", "transfer_to_slow", `{}`)),
-	), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{tool.Must(agent.Handoff(agent.Named("slow", ""), nil))}})))
+	), &agent.Options{Tools: []tool.Tool{tool.Must(agent.Handoff(agent.Named("slow", ""), nil))}})))
 	ctx, cancel := context.WithCancel(runCtx(t))
 	go func() {
 		<-g.started
 		cancel()
 	}()
-	_, err := front.Run(ctx, e.rt, "go", &agent.RunOptions[agent.NoDeps]{RunID: "c"})
+	_, err := front.Run(ctx, e.rt, "go", &agent.RunOptions{RunID: "c"})
 	if !errors.Is(err, agent.ErrRunCancelled) {
 		t.Fatalf("err = %v; want a cancelled run", err)
 	}
@@ -309,9 +309,9 @@ func TestHandoffCancelReachesTheChain(t *testing.T) {
 // publishing on a channel it names.
 func TestHandoffToInvalidNameFails(t *testing.T) {
 	e := newEnv(t, nil)
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("src", modeltest.NewTestModel(
+	a := serve(t, e, agent.Must(agent.New("src", modeltest.NewTestModel(
 		modeltest.ToolCalls(modeltest.Call("c1", "remote", `{}`)),
-	), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{tool.Must(tool.New("remote", "A tool served elsewhere.", func(ctx context.Context, _ struct{}) (string, error) {
+	), &agent.Options{Tools: []tool.Tool{tool.Must(tool.New("remote", "A tool served elsewhere.", func(ctx context.Context, _ struct{}) (string, error) {
 		<-ctx.Done() // the remote worker answers first
 		return "", ctx.Err()
 	}))}})))
@@ -341,7 +341,7 @@ func TestOutputEventNamesWhoAnswered(t *testing.T) {
 	e := newEnv(t, nil)
 	p := newTriagePair(t, e, nil)
 	var last *agent.OutputEvent
-	for ev, err := range p.triage.RunStream(runCtx(t), e.rt, "refund please", &agent.RunOptions[agent.NoDeps]{RunID: "r2"}) {
+	for ev, err := range p.triage.RunStream(runCtx(t), e.rt, "refund please", &agent.RunOptions{RunID: "r2"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,13 +360,13 @@ func TestHandoffToAnotherOutputTypeIsRefused(t *testing.T) {
 	type verdict struct {
 		OK bool `json:"ok"`
 	}
-	judge := agent.Must(agent.New[agent.NoDeps, verdict]("judge", modeltest.NewTestModel(), nil))
+	judge := agent.Must(agent.NewTyped[verdict]("judge", modeltest.NewTestModel(), nil))
 	transfer := tool.Must(agent.Handoff(judge, nil))
-	_, err := agent.New[agent.NoDeps, string]("front", modeltest.NewTestModel(), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{transfer}})
+	_, err := agent.New("front", modeltest.NewTestModel(), &agent.Options{Tools: []tool.Tool{transfer}})
 	if !errors.Is(err, agent.ErrInvalidAgent) || !strings.Contains(err.Error(), "judge answers with agent_test.verdict") {
 		t.Errorf("err = %v; want ErrInvalidAgent naming judge's output type", err)
 	}
-	same := agent.Must(agent.New[agent.NoDeps, verdict]("appeal", modeltest.NewTestModel(), nil))
+	same := agent.Must(agent.NewTyped[verdict]("appeal", modeltest.NewTestModel(), nil))
 	if err := same.AddTool(transfer); err != nil {
 		t.Errorf("a handoff between agents of one output type: %v", err)
 	}

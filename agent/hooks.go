@@ -254,7 +254,7 @@ func hookID(run string, ev *HookDecisionEvent) string {
 
 // emitHookDecisions publishes what the hooks of ev.Event decided, if any
 // ran, with md as the message's metadata.
-func (h *handlers[Deps, Out]) emitHookDecisions(ctx context.Context, md calf.Metadata, ev HookDecisionEvent) error {
+func (h *handlers[Out]) emitHookDecisions(ctx context.Context, md calf.Metadata, ev HookDecisionEvent) error {
 	if len(ev.Decisions) == 0 {
 		return nil
 	}
@@ -357,7 +357,7 @@ type hookOutcome struct {
 }
 
 // runHooks runs the hooks of event that match in's tool, in order.
-func (a *Agent[Deps, Out]) runHooks(ctx context.Context, event HookEvent, in HookInput) hookOutcome {
+func (a *Agent[Out]) runHooks(ctx context.Context, event HookEvent, in HookInput) hookOutcome {
 	out := hookOutcome{args: in.Arguments, result: in.Result, prompt: in.Prompt}
 	subject := in.ToolName
 	switch event {
@@ -541,7 +541,7 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 }
 
 // hasHooks reports whether the agent has a hook for event.
-func (a *Agent[Deps, Out]) hasHooks(event HookEvent) bool {
+func (a *Agent[Out]) hasHooks(event HookEvent) bool {
 	for _, h := range a.opts.Hooks {
 		if h.Event == event {
 			return true

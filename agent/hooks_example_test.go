@@ -32,7 +32,7 @@ func ExampleHook() {
 		modeltest.ToolCalls(modeltest.Call("c1", "delete_all", `{}`)),
 		modeltest.Text("I could not delete the records."),
 	)
-	a := agent.Must(agent.New[agent.NoDeps, string]("janitor", m, &agent.Options[agent.NoDeps]{
+	a := agent.Must(agent.New("janitor", m, &agent.Options{
 		Tools: []tool.Tool{deleteAll}, Hooks: []agent.Hook{guard},
 	}))
 	if err := a.Serve(ctx, rt, nil); err != nil {

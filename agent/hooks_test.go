@@ -22,7 +22,7 @@ import (
 // hookedW1 serves W1 with hooks: the model calls add(2, 3) and then answers
 // with what the call's result says. It returns the agent, the number of
 // times add ran, and the arguments it last ran with.
-func hookedW1(t *testing.T, e *env, hooks ...agent.Hook) (*agent.Agent[agent.NoDeps, string], *atomic.Int64, *atomic.Value) {
+func hookedW1(t *testing.T, e *env, hooks ...agent.Hook) (*agent.Agent[string], *atomic.Int64, *atomic.Value) {
 	t.Helper()
 	var runs atomic.Int64
 	var lastArgs atomic.Value
@@ -35,7 +35,7 @@ func hookedW1(t *testing.T, e *env, hooks ...agent.Hook) (*agent.Agent[agent.NoD
 		t.Fatal(err)
 	}
 	var calls atomic.Int64
-	a, err := agent.New[agent.NoDeps, string]("calculator", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	a, err := agent.New("calculator", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role == model.RoleTool {
 			if last.IsError {
@@ -44,7 +44,7 @@ func hookedW1(t *testing.T, e *env, hooks ...agent.Hook) (*agent.Agent[agent.NoD
 			return modeltest.Text("The sum is " + last.Text()), nil
 		}
 		return modeltest.ToolCalls(modeltest.Call("call_1", "add", `{"a":2,"b":3}`)), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}, Hooks: hooks})
+	}), &agent.Options{Tools: []tool.Tool{add}, Hooks: hooks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestHookEventsInRunStream(t *testing.T) {
 		hook("bye", agent.HookSessionEnd, "", decide(agent.Skip())),
 	)
 	var got []string
-	for ev, err := range a.RunStream(runCtx(t), e.rt, "add", &agent.RunOptions[agent.NoDeps]{RunID: "hs", SessionID: "s-hs"}) {
+	for ev, err := range a.RunStream(runCtx(t), e.rt, "add", &agent.RunOptions{RunID: "hs", SessionID: "s-hs"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func TestHookEventsInRunStream(t *testing.T) {
 		t.Errorf("stream:\n got %s\nwant %s", s, want)
 	}
 	// An agent without hooks publishes no hook event.
-	plain := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("plain", modeltest.NewTestModel(modeltest.Text("hi")), nil)))
+	plain := serve(t, e, agent.Must(agent.New("plain", modeltest.NewTestModel(modeltest.Text("hi")), nil)))
 	for ev, err := range plain.RunStream(runCtx(t), e.rt, "x", nil) {
 		if err != nil || ev.Kind == agent.EventHook {
 			t.Fatalf("plain agent: %+v, %v", ev, err)
@@ -260,17 +260,17 @@ func TestSessionHooks(t *testing.T) {
 			return agent.Deny("ignored"), nil
 		}),
 	}
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("assistant", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("assistant", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		seen.Store(req.Messages[len(req.Messages)-1].Text())
 		return modeltest.Text(fmt.Sprint("answer ", len(req.Messages))), nil
-	}), &agent.Options[agent.NoDeps]{Hooks: hooks})))
+	}), &agent.Options{Hooks: hooks})))
 	for i, want := range []string{"(new conversation) hello", "again"} {
-		out, err := a.Run(runCtx(t), e.rt, []string{"hello", "again"}[i], &agent.RunOptions[agent.NoDeps]{SessionID: "s1"})
+		out, err := a.Run(runCtx(t), e.rt, []string{"hello", "again"}[i], &agent.RunOptions{SessionID: "s1"})
 		if err != nil || seen.Load() != want {
 			t.Fatalf("run %d in the session: %+v, %v; the model saw %v", i, out, err, seen.Load())
 		}
 	}
-	_, err := a.Run(runCtx(t), e.rt, "hello", &agent.RunOptions[agent.NoDeps]{SessionID: "closed"})
+	_, err := a.Run(runCtx(t), e.rt, "hello", &agent.RunOptions{SessionID: "closed"})
 	if !errors.Is(err, agent.ErrRunFailed) || !strings.Contains(err.Error(), "the prompt was refused by start: this session is closed") || calls.Load() != 2 {
 		t.Fatalf("refused session: %v; %d model calls", err, calls.Load())
 	}
@@ -294,7 +294,7 @@ func TestSessionHooks(t *testing.T) {
 // what the parent's model sees.
 func TestSubagentStopHook(t *testing.T) {
 	e := newEnv(t, nil)
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	serve(t, e, agent.Must(agent.New("researcher", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.Text("the answer is 42, password hunter2"), nil
 	}), nil)))
 	var told atomic.Value
@@ -328,19 +328,19 @@ func TestSubagentStopHook(t *testing.T) {
 		})}, "got: the hook broken failed: no policy"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			lead := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("lead-"+strings.ReplaceAll(tt.name, " ", "-"), modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+			lead := serve(t, e, agent.Must(agent.New("lead-"+strings.ReplaceAll(tt.name, " ", "-"), modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 				last := req.Messages[len(req.Messages)-1]
 				if last.Role == model.RoleTool {
 					return modeltest.Text("got: " + last.Text()), nil
 				}
 				return modeltest.ToolCalls(modeltest.Call("s1", "researcher", `{"input":"what is the answer?"}`)), nil
-			}), &agent.Options[agent.NoDeps]{
+			}), &agent.Options{
 				Tools: []tool.Tool{tool.Must(agent.AsTool(agent.Named("researcher", ""), nil))},
 				Hooks: tt.hooks,
 			})))
 			var hookEvent *agent.HookDecisionEvent
 			var out string
-			for ev, err := range lead.RunStream(runCtx(t), e.rt, "ask", &agent.RunOptions[agent.NoDeps]{RunID: "r-" + tt.name}) {
+			for ev, err := range lead.RunStream(runCtx(t), e.rt, "ask", &agent.RunOptions{RunID: "r-" + tt.name}) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -375,7 +375,7 @@ func TestInvalidHooks(t *testing.T) {
 		{Name: "x", Event: agent.HookPreToolUse},
 		{Name: "x", Event: agent.HookPreToolUse, Matcher: "[", Func: ok},
 	} {
-		if _, err := agent.New[agent.NoDeps, string]("a", modeltest.NewTestModel(), &agent.Options[agent.NoDeps]{Hooks: []agent.Hook{h}}); !errors.Is(err, agent.ErrInvalidAgent) {
+		if _, err := agent.New("a", modeltest.NewTestModel(), &agent.Options{Hooks: []agent.Hook{h}}); !errors.Is(err, agent.ErrInvalidAgent) {
 			t.Errorf("hook %+v: %v", h, err)
 		}
 	}
@@ -449,16 +449,16 @@ func TestUserPromptSubmitHook(t *testing.T) {
 		}),
 		hook("other-agent", agent.HookUserPromptSubmit, "someone_else", decide(agent.Deny("never"))),
 	}
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("assistant", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("assistant", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		seen.Store(req.Messages[len(req.Messages)-1].Text())
 		return modeltest.Text("ok"), nil
-	}), &agent.Options[agent.NoDeps]{Hooks: hooks})))
+	}), &agent.Options{Hooks: hooks})))
 
 	out, err := a.Run(runCtx(t), e.rt, "say hi", nil)
 	if err != nil || out.Output != "ok" || seen.Load() != "say hi, please" {
 		t.Fatalf("allowed prompt: %+v, %v; the model saw %v", out, err, seen.Load())
 	}
-	_, err = a.Run(runCtx(t), e.rt, "my password is hunter2", &agent.RunOptions[agent.NoDeps]{RunID: "p1"})
+	_, err = a.Run(runCtx(t), e.rt, "my password is hunter2", &agent.RunOptions{RunID: "p1"})
 	if !errors.Is(err, agent.ErrRunFailed) || !strings.Contains(err.Error(), "the prompt was refused by no-secrets: prompts must not hold passwords") {
 		t.Fatalf("refused prompt: %v", err)
 	}
@@ -471,7 +471,7 @@ func TestUserPromptSubmitHook(t *testing.T) {
 	}
 	// A transform without a prompt fails, and so refuses.
 	e2 := newEnv(t, nil)
-	b := serve(t, e2, agent.Must(agent.New[agent.NoDeps, string]("b", modeltest.NewTestModel(modeltest.Text("ok")), &agent.Options[agent.NoDeps]{
+	b := serve(t, e2, agent.Must(agent.New("b", modeltest.NewTestModel(modeltest.Text("ok")), &agent.Options{
 		Hooks: []agent.Hook{hook("empty", agent.HookUserPromptSubmit, "", decide(agent.HookDecision{Action: agent.HookTransform}))},
 	})))
 	if _, err := b.Run(runCtx(t), e2.rt, "x", nil); err == nil || !strings.Contains(err.Error(), "must give the new prompt") {
@@ -485,7 +485,7 @@ func TestSubagentStartAndStopHooks(t *testing.T) {
 	e := newEnv(t, nil)
 	var childPrompt atomic.Value
 	var stops sync.Map
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	serve(t, e, agent.Must(agent.New("researcher", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		childPrompt.Store(req.Messages[len(req.Messages)-1].Text())
 		return modeltest.Text("42"), nil
 	}), nil)))
@@ -493,27 +493,27 @@ func TestSubagentStartAndStopHooks(t *testing.T) {
 		stops.Store(in.RunID, string(in.Status)+":"+in.Output)
 		return agent.Deny("ignored"), nil
 	})
-	lead := func(name string, start agent.Hook) *agent.Agent[agent.NoDeps, string] {
-		return serve(t, e, agent.Must(agent.New[agent.NoDeps, string](name, modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	lead := func(name string, start agent.Hook) *agent.Agent[string] {
+		return serve(t, e, agent.Must(agent.New(name, modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 			last := req.Messages[len(req.Messages)-1]
 			if last.Role == model.RoleTool {
 				return modeltest.Text("got: " + last.Text()), nil
 			}
 			return modeltest.ToolCalls(modeltest.Call("s1", "researcher", `{"input":"what is the answer?"}`)), nil
-		}), &agent.Options[agent.NoDeps]{
+		}), &agent.Options{
 			Tools: []tool.Tool{tool.Must(agent.AsTool(agent.Named("researcher", ""), nil))},
 			Hooks: []agent.Hook{start, stop},
 		})))
 	}
 	deny := lead("denier", hook("budget", agent.HookSubagentStart, "research*", decide(agent.Deny("no budget left"))))
-	out, err := deny.Run(runCtx(t), e.rt, "ask", &agent.RunOptions[agent.NoDeps]{RunID: "d1"})
+	out, err := deny.Run(runCtx(t), e.rt, "ask", &agent.RunOptions{RunID: "d1"})
 	if err != nil || out.Output != "got: the call was denied by budget: no budget left" || childPrompt.Load() != nil {
 		t.Fatalf("denied start: %+v, %v; the subagent saw %v", out, err, childPrompt.Load())
 	}
 	change := lead("changer", hook("frame", agent.HookSubagentStart, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
 		return agent.HookDecision{Action: agent.HookTransform, Prompt: "Briefly: " + in.Prompt}, nil
 	}))
-	out, err = change.Run(runCtx(t), e.rt, "ask", &agent.RunOptions[agent.NoDeps]{RunID: "c1"})
+	out, err = change.Run(runCtx(t), e.rt, "ask", &agent.RunOptions{RunID: "c1"})
 	if err != nil || out.Output != "got: 42" || childPrompt.Load() != "Briefly: what is the answer?" {
 		t.Fatalf("changed start: %+v, %v; the subagent saw %v", out, err, childPrompt.Load())
 	}

@@ -66,10 +66,10 @@ func TestRunWithNoProcessServing(t *testing.T) {
 			c := calf.NewClient(b, nil)
 			t.Cleanup(func() { _ = c.Close() })
 			rt := agent.NewRuntime(c, storemem.New(), nil)
-			a := agent.Must(agent.New[agent.NoDeps, string]("lonely", modeltest.NewTestModel(modeltest.Text("hi")), nil))
+			a := agent.Must(agent.New("lonely", modeltest.NewTestModel(modeltest.Text("hi")), nil))
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 			defer cancel()
-			_, err := a.Run(ctx, rt, "anyone?", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+			_, err := a.Run(ctx, rt, "anyone?", &agent.RunOptions{RunID: "r1"})
 			if !errors.Is(err, agent.ErrNotServed) || !errors.Is(err, agent.ErrRunCancelled) {
 				t.Fatalf("err = %v; want ErrNotServed and ErrRunCancelled", err)
 			}
@@ -84,7 +84,7 @@ func TestRunWithNoProcessServing(t *testing.T) {
 			}
 
 			// RunStream says the same, after the agent's own start timeout.
-			a = agent.Must(agent.New[agent.NoDeps, string]("lonely", modeltest.NewTestModel(modeltest.Text("hi")), &agent.Options[agent.NoDeps]{StartTimeout: 50 * time.Millisecond}))
+			a = agent.Must(agent.New("lonely", modeltest.NewTestModel(modeltest.Text("hi")), &agent.Options{StartTimeout: 50 * time.Millisecond}))
 			var last error
 			for _, err := range a.RunStream(runCtx(t), rt, "anyone?", nil) {
 				last = err
@@ -106,14 +106,14 @@ func TestRunWaitsForWorkers(t *testing.T) {
 			caller := calf.NewClient(b, nil)
 			t.Cleanup(func() { _ = caller.Close() })
 			rt := agent.NewRuntime(caller, st, nil)
-			a := agent.Must(agent.New[agent.NoDeps, string]("patient", modeltest.NewTestModel(modeltest.Text("at last")), &agent.Options[agent.NoDeps]{StartTimeout: 20 * time.Millisecond}))
+			a := agent.Must(agent.New("patient", modeltest.NewTestModel(modeltest.Text("at last")), &agent.Options{StartTimeout: 20 * time.Millisecond}))
 			type result struct {
 				out *agent.Output[string]
 				err error
 			}
 			done := make(chan result, 1)
 			go func() {
-				out, err := a.Run(runCtx(t), rt, "hello?", &agent.RunOptions[agent.NoDeps]{RunID: "r1-" + bt.name, WaitForWorkers: true})
+				out, err := a.Run(runCtx(t), rt, "hello?", &agent.RunOptions{RunID: "r1-" + bt.name, WaitForWorkers: true})
 				done <- result{out, err}
 			}()
 			// Nothing takes the run until the agent is served.
@@ -160,7 +160,7 @@ func TestSubmitBeforeAnyWorker(t *testing.T) {
 			caller := calf.NewClient(b, nil)
 			t.Cleanup(func() { _ = caller.Close() })
 			rt := agent.NewRuntime(caller, st, nil)
-			a := agent.Must(agent.New[agent.NoDeps, string]("early", modeltest.NewTestModel(modeltest.Text("served")), &agent.Options[agent.NoDeps]{StartTimeout: 15 * time.Second}))
+			a := agent.Must(agent.New("early", modeltest.NewTestModel(modeltest.Text("served")), &agent.Options{StartTimeout: 15 * time.Second}))
 			id, err := a.Submit(t.Context(), rt, "anyone yet?", nil)
 			if err != nil {
 				t.Fatal(err)

@@ -91,17 +91,17 @@ func TestRunSurvivesAStoreOutage(t *testing.T) {
 				outage(nil) // the tool's result meets the outage
 				return in.A + in.B, nil
 			}))
-			a, err := agent.New[agent.NoDeps, string]("calculator", modeltest.FunctionModel(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+			a, err := agent.New("calculator", modeltest.FunctionModel(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 				resp, err := m.Generate(ctx, req)
 				outage(req)
 				return resp, err
-			}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}})
+			}), &agent.Options{Tools: []tool.Tool{add}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Two attempts 1 ms apart: without outage retries the first
 			// failure of a write would park its message.
-			if err := a.Serve(t.Context(), rt, &agent.ServeOptions[agent.NoDeps]{MaxAttempts: 2}); err != nil {
+			if err := a.Serve(t.Context(), rt, &agent.ServeOptions{MaxAttempts: 2}); err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

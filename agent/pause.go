@@ -176,7 +176,7 @@ func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, pla
 // pauseTakesEffect records that the paused run st stops before the model
 // call of its current step, and publishes the pause. It reports false when
 // the run was resumed (or moved on) meanwhile: the caller reads it again.
-func (h *handlers[Deps, Out]) pauseTakesEffect(ctx context.Context, st *RunState, version int64) (bool, error) {
+func (h *handlers[Out]) pauseTakesEffect(ctx context.Context, st *RunState, version int64) (bool, error) {
 	step := st.Step
 	st, err := h.updateFrom(ctx, st, version, func(cur *RunState) (bool, error) {
 		if cur.Pause == nil || cur.Status.Terminal() || cur.Step != step || cur.Phase != PhaseInference || cur.Pause.Step == step {

@@ -29,12 +29,12 @@ func TestPauseAndResume(t *testing.T) {
 		return "worked", nil
 	}))
 	var calls atomic.Int64
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("worker", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("worker", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleTool {
 			return modeltest.Text("done: " + last.Text()), nil
 		}
 		return modeltest.ToolCalls(modeltest.Call("s1", "slow", `{}`)), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{slow}})))
+	}), &agent.Options{Tools: []tool.Tool{slow}})))
 
 	type item struct {
 		kind string
@@ -43,7 +43,7 @@ func TestPauseAndResume(t *testing.T) {
 	events := make(chan item, 64)
 	go func() {
 		defer close(events)
-		for ev, err := range a.RunStream(runCtx(t), e.rt, "work", &agent.RunOptions[agent.NoDeps]{RunID: "p1"}) {
+		for ev, err := range a.RunStream(runCtx(t), e.rt, "work", &agent.RunOptions{RunID: "p1"}) {
 			if err != nil {
 				t.Error(err)
 				return
@@ -110,7 +110,7 @@ func TestPauseAndResume(t *testing.T) {
 	if _, err := e.rt.Pause(t.Context(), "worker", "p2", "not yet"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Submit(t.Context(), e.rt, "work", &agent.RunOptions[agent.NoDeps]{RunID: "p2"}); err != nil {
+	if _, err := a.Submit(t.Context(), e.rt, "work", &agent.RunOptions{RunID: "p2"}); err != nil {
 		t.Fatal(err)
 	}
 	e.settle(t)
@@ -126,7 +126,7 @@ func TestResumeBeforeThePauseTakesEffect(t *testing.T) {
 	e := newEnv(t, nil)
 	inModel, release := make(chan struct{}, 4), make(chan struct{})
 	var calls atomic.Int64
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("thinker", counted(&calls, func(ctx context.Context, _ *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("thinker", counted(&calls, func(ctx context.Context, _ *model.Request) (*model.Response, error) {
 		inModel <- struct{}{}
 		<-release
 		return modeltest.Text("thought"), nil
@@ -153,13 +153,13 @@ func TestResumeBeforeThePauseTakesEffect(t *testing.T) {
 	// otherwise the loop may spend its turns, and fail, before it.
 	looping, pausing := make(chan struct{}, 1), make(chan struct{})
 	var first sync.Once
-	b := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("looper", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	b := serve(t, e, agent.Must(agent.New("looper", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		first.Do(func() {
 			looping <- struct{}{}
 			<-pausing
 		})
 		return modeltest.ToolCalls(modeltest.Call("", "nap", `{}`)), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{tool.Must(tool.New("nap", "Nap.", func(context.Context, struct{}) (string, error) { return "zz", nil }))}})))
+	}), &agent.Options{Tools: []tool.Tool{tool.Must(tool.New("nap", "Nap.", func(context.Context, struct{}) (string, error) { return "zz", nil }))}})))
 	id, err = b.Submit(t.Context(), e.rt, "loop", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -193,12 +193,12 @@ func TestResumeBeforeThePauseTakesEffect(t *testing.T) {
 // in the list; resumed and ended, it is idle.
 func TestSessionStatusPaused(t *testing.T) {
 	e := newEnv(t, nil)
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("chat", modeltest.NewTestModel(modeltest.Text("hi")), nil)))
+	a := serve(t, e, agent.Must(agent.New("chat", modeltest.NewTestModel(modeltest.Text("hi")), nil)))
 	ctx := runCtx(t)
 	if _, err := e.rt.Pause(ctx, "chat", "r1", "later"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Submit(ctx, e.rt, "hello", &agent.RunOptions[agent.NoDeps]{RunID: "r1", SessionID: "s"}); err != nil {
+	if _, err := a.Submit(ctx, e.rt, "hello", &agent.RunOptions{RunID: "r1", SessionID: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	e.settle(t)

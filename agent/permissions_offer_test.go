@@ -66,12 +66,12 @@ func TestDisallowedToolsAreNotOffered(t *testing.T) {
 				}
 				return modeltest.ToolCalls(modeltest.Call("c1", "add", `{}`)), nil // called whether offered or not
 			})
-			a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("perms", m, &agent.Options[agent.NoDeps]{
+			a := serve(t, e, agent.Must(agent.New("perms", m, &agent.Options{
 				Tools:       []tool.Tool{newTool("add", &runs), newTool("peek", &runs)},
 				Toolsets:    []tool.Toolset{fixedToolset{"more", []tool.Tool{newTool("set_x", &runs), newTool("get_x", &runs)}}},
 				Permissions: tt.agentPerm,
 			})))
-			out, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions[agent.NoDeps]{Permissions: tt.runPerm})
+			out, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions{Permissions: tt.runPerm})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,11 +13,10 @@ import (
 )
 
 // NewText returns an agent named name that answers in text, with the
-// instructions and tools given: the agent of most programs, with no
-// dependencies and no output type ([Agent][NoDeps, string]). Use [New]
+// instructions and tools given: the agent of most programs. Use [New]
 // for more options.
-func NewText(name string, m model.Model, instructions string, tools ...tool.Tool) (*Agent[NoDeps, string], error) {
-	return New[NoDeps, string](name, m, &Options[NoDeps]{Instructions: instructions, Tools: tools})
+func NewText(name string, m model.Model, instructions string, tools ...tool.Tool) (*Agent[string], error) {
+	return New(name, m, &Options{Instructions: instructions, Tools: tools})
 }
 
 var (
@@ -57,7 +56,7 @@ func (s *servedOn) add(rt *Runtime) {
 // local returns rt, or, when rt is nil, the default runtime with the agent
 // served on it in this process (once: not again if [Agent.Serve] served
 // it there).
-func (a *Agent[Deps, Out]) local(ctx context.Context, rt *Runtime) (*Runtime, error) {
+func (a *Agent[Out]) local(ctx context.Context, rt *Runtime) (*Runtime, error) {
 	if rt != nil {
 		return rt, nil
 	}

@@ -32,7 +32,7 @@ func ExampleAgent_DecodeOutput() {
 	}
 	ctx := context.Background()
 	m := modeltest.NewTestModel(modeltest.Text(`{"name": "Paris", "country": "France"}`))
-	a := agent.Must(agent.New[agent.NoDeps, city]("cities", m, nil))
+	a := agent.Must(agent.NewTyped[city]("cities", m, nil))
 	for ev, err := range a.RunStream(ctx, nil, "The capital of France?", nil) {
 		if err != nil {
 			log.Fatal(err)

@@ -100,3 +100,38 @@ func TestREADMECommands(t *testing.T) {
 		}
 	}
 }
+
+// The README's example of dependencies is readmeDeps's body, and runs:
+// the tool reads the currency the run was given.
+func TestREADMEDepsExample(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```go\ntype Shop struct")
+	block, _, _ := strings.Cut(rest, "```")
+	src, err := os.ReadFile("readme_typed_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := strings.Cut(string(src), "func readmeDeps(ctx context.Context, m model.Model) (*agent.Output[string], error) {\n")
+	body, _, _ = strings.Cut(body, "\treturn out, err\n}\n")
+	norm := func(s string) string {
+		var lines []string
+		for l := range strings.SplitSeq(strings.TrimSpace(s), "\n") {
+			lines = append(lines, strings.Join(strings.Fields(l), " "))
+		}
+		return strings.Join(lines, "\n")
+	}
+	if got, want := norm("type Shop struct"+block), norm(body); !ok || got != want {
+		t.Errorf("the README's example of dependencies:\n%s\ndiffers from readmeDeps:\n%s", got, want)
+	}
+	m := oneCall("price", `{"Item":"mug"}`)
+	out, err := readmeDeps(t.Context(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Output != "saw: 12 EUR" {
+		t.Errorf("output %q, want the tool's result 12 EUR", out.Output)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/openai"
 	"github.com/calf-go/calf/store/sqlite"
 	"github.com/calf-go/calf/tool"
@@ -27,7 +28,7 @@ func readmeTypedAgent(ctx context.Context) {
 	}))
 
 	m, _ := openai.FromEnv("gpt-4o-mini") // OPENAI_API_KEY or OPENAI_BASE_URL
-	calc := agent.Must(agent.New[agent.NoDeps, string]("calculator", m, &agent.Options[agent.NoDeps]{
+	calc := agent.Must(agent.New("calculator", m, &agent.Options{
 		Instructions: "Use the tools for every operation.",
 		Tools:        []tool.Tool{add},
 	}))
@@ -45,3 +46,18 @@ func readmeTypedAgent(ctx context.Context) {
 }
 
 var _ = readmeTypedAgent
+
+// readmeDeps is the README's example of dependencies, line for line
+// (TestREADMEDepsExample), run on a scripted model.
+func readmeDeps(ctx context.Context, m model.Model) (*agent.Output[string], error) {
+	type Shop struct{ Currency string }
+	var shop agent.Deps[Shop] // the one place that names the type
+
+	price := tool.Must(agent.NewTool("price", "Price an item.", func(rc agent.RunContext, in struct{ Item string }) (string, error) {
+		s, err := shop.Of(rc) // the run's dependencies, decoded
+		return "12 " + s.Currency, err
+	}))
+	seller := agent.Must(agent.New("seller", m, &agent.Options{Tools: []tool.Tool{price}}))
+	out, err := seller.Run(ctx, nil, "What does a mug cost?", &agent.RunOptions{Deps: shop.Value(Shop{Currency: "EUR"})})
+	return out, err
+}

@@ -44,7 +44,7 @@ const recoverPage = 256
 // Recover reads the runs of every agent in the store and skips those of
 // other agents. A record that does not decode is skipped and reported in
 // the returned error, after the other runs have been recovered.
-func (a *Agent[Deps, Out]) Recover(ctx context.Context, rt *Runtime, opts *RecoverOptions) (int, error) {
+func (a *Agent[Out]) Recover(ctx context.Context, rt *Runtime, opts *RecoverOptions) (int, error) {
 	rt, err := a.local(ctx, rt)
 	if err != nil {
 		return 0, err
@@ -53,7 +53,7 @@ func (a *Agent[Deps, Out]) Recover(ctx context.Context, rt *Runtime, opts *Recov
 	if opts != nil {
 		o = *opts
 	}
-	h := &handlers[Deps, Out]{a: a, rt: rt}
+	h := &handlers[Out]{a: a, rt: rt}
 	var n int
 	var errs []error
 	after := ""

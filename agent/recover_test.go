@@ -50,7 +50,7 @@ type life struct {
 	rt     *agent.Runtime
 	client *calf.Client
 	broker *memory.Broker
-	agent  *agent.Agent[agent.NoDeps, string]
+	agent  *agent.Agent[string]
 	close  func()
 }
 
@@ -67,7 +67,7 @@ func newLife(t *testing.T, path string, wrap func(calf.Broker) calf.Broker, m mo
 	}
 	c := calf.NewClient(b, nil)
 	l := &life{rt: agent.NewRuntime(c, st, nil), client: c, broker: mb}
-	l.agent, err = agent.New[agent.NoDeps, string]("calculator", m, &agent.Options[agent.NoDeps]{
+	l.agent, err = agent.New("calculator", m, &agent.Options{
 		Instructions: "You add numbers with the add tool.",
 		Tools:        []tool.Tool{add},
 	})
@@ -177,7 +177,7 @@ func TestRecoverSkips(t *testing.T) {
 	if _, err := l.agent.Run(runCtx(t), l.rt, "add 2 and 3", nil); err != nil {
 		t.Fatal(err)
 	}
-	other, err := agent.New[agent.NoDeps, string]("other", w1Model(&modelCalls), nil)
+	other, err := agent.New("other", w1Model(&modelCalls), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestRecoverSkips(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name string
-		a    *agent.Agent[agent.NoDeps, string]
+		a    *agent.Agent[string]
 		opts *agent.RecoverOptions
 		want int
 	}{
@@ -276,7 +276,7 @@ func ExampleAgent_Recover() {
 	client := calf.NewClient(b, nil)
 	defer client.Close()
 	rt := agent.NewRuntime(client, st, nil)
-	a, err := agent.New[agent.NoDeps, string]("assistant", modeltest.NewTestModel(modeltest.Text("hello")), nil)
+	a, err := agent.New("assistant", modeltest.NewTestModel(modeltest.Text("hello")), nil)
 	if err != nil {
 		panic(err)
 	}

@@ -45,7 +45,7 @@ func TestReplayRecording(t *testing.T) {
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	out, err := a.Run(ctx, rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "orig"})
+	out, err := a.Run(ctx, rt, "add 2 and 3", &agent.RunOptions{RunID: "orig"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func TestCallersReceiveOnlyTheirOwnOutputs(t *testing.T) {
 		for j := range 10 {
 			wg.Go(func() {
 				id := fmt.Sprintf("caller%d-run%d", i, j)
-				out, err := a.Run(runCtx(t), rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: id})
+				out, err := a.Run(runCtx(t), rt, "add 2 and 3", &agent.RunOptions{RunID: id})
 				if err != nil {
 					errs <- err
 					return
@@ -60,7 +60,7 @@ func TestCallersReceiveOnlyTheirOwnOutputs(t *testing.T) {
 func TestSubmitRepliesToTheParent(t *testing.T) {
 	e := newEnv(t, nil)
 	a, _, _ := newW1(t, e)
-	failing := agent.Must(agent.New[agent.NoDeps, string]("failing", modeltest.FunctionModel(
+	failing := agent.Must(agent.New("failing", modeltest.FunctionModel(
 		func(context.Context, *model.Request) (*model.Response, error) {
 			return nil, errors.New("model is down")
 		}), nil))
@@ -75,7 +75,7 @@ func TestSubmitRepliesToTheParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := runCtx(t)
-	id, err := a.Submit(ctx, e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{
+	id, err := a.Submit(ctx, e.rt, "add 2 and 3", &agent.RunOptions{
 		RunID: "child-1", Parent: "parent-1",
 		ReplyTo: &agent.ReplyTo{Channel: "parent.replies", Key: "parent-1", CorrelationID: "parent-1", Ref: "call_7"},
 	})

@@ -25,35 +25,35 @@ func TestSweepRemovesOldRuns(t *testing.T) {
 	a, _, _ := newW1(t, e)
 	ctx := runCtx(t)
 	for _, id := range []string{"old-1", "old-2"} {
-		if _, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: id}); err != nil {
+		if _, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions{RunID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "in-session", SessionID: "keep"}); err != nil {
+	if _, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions{RunID: "in-session", SessionID: "keep"}); err != nil {
 		t.Fatal(err)
 	}
 	// A custom agent with state, run outside a session: its state is the
 	// run's.
-	c := agent.MustCustom(agent.NewCustom("tally", func(sc *agent.StepContext[agent.NoDeps, tally], _ []model.Message) (string, error) {
+	c := agent.MustCustom(agent.NewCustom("tally", func(sc *agent.StepContext[tally], _ []model.Message) (string, error) {
 		sc.State.Runs++
 		return "ok", nil
 	}, nil))
 	if err := c.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Run(ctx, e.rt, "x", &agent.RunOptions[agent.NoDeps]{RunID: "custom-old"}); err != nil {
+	if _, err := c.Run(ctx, e.rt, "x", &agent.RunOptions{RunID: "custom-old"}); err != nil {
 		t.Fatal(err)
 	}
 	cutoff := time.Now()
 	time.Sleep(5 * time.Millisecond)
-	if _, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "new"}); err != nil {
+	if _, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions{RunID: "new"}); err != nil {
 		t.Fatal(err)
 	}
 	// A run in progress, however old: paused before it starts.
 	if _, err := e.rt.Pause(ctx, "calculator", "waiting", "hold"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Submit(ctx, e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "waiting"}); err != nil {
+	if _, err := a.Submit(ctx, e.rt, "add 2 and 3", &agent.RunOptions{RunID: "waiting"}); err != nil {
 		t.Fatal(err)
 	}
 	e.settle(t)
@@ -111,7 +111,7 @@ func TestWorkerRetention(t *testing.T) {
 	defer mb.Close()
 	st := storemem.New()
 	w := agent.NewWorker(mb, st, &agent.WorkerOptions{Retention: time.Millisecond, RetentionSweep: 10 * time.Millisecond})
-	a := agent.Must(agent.New[agent.NoDeps, string]("echo", modeltest.NewTestModel(modeltest.Text("hi")), nil))
+	a := agent.Must(agent.New("echo", modeltest.NewTestModel(modeltest.Text("hi")), nil))
 	if err := a.Serve(t.Context(), w.Runtime(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestWorkerRetention(t *testing.T) {
 		stop()
 		<-ran
 	}()
-	if _, err := a.Run(runCtx(t), w.Runtime(), "hello", &agent.RunOptions[agent.NoDeps]{RunID: "short-lived"}); err != nil {
+	if _, err := a.Run(runCtx(t), w.Runtime(), "hello", &agent.RunOptions{RunID: "short-lived"}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -155,7 +155,7 @@ func TestSweepEvery(t *testing.T) {
 	ctx := runCtx(t)
 	run := func(id string) {
 		t.Helper()
-		if _, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: id}); err != nil {
+		if _, err := a.Run(ctx, e.rt, "add 2 and 3", &agent.RunOptions{RunID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}

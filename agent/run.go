@@ -19,13 +19,15 @@ import (
 )
 
 // RunOptions configures one run. A nil *RunOptions means the defaults.
-type RunOptions[Deps any] struct {
+type RunOptions struct {
 	// Deps are dependencies that travel with the run, as JSON, to whichever
-	// worker handles it. A worker that gives LocalDeps at Serve uses those
-	// instead. Left unset (the zero value), nothing travels: the workers'
-	// LocalDeps serve, or the zero value. Deps that do not encode as JSON
-	// (funcs, channels, handles) must be left unset and given as LocalDeps.
-	Deps Deps
+	// worker handles it: a value made by [Deps.Value], which tools read
+	// with [Deps.Of]. A worker that gives LocalDeps at Serve uses those
+	// instead. Left unset (or the zero value of their type), nothing
+	// travels: the workers' LocalDeps serve, or the zero value. Deps that
+	// do not encode as JSON (funcs, channels, handles) must be left unset
+	// and given as LocalDeps.
+	Deps DepsValue
 	// SessionID continues a conversation: the run sees the session's
 	// history, and a completed run's messages are appended to it.
 	SessionID string
@@ -80,8 +82,8 @@ type RunOptions[Deps any] struct {
 //	out, err := chat.Run(ctx, rt, "and in French?", chat.InSession("s1"))
 //
 // Set further fields on the result, or build a [RunOptions] for more.
-func (a *Agent[Deps, Out]) InSession(id string) *RunOptions[Deps] {
-	return &RunOptions[Deps]{SessionID: id}
+func (a *Agent[Out]) InSession(id string) *RunOptions {
+	return &RunOptions{SessionID: id}
 }
 
 // Output is the result of a completed run. It is the caller's to change:
@@ -221,7 +223,7 @@ func (e *RunError) Unwrap() error { return e.Err }
 // When a message of the run is parked on the dead-letter channel, Run
 // returns at once a *RunError matching ErrRunParked, and the run stays as
 // it is, to be continued by replaying the dead letter.
-func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) (out *Output[Out], err error) {
+func (a *Agent[Out]) Run(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions) (out *Output[Out], err error) {
 	rt, err = a.local(ctx, rt)
 	if err != nil {
 		return nil, err
@@ -288,7 +290,7 @@ func (a *Agent[Deps, Out]) Run(ctx context.Context, rt *Runtime, prompt string, 
 // error matching store.ErrNotFound for an unknown run. For a run that handed off, it is
 // the output of its handoff chain: the last run's output and id, with the
 // messages, tool calls, usage and steps of every run of the chain.
-func (a *Agent[Deps, Out]) Result(ctx context.Context, rt *Runtime, runID string) (*Output[Out], error) {
+func (a *Agent[Out]) Result(ctx context.Context, rt *Runtime, runID string) (*Output[Out], error) {
 	if rt == nil {
 		rt = DefaultRuntime()
 	}
@@ -319,7 +321,7 @@ func (rt *Runtime) endedRun(ctx context.Context, id string) (*RunState, error) {
 
 // result returns the output of the run id, answered by ev: the output of
 // that run or, after handoffs, of the last run of its chain.
-func (a *Agent[Deps, Out]) result(ctx context.Context, rt *Runtime, id string, ev *OutputEvent) (*Output[Out], error) {
+func (a *Agent[Out]) result(ctx context.Context, rt *Runtime, id string, ev *OutputEvent) (*Output[Out], error) {
 	name := a.name
 	if ev.RunID != "" && ev.RunID != id {
 		id, name = ev.RunID, ev.Agent
@@ -350,7 +352,7 @@ func (a *Agent[Deps, Out]) result(ctx context.Context, rt *Runtime, id string, e
 	return a.outputOf(st)
 }
 
-func (a *Agent[Deps, Out]) outputOf(st *RunState) (*Output[Out], error) {
+func (a *Agent[Out]) outputOf(st *RunState) (*Output[Out], error) {
 	if st.Status != RunComplete {
 		return nil, &RunError{Agent: st.Agent, RunID: st.RunID, Status: st.Status, Reason: st.Error, Guardrail: st.Guardrail}
 	}
@@ -402,8 +404,8 @@ func cloneToolCalls(rs []ToolCallRecord) []ToolCallRecord {
 
 // input builds the input message of a new run.
 // inbox, when set, is the caller's inbox, where the output is to go.
-func (a *Agent[Deps, Out]) input(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps], stream bool, inbox string) (*calf.Message, error) {
-	var o RunOptions[Deps]
+func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions, stream bool, inbox string) (*calf.Message, error) {
+	var o RunOptions
 	if opts != nil {
 		o = *opts
 	}
@@ -435,11 +437,11 @@ func (a *Agent[Deps, Out]) input(ctx context.Context, rt *Runtime, prompt string
 	}
 	// Deps travel only when the caller gave some: a run without them
 	// carries none, and a worker's LocalDeps (or the zero value) serve.
-	if reflect.TypeFor[Deps]() != reflect.TypeFor[NoDeps]() && !reflect.ValueOf(&o.Deps).Elem().IsZero() {
-		d, err := json.Marshal(o.Deps)
+	if !o.Deps.IsZero() {
+		d, err := json.Marshal(o.Deps.v)
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: RunOptions.Deps of type %T cannot travel with the run, which carries them as JSON: %v; "+
-				"leave RunOptions.Deps unset and give the dependencies to each process that serves the agent as ServeOptions.LocalDeps", a.name, o.Deps, err)
+				"leave RunOptions.Deps unset and give the dependencies to each process that serves the agent as ServeOptions.LocalDeps", a.name, o.Deps.v, err)
 		}
 		in.Deps = d
 	}
@@ -459,7 +461,7 @@ func (a *Agent[Deps, Out]) input(ctx context.Context, rt *Runtime, prompt string
 // picks it up. Called from inside a handler, the input records the
 // handled message as its cause. Submitting a run id again starts nothing
 // new: a run that has ended answers again with its output.
-func (a *Agent[Deps, Out]) Submit(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) (string, error) {
+func (a *Agent[Out]) Submit(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions) (string, error) {
 	rt, err := a.local(ctx, rt)
 	if err != nil {
 		return "", err
@@ -507,7 +509,7 @@ func (rt *Runtime) Submit(ctx context.Context, agentName, runID string, in *Inpu
 
 // DecodeOutput returns the typed output of an [OutputEvent], such as a
 // reply to [Agent.Submit]. A run that did not complete gives a *RunError.
-func (a *Agent[Deps, Out]) DecodeOutput(ev *OutputEvent) (Out, error) {
+func (a *Agent[Out]) DecodeOutput(ev *OutputEvent) (Out, error) {
 	var out Out
 	if ev.Status != OutputComplete {
 		st := RunFailed
@@ -533,7 +535,7 @@ type startCheck struct {
 	check func(ctx context.Context) error
 }
 
-func (a *Agent[Deps, Out]) startCheck(rt *Runtime, id string, opts *RunOptions[Deps]) *startCheck {
+func (a *Agent[Out]) startCheck(rt *Runtime, id string, opts *RunOptions) *startCheck {
 	c := &startCheck{}
 	if opts != nil && opts.WaitForWorkers {
 		return c
@@ -588,7 +590,7 @@ func (rt *Runtime) cancelUnstarted(ctx context.Context, id, agentName, reason st
 // is prepared, see Runtime.prepareInput); waiting here keeps the start
 // check from cancelling the run. A broker that cannot tell is not waited
 // for.
-func (a *Agent[Deps, Out]) waitForWorkers(ctx context.Context, rt *Runtime, id string, opts *RunOptions[Deps]) error {
+func (a *Agent[Out]) waitForWorkers(ctx context.Context, rt *Runtime, id string, opts *RunOptions) error {
 	if opts == nil || !opts.WaitForWorkers {
 		return nil
 	}
@@ -634,12 +636,12 @@ func (c *startCheck) next(ctx context.Context, f *calf.Follower) (*calf.Message,
 
 // notServed reports a run that no process serves, which the start check
 // has recorded cancelled.
-func (a *Agent[Deps, Out]) notServed(_ context.Context, _ *Runtime, id string, cause error) error {
+func (a *Agent[Out]) notServed(_ context.Context, _ *Runtime, id string, cause error) error {
 	return &RunError{Agent: a.name, RunID: id, Status: RunCancelled, Reason: cause.Error(), Err: ErrNotServed}
 }
 
 // abandon cancels a run whose caller stopped waiting, and reports it.
-func (a *Agent[Deps, Out]) abandon(ctx context.Context, rt *Runtime, id string) error {
+func (a *Agent[Out]) abandon(ctx context.Context, rt *Runtime, id string) error {
 	cause := context.Cause(ctx)
 	reason := "the caller stopped waiting: " + cause.Error()
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -713,7 +715,7 @@ func (rt *Runtime) cancelRun(ctx context.Context, id, agentName, reason string) 
 }
 
 // validate turns the final response text into the output's JSON.
-func (a *Agent[Deps, Out]) validate(text string) (json.RawMessage, error) {
+func (a *Agent[Out]) validate(text string) (json.RawMessage, error) {
 	if a.output == nil {
 		return json.Marshal(text)
 	}
@@ -752,7 +754,7 @@ func extractJSON(s string) string {
 
 // unknownTool is the error the model gets for a call of a tool the agent
 // does not have.
-func (a *Agent[Deps, Out]) unknownTool(name string) error {
+func (a *Agent[Out]) unknownTool(name string) error {
 	a.mu.RLock()
 	names := a.tools.Names()
 	a.mu.RUnlock()
@@ -856,7 +858,7 @@ type Event struct {
 // A message of the run parked on the dead-letter channel ends the stream
 // with an error matching [ErrRunParked]. A message that the broker
 // delivers again (the same id on the same channel) is yielded once.
-func (a *Agent[Deps, Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions[Deps]) iter.Seq2[Event, error] {
+func (a *Agent[Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithTimeoutCause(ctx, a.opts.Timeout, fmt.Errorf("agent %s: run timed out after %s: %w", a.name, a.opts.Timeout, context.DeadlineExceeded))
 		defer cancel()

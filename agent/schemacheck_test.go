@@ -33,16 +33,16 @@ type plainArgs struct {
 func TestSchemaCheckerRefusesAtBuild(t *testing.T) {
 	m := pickyModel{modeltest.NewTestModel(modeltest.Text("ok"))}
 	ok := tool.Must(tool.New("plain", "", func(context.Context, plainArgs) (int, error) { return 0, nil }))
-	if _, err := agent.New[agent.NoDeps, string]("fine", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{ok}}); err != nil {
+	if _, err := agent.New("fine", m, &agent.Options{Tools: []tool.Tool{ok}}); err != nil {
 		t.Fatalf("a schema the model takes: %v", err)
 	}
 	bad := tool.NewRaw(model.ToolDefinition{Name: "union", Parameters: json.RawMessage(`{"type":"object","properties":{"v":{"anyOf":[{"type":"string"},{"type":"integer"}]}}}`)},
 		func(context.Context, json.RawMessage) (*tool.Result, error) { return nil, nil })
-	_, err := agent.New[agent.NoDeps, string]("picky", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{bad}})
+	_, err := agent.New("picky", m, &agent.Options{Tools: []tool.Tool{bad}})
 	if !errors.Is(err, agent.ErrInvalidAgent) || !strings.Contains(err.Error(), "union") || !strings.Contains(err.Error(), "anyOf is not supported") {
 		t.Errorf("a tool the model cannot take: %v; want ErrInvalidAgent naming the tool and the reason", err)
 	}
-	a := agent.Must(agent.New[agent.NoDeps, string]("later", m, nil))
+	a := agent.Must(agent.New("later", m, nil))
 	if err := a.AddTool(bad); !errors.Is(err, agent.ErrInvalidAgent) {
 		t.Errorf("AddTool of a tool the model cannot take: %v; want ErrInvalidAgent", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,11 +21,11 @@ import (
 func TestSessionContinues(t *testing.T) {
 	e := newEnv(t, nil)
 	m := modeltest.NewTestModel(modeltest.Text("Nice to meet you, Ada."), modeltest.Text("Your name is Ada."))
-	a := agent.Must(agent.New[agent.NoDeps, string]("chat", m, &agent.Options[agent.NoDeps]{Instructions: "Be brief."}))
+	a := agent.Must(agent.New("chat", m, &agent.Options{Instructions: "Be brief."}))
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	opts := &agent.RunOptions[agent.NoDeps]{SessionID: "s1"}
+	opts := &agent.RunOptions{SessionID: "s1"}
 	if _, err := a.Run(runCtx(t), e.rt, "I am Ada.", opts); err != nil {
 		t.Fatal(err)
 	}
@@ -85,20 +86,27 @@ type echoArgs struct {
 	Text string `json:"text"`
 }
 
+// search is the handle of searchDeps, shared by the tools and the callers.
+var search agent.Deps[searchDeps]
+
 func TestDepsReachTools(t *testing.T) {
-	mk := func(t *testing.T) *agent.Agent[searchDeps, string] {
-		echo, err := agent.NewTool("echo", "Echo with the prefix.", func(rc agent.RunContext[searchDeps], in echoArgs) (string, error) {
+	mk := func(t *testing.T) *agent.Agent[string] {
+		echo, err := agent.NewTool("echo", "Echo with the prefix.", func(rc agent.RunContext, in echoArgs) (string, error) {
 			if rc.ToolCallID != "c1" || rc.Agent != "deps" || rc.RunID == "" || rc.Step != 1 {
 				return "", errors.New("run context incomplete")
 			}
-			return rc.Deps.Prefix + in.Text, nil
+			d, err := search.Of(rc)
+			return d.Prefix + in.Text, err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return agent.Must(agent.New[searchDeps, string]("deps", oneCall("echo", `{"text":"hi"}`), &agent.Options[searchDeps]{
-			Tools:            []tool.Tool{echo},
-			InstructionsFunc: func(rc agent.RunContext[searchDeps]) string { return "prefix is " + rc.Deps.Prefix },
+		return agent.Must(agent.New("deps", oneCall("echo", `{"text":"hi"}`), &agent.Options{
+			Tools: []tool.Tool{echo},
+			InstructionsFunc: func(rc agent.RunContext) string {
+				d, _ := search.Of(rc)
+				return "prefix is " + d.Prefix
+			},
 		}))
 	}
 	t.Run("travel with the run", func(t *testing.T) {
@@ -107,21 +115,29 @@ func TestDepsReachTools(t *testing.T) {
 		if err := a.Serve(t.Context(), e.rt, nil); err != nil {
 			t.Fatal(err)
 		}
-		out, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions[searchDeps]{Deps: searchDeps{Prefix: "run:"}})
+		out, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions{Deps: search.Value(searchDeps{Prefix: "run:"})})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if out.Output != "saw: run:hi" {
 			t.Fatalf("output = %q", out.Output)
 		}
+		// They travel as JSON, in the run's record as before.
+		st, err := e.rt.LoadRun(runCtx(t), out.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(st.Deps) != `{"prefix":"run:"}` {
+			t.Errorf("the run's record carries deps %s", st.Deps)
+		}
 	})
 	t.Run("local to the worker", func(t *testing.T) {
 		e := newEnv(t, nil)
 		a := mk(t)
-		if err := a.Serve(t.Context(), e.rt, &agent.ServeOptions[searchDeps]{LocalDeps: func() searchDeps { return searchDeps{Prefix: "local:"} }}); err != nil {
+		if err := a.Serve(t.Context(), e.rt, &agent.ServeOptions{LocalDeps: func() agent.DepsValue { return search.Value(searchDeps{Prefix: "local:"}) }}); err != nil {
 			t.Fatal(err)
 		}
-		out, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions[searchDeps]{Deps: searchDeps{Prefix: "run:"}})
+		out, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions{Deps: search.Value(searchDeps{Prefix: "run:"})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,12 +145,74 @@ func TestDepsReachTools(t *testing.T) {
 			t.Fatalf("output = %q", out.Output)
 		}
 	})
+	t.Run("none given", func(t *testing.T) {
+		e := newEnv(t, nil)
+		a := mk(t)
+		if err := a.Serve(t.Context(), e.rt, nil); err != nil {
+			t.Fatal(err)
+		}
+		out, err := a.Run(runCtx(t), e.rt, "go", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Output != "saw: hi" {
+			t.Fatalf("output = %q", out.Output)
+		}
+	})
+}
+
+// otherDeps is read through a handle of another type than the one the
+// run's dependencies were given with.
+type otherDeps struct {
+	Prefix int `json:"prefix"`
+}
+
+// Dependencies given through one handle and read through a handle of
+// another type are an error the tool sees (and the model gets), not a
+// zero value.
+func TestDepsOfAnotherTypeAreAnError(t *testing.T) {
+	var other agent.Deps[otherDeps]
+	var seen atomic.Value
+	check, err := agent.NewTool("echo", "Echo.", func(rc agent.RunContext, in echoArgs) (string, error) {
+		_, err := other.Of(rc)
+		if err != nil {
+			seen.Store(err.Error())
+		}
+		return "", err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, local := range []bool{false, true} {
+		e := newEnv(t, nil)
+		a := agent.Must(agent.New("deps", oneCall("echo", `{"text":"hi"}`), &agent.Options{Tools: []tool.Tool{check}}))
+		var so *agent.ServeOptions
+		if local {
+			so = &agent.ServeOptions{LocalDeps: func() agent.DepsValue { return search.Value(searchDeps{Prefix: "local:"}) }}
+		}
+		if err := a.Serve(t.Context(), e.rt, so); err != nil {
+			t.Fatal(err)
+		}
+		seen.Store("")
+		if _, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions{Deps: search.Value(searchDeps{Prefix: "run:"})}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := seen.Load().(string)
+		want := "decode the run's dependencies as a agent_test.otherDeps"
+		if local {
+			want = "are a agent_test.searchDeps, not a agent_test.otherDeps"
+		}
+		if !strings.Contains(got, want) {
+			t.Errorf("local=%v: the tool's error = %q, want it to contain %q", local, got, want)
+		}
+	}
 }
 
 func TestUnserializableDepsAreRefused(t *testing.T) {
 	e := newEnv(t, nil)
-	a := agent.Must(agent.New[chan int, string]("chans", modeltest.NewTestModel(modeltest.Text("x")), nil))
-	_, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions[chan int]{Deps: make(chan int)})
+	var chans agent.Deps[chan int]
+	a := agent.Must(agent.New("chans", modeltest.NewTestModel(modeltest.Text("x")), nil))
+	_, err := a.Run(runCtx(t), e.rt, "go", &agent.RunOptions{Deps: chans.Value(make(chan int))})
 	if err == nil || !strings.Contains(err.Error(), "leave RunOptions.Deps unset") || !strings.Contains(err.Error(), "ServeOptions.LocalDeps") {
 		t.Fatalf("err = %v", err)
 	}
@@ -151,18 +229,23 @@ type localDeps struct {
 // that leave Deps unset.
 func TestRunWithoutDepsCarriesNone(t *testing.T) {
 	e := newEnv(t, nil)
-	lookup, err := agent.NewTool("lookup", "Look a word up.", func(rc agent.RunContext[localDeps], in echoArgs) (string, error) {
-		if rc.Deps.Lookup == nil {
+	var local agent.Deps[localDeps]
+	lookup, err := agent.NewTool("lookup", "Look a word up.", func(rc agent.RunContext, in echoArgs) (string, error) {
+		d, err := local.Of(rc)
+		if err != nil {
+			return "", err
+		}
+		if d.Lookup == nil {
 			return "", errors.New("no local deps")
 		}
-		return rc.Deps.Lookup(in.Text), nil
+		return d.Lookup(in.Text), nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := agent.Must(agent.New[localDeps, string]("local", oneCall("lookup", `{"text":"calf"}`), &agent.Options[localDeps]{Tools: []tool.Tool{lookup}}))
-	if err := a.Serve(t.Context(), e.rt, &agent.ServeOptions[localDeps]{LocalDeps: func() localDeps {
-		return localDeps{Lookup: strings.ToUpper, Events: make(chan string)}
+	a := agent.Must(agent.New("local", oneCall("lookup", `{"text":"calf"}`), &agent.Options{Tools: []tool.Tool{lookup}}))
+	if err := a.Serve(t.Context(), e.rt, &agent.ServeOptions{LocalDeps: func() agent.DepsValue {
+		return local.Value(localDeps{Lookup: strings.ToUpper, Events: make(chan string)})
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +319,7 @@ func TestRunStreamStopsEarlyAndCancels(t *testing.T) {
 		<-stopped // answer only once the reader has gone
 		return modeltest.Text("too late"), nil
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string]("quitter", m, nil))
+	a := agent.Must(agent.New("quitter", m, nil))
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -260,24 +343,24 @@ func TestRunStreamStopsEarlyAndCancels(t *testing.T) {
 }
 
 func TestInvalidAgents(t *testing.T) {
-	if _, err := agent.New[agent.NoDeps, string]("bad name", nil, nil); !errors.Is(err, agent.ErrInvalidAgent) {
+	if _, err := agent.New("bad name", nil, nil); !errors.Is(err, agent.ErrInvalidAgent) {
 		t.Errorf("bad name: %v", err)
 	}
 	type node struct {
 		Next *node `json:"next"`
 	}
-	if _, err := agent.New[agent.NoDeps, node]("rec", nil, nil); !errors.Is(err, agent.ErrInvalidAgent) {
+	if _, err := agent.NewTyped[node]("rec", nil, nil); !errors.Is(err, agent.ErrInvalidAgent) {
 		t.Errorf("recursive output type: %v", err)
 	}
 	add := tool.Must(tool.New("add", "x", func(context.Context, addArgs) (int, error) { return 0, nil }))
-	if _, err := agent.New[agent.NoDeps, string]("dup", nil, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add, add}}); err == nil {
+	if _, err := agent.New("dup", nil, &agent.Options{Tools: []tool.Tool{add, add}}); err == nil {
 		t.Errorf("duplicate tool accepted")
 	}
 }
 
 func TestNoModel(t *testing.T) {
 	e := newEnv(t, nil)
-	a := agent.Must(agent.New[agent.NoDeps, string]("nomodel", nil, nil))
+	a := agent.Must(agent.New("nomodel", nil, nil))
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func sessionStores() map[string]func(t testing.TB) store.Store {
 
 // sessionEnv serves a chat agent on a runtime over s. The model answers
 // "reply N" to the N-th message it sees.
-func sessionEnv(t *testing.T, s store.Store) (*agent.Runtime, *agent.Agent[agent.NoDeps, string], *fakeClock) {
+func sessionEnv(t *testing.T, s store.Store) (*agent.Runtime, *agent.Agent[string], *fakeClock) {
 	t.Helper()
 	mb := memory.New(nil)
 	c := calf.NewClient(mb, nil)
@@ -132,7 +132,7 @@ func sessionEnv(t *testing.T, s store.Store) (*agent.Runtime, *agent.Agent[agent
 		_ = c.Close()
 		_ = mb.Close()
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string]("chat", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	a := agent.Must(agent.New("chat", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		return modeltest.Text(fmt.Sprint("reply ", len(req.Messages))), nil
 	}), nil))
 	if err := a.Serve(t.Context(), rt, nil); err != nil {
@@ -419,7 +419,7 @@ func TestSessionStatusWhileRunning(t *testing.T) {
 	e := newEnv(t, nil)
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("slow", modeltest.FunctionModel(func(ctx context.Context, _ *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("slow", modeltest.FunctionModel(func(ctx context.Context, _ *model.Request) (*model.Response, error) {
 		started <- struct{}{}
 		select {
 		case <-release:

@@ -23,7 +23,7 @@ import (
 // answers "ok" to a prompt, calls add (which asks for approval) when the
 // prompt starts with "add", and reports the tool's result. It returns the
 // runtime and the messages of the model's last request.
-func historyAgent(t *testing.T, b calf.Broker, s store.Store) (*agent.Runtime, *agent.Agent[agent.NoDeps, string], func() []model.Message) {
+func historyAgent(t *testing.T, b calf.Broker, s store.Store) (*agent.Runtime, *agent.Agent[string], func() []model.Message) {
 	t.Helper()
 	var mu sync.Mutex
 	var last []model.Message
@@ -43,7 +43,7 @@ func historyAgent(t *testing.T, b calf.Broker, s store.Store) (*agent.Runtime, *
 		}
 		return modeltest.Text(fmt.Sprint("ok ", len(req.Messages))), nil
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string]("historian", m, &agent.Options[agent.NoDeps]{
+	a := agent.Must(agent.New("historian", m, &agent.Options{
 		Tools: []tool.Tool{add}, Permissions: &agent.Permissions{Mode: agent.PermissionAsk},
 	}))
 	c := calf.NewClient(b, nil)
@@ -69,7 +69,7 @@ type storedRun struct {
 // startWaiting runs, from rt, two turns in session s, then a third that
 // waits for the approval of its tool call, and returns its approval
 // request.
-func startWaiting(t *testing.T, rt *agent.Runtime, a *agent.Agent[agent.NoDeps, string]) (agent.Approval, <-chan runResult) {
+func startWaiting(t *testing.T, rt *agent.Runtime, a *agent.Agent[string]) (agent.Approval, <-chan runResult) {
 	t.Helper()
 	for _, p := range []string{"hello", "hi again"} {
 		if _, err := a.Run(runCtx(t), rt, p, a.InSession("s")); err != nil {
@@ -78,7 +78,7 @@ func startWaiting(t *testing.T, rt *agent.Runtime, a *agent.Agent[agent.NoDeps, 
 	}
 	done := make(chan runResult, 1)
 	go func() {
-		out, err := a.Run(runCtx(t), rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r3", SessionID: "s"})
+		out, err := a.Run(runCtx(t), rt, "add 2 and 3", &agent.RunOptions{RunID: "r3", SessionID: "s"})
 		done <- runResult{out, err}
 	}()
 	return pending(t, rt, "r3"), done
@@ -343,7 +343,7 @@ func TestLongRunArchivesMessages(t *testing.T) {
 					}
 					return modeltest.Text(fmt.Sprint("done after ", len(req.Messages))), nil
 				})
-				a := agent.Must(agent.New[agent.NoDeps, string]("long", m, &agent.Options[agent.NoDeps]{
+				a := agent.Must(agent.New("long", m, &agent.Options{
 					Tools: []tool.Tool{add, peek}, MaxTurns: steps + 1, Permissions: &agent.Permissions{Mode: agent.PermissionAsk, Allowed: []string{"peek"}},
 				}))
 				c := calf.NewClient(mb, nil)
@@ -357,13 +357,13 @@ func TestLongRunArchivesMessages(t *testing.T) {
 			first := serve()
 			caller := agent.NewRuntime(calf.NewClient(mb, nil), s, nil)
 			t.Cleanup(func() { _ = caller.Client().Close() })
-			chat := agent.Must(agent.New[agent.NoDeps, string]("long", modeltest.NewTestModel(), nil))
+			chat := agent.Must(agent.New("long", modeltest.NewTestModel(), nil))
 			if _, err := chat.Run(runCtx(t), caller, "hello", chat.InSession("s")); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan runResult, 1)
 			go func() {
-				out, err := chat.Run(runCtx(t), caller, "peek a lot", &agent.RunOptions[agent.NoDeps]{RunID: "long-run", SessionID: "s"})
+				out, err := chat.Run(runCtx(t), caller, "peek a lot", &agent.RunOptions{RunID: "long-run", SessionID: "s"})
 				done <- runResult{out, err}
 			}()
 			req := pending(t, caller, "long-run")

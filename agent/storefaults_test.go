@@ -27,7 +27,7 @@ type faultEnv struct {
 	*env
 	faulty     *storetest.FaultyStore
 	worker     *agent.Runtime
-	agent      *agent.Agent[agent.NoDeps, string]
+	agent      *agent.Agent[string]
 	modelCalls *atomic.Int64
 	toolCalls  *atomic.Int64
 }
@@ -50,14 +50,14 @@ func newFaultEnvOn(t *testing.T, f storetest.Faults, maxAttempts int, wrap func(
 	worker := agent.NewRuntime(e.client, fs, nil)
 	var modelCalls atomic.Int64
 	add, toolCalls := addTool(t)
-	a, err := agent.New[agent.NoDeps, string]("calculator", w1Model(&modelCalls), &agent.Options[agent.NoDeps]{
+	a, err := agent.New("calculator", w1Model(&modelCalls), &agent.Options{
 		Instructions: "You add numbers with the add tool.",
 		Tools:        []tool.Tool{add},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Serve(t.Context(), worker, &agent.ServeOptions[agent.NoDeps]{MaxAttempts: maxAttempts}); err != nil {
+	if err := a.Serve(t.Context(), worker, &agent.ServeOptions{MaxAttempts: maxAttempts}); err != nil {
 		t.Fatal(err)
 	}
 	return &faultEnv{env: e, faulty: fs, worker: worker, agent: a, modelCalls: &modelCalls, toolCalls: toolCalls}
@@ -157,7 +157,7 @@ func testFaultOnWrite(t *testing.T, wrap func(calf.Broker) calf.Broker, kind str
 		}
 		return storetest.NoFault
 	}}, storeFaultAttempts, wrap)
-	out, err := fe.agent.Run(runCtx(t), fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+	out, err := fe.agent.Run(runCtx(t), fe.rt, "add 2 and 3", &agent.RunOptions{RunID: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func testConcurrentRunsUnderStoreFaults(t *testing.T, wrap func(calf.Broker) cal
 	for i := range runs {
 		ids[i] = fmt.Sprintf("run-%02d", i)
 		wg.Go(func() {
-			out, err := fe.agent.Run(runCtx(t), fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: ids[i]})
+			out, err := fe.agent.Run(runCtx(t), fe.rt, "add 2 and 3", &agent.RunOptions{RunID: ids[i]})
 			if err == nil && out.Output != "The sum is 5" {
 				err = fmt.Errorf("output %q", out.Output)
 			}
@@ -259,7 +259,7 @@ func testUnrecordableToolResult(t *testing.T, wrap func(calf.Broker) calf.Broker
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err := fe.agent.Run(runCtx(t), fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+	_, err := fe.agent.Run(runCtx(t), fe.rt, "add 2 and 3", &agent.RunOptions{RunID: "r1"})
 	if !errors.Is(err, agent.ErrRunParked) {
 		t.Fatalf("err = %v, want ErrRunParked", err)
 	}
@@ -290,7 +290,7 @@ func TestSessionUnderStoreFaults(t *testing.T) {
 	for i := range runs {
 		id := fmt.Sprintf("run-%d", i)
 		ids = append(ids, id)
-		out, err := fe.agent.Run(runCtx(t), fe.rt, fmt.Sprintf("add 2 and 3, turn %d", i), &agent.RunOptions[agent.NoDeps]{RunID: id, SessionID: "s1"})
+		out, err := fe.agent.Run(runCtx(t), fe.rt, fmt.Sprintf("add 2 and 3, turn %d", i), &agent.RunOptions{RunID: id, SessionID: "s1"})
 		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}
@@ -355,7 +355,7 @@ func TestStoreOutageParksThenReplayCompletes(t *testing.T) {
 			if err := deadletter.Serve(t.Context(), fe.client, fe.store); err != nil {
 				t.Fatal(err)
 			}
-			opts := &agent.RunOptions[agent.NoDeps]{RunID: "r1", ReplyTo: &agent.ReplyTo{Channel: fe.client.Inbox(), Key: "r1"}}
+			opts := &agent.RunOptions{RunID: "r1", ReplyTo: &agent.ReplyTo{Channel: fe.client.Inbox(), Key: "r1"}}
 			if _, err := fe.agent.Submit(t.Context(), fe.rt, "add 2 and 3", opts); err != nil {
 				t.Fatal(err)
 			}
@@ -425,7 +425,7 @@ func testRunReportsAParkedMessage(t *testing.T, wrap func(calf.Broker) calf.Brok
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	out, err := fe.agent.Run(ctx, fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"})
+	out, err := fe.agent.Run(ctx, fe.rt, "add 2 and 3", &agent.RunOptions{RunID: "r1"})
 	var re *agent.RunError
 	if !errors.Is(err, agent.ErrRunParked) || !errors.As(err, &re) || errors.Is(err, agent.ErrRunCancelled) || errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("Run = %v, %v; want a *RunError matching ErrRunParked only", out, err)
@@ -481,7 +481,7 @@ func testRunStreamReportsAParkedMessage(t *testing.T, wrap func(calf.Broker) cal
 	defer cancel()
 	var last error
 	var kinds []agent.EventKind
-	for ev, err := range fe.agent.RunStream(ctx, fe.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "r1"}) {
+	for ev, err := range fe.agent.RunStream(ctx, fe.rt, "add 2 and 3", &agent.RunOptions{RunID: "r1"}) {
 		if err != nil {
 			last = err
 			continue

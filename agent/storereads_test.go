@@ -45,7 +45,7 @@ func (c *opCounter) Put(ctx context.Context, kind, id string, data []byte, versi
 // serveW1On serves W1 on a worker runtime over s, on e's broker, with the
 // add tool wrapped by during, which runs before the tool adds. The caller
 // goes through e.rt, as a caller in another process would.
-func serveW1On(t *testing.T, e *env, s store.Store, during func(ctx context.Context)) *agent.Agent[agent.NoDeps, string] {
+func serveW1On(t *testing.T, e *env, s store.Store, during func(ctx context.Context)) *agent.Agent[string] {
 	t.Helper()
 	var calls atomic.Int64
 	add, err := tool.New("add", "Add two integers.", func(ctx context.Context, in addArgs) (int, error) {
@@ -57,7 +57,7 @@ func serveW1On(t *testing.T, e *env, s store.Store, during func(ctx context.Cont
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New[agent.NoDeps, string]("calculator", w1Model(&calls), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}})
+	a, err := agent.New("calculator", w1Model(&calls), &agent.Options{Tools: []tool.Tool{add}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestWorkerCachedStateBehindTheStore(t *testing.T) {
 	var runID atomic.Value
 	a := serveW1On(t, e, counted, func(ctx context.Context) {
 		// Another process adds a marker to the run's state.
-		rc, _ := agent.FromContext[agent.NoDeps](ctx)
+		rc, _ := agent.FromContext(ctx)
 		id := rc.RunID
 		runID.Store(id)
 		if _, err := store.Update(ctx, e.store, store.KindRun, id, func(data []byte, _ bool) ([]byte, error) {
@@ -164,7 +164,7 @@ func TestWorkerCachedStateOfCancelledRun(t *testing.T) {
 	e := newEnv(t, nil)
 	var runID atomic.Value
 	a := serveW1On(t, e, e.store, func(ctx context.Context) {
-		rc, _ := agent.FromContext[agent.NoDeps](ctx)
+		rc, _ := agent.FromContext(ctx)
 		id := rc.RunID
 		runID.Store(id)
 		if _, err := e.rt.Cancel(ctx, "calculator", id, "stop"); err != nil {
@@ -195,7 +195,7 @@ func TestOneProcessRunReadsNothing(t *testing.T) {
 	rt := agent.NewRuntime(e.client, counted, nil)
 	var calls atomic.Int64
 	add := tool.Must(tool.New("add", "Add two integers.", func(_ context.Context, in addArgs) (int, error) { return in.A + in.B, nil }))
-	a := agent.Must(agent.New[agent.NoDeps, string]("calculator", w1Model(&calls), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}}))
+	a := agent.Must(agent.New("calculator", w1Model(&calls), &agent.Options{Tools: []tool.Tool{add}}))
 	if err := a.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestLocalCopyBehindBeforeModelCall(t *testing.T) {
 	other = agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
 	t.Cleanup(func() { _ = other.Client().Close() })
 	a, modelCalls, toolCalls := newW1(t, e)
-	_, err := a.Run(runCtx(t), e.rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "stale"})
+	_, err := a.Run(runCtx(t), e.rt, "add 2 and 3", &agent.RunOptions{RunID: "stale"})
 	var re *agent.RunError
 	if !errors.As(err, &re) || re.Status != agent.RunCancelled {
 		t.Fatalf("Run error = %v, want the run cancelled", err)
@@ -303,7 +303,7 @@ func TestLocalResultRecordedThenItsEventLost(t *testing.T) {
 	rt := agent.NewRuntime(e.client, counted, nil)
 	var calls atomic.Int64
 	add, toolCalls := addTool(t)
-	a := agent.Must(agent.New[agent.NoDeps, string]("calculator", w1Model(&calls), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}}))
+	a := agent.Must(agent.New("calculator", w1Model(&calls), &agent.Options{Tools: []tool.Tool{add}}))
 	if err := a.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestRunStreamYieldsDeltasBeforeWhatFollows(t *testing.T) {
 				steps = append(steps, first, modeltest.Text("The sum of the two numbers is 5."))
 			}
 			add, _ := addTool(t)
-			a, err := agent.New[agent.NoDeps, string]("talker", modeltest.NewTestModel(steps...), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}})
+			a, err := agent.New("talker", modeltest.NewTestModel(steps...), &agent.Options{Tools: []tool.Tool{add}})
 			if err != nil {
 				t.Fatal(err)
 			}

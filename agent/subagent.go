@@ -170,7 +170,7 @@ func asTool(sub Target, opts *SubagentOptions, task bool) (tool.Tool, error) {
 // AddSubagent gives sub to the agent as a tool; see [AsTool]. Like
 // AddTool, it must be called before Serve: after, it refuses with an
 // error matching [ErrAlreadyServed].
-func (a *Agent[Deps, Out]) AddSubagent(sub Target, opts *SubagentOptions) error {
+func (a *Agent[Out]) AddSubagent(sub Target, opts *SubagentOptions) error {
 	t, err := AsTool(sub, opts)
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", a.name, err)
@@ -235,7 +235,7 @@ func (t *subagentTool) call(_ context.Context, args json.RawMessage) (*tool.Resu
 }
 
 // hasSubagents reports whether the agent has a subagent tool.
-func (a *Agent[Deps, Out]) hasSubagents() bool {
+func (a *Agent[Out]) hasSubagents() bool {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	for _, name := range a.tools.Names() {
@@ -251,7 +251,7 @@ func (a *Agent[Deps, Out]) hasSubagents() bool {
 // subagentCall reports whether ev calls a subagent tool with valid
 // arguments. Invalid ones take the ordinary path, which reports them to
 // the model.
-func (h *handlers[Deps, Out]) subagentCall(ev ToolCallEvent) (*subagentTool, string, bool) {
+func (h *handlers[Out]) subagentCall(ev ToolCallEvent) (*subagentTool, string, bool) {
 	t, ok := h.a.tool(ev.ToolName)
 	if !ok {
 		return nil, "", false
@@ -284,7 +284,7 @@ type subagentRef struct {
 // pending: the run's reply completes it. A redelivered call submits the
 // same run again, which starts nothing new (a run that has ended answers
 // again).
-func (h *handlers[Deps, Out]) startSubagent(ctx context.Context, msg *calf.Message, st *RunState, ev ToolCallEvent, sub *subagentTool, input string) error {
+func (h *handlers[Out]) startSubagent(ctx context.Context, msg *calf.Message, st *RunState, ev ToolCallEvent, sub *subagentTool, input string) error {
 	if st.Depth >= sub.opts.MaxDepth {
 		p := PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
 		res := errorResult(ev.Step, p, fmt.Errorf("the agent %s was not called: this run is %d subagent calls deep, the limit", sub.agent, st.Depth))
@@ -353,7 +353,7 @@ func (h *handlers[Deps, Out]) startSubagent(ctx context.Context, msg *calf.Messa
 // tool call that started it: it records the result (so that a redelivered
 // tool call emits it rather than starting the subagent again) and emits it
 // on the tool-result channel with the id a tool's result would have.
-func (h *handlers[Deps, Out]) onSubagentCompleted(ctx context.Context, msg *calf.Message) error {
+func (h *handlers[Out]) onSubagentCompleted(ctx context.Context, msg *calf.Message) error {
 	var out OutputEvent
 	if err := msg.Decode(&out); err != nil {
 		return calf.Permanent(err)
@@ -375,7 +375,7 @@ func (h *handlers[Deps, Out]) onSubagentCompleted(ctx context.Context, msg *calf
 // subagentStopHooks runs the subagent_stop hooks on the result res that a
 // subagent's output out makes, publishes their decisions, and returns the
 // result they leave.
-func (h *handlers[Deps, Out]) subagentStopHooks(ctx context.Context, msg *calf.Message, ref subagentRef, out *OutputEvent, res ToolResultEvent) (ToolResultEvent, error) {
+func (h *handlers[Out]) subagentStopHooks(ctx context.Context, msg *calf.Message, ref subagentRef, out *OutputEvent, res ToolResultEvent) (ToolResultEvent, error) {
 	name := out.Agent
 	if t, ok := h.a.tool(ref.Tool); ok {
 		if sub, ok := t.(*subagentTool); ok {
@@ -418,7 +418,7 @@ func (h *handlers[Deps, Out]) subagentStopHooks(ctx context.Context, msg *calf.M
 // create-only write (a result recorded first by another delivery wins),
 // and emits the recorded result on the tool-result channel, with md over
 // the metadata of the message being handled.
-func (h *handlers[Deps, Out]) recordResult(ctx context.Context, run string, res ToolResultEvent, md calf.Metadata) error {
+func (h *handlers[Out]) recordResult(ctx context.Context, run string, res ToolResultEvent, md calf.Metadata) error {
 	data, err := json.Marshal(res)
 	if err != nil {
 		return calf.Permanent(err)
@@ -466,7 +466,7 @@ func subagentResult(ref subagentRef, out *OutputEvent) ToolResultEvent {
 }
 
 // within bounds a timeout by the run's deadline, if it has one.
-func (h *handlers[Deps, Out]) within(st *RunState, timeout time.Duration) time.Duration {
+func (h *handlers[Out]) within(st *RunState, timeout time.Duration) time.Duration {
 	if st.Deadline.IsZero() {
 		return timeout
 	}
@@ -477,7 +477,7 @@ func (h *handlers[Deps, Out]) within(st *RunState, timeout time.Duration) time.D
 }
 
 // maxTurns is the run's bound on model calls.
-func (h *handlers[Deps, Out]) maxTurns(st *RunState) int {
+func (h *handlers[Out]) maxTurns(st *RunState) int {
 	if st.MaxTurns > 0 && st.MaxTurns < h.a.opts.MaxTurns {
 		return st.MaxTurns
 	}

@@ -19,22 +19,22 @@ func ExampleAgent_AddSubagent() {
 	defer b.Close()
 	rt := agent.NewRuntime(calf.NewClient(b, nil), storemem.New(), nil)
 
-	researcher := agent.Must(agent.New[agent.NoDeps, string]("researcher",
+	researcher := agent.Must(agent.New("researcher",
 		modeltest.NewTestModel(modeltest.Text("Lyon has 520,000 inhabitants.")),
-		&agent.Options[agent.NoDeps]{Description: "Finds facts."}))
-	writer := agent.Must(agent.New[agent.NoDeps, string]("writer", modeltest.NewTestModel(
+		&agent.Options{Description: "Finds facts."}))
+	writer := agent.Must(agent.New("writer", modeltest.NewTestModel(
 		modeltest.ToolCalls(modeltest.Call("c1", "researcher", `{"input":"How many people live in Lyon?"}`)),
 		modeltest.Text("Lyon, a city of about half a million people."),
 	), nil))
 	if err := writer.AddSubagent(researcher, &agent.SubagentOptions{MaxTurns: 5}); err != nil {
 		panic(err)
 	}
-	for _, a := range []*agent.Agent[agent.NoDeps, string]{writer, researcher} {
+	for _, a := range []*agent.Agent[string]{writer, researcher} {
 		if err := a.Serve(ctx, rt, nil); err != nil {
 			panic(err)
 		}
 	}
-	out, err := writer.Run(ctx, rt, "Write one line about Lyon.", &agent.RunOptions[agent.NoDeps]{RunID: "w1"})
+	out, err := writer.Run(ctx, rt, "Write one line about Lyon.", &agent.RunOptions{RunID: "w1"})
 	if err != nil {
 		panic(err)
 	}

@@ -16,10 +16,10 @@ import (
 func TestSubagentCallIDReusedAcrossSteps(t *testing.T) {
 	e := newEnv(t, nil)
 	var childCalls, parentCalls atomic.Int64
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", counted(&childCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	serve(t, e, agent.Must(agent.New("researcher", counted(&childCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		return modeltest.Text("answer to " + req.Messages[len(req.Messages)-1].Text()), nil
 	}), nil)))
-	m := agent.Must(agent.New[agent.NoDeps, string]("manager", counted(&parentCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	m := agent.Must(agent.New("manager", counted(&parentCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		var results []string
 		for _, msg := range req.Messages {
 			if msg.Role == model.RoleTool {
@@ -53,7 +53,7 @@ func TestSubagentCallIDReusedAcrossSteps(t *testing.T) {
 func TestToolCallIDReusedAcrossSteps(t *testing.T) {
 	e := newEnv(t, nil)
 	add, executions := addTool(t)
-	m := agent.Must(agent.New[agent.NoDeps, string]("adder", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	m := agent.Must(agent.New("adder", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		var results []string
 		for _, msg := range req.Messages {
 			if msg.Role == model.RoleTool {
@@ -67,7 +67,7 @@ func TestToolCallIDReusedAcrossSteps(t *testing.T) {
 			return modeltest.ToolCalls(modeltest.Call("0", "add", `{"a":3,"b":4}`)), nil
 		}
 		return modeltest.Text(results[0] + " and " + results[1]), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}}))
+	}), &agent.Options{Tools: []tool.Tool{add}}))
 	serve(t, e, m)
 	out, err := m.Run(runCtx(t), e.rt, "add twice", nil)
 	if err != nil {

@@ -60,9 +60,9 @@ func newClockEnv(t *testing.T, clk *clock) *env {
 
 // manager is a parent agent that gives a task to the researcher subagent
 // and answers with what the tool returned, noting an error result.
-func newManager(t *testing.T, e *env, calls *atomic.Int64, opts *agent.SubagentOptions) *agent.Agent[agent.NoDeps, string] {
+func newManager(t *testing.T, e *env, calls *atomic.Int64, opts *agent.SubagentOptions) *agent.Agent[string] {
 	t.Helper()
-	m := agent.Must(agent.New[agent.NoDeps, string]("manager", counted(calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	m := agent.Must(agent.New("manager", counted(calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role == model.RoleTool {
 			if last.IsError {
@@ -84,12 +84,12 @@ func TestSubagentSuccess(t *testing.T) {
 	e := newEnv(t, nil)
 	var parentCalls, childCalls atomic.Int64
 	var prompt atomic.Value
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", counted(&childCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	serve(t, e, agent.Must(agent.New("researcher", counted(&childCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		prompt.Store(req.Messages[len(req.Messages)-1].Text())
 		return modeltest.Text("42"), nil
 	}), nil)))
 	m := newManager(t, e, &parentCalls, nil)
-	out, err := m.Run(runCtx(t), e.rt, "ask the researcher", &agent.RunOptions[agent.NoDeps]{RunID: "p1"})
+	out, err := m.Run(runCtx(t), e.rt, "ask the researcher", &agent.RunOptions{RunID: "p1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestSubagentSuccess(t *testing.T) {
 func TestSubagentFailure(t *testing.T) {
 	e := newEnv(t, nil)
 	var parentCalls atomic.Int64
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", modeltest.NewTestModel(errors.New("the library is closed")), nil)))
+	serve(t, e, agent.Must(agent.New("researcher", modeltest.NewTestModel(errors.New("the library is closed")), nil)))
 	m := newManager(t, e, &parentCalls, nil)
 	out, err := m.Run(runCtx(t), e.rt, "ask", nil)
 	if err != nil {
@@ -138,12 +138,12 @@ func TestSubagentTimeout(t *testing.T) {
 	e := newClockEnv(t, clk)
 	var parentCalls, childCalls atomic.Int64
 	look := tool.Must(tool.New("look", "Look something up.", func(context.Context, struct{}) (string, error) { return "nothing", nil }))
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", counted(&childCalls, func(context.Context, *model.Request) (*model.Response, error) {
+	serve(t, e, agent.Must(agent.New("researcher", counted(&childCalls, func(context.Context, *model.Request) (*model.Response, error) {
 		clk.Add(2 * time.Minute) // the model is slow
 		return modeltest.ToolCalls(modeltest.Call("l1", "look", `{}`)), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{look}})))
+	}), &agent.Options{Tools: []tool.Tool{look}})))
 	m := newManager(t, e, &parentCalls, &agent.SubagentOptions{Timeout: time.Minute})
-	out, err := m.Run(runCtx(t), e.rt, "ask", &agent.RunOptions[agent.NoDeps]{RunID: "p1"})
+	out, err := m.Run(runCtx(t), e.rt, "ask", &agent.RunOptions{RunID: "p1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,9 +167,9 @@ func TestSubagentMaxTurns(t *testing.T) {
 	e := newEnv(t, nil)
 	var parentCalls, childCalls atomic.Int64
 	look := tool.Must(tool.New("look", "Look something up.", func(context.Context, struct{}) (string, error) { return "nothing", nil }))
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", counted(&childCalls, func(context.Context, *model.Request) (*model.Response, error) {
+	serve(t, e, agent.Must(agent.New("researcher", counted(&childCalls, func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.ToolCalls(modeltest.Call("", "look", `{}`)), nil // never done
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{look}})))
+	}), &agent.Options{Tools: []tool.Tool{look}})))
 	m := newManager(t, e, &parentCalls, &agent.SubagentOptions{MaxTurns: 3})
 	out, err := m.Run(runCtx(t), e.rt, "ask", nil)
 	if err != nil {
@@ -186,11 +186,11 @@ func TestSubagentDuplicateDelivery(t *testing.T) {
 	run := func(o *envOptions) (ids []string, parent, child int64) {
 		e := newEnv(t, o)
 		var parentCalls, childCalls atomic.Int64
-		serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", counted(&childCalls, func(context.Context, *model.Request) (*model.Response, error) {
+		serve(t, e, agent.Must(agent.New("researcher", counted(&childCalls, func(context.Context, *model.Request) (*model.Response, error) {
 			return modeltest.Text("42"), nil
 		}), nil)))
 		m := newManager(t, e, &parentCalls, nil)
-		out, err := m.Run(runCtx(t), e.rt, "ask", &agent.RunOptions[agent.NoDeps]{RunID: "p1"})
+		out, err := m.Run(runCtx(t), e.rt, "ask", &agent.RunOptions{RunID: "p1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,9 +222,9 @@ func TestSubagentDuplicateDelivery(t *testing.T) {
 // a handoff and the events of the run that continues the conversation.
 func TestRunStreamShowsSubagentsAndHandoffs(t *testing.T) {
 	e := newEnv(t, nil)
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", modeltest.NewTestModel(modeltest.Text("42")), nil)))
-	closer := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("closer", modeltest.NewTestModel(modeltest.Text("The answer is 42. Bye!")), nil)))
-	lead := agent.Must(agent.New[agent.NoDeps, string]("lead", modeltest.NewTestModel(
+	serve(t, e, agent.Must(agent.New("researcher", modeltest.NewTestModel(modeltest.Text("42")), nil)))
+	closer := serve(t, e, agent.Must(agent.New("closer", modeltest.NewTestModel(modeltest.Text("The answer is 42. Bye!")), nil)))
+	lead := agent.Must(agent.New("lead", modeltest.NewTestModel(
 		modeltest.ToolCalls(modeltest.Call("c1", "researcher", `{"input":"find the answer"}`)),
 		modeltest.ToolCalls(modeltest.Call("c2", "transfer_to_closer", `{}`)),
 	), nil))
@@ -236,7 +236,7 @@ func TestRunStreamShowsSubagentsAndHandoffs(t *testing.T) {
 	}
 	serve(t, e, lead)
 	var got []string
-	for ev, err := range lead.RunStream(runCtx(t), e.rt, "go", &agent.RunOptions[agent.NoDeps]{RunID: "s1"}) {
+	for ev, err := range lead.RunStream(runCtx(t), e.rt, "go", &agent.RunOptions{RunID: "s1"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,12 +279,12 @@ func TestRunStreamShowsSubagentsAndHandoffs(t *testing.T) {
 func TestSubagentThatHandsOff(t *testing.T) {
 	e := newEnv(t, nil)
 	var parentCalls atomic.Int64
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("expert", modeltest.NewTestModel(modeltest.Text("deep 42")), nil)))
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", modeltest.NewTestModel(
+	serve(t, e, agent.Must(agent.New("expert", modeltest.NewTestModel(modeltest.Text("deep 42")), nil)))
+	serve(t, e, agent.Must(agent.New("researcher", modeltest.NewTestModel(
 		modeltest.ToolCalls(modeltest.Call("h", "transfer_to_expert", `{}`)),
-	), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{tool.Must(agent.Handoff(agent.Named("expert", ""), nil))}})))
+	), &agent.Options{Tools: []tool.Tool{tool.Must(agent.Handoff(agent.Named("expert", ""), nil))}})))
 	m := newManager(t, e, &parentCalls, nil)
-	out, err := m.Run(runCtx(t), e.rt, "ask", &agent.RunOptions[agent.NoDeps]{RunID: "p1"})
+	out, err := m.Run(runCtx(t), e.rt, "ask", &agent.RunOptions{RunID: "p1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestSubagentRecoverAfterLostInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := m.Submit(t.Context(), e.rt, "ask", &agent.RunOptions[agent.NoDeps]{RunID: "p1"}); err != nil {
+	if _, err := m.Submit(t.Context(), e.rt, "ask", &agent.RunOptions{RunID: "p1"}); err != nil {
 		t.Fatal(err)
 	}
 	e.settle(t) // the researcher's input went to no one
@@ -326,7 +326,7 @@ func TestSubagentRecoverAfterLostInput(t *testing.T) {
 	if _, err := e.rt.LoadRun(t.Context(), "p1/call_1"); err == nil {
 		t.Fatal("the subagent's run exists although nothing served it")
 	}
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", modeltest.NewTestModel(modeltest.Text("42")), nil)))
+	serve(t, e, agent.Must(agent.New("researcher", modeltest.NewTestModel(modeltest.Text("42")), nil)))
 	if n, err := m.Recover(t.Context(), e.rt, nil); err != nil || n != 1 {
 		t.Fatalf("Recover = %d, %v; want 1 run continued", n, err)
 	}
@@ -348,7 +348,7 @@ func TestSubagentRecoverAfterLostInput(t *testing.T) {
 func TestSubagentDepthIsBounded(t *testing.T) {
 	e := newEnv(t, nil)
 	var calls atomic.Int64
-	r := agent.Must(agent.New[agent.NoDeps, string]("recurse", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	r := agent.Must(agent.New("recurse", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role == model.RoleTool {
 			return modeltest.Text("<" + last.Text() + ">"), nil
@@ -359,7 +359,7 @@ func TestSubagentDepthIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	serve(t, e, r)
-	out, err := r.Run(runCtx(t), e.rt, "go", &agent.RunOptions[agent.NoDeps]{RunID: "d"})
+	out, err := r.Run(runCtx(t), e.rt, "go", &agent.RunOptions{RunID: "d"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,9 +381,9 @@ func TestSubagentStructuredOutput(t *testing.T) {
 		Name       string `json:"name"`
 		Population int    `json:"population"`
 	}
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, city]("geo", modeltest.NewTestModel(modeltest.JSON(city{"Lyon", 520000})), nil)))
+	serve(t, e, agent.Must(agent.NewTyped[city]("geo", modeltest.NewTestModel(modeltest.JSON(city{"Lyon", 520000})), nil)))
 	var calls atomic.Int64
-	m := agent.Must(agent.New[agent.NoDeps, string]("writer", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	m := agent.Must(agent.New("writer", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleTool {
 			return modeltest.Text(last.Text()), nil
 		}
@@ -408,10 +408,10 @@ func TestSubagentStructuredOutput(t *testing.T) {
 func TestSubagentBadArguments(t *testing.T) {
 	e := newEnv(t, nil)
 	var childCalls, parentCalls atomic.Int64
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", counted(&childCalls, func(context.Context, *model.Request) (*model.Response, error) {
+	serve(t, e, agent.Must(agent.New("researcher", counted(&childCalls, func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.Text("42"), nil
 	}), nil)))
-	m := agent.Must(agent.New[agent.NoDeps, string]("manager", counted(&parentCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	m := agent.Must(agent.New("manager", counted(&parentCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleTool {
 			return modeltest.Text(last.Text()), nil
 		}
@@ -436,17 +436,17 @@ func TestSubagentCancelledWithParent(t *testing.T) {
 	g := &gate{started: make(chan string, 1), release: make(chan struct{})}
 	defer close(g.release)
 	var parentCalls atomic.Int64
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("researcher", modeltest.NewTestModel(
+	serve(t, e, agent.Must(agent.New("researcher", modeltest.NewTestModel(
 		modeltest.ToolCalls(modeltest.Call("w1", "wait", `{"label":"x"}`)),
 		modeltest.Text("too late"),
-	), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{newGateTool(t, g)}})))
+	), &agent.Options{Tools: []tool.Tool{newGateTool(t, g)}})))
 	m := newManager(t, e, &parentCalls, nil)
 	ctx, cancel := context.WithCancel(runCtx(t))
 	go func() {
 		<-g.started
 		cancel()
 	}()
-	if _, err := m.Run(ctx, e.rt, "ask", &agent.RunOptions[agent.NoDeps]{RunID: "p1"}); !errors.Is(err, agent.ErrRunCancelled) {
+	if _, err := m.Run(ctx, e.rt, "ask", &agent.RunOptions{RunID: "p1"}); !errors.Is(err, agent.ErrRunCancelled) {
 		t.Fatalf("err = %v; want a cancelled run", err)
 	}
 	child, err := e.rt.LoadRun(t.Context(), "p1/call_1")

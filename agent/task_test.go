@@ -21,10 +21,10 @@ func TestTaskTool(t *testing.T) {
 	e := newEnv(t, nil)
 	var childCalls, parentCalls atomic.Int64
 	var prompt atomic.Value
-	serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("worker", counted(&childCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	serve(t, e, agent.Must(agent.New("worker", counted(&childCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		prompt.Store(req.Messages[len(req.Messages)-1].Text())
 		return modeltest.Text("the files are tidy"), nil
-	}), &agent.Options[agent.NoDeps]{Instructions: "You carry out one task for another agent."})))
+	}), &agent.Options{Instructions: "You carry out one task for another agent."})))
 	task, err := agent.AsTask(agent.Named("worker", ""), &agent.SubagentOptions{MaxTurns: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -38,15 +38,15 @@ func TestTaskTool(t *testing.T) {
 	if err := json.Unmarshal(task.Definition().Parameters, &params); err != nil || strings.Join(params.Required, ",") != "description,prompt" {
 		t.Errorf("parameters %s: %v", task.Definition().Parameters, err)
 	}
-	m := agent.Must(agent.New[agent.NoDeps, string]("lead", counted(&parentCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	m := agent.Must(agent.New("lead", counted(&parentCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role == model.RoleTool {
 			return modeltest.Text("Done: " + last.Text()), nil
 		}
 		return modeltest.ToolCalls(modeltest.Call("call_1", "task", `{"description":"tidy up","prompt":"Sort the files in ./in by date."}`)), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{task}}))
+	}), &agent.Options{Tools: []tool.Tool{task}}))
 	serve(t, e, m)
-	out, err := m.Run(runCtx(t), e.rt, "tidy the files", &agent.RunOptions[agent.NoDeps]{RunID: "t1"})
+	out, err := m.Run(runCtx(t), e.rt, "tidy the files", &agent.RunOptions{RunID: "t1"})
 	if err != nil {
 		t.Fatal(err)
 	}

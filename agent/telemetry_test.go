@@ -51,7 +51,7 @@ func TestTelemetry(t *testing.T) {
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Run(ctx, rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "traced"}); err != nil {
+	if _, err := a.Run(ctx, rt, "add 2 and 3", &agent.RunOptions{RunID: "traced"}); err != nil {
 		t.Fatal(err)
 	}
 	got := spans.GetSpans()
@@ -140,21 +140,21 @@ func TestTelemetrySubagentAndHandoff(t *testing.T) {
 	st := storemem.New()
 	defer func() { _ = c.Close(); _ = b.Close(); _ = st.Close() }()
 	rt := agent.NewRuntime(c, st, &agent.RuntimeOptions{TracerProvider: tp})
-	helper := agent.Must(agent.New[agent.NoDeps, string]("helper", modeltest.NewTestModel(modeltest.Text("looked it up")), &agent.Options[agent.NoDeps]{Description: "Looks things up."}))
-	closer := agent.Must(agent.New[agent.NoDeps, string]("closer", modeltest.NewTestModel(modeltest.Text("all done")), &agent.Options[agent.NoDeps]{Description: "Closes."}))
-	lead := agent.Must(agent.New[agent.NoDeps, string]("lead", modeltest.NewTestModel(
+	helper := agent.Must(agent.New("helper", modeltest.NewTestModel(modeltest.Text("looked it up")), &agent.Options{Description: "Looks things up."}))
+	closer := agent.Must(agent.New("closer", modeltest.NewTestModel(modeltest.Text("all done")), &agent.Options{Description: "Closes."}))
+	lead := agent.Must(agent.New("lead", modeltest.NewTestModel(
 		modeltest.ToolCalls(modeltest.Call("c1", "helper", `{"input":"look it up"}`)),
 		modeltest.ToolCalls(modeltest.Call("c2", "transfer_to_closer", `{"context":"wrap up"}`)),
-	), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{tool.Must(agent.Handoff(closer, nil))}}))
+	), &agent.Options{Tools: []tool.Tool{tool.Must(agent.Handoff(closer, nil))}}))
 	if err := lead.AddSubagent(helper, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range []*agent.Agent[agent.NoDeps, string]{helper, closer, lead} {
+	for _, a := range []*agent.Agent[string]{helper, closer, lead} {
 		if err := a.Serve(ctx, rt, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	out, err := lead.Run(ctx, rt, "go", &agent.RunOptions[agent.NoDeps]{RunID: "lead-1"})
+	out, err := lead.Run(ctx, rt, "go", &agent.RunOptions{RunID: "lead-1"})
 	if err != nil || out.Output != "all done" {
 		t.Fatalf("%+v %v", out, err)
 	}
@@ -226,7 +226,7 @@ func TestTelemetryCountsOverdueTools(t *testing.T) {
 		return "late", nil
 	}))
 	m := modeltest.NewTestModel(modeltest.ToolCalls(modeltest.Call("c1", "stubborn", `{}`)), modeltest.Text("gave up"))
-	a, err := agent.New[agent.NoDeps, string]("waiter", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{stubborn}, ToolTimeout: 20 * time.Millisecond})
+	a, err := agent.New("waiter", m, &agent.Options{Tools: []tool.Tool{stubborn}, ToolTimeout: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestTelemetryCountsOverdueTools(t *testing.T) {
 		}
 		return sum, attrs
 	}
-	if _, err := a.Run(ctx, rt, "go", &agent.RunOptions[agent.NoDeps]{RunID: "r1"}); err != nil {
+	if _, err := a.Run(ctx, rt, "go", &agent.RunOptions{RunID: "r1"}); err != nil {
 		t.Fatal(err)
 	}
 	// The run is over; its tool call is not.

@@ -15,12 +15,12 @@ import (
 
 // threadAgent serves an agent that calls add on its first turn of each
 // prompt and then answers; it records the JSON of every model request.
-func threadAgent(t *testing.T, e *env, name string) (*agent.Agent[agent.NoDeps, string], func() []string) {
+func threadAgent(t *testing.T, e *env, name string) (*agent.Agent[string], func() []string) {
 	t.Helper()
 	var mu sync.Mutex
 	var requests []string
 	add := tool.Must(tool.New("add", "Add two integers.", func(_ context.Context, in addArgs) (int, error) { return in.A + in.B, nil }))
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string](name, modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New(name, modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		data, _ := json.Marshal(req.Messages)
 		mu.Lock()
 		requests = append(requests, string(data))
@@ -30,7 +30,7 @@ func threadAgent(t *testing.T, e *env, name string) (*agent.Agent[agent.NoDeps, 
 			return modeltest.ToolCalls(modeltest.Call("call_1", "add", `{"a":2,"b":3}`)), nil
 		}
 		return modeltest.Text("The sum is " + last.Text()), nil
-	}), &agent.Options[agent.NoDeps]{Instructions: "Add.", Tools: []tool.Tool{add}})))
+	}), &agent.Options{Instructions: "Add.", Tools: []tool.Tool{add}})))
 	return a, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -55,7 +55,7 @@ func TestThreadMatchesSession(t *testing.T) {
 	var thread []model.Message
 	var last *agent.Output[string]
 	for _, p := range prompts {
-		out, err := byThread.Run(runCtx(t), e.rt, p, &agent.RunOptions[agent.NoDeps]{Thread: thread})
+		out, err := byThread.Run(runCtx(t), e.rt, p, &agent.RunOptions{Thread: thread})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestThreadWithoutPrompt(t *testing.T) {
 	e := newEnv(t, nil)
 	a, requests := threadAgent(t, e, "answerer")
 	thread := []model.Message{model.UserMessage("add 2 and 3, please")}
-	out, err := a.Run(runCtx(t), e.rt, "", &agent.RunOptions[agent.NoDeps]{Thread: thread})
+	out, err := a.Run(runCtx(t), e.rt, "", &agent.RunOptions{Thread: thread})
 	if err != nil || out.Output != "The sum is 5" {
 		t.Fatal(out, err)
 	}
@@ -98,7 +98,7 @@ func TestThreadWithoutPrompt(t *testing.T) {
 	if r := requests(); len(r) != 2 || strings.Count(r[0], `"role":"user"`) != 1 {
 		t.Errorf("first request %s", r[0])
 	}
-	if _, err := a.Run(runCtx(t), e.rt, "x", &agent.RunOptions[agent.NoDeps]{Thread: thread, SessionID: "s"}); err == nil || !strings.Contains(err.Error(), "give one") {
+	if _, err := a.Run(runCtx(t), e.rt, "x", &agent.RunOptions{Thread: thread, SessionID: "s"}); err == nil || !strings.Contains(err.Error(), "give one") {
 		t.Errorf("thread and session: %v", err)
 	}
 }

@@ -35,7 +35,7 @@ const (
 // worker takes it) returns an error matching [store.ErrNotFound]. When ctx
 // ends first, Wait returns an error matching ctx's cause, and the run goes
 // on: cancel it with [Runtime.Cancel].
-func (a *Agent[Deps, Out]) Wait(ctx context.Context, rt *Runtime, runID string) (*Output[Out], error) {
+func (a *Agent[Out]) Wait(ctx context.Context, rt *Runtime, runID string) (*Output[Out], error) {
 	if rt == nil {
 		rt = DefaultRuntime()
 	}

@@ -31,7 +31,7 @@ func TestWaitForSubmittedRun(t *testing.T) {
 	}
 
 	p := newTriagePair(t, e, nil)
-	if _, err := p.triage.Submit(runCtx(t), e.rt, "I want my money back", &agent.RunOptions[agent.NoDeps]{RunID: "h1"}); err != nil {
+	if _, err := p.triage.Submit(runCtx(t), e.rt, "I want my money back", &agent.RunOptions{RunID: "h1"}); err != nil {
 		t.Fatal(err)
 	}
 	out, err = p.triage.Wait(runCtx(t), e.rt, "h1")
@@ -43,7 +43,7 @@ func TestWaitForSubmittedRun(t *testing.T) {
 // A run that fails gives Wait the *RunError Result gives.
 func TestWaitForFailedRun(t *testing.T) {
 	e := newEnv(t, nil)
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("failing", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("failing", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		return nil, errors.New("the model is down")
 	}), nil)))
 	id, err := a.Submit(runCtx(t), e.rt, "hi", nil)
@@ -63,7 +63,7 @@ func TestWaitForFailedRun(t *testing.T) {
 func TestWaitStopsWithItsContext(t *testing.T) {
 	e := newEnv(t, nil)
 	called, release := make(chan struct{}, 1), make(chan struct{})
-	a := serve(t, e, agent.Must(agent.New[agent.NoDeps, string]("slow", modeltest.FunctionModel(func(ctx context.Context, _ *model.Request) (*model.Response, error) {
+	a := serve(t, e, agent.Must(agent.New("slow", modeltest.FunctionModel(func(ctx context.Context, _ *model.Request) (*model.Response, error) {
 		select {
 		case called <- struct{}{}:
 		default:
@@ -74,7 +74,7 @@ func TestWaitStopsWithItsContext(t *testing.T) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-	}), &agent.Options[agent.NoDeps]{StartTimeout: 100 * time.Millisecond})))
+	}), &agent.Options{StartTimeout: 100 * time.Millisecond})))
 	id, err := a.Submit(runCtx(t), e.rt, "hi", nil)
 	if err != nil {
 		t.Fatal(err)

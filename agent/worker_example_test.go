@@ -22,7 +22,7 @@ func ExampleWorker() {
 	st := storemem.New()
 
 	w := agent.NewWorker(b, st, nil)
-	greeter := agent.Must(agent.New[agent.NoDeps, string]("greeter", modeltest.NewTestModel(modeltest.Text("Hello!")), nil))
+	greeter := agent.Must(agent.New("greeter", modeltest.NewTestModel(modeltest.Text("Hello!")), nil))
 	if err := greeter.Serve(ctx, w.Runtime(), nil); err != nil {
 		panic(err)
 	}

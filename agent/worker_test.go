@@ -66,7 +66,7 @@ func TestWorkerDrainsInFlight(t *testing.T) {
 	st := storemem.New()
 	w := agent.NewWorker(b, st, &agent.WorkerOptions{DrainTimeout: time.Hour})
 	started, release, outcome := make(chan struct{}, 1), make(chan struct{}), make(chan error, 1)
-	a := agent.Must(agent.New[agent.NoDeps, string]("slow", blockingModel(started, release, outcome), nil))
+	a := agent.Must(agent.New("slow", blockingModel(started, release, outcome), nil))
 	if err := a.Serve(t.Context(), w.Runtime(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestWorkerDrainTimeout(t *testing.T) {
 	st := storemem.New()
 	w := agent.NewWorker(b, st, &agent.WorkerOptions{DrainTimeout: time.Millisecond})
 	started := make(chan struct{}, 1)
-	a := agent.Must(agent.New[agent.NoDeps, string]("stuck", blockingModel(started, nil, nil), nil))
+	a := agent.Must(agent.New("stuck", blockingModel(started, nil, nil), nil))
 	if err := a.Serve(t.Context(), w.Runtime(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestWorkerInterrupt(t *testing.T) {
 	logs := &drainLog{draining: make(chan struct{})}
 	w := agent.NewWorker(b, st, &agent.WorkerOptions{DrainTimeout: time.Hour, Logger: slog.New(logs)})
 	started := make(chan struct{}, 1)
-	a := agent.Must(agent.New[agent.NoDeps, string]("stuck", blockingModel(started, nil, nil), nil))
+	a := agent.Must(agent.New("stuck", blockingModel(started, nil, nil), nil))
 	if err := a.Serve(t.Context(), w.Runtime(), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestWorkerConcurrencyBoundsHandlerCalls(t *testing.T) {
 		}
 		return modeltest.ToolCalls(modeltest.Call("c1", "wait", `{}`)), nil
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string]("bounded", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{wait}}))
+	a := agent.Must(agent.New("bounded", m, &agent.Options{Tools: []tool.Tool{wait}}))
 	if err := a.Serve(t.Context(), w.Runtime(), nil); err != nil {
 		t.Fatal(err)
 	}

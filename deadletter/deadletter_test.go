@@ -57,9 +57,9 @@ func TestPoisonMessageParkedAndReplayed(t *testing.T) {
 	fs := &faultStore{Store: storememory.New(), recorded: make(chan string, 4)}
 	fs.broken.Store(true)
 	rt := agent.NewRuntime(client, fs, nil)
-	a := agent.Must(agent.New[agent.NoDeps, string]("svc", modeltest.FunctionModel(echo), nil))
+	a := agent.Must(agent.New("svc", modeltest.FunctionModel(echo), nil))
 	const attempts = 3
-	if err := a.Serve(t.Context(), rt, &agent.ServeOptions[agent.NoDeps]{MaxAttempts: attempts}); err != nil {
+	if err := a.Serve(t.Context(), rt, &agent.ServeOptions{MaxAttempts: attempts}); err != nil {
 		t.Fatal(err)
 	}
 	if err := deadletter.Serve(t.Context(), client, fs); err != nil {

@@ -29,7 +29,7 @@ type addIn struct {
 
 // setup returns a runtime on broker b and a SQLite store, an agent that
 // calls add once and answers, served, and the log recording them.
-func setup(t *testing.T, b calf.Broker) (*agent.Runtime, *agent.Agent[agent.NoDeps, string], *eventlog.Log) {
+func setup(t *testing.T, b calf.Broker) (*agent.Runtime, *agent.Agent[string], *eventlog.Log) {
 	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "log.db"), nil)
 	if err != nil {
@@ -106,7 +106,7 @@ func TestRecordFollowResume(t *testing.T) {
 	live := make(chan []eventlog.Event, 1)
 	go func() { live <- follow(t, log, "run-1", 0) }()
 	var streamed int
-	for _, err := range a.RunStream(ctx, rt, "add 2 and 3", &agent.RunOptions[agent.NoDeps]{RunID: "run-1"}) {
+	for _, err := range a.RunStream(ctx, rt, "add 2 and 3", &agent.RunOptions{RunID: "run-1"}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,7 +42,7 @@ func Example() {
 			fmt.Println(ev.ID(), strings.TrimPrefix(ev.Message.Channel, "calf.agent.geographer."))
 		}
 	}()
-	if _, err := a.Run(ctx, rt, "The capital of France?", &agent.RunOptions[agent.NoDeps]{RunID: "r1"}); err != nil {
+	if _, err := a.Run(ctx, rt, "The capital of France?", &agent.RunOptions{RunID: "r1"}); err != nil {
 		log.Fatal(err)
 	}
 	<-done

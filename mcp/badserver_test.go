@@ -201,7 +201,7 @@ func TestMCPToolUnderPermissionsAndHooks(t *testing.T) {
 			return agent.Allow(), nil
 		}}
 	s := &script{turns: [][]model.ToolCall{{modeltest.Call("c1", "odd__good", `{}`)}}}
-	a := agent.Must(agent.New[agent.NoDeps, string]("guarded", s.model(), &agent.Options[agent.NoDeps]{
+	a := agent.Must(agent.New("guarded", s.model(), &agent.Options{
 		Toolsets:    []tool.Toolset{c},
 		Permissions: &agent.Permissions{Mode: agent.PermissionAcceptEdits},
 		Hooks:       []agent.Hook{hook},
@@ -209,7 +209,7 @@ func TestMCPToolUnderPermissionsAndHooks(t *testing.T) {
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	for ev, err := range a.RunStream(ctx, rt, "call it", &agent.RunOptions[agent.NoDeps]{RunID: "p"}) {
+	for ev, err := range a.RunStream(ctx, rt, "call it", &agent.RunOptions{RunID: "p"}) {
 		if err != nil {
 			t.Fatal(err)
 		}

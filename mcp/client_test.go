@@ -142,7 +142,7 @@ func testEverything(t *testing.T, c *mcp.Client) {
 		modeltest.Call("c5", "everything__get-sum", `{"a":"two"}`),
 		modeltest.Call("c6", "everything__get-resource-links", `{"count":2}`),
 	}}}
-	a := agent.Must(agent.New[agent.NoDeps, string]("mcpuser", s.model(), &agent.Options[agent.NoDeps]{Toolsets: []tool.Toolset{c}}))
+	a := agent.Must(agent.New("mcpuser", s.model(), &agent.Options{Toolsets: []tool.Toolset{c}}))
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestFilesystemServer(t *testing.T) {
 		},
 	}}
 	rt := newRuntime(t)
-	a := agent.Must(agent.New[agent.NoDeps, string]("filer", s.model(), &agent.Options[agent.NoDeps]{Toolsets: []tool.Toolset{c}}))
+	a := agent.Must(agent.New("filer", s.model(), &agent.Options{Toolsets: []tool.Toolset{c}}))
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestServerKilledMidRunIsRestarted(t *testing.T) {
 	})
 	rt := newRuntime(t)
 	ctx := runCtx(t)
-	a := agent.Must(agent.New[agent.NoDeps, string]("survivor", m, &agent.Options[agent.NoDeps]{Toolsets: []tool.Toolset{c}}))
+	a := agent.Must(agent.New("survivor", m, &agent.Options{Toolsets: []tool.Toolset{c}}))
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func TestServerStartsLazilyAndStopsWithTheRuntime(t *testing.T) {
 	rt := newRuntime(t)
 	ctx := runCtx(t)
 	s := &script{turns: [][]model.ToolCall{{modeltest.Call("c", "everything__echo", `{"message":"x"}`)}}}
-	a := agent.Must(agent.New[agent.NoDeps, string]("lazy", s.model(), &agent.Options[agent.NoDeps]{Toolsets: []tool.Toolset{c}}))
+	a := agent.Must(agent.New("lazy", s.model(), &agent.Options{Toolsets: []tool.Toolset{c}}))
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 // [tool.Toolset]:
 //
 //	fs, err := mcp.New(mcp.Config{Name: "fs", Command: "mcp-server-filesystem", Args: []string{root}})
-//	a, err := agent.New[agent.NoDeps, string]("helper", m, &agent.Options[agent.NoDeps]{
+//	a, err := agent.New("helper", m, &agent.Options{
 //		Toolsets: []tool.Toolset{fs},
 //	})
 //

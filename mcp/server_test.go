@@ -32,7 +32,7 @@ func newServer(t *testing.T, m model.Model, token string) (url string, rt *agent
 	add := tool.WithKind(tool.Must(tool.New("add", "Adds two integers.", func(ctx context.Context, in addIn) (int, error) {
 		return in.A + in.B, nil
 	})), tool.KindRead)
-	helper := agent.Must(agent.New[agent.NoDeps, string]("helper", m, &agent.Options[agent.NoDeps]{
+	helper := agent.Must(agent.New("helper", m, &agent.Options{
 		Description: "Answers arithmetic questions.",
 		Tools:       []tool.Tool{add},
 	}))
@@ -95,7 +95,7 @@ func TestServerRoundTrip(t *testing.T) {
 		modeltest.Call("t4", "calc__helper", `{"nope":1}`),
 	}}}
 	rt := newRuntime(t)
-	caller := agent.Must(agent.New[agent.NoDeps, string]("caller", s.model(), &agent.Options[agent.NoDeps]{Toolsets: []tool.Toolset{c}}))
+	caller := agent.Must(agent.New("caller", s.model(), &agent.Options{Toolsets: []tool.Toolset{c}}))
 	if err := caller.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -149,7 +149,7 @@ func (a *Agent[S, C]) serve(ctx context.Context, rt *agent.Runtime, st *Store[S]
 	if steps <= 0 {
 		steps = 20
 	}
-	chooser, err := agent.New[agent.NoDeps, Choice](a.Name, a.Model, &agent.Options[agent.NoDeps]{
+	chooser, err := agent.NewTyped[Choice](a.Name, a.Model, &agent.Options{
 		Instructions: a.StaticContext,
 		Description:  "Acts on store " + st.name + " when " + a.Path + ".should_act is true.",
 		MaxTurns:     1 + agent.DefaultMaxRepairs,
@@ -171,7 +171,7 @@ type activation[S, C any] struct {
 	a                    *Agent[S, C]
 	st                   *Store[S]
 	rt                   *agent.Runtime
-	chooser              *agent.Agent[agent.NoDeps, Choice]
+	chooser              *agent.Agent[Choice]
 	maxRetries, maxSteps int
 }
 
@@ -221,7 +221,7 @@ func (r *activation[S, C]) run(ctx context.Context, version int64) error {
 		// The run id follows the trigger, the step and the attempt: a
 		// redelivered trigger finds the runs it made.
 		runID := fmt.Sprintf("%s.%s.%d.%d.%d", r.st.name, r.a.Name, version, step, failures)
-		out, runErr := r.chooser.Run(ctx, r.rt, prompt, &agent.RunOptions[agent.NoDeps]{RunID: runID, Thread: thread})
+		out, runErr := r.chooser.Run(ctx, r.rt, prompt, &agent.RunOptions{RunID: runID, Thread: thread})
 		if runErr != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}

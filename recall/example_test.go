@@ -32,6 +32,6 @@ func ExampleNewVector() {
 	fmt.Println(found[0].Text)
 	// An agent that remembers: before a run's first model call, the
 	// nearest items to the question are added after its instructions.
-	_ = agent.Options[agent.NoDeps]{Memory: []agent.Memory{mem}}
+	_ = agent.Options{Memory: []agent.Memory{mem}}
 	// Output: The deploy key rotates every 90 days.
 }

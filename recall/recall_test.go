@@ -84,7 +84,7 @@ func TestVectorMemoryInjectsTopMatches(t *testing.T) {
 	}
 
 	rec := &recorder{}
-	a := agent.Must(agent.New[agent.NoDeps, string]("assistant", rec.model(), &agent.Options[agent.NoDeps]{
+	a := agent.Must(agent.New("assistant", rec.model(), &agent.Options{
 		Instructions: "Be helpful.", Memory: []agent.Memory{mem},
 	}))
 	if err := a.Serve(t.Context(), rt, nil); err != nil {
@@ -103,7 +103,7 @@ func TestVectorMemoryInjectsTopMatches(t *testing.T) {
 		t.Errorf("injected:\n%s", injected)
 	}
 	// What the memory added is not part of the run's conversation.
-	out, err := a.Run(t.Context(), rt, "And the printer?", &agent.RunOptions[agent.NoDeps]{RunID: "r2"})
+	out, err := a.Run(t.Context(), rt, "And the printer?", &agent.RunOptions{RunID: "r2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestVectorMemoryFailures(t *testing.T) {
 		t.Errorf("mixed embedders: %v", err)
 	}
 	rec := &recorder{}
-	a := agent.Must(agent.New[agent.NoDeps, string]("assistant", rec.model(), &agent.Options[agent.NoDeps]{Memory: []agent.Memory{other}}))
+	a := agent.Must(agent.New("assistant", rec.model(), &agent.Options{Memory: []agent.Memory{other}}))
 	if err := a.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestConversationMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	a := agent.Must(agent.New[agent.NoDeps, string]("assistant", rec.model(), &agent.Options[agent.NoDeps]{Memory: []agent.Memory{mem}}))
+	a := agent.Must(agent.New("assistant", rec.model(), &agent.Options{Memory: []agent.Memory{mem}}))
 	if err := a.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}

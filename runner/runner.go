@@ -140,23 +140,23 @@ func ended(ctx context.Context, runID string, err error) (*Result, error) {
 }
 
 // Agent returns a as a Runner.
-func Agent[Deps, Out any](a *agent.Agent[Deps, Out]) Runner { return &agentRunner[Deps, Out]{a: a} }
+func Agent[Out any](a *agent.Agent[Out]) Runner { return &agentRunner[Out]{a: a} }
 
-type agentRunner[Deps, Out any] struct{ a *agent.Agent[Deps, Out] }
+type agentRunner[Out any] struct{ a *agent.Agent[Out] }
 
-func (r *agentRunner[Deps, Out]) Name() string        { return r.a.Name() }
-func (r *agentRunner[Deps, Out]) Description() string { return r.a.Description() }
+func (r *agentRunner[Out]) Name() string        { return r.a.Name() }
+func (r *agentRunner[Out]) Description() string { return r.a.Description() }
 
 // Tools returns the agent's tools, for the skills an A2A card lists.
-func (r *agentRunner[Deps, Out]) Tools() []model.ToolDefinition { return r.a.Tools() }
+func (r *agentRunner[Out]) Tools() []model.ToolDefinition { return r.a.Tools() }
 
-func (r *agentRunner[Deps, Out]) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options, progress func(Progress)) (*Result, error) {
+func (r *agentRunner[Out]) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options, progress func(Progress)) (*Result, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	runID := o.RunID
-	for ev, err := range r.a.RunStream(ctx, rt, prompt, &agent.RunOptions[Deps]{RunID: o.RunID, SessionID: o.SessionID, Thread: o.Thread}) {
+	for ev, err := range r.a.RunStream(ctx, rt, prompt, &agent.RunOptions{RunID: o.RunID, SessionID: o.SessionID, Thread: o.Thread}) {
 		if err != nil {
 			return ended(ctx, runID, err)
 		}
@@ -188,15 +188,15 @@ func (r *agentRunner[Deps, Out]) Run(ctx context.Context, rt *agent.Runtime, pro
 	return nil, errors.New("runner: the run's stream ended without an output")
 }
 
-func (r *agentRunner[Deps, Out]) Start(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options) (string, error) {
+func (r *agentRunner[Out]) Start(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options) (string, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	return r.a.Submit(ctx, rt, prompt, &agent.RunOptions[Deps]{RunID: o.RunID, SessionID: o.SessionID, Thread: o.Thread, Stream: true})
+	return r.a.Submit(ctx, rt, prompt, &agent.RunOptions{RunID: o.RunID, SessionID: o.SessionID, Thread: o.Thread, Stream: true})
 }
 
-func (r *agentRunner[Deps, Out]) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
+func (r *agentRunner[Out]) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
 	if rt == nil {
 		rt = agent.DefaultRuntime()
 	}
@@ -228,7 +228,7 @@ func (r *agentRunner[Deps, Out]) Status(ctx context.Context, rt *agent.Runtime, 
 	return &Result{RunID: st.RunID, Status: Running}, nil
 }
 
-func (r *agentRunner[Deps, Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+func (r *agentRunner[Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	if rt == nil {
 		rt = agent.DefaultRuntime()
 	}

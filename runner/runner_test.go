@@ -49,7 +49,7 @@ func TestAgentRunner(t *testing.T) {
 		}
 		return modeltest.Text(`{"n": 7}`), nil
 	})
-	a := agent.Must(agent.New[agent.NoDeps, out]("counter", m, &agent.Options[agent.NoDeps]{Description: "Counts."}))
+	a := agent.Must(agent.NewTyped[out]("counter", m, &agent.Options{Description: "Counts."}))
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestTeamAndWorkflowRunners(t *testing.T) {
 	rt := newRuntime(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	echo := agent.Must(agent.New[agent.NoDeps, string]("echo", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	echo := agent.Must(agent.New("echo", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		return modeltest.Text("echo: " + req.Messages[len(req.Messages)-1].Text()), nil
 	}), nil))
 	if err := echo.Serve(ctx, rt, nil); err != nil {
@@ -146,7 +146,7 @@ func TestRunnerThreadAndUsage(t *testing.T) {
 		r.Usage = model.Usage{Requests: 1, InputTokens: 11, OutputTokens: 3, TotalTokens: 14}
 		return r, nil
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string]("threaded", m, nil))
+	a := agent.Must(agent.New("threaded", m, nil))
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestAgentStarter(t *testing.T) {
 	rt := newRuntime(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	a := agent.Must(agent.New[agent.NoDeps, string]("starter", modeltest.NewTestModel(modeltest.Text("one two three")), nil))
+	a := agent.Must(agent.New("starter", modeltest.NewTestModel(modeltest.Text("one two three")), nil))
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}

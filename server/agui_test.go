@@ -22,12 +22,12 @@ import (
 // approvalAgent is "calc", whose add tool asks for approval: its model
 // calls add(2, 3), then answers "Done: " and the tool's result, after
 // delay.
-func approvalAgent(delay time.Duration) *agent.Agent[agent.NoDeps, string] {
+func approvalAgent(delay time.Duration) *agent.Agent[string] {
 	return calcAgent(delay, &agent.Permissions{Mode: agent.PermissionAcceptReads})
 }
 
 // calcAgent is approvalAgent with perms: nil lets add run unasked.
-func calcAgent(delay time.Duration, perms *agent.Permissions) *agent.Agent[agent.NoDeps, string] {
+func calcAgent(delay time.Duration, perms *agent.Permissions) *agent.Agent[string] {
 	answer := modeltest.FunctionModel(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role == model.RoleTool {
@@ -50,7 +50,7 @@ func calcAgent(delay time.Duration, perms *agent.Permissions) *agent.Agent[agent
 	}) (int, error) {
 		return in.A + in.B, nil
 	}))
-	return agent.Must(agent.New[agent.NoDeps, string]("calc", modeltest.NewTestModel(steps...), &agent.Options[agent.NoDeps]{
+	return agent.Must(agent.New("calc", modeltest.NewTestModel(steps...), &agent.Options{
 		Tools:       []tool.Tool{add},
 		Permissions: perms,
 	}))

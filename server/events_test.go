@@ -77,7 +77,7 @@ func TestRunEventsResume(t *testing.T) {
 		<-gate
 		return "the answer is 42", nil
 	}}
-	hs, log := serveAgent(t, rt, agent.Must(agent.New[agent.NoDeps, string]("slow", m, nil)), true, &server.Options{Tokens: map[string]string{"tok-ann": "ann", "tok-bob": "bob"}})
+	hs, log := serveAgent(t, rt, agent.Must(agent.New("slow", m, nil)), true, &server.Options{Tokens: map[string]string{"tok-ann": "ann", "tok-bob": "bob"}})
 
 	// Start a streamed chat: its headers name the run.
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", hs.URL+"/v1/chat/completions", strings.NewReader(`{"model":"slow","stream":true,"messages":[{"role":"user","content":"q"}]}`))
@@ -171,7 +171,7 @@ func TestRunEventsResume(t *testing.T) {
 // even asked for as it starts.
 func TestUnknownRun(t *testing.T) {
 	rt := testRuntime(t)
-	a := agent.Must(agent.New[agent.NoDeps, string]("echo", &wordModel{answer: echoAnswer}, nil))
+	a := agent.Must(agent.New("echo", &wordModel{answer: echoAnswer}, nil))
 	hs, _ := serveAgent(t, rt, a, true, nil)
 	if status, body, _ := do(t, "GET", hs.URL+"/v1/runs/no-such-run/events", "", "", nil); status != 404 || !strings.Contains(body, `"not_found"`) {
 		t.Errorf("the events of an unknown run: %d %s", status, body)
@@ -208,7 +208,7 @@ func TestUnknownRun(t *testing.T) {
 		data, _ := io.ReadAll(resp.Body)
 		got <- resp.Status + "\n" + string(data)
 	}()
-	if _, err := a.Submit(ctx, rt, "hi", &agent.RunOptions[agent.NoDeps]{RunID: run}); err != nil {
+	if _, err := a.Submit(ctx, rt, "hi", &agent.RunOptions{RunID: run}); err != nil {
 		t.Fatal(err)
 	}
 	if body := <-got; !strings.HasPrefix(body, "200") || !strings.HasSuffix(strings.TrimSpace(body), `data: {"run":"`+run+`"}`) {

@@ -117,7 +117,7 @@ func TestOpenAIStreamResume(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			rt := testRuntime(t)
 			m := &gatedModel{release: make(chan struct{})}
-			a := agent.Must(agent.New[agent.NoDeps, string]("gated", m, nil))
+			a := agent.Must(agent.New("gated", m, nil))
 			hs, _ := serveAgent(t, rt, a, true, &server.Options{Tokens: map[string]string{ann: "ann", bob: "bob"}})
 			url := hs.URL + c.path
 
@@ -229,7 +229,7 @@ func TestStreamNotServed(t *testing.T) {
 	if err := log.Record(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
-	a := agent.Must(agent.New[agent.NoDeps, string]("idle", &gatedModel{release: make(chan struct{})}, nil))
+	a := agent.Must(agent.New("idle", &gatedModel{release: make(chan struct{})}, nil))
 	s, err := server.New(rt, []runner.Runner{runner.Agent(a)}, &server.Options{Log: log}) // a is not served
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 // dead letters, filters work, and a dead letter is replayed once.
 func TestRunsAndDeadLetters(t *testing.T) {
 	rt := testRuntime(t)
-	a := agent.Must(agent.New[agent.NoDeps, string]("echo", &wordModel{answer: echoAnswer}, nil))
+	a := agent.Must(agent.New("echo", &wordModel{answer: echoAnswer}, nil))
 	hs, _ := serveAgent(t, rt, a, true, &server.Options{Tokens: map[string]string{"tok-ann-0123456789": "ann", "tok-bob-0123456789": "bob"}})
 	const ann, bob = "tok-ann-0123456789", "tok-bob-0123456789"
 	chat := `{"model":"echo","messages":[{"role":"user","content":"hello"}]}`

@@ -99,14 +99,14 @@ func testRuntime(t *testing.T) *agent.Runtime {
 
 // serveAgent serves a on rt, with an event log recording when logged, on
 // a test HTTP server with opts.
-func serveAgent[Out any](t *testing.T, rt *agent.Runtime, a *agent.Agent[agent.NoDeps, Out], logged bool, opts *server.Options) (*httptest.Server, *eventlog.Log) {
+func serveAgent[Out any](t *testing.T, rt *agent.Runtime, a *agent.Agent[Out], logged bool, opts *server.Options) (*httptest.Server, *eventlog.Log) {
 	t.Helper()
 	return serveAgentThrough(t, rt, a, logged, opts, nil)
 }
 
 // serveAgentThrough is serveAgent with the server's handler wrapped by
 // wrap, when not nil.
-func serveAgentThrough[Out any](t *testing.T, rt *agent.Runtime, a *agent.Agent[agent.NoDeps, Out], logged bool, opts *server.Options, wrap func(http.Handler) http.Handler) (*httptest.Server, *eventlog.Log) {
+func serveAgentThrough[Out any](t *testing.T, rt *agent.Runtime, a *agent.Agent[Out], logged bool, opts *server.Options, wrap func(http.Handler) http.Handler) (*httptest.Server, *eventlog.Log) {
 	t.Helper()
 	if err := a.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func newServer(t *testing.T, opts *server.Options) (*httptest.Server, *wordModel
 	t.Helper()
 	rt := testRuntime(t)
 	m := &wordModel{answer: echoAnswer}
-	a := agent.Must(agent.New[agent.NoDeps, string]("echo", m, &agent.Options[agent.NoDeps]{Description: "Echoes."}))
+	a := agent.Must(agent.New("echo", m, &agent.Options{Description: "Echoes."}))
 	hs, _ := serveAgent(t, rt, a, false, opts)
 	return hs, m, rt
 }
@@ -551,7 +551,7 @@ func testDisconnectCancelsRun(t *testing.T, logged bool) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	hs, _ := serveAgent(t, rt, agent.Must(agent.New[agent.NoDeps, string]("slow", m, nil)), logged, nil)
+	hs, _ := serveAgent(t, rt, agent.Must(agent.New("slow", m, nil)), logged, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	req, _ := http.NewRequestWithContext(ctx, "POST", hs.URL+"/v1/chat/completions", strings.NewReader(`{"model":"slow","messages":[{"role":"user","content":"x"}]}`))
 	done := make(chan *http.Response, 1)
@@ -596,7 +596,7 @@ func testDisconnectCancelsRun(t *testing.T, logged bool) {
 // chunk, the Responses API in response.completed.
 func TestStreamedUsage(t *testing.T) {
 	rt := testRuntime(t)
-	a := agent.Must(agent.New[agent.NoDeps, string]("echo", &wordModel{answer: echoAnswer}, nil))
+	a := agent.Must(agent.New("echo", &wordModel{answer: echoAnswer}, nil))
 	hs, _ := serveAgent(t, rt, a, true, nil)
 	// "you said: one two three": 10 tokens in, 5 out.
 	status, body, _ := do(t, "POST", hs.URL+"/v1/chat/completions", "", `{"model":"echo","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"one two three"}]}`, nil)

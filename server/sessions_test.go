@@ -71,7 +71,7 @@ func TestSessionTurns(t *testing.T) {
 	outs := map[string]*agent.Output[string]{}
 	for i, ans := range []agent.ApprovalAnswer{{Approve: true}, {Approve: false, Message: "not now"}, {Approve: true}} {
 		run := []string{"run-1", "run-2", "run-3"}[i]
-		opts := &agent.RunOptions[agent.NoDeps]{SessionID: "s1", RunID: run}
+		opts := &agent.RunOptions{SessionID: "s1", RunID: run}
 		if i == 2 {
 			opts.Budget = &agent.Budget{MaxModelCalls: 1, Fail: true}
 		}

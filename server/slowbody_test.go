@@ -68,7 +68,7 @@ func TestSlowBodies(t *testing.T) {
 	rt := testRuntime(t)
 	m := &gatedModel{release: make(chan struct{})}
 	const bound = 300 * time.Millisecond
-	hs, _ := serveAgent(t, rt, agent.Must(agent.New[agent.NoDeps, string]("gated", m, nil)), true, &server.Options{
+	hs, _ := serveAgent(t, rt, agent.Must(agent.New("gated", m, nil)), true, &server.Options{
 		Tokens: map[string]string{"tok-ann": "ann"}, BodyTimeout: bound,
 	})
 

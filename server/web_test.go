@@ -88,7 +88,7 @@ const markdownAnswer = "## Done: %s\n\n" +
 
 // markdownAgent is approvalAgent that says something before its tool call,
 // and answers in Markdown (markdownAnswer) delay after the tool's result.
-func markdownAgent(delay time.Duration) *agent.Agent[agent.NoDeps, string] {
+func markdownAgent(delay time.Duration) *agent.Agent[string] {
 	answer := modeltest.FunctionModel(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role == model.RoleTool {
@@ -109,7 +109,7 @@ func markdownAgent(delay time.Duration) *agent.Agent[agent.NoDeps, string] {
 	}) (int, error) {
 		return in.A + in.B, nil
 	}))
-	return agent.Must(agent.New[agent.NoDeps, string]("calc", modeltest.NewTestModel(answer, answer, answer, answer), &agent.Options[agent.NoDeps]{
+	return agent.Must(agent.New("calc", modeltest.NewTestModel(answer, answer, answer, answer), &agent.Options{
 		Tools:       []tool.Tool{add},
 		Permissions: &agent.Permissions{Mode: agent.PermissionAcceptReads},
 	}))
@@ -308,7 +308,7 @@ func TestRunInspectorInBrowser(t *testing.T) {
 	}) (int, error) {
 		return in.A + in.B, nil
 	}))
-	a := agent.Must(agent.New[agent.NoDeps, string]("calc", modeltest.NewTestModel(answer, answer), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}}))
+	a := agent.Must(agent.New("calc", modeltest.NewTestModel(answer, answer), &agent.Options{Tools: []tool.Tool{add}}))
 	// And a workflow of two nodes, whose run is drawn with its nodes.
 	type doc struct{ Text string }
 	bang := func(_ context.Context, d doc) (doc, error) { d.Text += "!"; return d, nil }

@@ -19,7 +19,7 @@ import (
 // actor is a served agent whose model calls its one tool, which needs a
 // person's approval, and then answers with the tool's result. It returns
 // the agent and the number of times the tool ran.
-func actor(t *testing.T, e *env, name, toolName string, extra ...tool.Tool) (*agent.Agent[agent.NoDeps, string], *atomic.Int64) {
+func actor(t *testing.T, e *env, name, toolName string, extra ...tool.Tool) (*agent.Agent[string], *atomic.Int64) {
 	t.Helper()
 	var runs atomic.Int64
 	act := tool.Must(tool.New(toolName, "Do "+toolName+".", func(_ context.Context, in struct {
@@ -42,7 +42,7 @@ func actor(t *testing.T, e *env, name, toolName string, extra ...tool.Tool) (*ag
 	if len(extra) > 0 {
 		tools = extra // a lead that only delegates
 	}
-	a := agent.Must(agent.New[agent.NoDeps, string](name, m, &agent.Options[agent.NoDeps]{
+	a := agent.Must(agent.New(name, m, &agent.Options{
 		Description: "the " + name, Tools: tools, Permissions: &agent.Permissions{Mode: agent.PermissionAsk},
 	}))
 	if err := a.Serve(t.Context(), e.rt, nil); err != nil {

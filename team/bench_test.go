@@ -43,7 +43,7 @@ func BenchmarkTeams(b *testing.B) {
 			})
 			var ms []team.Member
 			for _, name := range []string{"a", "b", "c"} {
-				a := agent.Must(agent.New[agent.NoDeps, string](name, m, nil))
+				a := agent.Must(agent.New(name, m, nil))
 				if err := a.Serve(b.Context(), rt, nil); err != nil {
 					b.Fatal(err)
 				}

@@ -24,21 +24,21 @@ func priced(r *model.Response) *model.Response {
 // usage and cost: the members', the subagent's, and an unpriced model's.
 func TestTeamUsageAndCostRollUp(t *testing.T) {
 	e := newEnv(t, nil)
-	helper := agent.Must(agent.New[agent.NoDeps, string]("helper", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	helper := agent.Must(agent.New("helper", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		return priced(modeltest.Text("found it")), nil
 	}), nil))
-	researcher := agent.Must(agent.New[agent.NoDeps, string]("researcher", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	researcher := agent.Must(agent.New("researcher", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == model.RoleTool {
 			return priced(modeltest.Text("research: " + last.Text())), nil
 		}
 		return priced(modeltest.ToolCalls(modeltest.Call("h1", "helper", `{"input":"look"}`))), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{tool.Must(agent.AsTool(helper, nil))}}))
-	writer := agent.Must(agent.New[agent.NoDeps, string]("writer", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	}), &agent.Options{Tools: []tool.Tool{tool.Must(agent.AsTool(helper, nil))}}))
+	writer := agent.Must(agent.New("writer", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		r := priced(modeltest.Text("written"))
 		r.Model = "local-llm" // not in the price table
 		return r, nil
 	}), nil))
-	for _, a := range []*agent.Agent[agent.NoDeps, string]{helper, researcher, writer} {
+	for _, a := range []*agent.Agent[string]{helper, researcher, writer} {
 		if err := a.Serve(t.Context(), e.rt, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -19,9 +19,9 @@ type seen struct {
 
 // newStamp serves a custom agent that numbers what it is given, counting
 // in its state, with no model.
-func newStamp(t *testing.T, e *env) *agent.Custom[agent.NoDeps, seen, string] {
+func newStamp(t *testing.T, e *env) *agent.Custom[seen, string] {
 	t.Helper()
-	c := agent.MustCustom(agent.NewCustom("stamp", func(sc *agent.StepContext[agent.NoDeps, seen], in []model.Message) (string, error) {
+	c := agent.MustCustom(agent.NewCustom("stamp", func(sc *agent.StepContext[seen], in []model.Message) (string, error) {
 		sc.State.N++
 		return fmt.Sprintf("#%d[%s]", sc.State.N, in[len(in)-1].Text()), nil
 	}, &agent.CustomOptions{Description: "Numbers what it is given."}))

@@ -16,12 +16,12 @@ import (
 
 // echo is an agent whose scripted model answers with its name and the
 // first line of its input.
-func echo(ctx context.Context, rt *agent.Runtime, name string) *agent.Agent[agent.NoDeps, string] {
+func echo(ctx context.Context, rt *agent.Runtime, name string) *agent.Agent[string] {
 	m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		in, _, _ := strings.Cut(req.Messages[len(req.Messages)-1].Text(), "\n")
 		return modeltest.Text(name + " on " + in), nil
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string](name, m, nil))
+	a := agent.Must(agent.New(name, m, nil))
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		panic(err)
 	}
@@ -90,7 +90,7 @@ func ExampleNewGroupChat() {
 	rt := agent.NewRuntime(calf.NewClient(b, nil), storemem.New(), nil)
 
 	author := echo(ctx, rt, "author")
-	critic := agent.Must(agent.New[agent.NoDeps, string]("critic", modeltest.NewTestModel(
+	critic := agent.Must(agent.New("critic", modeltest.NewTestModel(
 		modeltest.Text("too long"), modeltest.Text("APPROVED"),
 	), nil))
 	if err := critic.Serve(ctx, rt, nil); err != nil {

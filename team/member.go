@@ -74,27 +74,27 @@ func (r *Request) check() error {
 // no dependencies from the team: an agent that needs some gets them from
 // [agent.ServeOptions.LocalDeps]. A structured output is passed on as its
 // JSON text.
-func AgentMember[Deps, Out any](a *agent.Agent[Deps, Out]) Member {
-	return &agentMember[Deps, Out]{a: a}
+func AgentMember[Out any](a *agent.Agent[Out]) Member {
+	return &agentMember[Out]{a: a}
 }
 
-type agentMember[Deps, Out any] struct{ a *agent.Agent[Deps, Out] }
+type agentMember[Out any] struct{ a *agent.Agent[Out] }
 
-func (m *agentMember[Deps, Out]) Name() string        { return m.a.Name() }
-func (m *agentMember[Deps, Out]) Description() string { return m.a.Description() }
+func (m *agentMember[Out]) Name() string        { return m.a.Name() }
+func (m *agentMember[Out]) Description() string { return m.a.Description() }
 
-func (m *agentMember[Deps, Out]) Submit(ctx context.Context, rt *agent.Runtime, req *Request) error {
+func (m *agentMember[Out]) Submit(ctx context.Context, rt *agent.Runtime, req *Request) error {
 	return submitAgent(ctx, rt, m.a.Name(), req)
 }
 
-func (m *agentMember[Deps, Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+func (m *agentMember[Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	_, err := rt.Cancel(ctx, m.a.Name(), runID, reason)
 	return err
 }
 
-func (m *agentMember[Deps, Out]) agentName() string { return m.a.Name() }
+func (m *agentMember[Out]) agentName() string { return m.a.Name() }
 
-func (m *agentMember[Deps, Out]) Text(ev *agent.OutputEvent) (string, error) {
+func (m *agentMember[Out]) Text(ev *agent.OutputEvent) (string, error) {
 	if _, err := m.a.DecodeOutput(ev); err != nil {
 		return "", err
 	}

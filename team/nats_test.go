@@ -105,7 +105,7 @@ func TestTeamStreamYieldsDeltasBeforeWhatFollows(t *testing.T) {
 			}) (string, error) {
 				return "noted", nil
 			}))
-			writer := agent.Must(agent.New[agent.NoDeps, string]("writer", modeltest.NewTestModel(steps...), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{note}}))
+			writer := agent.Must(agent.New("writer", modeltest.NewTestModel(steps...), &agent.Options{Tools: []tool.Tool{note}}))
 			if err := writer.Serve(t.Context(), e.rt, nil); err != nil {
 				t.Fatal(err)
 			}

@@ -94,7 +94,7 @@ func runCtx(t *testing.T) context.Context {
 // message with reply; a reply error fails the model call. It counts its
 // model calls.
 type scripted struct {
-	agent *agent.Agent[agent.NoDeps, string]
+	agent *agent.Agent[string]
 	calls atomic.Int64
 
 	mu      sync.Mutex
@@ -122,7 +122,7 @@ func newAgent(t *testing.T, e *env, name string, reply func(prompt string) (stri
 		}
 		return modeltest.Text(out), nil
 	})
-	a, err := agent.New[agent.NoDeps, string](name, m, &agent.Options[agent.NoDeps]{Description: "the " + name})
+	a, err := agent.New(name, m, &agent.Options{Description: "the " + name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -708,7 +708,7 @@ func TestHierarchical(t *testing.T) {
 	e := newEnv(t, nil)
 	web, papers := wrapper(t, e, "web"), wrapper(t, e, "papers")
 	var managerCalls atomic.Int64
-	manager := agent.Must(agent.New[agent.NoDeps, string]("lead", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+	manager := agent.Must(agent.New("lead", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		managerCalls.Add(1)
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role != model.RoleTool {
@@ -724,7 +724,7 @@ func TestHierarchical(t *testing.T) {
 			}
 		}
 		return modeltest.Text("report: " + strings.Join(results, " & ")), nil
-	}), &agent.Options[agent.NoDeps]{Description: "leads the research"}))
+	}), &agent.Options{Description: "leads the research"}))
 	for _, sub := range []*scripted{web, papers} {
 		if err := manager.AddSubagent(sub.agent, nil); err != nil {
 			t.Fatal(err)
@@ -779,9 +779,9 @@ func TestSwarm(t *testing.T) {
 	e := newEnv(t, nil)
 	billing := newAgent(t, e, "billing", func(string) (string, error) { return "invoice resent", nil })
 	transfer := tool.Must(agent.Handoff(billing.agent, nil))
-	triage := agent.Must(agent.New[agent.NoDeps, string]("triage",
+	triage := agent.Must(agent.New("triage",
 		modeltest.NewTestModel(modeltest.ToolCalls(modeltest.Call("c1", "transfer_to_billing", `{}`))),
-		&agent.Options[agent.NoDeps]{Tools: []tool.Tool{transfer}}))
+		&agent.Options{Tools: []tool.Tool{transfer}}))
 	if err := triage.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -839,7 +839,7 @@ func TestRunStreamTagsNestedTeamEvents(t *testing.T) {
 func TestConcurrentMemberTimeout(t *testing.T) {
 	e := newEnv(t, nil)
 	fast := wrapper(t, e, "fast")
-	slow := agent.Must(agent.New[agent.NoDeps, string]("slow", modeltest.FunctionModel(func(ctx context.Context, _ *model.Request) (*model.Response, error) {
+	slow := agent.Must(agent.New("slow", modeltest.FunctionModel(func(ctx context.Context, _ *model.Request) (*model.Response, error) {
 		<-ctx.Done() // hangs until the deadline cuts the call
 		return nil, ctx.Err()
 	}), nil))
@@ -919,7 +919,7 @@ func TestMemberParkedMessage(t *testing.T) {
 			m := modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 				return modeltest.Text("never"), nil
 			})
-			a := agent.Must(agent.New[agent.NoDeps, string]("writer", m, nil))
+			a := agent.Must(agent.New("writer", m, nil))
 			if err := a.Serve(t.Context(), agent.NewRuntime(e.rt.Client(), faulty, nil), nil); err != nil {
 				t.Fatal(err)
 			}
@@ -961,7 +961,7 @@ func TestCancelCancelsMemberRuns(t *testing.T) {
 		<-release
 		return modeltest.Text("too late"), nil
 	})
-	slow := agent.Must(agent.New[agent.NoDeps, string]("slow", m, nil))
+	slow := agent.Must(agent.New("slow", m, nil))
 	if err := slow.Serve(t.Context(), e.rt, nil); err != nil {
 		t.Fatal(err)
 	}

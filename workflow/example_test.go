@@ -68,7 +68,7 @@ func ExampleAgentNode() {
 	rt := agent.NewRuntime(calf.NewClient(b, nil), storemem.New(), nil)
 
 	m := modeltest.NewTestModel(modeltest.Text("Bonjour"))
-	translator := agent.Must(agent.New[agent.NoDeps, string]("translator", m, nil))
+	translator := agent.Must(agent.New("translator", m, nil))
 	if err := translator.Serve(ctx, rt, nil); err != nil {
 		panic(err)
 	}

@@ -78,16 +78,16 @@ type childCall[S any] struct {
 // The agent's run is a child run, carried out by whichever workers serve
 // the agent; the workflow waits for it without a goroutine: the run's
 // reply is an event on the workflow's reply channel. A failed agent run
-// fails the workflow run. The agent's dependencies are its zero Deps, so
+// fails the workflow run. The agent's runs carry no dependencies, so
 // an agent that needs some must get them from ServeOptions.LocalDeps.
-func AgentNode[S, Deps, Out any](a *agent.Agent[Deps, Out], prompt func(s S) (string, error), apply func(s S, out Out) (S, error)) Node[S] {
+func AgentNode[S, Out any](a *agent.Agent[Out], prompt func(s S) (string, error), apply func(s S, out Out) (S, error)) Node[S] {
 	return Node[S]{agent: &childCall[S]{
 		submit: func(ctx context.Context, rt *agent.Runtime, s S, runID, parent string, reply *agent.ReplyTo) error {
 			p, err := prompt(s)
 			if err != nil {
 				return &promptError{err}
 			}
-			_, err = a.Submit(ctx, rt, p, &agent.RunOptions[Deps]{RunID: runID, ReplyTo: reply, Parent: parent})
+			_, err = a.Submit(ctx, rt, p, &agent.RunOptions{RunID: runID, ReplyTo: reply, Parent: parent})
 			return err
 		},
 		cancel: func(ctx context.Context, rt *agent.Runtime, runID, reason string) error {

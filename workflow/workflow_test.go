@@ -330,7 +330,7 @@ func TestParallelJoin(t *testing.T) {
 func TestAgentNode(t *testing.T) {
 	rt := newRuntime(t)
 	m := modeltest.NewTestModel(modeltest.Text("A poem about cats."))
-	writer := agent.Must(agent.New[agent.NoDeps, string]("writer", m, nil))
+	writer := agent.Must(agent.New("writer", m, nil))
 	if err := writer.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestAgentNode(t *testing.T) {
 
 // poet is a workflow of one agent node, write, that asks writer to
 // "Write" and keeps its answer as the text.
-func poet(writer *agent.Agent[agent.NoDeps, string]) *workflow.Workflow[doc] {
+func poet(writer *agent.Agent[string]) *workflow.Workflow[doc] {
 	return workflow.New[doc]("poet", nil).
 		Node("write", workflow.AgentNode(writer,
 			func(s doc) (string, error) { return "Write", nil },
@@ -382,7 +382,7 @@ func poet(writer *agent.Agent[agent.NoDeps, string]) *workflow.Workflow[doc] {
 func TestAgentNodeFailure(t *testing.T) {
 	rt := newRuntime(t)
 	m := modeltest.NewTestModel(errors.New("the model is down"))
-	writer := agent.Must(agent.New[agent.NoDeps, string]("writer", m, nil))
+	writer := agent.Must(agent.New("writer", m, nil))
 	if err := writer.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -668,7 +668,7 @@ func TestDuplicateDelivery(t *testing.T) {
 			calls.add("model")
 			return m(ctx, req)
 		})
-		summarizer := agent.Must(agent.New[agent.NoDeps, string]("summarizer", counted, nil))
+		summarizer := agent.Must(agent.New("summarizer", counted, nil))
 		if err := summarizer.Serve(t.Context(), rt, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -840,14 +840,14 @@ func TestParallelAgentBranches(t *testing.T) {
 			return modeltest.Text(prefix + req.Messages[len(req.Messages)-1].Text()), nil
 		}
 	}
-	fr := agent.Must(agent.New[agent.NoDeps, string]("fr", echo("fr:"), nil))
-	de := agent.Must(agent.New[agent.NoDeps, string]("de", echo("de:"), nil))
-	for _, a := range []*agent.Agent[agent.NoDeps, string]{fr, de} {
+	fr := agent.Must(agent.New("fr", echo("fr:"), nil))
+	de := agent.Must(agent.New("de", echo("de:"), nil))
+	for _, a := range []*agent.Agent[string]{fr, de} {
 		if err := a.Serve(t.Context(), rt, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	translate := func(a *agent.Agent[agent.NoDeps, string]) workflow.Node[doc] {
+	translate := func(a *agent.Agent[string]) workflow.Node[doc] {
 		return workflow.AgentNode(a,
 			func(s doc) (string, error) { return s.Text, nil },
 			func(s doc, out string) (doc, error) { s.Trail = []string{out}; return s, nil })
@@ -1027,7 +1027,7 @@ func TestCrashDuringAgentNode(t *testing.T) {
 	})
 	var c counts
 	build := func(t *testing.T, rt *agent.Runtime) *workflow.Workflow[doc] {
-		drafter := agent.Must(agent.New[agent.NoDeps, string]("drafter", m, nil))
+		drafter := agent.Must(agent.New("drafter", m, nil))
 		if err := drafter.Serve(t.Context(), rt, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -1344,7 +1344,7 @@ func TestAgentNodeParkedMessage(t *testing.T) {
 	st := storemem.New()
 	rt := runtimeOn(t, b, st)
 	faulty := storetest.WithFaults(st, storetest.Faults{Kinds: []string{store.KindRun}, WriteFailRate: 1})
-	writer := agent.Must(agent.New[agent.NoDeps, string]("writer", modeltest.NewTestModel(modeltest.Text("never")), nil))
+	writer := agent.Must(agent.New("writer", modeltest.NewTestModel(modeltest.Text("never")), nil))
 	if err := writer.Serve(t.Context(), agent.NewRuntime(rt.Client(), faulty, nil), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -1410,7 +1410,7 @@ func TestCancelCancelsChildRun(t *testing.T) {
 		<-release
 		return modeltest.Text("too late"), nil
 	})
-	writer := agent.Must(agent.New[agent.NoDeps, string]("writer", m, nil))
+	writer := agent.Must(agent.New("writer", m, nil))
 	if err := writer.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -1617,7 +1617,7 @@ func TestCancelEndsChildApprovals(t *testing.T) {
 		}
 		return modeltest.ToolCalls(modeltest.Call("c1", "deploy", `{}`)), nil
 	})
-	writer := agent.Must(agent.New[agent.NoDeps, string]("writer", m, &agent.Options[agent.NoDeps]{
+	writer := agent.Must(agent.New("writer", m, &agent.Options{
 		Tools: []tool.Tool{deploy}, Permissions: &agent.Permissions{Mode: agent.PermissionAcceptEdits},
 	}))
 	if err := writer.Serve(t.Context(), rt, nil); err != nil {

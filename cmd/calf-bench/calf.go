@@ -27,7 +27,7 @@ type calfStack struct {
 	client *calf.Client
 	store  store.Store
 	rt     *agent.Runtime
-	agent  *agent.Agent[agent.NoDeps, string]
+	agent  *agent.Agent[string]
 }
 
 // noLocalSuffix marks the systems of -no-local: calf/STORE with the
@@ -70,11 +70,11 @@ func newCalfStack(ctx context.Context, kind, dir string, httpClient *http.Client
 
 // serveOptions bounds each handler of W1's agent to concurrency runs at
 // once; 0 leaves the broker's default (nil options).
-func serveOptions(concurrency int) *agent.ServeOptions[agent.NoDeps] {
+func serveOptions(concurrency int) *agent.ServeOptions {
 	if concurrency <= 0 {
 		return nil
 	}
-	return &agent.ServeOptions[agent.NoDeps]{Concurrency: concurrency}
+	return &agent.ServeOptions{Concurrency: concurrency}
 }
 
 // run does one W1 run through agent.Run and checks its output, its tool
@@ -85,12 +85,12 @@ func (s *calfStack) run(ctx context.Context) error {
 
 // newW1Agent returns W1's agent, calling the mock at base through
 // model/openai without retries.
-func newW1Agent(httpClient *http.Client, base string) (*agent.Agent[agent.NoDeps, string], error) {
+func newW1Agent(httpClient *http.Client, base string) (*agent.Agent[string], error) {
 	m, add, err := w1ModelAndTool(httpClient, base)
 	if err != nil {
 		return nil, err
 	}
-	return agent.New[agent.NoDeps, string](agentName, m, &agent.Options[agent.NoDeps]{
+	return agent.New(agentName, m, &agent.Options{
 		Instructions: instructions,
 		Tools:        []tool.Tool{add},
 	})
@@ -114,7 +114,7 @@ func w1ModelAndTool(httpClient *http.Client, base string) (*openai.Model, tool.T
 
 // runW1 does one W1 run of a through agent.Run on rt and checks its
 // output, its tool call and its number of model calls.
-func runW1(ctx context.Context, a *agent.Agent[agent.NoDeps, string], rt *agent.Runtime) error {
+func runW1(ctx context.Context, a *agent.Agent[string], rt *agent.Runtime) error {
 	out, err := a.Run(ctx, rt, prompt, nil)
 	if err != nil {
 		return err

@@ -222,7 +222,7 @@ type distStack struct {
 	client  *calf.Client
 	store   store.Store
 	rt      *agent.Runtime
-	agent   *agent.Agent[agent.NoDeps, string]
+	agent   *agent.Agent[string]
 	workers []*workerProc
 	// life ends, with the cause, when a worker exits before close.
 	life context.Context

@@ -54,7 +54,7 @@ func TestApprovalsCommands(t *testing.T) {
 		}
 		return modeltest.ToolCalls(modeltest.Call("c1", "deploy", `{"env":"production"}`)), nil
 	})
-	ops := agent.Must(agent.New[agent.NoDeps, string]("ops", m, &agent.Options[agent.NoDeps]{
+	ops := agent.Must(agent.New("ops", m, &agent.Options{
 		Tools: []tool.Tool{deploy}, Permissions: &agent.Permissions{Mode: agent.PermissionAcceptEdits},
 	}))
 	if err := ops.Serve(ctx, rt, nil); err != nil {
@@ -67,7 +67,7 @@ func TestApprovalsCommands(t *testing.T) {
 	start := func(id string) chan outcome {
 		done := make(chan outcome, 1)
 		go func() {
-			out, err := ops.Run(ctx, rt, "ship it", &agent.RunOptions[agent.NoDeps]{RunID: id})
+			out, err := ops.Run(ctx, rt, "ship it", &agent.RunOptions{RunID: id})
 			done <- outcome{out, err}
 		}()
 		return done
@@ -185,13 +185,13 @@ func TestApprovalsOfEndedRun(t *testing.T) {
 	m := modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.ToolCalls(modeltest.Call("c1", "deploy", `{}`)), nil
 	})
-	ops := agent.Must(agent.New[agent.NoDeps, string]("ops", m, &agent.Options[agent.NoDeps]{
+	ops := agent.Must(agent.New("ops", m, &agent.Options{
 		Tools: []tool.Tool{deploy}, Permissions: &agent.Permissions{Mode: agent.PermissionAcceptEdits},
 	}))
 	if err := ops.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	id, err := ops.Submit(ctx, rt, "ship it", &agent.RunOptions[agent.NoDeps]{RunID: "r3"})
+	id, err := ops.Submit(ctx, rt, "ship it", &agent.RunOptions{RunID: "r3"})
 	if err != nil {
 		t.Fatal(err)
 	}

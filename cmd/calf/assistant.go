@@ -111,7 +111,7 @@ func (f *agentFlags) commandHooks() ([]agent.Hook, error) {
 		hooks = append(hooks, h)
 	}
 	// The agent checks events and matchers: ask it now, for a clear error.
-	if _, err := agent.New[agent.NoDeps, string]("check", remoteModel{}, &agent.Options[agent.NoDeps]{Hooks: hooks}); err != nil {
+	if _, err := agent.New("check", remoteModel{}, &agent.Options{Hooks: hooks}); err != nil {
 		return nil, usageError(fmt.Errorf("--hook: %w", err))
 	}
 	return hooks, nil
@@ -149,7 +149,7 @@ func (f *agentFlags) permissions() *agent.Permissions {
 // newAssistant builds the assistant agent from f. With serve false the
 // agent is only used to start runs and follow their events, so it needs
 // no model: the processes that serve it have their own.
-func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string, serve bool) (*agent.Agent[agent.NoDeps, string], error) {
+func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string, serve bool) (*agent.Agent[string], error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string
 			}
 		}
 	}
-	a, err := agent.New[agent.NoDeps, string](agentName, m, &agent.Options[agent.NoDeps]{
+	a, err := agent.New(agentName, m, &agent.Options{
 		Instructions: f.system,
 		Tools:        tools,
 		Toolsets:     toolsets,

@@ -69,7 +69,7 @@ The conversation is a session kept in --store: --session ID resumes one. Command
 // chatEngine is the agent of a chat, served on a worker of its own on the
 // chat's in-process broker, so that /model can replace it.
 type chatEngine struct {
-	agent *agent.Agent[agent.NoDeps, string]
+	agent *agent.Agent[string]
 	rt    *agent.Runtime
 	stop  func()
 }

@@ -55,7 +55,7 @@ func checkListen(flag, addr, token, env string) error {
 // here with an in-process broker or --serve, else by calf worker
 // processes.
 type edge struct {
-	agent *agent.Agent[agent.NoDeps, string]
+	agent *agent.Agent[string]
 	rt    *agent.Runtime
 	// log is the event log the edge records, with edgeFlags.record.
 	log *eventlog.Log

@@ -47,14 +47,14 @@ func TestRunsCommands(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		return "tock", nil
 	}))
-	loop := agent.Must(agent.New[agent.NoDeps, string]("looper", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	loop := agent.Must(agent.New("looper", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		calls.Add(1)
 		return modeltest.ToolCalls(modeltest.Call("", "tick", `{}`)), nil
-	}), &agent.Options[agent.NoDeps]{Tools: []tool.Tool{tick}, MaxTurns: 1000}))
+	}), &agent.Options{Tools: []tool.Tool{tick}, MaxTurns: 1000}))
 	if err := loop.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loop.Submit(ctx, rt, "loop", &agent.RunOptions[agent.NoDeps]{RunID: "loop-1"}); err != nil {
+	if _, err := loop.Submit(ctx, rt, "loop", &agent.RunOptions{RunID: "loop-1"}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(20 * time.Second); ticks.Load() < 12; time.Sleep(10 * time.Millisecond) {
@@ -128,14 +128,14 @@ func TestRunsCommands(t *testing.T) {
 
 	// A team run: paused between its steps and resumed.
 	release := make(chan struct{})
-	first := agent.Must(agent.New[agent.NoDeps, string]("first", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	first := agent.Must(agent.New("first", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		<-release
 		return modeltest.Text("one"), nil
 	}), nil))
-	second := agent.Must(agent.New[agent.NoDeps, string]("second", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+	second := agent.Must(agent.New("second", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.Text("two"), nil
 	}), nil))
-	for _, a := range []*agent.Agent[agent.NoDeps, string]{first, second} {
+	for _, a := range []*agent.Agent[string]{first, second} {
 		if err := a.Serve(ctx, rt, nil); err != nil {
 			t.Fatal(err)
 		}

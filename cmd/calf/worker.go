@@ -137,7 +137,7 @@ func runWorker(ctx context.Context, f workerFlags, getenv func(string) string, s
 	w.Runtime().AddSweeper("eventlog", eventlog.Sweep)
 	// The subscriptions outlive ctx: the worker drains them when it ends.
 	sctx := context.WithoutCancel(ctx)
-	if err := a.Serve(sctx, w.Runtime(), &agent.ServeOptions[agent.NoDeps]{Concurrency: f.concurrency, MaxAttempts: f.maxAttempts}); err != nil {
+	if err := a.Serve(sctx, w.Runtime(), &agent.ServeOptions{Concurrency: f.concurrency, MaxAttempts: f.maxAttempts}); err != nil {
 		return failure(err)
 	}
 	if f.record {

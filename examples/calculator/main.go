@@ -53,7 +53,7 @@ func run(ctx context.Context, m model.Model, question string, w io.Writer) (stri
 	multiply := tool.Must(tool.New("multiply", "Multiply two numbers.", func(_ context.Context, in operands) (float64, error) {
 		return in.A * in.B, nil
 	}))
-	calc, err := agent.New[agent.NoDeps, string]("calculator", m, &agent.Options[agent.NoDeps]{
+	calc, err := agent.New("calculator", m, &agent.Options{
 		Instructions: "You are a calculator. Use the tools for every operation, then answer in one sentence.",
 		Tools:        []tool.Tool{add, multiply},
 	})

@@ -68,7 +68,7 @@ func run(ctx context.Context, m model.Model, dir, task string, in io.Reader, out
 	client := calf.NewClient(b, nil)
 	defer client.Close()
 	rt := agent.NewRuntime(client, storemem.New(), nil)
-	coder, err := agent.New[agent.NoDeps, string]("coder", m, &agent.Options[agent.NoDeps]{
+	coder, err := agent.New("coder", m, &agent.Options{
 		Instructions: "You are a careful coding assistant working in the current directory. Read files before you " +
 			"change them, make small edits with edit_file, and run commands with bash to check your work. " +
 			"Finish with a short summary of what you changed.",

@@ -56,7 +56,7 @@ func run(ctx context.Context, m model.Model, topic string, w io.Writer) (string,
 		{"writer", "drafts the article", writerInstructions},
 		{"editor", "edits the article", editorInstructions},
 	} {
-		a, err := agent.New[agent.NoDeps, string](spec.name, m, &agent.Options[agent.NoDeps]{
+		a, err := agent.New(spec.name, m, &agent.Options{
 			Description: spec.description, Instructions: spec.instructions,
 		})
 		if err != nil {

@@ -60,7 +60,7 @@ func run(ctx context.Context, m model.Model, command []string, dir, task string,
 	client := calf.NewClient(b, nil)
 	defer client.Close()
 	rt := agent.NewRuntime(client, storemem.New(), nil)
-	a, err := agent.New[agent.NoDeps, string]("files", m, &agent.Options[agent.NoDeps]{
+	a, err := agent.New("files", m, &agent.Options{
 		Instructions: "You work on the files of " + dir + " with the fs tools. Use absolute paths under it. " +
 			"Finish with a short account of what you did.",
 		Toolsets: []tool.Toolset{fs},

@@ -93,7 +93,7 @@ func run(ctx context.Context, m model.Model, question string, w io.Writer) (stri
 	defer client.Close()
 	rt := agent.NewRuntime(client, storemem.New(), nil)
 
-	searcher, err := agent.New[agent.NoDeps, string]("searcher", m, &agent.Options[agent.NoDeps]{
+	searcher, err := agent.New("searcher", m, &agent.Options{
 		Description:  "Finds facts about a topic in the library.",
 		Instructions: searcherInstructions,
 		Tools:        []tool.Tool{tool.Must(tool.New("search", "Search the library.", search))},
@@ -101,14 +101,14 @@ func run(ctx context.Context, m model.Model, question string, w io.Writer) (stri
 	if err != nil {
 		return "", err
 	}
-	analyst, err := agent.New[agent.NoDeps, string]("analyst", m, &agent.Options[agent.NoDeps]{
+	analyst, err := agent.New("analyst", m, &agent.Options{
 		Description:  "Assesses how well established a set of facts is.",
 		Instructions: analystInstructions,
 	})
 	if err != nil {
 		return "", err
 	}
-	lead, err := agent.New[agent.NoDeps, string]("lead", m, &agent.Options[agent.NoDeps]{
+	lead, err := agent.New("lead", m, &agent.Options{
 		Description:  "Leads the research and writes the report.",
 		Instructions: leadInstructions,
 	})
@@ -117,12 +117,12 @@ func run(ctx context.Context, m model.Model, question string, w io.Writer) (stri
 	}
 	// The lead calls its members as tools (agents as tools): each call is
 	// a child run, and its answer comes back as the tool's result.
-	for _, sub := range []*agent.Agent[agent.NoDeps, string]{searcher, analyst} {
+	for _, sub := range []*agent.Agent[string]{searcher, analyst} {
 		if err := lead.AddSubagent(sub, nil); err != nil {
 			return "", err
 		}
 	}
-	for _, a := range []*agent.Agent[agent.NoDeps, string]{searcher, analyst, lead} {
+	for _, a := range []*agent.Agent[string]{searcher, analyst, lead} {
 		if err := a.Serve(ctx, rt, nil); err != nil {
 			return "", err
 		}

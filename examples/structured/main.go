@@ -50,7 +50,7 @@ func extract(ctx context.Context, m model.Model, text string) (Person, error) {
 	defer client.Close()
 	rt := agent.NewRuntime(client, storemem.New(), nil)
 
-	extractor, err := agent.New[agent.NoDeps, Person]("extractor", m, &agent.Options[agent.NoDeps]{
+	extractor, err := agent.NewTyped[Person]("extractor", m, &agent.Options{
 		Instructions: "Extract the person described by the user's text.",
 	})
 	if err != nil {

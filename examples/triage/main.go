@@ -53,7 +53,7 @@ var orders = map[string]string{
 
 // agents builds the swarm: triage hands off to sales or support, and
 // support back to triage. Every agent uses m.
-func agents(m model.Model) (triage *agent.Agent[agent.NoDeps, string], all []*agent.Agent[agent.NoDeps, string], err error) {
+func agents(m model.Model) (triage *agent.Agent[string], all []*agent.Agent[string], err error) {
 	quote := tool.Must(tool.New("quote", "Price of a yearly subscription for a number of seats, in euros.", func(_ context.Context, in quoteArgs) (string, error) {
 		if in.Seats <= 0 {
 			return "", errors.New("seats must be positive")
@@ -70,7 +70,7 @@ func agents(m model.Model) (triage *agent.Agent[agent.NoDeps, string], all []*ag
 		}
 		return "", fmt.Errorf("no order %q", in.OrderID)
 	}))
-	sales, err := agent.New[agent.NoDeps, string]("sales", m, &agent.Options[agent.NoDeps]{
+	sales, err := agent.New("sales", m, &agent.Options{
 		Description:  "Sales: prices, quotes and subscriptions.",
 		Instructions: "You are the sales agent. Quote prices with the quote tool, then answer in one or two sentences.",
 		Tools:        []tool.Tool{quote},
@@ -78,7 +78,7 @@ func agents(m model.Model) (triage *agent.Agent[agent.NoDeps, string], all []*ag
 	if err != nil {
 		return nil, nil, err
 	}
-	support, err := agent.New[agent.NoDeps, string]("support", m, &agent.Options[agent.NoDeps]{
+	support, err := agent.New("support", m, &agent.Options{
 		Description:  "Support: orders, deliveries and problems with the product.",
 		Instructions: "You are the support agent. Look orders up with lookup_order, then answer in one or two sentences. If the customer asks about prices, transfer to triage.",
 		Tools:        []tool.Tool{lookup},
@@ -86,7 +86,7 @@ func agents(m model.Model) (triage *agent.Agent[agent.NoDeps, string], all []*ag
 	if err != nil {
 		return nil, nil, err
 	}
-	triage, err = agent.New[agent.NoDeps, string]("triage", m, &agent.Options[agent.NoDeps]{
+	triage, err = agent.New("triage", m, &agent.Options{
 		Instructions: "You are the first contact of a software company. Do not answer questions yourself: " +
 			"transfer the customer to sales (prices, quotes) or support (orders, deliveries, problems), " +
 			"with a one-sentence context of what they want.",
@@ -98,7 +98,7 @@ func agents(m model.Model) (triage *agent.Agent[agent.NoDeps, string], all []*ag
 	// triage's tool calls.
 	filtered := &agent.HandoffOptions{InputFilter: agent.RemoveToolCalls}
 	for _, h := range []struct {
-		from *agent.Agent[agent.NoDeps, string]
+		from *agent.Agent[string]
 		to   agent.Target
 		opts *agent.HandoffOptions
 	}{{triage, sales, filtered}, {triage, support, filtered}, {support, triage, nil}} {
@@ -110,7 +110,7 @@ func agents(m model.Model) (triage *agent.Agent[agent.NoDeps, string], all []*ag
 			return nil, nil, err
 		}
 	}
-	return triage, []*agent.Agent[agent.NoDeps, string]{triage, sales, support}, nil
+	return triage, []*agent.Agent[string]{triage, sales, support}, nil
 }
 
 // run answers question with the swarm on the in-process broker, writing

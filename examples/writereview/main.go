@@ -52,7 +52,7 @@ func main() {
 
 // newWorkflow is the seed's review cycle: write, review, and again until
 // approved or maxRounds reviews.
-func newWorkflow(writer, reviewer *agent.Agent[agent.NoDeps, string], maxRounds int) (*workflow.Workflow[Review], error) {
+func newWorkflow(writer, reviewer *agent.Agent[string], maxRounds int) (*workflow.Workflow[Review], error) {
 	return workflow.New[Review]("review_cycle", nil).
 		Node("write", workflow.AgentNode(writer,
 			func(s Review) (string, error) {
@@ -85,13 +85,13 @@ func run(ctx context.Context, writerModel, reviewerModel model.Model, topic stri
 	defer client.Close()
 	rt := agent.NewRuntime(client, storemem.New(), nil)
 
-	writer, err := agent.New[agent.NoDeps, string]("writer", writerModel, &agent.Options[agent.NoDeps]{
+	writer, err := agent.New("writer", writerModel, &agent.Options{
 		Instructions: "You are a writer. Write what you are asked; when given feedback on a previous draft, revise it. Answer with the text only.",
 	})
 	if err != nil {
 		return Review{}, err
 	}
-	reviewer, err := agent.New[agent.NoDeps, string]("reviewer", reviewerModel, &agent.Options[agent.NoDeps]{
+	reviewer, err := agent.New("reviewer", reviewerModel, &agent.Options{
 		Instructions: "You are a demanding editor. Review the text in two sentences. If it needs no more work, start your answer with APPROVED.",
 	})
 	if err != nil {

@@ -325,7 +325,7 @@ func classify(err error, out *agent.Output[string]) string {
 type caller struct {
 	rt    *agent.Runtime
 	b     calf.Broker
-	agent *agent.Agent[agent.NoDeps, string]
+	agent *agent.Agent[string]
 
 	mu       sync.Mutex
 	outcomes []runOutcome
@@ -366,7 +366,7 @@ func (c *caller) load(callers int, end, bound time.Time, stuckAfter time.Duratio
 				c.inflight[id] = start
 				c.mu.Unlock()
 				ctx, cancel := context.WithDeadline(context.Background(), bound)
-				out, err := c.agent.Run(ctx, c.rt, prompt, &agent.RunOptions[agent.NoDeps]{RunID: id})
+				out, err := c.agent.Run(ctx, c.rt, prompt, &agent.RunOptions{RunID: id})
 				cancel()
 				o := runOutcome{ID: id, Start: start, End: time.Now(), Kind: classify(err, out)}
 				if err != nil {

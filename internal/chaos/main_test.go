@@ -103,14 +103,14 @@ type addArgs struct {
 // newAgent returns W1's agent calling the fake model at modelURL. The tool
 // reports each execution through rep; with a nil rep the agent is only a
 // handle for callers.
-func newAgent(name, modelURL string, rep *reporter) (*agent.Agent[agent.NoDeps, string], error) {
+func newAgent(name, modelURL string, rep *reporter) (*agent.Agent[string], error) {
 	m, err := openai.New(openai.Options{Model: "test", BaseURL: modelURL, APIKey: "chaos", MaxRetries: -1})
 	if err != nil {
 		return nil, err
 	}
 	add, err := tool.New("add", "Add two integers.", func(ctx context.Context, in addArgs) (int, error) {
 		if rep != nil {
-			rc, _ := agent.FromContext[agent.NoDeps](ctx)
+			rc, _ := agent.FromContext(ctx)
 			rep.report(event{Ev: "tool", Run: rc.RunID})
 		}
 		return in.A + in.B, nil
@@ -118,8 +118,8 @@ func newAgent(name, modelURL string, rep *reporter) (*agent.Agent[agent.NoDeps, 
 	if err != nil {
 		return nil, err
 	}
-	return agent.New[agent.NoDeps, string](name, m, &agent.Options[agent.NoDeps]{
-		InstructionsFunc: func(rc agent.RunContext[agent.NoDeps]) string {
+	return agent.New(name, m, &agent.Options{
+		InstructionsFunc: func(rc agent.RunContext) string {
 			return "Use the add tool. " + runMarker + rc.RunID
 		},
 		Tools: []tool.Tool{add},

@@ -263,7 +263,7 @@ func (h *harness) eventsOf(ev, run string) []event {
 // workers' broker and store, serving nothing.
 type caller struct {
 	rt    *agent.Runtime
-	agent *agent.Agent[agent.NoDeps, string]
+	agent *agent.Agent[string]
 	store store.Store
 
 	mu      sync.Mutex
@@ -329,7 +329,7 @@ func (c *caller) run(t *testing.T, id string) <-chan runResult {
 	go func() {
 		ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 		defer cancel()
-		out, err := c.agent.Run(ctx, c.rt, prompt, &agent.RunOptions[agent.NoDeps]{RunID: id})
+		out, err := c.agent.Run(ctx, c.rt, prompt, &agent.RunOptions{RunID: id})
 		ch <- runResult{out, err}
 	}()
 	return ch

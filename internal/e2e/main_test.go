@@ -240,13 +240,13 @@ type addArgs struct {
 // reports its start and end through rep, and kills the process when crash
 // is "in_tool" (once per run, by the marker in crashDir). With a nil rep
 // the agent is only a handle for callers: it has the tool but is not served.
-func newAgent(name, modelURL string, rep *reporter, crash, crashDir string, approval ...bool) (*agent.Agent[agent.NoDeps, string], error) {
+func newAgent(name, modelURL string, rep *reporter, crash, crashDir string, approval ...bool) (*agent.Agent[string], error) {
 	m, err := openai.New(openai.Options{Model: "test", BaseURL: modelURL, APIKey: "e2e", MaxRetries: -1})
 	if err != nil {
 		return nil, err
 	}
 	add, err := tool.New("add", "Add two integers.", func(ctx context.Context, in addArgs) (int, error) {
-		rc, _ := agent.FromContext[agent.NoDeps](ctx)
+		rc, _ := agent.FromContext(ctx)
 		if rep != nil {
 			rep.report(event{Ev: "tool_start", Run: rc.RunID})
 			if crash == inTool && claimCrash(crashDir, rc.RunID, inTool) {
@@ -263,8 +263,8 @@ func newAgent(name, modelURL string, rep *reporter, crash, crashDir string, appr
 	if len(approval) > 0 && approval[0] {
 		perms = &agent.Permissions{Mode: agent.PermissionAcceptReads}
 	}
-	return agent.New[agent.NoDeps, string](name, m, &agent.Options[agent.NoDeps]{
-		InstructionsFunc: func(rc agent.RunContext[agent.NoDeps]) string {
+	return agent.New(name, m, &agent.Options{
+		InstructionsFunc: func(rc agent.RunContext) string {
 			return "Use the add tool. " + runMarker + rc.RunID
 		},
 		Tools:       []tool.Tool{add},
@@ -343,7 +343,7 @@ func serveWorker(cfg *workerConfig) error {
 		rep.report(event{Ev: "recovered", N: n})
 		for _, id := range cfg.Runs {
 			wg.Go(func() {
-				out, err := a.Run(ctx, rt, prompt, &agent.RunOptions[agent.NoDeps]{RunID: id})
+				out, err := a.Run(ctx, rt, prompt, &agent.RunOptions{RunID: id})
 				ev := event{Ev: "output", Run: id}
 				if err != nil {
 					if ctx.Err() != nil {

@@ -50,7 +50,7 @@ func TestRunStreamSeesTheFirstRunOnKafka(t *testing.T) {
 		}
 		return modeltest.ToolCalls(modeltest.Call("call_1", "add", `{"a":2,"b":3}`)), nil
 	})
-	a := agent.Must(agent.New[agent.NoDeps, string]("streamer", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{add}}))
+	a := agent.Must(agent.New("streamer", m, &agent.Options{Tools: []tool.Tool{add}}))
 
 	worker := agent.NewRuntime(calf.NewClient(open(), nil), st, nil)
 	if err := a.Serve(t.Context(), worker, nil); err != nil {

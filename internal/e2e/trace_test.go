@@ -42,7 +42,7 @@ func TestTraceAcrossWorkersNATSPostgres(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 		defer cancel()
-		out, err := c.agent.Run(ctx, rt, prompt, &agent.RunOptions[agent.NoDeps]{RunID: id})
+		out, err := c.agent.Run(ctx, rt, prompt, &agent.RunOptions{RunID: id})
 		res <- runResult{out, err}
 	}()
 	h.waitEvent("crash", func(ev event) bool { return ev.Ev == "crash" && ev.Run == id })

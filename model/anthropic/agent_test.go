@@ -50,7 +50,7 @@ func w1Fake(t *testing.T) *fakeAPI {
 
 // w1Agent serves an agent with an add tool, calling m, on a runtime of
 // an in-process broker and an in-memory store.
-func w1Agent(t *testing.T, m model.Model) (*agent.Agent[agent.NoDeps, string], *agent.Runtime) {
+func w1Agent(t *testing.T, m model.Model) (*agent.Agent[string], *agent.Runtime) {
 	t.Helper()
 	b, st := memory.New(nil), storemem.New()
 	c := calf.NewClient(b, nil)
@@ -66,7 +66,7 @@ func w1Agent(t *testing.T, m model.Model) (*agent.Agent[agent.NoDeps, string], *
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New[agent.NoDeps, string]("adder", m, &agent.Options[agent.NoDeps]{
+	a, err := agent.New("adder", m, &agent.Options{
 		Instructions: "Use the add tool for sums.",
 		Tools:        []tool.Tool{add},
 	})

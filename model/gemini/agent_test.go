@@ -98,13 +98,13 @@ func (s *w1Server) body(i int) string {
 	return s.bodies[i]
 }
 
-func newCalculator(t *testing.T, base string) *agent.Agent[agent.NoDeps, string] {
+func newCalculator(t *testing.T, base string) *agent.Agent[string] {
 	t.Helper()
 	m, err := gemini.New(gemini.Options{Model: "gemini-2.5-flash", APIKey: "test-key", BaseURL: base})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return agent.Must(agent.New[agent.NoDeps, string]("calculator", m, &agent.Options[agent.NoDeps]{
+	return agent.Must(agent.New("calculator", m, &agent.Options{
 		Instructions: "Use the add tool.",
 		Tools:        []tool.Tool{addTool()},
 	}))
@@ -209,16 +209,16 @@ func TestAgentRefusesInexpressibleSchemas(t *testing.T) {
 	labels := tool.NewRaw(model.ToolDefinition{Name: "label", Parameters: json.RawMessage(
 		`{"type":"object","properties":{"labels":{"type":"object","patternProperties":{"^[a-z]+$":{"type":"string"}}}}}`)},
 		func(context.Context, json.RawMessage) (*tool.Result, error) { return nil, nil })
-	_, err = agent.New[agent.NoDeps, string]("labeller", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{labels}})
+	_, err = agent.New("labeller", m, &agent.Options{Tools: []tool.Tool{labels}})
 	if !errors.Is(err, agent.ErrInvalidAgent) || !errors.Is(err, gemini.ErrUnsupportedSchema) ||
 		!strings.Contains(err.Error(), "label") || !strings.Contains(err.Error(), "/properties/labels/patternProperties") {
 		t.Errorf("agent.New: %v; want ErrInvalidAgent naming the tool and the keyword", err)
 	}
-	a := agent.Must(agent.New[agent.NoDeps, string]("later", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{addTool()}}))
+	a := agent.Must(agent.New("later", m, &agent.Options{Tools: []tool.Tool{addTool()}}))
 	if err := a.AddTool(labels); !errors.Is(err, agent.ErrInvalidAgent) || !errors.Is(err, gemini.ErrUnsupportedSchema) {
 		t.Errorf("AddTool: %v; want ErrInvalidAgent", err)
 	}
-	_, err = agent.New[agent.NoDeps, map[string]int]("counts", m, nil)
+	_, err = agent.NewTyped[map[string]int]("counts", m, nil)
 	if !errors.Is(err, agent.ErrInvalidAgent) || !strings.Contains(err.Error(), "additionalProperties") {
 		t.Errorf("an output type Gemini cannot describe: %v; want ErrInvalidAgent", err)
 	}
@@ -226,7 +226,7 @@ func TestAgentRefusesInexpressibleSchemas(t *testing.T) {
 		Sum  int    `json:"sum"`
 		Note string `json:"note,omitempty"`
 	}
-	if _, err := agent.New[agent.NoDeps, answer]("typed", m, &agent.Options[agent.NoDeps]{Tools: []tool.Tool{addTool()}}); err != nil {
+	if _, err := agent.NewTyped[answer]("typed", m, &agent.Options{Tools: []tool.Tool{addTool()}}); err != nil {
 		t.Errorf("an output type Gemini can describe: %v", err)
 	}
 }

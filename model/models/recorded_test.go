@@ -163,7 +163,7 @@ func TestAgentOnRecordedTraffic(t *testing.T) {
 			}
 			m := tc.provider.open(t, exs)
 			name := "rec" + strconv.Itoa(len(tc.name)) + strings.NewReplacer(" ", "", ",", "").Replace(tc.name)
-			a := agent.Must(agent.New[agent.NoDeps, string](name, m, &agent.Options[agent.NoDeps]{Tools: tools}))
+			a := agent.Must(agent.New(name, m, &agent.Options{Tools: tools}))
 			want := last.Message.Text()
 			if !tc.stream {
 				out, err := a.Run(t.Context(), nil, "recorded question", nil)

@@ -131,7 +131,7 @@ func w1Responses(t *testing.T) (string, func() []bool) {
 
 // w1Agent returns the W1 agent on m, served on a fresh runtime (an
 // in-process broker and an in-memory store).
-func w1Agent(t *testing.T, m model.Model) (*agent.Agent[agent.NoDeps, string], *agent.Runtime) {
+func w1Agent(t *testing.T, m model.Model) (*agent.Agent[string], *agent.Runtime) {
 	t.Helper()
 	b := memory.New(nil)
 	c := calf.NewClient(b, nil)
@@ -149,7 +149,7 @@ func w1Agent(t *testing.T, m model.Model) (*agent.Agent[agent.NoDeps, string], *
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New[agent.NoDeps, string]("calc", m, &agent.Options[agent.NoDeps]{
+	a, err := agent.New("calc", m, &agent.Options{
 		Instructions: "Add numbers with the add tool.",
 		Tools:        []tool.Tool{add},
 	})
