@@ -194,7 +194,7 @@ func TestRunWithTool(t *testing.T) {
 	if out.Duration <= 0 {
 		t.Errorf("duration = %v", out.Duration)
 	}
-	st, err := e.rt.LoadRun(t.Context(), out.RunID)
+	st, err := e.rt.LoadState(t.Context(), out.RunID)
 	if err != nil || st.Status != agent.RunComplete {
 		t.Fatalf("stored run: %+v, %v", st, err)
 	}
@@ -271,7 +271,7 @@ func TestRedeliveryAfterRecordingDoesNotRepeat(t *testing.T) {
 	if modelCalls.Load() != 2 || toolCalls.Load() != 1 {
 		t.Fatalf("after redelivery: model calls %d, tool executions %d; want 2 and 1", modelCalls.Load(), toolCalls.Load())
 	}
-	st, err := e.rt.LoadRun(t.Context(), out.RunID)
+	st, err := e.rt.LoadState(t.Context(), out.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestToolResultForUnknownOrAnsweredCallIsIgnored(t *testing.T) {
 	if modelCalls.Load() != 2 {
 		t.Fatalf("model calls = %d, want 2", modelCalls.Load())
 	}
-	after, err := e.rt.LoadRun(t.Context(), "r1")
+	after, err := e.rt.LoadState(t.Context(), "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,7 +593,7 @@ func TestRuntimeCancel(t *testing.T) {
 	}
 	close(release)
 	e.settle(t)
-	if st, err := e.rt.LoadRun(t.Context(), "r1"); err != nil || st.Status != agent.RunCancelled || st.Step != 1 {
+	if st, err := e.rt.LoadState(t.Context(), "r1"); err != nil || st.Status != agent.RunCancelled || st.Step != 1 {
 		t.Errorf("run after the model answered: %+v, %v; want cancelled at step 1", st, err)
 	}
 	if n := calls.Load(); n != 1 {

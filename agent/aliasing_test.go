@@ -64,7 +64,7 @@ func TestCallersChangesStayTheirs(t *testing.T) {
 	for i := range out.ToolCalls {
 		out.ToolCalls[i].Result.Parts[0].Text = "REDACTED"
 	}
-	st, err := e.rt.LoadRun(ctx, out.RunID)
+	st, err := e.rt.LoadState(ctx, out.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestCallersChangesStayTheirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	redact(cst.Messages)
-	if st, err := e.rt.LoadRun(ctx, out.RunID); err != nil || st.Messages[0].Text() != "add 2 and 3" {
+	if st, err := e.rt.LoadState(ctx, out.RunID); err != nil || st.Messages[0].Text() != "add 2 and 3" {
 		t.Errorf("after changing what Cancel returned: %v, %v", st.Messages, err)
 	}
 }

@@ -192,7 +192,7 @@ type RootRun struct {
 
 // root returns the root of the runs st starts: its own root, or st, a run
 // of agent.
-func (st *RunState) root(agent string) *RootRun {
+func (st *runState) root(agent string) *RootRun {
 	if st.Root != nil {
 		return st.Root
 	}
@@ -336,7 +336,7 @@ func runEnded(ctx context.Context, s store.Store, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	st, err := DecodeRunState(rec.Data)
+	st, err := decodeRunState(rec.Data)
 	if err != nil {
 		return "", err
 	}
@@ -478,7 +478,7 @@ func (rt *Runtime) answerActedOn(ctx context.Context, a *Approval) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	st, err := DecodeRunState(rec.Data)
+	st, err := decodeRunState(rec.Data)
 	if err != nil {
 		return false, err
 	}

@@ -251,7 +251,7 @@ func TestCancelledRun(t *testing.T) {
 		t.Fatalf("err = %v, want ErrRunCancelled and context.Canceled", err)
 	}
 	e.settle(t) // the model call times out and its handler finds the run cancelled
-	st, err := e.rt.LoadRun(t.Context(), "c1")
+	st, err := e.rt.LoadState(t.Context(), "c1")
 	if err != nil {
 		t.Fatal(err)
 	}

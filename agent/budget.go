@@ -83,7 +83,7 @@ type BudgetStop struct {
 // stops it before the model call it waits for: what the run has spent
 // and the estimate of that call's input pass one of b's bounds. A stop
 // recorded without an estimate counts the call alone.
-func (stop *BudgetStop) stops(b *Budget, st *RunState) bool {
+func (stop *BudgetStop) stops(b *Budget, st *runState) bool {
 	if b == nil {
 		return false
 	}
@@ -100,7 +100,7 @@ func (stop *BudgetStop) stops(b *Budget, st *RunState) bool {
 
 // keepPaused records in the paused run st that b, which still stops it,
 // is the budget it waits for: the run stays paused, with no event.
-func (st *RunState) keepPaused(b *Budget) {
+func (st *runState) keepPaused(b *Budget) {
 	p := *st.Pause
 	stop := *p.Budget
 	stop.Budget = *b
@@ -134,7 +134,7 @@ func (b *Budget) exceeded(spent Spent, next model.Usage, price func(model.Usage)
 
 // spent returns what the run st and the runs before it in its handoff
 // chain spent.
-func (st *RunState) spent() Spent {
+func (st *runState) spent() Spent {
 	s := Spent{Usage: st.Usage, Cost: st.Cost}
 	if st.Inherited != nil {
 		s = s.Add(*st.Inherited)
@@ -144,7 +144,7 @@ func (st *RunState) spent() Spent {
 
 // checkBudget reports the budget (the run's or its session's) that the
 // model call req of the run st would pass, if any.
-func (h *handlers[Out]) checkBudget(st *RunState, req *model.Request) *BudgetStop {
+func (h *handlers[Out]) checkBudget(st *runState, req *model.Request) *BudgetStop {
 	if st.Budget == nil && st.SessionBudget == nil {
 		return nil
 	}
@@ -178,14 +178,14 @@ func (h *handlers[Out]) checkBudget(st *RunState, req *model.Request) *BudgetSto
 
 // budgetReached pauses the run st, or fails it if its budget says so,
 // before the model call that would pass the budget stop.
-func (h *handlers[Out]) budgetReached(ctx context.Context, st *RunState, version int64, stop *BudgetStop) error {
+func (h *handlers[Out]) budgetReached(ctx context.Context, st *runState, version int64, stop *BudgetStop) error {
 	reason := fmt.Sprintf("the %s's budget is reached: %s", stop.Scope, stop.Reason)
 	if stop.Budget.Fail {
 		return h.fail(ctx, st.RunID, reason)
 	}
 	step := st.Step
-	st, err := h.updateFrom(ctx, st, version, func(cur *RunState) (bool, error) {
-		if cur.Status.Terminal() || cur.Step != step || cur.Phase != PhaseInference || cur.Paused() {
+	st, err := h.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
+		if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference || cur.Paused() {
 			return false, nil
 		}
 		cur.Pause = &PauseState{Reason: reason, RequestedAt: h.rt.now(), Step: step, PausedAt: h.rt.now(), Budget: stop}
@@ -203,14 +203,14 @@ func (h *handlers[Out]) budgetReached(ctx context.Context, st *RunState, version
 // the estimated input of the model call it waits for pass a bound) stays
 // paused, with no event, unless the budget has Fail set: the run then goes
 // on to fail.
-func (rt *Runtime) SetBudget(ctx context.Context, agentName, runID string, b *Budget) (*RunState, error) {
+func (rt *Runtime) SetBudget(ctx context.Context, agentName, runID string, b *Budget) (*RunInfo, error) {
 	if b != nil {
 		if err := b.validate(); err != nil {
 			return nil, fmt.Errorf("agent %s: set the budget of run %s: %w", agentName, runID, err)
 		}
 	}
 	var resumed bool
-	st, err := rt.updateChain(ctx, agentName, runID, nil, func(st *RunState) (bool, error) {
+	st, err := rt.updateChain(ctx, agentName, runID, nil, func(st *runState) (bool, error) {
 		st.Budget = b
 		resumed = st.Paused() && st.Pause.Budget != nil && st.Pause.Budget.Scope == "run"
 		if resumed && st.Pause.Budget.stops(b, st) && !b.Fail {
@@ -230,9 +230,9 @@ func (rt *Runtime) SetBudget(ctx context.Context, agentName, runID string, b *Bu
 		// The next model call checks the new budget, and pauses the run
 		// again if it still stops it.
 		if err := rt.emitResume(ctx, st); err != nil {
-			d, _ := st.detached()
+			d, _ := st.info()
 			return d, fmt.Errorf("agent %s: set the budget of run %s: %w", agentName, runID, err)
 		}
 	}
-	return st.detached()
+	return st.info()
 }

@@ -58,7 +58,7 @@ func looper(t *testing.T, e *env, name string, n int, opts *agent.Options) (*age
 func waitPaused(t *testing.T, e *env, id string) *agent.RunState {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		st, err := e.rt.LoadRun(t.Context(), id)
+		st, err := e.rt.LoadState(t.Context(), id)
 		if err == nil && st.Paused() {
 			return st
 		}

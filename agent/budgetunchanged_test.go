@@ -50,18 +50,22 @@ func TestBudgetStillExceededLeavesRunPaused(t *testing.T) {
 			if calls.Load() != tt.calls || len(events) != 1 {
 				t.Fatalf("paused after %d model calls with pause events %v", calls.Load(), events)
 			}
-			st, err := e.rt.SetBudget(t.Context(), "ticker", id, &tt.again)
+			info, err := e.rt.SetBudget(t.Context(), "ticker", id, &tt.again)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !st.Paused() || st.Resumes != before.Resumes || st.Budget == nil || *st.Budget != tt.again {
-				t.Errorf("after SetBudget: paused %v, resumes %d (was %d), budget %+v", st.Paused(), st.Resumes, before.Resumes, st.Budget)
+			st, err := e.rt.LoadState(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !info.Paused || !st.Paused() || st.Resumes != before.Resumes || info.Budget == nil || *info.Budget != tt.again {
+				t.Errorf("after SetBudget: paused %v, resumes %d (was %d), budget %+v", info.Paused, st.Resumes, before.Resumes, info.Budget)
 			}
 			e.settle(t)
 			if got := e.pauseEvents(id); len(got) != 1 || calls.Load() != tt.calls {
 				t.Errorf("after SetBudget: pause events %v, %d model calls", got, calls.Load())
 			}
-			if st, err := e.rt.LoadRun(t.Context(), id); err != nil || !st.Paused() {
+			if st, err := e.rt.LoadState(t.Context(), id); err != nil || !st.Paused() {
 				t.Errorf("after SetBudget: %+v, %v", st, err)
 			}
 			// A budget that lets it go on still resumes it.
@@ -104,7 +108,7 @@ func TestSessionBudgetStillExceededLeavesRunPaused(t *testing.T) {
 	if got := e.pauseEvents(id); len(got) != 1 || calls.Load() != 3 {
 		t.Errorf("after the same session budget: pause events %v, %d model calls", got, calls.Load())
 	}
-	if st, err := e.rt.LoadRun(t.Context(), id); err != nil || !st.Paused() {
+	if st, err := e.rt.LoadState(t.Context(), id); err != nil || !st.Paused() {
 		t.Errorf("after the same session budget: %+v, %v", st, err)
 	}
 }

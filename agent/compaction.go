@@ -240,7 +240,7 @@ func writeTranscript(b *strings.Builder, m model.Message) {
 
 // view returns the messages the model sees of the run's conversation: the
 // compacted stand-in for the first ones, if any, then the rest.
-func (s *RunState) view() []model.Message {
+func (s *runState) view() []model.Message {
 	c := s.Compacted
 	if c == nil || c.Upto > len(s.Messages) {
 		return s.Messages
@@ -254,7 +254,7 @@ func (s *RunState) view() []model.Message {
 // the run's previous call (when the request still starts with what it saw
 // then) plus the estimate of the messages since. A model that reports
 // less than the estimate does not lower it.
-func (c *Compaction) contextTokens(st *RunState, msgs []model.Message) int {
+func (c *Compaction) contextTokens(st *runState, msgs []model.Message) int {
 	estimate := c.estimator()
 	n, since := 0, 0
 	li := st.LastInput
@@ -275,7 +275,7 @@ func (c *Compaction) contextTokens(st *RunState, msgs []model.Message) int {
 // current step when it is over the threshold, unless a pre_compact hook
 // denies it, and returns the state the request is made from. A compactor
 // that fails leaves the context as it is: the run goes on.
-func (h *handlers[Out]) compact(ctx context.Context, st *RunState, version int64, req *model.Request) (*RunState, int64, error) {
+func (h *handlers[Out]) compact(ctx context.Context, st *runState, version int64, req *model.Request) (*runState, int64, error) {
 	c := h.a.opts.Compaction
 	if cc := st.Compacted; cc != nil && cc.Step == st.Step {
 		// Compacted by a delivery that did not get to the model call.
@@ -320,7 +320,7 @@ func (h *handlers[Out]) compact(ctx context.Context, st *RunState, version int64
 	in := &CompactionInput{
 		Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step,
 		Messages: model.CloneMessages(view[:split]), Tokens: tokens, Threshold: c.Threshold,
-		Target: max(c.Threshold/2-kept-c.contextTokens(&RunState{}, system), 1), Estimate: estimate,
+		Target: max(c.Threshold/2-kept-c.contextTokens(&runState{}, system), 1), Estimate: estimate,
 	}
 	res, err := callWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) (*CompactionResult, error) {
 		return c.compactor().Compact(ctx, in)
@@ -336,11 +336,11 @@ func (h *handlers[Out]) compact(ctx context.Context, st *RunState, version int64
 		return st, version, nil
 	}
 	compacted := &CompactedContext{Upto: upto + split - prefix, Messages: res.Messages, Step: st.Step, From: tokens}
-	probe := &RunState{Messages: st.Messages, Compacted: compacted}
-	compacted.To = c.contextTokens(&RunState{}, append(slices.Clip(system), probe.view()...))
+	probe := &runState{Messages: st.Messages, Compacted: compacted}
+	compacted.To = c.contextTokens(&runState{}, append(slices.Clip(system), probe.view()...))
 	before, step := st.Compacted, st.Step
-	st, err = h.updateFrom(ctx, st, version, func(cur *RunState) (bool, error) {
-		if cur.Status.Terminal() || cur.Step != step || cur.Phase != PhaseInference || !sameCompaction(cur.Compacted, before) {
+	st, err = h.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
+		if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference || !sameCompaction(cur.Compacted, before) {
 			return false, nil
 		}
 		cur.Compacted, cur.LastInput = compacted, nil
@@ -388,7 +388,7 @@ func checkCompacted(res *CompactionResult) error {
 }
 
 // emitCompacted publishes the compaction of the run's current step.
-func (h *handlers[Out]) emitCompacted(ctx context.Context, st *RunState) error {
+func (h *handlers[Out]) emitCompacted(ctx context.Context, st *runState) error {
 	c := st.Compacted
 	ev := ContextCompactedEvent{Step: c.Step, From: c.From, To: c.To, Replaced: c.Upto, Messages: len(c.Messages)}
 	_, err := h.rt.client.Emit(ctx, ContextCompactedChannel(h.a.name), ev,

@@ -262,7 +262,7 @@ func TestCompactedContextIsStored(t *testing.T) {
 	if _, err := a.Run(runCtx(t), e.rt, "go on", &agent.RunOptions{SessionID: "s", RunID: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := e.rt.LoadRun(t.Context(), "r")
+	st, err := e.rt.LoadState(t.Context(), "r")
 	if err != nil {
 		t.Fatal(err)
 	}

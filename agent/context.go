@@ -96,9 +96,9 @@ type DepsValue struct {
 	set bool
 }
 
-// IsZero reports whether the value holds no dependencies, or the zero
+// isZero reports whether the value holds no dependencies, or the zero
 // value of their type.
-func (v DepsValue) IsZero() bool {
+func (v DepsValue) isZero() bool {
 	return !v.set || v.v == nil || reflect.ValueOf(v.v).IsZero()
 }
 

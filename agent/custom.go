@@ -368,7 +368,7 @@ func newSeq() *atomic.Int64 { return new(atomic.Int64) }
 
 // customStep carries out the inference step of a custom agent's run: it
 // calls the step, and records its output as the run's.
-func (h *handlers[Out]) customStep(ctx context.Context, st *RunState, version int64, rc RunContext) error {
+func (h *handlers[Out]) customStep(ctx context.Context, st *runState, version int64, rc RunContext) error {
 	timeout := h.within(st, h.a.opts.ModelTimeout)
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -392,8 +392,8 @@ func (h *handlers[Out]) customStep(ctx context.Context, st *RunState, version in
 		return err // the store: try again on redelivery
 	}
 	step := st.Step
-	st, err = h.updateFrom(ctx, st, version, func(cur *RunState) (bool, error) {
-		if cur.Status.Terminal() || cur.Step != step || cur.Phase != PhaseInference {
+	st, err = h.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
+		if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference {
 			return false, nil // cancelled, or recorded by another delivery
 		}
 		cur.Messages = append(cur.Messages, model.AssistantMessage(reply.Text))

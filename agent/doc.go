@@ -142,6 +142,19 @@
 // A nil *RunOptions means a new run outside any session;
 // [Agent.InSession] makes the options of a run that continues a session.
 //
+// # Reading runs
+//
+// A run is read through its view, [RunInfo]: id, agent, session, status
+// (with a pause in effect), step, messages and tool calls, output or
+// error, usage and cost, handoff chain and timestamps. [Runtime.LoadRun]
+// makes it whole; [DecodeRunInfo] from a stored record alone, for
+// listings (package runner's Runs, the calf command's "calf runs", the
+// server's inspector). The record the handlers keep, with the protocol's
+// state (phase, pending calls, archived counts, caches), is not exported:
+// it may change with the protocol without changing the API. Its JSON is a
+// stored format, and records written by earlier versions are read by this
+// one (testdata/records).
+//
 // # Structured output
 //
 // When Out is not a string, the model is asked for JSON following Out's

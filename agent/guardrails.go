@@ -139,7 +139,7 @@ func checkAll(ctx context.Context, gs []*Guardrail, in GuardrailInput) *Guardrai
 }
 
 // guardrailInput returns the input of the run's guardrails at stage.
-func (h *handlers[Out]) guardrailInput(st *RunState, stage GuardrailStage, text string) GuardrailInput {
+func (h *handlers[Out]) guardrailInput(st *runState, stage GuardrailStage, text string) GuardrailInput {
 	return GuardrailInput{Stage: stage, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Text: text, Messages: model.CloneMessages(st.Messages), rt: h.rt}
 }
 
@@ -155,8 +155,8 @@ func lastUserText(msgs []model.Message) string {
 
 // trip ends the run at step as failed by a guardrail and emits its output.
 func (h *handlers[Out]) trip(ctx context.Context, id string, step int, t *GuardrailTrip) error {
-	st, err := h.update(ctx, id, func(st *RunState) (bool, error) {
-		if st.Status.Terminal() || st.Step != step || st.Phase != PhaseInference {
+	st, err := h.update(ctx, id, func(st *runState) (bool, error) {
+		if st.Status.Terminal() || st.Step != step || st.Phase != phaseInference {
 			return false, nil
 		}
 		st.Status, st.Error, st.Guardrail, st.EndedAt = RunFailed, t.message(), t, h.rt.now()

@@ -56,7 +56,7 @@ func TestInputGuardrail(t *testing.T) {
 	if n := calls.Load(); n != 0 {
 		t.Errorf("the model was called %d times", n)
 	}
-	st, err := e.rt.LoadRun(t.Context(), "g1")
+	st, err := e.rt.LoadState(t.Context(), "g1")
 	if err != nil || st.Status != agent.RunFailed || st.Guardrail == nil || !strings.Contains(st.Error, "it mentions password") {
 		t.Errorf("stored run %+v, %v", st, err)
 	}
@@ -177,7 +177,7 @@ func TestJudgeGuardrail(t *testing.T) {
 	if !strings.Contains(err.Error(), "the text is rude") || calls.Load() != 0 {
 		t.Errorf("error %v, %d model calls", err, calls.Load())
 	}
-	if _, err := e.rt.LoadRun(t.Context(), "j1/guardrail-politeness-input"); err != nil {
+	if _, err := e.rt.LoadState(t.Context(), "j1/guardrail-politeness-input"); err != nil {
 		t.Errorf("the judge's run: %v", err)
 	}
 	out, err := a.Run(runCtx(t), e.rt, "a kind word", nil)

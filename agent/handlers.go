@@ -159,7 +159,7 @@ func runID(msg *calf.Message) (string, error) {
 
 // load reads a run's state and its version. A missing or corrupt run is
 // permanent: state is saved before any event that refers to it is emitted.
-func (h *handlers[Out]) load(ctx context.Context, id string) (*RunState, int64, error) {
+func (h *handlers[Out]) load(ctx context.Context, id string) (*runState, int64, error) {
 	rec, err := h.rt.store.Get(ctx, store.KindRun, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, 0, calf.Permanent(fmt.Errorf("agent: load run %s: %w", id, err))
@@ -182,13 +182,13 @@ func (h *handlers[Out]) load(ctx context.Context, id string) (*RunState, int64, 
 // over since by a cancel or a pause, makes the write of the model's answer
 // conflict, and that answer is then dropped, as it is when the cancel
 // comes during the call); otherwise, the store is read.
-func (h *handlers[Out]) loadStep(ctx context.Context, id string, step int) (*RunState, int64, error) {
+func (h *handlers[Out]) loadStep(ctx context.Context, id string, step int) (*runState, int64, error) {
 	if h.rt.local {
 		st, version, ok, err := h.rt.cached(ctx, id)
 		if err != nil {
 			return nil, 0, err
 		}
-		if ok && !st.Status.Terminal() && st.Step == step && st.Phase == PhaseInference && st.Pause == nil {
+		if ok && !st.Status.Terminal() && st.Step == step && st.Phase == phaseInference && st.Pause == nil {
 			return st, version, nil
 		}
 	}
@@ -202,7 +202,7 @@ func (h *handlers[Out]) loadStep(ctx context.Context, id string, step int) (*Run
 // run (a run that waited for a tool call, say, goes on waiting for it
 // until the call is answered, or the run ends, which a write at the
 // cached version would find), and calls load where it is not.
-func (h *handlers[Out]) loadLatest(ctx context.Context, id string) (st *RunState, cached bool, err error) {
+func (h *handlers[Out]) loadLatest(ctx context.Context, id string) (st *runState, cached bool, err error) {
 	if st, _, ok, err := h.rt.cached(ctx, id); ok || err != nil {
 		return st, ok, err
 	}
@@ -216,13 +216,13 @@ func (h *handlers[Out]) loadLatest(ctx context.Context, id string) (st *RunState
 // applied to the cached state, which is written at its version without
 // reading the run; fn is applied again to the stored state if that write
 // conflicts or fn changes nothing in the cached one.
-func (h *handlers[Out]) update(ctx context.Context, id string, fn func(st *RunState) (changed bool, err error)) (*RunState, error) {
+func (h *handlers[Out]) update(ctx context.Context, id string, fn func(st *runState) (changed bool, err error)) (*runState, error) {
 	return h.updateRun(ctx, id, true, fn)
 }
 
 // updateRun is update, which uses the cached state only if cache is true.
-func (h *handlers[Out]) updateRun(ctx context.Context, id string, cache bool, fn func(st *RunState) (changed bool, err error)) (*RunState, error) {
-	var out *RunState
+func (h *handlers[Out]) updateRun(ctx context.Context, id string, cache bool, fn func(st *runState) (changed bool, err error)) (*runState, error) {
+	var out *runState
 	var wrote bool
 	apply := func(data []byte, exists bool) ([]byte, error) {
 		out, wrote = nil, false
@@ -267,7 +267,7 @@ func (h *handlers[Out]) updateRun(ctx context.Context, id string, cache bool, fn
 // it applies fn to st and writes it without reading the run again, and only
 // on a conflict (another delivery wrote meanwhile) falls back to update.
 // fn may be applied to st even when the write then conflicts.
-func (h *handlers[Out]) updateFrom(ctx context.Context, st *RunState, version int64, fn func(st *RunState) (changed bool, err error)) (*RunState, error) {
+func (h *handlers[Out]) updateFrom(ctx context.Context, st *runState, version int64, fn func(st *runState) (changed bool, err error)) (*runState, error) {
 	changed, err := fn(st)
 	if err != nil || !changed {
 		return st, err
@@ -314,7 +314,7 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 			return err
 		}
 	}
-	var st *RunState
+	var st *runState
 	var created []byte
 	var session *Session // as loaded for the run's history
 	// A run is usually new: create it without reading it first.
@@ -323,7 +323,7 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 		var pause *PauseState
 		if exists {
 			var err error
-			if st, err = DecodeRunState(data); err != nil {
+			if st, err = decodeRunState(data); err != nil {
 				return nil, err
 			}
 			if st.Step == 0 && st.Status == RunRunning {
@@ -340,7 +340,7 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 			return st.encode()
 		}
 		var history []model.Message
-		var ref *HistoryRef
+		var ref *historyRef
 		var compacted *CompactedContext
 		var sessionBudget *Budget
 		var sessionSpent *Spent
@@ -353,7 +353,7 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 			case err == nil:
 				history, compacted = s.Messages, s.Compacted
 				if len(history) > 0 {
-					ref = &HistoryRef{Session: sid, Epoch: s.epoch}
+					ref = &historyRef{Session: sid, Epoch: s.epoch}
 				}
 				if s.Budget != nil {
 					sessionBudget, sessionSpent = s.Budget, &Spent{Usage: s.Usage, Cost: s.Cost}
@@ -366,9 +366,9 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 		if (len(in.Chain) == 0 && in.Messages == nil) || in.Content != "" || len(in.Parts) > 0 {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Parts: append([]model.Part{model.TextPart(in.Content)}, in.Parts...)})
 		}
-		st = &RunState{
+		st = &runState{
 			RunID: id, Agent: h.a.name, SessionID: msg.Metadata.SessionID,
-			Status: RunRunning, Phase: PhaseInference, Step: 1,
+			Status: RunRunning, Phase: phaseInference, Step: 1,
 			Messages:   msgs,
 			HistoryLen: len(history),
 			History:    ref,
@@ -412,7 +412,7 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 	case st.Status.Terminal():
 		// The run was submitted again after it ended: answer with its output.
 		return h.finish(ctx, st)
-	case st.Status == RunRunning && st.Step == 1 && st.Phase == PhaseInference:
+	case st.Status == RunRunning && st.Step == 1 && st.Phase == phaseInference:
 		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: 1}, inferenceID(id, 1), id)
 	}
 	return nil
@@ -442,7 +442,7 @@ func (h *handlers[Out]) onInference(ctx context.Context, msg *calf.Message) erro
 		return nil // a stale duplicate: its consequences were recorded
 	case ev.Step > st.Step:
 		return calf.Permanent(fmt.Errorf("agent: run %s: inference for step %d, but the run is at step %d", id, ev.Step, st.Step))
-	case st.Phase == PhaseTools:
+	case st.Phase == phaseTools:
 		return h.next(ctx, st)
 	case st.Pause != nil:
 		paused, err := h.pauseTakesEffect(ctx, st, version)
@@ -537,7 +537,7 @@ func (h *handlers[Out]) onInference(ctx context.Context, msg *calf.Message) erro
 	// updateFrom changes the state it is given: a try after a failed one
 	// starts from the stored state, read again.
 	prev, first := st, true
-	st, err = retryOutage(ctx, func() (*RunState, error) {
+	st, err = retryOutage(ctx, func() (*runState, error) {
 		from, v := prev, version
 		if !first {
 			var err error
@@ -546,13 +546,13 @@ func (h *handlers[Out]) onInference(ctx context.Context, msg *calf.Message) erro
 			}
 		}
 		first = false
-		return h.updateFrom(ctx, from, v, func(cur *RunState) (bool, error) {
-			if cur.Status.Terminal() || cur.Step != ev.Step || cur.Phase != PhaseInference {
+		return h.updateFrom(ctx, from, v, func(cur *runState) (bool, error) {
+			if cur.Status.Terminal() || cur.Step != ev.Step || cur.Phase != phaseInference {
 				return false, nil // cancelled, or recorded by another delivery
 			}
 			h.record(cur, resp, deltas)
 			if t := resp.Usage.InputTokens; t > 0 && sameCompaction(cur.Compacted, prev.Compacted) {
-				cur.LastInput = &InputSize{Tokens: int(t), Messages: len(req.Messages)}
+				cur.LastInput = &inputSize{Tokens: int(t), Messages: len(req.Messages)}
 			}
 			return true, nil
 		})
@@ -566,7 +566,7 @@ func (h *handlers[Out]) onInference(ctx context.Context, msg *calf.Message) erro
 // deps returns the dependencies of st's run for its RunContext: the
 // worker's LocalDeps, or the JSON that travelled with the run, which
 // [Deps.Of] decodes; nil when there are none.
-func (h *handlers[Out]) deps(st *RunState) *runDeps {
+func (h *handlers[Out]) deps(st *runState) *runDeps {
 	if h.opts.LocalDeps != nil {
 		v := h.opts.LocalDeps()
 		return &runDeps{local: &v}
@@ -577,7 +577,7 @@ func (h *handlers[Out]) deps(st *RunState) *runDeps {
 	return &runDeps{raw: st.Deps}
 }
 
-func (h *handlers[Out]) request(rc RunContext, st *RunState) *model.Request {
+func (h *handlers[Out]) request(rc RunContext, st *runState) *model.Request {
 	o := &h.a.opts
 	req := &model.Request{
 		Tools:       h.a.toolDefinitions(rc, h.rt.log, h.permissions(st)),
@@ -610,7 +610,7 @@ func (h *handlers[Out]) request(rc RunContext, st *RunState) *model.Request {
 // and the number of deltas emitted.
 // tracedModelCall is callModel in a chat span, when the runtime records
 // telemetry.
-func (h *handlers[Out]) tracedModelCall(ctx context.Context, st *RunState, req *model.Request) (*model.Response, int, error) {
+func (h *handlers[Out]) tracedModelCall(ctx context.Context, st *runState, req *model.Request) (*model.Response, int, error) {
 	if h.rt.tel == nil || h.a.model == nil {
 		return h.callModel(ctx, st, req)
 	}
@@ -623,7 +623,7 @@ func (h *handlers[Out]) tracedModelCall(ctx context.Context, st *RunState, req *
 	return resp, deltas, err
 }
 
-func (h *handlers[Out]) callModel(ctx context.Context, st *RunState, req *model.Request) (*model.Response, int, error) {
+func (h *handlers[Out]) callModel(ctx context.Context, st *runState, req *model.Request) (*model.Response, int, error) {
 	if h.a.model == nil {
 		return nil, 0, fmt.Errorf("agent %s: %w", h.a.name, model.ErrNoModel)
 	}
@@ -669,7 +669,7 @@ func (h *handlers[Out]) callModel(ctx context.Context, st *RunState, req *model.
 
 // record applies a model response, for which deltas stream deltas were
 // emitted, to the run's state.
-func (h *handlers[Out]) record(st *RunState, resp *model.Response, deltas int) {
+func (h *handlers[Out]) record(st *runState, resp *model.Response, deltas int) {
 	st.Deltas = deltas
 	u := resp.Usage
 	if u.Requests == 0 {
@@ -701,10 +701,10 @@ func (h *handlers[Out]) record(st *RunState, resp *model.Response, deltas int) {
 	st.Messages = append(st.Messages, m)
 	st.AdvancedBy = ""
 	if len(m.ToolCalls) > 0 {
-		st.Phase = PhaseTools
-		st.Pending = make([]PendingCall, len(m.ToolCalls))
+		st.Phase = phaseTools
+		st.Pending = make([]pendingCall, len(m.ToolCalls))
 		for i, c := range m.ToolCalls {
-			st.Pending[i] = PendingCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
+			st.Pending[i] = pendingCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
 		}
 		return
 	}
@@ -718,7 +718,7 @@ func (h *handlers[Out]) record(st *RunState, resp *model.Response, deltas int) {
 			"Your response is not valid output: %v\nReply again with only a JSON value that follows the required schema.", err)))
 		st.Step++
 		st.Deltas = 0
-		st.Phase = PhaseInference
+		st.Phase = phaseInference
 	default:
 		st.Status, st.EndedAt = RunFailed, h.rt.now()
 		st.Error = fmt.Sprintf("invalid output after %d repair attempts: %v", st.Repairs, err)
@@ -727,11 +727,11 @@ func (h *handlers[Out]) record(st *RunState, resp *model.Response, deltas int) {
 
 // next emits what the recorded state calls for. It is safe to call again
 // for the same state: every event has a deterministic id.
-func (h *handlers[Out]) next(ctx context.Context, st *RunState) error {
+func (h *handlers[Out]) next(ctx context.Context, st *runState) error {
 	switch {
 	case st.Status.Terminal():
 		return h.finish(ctx, st)
-	case st.Phase == PhaseInference:
+	case st.Phase == phaseInference:
 		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: st.Step}, inferenceID(st.RunID, st.Step), st.RunID)
 	}
 	limit := h.rt.client.MaxMessageSize()
@@ -757,12 +757,12 @@ func (h *handlers[Out]) next(ctx context.Context, st *RunState) error {
 	return nil
 }
 
-func errorResult(step int, p PendingCall, err error) ToolResultEvent {
+func errorResult(step int, p pendingCall, err error) ToolResultEvent {
 	return ToolResultEvent{Step: step, ToolCallID: p.ID, ToolName: p.Name, Status: StatusError, Result: tool.ErrorResult(err)}
 }
 
 // undispatched is the error result of a call that is not sent to a tool.
-func undispatched(step int, p PendingCall, err error) ToolResultEvent {
+func undispatched(step int, p pendingCall, err error) ToolResultEvent {
 	ev := errorResult(step, p, err)
 	ev.Undispatched = true
 	return ev
@@ -775,7 +775,7 @@ func (h *handlers[Out]) emitResult(ctx context.Context, run string, ev ToolResul
 // fail marks the run failed (unless it has ended already) and emits its
 // output.
 func (h *handlers[Out]) fail(ctx context.Context, id, reason string) error {
-	st, err := h.update(ctx, id, func(st *RunState) (bool, error) {
+	st, err := h.update(ctx, id, func(st *runState) (bool, error) {
 		if st.Status.Terminal() {
 			return false, nil
 		}
@@ -826,7 +826,7 @@ func (h *handlers[Out]) promptHooks(ctx context.Context, msg *calf.Message, id s
 // finish appends a completed (or handed-off) run to its session and emits
 // its output; a run that handed off then emits the input of the run that
 // continues it.
-func (h *handlers[Out]) finish(ctx context.Context, st *RunState) error {
+func (h *handlers[Out]) finish(ctx context.Context, st *runState) error {
 	if h.a.hasHooks(HookStop) && st.Agent == h.a.name {
 		in := h.endInput(st)
 		if err := h.endHooks(ctx, st, HookStop, in); err != nil {
@@ -856,7 +856,7 @@ func (h *handlers[Out]) finish(ctx context.Context, st *RunState) error {
 }
 
 // endInput is the input of the stop hooks of the run st, which ended.
-func (h *handlers[Out]) endInput(st *RunState) HookInput {
+func (h *handlers[Out]) endInput(st *runState) HookInput {
 	in := HookInput{Event: HookStop, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Status: st.Status, Error: st.Error}
 	in.Output = outputText(st.Output)
 	return in
@@ -878,7 +878,7 @@ func outputText(out json.RawMessage) string {
 // endHooks runs the hooks that are told a run ended (stop, session_end)
 // and publishes their decisions. A hook's failure is logged: it cannot
 // change the outcome.
-func (h *handlers[Out]) endHooks(ctx context.Context, st *RunState, event HookEvent, in HookInput) error {
+func (h *handlers[Out]) endHooks(ctx context.Context, st *runState, event HookEvent, in HookInput) error {
 	o := h.a.runHooks(ctx, event, in)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -890,7 +890,7 @@ func (h *handlers[Out]) endHooks(ctx context.Context, st *RunState, event HookEv
 		HookDecisionEvent{Event: event, Decisions: o.records})
 }
 
-func (rt *Runtime) emitOutput(ctx context.Context, st *RunState) error {
+func (rt *Runtime) emitOutput(ctx context.Context, st *runState) error {
 	spent := st.spent()
 	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: spent.Usage, Cost: spent.Cost, Steps: st.Step, RunID: st.RunID, Agent: st.Agent, Chain: st.Chain, Deltas: st.Deltas, Guardrail: st.Guardrail}
 	switch st.Status {
@@ -965,9 +965,9 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 	if err != nil {
 		return err
 	}
-	waits := func(st *RunState) bool {
+	waits := func(st *runState) bool {
 		p := st.pending(ev.ToolCallID)
-		return !st.Status.Terminal() && st.Step == ev.Step && st.Phase == PhaseTools && p != nil && p.Name == ev.ToolName
+		return !st.Status.Terminal() && st.Step == ev.Step && st.Phase == phaseTools && p != nil && p.Name == ev.ToolName
 	}
 	if cached && !waits(st) {
 		if st, _, err = h.load(ctx, id); err != nil {
@@ -1081,9 +1081,9 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 // for the call and nothing was written.
 func (h *handlers[Out]) recordInRun(ctx context.Context, id string, res ToolResultEvent) (recorded ToolResultEvent, done bool, err error) {
 	apply := h.applyResult(res)
-	_, err = h.update(ctx, id, func(st *RunState) (bool, error) {
+	_, err = h.update(ctx, id, func(st *runState) (bool, error) {
 		recorded, done = res, false
-		if st.Status.Terminal() || st.Step != res.Step || st.Phase != PhaseTools {
+		if st.Status.Terminal() || st.Step != res.Step || st.Phase != phaseTools {
 			return false, nil
 		}
 		if r, ok := st.resultFor(res.Step, res.ToolCallID); ok {
@@ -1099,7 +1099,7 @@ func (h *handlers[Out]) recordInRun(ctx context.Context, id string, res ToolResu
 
 // resultFor returns the result s holds for the call id of step: a pending
 // call's, or one in the tool calls the run has kept in memory.
-func (s *RunState) resultFor(step int, id string) (ToolResultEvent, bool) {
+func (s *runState) resultFor(step int, id string) (ToolResultEvent, bool) {
 	if s.Step == step {
 		if p := s.pending(id); p != nil && p.Result != nil {
 			return ToolResultEvent{Step: step, ToolCallID: p.ID, ToolName: p.Name, Status: p.Status, Result: p.Result, Handoff: p.Handoff, Hooks: p.Hooks}, true
@@ -1130,7 +1130,7 @@ func (h *handlers[Out]) emitRecorded(ctx context.Context, run string, data []byt
 // timeout the run goes on, even when the tool ignores its context: the
 // call is left to finish on its own, and what it returns then is dropped
 // (counted by [Runtime.LateToolResults] and logged), never recorded.
-func (h *handlers[Out]) execute(ctx context.Context, st *RunState, ev ToolCallEvent, approved *Approval) (res ToolResultEvent, waiting bool, err error) {
+func (h *handlers[Out]) execute(ctx context.Context, st *runState, ev ToolCallEvent, approved *Approval) (res ToolResultEvent, waiting bool, err error) {
 	t, _, ok := h.a.lookup(ctx, ev.ToolName)
 	perms := h.permissions(st)
 	if !ok || (len(h.a.opts.Hooks) == 0 && perms == nil) || !json.Valid([]byte(ev.Arguments)) {
@@ -1141,7 +1141,7 @@ func (h *handlers[Out]) execute(ctx context.Context, st *RunState, ev ToolCallEv
 		Event: HookPreToolUse, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: ev.Step,
 		ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, ToolKind: tool.KindOf(t), Arguments: json.RawMessage(ev.Arguments),
 	}
-	p := PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
+	p := pendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
 	var records []HookRecord
 	// refused is the result of a call that does not run: the model gets
 	// err, and the record what the hooks decided.
@@ -1216,7 +1216,7 @@ func (h *handlers[Out]) execute(ctx context.Context, st *RunState, ev ToolCallEv
 
 // requestApproval records the approval request of ev, unless a delivery
 // before this one did, and publishes it.
-func (h *handlers[Out]) requestApproval(ctx context.Context, st *RunState, ev ToolCallEvent, kind tool.Kind, why string, records []HookRecord) error {
+func (h *handlers[Out]) requestApproval(ctx context.Context, st *runState, ev ToolCallEvent, kind tool.Kind, why string, records []HookRecord) error {
 	a := &Approval{
 		ID: ApprovalID(st.RunID, ev.ToolCallID), Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, CorrelationID: st.correlationID(), Root: st.Root,
 		Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, ToolKind: kind,
@@ -1258,7 +1258,7 @@ func (h *handlers[Out]) onApproval(ctx context.Context, msg *calf.Message) error
 }
 
 // callTool runs the tool of ev with its timeout.
-func (h *handlers[Out]) callTool(ctx context.Context, st *RunState, ev ToolCallEvent) (res ToolResultEvent) {
+func (h *handlers[Out]) callTool(ctx context.Context, st *runState, ev ToolCallEvent) (res ToolResultEvent) {
 	if h.rt.tel != nil {
 		msg, _ := calf.MessageFromContext(ctx)
 		var span trace.Span
@@ -1266,7 +1266,7 @@ func (h *handlers[Out]) callTool(ctx context.Context, st *RunState, ev ToolCallE
 		began := time.Now()
 		defer func() { h.rt.tel.endTool(ctx, span, ev.ToolName, res, time.Since(began)) }()
 	}
-	p := PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
+	p := pendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
 	t, _, ok := h.a.lookup(ctx, ev.ToolName)
 	if !ok {
 		return errorResult(ev.Step, p, fmt.Errorf("%w %q", tool.ErrUnknownTool, ev.ToolName))
@@ -1365,7 +1365,7 @@ func (h *handlers[Out]) onToolResult(ctx context.Context, msg *calf.Message) err
 	if st.Status.Terminal() && st.Step == ev.Step && st.AdvancedBy == ev.ToolCallID {
 		return h.finish(ctx, st) // handed off, or refused a handoff over the limit
 	}
-	if st.Status == RunRunning && st.Phase == PhaseInference && st.Step == ev.Step+1 && st.AdvancedBy == ev.ToolCallID {
+	if st.Status == RunRunning && st.Phase == phaseInference && st.Step == ev.Step+1 && st.AdvancedBy == ev.ToolCallID {
 		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: st.Step}, inferenceID(id, st.Step), id)
 	}
 	return nil
@@ -1375,9 +1375,9 @@ func (h *handlers[Out]) onToolResult(ctx context.Context, msg *calf.Message) err
 // that waits for it, and advances the run (or hands it off) when it was
 // the last result of its step. Results for calls the run does not wait
 // for, or already has, change nothing.
-func (h *handlers[Out]) applyResult(ev ToolResultEvent) func(st *RunState) (bool, error) {
-	return func(st *RunState) (bool, error) {
-		if st.Status.Terminal() || st.Step != ev.Step || st.Phase != PhaseTools {
+func (h *handlers[Out]) applyResult(ev ToolResultEvent) func(st *runState) (bool, error) {
+	return func(st *runState) (bool, error) {
+		if st.Status.Terminal() || st.Step != ev.Step || st.Phase != phaseTools {
 			return false, nil
 		}
 		p := st.pending(ev.ToolCallID)
@@ -1399,8 +1399,8 @@ func (h *handlers[Out]) applyResult(ev ToolResultEvent) func(st *RunState) (bool
 // cached true, when that copy already has the result ev: the stored run,
 // which is never behind the copy, has it too, and there is nothing to
 // write.
-func (h *handlers[Out]) cachedAnswered(ctx context.Context, id string, ev ToolResultEvent) (*RunState, bool, error) {
-	st, rec, ok := h.rt.states.latestIf(id, func(st *RunState) bool { return st.answered(ev.Step, ev.ToolCallID) })
+func (h *handlers[Out]) cachedAnswered(ctx context.Context, id string, ev ToolResultEvent) (*runState, bool, error) {
+	st, rec, ok := h.rt.states.latestIf(id, func(st *runState) bool { return st.answered(ev.Step, ev.ToolCallID) })
 	if !ok {
 		return nil, false, nil
 	}
@@ -1411,7 +1411,7 @@ func (h *handlers[Out]) cachedAnswered(ctx context.Context, id string, ev ToolRe
 }
 
 // advance moves a run whose tool calls are all answered to its next step.
-func (h *handlers[Out]) advance(st *RunState, by string) {
+func (h *handlers[Out]) advance(st *runState, by string) {
 	for _, p := range st.Pending {
 		st.Messages = append(st.Messages, toolMessage(p))
 		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result, Handoff: p.Handoff, Hooks: p.Hooks})
@@ -1419,11 +1419,11 @@ func (h *handlers[Out]) advance(st *RunState, by string) {
 	st.Pending = nil
 	st.Step++
 	st.Deltas = 0
-	st.Phase = PhaseInference
+	st.Phase = phaseInference
 	st.AdvancedBy = by
 }
 
-func toolMessage(p PendingCall) model.Message {
+func toolMessage(p pendingCall) model.Message {
 	m := model.Message{Role: model.RoleTool, ToolCallID: p.ID, ToolName: p.Name, IsError: p.Status == StatusError}
 	if p.Result != nil {
 		m.Parts = p.Result.Parts
@@ -1438,7 +1438,7 @@ func toolMessage(p PendingCall) model.Message {
 }
 
 // permissions returns the permissions of the run: its own, or the agent's.
-func (h *handlers[Out]) permissions(st *RunState) *Permissions {
+func (h *handlers[Out]) permissions(st *runState) *Permissions {
 	if st.Permissions != nil {
 		return st.Permissions
 	}

@@ -85,7 +85,7 @@ type HandoffOptions struct {
 // conversation (through opts.InputFilter) plus the context the model gave
 // in the tool's optional "context" argument. The caller of the first run
 // gets the output of the last run of the chain, and the chain is recorded
-// in each run's [RunState.Chain].
+// in each run's [RunInfo.Chain].
 //
 // The continuing run's id is derived from the first run's id:
 // "{first}.handoff.{n}" for the n-th handoff of the chain. It shares the
@@ -213,7 +213,7 @@ func RemoveToolCalls(msgs []model.Message) []model.Message {
 }
 
 // correlationID is the correlation id of the run's events.
-func (s *RunState) correlationID() string {
+func (s *runState) correlationID() string {
 	if s.Correlation != "" {
 		return s.Correlation
 	}
@@ -221,12 +221,12 @@ func (s *RunState) correlationID() string {
 }
 
 // metadata is the metadata of the run's events.
-func (s *RunState) metadata() calf.Metadata {
+func (s *runState) metadata() calf.Metadata {
 	return calf.Metadata{CorrelationID: s.correlationID(), RunID: s.RunID, SessionID: s.SessionID}
 }
 
 // handoffRunID is the id of the run that continues st after a handoff.
-func handoffRunID(st *RunState) string {
+func handoffRunID(st *runState) string {
 	first := st.RunID
 	if len(st.Chain) > 0 {
 		first = st.Chain[0].RunID
@@ -246,8 +246,8 @@ func chainString(chain []Hop, last string) string {
 // handOff ends a run whose step is answered and asks for a handoff: it
 // records the tool results as advance does, and the handoff (or, over the
 // chain's limit, the failure). It reports whether the step asked for one.
-func (h *handlers[Out]) handOff(st *RunState, by string) bool {
-	i := slices.IndexFunc(st.Pending, func(p PendingCall) bool { return p.Handoff != nil && p.Status == StatusSuccess })
+func (h *handlers[Out]) handOff(st *runState, by string) bool {
+	i := slices.IndexFunc(st.Pending, func(p pendingCall) bool { return p.Handoff != nil && p.Status == StatusSuccess })
 	if i < 0 {
 		return false
 	}
@@ -283,7 +283,7 @@ func (h *handlers[Out]) handOff(st *RunState, by string) bool {
 // emitHandoff emits the input of the run that continues st, which handed
 // off. It is derived from the recorded state alone, so a redelivery emits
 // the same input with the same id.
-func (h *handlers[Out]) emitHandoff(ctx context.Context, st *RunState) error {
+func (h *handlers[Out]) emitHandoff(ctx context.Context, st *runState) error {
 	to := st.HandedOffTo
 	if to == nil {
 		return calf.Permanent(fmt.Errorf("%w: run %s handed off to no run", ErrCorruptState, st.RunID))

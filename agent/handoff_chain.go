@@ -17,7 +17,7 @@ const maxChain = 1000
 
 // lastOfChain returns the state of the run id or, if it handed off, of the
 // last run of its handoff chain.
-func (rt *Runtime) lastOfChain(ctx context.Context, id string) (*RunState, error) {
+func (rt *Runtime) lastOfChain(ctx context.Context, id string) (*runState, error) {
 	st, err := rt.loadRun(ctx, id)
 	for hops := 0; err == nil && st.Status == RunHandedOff && st.HandedOffTo != nil; hops++ {
 		if hops >= maxChain {
@@ -25,7 +25,7 @@ func (rt *Runtime) lastOfChain(ctx context.Context, id string) (*RunState, error
 		}
 		to := st.HandedOffTo
 		if st, err = rt.loadRun(ctx, to.RunID); errors.Is(err, store.ErrNotFound) {
-			return &RunState{RunID: to.RunID, Agent: to.Agent, Status: RunRunning}, nil // not started yet
+			return &runState{RunID: to.RunID, Agent: to.Agent, Status: RunRunning}, nil // not started yet
 		}
 	}
 	return st, err
@@ -35,7 +35,7 @@ func (rt *Runtime) lastOfChain(ctx context.Context, id string) (*RunState, error
 // the whole chain: the messages each run added, the tool calls, usage and
 // steps of every run in order, from the first run's start. A run that did
 // not complete, or has no chain, is returned as is.
-func (rt *Runtime) withChain(ctx context.Context, st *RunState) (*RunState, error) {
+func (rt *Runtime) withChain(ctx context.Context, st *runState) (*runState, error) {
 	if len(st.Chain) == 0 || st.Status != RunComplete {
 		return st, nil
 	}

@@ -40,7 +40,7 @@ func ExampleHandoff() {
 	}
 	fmt.Println(out.Output)
 	fmt.Println("answered by run", out.RunID)
-	st, _ := rt.LoadRun(ctx, "r1")
+	st, _ := rt.LoadState(ctx, "r1")
 	fmt.Println("r1:", st.Status, "to", st.HandedOffTo.Agent)
 	// Output:
 	// Your invoice was resent.

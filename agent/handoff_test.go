@@ -108,14 +108,14 @@ func TestHandoffWithInputFilter(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("what the refunds agent saw (-want +got):\n%s", diff)
 	}
-	src, err := e.rt.LoadRun(t.Context(), "r1")
+	src, err := e.rt.LoadState(t.Context(), "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if src.Status != agent.RunHandedOff || src.HandedOffTo == nil || *src.HandedOffTo != (agent.Hop{Agent: "refunds", RunID: "r1.handoff.1"}) {
 		t.Errorf("source run: status %s, handed off to %+v", src.Status, src.HandedOffTo)
 	}
-	dst, err := e.rt.LoadRun(t.Context(), "r1.handoff.1")
+	dst, err := e.rt.LoadState(t.Context(), "r1.handoff.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestHandoffCycleIsBounded(t *testing.T) {
 	if re.RunID != "loop.handoff.3" || calls.Load() != 4 {
 		t.Errorf("failed run %s after %d model calls; want loop.handoff.3 after 4", re.RunID, calls.Load())
 	}
-	last, err := e.rt.LoadRun(t.Context(), "loop.handoff.3")
+	last, err := e.rt.LoadState(t.Context(), "loop.handoff.3")
 	if err != nil || len(last.Chain) != 3 {
 		t.Fatalf("last run: %+v, %v", last, err)
 	}
@@ -295,7 +295,7 @@ func TestHandoffCancelReachesTheChain(t *testing.T) {
 	if !errors.Is(err, agent.ErrRunCancelled) {
 		t.Fatalf("err = %v; want a cancelled run", err)
 	}
-	st, err := e.rt.LoadRun(t.Context(), "c.handoff.1")
+	st, err := e.rt.LoadState(t.Context(), "c.handoff.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -465,7 +465,7 @@ func TestUserPromptSubmitHook(t *testing.T) {
 	if calls.Load() != 1 {
 		t.Errorf("model calls %d, want 1 (none for the refused prompt)", calls.Load())
 	}
-	st, err := e.rt.LoadRun(t.Context(), "p1")
+	st, err := e.rt.LoadState(t.Context(), "p1")
 	if err != nil || st.Status != agent.RunFailed || st.Step != 1 {
 		t.Errorf("refused run's state: %+v, %v", st, err)
 	}

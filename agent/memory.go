@@ -43,7 +43,7 @@ func (in *MemoryContext) LastUserText() string { return lastUserText(in.Messages
 
 // memoryMessages returns the messages the agent's memories add to the
 // model call of the run st whose conversation is msgs.
-func (h *handlers[Out]) memoryMessages(ctx context.Context, st *RunState, msgs []model.Message) []model.Message {
+func (h *handlers[Out]) memoryMessages(ctx context.Context, st *runState, msgs []model.Message) []model.Message {
 	var out []model.Message
 	in := &MemoryContext{Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Messages: model.CloneMessages(msgs)}
 	for _, m := range h.a.opts.Memory {
@@ -63,7 +63,7 @@ func (h *handlers[Out]) memoryMessages(ctx context.Context, st *RunState, msgs [
 
 // remember tells the agent's memories that can keep it that the run st
 // completed.
-func (h *handlers[Out]) remember(ctx context.Context, st *RunState) {
+func (h *handlers[Out]) remember(ctx context.Context, st *runState) {
 	if err := h.rt.readBack(ctx, st); err != nil {
 		h.rt.log.Warn("agent: run not remembered", "agent", h.a.name, "run", st.RunID, "err", err)
 		return

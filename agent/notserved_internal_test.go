@@ -26,7 +26,7 @@ func TestCancelUnstarted(t *testing.T) {
 		t.Fatalf("the run nobody took: %+v, %v", got, err)
 	}
 
-	taken := &RunState{RunID: "r2", Agent: "calc", Status: RunRunning, Step: 1}
+	taken := &runState{RunID: "r2", Agent: "calc", Status: RunRunning, Step: 1}
 	data, err := taken.encode()
 	if err != nil {
 		t.Fatal(err)

@@ -78,7 +78,7 @@ func TestRunWithNoProcessServing(t *testing.T) {
 					t.Errorf("error %q does not mention %q", err, want)
 				}
 			}
-			st, err := rt.LoadRun(t.Context(), "r1")
+			st, err := rt.LoadState(t.Context(), "r1")
 			if err != nil || st.Status != agent.RunCancelled {
 				t.Fatalf("run record %+v, %v; want cancelled", st, err)
 			}
@@ -119,7 +119,7 @@ func TestRunWaitsForWorkers(t *testing.T) {
 			// Nothing takes the run until the agent is served.
 			for range 5 {
 				time.Sleep(20 * time.Millisecond)
-				if _, err := rt.LoadRun(t.Context(), "r1-"+bt.name); !errors.Is(err, store.ErrNotFound) {
+				if _, err := rt.LoadState(t.Context(), "r1-"+bt.name); !errors.Is(err, store.ErrNotFound) {
 					t.Fatalf("the run exists before any process serves the agent: %v", err)
 				}
 			}

@@ -50,8 +50,8 @@ var ErrRunEnded = errors.New("agent: the run has ended")
 
 // Paused reports whether the pause of the run is in effect: it waits,
 // holding no goroutine, for [Runtime.Resume].
-func (s *RunState) Paused() bool {
-	return s.Pause != nil && s.Pause.Step == s.Step && s.Phase == PhaseInference && !s.Status.Terminal()
+func (s *runState) Paused() bool {
+	return s.Pause != nil && s.Pause.Step == s.Step && s.Phase == phaseInference && !s.Status.Terminal()
 }
 
 // Pause asks the run runID of the agent agentName to stop before its next
@@ -59,15 +59,15 @@ func (s *RunState) Paused() bool {
 // calls it asked for, the subagents they started) finishes, and the run
 // then waits, with nothing but its stored state, until [Runtime.Resume]
 // from any process. A pause event ([PauseEvent]) says when it took
-// effect; [RunState.Paused] reports it. A run that handed off is paused
+// effect; [RunInfo.Paused] reports it. A run that handed off is paused
 // where its chain continues. Pausing a paused run changes nothing; a run
 // that has ended returns an error matching [ErrRunEnded]. Run and
 // RunStream go on waiting through a pause (within their timeout); a caller
 // that pauses runs for long should start them with [Agent.Submit].
-func (rt *Runtime) Pause(ctx context.Context, agentName, runID, reason string) (*RunState, error) {
+func (rt *Runtime) Pause(ctx context.Context, agentName, runID, reason string) (*RunInfo, error) {
 	// A run whose input has not been handled yet starts paused.
-	placeholder := &RunState{RunID: runID, Agent: agentName, Status: RunRunning, StartedAt: rt.now()}
-	st, err := rt.updateChain(ctx, agentName, runID, placeholder, func(st *RunState) (bool, error) {
+	placeholder := &runState{RunID: runID, Agent: agentName, Status: RunRunning, StartedAt: rt.now()}
+	st, err := rt.updateChain(ctx, agentName, runID, placeholder, func(st *runState) (bool, error) {
 		if st.Pause != nil {
 			return false, nil
 		}
@@ -77,7 +77,7 @@ func (rt *Runtime) Pause(ctx context.Context, agentName, runID, reason string) (
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: pause run %s: %w", agentName, runID, err)
 	}
-	return st.detached()
+	return st.info()
 }
 
 // Resume lets a paused run go on: a run whose pause is in effect makes
@@ -85,9 +85,9 @@ func (rt *Runtime) Pause(ctx context.Context, agentName, runID, reason string) (
 // run whose pause has not taken effect yet goes on as if it had not been
 // paused. Resuming a run that is not paused changes nothing; a run that
 // has ended returns an error matching [ErrRunEnded].
-func (rt *Runtime) Resume(ctx context.Context, agentName, runID string) (*RunState, error) {
+func (rt *Runtime) Resume(ctx context.Context, agentName, runID string) (*RunInfo, error) {
 	var waiting bool
-	st, err := rt.updateChain(ctx, agentName, runID, nil, func(st *RunState) (bool, error) {
+	st, err := rt.updateChain(ctx, agentName, runID, nil, func(st *runState) (bool, error) {
 		if st.Pause == nil {
 			return false, nil
 		}
@@ -103,17 +103,17 @@ func (rt *Runtime) Resume(ctx context.Context, agentName, runID string) (*RunSta
 	}
 	if waiting {
 		if err := rt.emitResume(ctx, st); err != nil {
-			d, _ := st.detached()
+			d, _ := st.info()
 			return d, fmt.Errorf("agent %s: resume run %s: %w", agentName, runID, err)
 		}
 	}
-	return st.detached()
+	return st.info()
 }
 
 // emitResume publishes the resume of st and the inference event its step
 // waits for, under ids of their own: the step's first inference event was
 // consumed when the run paused.
-func (rt *Runtime) emitResume(ctx context.Context, st *RunState) error {
+func (rt *Runtime) emitResume(ctx context.Context, st *runState) error {
 	n := strconv.Itoa(st.Resumes)
 	md := calf.WithMetadata(st.metadata())
 	if _, err := rt.client.Emit(ctx, PauseChannel(st.Agent), PauseEvent{Step: st.Step}, calf.WithID(st.RunID+".resume."+strconv.Itoa(st.Step)+"."+n), calf.WithKey(st.RunID), md); err != nil {
@@ -127,10 +127,10 @@ func (rt *Runtime) emitResume(ctx context.Context, st *RunState) error {
 // (the run itself, or the run its handoffs lead to), unless it has ended.
 // A run not stored yet is created as placeholder (a state of step 0, which
 // the input handler completes), or not found when placeholder is nil.
-func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, placeholder *RunState, fn func(st *RunState) (bool, error)) (*RunState, error) {
+func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, placeholder *runState, fn func(st *runState) (bool, error)) (*runState, error) {
 	run := runID
 	for hops := 0; ; hops++ {
-		var st *RunState
+		var st *runState
 		_, err := store.Update(ctx, rt.store, store.KindRun, run, func(data []byte, exists bool) ([]byte, error) {
 			if !exists {
 				if placeholder == nil || run != runID {
@@ -143,7 +143,7 @@ func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, pla
 				return st.encode()
 			}
 			var err error
-			if st, err = DecodeRunState(data); err != nil {
+			if st, err = decodeRunState(data); err != nil {
 				return nil, err
 			}
 			if st.Status.Terminal() {
@@ -176,10 +176,10 @@ func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, pla
 // pauseTakesEffect records that the paused run st stops before the model
 // call of its current step, and publishes the pause. It reports false when
 // the run was resumed (or moved on) meanwhile: the caller reads it again.
-func (h *handlers[Out]) pauseTakesEffect(ctx context.Context, st *RunState, version int64) (bool, error) {
+func (h *handlers[Out]) pauseTakesEffect(ctx context.Context, st *runState, version int64) (bool, error) {
 	step := st.Step
-	st, err := h.updateFrom(ctx, st, version, func(cur *RunState) (bool, error) {
-		if cur.Pause == nil || cur.Status.Terminal() || cur.Step != step || cur.Phase != PhaseInference || cur.Pause.Step == step {
+	st, err := h.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
+		if cur.Pause == nil || cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference || cur.Pause.Step == step {
 			return false, nil
 		}
 		p := *cur.Pause // states share their pause with the cache's copies
@@ -197,7 +197,7 @@ func (h *handlers[Out]) pauseTakesEffect(ctx context.Context, st *RunState, vers
 }
 
 // emitPaused publishes the pause of st, which is in effect.
-func (rt *Runtime) emitPaused(ctx context.Context, st *RunState) error {
+func (rt *Runtime) emitPaused(ctx context.Context, st *runState) error {
 	ev := PauseEvent{Step: st.Step, Paused: true, Reason: st.Pause.Reason, Budget: st.Pause.Budget}
 	_, err := rt.client.Emit(ctx, PauseChannel(st.Agent), ev, calf.WithID(st.RunID+".pause."+strconv.Itoa(st.Step)+"."+strconv.Itoa(st.Resumes)),
 		calf.WithKey(st.RunID), calf.WithMetadata(st.metadata()))

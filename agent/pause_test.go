@@ -52,9 +52,9 @@ func TestPauseAndResume(t *testing.T) {
 		}
 	}()
 	<-inTool
-	st, err := e.rt.Pause(t.Context(), "worker", "p1", "lunch")
-	if err != nil || st.Pause == nil || st.Paused() {
-		t.Fatalf("pause asked during the step: %+v, %v", st, err)
+	info, err := e.rt.Pause(t.Context(), "worker", "p1", "lunch")
+	if err != nil || info.Pause == nil || info.Paused {
+		t.Fatalf("pause asked during the step: %+v, %v", info, err)
 	}
 	close(release)
 	var seen []string
@@ -67,7 +67,7 @@ func TestPauseAndResume(t *testing.T) {
 			break
 		}
 	}
-	st, err = e.rt.LoadRun(t.Context(), "p1")
+	st, err := e.rt.LoadState(t.Context(), "p1")
 	if err != nil || !st.Paused() || st.Pause.Step != 2 || len(st.ToolCalls) != 1 || calls.Load() != 1 {
 		t.Fatalf("paused run: %+v, %v; %d model calls", st, err, calls.Load())
 	}
@@ -82,8 +82,11 @@ func TestPauseAndResume(t *testing.T) {
 
 	// Resume from another process: a runtime of its own on the broker and store.
 	other := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
-	if st, err := other.Resume(t.Context(), "worker", "p1"); err != nil || st.Pause != nil || st.Resumes != 1 {
+	if st, err := other.Resume(t.Context(), "worker", "p1"); err != nil || st.Pause != nil || st.Paused {
 		t.Fatalf("resume: %+v, %v", st, err)
+	}
+	if st, err := e.rt.LoadState(t.Context(), "p1"); err != nil || st.Resumes != 1 {
+		t.Fatalf("after resume: %+v, %v", st, err)
 	}
 	var output string
 	for it := range events {
@@ -114,7 +117,7 @@ func TestPauseAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.settle(t)
-	st, err = e.rt.LoadRun(t.Context(), "p2")
+	st, err = e.rt.LoadState(t.Context(), "p2")
 	if err != nil || !st.Paused() || st.Step != 1 || len(st.Messages) != 1 || calls.Load() != 2 {
 		t.Errorf("a run paused before it started: %+v, %v; %d model calls", st, err, calls.Load())
 	}
@@ -171,7 +174,7 @@ func TestResumeBeforeThePauseTakesEffect(t *testing.T) {
 	close(pausing)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, err := e.rt.LoadRun(t.Context(), id)
+		st, err := e.rt.LoadState(t.Context(), id)
 		if err == nil && st.Paused() {
 			break
 		}
@@ -214,7 +217,7 @@ func TestSessionStatusPaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.settle(t)
-	if st, err := e.rt.LoadRun(ctx, "r1"); err != nil || st.Status != agent.RunComplete {
+	if st, err := e.rt.LoadState(ctx, "r1"); err != nil || st.Status != agent.RunComplete {
 		t.Fatalf("resumed run: %+v, %v", st, err)
 	}
 	if info, err := e.rt.SessionInfo(ctx, "s"); err != nil || info.Status != agent.SessionIdle || info.Messages != 2 {

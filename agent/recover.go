@@ -67,7 +67,7 @@ func (a *Agent[Out]) Recover(ctx context.Context, rt *Runtime, opts *RecoverOpti
 			if !o.WrittenBefore.IsZero() && !rec.UpdatedAt.Before(o.WrittenBefore) {
 				continue
 			}
-			st, err := DecodeRunState(rec.Data)
+			st, err := decodeRunState(rec.Data)
 			if err != nil {
 				errs = append(errs, err)
 				continue

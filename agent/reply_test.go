@@ -102,7 +102,7 @@ func TestSubmitRepliesToTheParent(t *testing.T) {
 	if err != nil || out != "The sum is 5" {
 		t.Errorf("DecodeOutput = %q, %v", out, err)
 	}
-	st, err := e.rt.LoadRun(ctx, "child-1")
+	st, err := e.rt.LoadState(ctx, "child-1")
 	if err != nil || st.Parent != "parent-1" {
 		t.Errorf("stored parent = %+v, %v", st, err)
 	}
@@ -166,7 +166,7 @@ func TestSubmitFromHandlerHasItsOwnSession(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no reply")
 	}
-	st, err := e.rt.LoadRun(t.Context(), "child")
+	st, err := e.rt.LoadState(t.Context(), "child")
 	if err != nil || st.SessionID != "" {
 		t.Errorf("child run session = %q, %v; want none", st.SessionID, err)
 	}

@@ -175,7 +175,7 @@ func (rt *Runtime) sweepRunRecords(ctx context.Context, id string) (int, error) 
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 	}
-	m, err = store.DeletePrefix(ctx, rt.store, KindRunMessages, id+"/")
+	m, err = store.DeletePrefix(ctx, rt.store, kindRunMessages, id+"/")
 	n += m
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)

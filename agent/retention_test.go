@@ -78,12 +78,12 @@ func TestSweepRemovesOldRuns(t *testing.T) {
 		t.Errorf("sweep %+v; want the 4 runs that ended before the cutoff, with their records", res)
 	}
 	for _, id := range []string{"old-1", "old-2", "in-session", "custom-old"} {
-		if _, err := e.rt.LoadRun(ctx, id); !errors.Is(err, store.ErrNotFound) {
+		if _, err := e.rt.LoadState(ctx, id); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("run %s after the sweep: %v", id, err)
 		}
 	}
 	for _, id := range []string{"new", "waiting"} {
-		if _, err := e.rt.LoadRun(ctx, id); err != nil {
+		if _, err := e.rt.LoadState(ctx, id); err != nil {
 			t.Errorf("run %s was removed: %v", id, err)
 		}
 	}

@@ -76,8 +76,8 @@ type RunOptions struct {
 }
 
 // InSession returns the options of a run that continues the session id,
-// for [Agent.Run], [Agent.RunStream] and [Agent.Submit], so that the
-// common case needs no type arguments:
+// for [Agent.Run], [Agent.RunStream] and [Agent.Submit], the same as
+// &RunOptions{SessionID: id}:
 //
 //	out, err := chat.Run(ctx, rt, "and in French?", chat.InSession("s1"))
 //
@@ -294,7 +294,7 @@ func (a *Agent[Out]) Result(ctx context.Context, rt *Runtime, runID string) (*Ou
 	if rt == nil {
 		rt = DefaultRuntime()
 	}
-	st, err := untilAvailable(ctx, func() (*RunState, error) { return rt.lastOfChain(ctx, runID) })
+	st, err := untilAvailable(ctx, func() (*runState, error) { return rt.lastOfChain(ctx, runID) })
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +311,7 @@ func (a *Agent[Out]) Result(ctx context.Context, rt *Runtime, runID string) (*Ou
 // process cached when it shows the run ended (what an ended run's state
 // says does not change, but for where its output is sent), or else the
 // stored one.
-func (rt *Runtime) endedRun(ctx context.Context, id string) (*RunState, error) {
+func (rt *Runtime) endedRun(ctx context.Context, id string) (*runState, error) {
 	st, _, ok, err := rt.cached(ctx, id)
 	if err != nil || (ok && st.Status.Terminal()) {
 		return st, err
@@ -335,7 +335,7 @@ func (a *Agent[Out]) result(ctx context.Context, rt *Runtime, id string, ev *Out
 	}
 	// The run has ended: read it through an outage of the store rather
 	// than report the outage for a run that completed.
-	st, err := untilAvailable(ctx, func() (*RunState, error) {
+	st, err := untilAvailable(ctx, func() (*runState, error) {
 		st, err := rt.endedRun(ctx, id)
 		if err == nil {
 			st, err = rt.withChain(ctx, st)
@@ -352,7 +352,7 @@ func (a *Agent[Out]) result(ctx context.Context, rt *Runtime, id string, ev *Out
 	return a.outputOf(st)
 }
 
-func (a *Agent[Out]) outputOf(st *RunState) (*Output[Out], error) {
+func (a *Agent[Out]) outputOf(st *runState) (*Output[Out], error) {
 	if st.Status != RunComplete {
 		return nil, &RunError{Agent: st.Agent, RunID: st.RunID, Status: st.Status, Reason: st.Error, Guardrail: st.Guardrail}
 	}
@@ -437,7 +437,7 @@ func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts
 	}
 	// Deps travel only when the caller gave some: a run without them
 	// carries none, and a worker's LocalDeps (or the zero value) serve.
-	if !o.Deps.IsZero() {
+	if !o.Deps.isZero() {
 		d, err := json.Marshal(o.Deps.v)
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: RunOptions.Deps of type %T cannot travel with the run, which carries them as JSON: %v; "+
@@ -567,7 +567,7 @@ func (a *Agent[Out]) startCheck(rt *Runtime, id string, opts *RunOptions) *start
 // reports started when the run exists (a worker took it), and cancels
 // nothing then.
 func (rt *Runtime) cancelUnstarted(ctx context.Context, id, agentName, reason string) (started bool, err error) {
-	st := &RunState{RunID: id, Agent: agentName, Status: RunCancelled, Error: reason, StartedAt: rt.now(), EndedAt: rt.now()}
+	st := &runState{RunID: id, Agent: agentName, Status: RunCancelled, Error: reason, StartedAt: rt.now(), EndedAt: rt.now()}
 	data, err := st.encode()
 	if err != nil {
 		return false, err
@@ -664,8 +664,8 @@ func (a *Agent[Out]) abandon(ctx context.Context, rt *Runtime, id string) error 
 // no step after it. The approval requests that the cancelled runs were
 // waiting for are recorded [ApprovalCancelled]. The agent may be served by any process: Cancel needs
 // only the runtime's broker and store.
-func (rt *Runtime) Cancel(ctx context.Context, agentName, runID, reason string) (*RunState, error) {
-	var st *RunState
+func (rt *Runtime) Cancel(ctx context.Context, agentName, runID, reason string) (*RunInfo, error) {
+	var st *runState
 	var err error
 	for run, name, hops := runID, agentName, 0; ; hops++ {
 		st, err = rt.cancelRun(ctx, run, name, reason)
@@ -691,20 +691,20 @@ func (rt *Runtime) Cancel(ctx context.Context, agentName, runID, reason string) 
 	if err := rt.endApprovals(ctx, runID); err != nil {
 		rt.log.Warn("agent: end the approval requests of a cancelled run", "agent", agentName, "run", runID, "err", err)
 	}
-	return st.detached()
+	return st.info()
 }
 
 // cancelRun marks the run cancelled unless it has ended, creating it
 // cancelled if its input has not been handled yet, and returns its state.
-func (rt *Runtime) cancelRun(ctx context.Context, id, agentName, reason string) (*RunState, error) {
-	var st *RunState
+func (rt *Runtime) cancelRun(ctx context.Context, id, agentName, reason string) (*runState, error) {
+	var st *runState
 	_, err := store.Update(ctx, rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
 		if !exists {
-			st = &RunState{RunID: id, Agent: agentName, Status: RunCancelled, Error: reason, StartedAt: rt.now(), EndedAt: rt.now()}
+			st = &runState{RunID: id, Agent: agentName, Status: RunCancelled, Error: reason, StartedAt: rt.now(), EndedAt: rt.now()}
 			return st.encode()
 		}
 		var err error
-		if st, err = DecodeRunState(data); err != nil || st.Status.Terminal() {
+		if st, err = decodeRunState(data); err != nil || st.Status.Terminal() {
 			return nil, err
 		}
 		st.Status, st.Error, st.EndedAt = RunCancelled, reason, rt.now()

@@ -142,7 +142,7 @@ type sessionRecord struct {
 	Title  string `json:"title,omitempty"`
 	// Epoch changes when the session is replaced (saved over, imported
 	// over, deleted and created again): a run whose history is the
-	// session's start ([HistoryRef]) checks it.
+	// session's start (historyRef) checks it.
 	Epoch      string          `json:"epoch,omitempty"`
 	Parts      []string        `json:"parts,omitempty"`
 	PartChunks int             `json:"part_chunks,omitempty"`
@@ -556,7 +556,7 @@ func (rt *Runtime) changeSession(ctx context.Context, id string, create bool, ti
 // startSessionRun records that the run st, in a session, started: the
 // session is created if it is new, with the start of the prompt as title.
 // s, when set, is the session as the caller has just loaded it.
-func (rt *Runtime) startSessionRun(ctx context.Context, st *RunState, prompt string, s *Session) error {
+func (rt *Runtime) startSessionRun(ctx context.Context, st *runState, prompt string, s *Session) error {
 	var known *sessionRecord
 	var version int64
 	if s != nil && s.rec != nil && s.rec.ID == st.SessionID {
@@ -574,7 +574,7 @@ func (rt *Runtime) startSessionRun(ctx context.Context, st *RunState, prompt str
 // endSessionRun records that the run st, in a session, ended: a run that
 // completed (or handed off) adds its messages and its compaction, once;
 // every run adds its usage and leaves the session's active runs.
-func (rt *Runtime) endSessionRun(ctx context.Context, st *RunState) error {
+func (rt *Runtime) endSessionRun(ctx context.Context, st *runState) error {
 	if st.SessionID == "" {
 		return nil
 	}
@@ -1100,7 +1100,7 @@ func (rt *Runtime) SetSessionBudget(ctx context.Context, id string, b *Budget) e
 			return err
 		}
 		var resumed bool
-		st, err = rt.updateChain(ctx, st.Agent, run, nil, func(st *RunState) (bool, error) {
+		st, err = rt.updateChain(ctx, st.Agent, run, nil, func(st *runState) (bool, error) {
 			st.SessionBudget = b
 			if b != nil && st.SessionSpent == nil {
 				st.SessionSpent = &Spent{}

@@ -123,7 +123,7 @@ func TestDepsReachTools(t *testing.T) {
 			t.Fatalf("output = %q", out.Output)
 		}
 		// They travel as JSON, in the run's record as before.
-		st, err := e.rt.LoadRun(runCtx(t), out.RunID)
+		st, err := e.rt.LoadState(runCtx(t), out.RunID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +256,7 @@ func TestRunWithoutDepsCarriesNone(t *testing.T) {
 	if out.Output != "saw: CALF" {
 		t.Fatalf("output = %q", out.Output)
 	}
-	st, err := e.rt.LoadRun(runCtx(t), out.RunID)
+	st, err := e.rt.LoadState(runCtx(t), out.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestRunStreamStopsEarlyAndCancels(t *testing.T) {
 	}
 	close(stopped)
 	e.settle(t)
-	st, err := e.rt.LoadRun(t.Context(), runID)
+	st, err := e.rt.LoadState(t.Context(), runID)
 	if err != nil {
 		t.Fatal(err)
 	}

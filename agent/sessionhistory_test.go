@@ -113,7 +113,7 @@ func TestRunRecordLeavesHistoryInSession(t *testing.T) {
 			if st, err := agent.DecodeRunState(rec.Data); err != nil || !st.Bare() || len(st.NewMessages()) != 2 {
 				t.Fatalf("decoded record: %+v, %v; want a bare state with the run's 2 messages", st, err)
 			}
-			st, err := first.LoadRun(t.Context(), "r3")
+			st, err := first.LoadState(t.Context(), "r3")
 			if err != nil || st.Bare() || len(st.Messages) != 6 || st.Messages[0].Text() != "hello" || len(st.NewMessages()) != 2 {
 				t.Fatalf("LoadRun: %+v, %v; want 6 messages from hello", st, err)
 			}
@@ -158,12 +158,12 @@ func TestRunHistoryOfReplacedSession(t *testing.T) {
 	}
 	other := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
 	t.Cleanup(func() { _ = other.Client().Close() })
-	_, err := other.LoadRun(t.Context(), "r3")
+	_, err := other.LoadState(t.Context(), "r3")
 	if !errors.Is(err, agent.ErrCorruptState) || !strings.Contains(err.Error(), "replaced") {
 		t.Fatalf("LoadRun of a run whose session was replaced: %v", err)
 	}
 	// The process that wrote the run still has it whole.
-	if st, err := first.LoadRun(t.Context(), "r3"); err != nil || len(st.Messages) != 6 {
+	if st, err := first.LoadState(t.Context(), "r3"); err != nil || len(st.Messages) != 6 {
 		t.Fatalf("LoadRun in the first process: %+v, %v", st, err)
 	}
 	if err := first.DeleteSession(t.Context(), "s"); err != nil {
@@ -171,7 +171,7 @@ func TestRunHistoryOfReplacedSession(t *testing.T) {
 	}
 	third := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
 	t.Cleanup(func() { _ = third.Client().Close() })
-	if _, err := third.LoadRun(t.Context(), "r3"); !errors.Is(err, agent.ErrCorruptState) || !strings.Contains(err.Error(), "gone") {
+	if _, err := third.LoadState(t.Context(), "r3"); !errors.Is(err, agent.ErrCorruptState) || !strings.Contains(err.Error(), "gone") {
 		t.Fatalf("LoadRun of a run whose session was deleted: %v", err)
 	}
 }
@@ -413,7 +413,7 @@ func TestLongRunArchivesMessages(t *testing.T) {
 					t.Fatalf("tool call %d is %s", i, c.ID)
 				}
 			}
-			st, err := agent.NewRuntime(calf.NewClient(mb, nil), s, nil).LoadRun(t.Context(), "long-run")
+			st, err := agent.NewRuntime(calf.NewClient(mb, nil), s, nil).LoadState(t.Context(), "long-run")
 			if err != nil || len(st.Messages) != thread || len(st.ToolCalls) != steps || st.Bare() {
 				t.Fatalf("LoadRun from a new runtime: %d messages, %d tool calls, %v", len(st.Messages), len(st.ToolCalls), err)
 			}

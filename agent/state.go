@@ -24,7 +24,7 @@ const (
 	RunFailed    RunStatus = "failed"
 	RunCancelled RunStatus = "cancelled"
 	// RunHandedOff: the run handed its conversation to another agent's run
-	// (RunState.HandedOffTo), which answers in its place.
+	// (runState.HandedOffTo), which answers in its place.
 	RunHandedOff RunStatus = "handed_off"
 )
 
@@ -33,26 +33,29 @@ func (s RunStatus) Terminal() bool {
 	return s == RunComplete || s == RunFailed || s == RunCancelled || s == RunHandedOff
 }
 
-// Phase says what a running run waits for.
-type Phase string
+// runPhase says what a running run waits for.
+type runPhase string
 
 // Run phases.
 const (
-	// PhaseInference: the model call of the current step is due.
-	PhaseInference Phase = "inference"
-	// PhaseTools: the model answered with tool calls; their results are due.
-	PhaseTools Phase = "tools"
+	// phaseInference: the model call of the current step is due.
+	phaseInference runPhase = "inference"
+	// phaseTools: the model answered with tool calls; their results are due.
+	phaseTools runPhase = "tools"
 )
 
-// RunState is the stored state of one run: everything a handler on any
+// runState is the stored state of one run: everything a handler on any
 // worker needs to take the next step. It is saved under
-// [store.KindRun] with the run id.
-type RunState struct {
+// [store.KindRun] with the run id. It is not part of the API (readers get
+// a [RunInfo]), but its JSON is a stored format: records written by
+// earlier versions must decode (testdata/records, TestStoredRecords), so
+// a field is added, never renamed or given another meaning.
+type runState struct {
 	RunID     string    `json:"run_id"`
 	Agent     string    `json:"agent"`
 	SessionID string    `json:"session_id,omitempty"`
 	Status    RunStatus `json:"status"`
-	Phase     Phase     `json:"phase,omitempty"`
+	Phase     runPhase  `json:"phase,omitempty"`
 	// Step is the current model call, from 1.
 	Step int `json:"step"`
 	// Messages is the conversation without the system prompt: the session's
@@ -64,19 +67,19 @@ type RunState struct {
 	// start of the run's session, kept there and not in the run's record:
 	// the record holds the run's own messages only, so that what a step
 	// writes does not grow with the session's length. A state decoded from
-	// such a record ([DecodeRunState]) holds only the run's messages until
+	// such a record (decodeRunState) holds only the run's messages until
 	// its history is read back; [Runtime.LoadRun] returns it whole.
-	History *HistoryRef `json:"history,omitempty"`
+	History *historyRef `json:"history,omitempty"`
 	// Archived is how many of the messages the run's record would hold
 	// (the run's own, or, for a history kept in the record, the history's
-	// and the run's) are kept in [KindRunMessages] records instead, 8 to a
+	// and the run's) are kept in kindRunMessages records instead, 8 to a
 	// record, written once each: the record holds the rest, at most 15,
 	// so that a step of a long run writes what it added, not the whole
 	// conversation again. A state decoded from such a record holds those
 	// last messages only until the others are read back; [Runtime.LoadRun]
 	// returns it whole.
 	Archived int `json:"archived,omitempty"`
-	// ArchivedCalls is how many of ToolCalls are kept in [KindRunMessages]
+	// ArchivedCalls is how many of ToolCalls are kept in kindRunMessages
 	// records, 8 to a record, as Archived is for the messages.
 	ArchivedCalls int `json:"archived_calls,omitempty"`
 	// Compacted, when set, is what the model sees in place of the first
@@ -85,10 +88,10 @@ type RunState struct {
 	// LastInput is the size of the input of the run's last model call, as
 	// the model reported it, and how many messages (of what the model
 	// sees, the instructions left out) it had.
-	LastInput *InputSize `json:"last_input,omitempty"`
+	LastInput *inputSize `json:"last_input,omitempty"`
 	// Pending are the tool calls of the current step, with their results
 	// as they arrive.
-	Pending []PendingCall `json:"pending,omitempty"`
+	Pending []pendingCall `json:"pending,omitempty"`
 	// AdvancedBy is the tool call whose result completed the previous step.
 	AdvancedBy string `json:"advanced_by,omitempty"`
 	// ToolCalls records every tool call of the run with its result.
@@ -161,9 +164,9 @@ type RunState struct {
 	bare bool
 }
 
-// HistoryRef names the history a run started from when its session keeps
+// historyRef names the history a run started from when its session keeps
 // it: the session's first messages, as many as the run's HistoryLen.
-type HistoryRef struct {
+type historyRef struct {
 	// Session is the session whose messages the history is.
 	Session string `json:"session"`
 	// Epoch is the session's epoch when the run started: a session
@@ -175,12 +178,12 @@ type HistoryRef struct {
 // MarshalJSON encodes the state as stored: without the history its
 // session keeps (History) and the messages and tool calls archived
 // (Archived, ArchivedCalls).
-func (s RunState) MarshalJSON() ([]byte, error) { return s.encode() }
+func (s runState) MarshalJSON() ([]byte, error) { return s.encode() }
 
 // encode is MarshalJSON, which handlers call directly: json.Marshal
 // would check the JSON a MarshalJSON method returns again.
-func (s *RunState) encode() ([]byte, error) {
-	type stored RunState // without the method
+func (s *runState) encode() ([]byte, error) {
+	type stored runState // without the method
 	tail, ok := s.tail()
 	calls := s.callsTail()
 	if !ok || (len(tail) == len(s.Messages) && len(calls) == len(s.ToolCalls)) {
@@ -193,7 +196,7 @@ func (s *RunState) encode() ([]byte, error) {
 
 // callsTail returns the tool call records the run's record holds: those
 // after the archived ones.
-func (s *RunState) callsTail() []ToolCallRecord {
+func (s *runState) callsTail() []ToolCallRecord {
 	if s.bare || s.ArchivedCalls > len(s.ToolCalls) {
 		return s.ToolCalls
 	}
@@ -203,7 +206,7 @@ func (s *RunState) callsTail() []ToolCallRecord {
 // tail returns the messages the run's record holds: those after the
 // session's history and the archived ones. ok is false for a state whose
 // counts do not fit its messages, which is encoded as it is.
-func (s *RunState) tail() (msgs []model.Message, ok bool) {
+func (s *runState) tail() (msgs []model.Message, ok bool) {
 	if s.bare {
 		return s.Messages, true
 	}
@@ -218,18 +221,18 @@ func (s *RunState) tail() (msgs []model.Message, ok bool) {
 }
 
 // Bare reports whether the state holds only the messages its run's record
-// holds: its history (kept in its session, see [RunState.History]) and
-// its archived messages ([RunState.Archived]) not read back.
-func (s *RunState) Bare() bool { return s.bare }
+// holds: its history (kept in its session, see runState.History) and
+// its archived messages (runState.Archived) not read back.
+func (s *runState) Bare() bool { return s.bare }
 
-// InputSize is the size of a model call's input.
-type InputSize struct {
+// inputSize is the size of a model call's input.
+type inputSize struct {
 	Tokens   int `json:"tokens"`
 	Messages int `json:"messages"`
 }
 
-// PendingCall is a tool call of the current step.
-type PendingCall struct {
+// pendingCall is a tool call of the current step.
+type pendingCall struct {
 	ID        string       `json:"id"`
 	Name      string       `json:"name"`
 	Arguments string       `json:"arguments"`
@@ -256,9 +259,9 @@ type ToolCallRecord struct {
 }
 
 // NewMessages returns the messages this run added to its session's
-// history. Of a bare state ([RunState.Bare]) whose messages were archived
+// history. Of a bare state (runState.Bare) whose messages were archived
 // in part, it returns those its record holds.
-func (s *RunState) NewMessages() []model.Message {
+func (s *runState) NewMessages() []model.Message {
 	if s.bare {
 		return s.Messages
 	}
@@ -268,7 +271,7 @@ func (s *RunState) NewMessages() []model.Message {
 	return s.Messages[s.HistoryLen:]
 }
 
-func (s *RunState) pending(id string) *PendingCall {
+func (s *runState) pending(id string) *pendingCall {
 	for i := range s.Pending {
 		if s.Pending[i].ID == id {
 			return &s.Pending[i]
@@ -280,7 +283,7 @@ func (s *RunState) pending(id string) *PendingCall {
 // answered reports whether s has the result of the call id of step: the
 // call is pending with its result, or s has moved past the step, or the
 // call's result ended the step (a handoff).
-func (s *RunState) answered(step int, id string) bool {
+func (s *runState) answered(step int, id string) bool {
 	switch {
 	case s.Step > step:
 		return true
@@ -293,7 +296,7 @@ func (s *RunState) answered(step int, id string) bool {
 	return p != nil && p.Result != nil
 }
 
-func (s *RunState) allAnswered() bool {
+func (s *runState) allAnswered() bool {
 	for _, p := range s.Pending {
 		if p.Result == nil {
 			return false
@@ -305,10 +308,10 @@ func (s *RunState) allAnswered() bool {
 // ErrCorruptState is returned when a stored record does not decode.
 var ErrCorruptState = errors.New("agent: corrupt stored state")
 
-// DecodeRunState decodes a stored run state. It rejects data that is not a
+// decodeRunState decodes a stored run state. It rejects data that is not a
 // run state: a missing run id, agent, status or step.
-func DecodeRunState(data []byte) (*RunState, error) {
-	var s RunState
+func decodeRunState(data []byte) (*runState, error) {
+	var s runState
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("%w: run: %v", ErrCorruptState, err)
 	}
@@ -331,15 +334,16 @@ func DecodeRunState(data []byte) (*RunState, error) {
 	return &s, nil
 }
 
-// LoadRun returns the stored state of a run, with its history, or an
-// error matching [store.ErrNotFound]. The state is the caller's to change:
-// it shares nothing with what the runtime keeps.
-func (rt *Runtime) LoadRun(ctx context.Context, runID string) (*RunState, error) {
+// LoadRun returns the view of a run, whole (with the history its session
+// keeps and the messages and tool calls archived apart from its record),
+// or an error matching [store.ErrNotFound]. The view is the caller's: it
+// shares nothing with what the runtime keeps.
+func (rt *Runtime) LoadRun(ctx context.Context, runID string) (*RunInfo, error) {
 	st, err := rt.loadRun(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	return st.detached()
+	return st.info()
 }
 
 // detached returns a copy of s that shares no memory that could change
@@ -347,11 +351,11 @@ func (rt *Runtime) LoadRun(ctx context.Context, runID string) (*RunState, error)
 // caches share messages, tool results and the rest): what an exported
 // method hands to its caller, who may change it. It copies every field,
 // through JSON.
-func (s *RunState) detached() (*RunState, error) {
+func (s *runState) detached() (*runState, error) {
 	if s == nil {
 		return nil, nil
 	}
-	type full RunState // every field, without MarshalJSON
+	type full runState // every field, without MarshalJSON
 	data, err := json.Marshal((*full)(s))
 	if err != nil {
 		return nil, fmt.Errorf("agent: copy the state of run %s: %w", s.RunID, err)
@@ -361,13 +365,13 @@ func (s *RunState) detached() (*RunState, error) {
 		return nil, fmt.Errorf("agent: copy the state of run %s: %w", s.RunID, err)
 	}
 	c.bare = s.bare
-	return (*RunState)(&c), nil
+	return (*runState)(&c), nil
 }
 
 // loadRun is LoadRun for the runtime's own use: the state may share memory
 // with the runtime's caches, and must not be changed in place (handlers
 // change copies: see stateCache).
-func (rt *Runtime) loadRun(ctx context.Context, runID string) (*RunState, error) {
+func (rt *Runtime) loadRun(ctx context.Context, runID string) (*runState, error) {
 	rec, err := rt.store.Get(ctx, store.KindRun, runID)
 	if err != nil {
 		return nil, fmt.Errorf("agent: load run %s: %w", runID, err)
@@ -386,7 +390,7 @@ func (rt *Runtime) loadRun(ctx context.Context, runID string) (*RunState, error)
 // whole (readBackCached), and the version it was stored at, without
 // reading the run's record; ok is false when there is none. It may be
 // behind the store.
-func (rt *Runtime) cached(ctx context.Context, id string) (st *RunState, version int64, ok bool, err error) {
+func (rt *Runtime) cached(ctx context.Context, id string) (st *runState, version int64, ok bool, err error) {
 	st, rec, ok := rt.states.latest(id)
 	if !ok {
 		return nil, 0, false, nil
@@ -399,7 +403,7 @@ func (rt *Runtime) cached(ctx context.Context, id string) (st *RunState, version
 
 // readBackCached is readBack for st, a state decoded from rec, and caches
 // the whole state.
-func (rt *Runtime) readBackCached(ctx context.Context, st *RunState, rec store.Record) error {
+func (rt *Runtime) readBackCached(ctx context.Context, st *runState, rec store.Record) error {
 	if !st.bare {
 		return nil
 	}
@@ -413,7 +417,7 @@ func (rt *Runtime) readBackCached(ctx context.Context, st *RunState, rec store.R
 // readBack makes st, a bare state, whole: the history its session keeps
 // and its archived messages go before its messages, its archived tool
 // calls before its tool calls.
-func (rt *Runtime) readBack(ctx context.Context, st *RunState) error {
+func (rt *Runtime) readBack(ctx context.Context, st *runState) error {
 	if !st.bare {
 		return nil
 	}
@@ -454,13 +458,13 @@ func (rt *Runtime) readBack(ctx context.Context, st *RunState) error {
 	return nil
 }
 
-// KindRunMessages holds 8 archived messages of a run (see
-// [RunState.Archived]), with the id "{run id}/m{chunk, 8 digits}", or 8
-// archived tool call records ([RunState.ArchivedCalls]), with the id
+// kindRunMessages holds 8 archived messages of a run (see
+// runState.Archived), with the id "{run id}/m{chunk, 8 digits}", or 8
+// archived tool call records (runState.ArchivedCalls), with the id
 // "{run id}/c{chunk, 8 digits}".
-const KindRunMessages = "run_messages"
+const kindRunMessages = "run_messages"
 
-// runChunk is how many messages a [KindRunMessages] record holds. A run's
+// runChunk is how many messages a kindRunMessages record holds. A run's
 // record holds up to twice as many, less one: at that many, the first
 // runChunk go to a chunk.
 const runChunk = 8
@@ -475,7 +479,7 @@ func readArchived[T any](ctx context.Context, rt *Runtime, run string, what byte
 	if count == 0 {
 		return nil, nil
 	}
-	out, err := readChunks(ctx, rt.store, KindRunMessages, "run "+run, count/runChunk, runChunk,
+	out, err := readChunks(ctx, rt.store, kindRunMessages, "run "+run, count/runChunk, runChunk,
 		func(n int) string { return runChunkKey(run, what, n) },
 		func(data []byte) (items []T, err error) { return items, json.Unmarshal(data, &items) })
 	if errors.Is(err, ErrCorruptState) {
@@ -538,13 +542,13 @@ func readChunks[T any](ctx context.Context, s store.Store, kind, of string, n, s
 // the same whoever writes it (a run's messages only grow at their end), so
 // a write whose compare-and-swap then conflicts leaves a chunk the next
 // attempt writes again, the same.
-func (rt *Runtime) archive(ctx context.Context, st *RunState) error {
+func (rt *Runtime) archive(ctx context.Context, st *runState) error {
 	tail, ok := st.tail()
 	if !ok {
 		return nil
 	}
 	put := func(what byte, n int, v any) error {
-		return rt.putChunk(ctx, KindRunMessages, runChunkKey(st.RunID, what, n), v)
+		return rt.putChunk(ctx, kindRunMessages, runChunkKey(st.RunID, what, n), v)
 	}
 	for len(tail) >= 2*runChunk {
 		if err := put('m', st.Archived/runChunk, tail[:runChunk]); err != nil {

@@ -28,7 +28,7 @@ type stateCache struct {
 type cachedState struct {
 	data    []byte
 	version int64
-	st      *RunState
+	st      *runState
 	// born reports that this process created the run (its input
 	// handler did), and recorded the ids of the calls whose results this
 	// process recorded, for a runtime whose broker is local (see
@@ -46,7 +46,7 @@ func newStateCache(max int) *stateCache {
 // decode returns the state stored as data for run id, from the cache or by
 // decoding it. version, when positive, is the version data was read at:
 // the cache then keeps the decoded state.
-func (c *stateCache) decode(id string, data []byte, version int64) (*RunState, error) {
+func (c *stateCache) decode(id string, data []byte, version int64) (*runState, error) {
 	c.mu.Lock()
 	e, ok := c.entries.Get(id)
 	c.mu.Unlock()
@@ -56,7 +56,7 @@ func (c *stateCache) decode(id string, data []byte, version int64) (*RunState, e
 		}
 		return e.st.clone(), nil
 	}
-	st, err := DecodeRunState(data)
+	st, err := decodeRunState(data)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func (c *stateCache) decode(id string, data []byte, version int64) (*RunState, e
 
 // put records that data, stored at version, encodes st, unless the cache
 // holds a later version. The cache keeps its own copy of st.
-func (c *stateCache) put(id string, data []byte, version int64, st *RunState) {
+func (c *stateCache) put(id string, data []byte, version int64, st *runState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries.Get(id)
@@ -79,7 +79,7 @@ func (c *stateCache) put(id string, data []byte, version int64, st *RunState) {
 }
 
 // putBorn is put for the state of a run this process has just created.
-func (c *stateCache) putBorn(id string, data []byte, version int64, st *RunState) {
+func (c *stateCache) putBorn(id string, data []byte, version int64, st *runState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.set(id, cachedState{data: data, version: version, st: st.clone(), born: true})
@@ -112,13 +112,13 @@ func (c *stateCache) recordedResult(id, call string) {
 
 // latest returns a copy of the cached state of run id, with the record it
 // was stored as, without reading the store: it may be behind the store.
-func (c *stateCache) latest(id string) (*RunState, store.Record, bool) {
+func (c *stateCache) latest(id string) (*runState, store.Record, bool) {
 	return c.latestIf(id, nil)
 }
 
 // latestIf is latest for a cached state that satisfies ok (any, when ok
 // is nil), which must not change it; it copies no state that does not.
-func (c *stateCache) latestIf(id string, ok func(*RunState) bool) (*RunState, store.Record, bool) {
+func (c *stateCache) latestIf(id string, ok func(*runState) bool) (*runState, store.Record, bool) {
 	c.mu.Lock()
 	e, found := c.entries.Get(id)
 	c.mu.Unlock()
@@ -148,7 +148,7 @@ func (e cachedState) record(id string) store.Record {
 // clone returns a copy of s that shares no mutable memory with it: slices
 // are clipped so that appends reallocate, and the pending calls, which
 // handlers change in place, are copied.
-func (s *RunState) clone() *RunState {
+func (s *runState) clone() *runState {
 	c := *s
 	c.Messages = slices.Clip(s.Messages)
 	c.ToolCalls = slices.Clip(s.ToolCalls)

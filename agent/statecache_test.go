@@ -10,8 +10,8 @@ import (
 
 func TestStateCache(t *testing.T) {
 	c := newStateCache(2)
-	st := &RunState{RunID: "r", Agent: "a", Status: RunRunning, Step: 1, Phase: PhaseTools,
-		Messages: make([]model.Message, 1, 8), Pending: []PendingCall{{ID: "c1", Name: "t"}}}
+	st := &runState{RunID: "r", Agent: "a", Status: RunRunning, Step: 1, Phase: phaseTools,
+		Messages: make([]model.Message, 1, 8), Pending: []pendingCall{{ID: "c1", Name: "t"}}}
 	st.Messages[0] = model.UserMessage("hi")
 	data, _ := json.Marshal(st)
 	c.put("r", data, 3, st)

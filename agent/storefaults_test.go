@@ -77,7 +77,7 @@ func (fe *faultEnv) checkRuns(t *testing.T, ids []string) {
 		t.Errorf("the model was called %d times for %d runs", n, len(ids))
 	}
 	for _, id := range ids {
-		st, err := fe.rt.LoadRun(t.Context(), id)
+		st, err := fe.rt.LoadState(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +271,7 @@ func testUnrecordableToolResult(t *testing.T, wrap func(calf.Broker) calf.Broker
 	if n := fe.toolCalls.Load(); n != 1 {
 		t.Errorf("the tool ran %d times in %d deliveries, want once", n, attempts)
 	}
-	st, err := fe.rt.LoadRun(t.Context(), "r1")
+	st, err := fe.rt.LoadState(t.Context(), "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestSessionUnderStoreFaults(t *testing.T) {
 		if out.Output != "The sum is 5" {
 			t.Fatalf("run %d: output %q", i, out.Output)
 		}
-		st, err := fe.rt.LoadRun(t.Context(), id)
+		st, err := fe.rt.LoadState(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,7 +367,7 @@ func TestStoreOutageParksThenReplayCompletes(t *testing.T) {
 			if len(recs) != 1 || recs[0].Message.Channel != tt.channel || !strings.Contains(recs[0].Error, storetest.ErrInjected.Error()) {
 				t.Fatalf("dead letters: %+v", recs)
 			}
-			if st, err := fe.rt.LoadRun(t.Context(), "r1"); err != nil || st.Status != agent.RunRunning {
+			if st, err := fe.rt.LoadState(t.Context(), "r1"); err != nil || st.Status != agent.RunRunning {
 				t.Fatalf("run during the outage: %+v, %v", st, err)
 			}
 			down.Store(false)
@@ -438,7 +438,7 @@ func testRunReportsAParkedMessage(t *testing.T, wrap func(calf.Broker) calf.Brok
 		t.Fatal("Run returned only at its deadline")
 	}
 	fe.settle(t)
-	if st, err := fe.rt.LoadRun(t.Context(), "r1"); err != nil || st.Status != agent.RunRunning {
+	if st, err := fe.rt.LoadState(t.Context(), "r1"); err != nil || st.Status != agent.RunRunning {
 		t.Fatalf("run after the caller's error: %+v, %v", st, err)
 	}
 	down.Store(false)

@@ -144,7 +144,7 @@ func TestWorkerCachedStateBehindTheStore(t *testing.T) {
 		t.Fatalf("Run = %+v, %v", out, err)
 	}
 	e.settle(t)
-	st, err := e.rt.LoadRun(t.Context(), runID.Load().(string))
+	st, err := e.rt.LoadState(t.Context(), runID.Load().(string))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestWorkerCachedStateOfCancelledRun(t *testing.T) {
 		t.Fatalf("Run error = %v, want the run cancelled", err)
 	}
 	e.settle(t)
-	st, err := e.rt.LoadRun(t.Context(), runID.Load().(string))
+	st, err := e.rt.LoadState(t.Context(), runID.Load().(string))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestLocalCopyBehindBeforeModelCall(t *testing.T) {
 		t.Fatalf("Run error = %v, want the run cancelled", err)
 	}
 	e.settle(t)
-	st, err := other.LoadRun(t.Context(), "stale")
+	st, err := other.LoadState(t.Context(), "stale")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ type SubagentOptions struct {
 // only its name is needed) replies on the parent's subagent_completed
 // channel, and that reply becomes the tool's result. The subagent's run
 // id is derived from the parent's run id and the tool call id (see
-// [SubagentRunID]), and its state records the parent ([RunState.Parent]).
+// [SubagentRunID]), and its state records the parent ([RunInfo.Parent]).
 // The parent's stream shows a subagent_spawned event when the run starts
 // and a subagent_completed event when it ends.
 //
@@ -284,9 +284,9 @@ type subagentRef struct {
 // pending: the run's reply completes it. A redelivered call submits the
 // same run again, which starts nothing new (a run that has ended answers
 // again).
-func (h *handlers[Out]) startSubagent(ctx context.Context, msg *calf.Message, st *RunState, ev ToolCallEvent, sub *subagentTool, input string) error {
+func (h *handlers[Out]) startSubagent(ctx context.Context, msg *calf.Message, st *runState, ev ToolCallEvent, sub *subagentTool, input string) error {
 	if st.Depth >= sub.opts.MaxDepth {
-		p := PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
+		p := pendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
 		res := errorResult(ev.Step, p, fmt.Errorf("the agent %s was not called: this run is %d subagent calls deep, the limit", sub.agent, st.Depth))
 		return h.recordResult(ctx, st.RunID, res, calf.Metadata{})
 	}
@@ -302,7 +302,7 @@ func (h *handlers[Out]) startSubagent(ctx context.Context, msg *calf.Message, st
 			return err
 		}
 		if o.denied != "" {
-			res := errorResult(ev.Step, PendingCall{ID: ev.ToolCallID, Name: ev.ToolName}, errors.New(o.denied))
+			res := errorResult(ev.Step, pendingCall{ID: ev.ToolCallID, Name: ev.ToolName}, errors.New(o.denied))
 			res.Hooks = o.records
 			return h.recordResult(ctx, st.RunID, res, calf.Metadata{})
 		}
@@ -403,7 +403,7 @@ func (h *handlers[Out]) subagentStopHooks(ctx context.Context, msg *calf.Message
 	}
 	switch {
 	case o.denied != "":
-		res = errorResult(ref.Step, PendingCall{ID: ref.Call, Name: ref.Tool}, errors.New(o.denied))
+		res = errorResult(ref.Step, pendingCall{ID: ref.Call, Name: ref.Tool}, errors.New(o.denied))
 	case o.result != res.Result:
 		res.Result, res.Status = o.result, StatusSuccess
 		if o.result.IsError {
@@ -466,7 +466,7 @@ func subagentResult(ref subagentRef, out *OutputEvent) ToolResultEvent {
 }
 
 // within bounds a timeout by the run's deadline, if it has one.
-func (h *handlers[Out]) within(st *RunState, timeout time.Duration) time.Duration {
+func (h *handlers[Out]) within(st *runState, timeout time.Duration) time.Duration {
 	if st.Deadline.IsZero() {
 		return timeout
 	}
@@ -477,7 +477,7 @@ func (h *handlers[Out]) within(st *RunState, timeout time.Duration) time.Duratio
 }
 
 // maxTurns is the run's bound on model calls.
-func (h *handlers[Out]) maxTurns(st *RunState) int {
+func (h *handlers[Out]) maxTurns(st *runState) int {
 	if st.MaxTurns > 0 && st.MaxTurns < h.a.opts.MaxTurns {
 		return st.MaxTurns
 	}
@@ -488,7 +488,7 @@ func (h *handlers[Out]) maxTurns(st *RunState) int {
 // handoff chains) that the cancelled run st was waiting for, and theirs in
 // turn. It is best effort: a failure is logged, and a subagent run that
 // ends anyway only answers a run that no longer listens.
-func (rt *Runtime) cancelSubagents(ctx context.Context, st *RunState, depth int) {
+func (rt *Runtime) cancelSubagents(ctx context.Context, st *runState, depth int) {
 	if depth > maxChain {
 		return
 	}

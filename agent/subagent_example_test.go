@@ -40,7 +40,7 @@ func ExampleAgent_AddSubagent() {
 	}
 	fmt.Println(out.Output)
 	fmt.Println("tool result:", out.ToolCalls[0].Result.Text())
-	child, _ := rt.LoadRun(ctx, agent.SubagentRunID("w1", "c1"))
+	child, _ := rt.LoadState(ctx, agent.SubagentRunID("w1", "c1"))
 	fmt.Println("child run", child.RunID, "of", child.Parent, child.Status)
 	// Output:
 	// Lyon, a city of about half a million people.

@@ -102,7 +102,7 @@ func TestSubagentSuccess(t *testing.T) {
 	if len(out.ToolCalls) != 1 || out.ToolCalls[0].Status != agent.StatusSuccess || out.ToolCalls[0].Result.Text() != "42" {
 		t.Errorf("tool calls = %+v", out.ToolCalls)
 	}
-	child, err := e.rt.LoadRun(t.Context(), agent.SubagentRunID("p1", "call_1"))
+	child, err := e.rt.LoadState(t.Context(), agent.SubagentRunID("p1", "call_1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestSubagentTimeout(t *testing.T) {
 	if childCalls.Load() != 1 || parentCalls.Load() != 2 {
 		t.Errorf("model calls: child %d, parent %d; want 1 and 2", childCalls.Load(), parentCalls.Load())
 	}
-	child, err := e.rt.LoadRun(t.Context(), "p1/call_1")
+	child, err := e.rt.LoadState(t.Context(), "p1/call_1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestSubagentThatHandsOff(t *testing.T) {
 	if out.Output != "Found: deep 42" {
 		t.Errorf("output = %q", out.Output)
 	}
-	last, err := e.rt.LoadRun(t.Context(), "p1/call_1.handoff.1")
+	last, err := e.rt.LoadState(t.Context(), "p1/call_1.handoff.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,14 +316,14 @@ func TestSubagentRecoverAfterLostInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.settle(t) // the researcher's input went to no one
-	st, err := e.rt.LoadRun(t.Context(), "p1")
+	st, err := e.rt.LoadState(t.Context(), "p1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Phase != agent.PhaseTools || len(st.Pending) != 1 || st.Pending[0].Result != nil {
 		t.Fatalf("parent: phase %s, pending %+v; want waiting for the subagent", st.Phase, st.Pending)
 	}
-	if _, err := e.rt.LoadRun(t.Context(), "p1/call_1"); err == nil {
+	if _, err := e.rt.LoadState(t.Context(), "p1/call_1"); err == nil {
 		t.Fatal("the subagent's run exists although nothing served it")
 	}
 	serve(t, e, agent.Must(agent.New("researcher", modeltest.NewTestModel(modeltest.Text("42")), nil)))
@@ -367,7 +367,7 @@ func TestSubagentDepthIsBounded(t *testing.T) {
 	if out.Output != want || calls.Load() != 6 {
 		t.Errorf("output %q after %d model calls; want %q after 6", out.Output, calls.Load(), want)
 	}
-	deepest, err := e.rt.LoadRun(t.Context(), "d/c/c")
+	deepest, err := e.rt.LoadState(t.Context(), "d/c/c")
 	if err != nil || deepest.Depth != 2 || deepest.Parent != "d/c" {
 		t.Errorf("deepest run: %+v, %v", deepest, err)
 	}
@@ -449,7 +449,7 @@ func TestSubagentCancelledWithParent(t *testing.T) {
 	if _, err := m.Run(ctx, e.rt, "ask", &agent.RunOptions{RunID: "p1"}); !errors.Is(err, agent.ErrRunCancelled) {
 		t.Fatalf("err = %v; want a cancelled run", err)
 	}
-	child, err := e.rt.LoadRun(t.Context(), "p1/call_1")
+	child, err := e.rt.LoadState(t.Context(), "p1/call_1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestTaskTool(t *testing.T) {
 	if got := prompt.Load(); got != "Task: tidy up\n\nSort the files in ./in by date." {
 		t.Errorf("the subagent's prompt: %q", got)
 	}
-	child, err := e.rt.LoadRun(t.Context(), agent.SubagentRunID("t1", "call_1"))
+	child, err := e.rt.LoadState(t.Context(), agent.SubagentRunID("t1", "call_1"))
 	if err != nil {
 		t.Fatal(err)
 	}

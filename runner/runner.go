@@ -217,15 +217,15 @@ func (r *agentRunner[Out]) Status(ctx context.Context, rt *agent.Runtime, runID 
 	}
 	switch {
 	case st.Status == agent.RunComplete:
-		return outputResult(st.RunID, st.Output), nil
+		return outputResult(st.ID, st.Output), nil
 	case st.Status == agent.RunFailed:
-		return &Result{RunID: st.RunID, Status: Failed, Error: st.Error}, nil
+		return &Result{RunID: st.ID, Status: Failed, Error: st.Error}, nil
 	case st.Status == agent.RunCancelled:
-		return &Result{RunID: st.RunID, Status: Cancelled, Error: st.Error}, nil
-	case st.Paused() || st.Status == agent.RunHandedOff:
-		return &Result{RunID: st.RunID, Status: Waiting}, nil
+		return &Result{RunID: st.ID, Status: Cancelled, Error: st.Error}, nil
+	case st.Paused || st.Status == agent.RunHandedOff:
+		return &Result{RunID: st.ID, Status: Waiting}, nil
 	}
-	return &Result{RunID: st.RunID, Status: Running}, nil
+	return &Result{RunID: st.ID, Status: Running}, nil
 }
 
 func (r *agentRunner[Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {

@@ -51,12 +51,12 @@ type RunFilter struct {
 	Limit int
 }
 
-// SummarizeAgentRun summarizes an agent run's state.
-func SummarizeAgentRun(st *agent.RunState) RunSummary {
-	s := RunSummary{ID: st.RunID, Kind: "agent", Name: st.Agent, Status: string(st.Status), Step: st.Step, Session: st.SessionID,
+// SummarizeAgentRun summarizes an agent run.
+func SummarizeAgentRun(st *agent.RunInfo) RunSummary {
+	s := RunSummary{ID: st.ID, Kind: "agent", Name: st.Agent, Status: string(st.Status), Step: st.Step, Session: st.SessionID,
 		Parent: st.Parent, Started: st.StartedAt, Ended: st.EndedAt, Reason: st.Error}
 	if st.Pause != nil {
-		s.pause(st.Paused(), st.Status.Terminal(), st.Pause.Reason)
+		s.pause(st.Paused, st.Status.Terminal(), st.Pause.Reason)
 	}
 	return s
 }
@@ -119,13 +119,15 @@ func workflowRun(ctx context.Context, st store.Store, id string) (*workflow.RunS
 	}
 }
 
-// LoadRun returns the stored state of the agent or team run id: one of the
-// two is set. It fails with an error wrapping [store.ErrNotFound] when st
-// has neither.
-func LoadRun(ctx context.Context, st store.Store, id string) (*agent.RunState, *team.State, error) {
+// LoadRun returns the agent or team run id: one of the two is set. An
+// agent run's view is made from its record alone ([agent.DecodeRunInfo]):
+// its messages may be the last ones only ([agent.RunInfo.Partial]);
+// [agent.Runtime.LoadRun] reads them all. It fails with an error wrapping
+// [store.ErrNotFound] when st has neither.
+func LoadRun(ctx context.Context, st store.Store, id string) (*agent.RunInfo, *team.State, error) {
 	rec, err := st.Get(ctx, store.KindRun, id)
 	if err == nil {
-		rs, err := agent.DecodeRunState(rec.Data)
+		rs, err := agent.DecodeRunInfo(rec.Data)
 		return rs, nil, err
 	}
 	if !errors.Is(err, store.ErrNotFound) {
@@ -182,7 +184,7 @@ func Runs(ctx context.Context, st store.Store, f *RunFilter) ([]RunSummary, erro
 			for _, rec := range recs {
 				var s RunSummary
 				if kind == store.KindRun {
-					rs, err := agent.DecodeRunState(rec.Data)
+					rs, err := agent.DecodeRunInfo(rec.Data)
 					if err != nil || rs.Step == 0 {
 						continue // not begun, or not a run this version reads
 					}

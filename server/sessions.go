@@ -125,7 +125,7 @@ func (s *Server) sessionTurns(ctx context.Context, sess *agent.Session) ([]sessi
 			return nil, err
 		}
 		own, n := ownMessages(st)
-		t := sessionTurn{Run: st.RunID, Agent: st.Agent, Status: st.Status, Output: st.Output, Error: st.Error, Usage: st.Usage, Cost: st.Cost}
+		t := sessionTurn{Run: st.ID, Agent: st.Agent, Status: st.Status, Output: st.Output, Error: st.Error, Usage: st.Usage, Cost: st.Cost}
 		if st.Inherited != nil {
 			t.Usage, t.Cost = t.Usage.Add(st.Inherited.Usage), t.Cost.Add(st.Inherited.Cost)
 		}
@@ -139,7 +139,7 @@ func (s *Server) sessionTurns(ctx context.Context, sess *agent.Session) ([]sessi
 		}
 		end -= t.Count
 		t.First = end
-		if t.Approvals, err = agent.ListApprovals(ctx, s.rt.Store(), st.RunID, ""); err != nil {
+		if t.Approvals, err = agent.ListApprovals(ctx, s.rt.Store(), st.ID, ""); err != nil {
 			return nil, err
 		}
 		turns = append(turns, t)
@@ -148,18 +148,11 @@ func (s *Server) sessionTurns(ctx context.Context, sess *agent.Session) ([]sessi
 	return turns, nil
 }
 
-// ownMessages returns the messages of the run st, as decoded from its
-// record, that are its own (not its session's history), and how many it
-// has, with those archived apart from the record: the record keeps the
-// last ones, after Archived others, and the history too unless History is
-// set.
-func ownMessages(st *agent.RunState) ([]model.Message, int) {
-	skip := -st.Archived
-	if st.History == nil {
-		skip += st.HistoryLen
-	}
-	n := max(0, len(st.Messages)-skip)
-	return st.Messages[min(max(0, skip), len(st.Messages)):], n
+// ownMessages returns the messages of the run st, as its record holds
+// them, that are its own (not its session's history), and how many it
+// has, with those its record keeps apart.
+func ownMessages(st *agent.RunInfo) ([]model.Message, int) {
+	return st.NewMessages(), st.Own
 }
 
 // session serves GET /v1/sessions/{id}: a session of the user, with its

@@ -230,7 +230,7 @@ func CancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string) err
 	why := fmt.Sprintf("team %s: run %s was cancelled: %s", st.Team, runID, reason)
 	return cancelRun(ctx, rt, runID, reason, nil, func(c Call) error {
 		if rec, err := rt.Store().Get(ctx, store.KindRun, c.RunID); err == nil {
-			run, err := agent.DecodeRunState(rec.Data)
+			run, err := agent.DecodeRunInfo(rec.Data)
 			if err != nil {
 				return err
 			}

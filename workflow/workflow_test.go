@@ -1429,7 +1429,7 @@ func TestCancelCancelsChildRun(t *testing.T) {
 	if _, err := w.Wait(ctx, rt, "w1"); !errors.Is(err, workflow.ErrCancelled) {
 		t.Errorf("Wait = %v, want ErrCancelled", err)
 	}
-	var st *agent.RunState
+	var st *agent.RunInfo
 	for {
 		var err error
 		if st, err = rt.LoadRun(ctx, "w1.1.write"); err != nil {

@@ -296,8 +296,8 @@ func TestSkeleton(t *testing.T) {
 		if len(recs) != 1 || recs[0].Version != 4 || !bytes.Equal(recs[0].Data, s.states[3]) {
 			t.Errorf("%s: run records %+v, want one at version 4 holding the complete run", kind, recs)
 		}
-		var st agent.RunState
-		if err := json.Unmarshal(s.states[3], &st); err != nil || st.Status != agent.RunComplete || len(st.Messages) != 4 {
+		st, err := agent.DecodeRunInfo(s.states[3])
+		if err != nil || st.Status != agent.RunComplete || len(st.Messages) != 4 {
 			t.Errorf("%s: the last state written is %s (%v), want a complete run of four messages", kind, s.states[3], err)
 		}
 		if len(st.ToolCalls) != 1 || st.ToolCalls[0].Result.Text() != "5" {

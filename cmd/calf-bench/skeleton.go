@@ -119,6 +119,34 @@ func openStore(kind, dir string) (store.Store, error) {
 	return nil, fmt.Errorf("%w: unknown store %q: want %s or %s", errUsage, kind, storeMemory, storeSQLite)
 }
 
+// w1Record is the part of an agent run's record that a W1 run fills, with
+// the record's JSON names: the skeleton writes what Calf writes (the
+// record's type is the agent package's own). Its test decodes what it
+// writes with agent.DecodeRunInfo.
+type w1Record struct {
+	RunID      string                 `json:"run_id"`
+	Agent      string                 `json:"agent"`
+	Status     agent.RunStatus        `json:"status"`
+	Phase      string                 `json:"phase,omitempty"`
+	Step       int                    `json:"step"`
+	Messages   []model.Message        `json:"messages"`
+	Pending    []w1Pending            `json:"pending,omitempty"`
+	AdvancedBy string                 `json:"advanced_by,omitempty"`
+	ToolCalls  []agent.ToolCallRecord `json:"tool_calls,omitempty"`
+	Usage      model.Usage            `json:"usage"`
+	Output     json.RawMessage        `json:"output,omitempty"`
+	Cost       model.Cost             `json:"cost"`
+	StartedAt  time.Time              `json:"started_at"`
+	EndedAt    time.Time              `json:"ended_at,omitzero"`
+}
+
+// w1Pending is a pending tool call of a run's record.
+type w1Pending struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
 // w1States returns the JSON of a W1 run's state after each of the four
 // writes of its record: created, the first answer recorded, the tool's
 // result recorded with the advance to step 2, and complete.
@@ -126,8 +154,8 @@ func w1States() ([4][]byte, error) {
 	call := model.ToolCall{ID: toolCallID, Name: toolName, Arguments: toolArgs}
 	result := model.Message{Role: model.RoleTool, ToolCallID: toolCallID, ToolName: toolName, Parts: []model.Part{model.TextPart("5")}}
 	start := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
-	st := agent.RunState{
-		RunID: calf.NewID(), Agent: agentName, Status: agent.RunRunning, Phase: agent.PhaseInference, Step: 1,
+	st := w1Record{
+		RunID: calf.NewID(), Agent: agentName, Status: agent.RunRunning, Phase: "inference", Step: 1,
 		Messages: []model.Message{model.UserMessage(prompt)}, StartedAt: start,
 	}
 	var out [4][]byte
@@ -140,13 +168,13 @@ func w1States() ([4][]byte, error) {
 		return out, err
 	}
 	st.Messages = append(st.Messages, model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{call}})
-	st.Phase, st.Pending = agent.PhaseTools, []agent.PendingCall{{ID: call.ID, Name: call.Name, Arguments: call.Arguments}}
+	st.Phase, st.Pending = "tools", []w1Pending{{ID: call.ID, Name: call.Name, Arguments: call.Arguments}}
 	st.Usage = model.Usage{InputTokens: 40, OutputTokens: 10}
 	if err := add(1); err != nil {
 		return out, err
 	}
 	st.Messages = append(st.Messages, result)
-	st.Pending, st.Step, st.Phase, st.AdvancedBy = nil, 2, agent.PhaseInference, call.ID
+	st.Pending, st.Step, st.Phase, st.AdvancedBy = nil, 2, "inference", call.ID
 	st.ToolCalls = []agent.ToolCallRecord{{Step: 1, ID: call.ID, Name: call.Name, Arguments: call.Arguments, Status: agent.StatusSuccess,
 		Result: &tool.Result{Parts: result.Parts, Structured: json.RawMessage("5")}}}
 	if err := add(2); err != nil {

@@ -23,7 +23,9 @@ func putEndedRun(t *testing.T, path, id string, ended time.Time) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	data, err := json.Marshal(agent.RunState{RunID: id, Agent: agentName, Status: agent.RunComplete, Step: 1, StartedAt: ended.Add(-time.Second), EndedAt: ended})
+	// A run's record as the handlers write it.
+	data, err := json.Marshal(map[string]any{"run_id": id, "agent": agentName, "status": agent.RunComplete, "step": 1,
+		"messages": []any{}, "started_at": ended.Add(-time.Second), "ended_at": ended})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,7 @@ func showRun(ctx context.Context, storeURL, id string, out io.Writer) error {
 	var v any = rs
 	if ts != nil {
 		v = ts
-	} else if rs.Bare() {
+	} else if rs.Partial {
 		// The record holds the run's last messages: read back the history
 		// its session keeps and the messages archived, and print them all.
 		mb := memory.New(nil)
@@ -147,9 +147,7 @@ func showRun(ctx context.Context, storeURL, id string, out io.Writer) error {
 		if rs, err = agent.NewRuntime(c, st, nil).LoadRun(ctx, id); err != nil {
 			return failure(err)
 		}
-		whole := *rs
-		whole.History, whole.Archived, whole.ArchivedCalls = nil, 0, 0
-		v = &whole
+		v = rs
 	}
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -161,7 +159,7 @@ func showRun(ctx context.Context, storeURL, id string, out io.Writer) error {
 
 // loadRun is runner.LoadRun, whose error for a run the store does not
 // hold says so in the user's words, not the store's.
-func loadRun(ctx context.Context, st store.Store, id string) (*agent.RunState, *team.State, error) {
+func loadRun(ctx context.Context, st store.Store, id string) (*agent.RunInfo, *team.State, error) {
 	rs, ts, err := runner.LoadRun(ctx, st, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, fmt.Errorf("no such run: %s (no agent or team run has this id)", id)

@@ -96,8 +96,8 @@ func TestRunsCommands(t *testing.T) {
 		t.Errorf("calf runs list --status paused = %+v", table)
 	}
 	show := runMain(ctx, "", "runs", "show", "--store", storeURL, "loop-1")
-	var shown agent.RunState
-	if show.code != exitOK || json.Unmarshal([]byte(show.stdout), &shown) != nil || !shown.Paused() {
+	var shown agent.RunInfo
+	if show.code != exitOK || json.Unmarshal([]byte(show.stdout), &shown) != nil || !shown.Paused {
 		t.Errorf("calf runs show = %+v", show)
 	}
 	// The whole conversation, though the record archived its start: the

@@ -30,10 +30,10 @@ func TestPauseResumeAcrossRestartNATSPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := c.run(t, id)
-	var st *agent.RunState
+	var st *agent.RunInfo
 	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(20 * time.Millisecond) {
 		var err error
-		if st, err = c.rt.LoadRun(t.Context(), id); err == nil && st.Paused() {
+		if st, err = c.rt.LoadRun(t.Context(), id); err == nil && st.Paused {
 			break
 		}
 		if time.Now().After(deadline) {

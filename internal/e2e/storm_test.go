@@ -75,7 +75,7 @@ func runBatch(t *testing.T, h *harness, c *caller, cfg *workerConfig, label stri
 		if err != nil {
 			t.Fatal(err)
 		}
-		st.RunID, st.StartedAt, st.EndedAt, st.ReplyTo = "", time.Time{}, time.Time{}, nil
+		st.ID, st.StartedAt, st.EndedAt = "", time.Time{}, time.Time{}
 		outs := c.outputsOf(id)
 		if len(outs) == 0 {
 			t.Errorf("%s: no output of run %s on the output channel", label, id)
@@ -90,7 +90,7 @@ func runBatch(t *testing.T, h *harness, c *caller, cfg *workerConfig, label stri
 			distinct[string(k)] = o
 		}
 		data, err := json.MarshalIndent(struct {
-			State   *agent.RunState
+			State   *agent.RunInfo
 			Outputs map[string]agent.OutputEvent
 		}{st, distinct}, "", "  ")
 		if err != nil {

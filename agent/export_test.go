@@ -1,0 +1,30 @@
+package agent
+
+import "context"
+
+// What the package's external tests see of the run's stored state, which
+// is not part of the API.
+
+type (
+	RunState   = runState
+	HistoryRef = historyRef
+)
+
+const (
+	PhaseInference  = phaseInference
+	PhaseTools      = phaseTools
+	KindRunMessages = kindRunMessages
+)
+
+// DecodeRunState decodes a run's record.
+func DecodeRunState(data []byte) (*RunState, error) { return decodeRunState(data) }
+
+// LoadState returns the stored state of a run, whole, as LoadRun's view
+// is made from.
+func (rt *Runtime) LoadState(ctx context.Context, runID string) (*RunState, error) {
+	st, err := rt.loadRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return st.detached()
+}

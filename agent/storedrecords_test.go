@@ -1,0 +1,230 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/runner"
+	"github.com/calf-go/calf/store"
+	storemem "github.com/calf-go/calf/store/memory"
+	"github.com/calf-go/calf/tool"
+)
+
+// storedRecord is a record of testdata/records: kind, id and data as the
+// code before the run view (RunInfo) wrote them; see
+// testdata/records/README.md.
+type storedRecord struct {
+	Kind string          `json:"kind"`
+	ID   string          `json:"id"`
+	Data json.RawMessage `json:"data"`
+}
+
+// storedEnv is a runtime on a store holding the records of the fixture
+// name.
+func storedEnv(t *testing.T, name string) (*agent.Runtime, store.Store) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "records", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []storedRecord
+	if err := json.Unmarshal(data, &recs); err != nil {
+		t.Fatal(err)
+	}
+	s := storemem.New()
+	for _, r := range recs {
+		if _, err := s.Put(t.Context(), r.Kind, r.ID, r.Data, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := calf.NewClient(memory.New(nil), nil)
+	t.Cleanup(func() { c.Shutdown(context.Background()) })
+	return agent.NewRuntime(c, s, nil), s
+}
+
+// fixtureDeps are the dependencies the fixtures' runs were given, read
+// through a handle by this version's tools.
+type fixtureDeps struct {
+	Prefix string `json:"prefix"`
+}
+
+type fixtureReport struct {
+	City  string `json:"city"`
+	Score int    `json:"score"`
+}
+
+func lastText(_ context.Context, req *model.Request) (*model.Response, error) {
+	return modeltest.Text("saw: " + req.Messages[len(req.Messages)-1].Text()), nil
+}
+
+// Records written by the code before the run view are read by this one:
+// every run of the fixtures has a view (from its record alone, and whole),
+// is listed and summarized, and the runs that had not ended go on to their
+// end here, their dependencies decoded by this version's handle.
+func TestStoredRecords(t *testing.T) {
+	ctx := t.Context()
+	whole := func(t *testing.T, rt *agent.Runtime, id string) *agent.RunInfo {
+		t.Helper()
+		info, err := rt.LoadRun(ctx, id)
+		if err != nil {
+			t.Fatalf("LoadRun(%s): %v", id, err)
+		}
+		if info.Partial || info.ID != id {
+			t.Fatalf("LoadRun(%s): partial %v, id %q", id, info.Partial, info.ID)
+		}
+		return info
+	}
+	listed := func(t *testing.T, s store.Store, want ...string) {
+		t.Helper()
+		runs, err := runner.Runs(ctx, s, &runner.RunFilter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range runs {
+			got = append(got, r.ID+"="+r.Status)
+		}
+		for _, w := range want {
+			if !strings.Contains(" "+strings.Join(got, " ")+" ", " "+w+" ") {
+				t.Errorf("runner.Runs = %v, want %s among them", got, w)
+			}
+		}
+	}
+
+	t.Run("complete", func(t *testing.T) {
+		rt, s := storedEnv(t, "complete")
+		info := whole(t, rt, "run-complete")
+		if info.Status != agent.RunComplete || info.Agent != "echo" || info.Step != 2 || len(info.Messages) != 4 ||
+			string(info.Output) != `"saw: run:hi"` || len(info.ToolCalls) != 1 || info.ToolCalls[0].Result.Text() != "run:hi" ||
+			info.Usage.Requests != 2 || info.StartedAt.IsZero() || info.EndedAt.Before(info.StartedAt) {
+			t.Errorf("run-complete: %+v", info)
+		}
+		typed := agent.Must(agent.NewTyped[fixtureReport]("reporter", nil, nil))
+		out, err := typed.Result(ctx, rt, "run-structured")
+		if err != nil || out.Output != (fixtureReport{City: "Paris", Score: 7}) {
+			t.Errorf("Result(run-structured) = %+v, %v", out, err)
+		}
+		if info := whole(t, rt, "run-failed"); info.Status != agent.RunFailed || !strings.Contains(info.Error, "the model refused") {
+			t.Errorf("run-failed: %+v", info)
+		}
+		listed(t, s, "run-complete=complete", "run-structured=complete", "run-failed=failed")
+	})
+
+	t.Run("session", func(t *testing.T) {
+		rt, s := storedEnv(t, "session")
+		info := whole(t, rt, "run-session-3")
+		if len(info.Messages) != 6 || info.HistoryLen != 4 || info.Messages[0].Text() != "first" || info.Own != 2 ||
+			info.NewMessages()[0].Text() != "third" || info.SessionID != "s1" {
+			t.Errorf("run-session-3: %d messages, history %d, own %d: %+v", len(info.Messages), info.HistoryLen, info.Own, info.Messages)
+		}
+		rec, err := s.Get(ctx, store.KindRun, "run-session-3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bare, err := agent.DecodeRunInfo(rec.Data)
+		if err != nil || !bare.Partial || len(bare.Messages) != 2 || bare.HistoryLen != 0 || bare.Own != 2 {
+			t.Errorf("DecodeRunInfo(run-session-3) = %+v, %v", bare, err)
+		}
+		// The session goes on: this version's next run sees its history.
+		var seen int
+		chat := agent.Must(agent.New("chat", modeltest.FunctionModel(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+			seen = len(req.Messages)
+			return lastText(ctx, req)
+		}), &agent.Options{Instructions: "Chat."}))
+		if err := chat.Serve(ctx, rt, nil); err != nil {
+			t.Fatal(err)
+		}
+		out, err := chat.Run(ctx, rt, "fourth", chat.InSession("s1"))
+		if err != nil || out.Output != "saw: fourth" || seen != 1+6+1 {
+			t.Errorf("a run continuing the stored session: %+v, %v; the model saw %d messages, want 8", out, err, seen)
+		}
+		listed(t, s, "run-session-1=complete", "run-session-2=complete", "run-session-3=complete")
+	})
+
+	t.Run("archived", func(t *testing.T) {
+		rt, s := storedEnv(t, "archived")
+		info := whole(t, rt, "run-archived")
+		if len(info.Messages) != 2+42 || info.HistoryLen != 2 || info.Own != 42 || len(info.ToolCalls) != 20 ||
+			info.Messages[0].Text() != "hello" || info.Messages[2].Text() != "tick twenty times" || info.Step != 21 {
+			t.Errorf("run-archived: %d messages, history %d, own %d, %d tool calls, step %d", len(info.Messages), info.HistoryLen, info.Own, len(info.ToolCalls), info.Step)
+		}
+		for i, c := range info.ToolCalls {
+			if c.Step != i+1 || c.Name != "tick" {
+				t.Errorf("tool call %d: %+v", i, c)
+			}
+		}
+		rec, err := s.Get(ctx, store.KindRun, "run-archived")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bare, err := agent.DecodeRunInfo(rec.Data)
+		if err != nil || !bare.Partial || bare.Own != 42 || len(bare.Messages) != 10 || len(bare.ToolCalls) != 12 {
+			t.Errorf("DecodeRunInfo(run-archived): %v; partial %v, own %d, %d messages, %d tool calls", err, bare.Partial, bare.Own, len(bare.Messages), len(bare.ToolCalls))
+		}
+		listed(t, s, "run-archived=complete", "run-greet=complete")
+	})
+
+	t.Run("handoff", func(t *testing.T) {
+		rt, s := storedEnv(t, "handoff")
+		info := whole(t, rt, "run-triage")
+		if info.Status != agent.RunHandedOff || info.HandedOffTo == nil || info.HandedOffTo.RunID != "run-triage.handoff.1" {
+			t.Errorf("run-triage: %+v", info)
+		}
+		if last := whole(t, rt, "run-triage.handoff.1"); len(last.Chain) != 1 || last.Chain[0].RunID != "run-triage" {
+			t.Errorf("the chain's last run: chain %+v", last.Chain)
+		}
+		triage := agent.Must(agent.New("triage", nil, nil))
+		out, err := triage.Result(ctx, rt, "run-triage")
+		if err != nil || out.Output != "Refunded." {
+			t.Errorf("Result(run-triage) = %+v, %v", out, err)
+		}
+		listed(t, s, "run-triage=handed_off", "run-triage.handoff.1=complete")
+	})
+
+	t.Run("in flight", func(t *testing.T) {
+		rt, s := storedEnv(t, "in_flight")
+		if info := whole(t, rt, "run-paused"); !info.Paused || info.Pause == nil || info.Pause.Reason != "for the fixture" || info.Status != agent.RunRunning {
+			t.Errorf("run-paused: %+v", info)
+		}
+		if info := whole(t, rt, "run-cancelled"); info.Status != agent.RunCancelled || info.Error != "for the fixture" {
+			t.Errorf("run-cancelled: %+v", info)
+		}
+		if info := whole(t, rt, "run-in-flight"); info.Status != agent.RunRunning || info.Paused {
+			t.Errorf("run-in-flight: %+v", info)
+		}
+		listed(t, s, "run-paused=paused", "run-cancelled=cancelled", "run-in-flight=running")
+
+		var deps agent.Deps[fixtureDeps]
+		echo := tool.Must(agent.NewTool("echo", "Echo with the prefix.", func(rc agent.RunContext, in echoArgs) (string, error) {
+			d, err := deps.Of(rc)
+			return d.Prefix + in.Text, err
+		}))
+		pending := agent.Must(agent.New("pending", modeltest.FunctionModel(lastText), &agent.Options{Tools: []tool.Tool{echo}}))
+		if err := pending.Serve(ctx, rt, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pending.Recover(ctx, rt, nil); err != nil {
+			t.Fatal(err)
+		}
+		out, err := pending.Wait(runCtx(t), rt, "run-in-flight")
+		if err != nil || out.Output != "saw: old:hi" {
+			t.Errorf("the run in flight, recovered: %+v, %v; want the tool to read the deps it was given", out, err)
+		}
+		if _, err := rt.Resume(ctx, "pending", "run-paused"); err != nil {
+			t.Fatal(err)
+		}
+		out, err = pending.Wait(runCtx(t), rt, "run-paused")
+		if err != nil || out.Output != "saw: paused:hi" {
+			t.Errorf("the paused run, resumed: %+v, %v", out, err)
+		}
+	})
+}
