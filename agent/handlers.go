@@ -111,7 +111,7 @@ func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions)
 			return fmt.Errorf("agent %s: serve: create channels: %w", a.name, err)
 		}
 	}
-	if a.opts.Permissions != nil {
+	if a.mayAsk() {
 		if err := calf.CreateChannels(ctx, rt.client.Broker(), ApprovalChannel(a.name)); err != nil {
 			return fmt.Errorf("agent %s: serve: create channels: %w", a.name, err)
 		}
@@ -992,7 +992,7 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 	// A call that asked for approval waits for the answer, and runs (or
 	// is denied) as it says.
 	var approval *Approval
-	if h.permissions(st) != nil {
+	if h.permissions(st) != nil || h.a.mayAsk() {
 		a, err := h.rt.Approval(ctx, ApprovalID(id, ev.ToolCallID))
 		switch {
 		case err == nil && a.Status == ApprovalPending:
@@ -1163,19 +1163,27 @@ func (h *handlers[Out]) execute(ctx context.Context, st *runState, ev ToolCallEv
 			return refused(errors.New(pre.denied))
 		}
 		ev.Arguments = string(pre.args)
+		// A hook that asked sends the call to approval whatever the
+		// permissions say, unless they refuse it.
+		ask := pre.ask
 		if perms != nil {
 			switch d, why := perms.Decide(ev.ToolName, in.ToolKind); d {
 			case PermissionDeny:
 				return refused(fmt.Errorf("the call was refused: %s", why))
 			case PermissionAskUser:
-				allowed, err := h.rt.sessionAllows(ctx, st.SessionID, ev.ToolName)
-				if err != nil {
-					return ToolResultEvent{}, false, err
-				}
-				if !allowed {
-					return ToolResultEvent{}, true, h.requestApproval(ctx, st, ev, in.ToolKind, why, records)
+				if ask == "" {
+					allowed, err := h.rt.sessionAllows(ctx, st.SessionID, ev.ToolName)
+					if err != nil {
+						return ToolResultEvent{}, false, err
+					}
+					if !allowed {
+						ask = why
+					}
 				}
 			}
+		}
+		if ask != "" {
+			return ToolResultEvent{}, true, h.requestApproval(ctx, st, ev, in.ToolKind, ask, records)
 		}
 	} else {
 		records = approved.Hooks
@@ -1223,8 +1231,8 @@ func (h *handlers[Out]) requestApproval(ctx context.Context, st *runState, ev To
 		Arguments: json.RawMessage(ev.Arguments), Digest: approvalDigest(ev.ToolName, []byte(ev.Arguments)),
 		Reason: why, Status: ApprovalPending, Hooks: records, RequestedAt: h.rt.now(),
 	}
-	if t := h.permissions(st).ApprovalTimeout; t > 0 {
-		a.ExpiresAt = a.RequestedAt.Add(t)
+	if p := h.permissions(st); p != nil && p.ApprovalTimeout > 0 {
+		a.ExpiresAt = a.RequestedAt.Add(p.ApprovalTimeout)
 	}
 	data, err := json.Marshal(a)
 	if err != nil {

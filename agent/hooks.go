@@ -105,6 +105,14 @@ const (
 	// HookSkip lets the call (or its result) through as it is now, and no
 	// later hook runs.
 	HookSkip HookAction = "skip"
+	// HookAsk, at pre_tool_use only, sends the call to a person's approval
+	// (see [Approval]), as a call that the agent's [Permissions] ask about,
+	// even when they would let it run, and even when the agent has none:
+	// the reason is the request's. The next hooks run: a later denial
+	// still refuses the call, and a later transform changes the arguments
+	// the approver is shown. Disallowed tools stay refused, and a tool
+	// allowed for the session ([ApprovalAnswer.ForSession]) still asks.
+	HookAsk HookAction = "ask"
 )
 
 // HookInput is what a hook is called with.
@@ -177,6 +185,10 @@ func TransformArguments(args json.RawMessage) HookDecision {
 func TransformResult(r *tool.Result) HookDecision {
 	return HookDecision{Action: HookTransform, Result: r}
 }
+
+// Ask returns the pre_tool_use decision that sends the call to a person's
+// approval, with reason as the request's reason.
+func Ask(reason string) HookDecision { return HookDecision{Action: HookAsk, Reason: reason} }
 
 // Skip returns the decision that lets a call or result through as it is
 // and runs no later hook.
@@ -353,6 +365,7 @@ type hookOutcome struct {
 	result  *tool.Result    // post_tool_use: the result to record
 	prompt  string          // user_prompt_submit: the prompt to run
 	denied  string          // the denial's text for the model, if denied
+	ask     string          // pre_tool_use: why a hook asked for approval, if one did
 	records []HookRecord
 }
 
@@ -423,6 +436,10 @@ func (a *Agent[Out]) runHooks(ctx context.Context, event HookEvent, in HookInput
 			default:
 				out.prompt = d.Prompt
 			}
+		case HookAsk:
+			if out.ask == "" {
+				out.ask = fmt.Sprintf("the hook %s asks: %s", h.Name, cmp.Or(d.Reason, "no reason given"))
+			}
 		case HookSkip:
 			return out
 		}
@@ -434,6 +451,11 @@ func (a *Agent[Out]) runHooks(ctx context.Context, event HookEvent, in HookInput
 func (d HookDecision) check(event HookEvent) error {
 	switch d.Action {
 	case "", HookAllow, HookDeny, HookSkip:
+		return nil
+	case HookAsk:
+		if event != HookPreToolUse && !toldOnly(event) {
+			return fmt.Errorf("a %s hook cannot ask: only pre_tool_use hooks send calls to approval", event)
+		}
 		return nil
 	case HookTransform:
 		if toldOnly(event) {
@@ -471,7 +493,8 @@ const maxHookOutput = 1 << 20
 // the arguments argv[1:], not through a shell. The program gets the
 // [HookInput] as JSON on its standard input and answers with a
 // [HookDecision] as JSON on its standard output ({"action": "deny",
-// "reason": "..."}); empty output allows. A program that exits with a
+// "reason": "..."}, or "ask" to send a call to approval); empty output
+// allows. A program that exits with a
 // non-zero status, prints something else, or outlasts the hook's timeout
 // (it is killed then, with the processes it started) denies. Its standard
 // error is kept, up to a limit, in the denial's reason. Its environment is
@@ -548,4 +571,10 @@ func (a *Agent[Out]) hasHooks(event HookEvent) bool {
 		}
 	}
 	return false
+}
+
+// mayAsk reports whether the agent's tool calls may wait for approval: it
+// has permissions, or pre_tool_use hooks, which may answer [HookAsk].
+func (a *Agent[Out]) mayAsk() bool {
+	return a.opts.Permissions != nil || a.hasHooks(HookPreToolUse)
 }
