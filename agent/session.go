@@ -127,6 +127,9 @@ var (
 	// ErrSessionFormat: the data is not a session export this version of
 	// Calf reads.
 	ErrSessionFormat = errors.New("agent: not a session export this version reads")
+	// ErrSessionBusy: a run of the session is in progress, so messages
+	// cannot be added to it ([Runtime.AppendToSession]).
+	ErrSessionBusy = errors.New("agent: a run of the session is in progress")
 )
 
 // sessionRecord is what [store.KindSession] holds: the session without its
@@ -644,6 +647,67 @@ func firstUserText(msgs []model.Message) string {
 		}
 	}
 	return ""
+}
+
+// AppendToSession adds msgs to the end of the stored session id without a
+// run, so that the session's next run sees them, as it sees the messages
+// of the runs before it. The messages must make a conversation on their
+// own (see [Runtime.ImportSession]: a tool result answers a call of an
+// assistant message among them, every call is answered). They are stored
+// as a part of the session's messages and listed in the session's record
+// with a compare-and-swap, so that appends and runs that end at the same
+// time all keep theirs. It refuses an unknown session (an error matching
+// [store.ErrNotFound]: create one with [Runtime.SaveSession] or a run),
+// and a session with a run in progress with [ErrSessionBusy], since the
+// run did not start from the messages and adds its own after them; a run
+// that starts while the append is made may not see them.
+func (rt *Runtime) AppendToSession(ctx context.Context, id string, msgs ...model.Message) error {
+	if len(msgs) == 0 {
+		return fmt.Errorf("agent: append to session %s: no messages", id)
+	}
+	if err := checkConversation(msgs); err != nil {
+		return fmt.Errorf("agent: append to session %s: %w", id, err)
+	}
+	r, version, err := rt.sessionRecord(ctx, id)
+	if err != nil {
+		return err
+	}
+	busy := func(r *sessionRecord) error {
+		if len(r.Active) > 0 {
+			return fmt.Errorf("%w: %s (run %s)", ErrSessionBusy, id, r.Active[0])
+		}
+		return nil
+	}
+	if err := busy(r); err != nil {
+		return err
+	}
+	msgs = model.CloneMessages(msgs) // the caller's stay the caller's
+	part := "append-" + calf.NewID()
+	size, err := rt.putPart(ctx, id, part, msgs)
+	if err != nil {
+		return fmt.Errorf("agent: append to session %s: %w", id, err)
+	}
+	applied := false
+	err = rt.changeSession(ctx, id, false, "", sessionChange{known: r, version: version, added: msgs, size: size}, func(r *sessionRecord) (bool, error) {
+		if err := busy(r); err != nil {
+			return false, err
+		}
+		r.Parts = append(r.Parts, part)
+		r.Count += len(msgs)
+		applied = true
+		return true, nil
+	})
+	if err == nil && !applied {
+		err = fmt.Errorf("agent: load session %s: %w", id, store.ErrNotFound) // deleted meanwhile
+	}
+	if err != nil {
+		// The part is listed nowhere: remove it.
+		if derr := rt.store.Delete(ctx, KindSessionMessages, partKey(id, part), 0); derr != nil && !errors.Is(derr, store.ErrNotFound) {
+			rt.log.Warn("agent: remove the part of a refused append", "session", id, "err", derr)
+		}
+		return err
+	}
+	return nil
 }
 
 // SetSessionTitle sets the title of the stored session id.
