@@ -38,6 +38,13 @@
 // definitions (to the whole schema, or to another property) is checked as
 // a whole, and reports its first violation only.
 //
+// # Results
+//
+// A [Result] holds the parts the model is shown, a structured value, and
+// Metadata for the application, which the model never sees. [FileResult]
+// shows the model a file: text as text labelled with its path, an image
+// as an image part, and refuses other content with [ErrUnreadableFile].
+//
 // # Structured output
 //
 // [SchemaFor] infers the schema of a Go type for a model's structured

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/calf-go/calf/model"
 )
@@ -28,6 +29,10 @@ type Result struct {
 	Structured json.RawMessage `json:"structured,omitempty"`
 	// IsError marks a result that reports a failure to the model.
 	IsError bool `json:"is_error,omitempty"`
+	// Metadata is for the application, never shown to the model: it
+	// travels with the result in the run's events and stays with the
+	// run's record of the call (as FileResult's path, type and size do).
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // Clone returns a copy of r that shares no memory with it that either
@@ -39,6 +44,7 @@ func (r *Result) Clone() *Result {
 	c := *r
 	c.Parts = model.Message{Parts: r.Parts}.Clone().Parts
 	c.Structured = bytes.Clone(r.Structured)
+	c.Metadata = maps.Clone(r.Metadata)
 	return &c
 }
 
