@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,6 +129,61 @@ func AsTask(sub Target, opts *SubagentOptions) (tool.Tool, error) {
 	return asTool(sub, &o, true)
 }
 
+// AsTaskAmong returns a tool, named "task" by default, with which the
+// model hands a task to the subagent of its choice among subs: as with
+// [AsTask], it gives the task in a few words and a prompt with everything
+// the subagent needs, and names the subagent in the argument "subagent",
+// whose schema enumerates the names of subs. The tool's description lists
+// each subagent with its description, which should say what it is for.
+// The chosen subagent runs exactly as [AsTool]'s does, with opts for every
+// one of them; a name that is not one of subs is an error result that
+// lists the names, and no run starts.
+//
+// The model calls the tool with {"subagent": "...", "description": "...",
+// "prompt": "..."}.
+func AsTaskAmong(subs []Target, opts *SubagentOptions) (tool.Tool, error) {
+	if len(subs) == 0 {
+		return nil, fmt.Errorf("%w: a task tool needs at least one subagent", ErrInvalidAgent)
+	}
+	var o SubagentOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Name == "" {
+		o.Name = DefaultTaskToolName
+	}
+	names := make([]string, 0, len(subs))
+	var b strings.Builder
+	b.WriteString(cmp.Or(o.Description, "Hand a self-contained task to one of the subagents below, which works on it with its own tools "+
+		"and budget and answers with its result. It does not see this conversation: the prompt must say everything it "+
+		"needs to know."))
+	b.WriteString("\n\nSubagents:")
+	for _, sub := range subs {
+		if sub == nil || !nameRE.MatchString(sub.Name()) {
+			return nil, fmt.Errorf("%w: subagent must have a valid agent name", ErrInvalidAgent)
+		}
+		if slices.Contains(names, sub.Name()) {
+			return nil, fmt.Errorf("%w: subagent %s given twice", ErrInvalidAgent, sub.Name())
+		}
+		names = append(names, sub.Name())
+		b.WriteString("\n- " + sub.Name())
+		if d := sub.Description(); d != "" {
+			b.WriteString(": " + d)
+		}
+	}
+	o.Description = b.String()
+	enum, err := json.Marshal(names)
+	if err != nil {
+		return nil, err
+	}
+	params := json.RawMessage(`{"type":"object","properties":{` +
+		`"subagent":{"type":"string","enum":` + string(enum) + `,"description":"The name of the subagent to hand the task to."},` +
+		`"description":{"type":"string","description":"The task in a few words."},` +
+		`"prompt":{"type":"string","description":"The task for the subagent, with everything it needs to know: it does not see this conversation."}},` +
+		`"required":["subagent","description","prompt"],"additionalProperties":false}`)
+	return newSubagentTool(subs[0].Name(), names, o, params, true)
+}
+
 func asTool(sub Target, opts *SubagentOptions, task bool) (tool.Tool, error) {
 	var o SubagentOptions
 	if opts != nil {
@@ -139,14 +195,24 @@ func asTool(sub Target, opts *SubagentOptions, task bool) (tool.Tool, error) {
 	if o.Name == "" {
 		o.Name = sub.Name()
 	}
-	if err := tool.CheckName(o.Name); err != nil {
-		return nil, err
-	}
 	if o.Description == "" {
 		o.Description = sub.Description()
 	}
 	if o.Description == "" {
 		o.Description = "Ask the agent " + sub.Name() + " to carry out a task."
+	}
+	params := subagentParams
+	if task {
+		params = taskParams
+	}
+	return newSubagentTool(sub.Name(), nil, o, params, task)
+}
+
+// newSubagentTool makes the tool of the subagent agent, or of the one
+// among choices that a call names when choices is not empty.
+func newSubagentTool(agent string, choices []string, o SubagentOptions, params json.RawMessage, task bool) (*subagentTool, error) {
+	if err := tool.CheckName(o.Name); err != nil {
+		return nil, err
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultSubagentTimeout
@@ -154,15 +220,11 @@ func asTool(sub Target, opts *SubagentOptions, task bool) (tool.Tool, error) {
 	if o.MaxDepth <= 0 {
 		o.MaxDepth = DefaultMaxSubagentDepth
 	}
-	params := subagentParams
-	if task {
-		params = taskParams
-	}
 	schema, err := tool.ParseSchema(params)
 	if err != nil {
 		return nil, err
 	}
-	st := &subagentTool{agent: sub.Name(), opts: o, schema: schema, task: task}
+	st := &subagentTool{agent: agent, choices: choices, opts: o, schema: schema, task: task}
 	st.Tool = tool.NewRaw(model.ToolDefinition{Name: o.Name, Description: o.Description, Parameters: params}, st.call)
 	return st, nil
 }
@@ -186,10 +248,11 @@ func SubagentRunID(parent, callID string) string { return parent + "/" + callID 
 // the subagent's run instead of calling it.
 type subagentTool struct {
 	tool.Tool
-	agent  string
-	opts   SubagentOptions
-	schema *tool.Schema
-	task   bool // made by AsTask: its arguments are a description and a prompt
+	agent   string   // the subagent, or the first of choices
+	choices []string // made by AsTaskAmong: the subagents a call chooses among
+	opts    SubagentOptions
+	schema  *tool.Schema
+	task    bool // made by AsTask or AsTaskAmong: its arguments are a description and a prompt
 }
 
 var taskParams = json.RawMessage(`{"type":"object","properties":{` +
@@ -202,27 +265,42 @@ var subagentParams = json.RawMessage(`{"type":"object","properties":{"input":{"t
 
 // input returns the subagent's prompt from the call's arguments.
 func (t *subagentTool) input(args json.RawMessage) (string, error) {
+	_, in, err := t.target(args)
+	return in, err
+}
+
+// target returns the subagent a call runs and its prompt, from the call's
+// arguments.
+func (t *subagentTool) target(args json.RawMessage) (string, string, error) {
 	var in struct {
 		Input       string `json:"input"`
+		Subagent    string `json:"subagent"`
 		Description string `json:"description"`
 		Prompt      string `json:"prompt"`
 	}
 	if err := json.Unmarshal(args, &in); err != nil {
-		return "", &tool.ArgumentError{Tool: t.opts.Name, Err: err}
+		return "", "", &tool.ArgumentError{Tool: t.opts.Name, Err: err}
+	}
+	agent := t.agent
+	if len(t.choices) > 0 {
+		if !slices.Contains(t.choices, in.Subagent) {
+			return "", "", &tool.ArgumentError{Tool: t.opts.Name, Err: fmt.Errorf("there is no subagent %q: choose one of %s", in.Subagent, strings.Join(t.choices, ", "))}
+		}
+		agent = in.Subagent
 	}
 	if err := t.schema.Validate(args); err != nil {
-		return "", &tool.ArgumentError{Tool: t.opts.Name, Err: err}
+		return "", "", &tool.ArgumentError{Tool: t.opts.Name, Err: err}
 	}
 	if t.task {
 		if strings.TrimSpace(in.Description) == "" || strings.TrimSpace(in.Prompt) == "" {
-			return "", &tool.ArgumentError{Tool: t.opts.Name, Err: errors.New("description and prompt must not be empty")}
+			return "", "", &tool.ArgumentError{Tool: t.opts.Name, Err: errors.New("description and prompt must not be empty")}
 		}
-		return "Task: " + strings.TrimSpace(in.Description) + "\n\n" + in.Prompt, nil
+		return agent, "Task: " + strings.TrimSpace(in.Description) + "\n\n" + in.Prompt, nil
 	}
 	if in.Input == "" {
-		return "", &tool.ArgumentError{Tool: t.opts.Name, Err: errors.New("input is empty")}
+		return "", "", &tool.ArgumentError{Tool: t.opts.Name, Err: errors.New("input is empty")}
 	}
-	return in.Input, nil
+	return agent, in.Input, nil
 }
 
 // call reports bad arguments; valid calls never reach it, as the handlers
@@ -260,9 +338,14 @@ func (h *handlers[Out]) subagentCall(ev ToolCallEvent) (*subagentTool, string, b
 	if !ok {
 		return nil, "", false
 	}
-	input, err := sub.input(json.RawMessage(ev.Arguments))
+	name, input, err := sub.target(json.RawMessage(ev.Arguments))
 	if err != nil {
 		return nil, "", false
+	}
+	if name != sub.agent {
+		chosen := *sub // the tool as it is for the subagent the call chose
+		chosen.agent = name
+		sub = &chosen
 	}
 	return sub, input, true
 }
@@ -275,6 +358,8 @@ type subagentRef struct {
 	Tool    string `json:"tool"`
 	Call    string `json:"call"`
 	Session string `json:"session,omitempty"`
+	// Agent is the subagent the call started.
+	Agent string `json:"agent,omitempty"`
 	// Trace is the parent run's trace context, which the result carries
 	// back (the subagent's messages carry its own run's).
 	Trace string `json:"trace,omitempty"`
@@ -313,7 +398,7 @@ func (h *handlers[Out]) startSubagent(ctx context.Context, msg *calf.Message, st
 	if _, err := h.rt.client.Emit(ctx, SubagentSpawnedChannel(h.a.name), spawned, calf.WithID(child+".spawned"), calf.WithKey(st.RunID)); err != nil {
 		return err
 	}
-	ref, err := json.Marshal(subagentRef{Run: st.RunID, Step: ev.Step, Tool: ev.ToolName, Call: ev.ToolCallID, Session: st.SessionID, Trace: msg.Metadata.Traceparent})
+	ref, err := json.Marshal(subagentRef{Run: st.RunID, Step: ev.Step, Tool: ev.ToolName, Call: ev.ToolCallID, Session: st.SessionID, Agent: sub.agent, Trace: msg.Metadata.Traceparent})
 	if err != nil {
 		return err
 	}
@@ -376,8 +461,8 @@ func (h *handlers[Out]) onSubagentCompleted(ctx context.Context, msg *calf.Messa
 // subagent's output out makes, publishes their decisions, and returns the
 // result they leave.
 func (h *handlers[Out]) subagentStopHooks(ctx context.Context, msg *calf.Message, ref subagentRef, out *OutputEvent, res ToolResultEvent) (ToolResultEvent, error) {
-	name := out.Agent
-	if t, ok := h.a.tool(ref.Tool); ok {
+	name := cmp.Or(ref.Agent, out.Agent)
+	if t, ok := h.a.tool(ref.Tool); ok && ref.Agent == "" { // a reply to an earlier version
 		if sub, ok := t.(*subagentTool); ok {
 			name = sub.agent // the agent called, though its run may have handed off
 		}
