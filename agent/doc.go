@@ -160,5 +160,7 @@
 // When Out is not a string, the model is asked for JSON following Out's
 // schema (see [tool.SchemaFor]); the answer is validated and decoded, and an
 // invalid answer is sent back with the validation error, at most
-// [Options.MaxRepairs] times.
+// [Options.MaxRepairs] times. [Agent.RunStream] yields the output as it
+// streams, as [EventPartialOutput] events whose [PartialOutput] holds an
+// Out with the fields streamed so far.
 package agent

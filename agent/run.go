@@ -800,6 +800,11 @@ const (
 	// EventCustom: a custom agent's step or a tool emitted an event
 	// (Custom); see [RunContext.EmitEvent].
 	EventCustom EventKind = "custom"
+	// EventPartialOutput: the structured output as far as the model's
+	// answer has streamed (Partial), after the delta that changed it. It
+	// does not travel on the broker: [Agent.RunStream] of an agent with a
+	// structured output type makes it from the text deltas.
+	EventPartialOutput EventKind = "partial_output"
 )
 
 // Event is one event of a run, as [Agent.RunStream] yields it. One of the
@@ -826,13 +831,22 @@ type Event struct {
 	Pause *PauseEvent
 	// Custom is an event a step or a tool emitted.
 	Custom *CustomEvent
+	// Partial is the structured output as far as it has streamed.
+	Partial *PartialOutput
 	// Message is the event as it travelled on the broker.
 	Message *calf.Message
 }
 
 // RunStream starts a run like [Agent.Run] and yields its events as they
 // happen: the input, each inference, the model's text and tool-call deltas,
-// the tool calls and their results, and last the output. A run that fails
+// the tool calls and their results, and last the output. An agent with a
+// structured output type (see [NewTyped]) also yields, after each text
+// delta that changes it, the output as far as it has streamed: a
+// partial_output event whose [PartialOutput] holds a value of type Out
+// with the fields streamed so far. The partial outputs of a step grow
+// (a string value as it is written, a number, a literal or a key when
+// whole), the last one is the answer as the model gave it, and they are
+// not validated: the output event has the validated output. A run that fails
 // yields its output event and then a *RunError. Stopping the iteration
 // before the output cancels the run. Use [Agent.Result] with the run id for
 // the typed output.
@@ -908,6 +922,7 @@ func (a *Agent[Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, 
 		seen := map[string]struct{}{}
 		start := a.startCheck(rt, id, opts)
 		// send yields evs, and reports whether the stream is over.
+		partial := &partials[Out]{a: a}
 		send := func(evs []Event) bool {
 			for _, ev := range evs {
 				if !yield(ev, nil) {
@@ -915,6 +930,11 @@ func (a *Agent[Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, 
 						cancel()
 						_ = a.abandon(ctx, rt, id)
 					}
+					return true
+				}
+				if p, ok := partial.add(ev); ok && !yield(p, nil) {
+					cancel()
+					_ = a.abandon(ctx, rt, id)
 					return true
 				}
 				if ev.Kind == EventOutput {

@@ -1,0 +1,246 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// PartialOutput is the payload of an [EventPartialOutput]: the structured
+// output as far as the model's answer has streamed.
+type PartialOutput struct {
+	// JSON is the streamed prefix of the answer made into a JSON value:
+	// open strings, arrays and objects closed, and the key, number or
+	// literal still being written left out.
+	JSON json.RawMessage
+	// Value is JSON decoded into the agent's output type Out (a value of
+	// type Out, not a pointer): the fields not yet streamed have their zero
+	// values.
+	Value any
+}
+
+// partials turns a typed agent's text deltas into partial outputs: it
+// keeps the text of the step being streamed and the last partial yielded.
+type partials[Out any] struct {
+	a    *Agent[Out]
+	run  string
+	step int
+	text strings.Builder
+	last json.RawMessage
+}
+
+// add takes ev into the text, and returns the partial output event that
+// follows it when the output as far as streamed has changed.
+func (p *partials[Out]) add(ev Event) (Event, bool) {
+	if p.a.output == nil || ev.Agent != p.a.name || ev.Kind != EventDelta || ev.Delta == nil || ev.Delta.Text == "" {
+		return Event{}, false
+	}
+	if ev.RunID != p.run || ev.Step != p.step { // the first text of a step
+		p.run, p.step, p.last = ev.RunID, ev.Step, nil
+		p.text.Reset()
+	}
+	p.text.WriteString(ev.Delta.Text)
+	raw, ok := completeJSON(p.text.String())
+	if !ok {
+		return Event{}, false
+	}
+	if p.a.output.Wrapped() {
+		var err error
+		if raw, err = p.a.output.Unwrap(raw); err != nil {
+			return Event{}, false // the value has not begun
+		}
+	}
+	if bytes.Equal(raw, p.last) {
+		return Event{}, false
+	}
+	var v Out
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return Event{}, false
+	}
+	p.last = raw
+	return Event{Kind: EventPartialOutput, Agent: ev.Agent, RunID: ev.RunID, Step: ev.Step, Partial: &PartialOutput{JSON: raw, Value: v}}, true
+}
+
+// completeJSON makes the longest usable prefix of a JSON object or array
+// that is being streamed (after white space and a Markdown code fence)
+// into valid JSON: it closes the string being written, if it is a value,
+// and the open arrays and objects, and leaves out what cannot be
+// completed without guessing (a key without its value, a number or a
+// literal not yet ended, an escape sequence cut short). It reports false
+// when s does not start an object or an array, or is not valid JSON as far
+// as it goes.
+func completeJSON(s string) (json.RawMessage, bool) {
+	s = strings.TrimLeft(s, " \t\r\n")
+	if rest, ok := strings.CutPrefix(s, "```"); ok {
+		i := strings.IndexByte(rest, '\n')
+		if i < 0 {
+			return nil, false
+		}
+		s = strings.TrimLeft(rest[i+1:], " \t\r\n")
+	}
+	if s == "" || (s[0] != '{' && s[0] != '[') {
+		return nil, false
+	}
+	const (
+		needValue = iota // a value must come
+		needKey          // a key (or, after '{', the end) must come
+		needColon
+		afterValue // ',' or the end of the container must come
+	)
+	var (
+		stack    []byte // the open containers' closers
+		state    = needValue
+		cut      = -1    // s[:cut] ends at a point that can be completed
+		cutStack []byte  // the closers to add at cut
+		cutQuote bool    // cut is inside a value string
+		empty    = false // the container just opened has no member yet
+	)
+	mark := func(i int, quote bool) {
+		cut, cutQuote = i, quote
+		cutStack = append(cutStack[:0], stack...)
+	}
+	endValue := func(i int) {
+		state = afterValue
+		mark(i, false)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		switch state {
+		case needValue, needKey:
+			if state == needKey && c != '"' && !(c == '}' && empty) {
+				return nil, false
+			}
+			switch {
+			case c == '{' || c == '[':
+				if c == '{' {
+					stack, state = append(stack, '}'), needKey
+				} else {
+					stack, state = append(stack, ']'), needValue
+				}
+				empty = true
+				mark(i+1, false)
+				continue
+			case (c == '}' || c == ']') && empty && len(stack) > 0 && stack[len(stack)-1] == c:
+				stack = stack[:len(stack)-1]
+				endValue(i + 1)
+			case c == '"':
+				key := state == needKey
+				j, done := scanString(s, i+1)
+				if !done {
+					if !key {
+						mark(j, true) // the value string so far
+					}
+					return finish(s, cut, cutQuote, cutStack)
+				}
+				i = j // the closing quote
+				if key {
+					state = needColon
+				} else {
+					endValue(i + 1)
+				}
+			case c == '-' || (c >= '0' && c <= '9'):
+				j := i
+				for j < len(s) && strings.IndexByte("+-.eE0123456789", s[j]) >= 0 {
+					j++
+				}
+				if j == len(s) {
+					return finish(s, cut, cutQuote, cutStack) // the number may go on
+				}
+				if !json.Valid([]byte(s[i:j])) {
+					return nil, false
+				}
+				i = j - 1
+				endValue(j)
+			case c == 't' || c == 'f' || c == 'n':
+				lit := map[byte]string{'t': "true", 'f': "false", 'n': "null"}[c]
+				rest := s[i:]
+				if len(rest) < len(lit) {
+					if !strings.HasPrefix(lit, rest) {
+						return nil, false
+					}
+					return finish(s, cut, cutQuote, cutStack)
+				}
+				if !strings.HasPrefix(rest, lit) {
+					return nil, false
+				}
+				i += len(lit) - 1
+				endValue(i + 1)
+			default:
+				return nil, false
+			}
+		case needColon:
+			if c != ':' {
+				return nil, false
+			}
+			state = needValue
+		case afterValue:
+			if len(stack) == 0 {
+				return finish(s, cut, cutQuote, cutStack) // the value is whole: what follows is not ours
+			}
+			switch {
+			case c == ',':
+				if stack[len(stack)-1] == '}' {
+					state = needKey
+				} else {
+					state = needValue
+				}
+			case c == stack[len(stack)-1]:
+				stack = stack[:len(stack)-1]
+				endValue(i + 1)
+			default:
+				return nil, false
+			}
+		}
+		empty = false
+	}
+	return finish(s, cut, cutQuote, cutStack)
+}
+
+// scanString scans the string whose content starts at s[i]. It returns
+// the index of its closing quote and true, or, when s ends first, the
+// index up to which its content is whole (before an escape cut short) and
+// false.
+func scanString(s string, i int) (int, bool) {
+	for i < len(s) {
+		switch s[i] {
+		case '"':
+			return i, true
+		case '\\':
+			n := 2
+			if i+1 < len(s) && s[i+1] == 'u' {
+				n = 6
+			}
+			if i+n > len(s) {
+				return i, false
+			}
+			i += n
+		default:
+			i++
+		}
+	}
+	return i, false
+}
+
+// finish completes s[:cut] with a closing quote and the closers.
+func finish(s string, cut int, quote bool, closers []byte) (json.RawMessage, bool) {
+	if cut < 0 {
+		return nil, false
+	}
+	var b strings.Builder
+	b.WriteString(s[:cut])
+	if quote {
+		b.WriteByte('"')
+	}
+	for i := len(closers) - 1; i >= 0; i-- {
+		b.WriteByte(closers[i])
+	}
+	raw := json.RawMessage(b.String())
+	if !json.Valid(raw) {
+		return nil, false // a control character in a string, a bad escape
+	}
+	return raw, true
+}
