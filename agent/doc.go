@@ -91,7 +91,8 @@
 // last output, and [HandoffOptions.MaxHandoffs] bounds cycles. [AsTool]
 // and [Agent.AddSubagent] give an agent to another as a tool: each call
 // starts a child run with its own turns and deadline, and its output
-// comes back as the call's result. docs/multi-agent.md compares them with
+// comes back as the call's result; [AsTaskAmong] puts several agents
+// behind one tool whose call names the one to run. docs/multi-agent.md compares them with
 // teams and workflows.
 //
 // # Types and options
