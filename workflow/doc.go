@@ -1,8 +1,9 @@
 // Package workflow runs typed graphs of steps over a state, as events.
 //
 // A [Workflow] is a graph of nodes over a state of type S. A node is a
-// function of the state ([Func]), an agent run ([AgentNode]) or a run of
-// another workflow ([SubWorkflow]). Edges say
+// function of the state ([Func]), an agent run ([AgentNode], or
+// [TypedAgentNode] for an agent whose input message is the JSON of a
+// typed value) or a run of another workflow ([SubWorkflow]). Edges say
 // what runs next; a route ([Builder.Route]) chooses the next node from the
 // state, which also makes loops, bounded by MaxVisits; a parallel step
 // ([Builder.Parallel]) runs several branches on copies of the state and

@@ -104,6 +104,28 @@ func AgentNode[S, Out any](a *agent.Agent[Out], prompt func(s S) (string, error)
 	}}
 }
 
+// TypedAgentNode returns a node that runs agent a on a typed input: input
+// turns the state into a value of type In, whose JSON is the agent's input
+// message, and apply folds the agent's output into the state. The agent
+// reads its input as JSON, as its instructions should say (with In's
+// fields, or the schema tool.SchemaFor[In] gives); an agent with a
+// structured output type (agent.NewTyped) makes the node typed at both
+// ends. It runs as [AgentNode]'s does; an input that does not encode as
+// JSON fails the workflow run, naming the node's agent.
+func TypedAgentNode[S, In, Out any](a *agent.Agent[Out], input func(s S) (In, error), apply func(s S, out Out) (S, error)) Node[S] {
+	return AgentNode(a, func(s S) (string, error) {
+		in, err := input(s)
+		if err != nil {
+			return "", err
+		}
+		data, err := json.Marshal(in)
+		if err != nil {
+			return "", fmt.Errorf("the input of agent %s does not encode as JSON: %w", a.Name(), err)
+		}
+		return string(data), nil
+	}, apply)
+}
+
 // promptError is an error of a child node's input function (an agent
 // node's prompt, a sub-workflow's input): it fails the run, where an
 // error publishing the child's input is retried.
