@@ -21,13 +21,23 @@ type PartialOutput struct {
 
 // partials turns a typed agent's text deltas into partial outputs: it
 // keeps the text of the step being streamed and the last partial yielded.
+//
+// Each partial decodes the whole text so far, so that a long answer in
+// small deltas would cost time in the square of its length: once the
+// text is longer than partialEvery bytes, a partial is made when the text
+// has grown by a partialEvery-th since the last one, and at the end of the
+// step (before the next event of the run) for the text not yet taken.
 type partials[Out any] struct {
-	a    *Agent[Out]
-	run  string
-	step int
-	text strings.Builder
-	last json.RawMessage
+	a     *Agent[Out]
+	run   string
+	step  int
+	text  strings.Builder
+	taken int // the length of the text the last partial was made from
+	last  json.RawMessage
 }
+
+// partialEvery: see [partials].
+const partialEvery = 64
 
 // add takes ev into the text, and returns the partial output event that
 // follows it when the output as far as streamed has changed.
@@ -36,10 +46,28 @@ func (p *partials[Out]) add(ev Event) (Event, bool) {
 		return Event{}, false
 	}
 	if ev.RunID != p.run || ev.Step != p.step { // the first text of a step
-		p.run, p.step, p.last = ev.RunID, ev.Step, nil
+		p.run, p.step, p.last, p.taken = ev.RunID, ev.Step, nil, 0
 		p.text.Reset()
 	}
 	p.text.WriteString(ev.Delta.Text)
+	if n := p.text.Len(); n-p.taken < n/partialEvery {
+		return Event{}, false
+	}
+	return p.make()
+}
+
+// flush returns, before the event ev that follows a step's deltas, the
+// partial output of the text not yet taken.
+func (p *partials[Out]) flush(ev Event) (Event, bool) {
+	if p.text.Len() == p.taken || (ev.Kind == EventDelta && ev.Agent == p.a.name && ev.RunID == p.run && ev.Step == p.step) {
+		return Event{}, false
+	}
+	return p.make()
+}
+
+// make returns the partial output of the text, if it has changed.
+func (p *partials[Out]) make() (Event, bool) {
+	p.taken = p.text.Len()
 	raw, ok := completeJSON(p.text.String())
 	if !ok {
 		return Event{}, false
@@ -58,7 +86,7 @@ func (p *partials[Out]) add(ev Event) (Event, bool) {
 		return Event{}, false
 	}
 	p.last = raw
-	return Event{Kind: EventPartialOutput, Agent: ev.Agent, RunID: ev.RunID, Step: ev.Step, Partial: &PartialOutput{JSON: raw, Value: v}}, true
+	return Event{Kind: EventPartialOutput, Agent: p.a.name, RunID: p.run, Step: p.step, Partial: &PartialOutput{JSON: raw, Value: v}}, true
 }
 
 // completeJSON makes the longest usable prefix of a JSON object or array
@@ -129,8 +157,11 @@ func completeJSON(s string) (json.RawMessage, bool) {
 				endValue(i + 1)
 			case c == '"':
 				key := state == needKey
-				j, done := scanString(s, i+1)
-				if !done {
+				j, end := scanString(s, i+1)
+				if end == scanBad {
+					return nil, false
+				}
+				if end == scanMore {
 					if !key {
 						mark(j, true) // the value string so far
 					}
@@ -201,29 +232,51 @@ func completeJSON(s string) (json.RawMessage, bool) {
 }
 
 // scanString scans the string whose content starts at s[i]. It returns
-// the index of its closing quote and true, or, when s ends first, the
-// index up to which its content is whole (before an escape cut short) and
-// false.
-func scanString(s string, i int) (int, bool) {
+// the index of its closing quote and ok, or, when s ends first, the index
+// up to which its content is whole (before an escape cut short) and more;
+// or bad, at a control character or an unknown escape.
+func scanString(s string, i int) (int, scan) {
 	for i < len(s) {
-		switch s[i] {
-		case '"':
-			return i, true
-		case '\\':
-			n := 2
-			if i+1 < len(s) && s[i+1] == 'u' {
-				n = 6
+		switch c := s[i]; {
+		case c == '"':
+			return i, scanOK
+		case c < 0x20:
+			return i, scanBad
+		case c == '\\':
+			if i+1 == len(s) {
+				return i, scanMore
 			}
-			if i+n > len(s) {
-				return i, false
+			switch s[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				for j := i + 2; j < i+6; j++ {
+					if j == len(s) {
+						return i, scanMore
+					}
+					if !strings.ContainsRune("0123456789abcdefABCDEF", rune(s[j])) {
+						return i, scanBad
+					}
+				}
+				i += 6
+			default:
+				return i, scanBad
 			}
-			i += n
 		default:
 			i++
 		}
 	}
-	return i, false
+	return i, scanMore
 }
+
+// scan is how a scan of a string ended.
+type scan int
+
+const (
+	scanOK   scan = iota // the string is whole
+	scanMore             // the text ends inside the string
+	scanBad              // the string is not valid JSON
+)
 
 // finish completes s[:cut] with a closing quote and the closers.
 func finish(s string, cut int, quote bool, closers []byte) (json.RawMessage, bool) {
@@ -231,6 +284,7 @@ func finish(s string, cut int, quote bool, closers []byte) (json.RawMessage, boo
 		return nil, false
 	}
 	var b strings.Builder
+	b.Grow(cut + 1 + len(closers))
 	b.WriteString(s[:cut])
 	if quote {
 		b.WriteByte('"')
@@ -238,9 +292,5 @@ func finish(s string, cut int, quote bool, closers []byte) (json.RawMessage, boo
 	for i := len(closers) - 1; i >= 0; i-- {
 		b.WriteByte(closers[i])
 	}
-	raw := json.RawMessage(b.String())
-	if !json.Valid(raw) {
-		return nil, false // a control character in a string, a bad escape
-	}
-	return raw, true
+	return json.RawMessage(b.String()), true
 }

@@ -840,13 +840,15 @@ type Event struct {
 // RunStream starts a run like [Agent.Run] and yields its events as they
 // happen: the input, each inference, the model's text and tool-call deltas,
 // the tool calls and their results, and last the output. An agent with a
-// structured output type (see [NewTyped]) also yields, after each text
+// structured output type (see [NewTyped]) also yields, after a text
 // delta that changes it, the output as far as it has streamed: a
 // partial_output event whose [PartialOutput] holds a value of type Out
 // with the fields streamed so far. The partial outputs of a step grow
 // (a string value as it is written, a number, a literal or a key when
 // whole), the last one is the answer as the model gave it, and they are
-// not validated: the output event has the validated output. A run that fails
+// not validated: the output event has the validated output. (A long
+// answer makes one when it has grown by a 64th, and the last before the
+// event that follows its step.) A run that fails
 // yields its output event and then a *RunError. Stopping the iteration
 // before the output cancels the run. Use [Agent.Result] with the run id for
 // the typed output.
@@ -925,6 +927,11 @@ func (a *Agent[Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, 
 		partial := &partials[Out]{a: a}
 		send := func(evs []Event) bool {
 			for _, ev := range evs {
+				if p, ok := partial.flush(ev); ok && !yield(p, nil) {
+					cancel()
+					_ = a.abandon(ctx, rt, id)
+					return true
+				}
 				if !yield(ev, nil) {
 					if ev.Kind != EventOutput {
 						cancel()
