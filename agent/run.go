@@ -833,7 +833,8 @@ type Event struct {
 	Custom *CustomEvent
 	// Partial is the structured output as far as it has streamed.
 	Partial *PartialOutput
-	// Message is the event as it travelled on the broker.
+	// Message is the event as it travelled on the broker; nil for a
+	// partial_output event, which did not.
 	Message *calf.Message
 }
 
