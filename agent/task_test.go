@@ -142,6 +142,23 @@ func TestTaskToolAmong(t *testing.T) {
 		t.Errorf("child run: agent %s, parent %q, max turns %d", child.Agent, child.Parent, child.MaxTurns)
 	}
 
+	// The stream's subagent events name the subagent chosen.
+	var spawned, completed string
+	for ev, err := range serve(t, e, lead("gamma")).RunStream(runCtx(t), e.rt, "sort it", &agent.RunOptions{RunID: "p3"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case agent.EventSubagentSpawned:
+			spawned = ev.Subagent.Agent
+		case agent.EventSubagentCompleted:
+			completed = ev.Output.Agent
+		}
+	}
+	if spawned != "gamma" || completed != "gamma" || calls[2].Load() != 1 {
+		t.Errorf("subagent spawned %q, completed %q, gamma's model calls %d", spawned, completed, calls[2].Load())
+	}
+
 	// An unknown name goes back to the model as an error result that
 	// lists the subagents; no subagent runs.
 	m = serve(t, e, lead("delta"))
@@ -156,7 +173,7 @@ func TestTaskToolAmong(t *testing.T) {
 	if _, err := task.Call(t.Context(), json.RawMessage(`{"subagent":"delta","description":"d","prompt":"p"}`)); !errors.As(err, &ae) || !strings.Contains(err.Error(), "delta") {
 		t.Errorf("called directly with an unknown name: %v", err)
 	}
-	if calls[0].Load()+calls[1].Load()+calls[2].Load() != 1 {
+	if calls[0].Load()+calls[1].Load()+calls[2].Load() != 2 {
 		t.Errorf("a subagent ran for an unknown name")
 	}
 	if _, err := e.rt.LoadState(t.Context(), agent.SubagentRunID("p2", "call_1")); err == nil {
