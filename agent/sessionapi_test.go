@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,109 +12,21 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/jackc/pgx/v5"
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/teststores"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
-	"github.com/calf-go/calf/store/postgres"
-	"github.com/calf-go/calf/store/redis"
-	"github.com/calf-go/calf/store/sqlite"
 )
-
-// service returns the URL of a test service from the environment or its
-// default, or skips the test when the service is unreachable (fails it
-// when CALF_TEST_SERVICES is set).
-func service(t testing.TB, env, def string, ping func(ctx context.Context, url string) error) string {
-	t.Helper()
-	u := os.Getenv(env)
-	if u == "" {
-		u = def
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
-	defer cancel()
-	if err := ping(ctx, u); err != nil {
-		if os.Getenv("CALF_TEST_SERVICES") != "" {
-			t.Fatalf("%s is unreachable: %v", u, err)
-		}
-		t.Skipf("%s is unreachable (set %s): %v", u, env, err)
-	}
-	return u
-}
 
 // sessionStores returns a new, empty store of each kind, each closed (and
 // its data dropped) when the test ends.
 func sessionStores() map[string]func(t testing.TB) store.Store {
-	return map[string]func(t testing.TB) store.Store{
-		"memory": func(t testing.TB) store.Store {
-			s := storemem.New()
-			t.Cleanup(func() { _ = s.Close() })
-			return s
-		},
-		"sqlite": func(t testing.TB) store.Store {
-			s, err := sqlite.Open(filepath.Join(t.TempDir(), "calf.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
-			return s
-		},
-		"postgres": func(t testing.TB) store.Store {
-			u := service(t, "CALF_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", func(ctx context.Context, u string) error {
-				c, err := pgx.Connect(ctx, u)
-				if err == nil {
-					_ = c.Close(ctx)
-				}
-				return err
-			})
-			schema := fmt.Sprintf("calf_sessions_%016x", rand.Uint64())
-			s, err := postgres.Open(t.Context(), u, &postgres.Options{Schema: schema})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				_ = s.Close()
-				ctx := context.Background()
-				if c, err := pgx.Connect(ctx, u); err == nil {
-					_, _ = c.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-					_ = c.Close(ctx)
-				}
-			})
-			return s
-		},
-		"redis": func(t testing.TB) store.Store {
-			u := service(t, "CALF_TEST_REDIS_URL", "redis://127.0.0.1:6379/0", func(ctx context.Context, u string) error {
-				o, err := goredis.ParseURL(u)
-				if err != nil {
-					return err
-				}
-				c := goredis.NewClient(o)
-				defer c.Close()
-				return c.Ping(ctx).Err()
-			})
-			prefix := fmt.Sprintf("calf-sessions-%016x:", rand.Uint64())
-			s, err := redis.Open(t.Context(), u, &redis.Options{KeyPrefix: prefix})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				_ = s.Close()
-				o, _ := goredis.ParseURL(u)
-				c := goredis.NewClient(o)
-				defer c.Close()
-				ctx := context.Background()
-				for it := c.Scan(ctx, 0, prefix+"*", 1000).Iterator(); it.Next(ctx); {
-					c.Del(ctx, it.Val())
-				}
-			})
-			return s
-		},
-	}
+	return teststores.Open("sessions", teststores.Memory, teststores.SQLite, teststores.Postgres, teststores.Redis)
 }
 
 // sessionEnv serves a chat agent on a runtime over s. The model answers
