@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -258,34 +259,38 @@ func TestStateAgentBadAnswers(t *testing.T) {
 
 // Setting should_act again while the agent acts triggers nothing more.
 func TestStateAgentDebounce(t *testing.T) {
-	e := newChainEnv(t)
-	started, release := make(chan struct{}, 1), make(chan struct{})
-	var calls atomic.Int64
-	sum := summarizerAgent(modeltest.FunctionModel(func(ctx context.Context, _ *model.Request) (*model.Response, error) {
-		if calls.Add(1) == 1 {
-			started <- struct{}{}
-			<-release
+	synctest.Test(t, func(t *testing.T) {
+		e := newChainEnv(t)
+		started, release := make(chan struct{}, 1), make(chan struct{})
+		var calls atomic.Int64
+		sum := summarizerAgent(modeltest.FunctionModel(func(ctx context.Context, _ *model.Request) (*model.Response, error) {
+			if calls.Add(1) == 1 {
+				started <- struct{}{}
+				<-release
+			}
+			return choose("set_summary", "once"), nil
+		}))
+		app, err := reactive.NewApp(e.store, []reactive.AppAgent[chainState]{sum})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return choose("set_summary", "once"), nil
-	}))
-	app, err := reactive.NewApp(e.store, []reactive.AppAgent[chainState]{sum})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Serve(t.Context(), e.rt); err != nil {
-		t.Fatal(err)
-	}
-	mustDispatch(t, e.store, "summarizer.act", true)
-	<-started
-	if d := mustDispatch(t, e.store, "summarizer.act", true); d != nil {
-		t.Errorf("setting should_act again changed the state: %+v", d)
-	}
-	close(release)
-	e.wait(t, "the summary", func(s chainState) bool { return s.Summary == "once" && !s.Agents.Summarizer.ShouldAct })
-	time.Sleep(200 * time.Millisecond) // anything a second trigger would do
-	if calls.Load() != 1 {
-		t.Errorf("%d model calls; want one activation", calls.Load())
-	}
+		if err := app.Serve(t.Context(), e.rt); err != nil {
+			t.Fatal(err)
+		}
+		mustDispatch(t, e.store, "summarizer.act", true)
+		<-started
+		if d := mustDispatch(t, e.store, "summarizer.act", true); d != nil {
+			t.Errorf("setting should_act again changed the state: %+v", d)
+		}
+		close(release)
+		e.wait(t, "the summary", func(s chainState) bool { return s.Summary == "once" && !s.Agents.Summarizer.ShouldAct })
+		// Once every goroutine of the bubble is blocked, a second trigger
+		// would have called the model.
+		synctest.Wait()
+		if calls.Load() != 1 {
+			t.Errorf("%d model calls; want one activation", calls.Load())
+		}
+	})
 }
 
 // An app whose agents name missing actions or a wrong path is refused,

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
+	"testing/synctest"
 )
 
 func TestQueue(t *testing.T) {
@@ -35,58 +35,56 @@ func TestQueue(t *testing.T) {
 }
 
 func TestLanesOrderPerKeyAndParallelKeys(t *testing.T) {
-	var mu sync.Mutex
-	got := map[string][]int{}
-	slow := make(chan struct{})
-	lanes := NewLanes(&mu, nil, func(it [2]int) bool {
-		if it[0] == 0 && it[1] == 0 {
-			<-slow // key 0's first item holds up key 0 only
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		got := map[string][]int{}
+		slow := make(chan struct{})
+		lanes := NewLanes(&mu, nil, func(it [2]int) bool {
+			if it[0] == 0 && it[1] == 0 {
+				<-slow // key 0's first item holds up key 0 only
+			}
+			return true
+		}, func(it [2]int) {
+			k := fmt.Sprint(it[0])
+			got[k] = append(got[k], it[1])
+		})
+		mu.Lock()
+		for i := range 50 {
+			for k := range 5 {
+				lanes.Push(fmt.Sprint(k), [2]int{k, i})
+			}
 		}
-		return true
-	}, func(it [2]int) {
-		k := fmt.Sprint(it[0])
-		got[k] = append(got[k], it[1])
-	})
-	mu.Lock()
-	for i := range 50 {
-		for k := range 5 {
-			lanes.Push(fmt.Sprint(k), [2]int{k, i})
-		}
-	}
-	mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+		mu.Unlock()
+		// Once every goroutine of the bubble is blocked, key 0's first item
+		// waits on slow and nothing else can move: the other keys are done.
+		synctest.Wait()
 		mu.Lock()
 		n := 0
 		for k := 1; k < 5; k++ {
 			n += len(got[fmt.Sprint(k)])
 		}
 		mu.Unlock()
-		if n == 4*50 {
-			break
-		}
-		if time.Now().After(deadline) {
+		if n != 4*50 {
 			t.Fatalf("the other keys handled %d of %d items while key 0 was held up", n, 4*50)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	mu.Lock()
-	if len(got["0"]) != 0 || lanes.Running() != 1 {
-		t.Fatalf("key 0 handled %d items, %d lanes running; want 0 and 1", len(got["0"]), lanes.Running())
-	}
-	mu.Unlock()
-	close(slow)
-	lanes.Wait()
-	for k, items := range got {
-		for i, v := range items {
-			if v != i {
-				t.Fatalf("key %s: item %d is %d, out of order", k, i, v)
+		mu.Lock()
+		if len(got["0"]) != 0 || lanes.Running() != 1 {
+			t.Fatalf("key 0 handled %d items, %d lanes running; want 0 and 1", len(got["0"]), lanes.Running())
+		}
+		mu.Unlock()
+		close(slow)
+		lanes.Wait()
+		for k, items := range got {
+			for i, v := range items {
+				if v != i {
+					t.Fatalf("key %s: item %d is %d, out of order", k, i, v)
+				}
+			}
+			if len(items) != 50 {
+				t.Fatalf("key %s: %d items, want 50", k, len(items))
 			}
 		}
-		if len(items) != 50 {
-			t.Fatalf("key %s: %d items, want 50", k, len(items))
-		}
-	}
+	})
 }
 
 func TestLanesStopLeavesTheRest(t *testing.T) {

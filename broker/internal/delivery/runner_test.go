@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -163,26 +164,30 @@ func TestParkDropsADeadLetter(t *testing.T) {
 }
 
 func TestSlotsBoundTheCalls(t *testing.T) {
-	var running, most atomic.Int32
-	r := newRunner(func(context.Context, *calf.Message) error {
-		n := running.Add(1)
-		for {
-			m := most.Load()
-			if n <= m || most.CompareAndSwap(m, n) {
-				break
+	// In a bubble, each call holds its slot for a millisecond of the
+	// bubble's clock while every other call that can start has started.
+	synctest.Test(t, func(t *testing.T) {
+		var running, most atomic.Int32
+		r := newRunner(func(context.Context, *calf.Message) error {
+			n := running.Add(1)
+			for {
+				m := most.Load()
+				if n <= m || most.CompareAndSwap(m, n) {
+					break
+				}
 			}
+			time.Sleep(time.Millisecond)
+			running.Add(-1)
+			return nil
+		}, nil, nil)
+		r.Slots = make(chan struct{}, 2)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() { r.Deliver(&calf.Message{ID: "m", Channel: "c"}, NewTracker(1), Stop{Halted: never}) })
 		}
-		time.Sleep(time.Millisecond)
-		running.Add(-1)
-		return nil
-	}, nil, nil)
-	r.Slots = make(chan struct{}, 2)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() { r.Deliver(&calf.Message{ID: "m", Channel: "c"}, NewTracker(1), Stop{Halted: never}) })
-	}
-	wg.Wait()
-	if got := most.Load(); got != 2 {
-		t.Errorf("at most %d calls at once, want 2", got)
-	}
+		wg.Wait()
+		if got := most.Load(); got != 2 {
+			t.Errorf("at most %d calls at once, want 2", got)
+		}
+	})
 }
