@@ -1,13 +1,13 @@
 package kafka
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/broker/internal/delivery"
 )
 
 // ErrWire is matched by the errors of records that do not decode from the
@@ -28,15 +28,11 @@ func recordKey(msg *calf.Message) []byte {
 // encode returns the value of msg's record: the message as JSON, with the
 // attempt left out. The data is compacted, and otherwise kept as it is.
 func encode(msg *calf.Message) ([]byte, error) {
-	m := *msg
-	m.Metadata.Attempt = 0
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // keep the data as published, but for white space
-	if err := enc.Encode(&m); err != nil {
+	data, err := delivery.Encode(msg)
+	if err != nil {
 		return nil, fmt.Errorf("kafka: encode message %s: %w", msg.ID, err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return data, nil
 }
 
 // decode returns the message a record's value carries on topic. When the

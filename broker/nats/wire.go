@@ -1,7 +1,6 @@
 package nats
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/broker/internal/delivery"
 )
 
 // ErrWire is matched by the errors of messages that do not decode from
@@ -62,15 +62,11 @@ func channelOf(prefix, subj string) (string, error) {
 // the attempt left out. The data is compacted, and otherwise kept as it
 // is.
 func encode(msg *calf.Message) ([]byte, error) {
-	m := *msg
-	m.Metadata.Attempt = 0
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // keep the data as published, but for white space
-	if err := enc.Encode(&m); err != nil {
+	data, err := delivery.Encode(msg)
+	if err != nil {
 		return nil, fmt.Errorf("nats: encode message %s: %w", msg.ID, err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return data, nil
 }
 
 // decode returns the message a wire payload carries on subj. msgID is the
