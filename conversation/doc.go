@@ -42,6 +42,10 @@
 // on [Conversations.Spawn] and [Conversations.Route] (the check before a
 // message is sent) refuse with an error matching [ErrStopped].
 //
+// [ParseRun] reads the "# Run" blocks of a model's text, the form in
+// which a model without tool calling starts agents and sends them
+// commands; a block with problems gives a [*RunError] listing each.
+//
 // What serves the instances as agents on a broker is not part of this
 // package yet; docs/conversations.md says what exists.
 package conversation
