@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -76,7 +77,7 @@ func TestCallersChangesStayTheirs(t *testing.T) {
 	}
 	redact(st.Messages)
 	st.ToolCalls[0].Result.Parts[0].Text = "REDACTED"
-	s, err := e.rt.LoadSession(ctx, "s")
+	s, err := session.Load(ctx, e.rt.Store(), "s")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -247,7 +247,7 @@ type ApprovalAnswer struct {
 	Digest string
 	// ForSession, with Approve, also allows the tool for the rest of the
 	// run's session: its later calls in the session's runs run without
-	// asking ([Session.AllowedTools]). It needs a run in a session.
+	// asking (Session.AllowedTools of package agent/session). It needs a run in a session.
 	ForSession bool
 }
 
@@ -605,32 +605,11 @@ func (rt *Runtime) RevokeSessionTool(ctx context.Context, id, name string) error
 // setSessionTool adds the tool name to the session's allowed tools, or
 // removes it.
 func (rt *Runtime) setSessionTool(ctx context.Context, id, name string, allow bool) error {
-	return rt.updateSession(ctx, id, allow, "", func(r *sessionRecord) (bool, error) {
-		has := slices.Contains(r.AllowedTools, name)
-		switch {
-		case allow && !has:
-			r.AllowedTools = append(r.AllowedTools, name)
-		case !allow && has:
-			r.AllowedTools = slices.DeleteFunc(r.AllowedTools, func(t string) bool { return t == name })
-		default:
-			return false, nil
-		}
-		return true, nil
-	})
+	return rt.sessions.SetToolAllowed(ctx, id, name, allow)
 }
 
 // sessionAllows reports whether the session id allows the tool name
 // without asking.
 func (rt *Runtime) sessionAllows(ctx context.Context, id, name string) (bool, error) {
-	if id == "" {
-		return false, nil
-	}
-	r, _, err := rt.sessionRecord(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return slices.Contains(r.AllowedTools, name), nil
+	return rt.sessions.Allows(ctx, id, name)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -375,7 +376,7 @@ func TestApprovalForSession(t *testing.T) {
 	if r := wait(t, done); r.err != nil || r.out.Output != "The result is 5" {
 		t.Fatalf("first run: %+v, %v", r.out, r.err)
 	}
-	if s, err := e.rt.LoadSession(t.Context(), "sess"); err != nil || len(s.AllowedTools) != 1 || s.AllowedTools[0] != "add" || len(s.Messages) == 0 {
+	if s, err := session.Load(t.Context(), e.rt.Store(), "sess"); err != nil || len(s.AllowedTools) != 1 || s.AllowedTools[0] != "add" || len(s.Messages) == 0 {
 		t.Fatalf("session %+v, %v", s, err)
 	}
 	// The next run of the session does not ask.

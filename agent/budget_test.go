@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -167,7 +168,7 @@ func TestSessionBudget(t *testing.T) {
 	if calls.Load() != 3 || st.Pause.Budget.Scope != "session" {
 		t.Fatalf("%d model calls; pause %+v", calls.Load(), st.Pause)
 	}
-	info, err := e.rt.SessionInfo(t.Context(), "s")
+	info, err := session.LoadInfo(t.Context(), e.rt.Store(), "s")
 	if err != nil || info.Usage.Requests != 2 || info.Budget == nil || math.Abs(info.Cost.USD-2*callCost) > 1e-12 {
 		t.Errorf("session: %+v, %v", info, err)
 	}
@@ -179,7 +180,7 @@ func TestSessionBudget(t *testing.T) {
 	if err != nil || out.Output != "ticked 1 times" || calls.Load() != 4 {
 		t.Fatalf("after raising the session's budget: %+v, %v; %d model calls", out, err, calls.Load())
 	}
-	if info, _ := e.rt.SessionInfo(t.Context(), "s"); info.Usage.Requests != 4 {
+	if info, _ := session.LoadInfo(t.Context(), e.rt.Store(), "s"); info.Usage.Requests != 4 {
 		t.Errorf("session usage %+v", info.Usage)
 	}
 }

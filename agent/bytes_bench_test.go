@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -74,7 +75,7 @@ func BenchmarkSessionBytesPerTurn(b *testing.B) {
 				b.ReportMetric(float64(at[10]), "B/turn@10")
 				b.ReportMetric(float64(at[100]), "B/turn@100")
 				b.ReportMetric(float64(at[500]), "B/turn@500")
-				s, err := rt.LoadSession(ctx, "long")
+				s, err := session.Load(ctx, rt.Store(), "long")
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/model"
 )
 
@@ -103,18 +104,6 @@ type CompactionResult struct {
 	// that model's name: they are added to the run's usage and cost.
 	Usage model.Usage
 	Model string
-}
-
-// CompactedContext is what the model sees of a conversation's first
-// messages after a compaction: Messages stand for the first Upto messages.
-type CompactedContext struct {
-	Upto     int             `json:"upto"`
-	Messages []model.Message `json:"messages"`
-	// Step is the step of the run that compacted; From and To are the
-	// context's estimated tokens before and after.
-	Step int `json:"step,omitempty"`
-	From int `json:"from,omitempty"`
-	To   int `json:"to,omitempty"`
 }
 
 // ContextCompactedEvent is the payload of an agent's context_compacted
@@ -335,7 +324,7 @@ func (h *handlers[Out]) compact(ctx context.Context, st *runState, version int64
 		h.rt.log.Warn("agent: context not compacted", "agent", h.a.name, "run", st.RunID, "step", st.Step, "tokens", tokens, "err", err)
 		return st, version, nil
 	}
-	compacted := &CompactedContext{Upto: upto + split - prefix, Messages: res.Messages, Step: st.Step, From: tokens}
+	compacted := &sessionstore.Compacted{Upto: upto + split - prefix, Messages: res.Messages, Step: st.Step, From: tokens}
 	probe := &runState{Messages: st.Messages, Compacted: compacted}
 	compacted.To = c.contextTokens(&runState{}, append(slices.Clip(system), probe.view()...))
 	before, step := st.Compacted, st.Step
@@ -363,7 +352,7 @@ func (h *handlers[Out]) compact(ctx context.Context, st *runState, version int64
 }
 
 // sameCompaction reports whether a and b are the same compaction.
-func sameCompaction(a, b *CompactedContext) bool {
+func sameCompaction(a, b *sessionstore.Compacted) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -20,13 +21,13 @@ import (
 // message some 30 tokens.
 func longSession(t *testing.T, e *env, id string, turns int) {
 	t.Helper()
-	s := &agent.Session{ID: id}
+	s := &session.Session{ID: id}
 	for i := range turns {
 		s.Messages = append(s.Messages,
 			model.UserMessage(fmt.Sprintf("Question %d: what do we know about the topic so far? Please be thorough.", i)),
 			model.Message{Role: model.RoleAssistant, Parts: []model.Part{model.TextPart(fmt.Sprintf("Answer %d: we know a great deal about the topic, and here is some of it.", i))}})
 	}
-	if err := e.rt.SaveSession(t.Context(), s); err != nil {
+	if err := session.Save(t.Context(), e.rt.Store(), s); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -112,7 +113,7 @@ func TestCompactionOfALongSession(t *testing.T) {
 	if usage.Requests != 2 || usage.InputTokens < 12000 {
 		t.Errorf("the run's usage %+v does not count the summary", usage)
 	}
-	s, err := e.rt.LoadSession(t.Context(), "long")
+	s, err := session.Load(t.Context(), e.rt.Store(), "long")
 	if err != nil {
 		t.Fatal(err)
 	}

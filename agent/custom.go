@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 )
@@ -83,7 +83,7 @@ type Custom[State, Out any] struct {
 
 // KindAgentState is the store kind of custom agents' state: one record per
 // agent and session (or run, outside a session).
-const KindAgentState = "agent_state"
+const KindAgentState = sessionstore.KindAgentState
 
 // NewCustom returns a custom agent named name whose step is step. Name it
 // as [New] does. State is the type of the state it keeps between the runs
@@ -237,7 +237,7 @@ func stateScope(agent, session, run string) string {
 }
 
 func sessionStatePrefix(session string) string {
-	return strconv.Itoa(len(session)) + ":" + session + "/"
+	return sessionstore.AgentStatePrefix(session)
 }
 
 // State returns the agent's state in session (the zero State when it has
@@ -405,47 +405,4 @@ func (h *handlers[Out]) customStep(ctx context.Context, st *runState, version in
 		return err
 	}
 	return h.next(ctx, st)
-}
-
-// agentStates lists the custom agents' state records of session.
-func (rt *Runtime) agentStates(ctx context.Context, session string) ([]store.Record, error) {
-	return rt.store.List(ctx, KindAgentState, sessionStatePrefix(session), "", 0)
-}
-
-// copyAgentStates gives session to the custom agents' state in session
-// from (without the record of the step that wrote it).
-func (rt *Runtime) copyAgentStates(ctx context.Context, from, to string) error {
-	recs, err := rt.agentStates(ctx, from)
-	if err != nil {
-		return err
-	}
-	for _, r := range recs {
-		var rec stateRecord
-		if err := json.Unmarshal(r.Data, &rec); err != nil {
-			continue // corrupt: the fork starts from the zero state
-		}
-		data, err := json.Marshal(stateRecord{State: rec.State})
-		if err != nil {
-			return err
-		}
-		agent := strings.TrimPrefix(r.ID, sessionStatePrefix(from))
-		if _, err := rt.store.Put(ctx, KindAgentState, sessionStatePrefix(to)+agent, data, 0); err != nil && !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-	}
-	return nil
-}
-
-// deleteAgentStates deletes the custom agents' state in session.
-func (rt *Runtime) deleteAgentStates(ctx context.Context, session string) error {
-	recs, err := rt.agentStates(ctx, session)
-	if err != nil {
-		return err
-	}
-	for _, r := range recs {
-		if err := rt.store.Delete(ctx, KindAgentState, r.ID, 0); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -347,10 +348,10 @@ func TestCustomAgentStateForkAndDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.rt.ForkSession(ctx, "src", &agent.ForkOptions{ID: "end"}); err != nil {
+	if _, err := session.Fork(ctx, e.rt.Store(), "src", &session.ForkOptions{ID: "end"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.rt.ForkSession(ctx, "src", &agent.ForkOptions{ID: "early", At: 2}); err != nil {
+	if _, err := session.Fork(ctx, e.rt.Store(), "src", &session.ForkOptions{ID: "early", At: 2}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := c.Run(ctx, e.rt, "c", &agent.RunOptions{SessionID: "end"})
@@ -365,7 +366,7 @@ func TestCustomAgentStateForkAndDelete(t *testing.T) {
 	if out.Output.Runs != 3 || early.Output.Runs != 1 || src.Runs != 2 {
 		t.Errorf("runs counted: fork from the end %d, early fork %d, source left at %d; want 3, 1, 2", out.Output.Runs, early.Output.Runs, src.Runs)
 	}
-	if err := e.rt.DeleteSession(ctx, "end"); err != nil {
+	if err := session.Delete(ctx, e.rt.Store(), "end"); err != nil {
 		t.Fatal(err)
 	}
 	if s, err := c.State(ctx, e.rt, "end"); err != nil || s.Runs != 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
@@ -316,7 +317,8 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 	}
 	var st *runState
 	var created []byte
-	var session *Session // as loaded for the run's history
+	var session *sessionstore.Record // as read for the run's history
+	var sessionVersion int64
 	// A run is usually new: create it without reading it first.
 	rec, err := store.CreateOrUpdate(ctx, h.rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
 		created = nil
@@ -341,22 +343,25 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 		}
 		var history []model.Message
 		var ref *historyRef
-		var compacted *CompactedContext
+		var compacted *sessionstore.Compacted
 		var sessionBudget *Budget
 		var sessionSpent *Spent
 		if in.Messages != nil || len(in.Chain) > 0 {
 			history = in.Messages // a handoff: the conversation so far
 		} else if sid := msg.Metadata.SessionID; sid != "" {
-			s, err := h.rt.loadSession(ctx, sid, false)
-			session = s
+			r, version, err := h.rt.sessions.Get(ctx, sid)
+			if err == nil {
+				history, err = h.rt.sessions.Messages(ctx, r)
+			}
 			switch {
 			case err == nil:
-				history, compacted = s.Messages, s.Compacted
+				session, sessionVersion = r, version
+				compacted = r.Compacted
 				if len(history) > 0 {
-					ref = &historyRef{Session: sid, Epoch: s.epoch}
+					ref = &historyRef{Session: sid, Epoch: r.Epoch}
 				}
-				if s.Budget != nil {
-					sessionBudget, sessionSpent = s.Budget, &Spent{Usage: s.Usage, Cost: s.Cost}
+				if r.Budget != nil {
+					sessionBudget, sessionSpent = (*Budget)(r.Budget), &Spent{Usage: r.Usage, Cost: r.Cost}
 				}
 			case !errors.Is(err, store.ErrNotFound):
 				return nil, err
@@ -404,7 +409,7 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 		h.rt.states.putBorn(id, created, rec.Version, st)
 	}
 	if st.SessionID != "" && st.Status == RunRunning {
-		if err := h.rt.startSessionRun(ctx, st, in.Content, session); err != nil {
+		if err := h.rt.startSessionRun(ctx, st, in.Content, session, sessionVersion); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -257,7 +258,7 @@ func TestHandoffContinuesSession(t *testing.T) {
 	if _, err := p.triage.Run(runCtx(t), e.rt, "refund please", &agent.RunOptions{RunID: "r1", SessionID: "chat"}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := e.rt.LoadSession(t.Context(), "chat")
+	s, err := session.Load(t.Context(), e.rt.Store(), "chat")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -249,7 +250,7 @@ func TestSessionHooks(t *testing.T) {
 			return agent.Allow(), nil
 		}),
 		hook("end", agent.HookSessionEnd, "", func(ctx context.Context, in agent.HookInput) (agent.HookDecision, error) {
-			s, err := e.rt.LoadSession(ctx, in.SessionID)
+			s, err := session.Load(ctx, e.rt.Store(), in.SessionID)
 			n := 0
 			if err == nil {
 				n = len(s.Messages)

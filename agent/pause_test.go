@@ -11,6 +11,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -205,12 +206,12 @@ func TestSessionStatusPaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.settle(t)
-	info, err := e.rt.SessionInfo(ctx, "s")
-	if err != nil || info.Status != agent.SessionPaused {
+	info, err := session.LoadInfo(ctx, e.rt.Store(), "s")
+	if err != nil || info.Status != session.Paused {
 		t.Fatalf("session info %+v, %v; want paused", info, err)
 	}
-	page, err := e.rt.Sessions(ctx, nil)
-	if err != nil || len(page.Sessions) != 1 || page.Sessions[0].Status != agent.SessionPaused {
+	page, err := session.List(ctx, e.rt.Store(), nil)
+	if err != nil || len(page.Sessions) != 1 || page.Sessions[0].Status != session.Paused {
 		t.Fatalf("sessions %+v, %v; want s paused", page, err)
 	}
 	if _, err := e.rt.Resume(ctx, "chat", "r1"); err != nil {
@@ -220,7 +221,7 @@ func TestSessionStatusPaused(t *testing.T) {
 	if st, err := e.rt.LoadState(ctx, "r1"); err != nil || st.Status != agent.RunComplete {
 		t.Fatalf("resumed run: %+v, %v", st, err)
 	}
-	if info, err := e.rt.SessionInfo(ctx, "s"); err != nil || info.Status != agent.SessionIdle || info.Messages != 2 {
+	if info, err := session.LoadInfo(ctx, e.rt.Store(), "s"); err != nil || info.Status != session.Idle || info.Messages != 2 {
 		t.Errorf("after the run: %+v, %v; want idle with 2 messages", info, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -93,7 +94,7 @@ func TestSweepRemovesOldRuns(t *testing.T) {
 	if n := count(agent.KindAgentState, "run:custom-old/"); n != 0 {
 		t.Errorf("%d state records of a removed run remain", n)
 	}
-	if s, err := e.rt.LoadSession(ctx, "keep"); err != nil || len(s.Messages) == 0 {
+	if s, err := session.Load(ctx, e.rt.Store(), "keep"); err != nil || len(s.Messages) == 0 {
 		t.Errorf("the session of a removed run: %+v, %v", s, err)
 	}
 	// Nothing left to remove; a cutoff is required.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 )
@@ -52,8 +53,9 @@ type Runtime struct {
 	now    func() time.Time
 	newID  func() string
 	states *stateCache
-	// sessions keeps the messages of recent sessions (see sessionCache).
-	sessions *sessionCache
+	// sessions are the sessions of the store, with the messages of
+	// recent ones cached.
+	sessions *sessionstore.Sessions
 	prices   model.Prices
 	// local reports that the client's broker is local (calf.IsLocal):
 	// the handlers of a run this process created all run here, so the
@@ -101,7 +103,8 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	if o.Prices == nil {
 		o.Prices = model.DefaultPrices()
 	}
-	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, states: newStateCache(stateCacheSize), sessions: newSessionCache(sessionCacheSessions, sessionCacheBytes), prices: o.Prices, preparing: make(chan struct{}, 1),
+	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, states: newStateCache(stateCacheSize),
+		sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, preparing: make(chan struct{}, 1),
 		local: calf.IsLocal(client.Broker()), tel: newTelemetry(o.TracerProvider, o.MeterProvider)}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -44,7 +45,7 @@ func TestSessionContinues(t *testing.T) {
 	if len(out.Messages) != 2 {
 		t.Errorf("the second run's own messages: %d, want 2", len(out.Messages))
 	}
-	s, err := e.rt.LoadSession(t.Context(), "s1")
+	s, err := session.Load(t.Context(), e.rt.Store(), "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,20 +57,20 @@ func TestSessionContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rt.DeleteSession(t.Context(), "s1"); err != nil {
+	if err := session.Delete(t.Context(), e.rt.Store(), "s1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.rt.LoadSession(t.Context(), "s1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := session.Load(t.Context(), e.rt.Store(), "s1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("deleted session: %v", err)
 	}
-	restored, err := agent.DecodeSession(data)
-	if err != nil {
+	restored := new(session.Session)
+	if err := json.Unmarshal(data, restored); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rt.SaveSession(t.Context(), restored); err != nil {
+	if err := session.Save(t.Context(), e.rt.Store(), restored); err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.rt.LoadSession(t.Context(), "s1")
+	again, err := session.Load(t.Context(), e.rt.Store(), "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,23 +393,6 @@ func FuzzDecodeRunState(f *testing.F) {
 		}
 		if _, err := agent.DecodeRunState(again); err != nil {
 			t.Fatalf("a decoded state does not decode again: %v", err)
-		}
-	})
-}
-
-func FuzzDecodeSession(f *testing.F) {
-	f.Add([]byte(`{"id":"s","messages":[{"role":"user","parts":[{"type":"text","text":"hi"}]}]}`))
-	f.Add([]byte(`{}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := agent.DecodeSession(data)
-		if err != nil {
-			if !errors.Is(err, agent.ErrCorruptState) {
-				t.Fatalf("error %v does not match ErrCorruptState", err)
-			}
-			return
-		}
-		if s.ID == "" {
-			t.Fatal("accepted a session without id")
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
@@ -124,7 +125,7 @@ func TestSessionCacheSeesOtherWriters(t *testing.T) {
 	check("after B's turn", []string{"user: one", "assistant: " + a1, "user: two", "assistant: " + b2, "user: three"})
 
 	// B saves the session over with other messages.
-	if err := rtB.SaveSession(t.Context(), &agent.Session{ID: "s", Messages: []model.Message{
+	if err := session.Save(t.Context(), rtB.Store(), &session.Session{ID: "s", Messages: []model.Message{
 		{Role: model.RoleUser, Parts: []model.Part{model.TextPart("replaced")}},
 		{Role: model.RoleAssistant, Parts: []model.Part{model.TextPart("indeed")}},
 	}}); err != nil {
@@ -134,7 +135,7 @@ func TestSessionCacheSeesOtherWriters(t *testing.T) {
 	check("after B saved the session over", []string{"user: replaced", "assistant: indeed", "user: four"})
 
 	// B deletes it, and starts it again.
-	if err := rtB.DeleteSession(t.Context(), "s"); err != nil {
+	if err := session.Delete(t.Context(), rtB.Store(), "s"); err != nil {
 		t.Fatal(err)
 	}
 	b5 := run(rtB, "five")
@@ -169,7 +170,7 @@ func TestSessionCacheConcurrentTurns(t *testing.T) {
 	}
 	// What another process reads of the session, before the last turn.
 	other := agent.NewRuntime(calf.NewClient(memory.New(nil), nil), st, nil)
-	s, err := other.LoadSession(t.Context(), "c")
+	s, err := session.Load(t.Context(), other.Store(), "c")
 	if err != nil {
 		t.Fatal(err)
 	}

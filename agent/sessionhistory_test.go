@@ -12,12 +12,40 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/teststores"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
 )
+
+// sessionStores returns a new, empty store of each kind, each closed (and
+// its data dropped) when the test ends.
+func sessionStores() map[string]func(t testing.TB) store.Store {
+	return teststores.Open("sessions", teststores.Memory, teststores.SQLite, teststores.Postgres, teststores.Redis)
+}
+
+// sessionEnv serves a chat agent on a runtime over s. The model answers
+// "reply N" to the N-th message it sees.
+func sessionEnv(t *testing.T, s store.Store) (*agent.Runtime, *agent.Agent[string]) {
+	t.Helper()
+	mb := memory.New(nil)
+	c := calf.NewClient(mb, nil)
+	rt := agent.NewRuntime(c, s, nil)
+	t.Cleanup(func() {
+		_ = c.Close()
+		_ = mb.Close()
+	})
+	a := agent.Must(agent.New("chat", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		return modeltest.Text(fmt.Sprint("reply ", len(req.Messages))), nil
+	}), nil))
+	if err := a.Serve(t.Context(), rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	return rt, a
+}
 
 // historyAgent serves, on a runtime of its own over b and s, an agent that
 // answers "ok" to a prompt, calls add (which asks for approval) when the
@@ -138,7 +166,7 @@ func TestRunRecordLeavesHistoryInSession(t *testing.T) {
 			if len(r.out.Thread) != 8 || len(r.out.Messages) != 4 {
 				t.Errorf("output: thread of %d messages, %d new; want 8 and 4", len(r.out.Thread), len(r.out.Messages))
 			}
-			sess, err := second.LoadSession(t.Context(), "s")
+			sess, err := session.Load(t.Context(), second.Store(), "s")
 			if err != nil || len(sess.Messages) != 8 || sess.Messages[4].Text() != "add 2 and 3" {
 				t.Fatalf("session: %+v, %v", sess, err)
 			}
@@ -153,7 +181,7 @@ func TestRunHistoryOfReplacedSession(t *testing.T) {
 	e := newEnv(t, nil)
 	first, a, _ := historyAgent(t, e.broker, e.store)
 	startWaiting(t, first, a)
-	if err := first.SaveSession(t.Context(), &agent.Session{ID: "s", Messages: []model.Message{model.UserMessage("something else")}}); err != nil {
+	if err := session.Save(t.Context(), first.Store(), &session.Session{ID: "s", Messages: []model.Message{model.UserMessage("something else")}}); err != nil {
 		t.Fatal(err)
 	}
 	other := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
@@ -166,7 +194,7 @@ func TestRunHistoryOfReplacedSession(t *testing.T) {
 	if st, err := first.LoadState(t.Context(), "r3"); err != nil || len(st.Messages) != 6 {
 		t.Fatalf("LoadRun in the first process: %+v, %v", st, err)
 	}
-	if err := first.DeleteSession(t.Context(), "s"); err != nil {
+	if err := session.Delete(t.Context(), first.Store(), "s"); err != nil {
 		t.Fatal(err)
 	}
 	third := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
@@ -193,7 +221,7 @@ func TestLongSessionChunks(t *testing.T) {
 	for name, open := range sessionStores() {
 		t.Run(name, func(t *testing.T) {
 			s := open(t)
-			rt, a, _ := sessionEnv(t, s)
+			rt, a := sessionEnv(t, s)
 			ctx := t.Context()
 			const turns = 40
 			var runs []string
@@ -218,10 +246,10 @@ func TestLongSessionChunks(t *testing.T) {
 			if len(raw.Parts) >= 16 || len(raw.Runs) >= 16 {
 				t.Errorf("the session's record lists %d parts and %d runs, want fewer than 16 each", len(raw.Parts), len(raw.Runs))
 			}
-			if n := countKind(t, s, agent.KindSessionChunk, "4:long/"); n != 8 {
+			if n := countKind(t, s, "session_chunk", "4:long/"); n != 8 {
 				t.Errorf("%d chunks stored, want 8 (4 of parts, 4 of runs)", n)
 			}
-			sess, err := rt.LoadSession(ctx, "long")
+			sess, err := session.Load(ctx, rt.Store(), "long")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +261,7 @@ func TestLongSessionChunks(t *testing.T) {
 					t.Fatalf("message %d is %q, want prompt %d", 2*i, got, i)
 				}
 			}
-			if info, err := rt.SessionInfo(ctx, "long"); err != nil || info.Runs != turns || info.Messages != 2*turns {
+			if info, err := session.LoadInfo(ctx, rt.Store(), "long"); err != nil || info.Runs != turns || info.Messages != 2*turns {
 				t.Errorf("info: %+v, %v", info, err)
 			}
 			// The next turn sees the whole conversation.
@@ -242,34 +270,34 @@ func TestLongSessionChunks(t *testing.T) {
 				t.Fatalf("turn %d: %+v, %v", turns+1, out, err)
 			}
 
-			fork, err := rt.ForkSession(ctx, "long", &agent.ForkOptions{At: 10, ID: "fork"})
+			fork, err := session.Fork(ctx, rt.Store(), "long", &session.ForkOptions{At: 10, ID: "fork"})
 			if err != nil || len(fork.Messages) != 10 || fork.Messages[8].Text() != "prompt 4" {
 				t.Fatalf("fork: %+v, %v", fork, err)
 			}
-			data, err := rt.ExportSession(ctx, "long")
+			data, err := session.Export(ctx, rt.Store(), "long")
 			if err != nil {
 				t.Fatal(err)
 			}
-			imported, err := rt.ImportSession(ctx, data, &agent.ImportOptions{ID: "copy"})
+			imported, err := session.Import(ctx, rt.Store(), data, &session.ImportOptions{ID: "copy"})
 			if err != nil || len(imported.Messages) != 2*turns+2 || len(imported.Runs) != turns+1 || imported.Runs[turns-1] != runs[turns-1] {
 				t.Fatalf("import: %d messages, %d runs, %v", len(imported.Messages), len(imported.Runs), err)
 			}
-			if n := countKind(t, s, agent.KindSessionChunk, "4:copy/"); n != 4 {
+			if n := countKind(t, s, "session_chunk", "4:copy/"); n != 4 {
 				t.Errorf("the import stored %d chunks, want 4 (of its 41 runs; its messages are one part)", n)
 			}
 
 			// Replaced: the old parts and chunks go.
-			if err := rt.SaveSession(ctx, &agent.Session{ID: "long", Messages: []model.Message{model.UserMessage("anew")}}); err != nil {
+			if err := session.Save(ctx, rt.Store(), &session.Session{ID: "long", Messages: []model.Message{model.UserMessage("anew")}}); err != nil {
 				t.Fatal(err)
 			}
-			if n, m := countKind(t, s, agent.KindSessionChunk, "4:long/"), countKind(t, s, agent.KindSessionMessages, "4:long/"); n != 0 || m != 1 {
+			if n, m := countKind(t, s, "session_chunk", "4:long/"), countKind(t, s, "session_messages", "4:long/"); n != 0 || m != 1 {
 				t.Errorf("after the replacement: %d chunks and %d parts, want 0 and 1", n, m)
 			}
 			// Deleted: all of it goes.
-			if err := rt.DeleteSession(ctx, "copy"); err != nil {
+			if err := session.Delete(ctx, rt.Store(), "copy"); err != nil {
 				t.Fatal(err)
 			}
-			if n, m := countKind(t, s, agent.KindSessionChunk, "4:copy/"), countKind(t, s, agent.KindSessionMessages, "4:copy/"); n != 0 || m != 0 {
+			if n, m := countKind(t, s, "session_chunk", "4:copy/"), countKind(t, s, "session_messages", "4:copy/"); n != 0 || m != 0 {
 				t.Errorf("after the deletion: %d chunks and %d parts, want none", n, m)
 			}
 		})
@@ -281,13 +309,13 @@ func TestLongSessionChunks(t *testing.T) {
 // to chunks.
 func TestSessionOfFormatOne(t *testing.T) {
 	e := newEnv(t, nil)
-	rt, a, _ := sessionEnv(t, e.store)
+	rt, a := sessionEnv(t, e.store)
 	ctx := t.Context()
 	var parts, runs []string
 	for i := range 20 {
 		id := fmt.Sprintf("run%02d", i)
 		data, _ := json.Marshal(map[string]any{"messages": []model.Message{model.UserMessage(fmt.Sprint("old ", i)), model.AssistantMessage("fine")}})
-		if _, err := e.store.Put(ctx, agent.KindSessionMessages, "3:old/"+id, data, 0); err != nil {
+		if _, err := e.store.Put(ctx, "session_messages", "3:old/"+id, data, 0); err != nil {
 			t.Fatal(err)
 		}
 		parts, runs = append(parts, id), append(runs, id)
@@ -300,11 +328,11 @@ func TestSessionOfFormatOne(t *testing.T) {
 	if err != nil || out.Output != "reply 41" {
 		t.Fatalf("run in the old session: %+v, %v", out, err)
 	}
-	sess, err := rt.LoadSession(ctx, "old")
+	sess, err := session.Load(ctx, rt.Store(), "old")
 	if err != nil || len(sess.Messages) != 42 || sess.Messages[0].Text() != "old 0" || sess.Messages[40].Text() != "new" || len(sess.Runs) != 21 {
 		t.Fatalf("old session: %+v, %v", sess, err)
 	}
-	if n := countKind(t, e.store, agent.KindSessionChunk, "3:old/"); n != 2 {
+	if n := countKind(t, e.store, "session_chunk", "3:old/"); n != 2 {
 		t.Errorf("%d chunks, want 2 (8 parts and 8 runs moved)", n)
 	}
 }
@@ -417,7 +445,7 @@ func TestLongRunArchivesMessages(t *testing.T) {
 			if err != nil || len(st.Messages) != thread || len(st.ToolCalls) != steps || st.Bare() {
 				t.Fatalf("LoadRun from a new runtime: %d messages, %d tool calls, %v", len(st.Messages), len(st.ToolCalls), err)
 			}
-			sess, err := second.LoadSession(t.Context(), "s")
+			sess, err := session.Load(t.Context(), second.Store(), "s")
 			if err != nil || len(sess.Messages) != thread || sess.Messages[thread-1].Text() != r.out.Output {
 				t.Fatalf("session: %d messages, %v", len(sess.Messages), err)
 			}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/records"
+	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
@@ -84,7 +86,7 @@ type runState struct {
 	ArchivedCalls int `json:"archived_calls,omitempty"`
 	// Compacted, when set, is what the model sees in place of the first
 	// messages of Messages; see [Compaction].
-	Compacted *CompactedContext `json:"compacted,omitempty"`
+	Compacted *sessionstore.Compacted `json:"compacted,omitempty"`
 	// LastInput is the size of the input of the run's last model call, as
 	// the model reported it, and how many messages (of what the model
 	// sees, the instructions left out) it had.
@@ -306,7 +308,7 @@ func (s *runState) allAnswered() bool {
 }
 
 // ErrCorruptState is returned when a stored record does not decode.
-var ErrCorruptState = errors.New("agent: corrupt stored state")
+var ErrCorruptState = records.ErrCorrupt
 
 // decodeRunState decodes a stored run state. It rejects data that is not a
 // run state: a missing run id, agent, status or step.
@@ -436,7 +438,7 @@ func (rt *Runtime) readBack(ctx context.Context, st *runState) error {
 		return nil
 	}
 	ref := st.History
-	r, _, err := rt.sessionRecord(ctx, ref.Session)
+	r, _, err := rt.sessions.Get(ctx, ref.Session)
 	if errors.Is(err, store.ErrNotFound) {
 		return calf.Permanent(fmt.Errorf("%w: run %s: its history was in session %s, which is gone", ErrCorruptState, st.RunID, ref.Session))
 	}
@@ -446,7 +448,7 @@ func (rt *Runtime) readBack(ctx context.Context, st *runState) error {
 	if r.Epoch != ref.Epoch || r.Count < st.HistoryLen {
 		return calf.Permanent(fmt.Errorf("%w: run %s: its history was the first %d messages of session %s, which was replaced since", ErrCorruptState, st.RunID, st.HistoryLen, ref.Session))
 	}
-	msgs, err := rt.sessionMessages(ctx, r)
+	msgs, err := rt.sessions.Messages(ctx, r)
 	if err != nil {
 		return err
 	}
@@ -479,7 +481,7 @@ func readArchived[T any](ctx context.Context, rt *Runtime, run string, what byte
 	if count == 0 {
 		return nil, nil
 	}
-	out, err := readChunks(ctx, rt.store, kindRunMessages, "run "+run, count/runChunk, runChunk,
+	out, err := records.ReadChunks(ctx, rt.store, kindRunMessages, "run "+run, count/runChunk, runChunk,
 		func(n int) string { return runChunkKey(run, what, n) },
 		func(data []byte) (items []T, err error) { return items, json.Unmarshal(data, &items) })
 	if errors.Is(err, ErrCorruptState) {
@@ -488,53 +490,10 @@ func readArchived[T any](ctx context.Context, rt *Runtime, run string, what byte
 	return out, err
 }
 
-// putChunk writes v as the record of kind and id, create-only: a chunk's
-// content is the same whoever writes it, so one written already stays.
+// putChunk writes v as the record of kind and id, create-only (see
+// records.PutChunk).
 func (rt *Runtime) putChunk(ctx context.Context, kind, id string, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if _, err := rt.store.Put(ctx, kind, id, data, 0); err != nil && !errors.Is(err, store.ErrConflict) {
-		return err
-	}
-	return nil
-}
-
-// readChunks reads the n records of kind with the ids key(0) to
-// key(n-1), which must sort in that order and share the prefix key(0)
-// has before its last 8 characters, and returns the items they hold, in
-// order: size items each, decoded by decode. A record missing, out of
-// place or of another size is an error matching [ErrCorruptState]; of
-// names what the records belong to, for errors.
-func readChunks[T any](ctx context.Context, s store.Store, kind, of string, n, size int, key func(int) string, decode func([]byte) ([]T, error)) ([]T, error) {
-	out := make([]T, 0, n*size)
-	first := key(0)
-	prefix := first[:len(first)-8]
-	for after := ""; len(out) < n*size; {
-		recs, err := s.List(ctx, kind, prefix, after, min(recoverPage, n-len(out)/size))
-		if err != nil {
-			return nil, fmt.Errorf("agent: load %s: %w", of, err)
-		}
-		if len(recs) == 0 {
-			break
-		}
-		for _, rec := range recs {
-			if want := key(len(out) / size); rec.ID != want {
-				return nil, fmt.Errorf("%w: %s: record %s is missing", ErrCorruptState, of, want)
-			}
-			items, err := decode(rec.Data)
-			if err != nil || len(items) != size {
-				return nil, fmt.Errorf("%w: %s: record %s", ErrCorruptState, of, rec.ID)
-			}
-			out = append(out, items...)
-		}
-		after = recs[len(recs)-1].ID
-	}
-	if len(out) != n*size {
-		return nil, fmt.Errorf("%w: %s: %d of its %d records are stored", ErrCorruptState, of, len(out)/size, n)
-	}
-	return out, nil
+	return records.PutChunk(ctx, rt.store, kind, id, v)
 }
 
 // archive moves the first messages of st's record to chunks while the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -133,6 +134,14 @@ func TestStoredRecords(t *testing.T) {
 		bare, err := agent.DecodeRunInfo(rec.Data)
 		if err != nil || !bare.Partial || len(bare.Messages) != 2 || bare.HistoryLen != 0 || bare.Own != 2 {
 			t.Errorf("DecodeRunInfo(run-session-3) = %+v, %v", bare, err)
+		}
+		// The session reads through package session as stored.
+		stored, err := session.Load(ctx, s, "s1")
+		if err != nil || len(stored.Messages) != 6 || len(stored.Runs) != 3 || stored.Messages[0].Text() != "first" {
+			t.Fatalf("session s1 as stored: %+v, %v", stored, err)
+		}
+		if page, err := session.List(ctx, s, nil); err != nil || len(page.Sessions) != 1 || page.Sessions[0].ID != "s1" || page.Sessions[0].Messages != 6 {
+			t.Errorf("the stored sessions listed: %+v, %v", page, err)
 		}
 		// The session goes on: this version's next run sees its history.
 		var seen int

@@ -13,6 +13,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/deadletter"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/storetest"
@@ -306,7 +307,7 @@ func TestSessionUnderStoreFaults(t *testing.T) {
 		}
 	}
 	fe.checkRuns(t, ids)
-	s, err := fe.rt.LoadSession(t.Context(), "s1")
+	s, err := session.Load(t.Context(), fe.rt.Store(), "s1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -64,7 +65,7 @@ func TestThreadMatchesSession(t *testing.T) {
 		}
 		thread, last = out.Thread, out
 	}
-	s, err := e.rt.LoadSession(t.Context(), "conv")
+	s, err := session.Load(t.Context(), e.rt.Store(), "conv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestThreadMatchesSession(t *testing.T) {
 		t.Errorf("the model's requests differ:\nsession %q\nthread  %q", sr, tr)
 	}
 	// The thread's runs left no session behind.
-	if page, err := e.rt.Sessions(t.Context(), nil); err != nil || len(page.Sessions) != 1 {
+	if page, err := session.List(t.Context(), e.rt.Store(), nil); err != nil || len(page.Sessions) != 1 {
 		t.Errorf("sessions: %+v, %v", page, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/store"
 )
 
@@ -95,7 +96,7 @@ func (s *Server) claimSession(ctx context.Context, user, id string) error {
 		case !errors.Is(err, store.ErrNotFound):
 			return err
 		}
-		if _, err := s.rt.SessionInfo(ctx, id); err == nil {
+		if _, err := session.LoadInfo(ctx, s.rt.Store(), id); err == nil {
 			if len(s.opts.Tokens) == 0 {
 				return nil
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/internal/peers"
 	"github.com/calf-go/calf/server"
 )
@@ -80,7 +81,7 @@ func TestOpenAINodeClient(t *testing.T) {
 	if ss := steps["session"]; len(ss) != 2 || ss[1]["text"] != "you said: in session" {
 		t.Errorf("session %v", ss)
 	}
-	if info, err := rt.SessionInfo(t.Context(), "peer-session"); err != nil || info.Runs != 2 {
+	if info, err := session.LoadInfo(t.Context(), rt.Store(), "peer-session"); err != nil || info.Runs != 2 {
 		t.Errorf("the session: %+v, %v", info, err)
 	}
 	if s := one("unknown-model"); s["status"] != 404.0 || s["code"] != "model_not_found" {

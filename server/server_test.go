@@ -16,6 +16,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/model"
@@ -327,7 +328,7 @@ func TestChatInSession(t *testing.T) {
 	if got := m.lastSeen(); !strings.Contains(got, "user:first|assistant:you said: first|user:second") || strings.Contains(got, "ignored") {
 		t.Errorf("the model saw %q", got)
 	}
-	info, err := rt.SessionInfo(t.Context(), "s-1")
+	info, err := session.LoadInfo(t.Context(), rt.Store(), "s-1")
 	if err != nil || info.Runs != 2 {
 		t.Errorf("session: %+v, %v", info, err)
 	}

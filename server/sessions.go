@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/store"
@@ -45,11 +46,11 @@ func (s *Server) owns(r *http.Request, user, id string) (bool, error) {
 func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	user := userOf(r)
 	out := struct {
-		Sessions []agent.SessionInfo `json:"sessions"`
-	}{Sessions: []agent.SessionInfo{}}
+		Sessions []session.Info `json:"sessions"`
+	}{Sessions: []session.Info{}}
 	after := ""
 	for len(out.Sessions) < maxSessionsListed {
-		page, err := s.rt.Sessions(r.Context(), &agent.SessionListOptions{Limit: 200, After: after})
+		page, err := session.List(r.Context(), s.rt.Store(), &session.ListOptions{Limit: 200, After: after})
 		if err != nil {
 			s.requestError(w, r, err)
 			return
@@ -75,7 +76,7 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 // sessionView is what GET /v1/sessions/{id} answers: the session, with
 // its messages, and its last runs as turns.
 type sessionView struct {
-	*agent.Session
+	*session.Session
 	// Turns are the session's last runs that ended (at most 100), oldest
 	// first, that its messages end with: the messages before the first
 	// turn's are older runs', whose records are gone (removed by the
@@ -112,7 +113,7 @@ type sessionTurn struct {
 // sessionTurns returns the turns of the last runs of sess that ended, the
 // latest back to the first whose record is missing or whose messages do
 // not fit the session's.
-func (s *Server) sessionTurns(ctx context.Context, sess *agent.Session) ([]sessionTurn, error) {
+func (s *Server) sessionTurns(ctx context.Context, sess *session.Session) ([]sessionTurn, error) {
 	turns := []sessionTurn{}
 	end := len(sess.Messages)
 	runs := sess.Runs[max(0, len(sess.Runs)-maxSessionTurns):]
@@ -168,7 +169,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		s.requestError(w, r, errNotYours)
 		return
 	}
-	sess, err := s.rt.LoadSession(r.Context(), id)
+	sess, err := session.Load(r.Context(), s.rt.Store(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		s.requestError(w, r, errNotYours)
 		return

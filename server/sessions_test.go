@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 )
@@ -87,7 +88,7 @@ func TestSessionTurns(t *testing.T) {
 		}
 	}
 	for {
-		info, err := rt.SessionInfo(ctx, "s1")
+		info, err := session.LoadInfo(ctx, rt.Store(), "s1")
 		if err != nil {
 			t.Fatal(err)
 		}

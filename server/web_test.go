@@ -19,6 +19,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/deadletter"
 	"github.com/calf-go/calf/eventlog"
@@ -162,13 +163,13 @@ func TestWebChatInBrowser(t *testing.T) {
 	hs, _ := serveAgentThrough(t, rt, a, true, &server.Options{Tokens: map[string]string{"ann-token-0123456789": "ann", "bob-token-0123456789": "bob"}}, slowSockets)
 	// And an older session of ann's, whose runs' records are gone: its
 	// messages alone.
-	older := &agent.Session{ID: "web-older", Title: "one and one", Messages: []model.Message{
+	older := &session.Session{ID: "web-older", Title: "one and one", Messages: []model.Message{
 		model.UserMessage("add 1 and 1"),
 		{Role: model.RoleAssistant, Parts: []model.Part{model.TextPart("Let me **add** them.")}, ToolCalls: []model.ToolCall{modeltest.Call("call_9", "add", `{"a":1,"b":1}`)}},
 		{Role: model.RoleTool, ToolCallID: "call_9", ToolName: "add", Parts: []model.Part{model.TextPart("2")}},
 		model.AssistantMessage("It is *2*."),
 	}}
-	if err := rt.SaveSession(t.Context(), older); err != nil {
+	if err := session.Save(t.Context(), rt.Store(), older); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rt.Store().Put(t.Context(), server.KindSessionOwner, older.ID, []byte(`{"user":"ann"}`), 0); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/server"
 	"github.com/calf-go/calf/store"
@@ -217,7 +218,7 @@ var (
 func (m *chatModel) Init() tea.Cmd {
 	intro := fmt.Sprintf("calf chat · agent %s · model %s · session %s · /help for commands", m.eng.agent.Name(), m.eng.agent.Model().Name(), m.session)
 	cmds := []tea.Cmd{textinput.Blink, tea.Println(dim.Render(intro))}
-	if info, err := m.eng.rt.SessionInfo(m.ctx, m.session); err == nil {
+	if info, err := session.LoadInfo(m.ctx, m.eng.rt.Store(), m.session); err == nil {
 		cmds = append(cmds, tea.Println(dim.Render(fmt.Sprintf("resumed: %d messages, %d runs", info.Messages, info.Runs))))
 	}
 	return tea.Sequence(cmds...)
@@ -489,7 +490,7 @@ func (m *chatModel) command(line string) (tea.Model, tea.Cmd) {
 		m.session = newSessionID()
 		return say("new session " + m.session)
 	case "sessions":
-		page, err := rt.Sessions(ctx, &agent.SessionListOptions{Limit: 20})
+		page, err := session.List(ctx, rt.Store(), &session.ListOptions{Limit: 20})
 		if err != nil {
 			return say(failed.Render("sessions: " + err.Error()))
 		}
@@ -509,7 +510,7 @@ func (m *chatModel) command(line string) (tea.Model, tea.Cmd) {
 		if arg == "" {
 			return say("usage: /resume ID (/sessions lists them)")
 		}
-		info, err := rt.SessionInfo(ctx, arg)
+		info, err := session.LoadInfo(ctx, rt.Store(), arg)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return say(failed.Render("no session " + arg))
@@ -519,10 +520,10 @@ func (m *chatModel) command(line string) (tea.Model, tea.Cmd) {
 		m.session = arg
 		return say(fmt.Sprintf("resumed session %s: %d messages, %d runs", arg, info.Messages, info.Runs))
 	case "fork":
-		if _, err := rt.SessionInfo(ctx, m.session); err != nil {
+		if _, err := session.LoadInfo(ctx, rt.Store(), m.session); err != nil {
 			return say("nothing to fork yet: this session has no messages")
 		}
-		s, err := rt.ForkSession(ctx, m.session, nil)
+		s, err := session.Fork(ctx, rt.Store(), m.session, nil)
 		if err != nil {
 			return say(failed.Render("fork: " + err.Error()))
 		}
@@ -530,7 +531,7 @@ func (m *chatModel) command(line string) (tea.Model, tea.Cmd) {
 		m.session = s.ID
 		return say(fmt.Sprintf("forked %s into %s, now current", old, s.ID))
 	case "cost":
-		info, err := rt.SessionInfo(ctx, m.session)
+		info, err := session.LoadInfo(ctx, rt.Store(), m.session)
 		if err != nil {
 			return say("no cost yet: this session has no runs")
 		}

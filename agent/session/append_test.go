@@ -1,4 +1,4 @@
-package agent_test
+package session_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -58,23 +59,23 @@ func TestAppendToSession(t *testing.T) {
 
 			// Unknown session, no messages, and messages that make no
 			// conversation: refused, nothing stored.
-			if err := rt.AppendToSession(ctx, "nope", model.UserMessage("hello")); !errors.Is(err, store.ErrNotFound) {
+			if err := session.Append(ctx, rt.Store(), "nope", model.UserMessage("hello")); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("append to an unknown session: %v", err)
 			}
-			if err := rt.AppendToSession(ctx, "s1"); err == nil {
+			if err := session.Append(ctx, rt.Store(), "s1"); err == nil {
 				t.Error("an append of no messages was taken")
 			}
 			orphan := model.Message{Role: model.RoleTool, ToolCallID: "c1", Parts: []model.Part{model.TextPart("42")}}
-			if err := rt.AppendToSession(ctx, "s1", orphan); err == nil || !strings.Contains(err.Error(), "tool result") {
+			if err := session.Append(ctx, rt.Store(), "s1", orphan); err == nil || !strings.Contains(err.Error(), "tool result") {
 				t.Errorf("append of a lone tool result: %v", err)
 			}
-			if info, err := rt.SessionInfo(ctx, "s1"); err != nil || info.Messages != 2 {
+			if info, err := session.LoadInfo(ctx, rt.Store(), "s1"); err != nil || info.Messages != 2 {
 				t.Fatalf("after the refusals: %+v, %v", info, err)
 			}
 
 			// An append: the next run sees it after the first exchange.
 			note := []model.Message{model.UserMessage("Remember: the code is 42."), model.AssistantMessage("Noted.")}
-			if err := rt.AppendToSession(ctx, "s1", note...); err != nil {
+			if err := session.Append(ctx, rt.Store(), "s1", note...); err != nil {
 				t.Fatal(err)
 			}
 			out, err := a.Run(runCtx(t), rt, "What is the code?", a.InSession("s1"))
@@ -97,7 +98,7 @@ func TestAppendToSession(t *testing.T) {
 			if out.Output != "reply 5" {
 				t.Errorf("output %q", out.Output)
 			}
-			sess, err := rt.LoadSession(ctx, "s1")
+			sess, err := session.Load(ctx, rt.Store(), "s1")
 			if err != nil || len(sess.Messages) != 6 || sess.Messages[3].Text() != "Noted." {
 				t.Fatalf("session after the run: %+v, %v", sess, err)
 			}
@@ -113,18 +114,18 @@ func TestAppendToSession(t *testing.T) {
 				done <- err
 			}()
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-				info, err := rt.SessionInfo(ctx, "s1")
+				info, err := session.LoadInfo(ctx, rt.Store(), "s1")
 				if err != nil {
 					t.Fatal(err)
 				}
-				if info.Status == agent.SessionRunning {
+				if info.Status == session.Running {
 					break
 				}
 				if time.Now().After(deadline) {
 					t.Fatal("the run did not start")
 				}
 			}
-			if err := rt.AppendToSession(ctx, "s1", model.UserMessage("too early")); !errors.Is(err, agent.ErrSessionBusy) {
+			if err := session.Append(ctx, rt.Store(), "s1", model.UserMessage("too early")); !errors.Is(err, session.ErrBusy) {
 				t.Errorf("append while a run is in progress: %v", err)
 			}
 			close(release)
@@ -139,7 +140,7 @@ func TestAppendToSession(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					errs <- rt.AppendToSession(ctx, "s1", model.UserMessage(fmt.Sprint("note ", i)), model.AssistantMessage(fmt.Sprint("ok ", i)))
+					errs <- session.Append(ctx, rt.Store(), "s1", model.UserMessage(fmt.Sprint("note ", i)), model.AssistantMessage(fmt.Sprint("ok ", i)))
 				}()
 			}
 			wg.Wait()
@@ -149,7 +150,7 @@ func TestAppendToSession(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			sess, err = rt.LoadSession(ctx, "s1")
+			sess, err = session.Load(ctx, rt.Store(), "s1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +164,7 @@ func TestAppendToSession(t *testing.T) {
 				}
 			}
 			// No part of a refused append is left behind.
-			parts, err := s.List(ctx, agent.KindSessionMessages, "", "", 0)
+			parts, err := s.List(ctx, "session_messages", "", "", 0)
 			if err != nil {
 				t.Fatal(err)
 			}

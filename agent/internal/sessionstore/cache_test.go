@@ -1,4 +1,4 @@
-package agent
+package sessionstore
 
 import (
 	"testing"
@@ -17,8 +17,8 @@ func msgs(texts ...string) []model.Message {
 // The session cache holds at most its number of sessions and its size,
 // evicting the sessions used least recently, skips a session larger than
 // its size, moves an entry only from the record it was cached at.
-func TestSessionCacheBounds(t *testing.T) {
-	c := newSessionCache(2, 100)
+func TestCacheBounds(t *testing.T) {
+	c := newCache(2, 100)
 	c.set("a", []byte("ra"), msgs("a1"), 40)
 	c.set("b", []byte("rb"), msgs("b1"), 40)
 	if _, ok := c.messages("a", []byte("ra")); !ok {
@@ -42,7 +42,7 @@ func TestSessionCacheBounds(t *testing.T) {
 		t.Error("messages of another record returned")
 	}
 
-	c = newSessionCache(10, 1000)
+	c = newCache(10, 1000)
 	c.set("s", []byte("r1"), msgs("one"), 10)
 	c.moved("s", []byte("r1"), []byte("r2"), msgs("two"), 10)
 	got, ok := c.messages("s", []byte("r2"))

@@ -1,4 +1,4 @@
-package agent
+package sessionstore
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"github.com/calf-go/calf/model"
 )
 
-// sessionCache keeps the messages of recently used sessions, each with the
+// cache keeps the messages of recently used sessions, each with the
 // bytes of the session record they are the messages of, so that the
 // process that ran a session's last turn does not read all of its
 // messages from the store again for the next one. A run in a session still
@@ -24,7 +24,7 @@ import (
 // The cache is bounded by sessions and by the size of the messages' JSON
 // as stored, evicting the sessions used least recently; a session larger
 // than the bound is not kept.
-type sessionCache struct {
+type cache struct {
 	mu      sync.Mutex
 	entries *lru.Cache[string, *cachedSession] // cost: the size as stored
 }
@@ -35,18 +35,23 @@ type cachedSession struct {
 	size int             // their size as stored, in bytes
 }
 
+// The bounds of a runtime's cache.
 const (
-	sessionCacheSessions = 1024
-	sessionCacheBytes    = 64 << 20
+	cacheSessions = 1024
+	cacheBytes    = 64 << 20
 )
 
-func newSessionCache(maxN, maxSize int) *sessionCache {
-	return &sessionCache{entries: lru.New[string, *cachedSession](maxN, maxSize)}
+func newCache(maxN, maxSize int) *cache {
+	return &cache{entries: lru.New[string, *cachedSession](maxN, maxSize)}
 }
 
 // messages returns the cached messages of session id when raw is its
-// cached record. The slice is clipped: appending to it copies.
-func (c *sessionCache) messages(id string, raw []byte) ([]model.Message, bool) {
+// cached record. The slice is clipped: appending to it copies. A nil
+// cache, like every method's, keeps nothing.
+func (c *cache) messages(id string, raw []byte) ([]model.Message, bool) {
+	if c == nil {
+		return nil, false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries.Get(id)
@@ -58,7 +63,10 @@ func (c *sessionCache) messages(id string, raw []byte) ([]model.Message, bool) {
 
 // set caches msgs, of size bytes as stored, as the messages of session id
 // at its record raw.
-func (c *sessionCache) set(id string, raw []byte, msgs []model.Message, size int) {
+func (c *cache) set(id string, raw []byte, msgs []model.Message, size int) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.put(id, &cachedSession{raw: raw, msgs: slices.Clip(msgs), size: size})
@@ -67,7 +75,10 @@ func (c *sessionCache) set(id string, raw []byte, msgs []model.Message, size int
 // moved records that the record of session id went from old to raw,
 // adding added (of size bytes as stored) to its messages: an entry cached
 // at old moves to raw with them. Any other entry of the session goes.
-func (c *sessionCache) moved(id string, old, raw []byte, added []model.Message, size int) {
+func (c *cache) moved(id string, old, raw []byte, added []model.Message, size int) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries.Peek(id)
@@ -84,7 +95,10 @@ func (c *sessionCache) moved(id string, old, raw []byte, added []model.Message, 
 }
 
 // forget drops the entry of session id.
-func (c *sessionCache) forget(id string) {
+func (c *cache) forget(id string) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.entries.Remove(id)
@@ -93,6 +107,6 @@ func (c *sessionCache) forget(id string) {
 // put makes e the entry of session id, evicting the least recently used
 // entries while the cache is over its bounds; an entry larger than the
 // bound on its own is not kept. c.mu is held.
-func (c *sessionCache) put(id string, e *cachedSession) {
+func (c *cache) put(id string, e *cachedSession) {
 	c.entries.AddCost(id, e, e.size)
 }
