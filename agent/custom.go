@@ -83,7 +83,7 @@ type Custom[State, Out any] struct {
 
 // KindAgentState is the store kind of custom agents' state: one record per
 // agent and session (or run, outside a session).
-const KindAgentState = sessionstore.KindAgentState
+const KindAgentState = "agent_state"
 
 // NewCustom returns a custom agent named name whose step is step. Name it
 // as [New] does. State is the type of the state it keeps between the runs

@@ -143,6 +143,15 @@
 // A nil *RunOptions means a new run outside any session;
 // [Agent.InSession] makes the options of a run that continues a session.
 //
+// # Sessions
+//
+// A session is a conversation that outlives its runs: each run that names
+// it starts from its messages, and one that completes adds its own.
+// Package agent/session reads and changes sessions over the runtime's
+// store ([Runtime.Store]): list, load, append messages without a run,
+// title, fork, delete, export and import. [Runtime.SetSessionBudget] sets
+// a session's budget, and tells its runs in progress.
+//
 // # Reading runs
 //
 // A run is read through its view, [RunInfo]: id, agent, session, status

@@ -46,3 +46,10 @@ func TestSessionStatusAgreesWithRun(t *testing.T) {
 		})
 	}
 }
+
+// The sessions copy and delete custom agents' state by their kind.
+func TestAgentStateKindOfSessions(t *testing.T) {
+	if KindAgentState != sessionstore.KindAgentState {
+		t.Errorf("KindAgentState %q, the sessions' %q", KindAgentState, sessionstore.KindAgentState)
+	}
+}

@@ -22,12 +22,12 @@ type Status string
 // Session statuses.
 const (
 	// Idle: no run of the session is in progress.
-	Idle Status = sessionstore.StatusIdle
+	Idle Status = "idle"
 	// Running: a run of the session has started and not ended.
-	Running Status = sessionstore.StatusRunning
+	Running Status = "running"
 	// Paused: the session's runs in progress are all paused (agent's
 	// Runtime.Pause, or a budget reached).
-	Paused Status = sessionstore.StatusPaused
+	Paused Status = "paused"
 )
 
 // Session is a conversation that outlives its runs: each run that names
