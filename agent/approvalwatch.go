@@ -79,7 +79,8 @@ func (rt *Runtime) unwatchApproval(id string) {
 
 // inProcessBroker reports whether the runtime's broker reaches no other
 // process ([calf.IsLocal]), a worker's included: the worker's wrapper
-// (drainBroker) is looked through here, though not for rt.local.
+// (drainBroker) is looked through here, though not for the run store
+// (newRunStore).
 func (rt *Runtime) inProcessBroker() bool {
 	b := rt.client.Broker()
 	if d, ok := b.(*drainBroker); ok {

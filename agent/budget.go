@@ -142,6 +142,18 @@ func (st *runState) spent() Spent {
 	return s
 }
 
+// budgetStage is the inference stage of budgets: a model call that would
+// pass the run's or its session's budget does not happen; the run pauses
+// (or fails) before it. A run may be given a budget at any time
+// ([Runtime.SetBudget]): the stage is on every agent's path, and costs a
+// check of two pointers for a run without one.
+func (h *handlers[Out]) budgetStage(ctx context.Context, inf *inference) (bool, error) {
+	if stop := h.checkBudget(inf.st, inf.req); stop != nil {
+		return true, h.budgetReached(ctx, inf.st, inf.version, stop)
+	}
+	return false, nil
+}
+
 // checkBudget reports the budget (the run's or its session's) that the
 // model call req of the run st would pass, if any.
 func (h *handlers[Out]) checkBudget(st *runState, req *model.Request) *BudgetStop {
@@ -184,7 +196,7 @@ func (h *handlers[Out]) budgetReached(ctx context.Context, st *runState, version
 		return h.fail(ctx, st.RunID, reason)
 	}
 	step := st.Step
-	st, err := h.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
+	st, err := h.rt.runs.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
 		if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference || cur.Paused() {
 			return false, nil
 		}

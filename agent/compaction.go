@@ -260,6 +260,18 @@ func (c *Compaction) contextTokens(st *runState, msgs []model.Message) int {
 	return n
 }
 
+// compactStage is the inference stage of an agent with compaction: it
+// compacts the run's context when the request passes the threshold, and
+// makes the request again from the compacted context.
+func (h *handlers[Out]) compactStage(ctx context.Context, inf *inference) (bool, error) {
+	var err error
+	if inf.st, inf.version, err = h.compact(ctx, inf.st, inf.version, inf.req); err != nil {
+		return true, err
+	}
+	inf.req = h.request(inf.rc, inf.st)
+	return false, nil
+}
+
 // compact compacts the context of the run st before the model call of its
 // current step when it is over the threshold, unless a pre_compact hook
 // denies it, and returns the state the request is made from. A compactor
@@ -328,7 +340,7 @@ func (h *handlers[Out]) compact(ctx context.Context, st *runState, version int64
 	probe := &runState{Messages: st.Messages, Compacted: compacted}
 	compacted.To = c.contextTokens(&runState{}, append(slices.Clip(system), probe.view()...))
 	before, step := st.Compacted, st.Step
-	st, err = h.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
+	st, err = h.rt.runs.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
 		if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference || !sameCompaction(cur.Compacted, before) {
 			return false, nil
 		}
@@ -343,12 +355,9 @@ func (h *handlers[Out]) compact(ctx context.Context, st *runState, version int64
 	if st.Compacted == nil || st.Compacted.Step != st.Step {
 		return st, version, nil // another delivery got there first, or the run moved on
 	}
-	if rec, ok := h.rt.states.record(st.RunID); ok {
-		version = rec.Version
-	} else {
-		version = -1 // unknown: the next write reads the run again
-	}
-	return st, version, h.emitCompacted(ctx, st)
+	// The version written, or -1 when unknown: the next write then reads
+	// the run again.
+	return st, h.rt.runs.version(st.RunID), h.emitCompacted(ctx, st)
 }
 
 // sameCompaction reports whether a and b are the same compaction.

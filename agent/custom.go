@@ -366,6 +366,12 @@ func (rc RunContext) EmitEvent(typ string, data any) error {
 // newSeq returns a fresh event counter for a RunContext.
 func newSeq() *atomic.Int64 { return new(atomic.Int64) }
 
+// customStage is a custom agent's inference stage: its step stands in
+// for the model call, and the handling ends with it.
+func (h *handlers[Out]) customStage(ctx context.Context, inf *inference) (bool, error) {
+	return true, h.customStep(ctx, inf.st, inf.version, inf.rc)
+}
+
 // customStep carries out the inference step of a custom agent's run: it
 // calls the step, and records its output as the run's.
 func (h *handlers[Out]) customStep(ctx context.Context, st *runState, version int64, rc RunContext) error {
@@ -392,7 +398,7 @@ func (h *handlers[Out]) customStep(ctx context.Context, st *runState, version in
 		return err // the store: try again on redelivery
 	}
 	step := st.Step
-	st, err = h.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
+	st, err = h.rt.runs.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
 		if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference {
 			return false, nil // cancelled, or recorded by another delivery
 		}

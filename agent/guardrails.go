@@ -138,6 +138,92 @@ func checkAll(ctx context.Context, gs []*Guardrail, in GuardrailInput) *Guardrai
 	return nil
 }
 
+// guardrailSets are an agent's guardrails as its inference stages check
+// them, fixed when it is served.
+type guardrailSets struct {
+	before   []*Guardrail // input guardrails checked before the model call
+	parallel []*Guardrail // input guardrails checked alongside it
+	output   []*Guardrail
+}
+
+// guardrailSets sorts the agent's guardrails for its inference stages.
+func (a *Agent[Out]) guardrailSets() guardrailSets {
+	var s guardrailSets
+	for i := range a.opts.InputGuardrails {
+		if g := &a.opts.InputGuardrails[i]; g.Parallel {
+			s.parallel = append(s.parallel, g)
+		} else {
+			s.before = append(s.before, g)
+		}
+	}
+	for i := range a.opts.OutputGuardrails {
+		s.output = append(s.output, &a.opts.OutputGuardrails[i])
+	}
+	return s
+}
+
+// inputGuardrails is the inference stage of the input guardrails checked
+// before the first model call: a trip ends the run.
+func (h *handlers[Out]) inputGuardrails(ctx context.Context, inf *inference) (bool, error) {
+	if inf.st.Step != 1 {
+		return false, nil
+	}
+	inf.guard = h.guardrailInput(inf.st, GuardrailOnInput, lastUserText(inf.st.Messages))
+	if t := checkAll(ctx, h.guards.before, inf.guard); t != nil {
+		if ctx.Err() != nil {
+			return true, ctx.Err()
+		}
+		return true, h.trip(ctx, inf.st.RunID, inf.ev.Step, t)
+	}
+	return false, nil
+}
+
+// startParallelGuardrails is the inference stage that starts the input
+// guardrails checked alongside the first model call.
+func (h *handlers[Out]) startParallelGuardrails(ctx context.Context, inf *inference) (bool, error) {
+	if inf.st.Step != 1 {
+		return false, nil
+	}
+	if len(h.guards.before) == 0 {
+		inf.guard = h.guardrailInput(inf.st, GuardrailOnInput, lastUserText(inf.st.Messages))
+	}
+	inf.checks.Go(func() { inf.parallel = checkAll(ctx, h.guards.parallel, inf.guard) })
+	return false, nil
+}
+
+// awaitParallelGuardrails is the inference stage that waits, after the
+// model call, for the guardrails checked alongside it: a trip ends the
+// run, and the model's answer is discarded.
+func (h *handlers[Out]) awaitParallelGuardrails(ctx context.Context, inf *inference) (bool, error) {
+	inf.checks.Wait()
+	if t := inf.parallel; t != nil {
+		if ctx.Err() != nil {
+			return true, ctx.Err() // shutting down: leave the message for redelivery
+		}
+		return true, h.trip(ctx, inf.st.RunID, inf.ev.Step, t)
+	}
+	return false, nil
+}
+
+// outputGuardrails is the inference stage of the output guardrails: they
+// check a final answer before the run completes, and a trip ends the run.
+func (h *handlers[Out]) outputGuardrails(ctx context.Context, inf *inference) (bool, error) {
+	msg := inf.resp.Message
+	if len(msg.ToolCalls) > 0 {
+		return false, nil
+	}
+	if _, verr := h.a.validate(msg.Text()); verr != nil {
+		return false, nil // a repair step follows: the guardrails check its answer
+	}
+	if t := checkAll(ctx, h.guards.output, h.guardrailInput(inf.st, GuardrailOnOutput, msg.Text())); t != nil {
+		if ctx.Err() != nil {
+			return true, ctx.Err()
+		}
+		return true, h.trip(ctx, inf.st.RunID, inf.ev.Step, t)
+	}
+	return false, nil
+}
+
 // guardrailInput returns the input of the run's guardrails at stage.
 func (h *handlers[Out]) guardrailInput(st *runState, stage GuardrailStage, text string) GuardrailInput {
 	return GuardrailInput{Stage: stage, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Text: text, Messages: model.CloneMessages(st.Messages), rt: h.rt}
@@ -155,7 +241,7 @@ func lastUserText(msgs []model.Message) string {
 
 // trip ends the run at step as failed by a guardrail and emits its output.
 func (h *handlers[Out]) trip(ctx context.Context, id string, step int, t *GuardrailTrip) error {
-	st, err := h.update(ctx, id, func(st *runState) (bool, error) {
+	st, err := h.rt.runs.update(ctx, id, func(st *runState) (bool, error) {
 		if st.Status.Terminal() || st.Step != step || st.Phase != phaseInference {
 			return false, nil
 		}

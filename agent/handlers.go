@@ -9,8 +9,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"io"
 	"runtime/debug"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -60,10 +58,11 @@ func (a *Agent[Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOptions)
 
 // serve is Serve on rt, which is not nil.
 func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions) error {
-	h := &handlers[Out]{a: a, rt: rt, unsaved: newUnsavedResults()}
+	h := &handlers[Out]{a: a, rt: rt, unsaved: newUnsavedResults(), guards: a.guardrailSets()}
 	if opts != nil {
 		h.opts = *opts
 	}
+	h.stages = h.inferenceStages()
 	// Observers elsewhere follow the agent's channels by pattern: create
 	// them now on brokers that keep a resource per channel, so that the
 	// first run's events are not missed.
@@ -148,6 +147,10 @@ type handlers[Out any] struct {
 	// unsaved holds the results of executed tool calls whose recording
 	// failed, for their redelivery.
 	unsaved *unsavedResults
+	// stages are the agent's inference stages, in order, and guards its
+	// guardrails as the stages check them: both fixed when it is served.
+	stages []inferenceStage[Out]
+	guards guardrailSets
 }
 
 // runID returns the run a message belongs to.
@@ -156,139 +159,6 @@ func runID(msg *calf.Message) (string, error) {
 		return "", calf.Permanent(fmt.Errorf("agent: message %s on %s has no run id", msg.ID, msg.Channel))
 	}
 	return msg.Metadata.RunID, nil
-}
-
-// load reads a run's state and its version. A missing or corrupt run is
-// permanent: state is saved before any event that refers to it is emitted.
-func (h *handlers[Out]) load(ctx context.Context, id string) (*runState, int64, error) {
-	rec, err := h.rt.store.Get(ctx, store.KindRun, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, 0, calf.Permanent(fmt.Errorf("agent: load run %s: %w", id, err))
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("agent: load run %s: %w", id, err)
-	}
-	st, err := h.rt.states.decode(id, rec.Data, rec.Version)
-	if err != nil {
-		return nil, 0, calf.Permanent(err)
-	}
-	if err := h.rt.readBackCached(ctx, st, rec); err != nil {
-		return nil, 0, err
-	}
-	return st, rec.Version, nil
-}
-
-// loadStep is load for the model call of step: on a local broker, the
-// cached state will do when it shows the call due (a stale copy, written
-// over since by a cancel or a pause, makes the write of the model's answer
-// conflict, and that answer is then dropped, as it is when the cancel
-// comes during the call); otherwise, the store is read.
-func (h *handlers[Out]) loadStep(ctx context.Context, id string, step int) (*runState, int64, error) {
-	if h.rt.local {
-		st, version, ok, err := h.rt.cached(ctx, id)
-		if err != nil {
-			return nil, 0, err
-		}
-		if ok && !st.Status.Terminal() && st.Step == step && st.Phase == phaseInference && st.Pause == nil {
-			return st, version, nil
-		}
-	}
-	return h.load(ctx, id)
-}
-
-// loadLatest is load that takes the run's state from the cache when this
-// process wrote or read it lately, without reading the store; cached
-// reports whether it did. The cached state may be behind the store: a
-// caller acts on it only where what it shows is still true of the stored
-// run (a run that waited for a tool call, say, goes on waiting for it
-// until the call is answered, or the run ends, which a write at the
-// cached version would find), and calls load where it is not.
-func (h *handlers[Out]) loadLatest(ctx context.Context, id string) (st *runState, cached bool, err error) {
-	if st, _, ok, err := h.rt.cached(ctx, id); ok || err != nil {
-		return st, ok, err
-	}
-	st, _, err = h.load(ctx, id)
-	return st, false, err
-}
-
-// update applies fn to the stored run with a compare-and-swap. fn reports
-// whether it changed the state; the state it saw (changed or not) is
-// returned. When this process wrote or read the run lately, fn is first
-// applied to the cached state, which is written at its version without
-// reading the run; fn is applied again to the stored state if that write
-// conflicts or fn changes nothing in the cached one.
-func (h *handlers[Out]) update(ctx context.Context, id string, fn func(st *runState) (changed bool, err error)) (*runState, error) {
-	return h.updateRun(ctx, id, true, fn)
-}
-
-// updateRun is update, which uses the cached state only if cache is true.
-func (h *handlers[Out]) updateRun(ctx context.Context, id string, cache bool, fn func(st *runState) (changed bool, err error)) (*runState, error) {
-	var out *runState
-	var wrote bool
-	apply := func(data []byte, exists bool) ([]byte, error) {
-		out, wrote = nil, false
-		if !exists {
-			return nil, fmt.Errorf("agent: run %s: %w", id, store.ErrNotFound)
-		}
-		st, err := h.rt.states.decode(id, data, 0)
-		if err != nil {
-			return nil, err
-		}
-		changed, err := fn(st)
-		out = st
-		if err != nil || !changed {
-			return nil, err
-		}
-		if err := h.rt.archive(ctx, st); err != nil {
-			return nil, err
-		}
-		wrote = true
-		return st.encode()
-	}
-	var rec store.Record
-	var err error
-	if known, ok := h.rt.states.record(id); ok && cache {
-		rec, err = store.UpdateFrom(ctx, h.rt.store, known, apply)
-	} else {
-		rec, err = store.Update(ctx, h.rt.store, store.KindRun, id, apply)
-	}
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrCorruptState) {
-		return nil, calf.Permanent(err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if wrote {
-		h.rt.states.put(id, rec.Data, rec.Version, out)
-	}
-	return out, nil
-}
-
-// updateFrom is update for a state the handler has just loaded at version:
-// it applies fn to st and writes it without reading the run again, and only
-// on a conflict (another delivery wrote meanwhile) falls back to update.
-// fn may be applied to st even when the write then conflicts.
-func (h *handlers[Out]) updateFrom(ctx context.Context, st *runState, version int64, fn func(st *runState) (changed bool, err error)) (*runState, error) {
-	changed, err := fn(st)
-	if err != nil || !changed {
-		return st, err
-	}
-	if err := h.rt.archive(ctx, st); err != nil {
-		return nil, err
-	}
-	data, err := st.encode()
-	if err != nil {
-		return nil, err
-	}
-	v, err := h.rt.store.Put(ctx, store.KindRun, st.RunID, data, version)
-	if errors.Is(err, store.ErrConflict) {
-		return h.updateRun(ctx, st.RunID, false, fn) // the cache holds st, which is stale
-	}
-	if err != nil {
-		return nil, err
-	}
-	h.rt.states.put(st.RunID, data, v, st)
-	return st, nil
 }
 
 func (h *handlers[Out]) emit(ctx context.Context, channel string, data any, id, key string) error {
@@ -316,17 +186,15 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 		}
 	}
 	var st *runState
-	var created []byte
 	var session *sessionstore.Record // as read for the run's history
 	var sessionVersion int64
 	// A run is usually new: create it without reading it first.
-	rec, err := store.CreateOrUpdate(ctx, h.rt.store, store.KindRun, id, func(data []byte, exists bool) ([]byte, error) {
-		created = nil
+	err = h.rt.runs.create(ctx, id, func(data []byte, exists bool) ([]byte, *runState, error) {
 		var pause *PauseState
 		if exists {
 			var err error
 			if st, err = decodeRunState(data); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if st.Step == 0 && st.Status == RunRunning {
 				// Paused before its input was handled: start it, paused.
@@ -335,11 +203,12 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 		}
 		if exists {
 			if in.ReplyTo == nil || (st.ReplyTo != nil && *st.ReplyTo == *in.ReplyTo) {
-				return nil, nil
+				return nil, nil, nil
 			}
 			// Submitted again by another caller: the reply goes to it.
 			st.ReplyTo = in.ReplyTo
-			return st.encode()
+			out, err := st.encode()
+			return out, nil, err
 		}
 		var history []model.Message
 		var ref *historyRef
@@ -364,7 +233,7 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 					sessionBudget, sessionSpent = (*Budget)(r.Budget), &Spent{Usage: r.Usage, Cost: r.Cost}
 				}
 			case !errors.Is(err, store.ErrNotFound):
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		msgs := history[:len(history):len(history)]
@@ -392,21 +261,13 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 			st.Status, st.Error, st.EndedAt = RunFailed, refused, h.rt.now()
 		}
 		if err := h.rt.archive(ctx, st); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		var err error
-		created, err = st.encode()
-		return created, err
+		out, err := st.encode()
+		return out, st, err
 	})
-	if errors.Is(err, ErrCorruptState) {
-		return calf.Permanent(err)
-	}
 	if err != nil {
 		return err
-	}
-	if created != nil {
-		// The next handler of the run finds it decoded.
-		h.rt.states.putBorn(id, created, rec.Version, st)
 	}
 	if st.SessionID != "" && st.Status == RunRunning {
 		if err := h.rt.startSessionRun(ctx, st, in.Content, session, sessionVersion); err != nil {
@@ -421,151 +282,6 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: 1}, inferenceID(id, 1), id)
 	}
 	return nil
-}
-
-// onInference makes the model call of a step, records the response, and
-// emits what follows: tool calls, a repair step, or the output. A
-// redelivered inference whose response is recorded re-emits what follows
-// without calling the model again.
-func (h *handlers[Out]) onInference(ctx context.Context, msg *calf.Message) error {
-	id, err := runID(msg)
-	if err != nil {
-		return err
-	}
-	var ev InferenceEvent
-	if err := msg.Decode(&ev); err != nil {
-		return calf.Permanent(err)
-	}
-	st, version, err := h.loadStep(ctx, id, ev.Step)
-	if err != nil {
-		return err
-	}
-	switch {
-	case st.Status.Terminal():
-		return h.finish(ctx, st)
-	case ev.Step < st.Step:
-		return nil // a stale duplicate: its consequences were recorded
-	case ev.Step > st.Step:
-		return calf.Permanent(fmt.Errorf("agent: run %s: inference for step %d, but the run is at step %d", id, ev.Step, st.Step))
-	case st.Phase == phaseTools:
-		return h.next(ctx, st)
-	case st.Pause != nil:
-		paused, err := h.pauseTakesEffect(ctx, st, version)
-		if err != nil || paused {
-			return err
-		}
-		return h.onInference(ctx, msg) // resumed meanwhile: read the run again
-	}
-	if max := h.maxTurns(st); st.Step > max {
-		return h.fail(ctx, id, fmt.Sprintf("max turns exceeded: the run needed more than %d model calls", max))
-	}
-	if !st.Deadline.IsZero() && !h.rt.now().Before(st.Deadline) {
-		return h.fail(ctx, id, fmt.Sprintf("timed out: the run's deadline (%s) passed before step %d", st.Deadline.Format(time.RFC3339), st.Step))
-	}
-	rc := RunContext{Context: ctx, deps: h.deps(st), Agent: h.a.name, RunID: id, SessionID: st.SessionID, Step: st.Step, rt: h.rt}
-	if h.a.step != nil {
-		return h.customStep(ctx, st, version, rc)
-	}
-	// Input guardrails check the user's input before the first model call,
-	// or alongside it.
-	var parallel []*Guardrail
-	var input GuardrailInput
-	if st.Step == 1 && len(h.a.opts.InputGuardrails) > 0 {
-		input = h.guardrailInput(st, GuardrailOnInput, lastUserText(st.Messages))
-		var before []*Guardrail
-		for i := range h.a.opts.InputGuardrails {
-			if g := &h.a.opts.InputGuardrails[i]; g.Parallel {
-				parallel = append(parallel, g)
-			} else {
-				before = append(before, g)
-			}
-		}
-		if t := checkAll(ctx, before, input); t != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return h.trip(ctx, id, ev.Step, t)
-		}
-	}
-	req := h.request(rc, st)
-	if h.a.opts.Compaction != nil {
-		if st, version, err = h.compact(ctx, st, version, req); err != nil {
-			return err
-		}
-		req = h.request(rc, st)
-	}
-	if len(h.a.opts.Memory) > 0 {
-		if add := h.memoryMessages(ctx, st, st.view()); len(add) > 0 {
-			at := 0
-			if len(req.Messages) > 0 && req.Messages[0].Role == model.RoleSystem && len(req.Messages) > len(st.view()) {
-				at = 1 // after the instructions
-			}
-			req.Messages = slices.Concat(req.Messages[:at:at], add, req.Messages[at:])
-		}
-	}
-	if stop := h.checkBudget(st, req); stop != nil {
-		return h.budgetReached(ctx, st, version, stop)
-	}
-	var parallelTrip *GuardrailTrip
-	var checks sync.WaitGroup
-	if len(parallel) > 0 {
-		checks.Go(func() { parallelTrip = checkAll(ctx, parallel, input) })
-	}
-	resp, deltas, err := h.tracedModelCall(ctx, st, req)
-	checks.Wait()
-	if (err != nil || parallelTrip != nil) && ctx.Err() != nil {
-		return ctx.Err() // shutting down: leave the message for redelivery
-	}
-	if parallelTrip != nil {
-		return h.trip(ctx, id, ev.Step, parallelTrip) // the model's answer is discarded
-	}
-	if err != nil {
-		return h.fail(ctx, id, err.Error())
-	}
-	// Output guardrails check a final answer before the run completes.
-	if len(h.a.opts.OutputGuardrails) > 0 && len(resp.Message.ToolCalls) == 0 {
-		if _, verr := h.a.validate(resp.Message.Text()); verr == nil {
-			gs := make([]*Guardrail, len(h.a.opts.OutputGuardrails))
-			for i := range gs {
-				gs[i] = &h.a.opts.OutputGuardrails[i]
-			}
-			if t := checkAll(ctx, gs, h.guardrailInput(st, GuardrailOnOutput, resp.Message.Text())); t != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				return h.trip(ctx, id, ev.Step, t)
-			}
-		}
-	}
-	// The model's answer is recorded through an outage of the store, so
-	// that the model is not asked again for an answer it gave.
-	// updateFrom changes the state it is given: a try after a failed one
-	// starts from the stored state, read again.
-	prev, first := st, true
-	st, err = retryOutage(ctx, func() (*runState, error) {
-		from, v := prev, version
-		if !first {
-			var err error
-			if from, v, err = h.load(ctx, id); err != nil {
-				return nil, err
-			}
-		}
-		first = false
-		return h.updateFrom(ctx, from, v, func(cur *runState) (bool, error) {
-			if cur.Status.Terminal() || cur.Step != ev.Step || cur.Phase != phaseInference {
-				return false, nil // cancelled, or recorded by another delivery
-			}
-			h.record(cur, resp, deltas)
-			if t := resp.Usage.InputTokens; t > 0 && sameCompaction(cur.Compacted, prev.Compacted) {
-				cur.LastInput = &inputSize{Tokens: int(t), Messages: len(req.Messages)}
-			}
-			return true, nil
-		})
-	})
-	if err != nil {
-		return err
-	}
-	return h.next(ctx, st)
 }
 
 // deps returns the dependencies of st's run for its RunContext: the
@@ -613,21 +329,6 @@ func (h *handlers[Out]) request(rc RunContext, st *runState) *model.Request {
 // callModel calls the model with the agent's timeout, streaming deltas on
 // the stream channel when the run asked for them. It returns the response
 // and the number of deltas emitted.
-// tracedModelCall is callModel in a chat span, when the runtime records
-// telemetry.
-func (h *handlers[Out]) tracedModelCall(ctx context.Context, st *runState, req *model.Request) (*model.Response, int, error) {
-	if h.rt.tel == nil || h.a.model == nil {
-		return h.callModel(ctx, st, req)
-	}
-	msg, _ := calf.MessageFromContext(ctx)
-	name := h.a.model.Name()
-	mctx, span := h.rt.tel.chat(ctx, msg, h.a.name, name, st.Step)
-	began := time.Now()
-	resp, deltas, err := h.callModel(mctx, st, req)
-	h.rt.tel.endChat(ctx, span, name, resp, err, time.Since(began), h.rt.prices)
-	return resp, deltas, err
-}
-
 func (h *handlers[Out]) callModel(ctx context.Context, st *runState, req *model.Request) (*model.Response, int, error) {
 	if h.a.model == nil {
 		return nil, 0, fmt.Errorf("agent %s: %w", h.a.name, model.ErrNoModel)
@@ -780,7 +481,7 @@ func (h *handlers[Out]) emitResult(ctx context.Context, run string, ev ToolResul
 // fail marks the run failed (unless it has ended already) and emits its
 // output.
 func (h *handlers[Out]) fail(ctx context.Context, id, reason string) error {
-	st, err := h.update(ctx, id, func(st *runState) (bool, error) {
+	st, err := h.rt.runs.update(ctx, id, func(st *runState) (bool, error) {
 		if st.Status.Terminal() {
 			return false, nil
 		}
@@ -950,37 +651,36 @@ func (h *handlers[Out]) onToolCall(ctx context.Context, msg *calf.Message) error
 // approval.
 func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) error {
 	key := id + "/" + ev.ToolCallID
-	// On a local broker, a run this process created has the results this
-	// process recorded, and no others: the store need not be asked. Such
-	// a run also takes the result into its own record (see recordInRun).
-	inRun := h.rt.local && h.rt.states.unrecorded(id, ev.ToolCallID)
-	if !inRun {
-		if rec, err := h.rt.store.Get(ctx, store.KindToolResult, key); err == nil {
-			return h.emitRecorded(ctx, id, rec.Data)
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
+	if r, found, err := h.rt.runs.toolResult(ctx, id, ev.ToolCallID); err != nil {
+		return err
+	} else if found {
+		return h.emitResult(ctx, id, r)
 	}
 	// The run's state as this process last saw it will do if it waits for
 	// the call: a run waits for a call until the call is answered, which
 	// the missing record says it is not, or until the run ends, a race
 	// that reading the store would not close either. A state that does not
 	// wait is read again from the store.
-	st, cached, err := h.loadLatest(ctx, id)
+	st, _, cached, err := h.rt.runs.latest(ctx, id)
 	if err != nil {
 		return err
+	}
+	if !cached {
+		if st, _, err = h.rt.runs.load(ctx, id); err != nil {
+			return err
+		}
 	}
 	waits := func(st *runState) bool {
 		p := st.pending(ev.ToolCallID)
 		return !st.Status.Terminal() && st.Step == ev.Step && st.Phase == phaseTools && p != nil && p.Name == ev.ToolName
 	}
 	if cached && !waits(st) {
-		if st, _, err = h.load(ctx, id); err != nil {
+		if st, _, err = h.rt.runs.load(ctx, id); err != nil {
 			return err
 		}
 	}
 	if r, ok := st.resultFor(ev.Step, ev.ToolCallID); ok && r.ToolName == ev.ToolName {
-		// Recorded in the run's own record (recordInRun) by an earlier
+		// Recorded in the run's own record (see localRuns) by an earlier
 		// delivery, whose event may not have gone out.
 		h.unsaved.take(key)
 		return h.emitResult(ctx, id, r)
@@ -1042,64 +742,12 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 		}
 		r = unsavedResult{ev: res, data: data}
 	}
-	res, data := r.ev, r.data
-	if inRun {
-		recorded, done, err := h.recordInRun(ctx, id, res)
-		if err != nil {
-			h.unsaved.keep(key, r)
-			return err
-		}
-		if done {
-			h.rt.states.recordedResult(id, ev.ToolCallID)
-			return h.emitResult(ctx, id, recorded)
-		}
-		// The run no longer waits for the call (another process ended
-		// it): the result is kept as its own record, as for any run.
-	}
-	_, err = h.rt.store.Put(ctx, store.KindToolResult, key, data, 0)
-	if err == nil || errors.Is(err, store.ErrConflict) {
-		h.rt.states.recordedResult(id, ev.ToolCallID)
-	}
-	if errors.Is(err, store.ErrConflict) {
-		rec, err := h.rt.store.Get(ctx, store.KindToolResult, key)
-		if err != nil {
-			return err
-		}
-		return h.emitRecorded(ctx, id, rec.Data) // another delivery recorded first
-	} else if err != nil {
+	recorded, err := h.rt.runs.recordToolResult(ctx, id, r.ev, r.data, h)
+	if err != nil {
 		h.unsaved.keep(key, r)
 		return err
 	}
-	return h.emitResult(ctx, id, res)
-}
-
-// recordInRun records the result res of a call of run id in the run's own
-// record, with the advance to the next step when it is the step's last
-// result: one write where a result recorded on its own, then taken into
-// the run by the tool-result handler, takes two. The result is as
-// durable as in a record of its own, and what the tool-result handler
-// then finds in the process's copy of the run leaves it nothing to write
-// (see cachedAnswered). It is used for a run this process created on a
-// local broker, whose calls no other process executes. It returns the
-// result the run holds for the call (res, or one an earlier delivery
-// recorded) and done true, or done false when the run no longer waits
-// for the call and nothing was written.
-func (h *handlers[Out]) recordInRun(ctx context.Context, id string, res ToolResultEvent) (recorded ToolResultEvent, done bool, err error) {
-	apply := h.applyResult(res)
-	_, err = h.update(ctx, id, func(st *runState) (bool, error) {
-		recorded, done = res, false
-		if st.Status.Terminal() || st.Step != res.Step || st.Phase != phaseTools {
-			return false, nil
-		}
-		if r, ok := st.resultFor(res.Step, res.ToolCallID); ok {
-			recorded, done = r, true
-			return false, nil
-		}
-		changed, err := apply(st)
-		done = changed && err == nil
-		return changed, err
-	})
-	return recorded, done, err
+	return h.emitResult(ctx, id, recorded)
 }
 
 // resultFor returns the result s holds for the call id of step: a pending
@@ -1120,14 +768,6 @@ func (s *runState) resultFor(step int, id string) (ToolResultEvent, bool) {
 		}
 	}
 	return ToolResultEvent{}, false
-}
-
-func (h *handlers[Out]) emitRecorded(ctx context.Context, run string, data []byte) error {
-	var ev ToolResultEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
-		return calf.Permanent(fmt.Errorf("%w: tool result: %v", ErrCorruptState, err))
-	}
-	return h.emitResult(ctx, run, ev)
 }
 
 // execute runs the tool with its timeout. Every failure (bad arguments, an
@@ -1363,15 +1003,15 @@ func (h *handlers[Out]) onToolResult(ctx context.Context, msg *calf.Message) err
 	if ev.Result == nil {
 		ev.Result = &tool.Result{}
 	}
-	// The tool's handler records the result in the run itself when this
-	// process holds the run (see toolCall): the copy this process keeps
-	// then shows it answered, and nothing is left to write.
-	st, cached, err := h.cachedAnswered(ctx, id, ev)
+	// The tool's handler may have recorded the result in the run itself
+	// (see localRuns): the copy this process keeps then shows it
+	// answered, and nothing is left to write.
+	st, cached, err := h.rt.runs.answered(ctx, id, ev)
 	if err != nil {
 		return err
 	}
 	if !cached {
-		if st, err = h.update(ctx, id, h.applyResult(ev)); err != nil {
+		if st, err = h.rt.runs.update(ctx, id, h.applyResult(ev)); err != nil {
 			return err
 		}
 	}
@@ -1388,39 +1028,27 @@ func (h *handlers[Out]) onToolResult(ctx context.Context, msg *calf.Message) err
 // that waits for it, and advances the run (or hands it off) when it was
 // the last result of its step. Results for calls the run does not wait
 // for, or already has, change nothing.
-func (h *handlers[Out]) applyResult(ev ToolResultEvent) func(st *runState) (bool, error) {
-	return func(st *runState) (bool, error) {
-		if st.Status.Terminal() || st.Step != ev.Step || st.Phase != phaseTools {
-			return false, nil
-		}
-		p := st.pending(ev.ToolCallID)
-		if p == nil || p.Result != nil {
-			return false, nil // unknown, or already answered
-		}
-		p.Result, p.Status, p.Handoff, p.Hooks = ev.Result, ev.Status, ev.Handoff, ev.Hooks
-		if s := ev.Spent; s != nil {
-			st.Usage, st.Cost = st.Usage.Add(s.Usage), st.Cost.Add(s.Cost)
-		}
-		if st.allAnswered() && !h.handOff(st, ev.ToolCallID) {
-			h.advance(st, ev.ToolCallID)
-		}
-		return true, nil
-	}
+func (h *handlers[Out]) applyResult(ev ToolResultEvent) updateFunc {
+	return func(st *runState) (bool, error) { return h.takeResult(st, ev) }
 }
 
-// cachedAnswered returns the copy of run id this process keeps, with
-// cached true, when that copy already has the result ev: the stored run,
-// which is never behind the copy, has it too, and there is nothing to
-// write.
-func (h *handlers[Out]) cachedAnswered(ctx context.Context, id string, ev ToolResultEvent) (*runState, bool, error) {
-	st, rec, ok := h.rt.states.latestIf(id, func(st *runState) bool { return st.answered(ev.Step, ev.ToolCallID) })
-	if !ok {
-		return nil, false, nil
+// takeResult is applyResult's update (see resultTaker).
+func (h *handlers[Out]) takeResult(st *runState, ev ToolResultEvent) (bool, error) {
+	if st.Status.Terminal() || st.Step != ev.Step || st.Phase != phaseTools {
+		return false, nil
 	}
-	if err := h.rt.readBackCached(ctx, st, rec); err != nil {
-		return nil, false, err
+	p := st.pending(ev.ToolCallID)
+	if p == nil || p.Result != nil {
+		return false, nil // unknown, or already answered
 	}
-	return st, true, nil
+	p.Result, p.Status, p.Handoff, p.Hooks = ev.Result, ev.Status, ev.Handoff, ev.Hooks
+	if s := ev.Spent; s != nil {
+		st.Usage, st.Cost = st.Usage.Add(s.Usage), st.Cost.Add(s.Cost)
+	}
+	if st.allAnswered() && !h.handOff(st, ev.ToolCallID) {
+		h.advance(st, ev.ToolCallID)
+	}
+	return true, nil
 }
 
 // advance moves a run whose tool calls are all answered to its next step.

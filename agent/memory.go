@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 
 	"github.com/calf-go/calf/model"
 )
@@ -40,6 +41,20 @@ type MemoryContext struct {
 // LastUserText returns the text of the last user message of in, the
 // usual query of a memory.
 func (in *MemoryContext) LastUserText() string { return lastUserText(in.Messages) }
+
+// memoryStage is the inference stage of an agent with memories: what
+// they add goes into the request, after the instructions.
+func (h *handlers[Out]) memoryStage(ctx context.Context, inf *inference) (bool, error) {
+	st, req := inf.st, inf.req
+	if add := h.memoryMessages(ctx, st, st.view()); len(add) > 0 {
+		at := 0
+		if len(req.Messages) > 0 && req.Messages[0].Role == model.RoleSystem && len(req.Messages) > len(st.view()) {
+			at = 1 // after the instructions
+		}
+		req.Messages = slices.Concat(req.Messages[:at:at], add, req.Messages[at:])
+	}
+	return false, nil
+}
 
 // memoryMessages returns the messages the agent's memories add to the
 // model call of the run st whose conversation is msgs.

@@ -155,7 +155,7 @@ func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, pla
 			}
 			return st.encode()
 		})
-		rt.states.forget(run) // the handlers' copy is behind: they read the store
+		rt.runs.forget(run) // the handlers' copy is behind: they read the store
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("no run %s of agent %s: %w", run, agentName, store.ErrNotFound)
 		}
@@ -173,12 +173,26 @@ func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, pla
 	}
 }
 
+// pauseStage is the inference stage of a paused run: the pause takes
+// effect before the model call, and the handling ends; a run resumed
+// meanwhile is read again and handled from the start.
+func (h *handlers[Out]) pauseStage(ctx context.Context, inf *inference) (bool, error) {
+	if inf.st.Pause == nil {
+		return false, nil
+	}
+	paused, err := h.pauseTakesEffect(ctx, inf.st, inf.version)
+	if err != nil || paused {
+		return true, err
+	}
+	return true, h.onInference(ctx, inf.msg) // resumed meanwhile: read the run again
+}
+
 // pauseTakesEffect records that the paused run st stops before the model
 // call of its current step, and publishes the pause. It reports false when
 // the run was resumed (or moved on) meanwhile: the caller reads it again.
 func (h *handlers[Out]) pauseTakesEffect(ctx context.Context, st *runState, version int64) (bool, error) {
 	step := st.Step
-	st, err := h.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
+	st, err := h.rt.runs.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
 		if cur.Pause == nil || cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference || cur.Pause.Step == step {
 			return false, nil
 		}

@@ -312,7 +312,7 @@ func (a *Agent[Out]) Result(ctx context.Context, rt *Runtime, runID string) (*Ou
 // says does not change, but for where its output is sent), or else the
 // stored one.
 func (rt *Runtime) endedRun(ctx context.Context, id string) (*runState, error) {
-	st, _, ok, err := rt.cached(ctx, id)
+	st, _, ok, err := rt.runs.latest(ctx, id)
 	if err != nil || (ok && st.Status.Terminal()) {
 		return st, err
 	}
@@ -710,7 +710,7 @@ func (rt *Runtime) cancelRun(ctx context.Context, id, agentName, reason string) 
 		st.Status, st.Error, st.EndedAt = RunCancelled, reason, rt.now()
 		return st.encode()
 	})
-	rt.states.forget(id) // the handlers' copy is behind: they read the store
+	rt.runs.forget(id) // the handlers' copy is behind: they read the store
 	return st, err
 }
 

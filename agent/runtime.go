@@ -52,19 +52,13 @@ type Runtime struct {
 	log    *slog.Logger
 	now    func() time.Time
 	newID  func() string
-	states *stateCache
+	// runs reads and writes the runs' records: the shared store
+	// protocol, or its shortcut on a local broker (see runStore).
+	runs *runStore
 	// sessions are the sessions of the store, with the messages of
 	// recent ones cached.
 	sessions *sessionstore.Sessions
 	prices   model.Prices
-	// local reports that the client's broker is local (calf.IsLocal):
-	// the handlers of a run this process created all run here, so the
-	// state they cached is behind the store only where another writer
-	// (a cancel, a pause, another process's command) changed the run, which
-	// the compare-and-swap of the next write finds. Handlers then take a
-	// model call's state and a tool call's missing result from the cache
-	// instead of reading the store.
-	local bool
 	// tel records spans and metrics; nil records nothing.
 	tel *telemetry
 	// late counts tool calls that returned after their timeout.
@@ -103,9 +97,10 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	if o.Prices == nil {
 		o.Prices = model.DefaultPrices()
 	}
-	return &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, states: newStateCache(stateCacheSize),
-		sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, preparing: make(chan struct{}, 1),
-		local: calf.IsLocal(client.Broker()), tel: newTelemetry(o.TracerProvider, o.MeterProvider)}
+	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, preparing: make(chan struct{}, 1),
+		tel: newTelemetry(o.TracerProvider, o.MeterProvider)}
+	rt.runs = newRunStore(rt, calf.IsLocal(client.Broker()))
+	return rt
 }
 
 // Client returns the runtime's client.

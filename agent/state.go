@@ -374,46 +374,7 @@ func (s *runState) detached() (*runState, error) {
 // with the runtime's caches, and must not be changed in place (handlers
 // change copies: see stateCache).
 func (rt *Runtime) loadRun(ctx context.Context, runID string) (*runState, error) {
-	rec, err := rt.store.Get(ctx, store.KindRun, runID)
-	if err != nil {
-		return nil, fmt.Errorf("agent: load run %s: %w", runID, err)
-	}
-	st, err := rt.states.decode(runID, rec.Data, rec.Version)
-	if err != nil {
-		return nil, err
-	}
-	if err := rt.readBackCached(ctx, st, rec); err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
-// cached returns a copy of the state this process cached of run id, made
-// whole (readBackCached), and the version it was stored at, without
-// reading the run's record; ok is false when there is none. It may be
-// behind the store.
-func (rt *Runtime) cached(ctx context.Context, id string) (st *runState, version int64, ok bool, err error) {
-	st, rec, ok := rt.states.latest(id)
-	if !ok {
-		return nil, 0, false, nil
-	}
-	if err := rt.readBackCached(ctx, st, rec); err != nil {
-		return nil, 0, false, err
-	}
-	return st, rec.Version, true, nil
-}
-
-// readBackCached is readBack for st, a state decoded from rec, and caches
-// the whole state.
-func (rt *Runtime) readBackCached(ctx context.Context, st *runState, rec store.Record) error {
-	if !st.bare {
-		return nil
-	}
-	if err := rt.readBack(ctx, st); err != nil {
-		return err
-	}
-	rt.states.put(st.RunID, rec.Data, rec.Version, st)
-	return nil
+	return rt.runs.read(ctx, runID)
 }
 
 // readBack makes st, a bare state, whole: the history its session keeps

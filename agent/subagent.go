@@ -508,20 +508,8 @@ func (h *handlers[Out]) recordResult(ctx context.Context, run string, res ToolRe
 	if err != nil {
 		return calf.Permanent(err)
 	}
-	key := run + "/" + res.ToolCallID
-	_, err = h.rt.store.Put(ctx, store.KindToolResult, key, data, 0)
-	if err == nil || errors.Is(err, store.ErrConflict) {
-		h.rt.states.recordedResult(run, res.ToolCallID)
-	}
-	if errors.Is(err, store.ErrConflict) {
-		rec, err := h.rt.store.Get(ctx, store.KindToolResult, key)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(rec.Data, &res); err != nil {
-			return calf.Permanent(fmt.Errorf("%w: tool result: %v", ErrCorruptState, err))
-		}
-	} else if err != nil {
+	// A subagent's result is a record of its own, on every run store.
+	if res, err = h.rt.runs.recordToolResult(ctx, run, res, data, nil); err != nil {
 		return err
 	}
 	_, err = h.rt.client.Emit(ctx, ToolResultChannel(h.a.name), res, calf.WithID(toolResultID(run, res.Step, res.ToolCallID)),

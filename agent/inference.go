@@ -1,0 +1,214 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/model"
+)
+
+// An inference is one handling of an inference event: what the stages of
+// [handlers.onInference] read and fill in, from the run's state to the
+// model's answer.
+type inference struct {
+	msg     *calf.Message
+	ev      InferenceEvent
+	st      *runState
+	version int64 // st's stored version
+	rc      RunContext
+	req     *model.Request
+	// The model call: its answer, the stream deltas it emitted, its error.
+	resp    *model.Response
+	deltas  int
+	callErr error
+	// The input guardrails of the first step: their input, and those that
+	// run alongside the model call, with their trip.
+	guard    GuardrailInput
+	checks   sync.WaitGroup
+	parallel *GuardrailTrip
+}
+
+// An inferenceStage does its part of an inference. It returns done true
+// when it ended the handling of the event, with err as its outcome; with
+// done false the next stage runs.
+type inferenceStage[Out any] func(h *handlers[Out], ctx context.Context, inf *inference) (done bool, err error)
+
+// inferenceStages returns the stages of the agent's inferences, in their
+// order: the one place that order is written. A stage of a feature the
+// agent does not use (guardrails, compaction, memory; the model's stages
+// for a custom agent) is left out, so that it costs nothing on the run's
+// path; what a run may set for itself (a pause, a budget, a deadline) is
+// checked on every inference. Each stage lives in the file of its feature.
+func (h *handlers[Out]) inferenceStages() []inferenceStage[Out] {
+	a := h.a
+	stages := []inferenceStage[Out]{
+		(*handlers[Out]).stepDue,    // inference.go: the run waits for this step's model call
+		(*handlers[Out]).pauseStage, // pause.go: a pause takes effect before the call
+		(*handlers[Out]).limits,     // inference.go: max turns, the run's deadline
+	}
+	if a.step != nil {
+		// A custom agent's step stands in for the model call, and records
+		// its reply.
+		return append(stages, (*handlers[Out]).customStage) // custom.go
+	}
+	if len(h.guards.before) > 0 {
+		stages = append(stages, (*handlers[Out]).inputGuardrails) // guardrails.go
+	}
+	stages = append(stages, (*handlers[Out]).buildRequest) // inference.go
+	if a.opts.Compaction != nil {
+		stages = append(stages, (*handlers[Out]).compactStage) // compaction.go
+	}
+	if len(a.opts.Memory) > 0 {
+		stages = append(stages, (*handlers[Out]).memoryStage) // memory.go
+	}
+	stages = append(stages, (*handlers[Out]).budgetStage) // budget.go: run and session budgets
+	if len(h.guards.parallel) > 0 {
+		stages = append(stages, (*handlers[Out]).startParallelGuardrails) // guardrails.go
+	}
+	if h.rt.tel != nil {
+		stages = append(stages, (*handlers[Out]).tracedModelCall) // inference.go, in a chat span
+	} else {
+		stages = append(stages, (*handlers[Out]).modelCall) // inference.go
+	}
+	if len(h.guards.parallel) > 0 {
+		stages = append(stages, (*handlers[Out]).awaitParallelGuardrails) // guardrails.go
+	}
+	stages = append(stages, (*handlers[Out]).modelFailed) // inference.go
+	if len(h.guards.output) > 0 {
+		stages = append(stages, (*handlers[Out]).outputGuardrails) // guardrails.go
+	}
+	return append(stages, (*handlers[Out]).recordResponse) // inference.go: record, then what follows
+}
+
+// onInference makes the model call of a step, records the response, and
+// emits what follows: tool calls, a repair step, or the output. A
+// redelivered inference whose response is recorded re-emits what follows
+// without calling the model again. The work is done by the agent's
+// inference stages (see inferenceStages), in order.
+func (h *handlers[Out]) onInference(ctx context.Context, msg *calf.Message) error {
+	id, err := runID(msg)
+	if err != nil {
+		return err
+	}
+	inf := &inference{msg: msg}
+	if err := msg.Decode(&inf.ev); err != nil {
+		return calf.Permanent(err)
+	}
+	if inf.st, inf.version, err = h.rt.runs.loadStep(ctx, id, inf.ev.Step); err != nil {
+		return err
+	}
+	for _, stage := range h.stages {
+		if done, err := stage(h, ctx, inf); done {
+			return err
+		}
+	}
+	return nil
+}
+
+// stepDue ends the handling of an inference the run does not wait for: a
+// run that ended answers again, a stale duplicate is dropped, and a step
+// whose answer is recorded has what follows it emitted again.
+func (h *handlers[Out]) stepDue(ctx context.Context, inf *inference) (bool, error) {
+	st, step := inf.st, inf.ev.Step
+	switch {
+	case st.Status.Terminal():
+		return true, h.finish(ctx, st)
+	case step < st.Step:
+		return true, nil // a stale duplicate: its consequences were recorded
+	case step > st.Step:
+		return true, calf.Permanent(fmt.Errorf("agent: run %s: inference for step %d, but the run is at step %d", st.RunID, step, st.Step))
+	case st.Phase == phaseTools:
+		return true, h.next(ctx, st)
+	}
+	return false, nil
+}
+
+// limits fails a run past its max turns or its deadline, and makes the
+// step's RunContext.
+func (h *handlers[Out]) limits(ctx context.Context, inf *inference) (bool, error) {
+	st := inf.st
+	if max := h.maxTurns(st); st.Step > max {
+		return true, h.fail(ctx, st.RunID, fmt.Sprintf("max turns exceeded: the run needed more than %d model calls", max))
+	}
+	if !st.Deadline.IsZero() && !h.rt.now().Before(st.Deadline) {
+		return true, h.fail(ctx, st.RunID, fmt.Sprintf("timed out: the run's deadline (%s) passed before step %d", st.Deadline.Format(time.RFC3339), st.Step))
+	}
+	inf.rc = RunContext{Context: ctx, deps: h.deps(st), Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, rt: h.rt}
+	return false, nil
+}
+
+// buildRequest makes the model request of the step.
+func (h *handlers[Out]) buildRequest(ctx context.Context, inf *inference) (bool, error) {
+	inf.req = h.request(inf.rc, inf.st)
+	return false, nil
+}
+
+// modelCall calls the model.
+func (h *handlers[Out]) modelCall(ctx context.Context, inf *inference) (bool, error) {
+	inf.resp, inf.deltas, inf.callErr = h.callModel(ctx, inf.st, inf.req)
+	return false, nil
+}
+
+// tracedModelCall is modelCall in a chat span, for a runtime that records
+// telemetry.
+func (h *handlers[Out]) tracedModelCall(ctx context.Context, inf *inference) (bool, error) {
+	if h.a.model == nil {
+		return h.modelCall(ctx, inf)
+	}
+	msg, _ := calf.MessageFromContext(ctx)
+	name := h.a.model.Name()
+	mctx, span := h.rt.tel.chat(ctx, msg, h.a.name, name, inf.st.Step)
+	began := time.Now()
+	inf.resp, inf.deltas, inf.callErr = h.callModel(mctx, inf.st, inf.req)
+	h.rt.tel.endChat(ctx, span, name, inf.resp, inf.callErr, time.Since(began), h.rt.prices)
+	return false, nil
+}
+
+// modelFailed fails the run whose model call failed, unless the process is
+// shutting down.
+func (h *handlers[Out]) modelFailed(ctx context.Context, inf *inference) (bool, error) {
+	switch {
+	case inf.callErr == nil:
+		return false, nil
+	case ctx.Err() != nil:
+		return true, ctx.Err() // shutting down: leave the message for redelivery
+	}
+	return true, h.fail(ctx, inf.st.RunID, inf.callErr.Error())
+}
+
+// recordResponse records the model's answer in the run, through an outage
+// of the store, so that the model is not asked again for an answer it
+// gave, and emits what follows.
+func (h *handlers[Out]) recordResponse(ctx context.Context, inf *inference) (bool, error) {
+	// updateFrom changes the state it is given: a try after a failed one
+	// starts from the stored state, read again.
+	prev, first := inf.st, true
+	id, step := inf.st.RunID, inf.ev.Step
+	st, err := retryOutage(ctx, func() (*runState, error) {
+		from, v := prev, inf.version
+		if !first {
+			var err error
+			if from, v, err = h.rt.runs.load(ctx, id); err != nil {
+				return nil, err
+			}
+		}
+		first = false
+		return h.rt.runs.updateFrom(ctx, from, v, func(cur *runState) (bool, error) {
+			if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference {
+				return false, nil // cancelled, or recorded by another delivery
+			}
+			h.record(cur, inf.resp, inf.deltas)
+			if t := inf.resp.Usage.InputTokens; t > 0 && sameCompaction(cur.Compacted, prev.Compacted) {
+				cur.LastInput = &inputSize{Tokens: int(t), Messages: len(inf.req.Messages)}
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return true, err
+	}
+	return true, h.next(ctx, st)
+}
