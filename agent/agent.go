@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/calf-go/calf/agent/compaction"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
 )
@@ -20,9 +21,13 @@ const (
 	DefaultMaxTurns     = 20
 	DefaultMaxRepairs   = 2
 	DefaultTimeout      = 10 * time.Minute
-	DefaultModelTimeout = 2 * time.Minute
-	DefaultToolTimeout  = 2 * time.Minute
 	DefaultStartTimeout = 3 * time.Second
+)
+
+// Defaults of [Options] that no other package needs.
+const (
+	defaultModelTimeout = 2 * time.Minute
+	defaultToolTimeout  = 2 * time.Minute
 )
 
 // Options configures an [Agent]. A nil *Options means the defaults.
@@ -69,7 +74,7 @@ type Options struct {
 	// [ErrNotServed]. [RunOptions.WaitForWorkers] turns the check off.
 	// Default: DefaultStartTimeout.
 	StartTimeout time.Duration
-	// ModelTimeout bounds one model call. Default: DefaultModelTimeout.
+	// ModelTimeout bounds one model call. Default: 2 minutes.
 	ModelTimeout time.Duration
 	// Hooks run before and after the agent's tool calls, in order; see
 	// [Hook].
@@ -82,8 +87,10 @@ type Options struct {
 	Budget *Budget
 	// Compaction, when set, keeps a run's context under a number of
 	// tokens by compacting its older messages before a model call; see
-	// [Compaction]. Default: the model sees the whole conversation.
-	Compaction *Compaction
+	// [compaction.Config]. Each compaction is published as a
+	// [ContextCompactedEvent]. Default: the model sees the whole
+	// conversation.
+	Compaction *compaction.Config
 	// Permissions, when set, decide which tool calls run, which are
 	// refused, and which wait for a person's approval; see [Permissions]
 	// and [Approval]. Default: every call runs.
@@ -92,7 +99,7 @@ type Options struct {
 	// call (or alongside it); OutputGuardrails check the final output
 	// before the run completes. See [Guardrail].
 	InputGuardrails, OutputGuardrails []Guardrail
-	// ToolTimeout bounds one tool call. Default: DefaultToolTimeout. At
+	// ToolTimeout bounds one tool call. Default: 2 minutes. At
 	// the timeout the model gets an error for the call and the run goes
 	// on, even when the tool ignores its context; what such a tool returns
 	// later is dropped (see [Runtime.LateToolResults]).
@@ -208,10 +215,10 @@ func NewTyped[Out any](name string, m model.Model, opts *Options) (*Agent[Out], 
 		o.StartTimeout = DefaultStartTimeout
 	}
 	if o.ModelTimeout <= 0 {
-		o.ModelTimeout = DefaultModelTimeout
+		o.ModelTimeout = defaultModelTimeout
 	}
 	if o.ToolTimeout <= 0 {
-		o.ToolTimeout = DefaultToolTimeout
+		o.ToolTimeout = defaultToolTimeout
 	}
 	if reflect.TypeFor[Out]().Kind() != reflect.String {
 		s, err := tool.SchemaFor[Out]()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/calf-go/calf/agent/compaction"
 	"github.com/calf-go/calf/model"
 )
 
@@ -162,7 +163,7 @@ func (h *handlers[Out]) checkBudget(st *runState, req *model.Request) *BudgetSto
 	}
 	est := 0
 	for _, m := range req.Messages {
-		est += EstimateTokens(m)
+		est += compaction.EstimateTokens(m)
 	}
 	next := model.Usage{Requests: 1, InputTokens: int64(est)}
 	name := h.a.model.Name()

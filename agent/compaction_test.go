@@ -12,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/session"
+	"github.com/calf-go/calf/agent/compaction"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -36,7 +37,7 @@ func longSession(t *testing.T, e *env, id string, turns int) {
 func requestTokens(req *model.Request) int {
 	n := 0
 	for _, m := range req.Messages {
-		n += agent.EstimateTokens(m)
+		n += compaction.EstimateTokens(m)
 	}
 	return n
 }
@@ -68,7 +69,7 @@ func TestCompactionOfALongSession(t *testing.T) {
 		return modeltest.Text("noted"), nil
 	}), &agent.Options{
 		Instructions: "You keep the history.",
-		Compaction:   &agent.Compaction{Threshold: 2000, KeepRecent: 4, Compactor: agent.Summarize(summarizer, "")},
+		Compaction:   &compaction.Config{Threshold: 2000, KeepRecent: 4, Compactor: compaction.Summarize(summarizer, "")},
 	})))
 
 	var compacted []*agent.ContextCompactedEvent
@@ -161,7 +162,7 @@ func TestCompactionDropsToolResults(t *testing.T) {
 		return modeltest.Text("read them all"), nil
 	}), &agent.Options{
 		Tools:      []tool.Tool{fetch},
-		Compaction: &agent.Compaction{Threshold: 1500, KeepRecent: 2},
+		Compaction: &compaction.Config{Threshold: 1500, KeepRecent: 2},
 	})))
 	out, err := a.Run(runCtx(t), e.rt, "read four pages", nil)
 	if err != nil || out.Output != "read them all" {
@@ -185,7 +186,7 @@ func TestCompactionDeniedOrFailing(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		hooks     []agent.Hook
-		compactor agent.Compactor
+		compactor compaction.Compactor
 		hookEvent string
 	}{
 		{"denied", []agent.Hook{hook("keep-all", agent.HookPreCompact, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
@@ -195,11 +196,11 @@ func TestCompactionDeniedOrFailing(t *testing.T) {
 			return agent.Deny("audit needs the whole context"), nil
 		})}, nil, "keep-all:deny"},
 		{"transform refused", []agent.Hook{hook("odd", agent.HookPreCompact, "", decide(agent.HookDecision{Action: agent.HookTransform, Prompt: "x"}))}, nil, "odd:deny"},
-		{"compactor fails", nil, agent.CompactorFunc(func(context.Context, *agent.CompactionInput) (*agent.CompactionResult, error) {
+		{"compactor fails", nil, compaction.Func(func(context.Context, *compaction.Input) (*compaction.Result, error) {
 			return nil, errors.New("summarizer down")
 		}), ""},
-		{"compactor breaks the conversation", nil, agent.CompactorFunc(func(context.Context, *agent.CompactionInput) (*agent.CompactionResult, error) {
-			return &agent.CompactionResult{Messages: []model.Message{{Role: model.RoleTool, ToolCallID: "x", Parts: []model.Part{model.TextPart("?")}}}}, nil
+		{"compactor breaks the conversation", nil, compaction.Func(func(context.Context, *compaction.Input) (*compaction.Result, error) {
+			return &compaction.Result{Messages: []model.Message{{Role: model.RoleTool, ToolCallID: "x", Parts: []model.Part{model.TextPart("?")}}}}, nil
 		}), ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,7 +213,7 @@ func TestCompactionDeniedOrFailing(t *testing.T) {
 				sizes = append(sizes, len(req.Messages))
 				mu.Unlock()
 				return modeltest.Text("ok"), nil
-			}), &agent.Options{Hooks: tt.hooks, Compaction: &agent.Compaction{Threshold: 1000, Compactor: tt.compactor}})))
+			}), &agent.Options{Hooks: tt.hooks, Compaction: &compaction.Config{Threshold: 1000, Compactor: tt.compactor}})))
 			var kinds []string
 			var decisions string
 			for ev, err := range a.RunStream(runCtx(t), e.rt, "go on", &agent.RunOptions{SessionID: "s"}) {
@@ -240,7 +241,7 @@ func TestCompactionDeniedOrFailing(t *testing.T) {
 
 func TestInvalidCompaction(t *testing.T) {
 	m := modeltest.NewTestModel(modeltest.Text("x"))
-	for _, c := range []*agent.Compaction{{}, {Threshold: -1}, {Threshold: 10, KeepRecent: -1}} {
+	for _, c := range []*compaction.Config{{}, {Threshold: -1}, {Threshold: 10, KeepRecent: -1}} {
 		if _, err := agent.New("a", m, &agent.Options{Compaction: c}); !errors.Is(err, agent.ErrInvalidAgent) {
 			t.Errorf("compaction %+v: %v", c, err)
 		}
@@ -254,11 +255,11 @@ func TestCompactedContextIsStored(t *testing.T) {
 	longSession(t, e, "s", 30)
 	a := serve(t, e, agent.Must(agent.New("keeper", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.Text("ok"), nil
-	}), &agent.Options{Compaction: &agent.Compaction{Threshold: 500, KeepRecent: 3, Compactor: agent.CompactorFunc(func(_ context.Context, in *agent.CompactionInput) (*agent.CompactionResult, error) {
+	}), &agent.Options{Compaction: &compaction.Config{Threshold: 500, KeepRecent: 3, Compactor: compaction.Func(func(_ context.Context, in *compaction.Input) (*compaction.Result, error) {
 		if in.Target <= 0 || in.Target >= 250 || in.Tokens <= 500 || in.Threshold != 500 {
 			return nil, fmt.Errorf("input %d tokens, target %d, threshold %d", in.Tokens, in.Target, in.Threshold)
 		}
-		return &agent.CompactionResult{Messages: []model.Message{model.UserMessage(fmt.Sprintf("(%d messages elided)", len(in.Messages)))}}, nil
+		return &compaction.Result{Messages: []model.Message{model.UserMessage(fmt.Sprintf("(%d messages elided)", len(in.Messages)))}}, nil
 	})}})))
 	if _, err := a.Run(runCtx(t), e.rt, "go on", &agent.RunOptions{SessionID: "s", RunID: "r"}); err != nil {
 		t.Fatal(err)
@@ -291,7 +292,7 @@ func TestCompactionTrustsReportedInputSize(t *testing.T) {
 			return r, nil
 		}
 		return modeltest.Text("done"), nil
-	}), &agent.Options{Tools: []tool.Tool{echo}, Compaction: &agent.Compaction{Threshold: 1000, KeepRecent: 1}})))
+	}), &agent.Options{Tools: []tool.Tool{echo}, Compaction: &compaction.Config{Threshold: 1000, KeepRecent: 1}})))
 	var compacted []*agent.ContextCompactedEvent
 	for ev, err := range a.RunStream(runCtx(t), e.rt, "echo hi", nil) {
 		if err != nil {

@@ -102,16 +102,6 @@ func (v DepsValue) isZero() bool {
 	return !v.set || v.v == nil || reflect.ValueOf(v.v).IsZero()
 }
 
-// Emit publishes data on channel as an event of this run: it carries the
-// run's correlation id and is caused by the event being handled.
-func (rc RunContext) Emit(channel string, data any) error {
-	if rc.rt == nil {
-		return errors.New("agent: run context has no runtime")
-	}
-	_, err := rc.rt.client.Emit(rc.Context, channel, data)
-	return err
-}
-
 type runContextKey struct{}
 
 // FromContext returns the [RunContext] of the tool call that ctx belongs

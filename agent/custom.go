@@ -58,8 +58,8 @@ type CustomOptions struct {
 	Timeout time.Duration
 	// StartTimeout: see [Options.StartTimeout].
 	StartTimeout time.Duration
-	// StepTimeout bounds one call of the step. Default:
-	// DefaultModelTimeout.
+	// StepTimeout bounds one call of the step. Default: 2 minutes, as
+	// [Options.ModelTimeout].
 	StepTimeout time.Duration
 	// Hooks see the run's prompt, start, end and stop, as a model agent's
 	// do (a custom agent calls no tools); see [Hook].
@@ -81,9 +81,9 @@ type Custom[State, Out any] struct {
 	*Agent[Out]
 }
 
-// KindAgentState is the store kind of custom agents' state: one record per
+// kindAgentState is the store kind of custom agents' state: one record per
 // agent and session (or run, outside a session).
-const KindAgentState = "agent_state"
+const kindAgentState = "agent_state"
 
 // NewCustom returns a custom agent named name whose step is step. Name it
 // as [New] does. State is the type of the state it keeps between the runs
@@ -191,7 +191,7 @@ func (c *Custom[State, Out]) runStep(step StepFunc[State, Out]) func(call *stepC
 		}
 		rt := call.rc.rt
 		var reply *stepReply
-		_, err := store.Update(call.rc, rt.store, KindAgentState, call.scope, func(data []byte, exists bool) ([]byte, error) {
+		_, err := store.Update(call.rc, rt.store, kindAgentState, call.scope, func(data []byte, exists bool) ([]byte, error) {
 			var rec stateRecord
 			if exists {
 				if err := json.Unmarshal(data, &rec); err != nil {
@@ -262,7 +262,7 @@ func (c *Custom[State, Out]) stateRecord(ctx context.Context, rt *Runtime, sessi
 	if rt == nil {
 		rt = DefaultRuntime()
 	}
-	r, err := rt.store.Get(ctx, KindAgentState, stateScope(c.name, session, ""))
+	r, err := rt.store.Get(ctx, kindAgentState, stateScope(c.name, session, ""))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -289,7 +289,7 @@ func (c *Custom[State, Out]) SetState(ctx context.Context, rt *Runtime, session 
 	if err != nil {
 		return fmt.Errorf("agent %s: encode state: %w", c.name, err)
 	}
-	_, err = store.Update(ctx, rt.store, KindAgentState, stateScope(c.name, session, ""), func(data []byte, exists bool) ([]byte, error) {
+	_, err = store.Update(ctx, rt.store, kindAgentState, stateScope(c.name, session, ""), func(data []byte, exists bool) ([]byte, error) {
 		var rec stateRecord
 		if exists {
 			// Keep the last step's record: a redelivered step must not
@@ -320,8 +320,8 @@ func checkSession(session string) error {
 }
 
 // CustomEvent is the payload of an agent's custom channel
-// ([CustomChannel]): an event that a custom agent's step or a tool emitted
-// ([RunContext.EmitEvent]). Its message id is
+// (calf.agent.{name}.custom): an event that a custom agent's step or a
+// tool emitted ([RunContext.EmitEvent]). Its message id is
 // "{run}.custom.{step}.{n}" from a step and
 // "{run}.custom.{step}.{call}.{n}" from a tool call, n counting the
 // events of that step or call from 1, so that a step or call run again
@@ -334,8 +334,8 @@ type CustomEvent struct {
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
-// CustomChannel returns the channel of an agent's custom events.
-func CustomChannel(agent string) string { return channelPrefix + agent + "." + suffixCustom }
+// customChannel returns the channel of an agent's custom events.
+func customChannel(agent string) string { return channelPrefix + agent + "." + suffixCustom }
 
 const suffixCustom = "custom"
 
@@ -359,7 +359,7 @@ func (rc RunContext) EmitEvent(typ string, data any) error {
 		id += "." + rc.ToolCallID
 	}
 	ev := CustomEvent{Step: rc.Step, ToolCallID: rc.ToolCallID, Type: typ, Data: raw}
-	_, err = rc.rt.client.Emit(rc.Context, CustomChannel(rc.Agent), ev, calf.WithID(id+"."+n), calf.WithKey(rc.RunID))
+	_, err = rc.rt.client.Emit(rc.Context, customChannel(rc.Agent), ev, calf.WithID(id+"."+n), calf.WithKey(rc.RunID))
 	return err
 }
 

@@ -33,6 +33,17 @@
 //
 // The payloads and the rules each handler follows are specified in
 // docs/channels.md, so an agent or a tool in another language can take part.
+// [InputChannel], [OutputChannel], [StreamChannel] and [AllChannels] name
+// the channels a program outside this package's runtime talks to an agent
+// on; the others are the engine's.
+//
+// # Packages beside this one
+//
+// Package agent/compaction holds the strategies that keep a run's context
+// under a budget of tokens and their configuration ([Options.Compaction]);
+// this package decides when to compact, stores the compacted view with the
+// run and its session, and reports it ([ContextCompactedEvent]). Package
+// agent/commandhook makes a [Hook] that runs an external program.
 //
 // # Streams
 //

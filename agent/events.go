@@ -12,7 +12,13 @@ import (
 )
 
 // Channel names of an agent. Every payload below is JSON; docs/channels.md
-// describes them for implementers in other languages.
+// describes them, and every channel of an agent
+// (calf.agent.{name}.{channel}), for implementers in other languages. The
+// functions exported here name the channels a program needs to talk to
+// an agent over a broker without this package's runtime: where runs
+// start ([InputChannel]), where their outputs and deltas come out
+// ([OutputChannel], [StreamChannel]), and the pattern of them all
+// ([AllChannels], whose messages [DecodeEvent] reads).
 const (
 	channelPrefix = "calf.agent."
 
@@ -27,16 +33,16 @@ const (
 // InputChannel returns the channel on which an agent receives new runs.
 func InputChannel(agent string) string { return channelPrefix + agent + "." + suffixInput }
 
-// InferenceChannel returns the channel that triggers the agent's next model call.
-func InferenceChannel(agent string) string { return channelPrefix + agent + "." + suffixInference }
+// inferenceChannel returns the channel that triggers the agent's next model call.
+func inferenceChannel(agent string) string { return channelPrefix + agent + "." + suffixInference }
 
-// ToolCallChannel returns the channel on which the agent's tool is called.
-func ToolCallChannel(agent, tool string) string {
+// toolCallChannel returns the channel on which the agent's tool is called.
+func toolCallChannel(agent, tool string) string {
 	return channelPrefix + agent + "." + suffixToolCall + "." + tool
 }
 
-// ToolResultChannel returns the channel on which tool results come back.
-func ToolResultChannel(agent string) string { return channelPrefix + agent + "." + suffixToolResult }
+// toolResultChannel returns the channel on which tool results come back.
+func toolResultChannel(agent string) string { return channelPrefix + agent + "." + suffixToolResult }
 
 // StreamChannel returns the channel of streamed model deltas.
 func StreamChannel(agent string) string { return channelPrefix + agent + "." + suffixStream }
@@ -146,8 +152,8 @@ type ReplyTo struct {
 	Ref string `json:"ref,omitempty"`
 }
 
-// InferenceEvent is the payload of the inference channel.
-type InferenceEvent struct {
+// inferenceEvent is the payload of the inference channel.
+type inferenceEvent struct {
 	// Step is the number of the model call to make, from 1.
 	Step int `json:"step"`
 }

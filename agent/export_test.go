@@ -28,3 +28,17 @@ func (rt *Runtime) LoadState(ctx context.Context, runID string) (*RunState, erro
 	}
 	return st.detached()
 }
+
+// Channels and names of the engine that the tests address directly.
+var (
+	InferenceChannel  = inferenceChannel
+	ToolCallChannel   = toolCallChannel
+	ToolResultChannel = toolResultChannel
+	SubagentRunID     = subagentRunID
+)
+
+// InferenceEvent is the payload of the inference channel.
+type InferenceEvent = inferenceEvent
+
+// KindAgentState is the store kind of custom agents' state.
+const KindAgentState = kindAgentState

@@ -29,8 +29,8 @@ const (
 	GuardrailOnOutput GuardrailStage = "output"
 )
 
-// DefaultGuardrailTimeout is the default of [Guardrail.Timeout].
-const DefaultGuardrailTimeout = time.Minute
+// defaultGuardrailTimeout is the default of [Guardrail.Timeout].
+const defaultGuardrailTimeout = time.Minute
 
 // Guardrail checks a run's input or its output. When it trips, the run
 // ends failed, with an error matching [ErrGuardrailTripped], and its output
@@ -48,7 +48,7 @@ type Guardrail struct {
 	// still paid for). Output guardrails always run before the run
 	// completes.
 	Parallel bool
-	// Timeout bounds one check. Default [DefaultGuardrailTimeout].
+	// Timeout bounds one check. Default: a minute.
 	Timeout time.Duration
 }
 
@@ -73,11 +73,12 @@ type GuardrailInput struct {
 // guardrail that starts runs of other agents (see [JudgeGuardrail]).
 func (in GuardrailInput) Runtime() *Runtime { return in.rt }
 
-// GuardrailResult is a guardrail's verdict.
+// GuardrailResult is a guardrail's verdict, and the structured output of
+// a judge agent (see [JudgeGuardrail]).
 type GuardrailResult struct {
-	Tripped bool
+	Tripped bool `json:"tripped" jsonschema:"true when the text breaks the policy"`
 	// Reason says why it tripped.
-	Reason string
+	Reason string `json:"reason" jsonschema:"why, in one sentence"`
 }
 
 // GuardrailTrip records a guardrail that tripped.
@@ -107,7 +108,7 @@ func checkGuardrails(gs []Guardrail, stage GuardrailStage) error {
 
 // check runs g on in, with its timeout, and returns the trip, or nil.
 func (g *Guardrail) check(ctx context.Context, in GuardrailInput) *GuardrailTrip {
-	timeout := cmp.Or(g.Timeout, DefaultGuardrailTimeout)
+	timeout := cmp.Or(g.Timeout, defaultGuardrailTimeout)
 	r, err := callWithin(ctx, timeout, func(ctx context.Context) (GuardrailResult, error) { return g.Func(ctx, in) })
 	if errors.Is(err, errTimedOut) {
 		err = fmt.Errorf("no verdict within %s", timeout)
@@ -257,21 +258,14 @@ func (h *handlers[Out]) trip(ctx context.Context, id string, step int, t *Guardr
 	return h.next(ctx, st)
 }
 
-// GuardrailVerdict is the structured output of a judge agent (see
-// [JudgeGuardrail]).
-type GuardrailVerdict struct {
-	Tripped bool   `json:"tripped" jsonschema:"true when the text breaks the policy"`
-	Reason  string `json:"reason" jsonschema:"why, in one sentence"`
-}
-
 // JudgeGuardrail returns a guardrail that asks the agent judge (a model as
 // judge, with the policy in its instructions) whether the text breaks the
 // policy: judge gets the text as its prompt and answers with a
-// [GuardrailVerdict]. The judge runs as a run of its own (of id
+// [GuardrailResult]. The judge runs as a run of its own (of id
 // "{run}/guardrail-{name}-{stage}", so that a check made again after a
 // crash reuses its answer), carried out by any process that serves judge,
 // while the checking handler waits for it.
-func JudgeGuardrail(name string, judge *Agent[GuardrailVerdict], parallel bool) Guardrail {
+func JudgeGuardrail(name string, judge *Agent[GuardrailResult], parallel bool) Guardrail {
 	return Guardrail{Name: name, Parallel: parallel, Func: func(ctx context.Context, in GuardrailInput) (GuardrailResult, error) {
 		if in.rt == nil {
 			return GuardrailResult{}, errors.New("no runtime to run the judge on")
@@ -280,6 +274,6 @@ func JudgeGuardrail(name string, judge *Agent[GuardrailVerdict], parallel bool) 
 		if err != nil {
 			return GuardrailResult{}, fmt.Errorf("the judge %s: %w", judge.Name(), err)
 		}
-		return GuardrailResult{Tripped: out.Output.Tripped, Reason: out.Output.Reason}, nil
+		return out.Output, nil
 	}}
 }

@@ -163,7 +163,7 @@ func TestFailingGuardrailsTrip(t *testing.T) {
 func TestJudgeGuardrail(t *testing.T) {
 	e := newEnv(t, nil)
 	var judged atomic.Int64
-	judge := serve(t, e, agent.Must(agent.NewTyped[agent.GuardrailVerdict]("judge", counted(&judged, func(_ context.Context, req *model.Request) (*model.Response, error) {
+	judge := serve(t, e, agent.Must(agent.NewTyped[agent.GuardrailResult]("judge", counted(&judged, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		if strings.Contains(req.Messages[len(req.Messages)-1].Text(), "insult") {
 			return modeltest.Text(`{"tripped": true, "reason": "the text is rude"}`), nil
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
+	"github.com/calf-go/calf/agent/compaction"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
@@ -70,15 +71,15 @@ func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions)
 	a.serving = true // the tools are fixed from now on: see AddTool
 	names := a.tools.Names()
 	a.mu.Unlock()
-	channels := []string{InputChannel(a.name), InferenceChannel(a.name), ToolResultChannel(a.name), StreamChannel(a.name), OutputChannel(a.name), PauseChannel(a.name)}
+	channels := []string{InputChannel(a.name), inferenceChannel(a.name), toolResultChannel(a.name), StreamChannel(a.name), OutputChannel(a.name), pauseChannel(a.name)}
 	for _, ts := range a.opts.Toolsets {
 		names = append(names, ts.Name())
 	}
 	for _, name := range names {
-		channels = append(channels, ToolCallChannel(a.name, name))
+		channels = append(channels, toolCallChannel(a.name, name))
 	}
 	if a.opts.Compaction != nil {
-		channels = append(channels, ContextCompactedChannel(a.name))
+		channels = append(channels, contextCompactedChannel(a.name))
 	}
 	if err := calf.CreateChannels(ctx, rt.client.Broker(), channels...); err != nil {
 		return fmt.Errorf("agent %s: serve: create channels: %w", a.name, err)
@@ -95,19 +96,19 @@ func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions)
 			Group: pattern, Concurrency: h.opts.Concurrency, MaxAttempts: h.opts.MaxAttempts,
 		})
 	}
-	if err := sub(InferenceChannel(a.name), h.onInference); err != nil {
+	if err := sub(inferenceChannel(a.name), h.onInference); err != nil {
 		return fmt.Errorf("agent %s: serve: %w", a.name, err)
 	}
-	if err := sub(ToolResultChannel(a.name), h.onToolResult); err != nil {
+	if err := sub(toolResultChannel(a.name), h.onToolResult); err != nil {
 		return fmt.Errorf("agent %s: serve: %w", a.name, err)
 	}
 	if a.hasSubagents() {
-		if err := sub(SubagentCompletedChannel(a.name), h.onSubagentCompleted); err != nil {
+		if err := sub(subagentCompletedChannel(a.name), h.onSubagentCompleted); err != nil {
 			return fmt.Errorf("agent %s: serve: %w", a.name, err)
 		}
 	}
 	if len(a.opts.Hooks) > 0 {
-		if err := calf.CreateChannels(ctx, rt.client.Broker(), HookChannel(a.name)); err != nil {
+		if err := calf.CreateChannels(ctx, rt.client.Broker(), hookChannel(a.name)); err != nil {
 			return fmt.Errorf("agent %s: serve: create channels: %w", a.name, err)
 		}
 	}
@@ -120,7 +121,7 @@ func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions)
 		}
 	}
 	for _, name := range names {
-		if err := sub(ToolCallChannel(a.name, name), h.onToolCall); err != nil {
+		if err := sub(toolCallChannel(a.name, name), h.onToolCall); err != nil {
 			return fmt.Errorf("agent %s: serve tool %s: %w", a.name, name, err)
 		}
 	}
@@ -212,7 +213,7 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 		}
 		var history []model.Message
 		var ref *historyRef
-		var compacted *sessionstore.Compacted
+		var compacted *compaction.Record
 		var sessionBudget *Budget
 		var sessionSpent *Spent
 		if in.Messages != nil || len(in.Chain) > 0 {
@@ -279,7 +280,7 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 		// The run was submitted again after it ended: answer with its output.
 		return h.finish(ctx, st)
 	case st.Status == RunRunning && st.Step == 1 && st.Phase == phaseInference:
-		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: 1}, inferenceID(id, 1), id)
+		return h.emit(ctx, inferenceChannel(h.a.name), inferenceEvent{Step: 1}, inferenceID(id, 1), id)
 	}
 	return nil
 }
@@ -438,7 +439,7 @@ func (h *handlers[Out]) next(ctx context.Context, st *runState) error {
 	case st.Status.Terminal():
 		return h.finish(ctx, st)
 	case st.Phase == phaseInference:
-		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: st.Step}, inferenceID(st.RunID, st.Step), st.RunID)
+		return h.emit(ctx, inferenceChannel(h.a.name), inferenceEvent{Step: st.Step}, inferenceID(st.RunID, st.Step), st.RunID)
 	}
 	limit := h.rt.client.MaxMessageSize()
 	for _, p := range st.Pending {
@@ -454,7 +455,7 @@ func (h *handlers[Out]) next(ctx context.Context, st *runState) error {
 			err = h.emitResult(ctx, st.RunID, undispatched(st.Step, p, fmt.Errorf("arguments of %d bytes exceed the limit of %d", len(p.Arguments), limit-1024)))
 		default:
 			ev := ToolCallEvent{Step: st.Step, ToolCallID: p.ID, ToolName: p.Name, Arguments: p.Arguments, Deltas: st.Deltas}
-			err = h.emit(ctx, ToolCallChannel(h.a.name, channel), ev, toolCallID(st.RunID, st.Step, p.ID), st.RunID+"/"+p.ID)
+			err = h.emit(ctx, toolCallChannel(h.a.name, channel), ev, toolCallID(st.RunID, st.Step, p.ID), st.RunID+"/"+p.ID)
 		}
 		if err != nil {
 			return err
@@ -475,7 +476,7 @@ func undispatched(step int, p pendingCall, err error) ToolResultEvent {
 }
 
 func (h *handlers[Out]) emitResult(ctx context.Context, run string, ev ToolResultEvent) error {
-	return h.emit(ctx, ToolResultChannel(h.a.name), ev, toolResultID(run, ev.Step, ev.ToolCallID), run)
+	return h.emit(ctx, toolResultChannel(h.a.name), ev, toolResultID(run, ev.Step, ev.ToolCallID), run)
 }
 
 // fail marks the run failed (unless it has ended already) and emits its
@@ -1019,7 +1020,7 @@ func (h *handlers[Out]) onToolResult(ctx context.Context, msg *calf.Message) err
 		return h.finish(ctx, st) // handed off, or refused a handoff over the limit
 	}
 	if st.Status == RunRunning && st.Phase == phaseInference && st.Step == ev.Step+1 && st.AdvancedBy == ev.ToolCallID {
-		return h.emit(ctx, InferenceChannel(h.a.name), InferenceEvent{Step: st.Step}, inferenceID(id, st.Step), id)
+		return h.emit(ctx, inferenceChannel(h.a.name), inferenceEvent{Step: st.Step}, inferenceID(id, st.Step), id)
 	}
 	return nil
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/calf-go/calf/tool"
 )
 
-// DefaultMaxHandoffs is the default of [HandoffOptions.MaxHandoffs].
-const DefaultMaxHandoffs = 10
+// defaultMaxHandoffs is the default of [HandoffOptions.MaxHandoffs].
+const defaultMaxHandoffs = 10
 
 // Target is what a handoff or a subagent tool needs of another agent: its
 // name, which is all that is needed at run time (the agent may be served
@@ -51,7 +51,7 @@ type HandoffRequest struct {
 	// the conversation.
 	Context string `json:"context,omitempty"`
 	// MaxHandoffs bounds the handoffs of the chain this one would extend.
-	// Default: DefaultMaxHandoffs.
+	// Default: 10, as [HandoffOptions.MaxHandoffs].
 	MaxHandoffs int `json:"max_handoffs,omitempty"`
 }
 
@@ -74,7 +74,7 @@ type HandoffOptions struct {
 	InputFilter InputFilter
 	// MaxHandoffs bounds the handoffs of one chain: a handoff that would
 	// make more fails the run that asked for it, with an error naming the
-	// chain. Default: DefaultMaxHandoffs.
+	// chain. Default: 10.
 	MaxHandoffs int
 }
 
@@ -119,7 +119,7 @@ func Handoff(target Target, opts *HandoffOptions) (tool.Tool, error) {
 		}
 	}
 	if o.MaxHandoffs <= 0 {
-		o.MaxHandoffs = DefaultMaxHandoffs
+		o.MaxHandoffs = defaultMaxHandoffs
 	}
 	ht := &handoffTool{target: target, opts: o}
 	ht.Tool = tool.NewRaw(model.ToolDefinition{
@@ -262,7 +262,7 @@ func (h *handlers[Out]) handOff(st *runState, by string) bool {
 	st.EndedAt = h.rt.now()
 	limit := req.MaxHandoffs
 	if limit <= 0 {
-		limit = DefaultMaxHandoffs
+		limit = defaultMaxHandoffs
 	}
 	if !nameRE.MatchString(req.Agent) {
 		st.Status = RunFailed

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/commandhook"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -141,7 +142,7 @@ func TestCommandHookAsk(t *testing.T) {
 	if err := os.WriteFile(p, []byte("#!/bin/sh\ncat >/dev/null\necho '{\"action\":\"ask\",\"reason\":\"the policy asks\"}'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h, err := agent.CommandHook("policy", agent.HookPreToolUse, "add", []string{p}, 0)
+	h, err := commandhook.New("policy", agent.HookPreToolUse, "add", []string{p}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,21 +1,17 @@
 package agent
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"runtime/debug"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/calf-go/calf"
-	"github.com/calf-go/calf/internal/proc"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -75,7 +71,7 @@ const (
 	// the session: the run that continues it does.
 	HookSessionEnd HookEvent = "session_end"
 	// HookPreCompact runs before a run's context is compacted (see
-	// [Compaction]), with the context's estimated size (Tokens): a hook may
+	// [Options.Compaction]), with the context's estimated size (Tokens): a hook may
 	// let the compaction go ahead, or deny it, and the model call is then
 	// made with the whole context. The Matcher selects agents by name.
 	HookPreCompact HookEvent = "pre_compact"
@@ -194,8 +190,8 @@ func Ask(reason string) HookDecision { return HookDecision{Action: HookAsk, Reas
 // and runs no later hook.
 func Skip() HookDecision { return HookDecision{Action: HookSkip} }
 
-// DefaultHookTimeout is the default of [Hook.Timeout].
-const DefaultHookTimeout = 30 * time.Second
+// defaultHookTimeout is the default of [Hook.Timeout].
+const defaultHookTimeout = 30 * time.Second
 
 // Hook is a function that runs at Event for the tool calls whose tool's
 // name Matcher matches (for the events that are not about a tool call, the
@@ -210,8 +206,8 @@ const DefaultHookTimeout = 30 * time.Second
 // delivered again before what it caused is recorded, so they should decide
 // the same way for the same input. What the hooks of an event decided is
 // published as a [HookDecisionEvent] on the agent's hook channel
-// ([HookChannel]), before the decision takes effect, so RunStream yields
-// it (a hook event); the decisions about a tool call are also recorded
+// (calf.agent.{name}.hook), before the decision takes effect, so
+// RunStream yields it (a hook event); the decisions about a tool call are also recorded
 // with its result ([ToolResultEvent.Hooks], [ToolCallRecord.Hooks]).
 type Hook struct {
 	// Name identifies the hook in records and in what the model is told.
@@ -224,13 +220,13 @@ type Hook struct {
 	Matcher string
 	// Func decides.
 	Func func(ctx context.Context, in HookInput) (HookDecision, error)
-	// Timeout bounds one call of Func. Default [DefaultHookTimeout].
+	// Timeout bounds one call of Func. Default: 30 seconds.
 	Timeout time.Duration
 }
 
 // HookDecisionEvent is the payload of an agent's hook channel
-// ([HookChannel]): what the hooks of one event of a run decided, in order.
-// Its message has the run's id and correlation id in its metadata, and
+// (calf.agent.{name}.hook): what the hooks of one event of a run decided,
+// in order. Its message has the run's id and correlation id in its metadata, and
 // the id "{run}.hook.{event}" for the events of the run
 // (user_prompt_submit, session_start, stop, session_end), with the step
 // for pre_compact ("{run}.hook.pre_compact.{step}"), or
@@ -247,8 +243,8 @@ type HookDecisionEvent struct {
 	Decisions []HookRecord `json:"decisions"`
 }
 
-// HookChannel returns the channel of what an agent's hooks decided.
-func HookChannel(agent string) string { return channelPrefix + agent + "." + suffixHook }
+// hookChannel returns the channel of what an agent's hooks decided.
+func hookChannel(agent string) string { return channelPrefix + agent + "." + suffixHook }
 
 const suffixHook = "hook"
 
@@ -270,7 +266,7 @@ func (h *handlers[Out]) emitHookDecisions(ctx context.Context, md calf.Metadata,
 	if len(ev.Decisions) == 0 {
 		return nil
 	}
-	_, err := h.rt.client.Emit(ctx, HookChannel(h.a.name), ev, calf.WithID(hookID(md.RunID, &ev)), calf.WithKey(md.RunID), calf.WithMetadata(md))
+	_, err := h.rt.client.Emit(ctx, hookChannel(h.a.name), ev, calf.WithID(hookID(md.RunID, &ev)), calf.WithKey(md.RunID), calf.WithMetadata(md))
 	if err != nil {
 		return fmt.Errorf("agent %s: publish the %s hooks' decisions: %w", h.a.name, ev.Event, err)
 	}
@@ -313,7 +309,7 @@ func (h *Hook) matches(name string) bool {
 
 // call runs h's function with its timeout, turning a panic into an error.
 func (h *Hook) call(ctx context.Context, in HookInput) (HookDecision, error) {
-	timeout := cmp.Or(h.Timeout, DefaultHookTimeout)
+	timeout := cmp.Or(h.Timeout, defaultHookTimeout)
 	d, err := callWithin(ctx, timeout, func(ctx context.Context) (HookDecision, error) { return h.Func(ctx, in) })
 	if errors.Is(err, errTimedOut) {
 		return HookDecision{}, fmt.Errorf("did not answer within %s", timeout)
@@ -483,84 +479,6 @@ func (d HookDecision) check(event HookEvent) error {
 		return nil
 	}
 	return fmt.Errorf("unknown action %q", d.Action)
-}
-
-// maxHookOutput bounds what a command hook may print.
-const maxHookOutput = 1 << 20
-
-// CommandHook returns a hook that runs an external program, so that an
-// operator can add a policy without rebuilding the workers: argv[0] with
-// the arguments argv[1:], not through a shell. The program gets the
-// [HookInput] as JSON on its standard input and answers with a
-// [HookDecision] as JSON on its standard output ({"action": "deny",
-// "reason": "..."}, or "ask" to send a call to approval); empty output
-// allows. A program that exits with a
-// non-zero status, prints something else, or outlasts the hook's timeout
-// (it is killed then, with the processes it started) denies. Its standard
-// error is kept, up to a limit, in the denial's reason. Its environment is
-// the worker's.
-func CommandHook(name string, event HookEvent, matcher string, argv []string, timeout time.Duration) (Hook, error) {
-	if len(argv) == 0 || argv[0] == "" {
-		return Hook{}, fmt.Errorf("%w: hook %s: no command", ErrInvalidAgent, name)
-	}
-	argv = slices.Clone(argv)
-	run := func(ctx context.Context, in HookInput) (HookDecision, error) {
-		input, err := json.Marshal(in)
-		if err != nil {
-			return HookDecision{}, err
-		}
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Stdin = bytes.NewReader(input)
-		var stdout, stderr limitedBuffer
-		stdout.max, stderr.max = maxHookOutput, 4<<10
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		proc.Group(cmd)
-		cmd.Cancel = func() error { return proc.Kill(cmd) }
-		cmd.WaitDelay = time.Second
-		err = cmd.Run()
-		_ = proc.Kill(cmd) // whatever it left behind
-		if ctx.Err() != nil {
-			return HookDecision{}, ctx.Err()
-		}
-		if err != nil {
-			msg := strings.TrimSpace(stderr.String())
-			if msg == "" {
-				return HookDecision{}, fmt.Errorf("%s: %v", argv[0], err)
-			}
-			return HookDecision{}, fmt.Errorf("%s: %v: %s", argv[0], err, msg)
-		}
-		if stdout.over {
-			return HookDecision{}, fmt.Errorf("%s printed more than %d bytes", argv[0], maxHookOutput)
-		}
-		out := bytes.TrimSpace(stdout.Bytes())
-		if len(out) == 0 {
-			return Allow(), nil
-		}
-		var d HookDecision
-		dec := json.NewDecoder(bytes.NewReader(out))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&d); err != nil {
-			return HookDecision{}, fmt.Errorf("%s printed no decision: %v", argv[0], err)
-		}
-		return d, nil
-	}
-	return Hook{Name: name, Event: event, Matcher: matcher, Func: run, Timeout: timeout}, nil
-}
-
-// limitedBuffer keeps up to max bytes and notes whether more came.
-type limitedBuffer struct {
-	bytes.Buffer
-	max  int
-	over bool
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room < len(p) {
-		b.over = true
-		b.Buffer.Write(p[:max(room, 0)])
-		return len(p), nil
-	}
-	return b.Buffer.Write(p)
 }
 
 // hasHooks reports whether the agent has a hook for event.

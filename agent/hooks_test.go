@@ -15,6 +15,7 @@ import (
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/session"
+	"github.com/calf-go/calf/agent/commandhook"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -405,7 +406,7 @@ func TestCommandHook(t *testing.T) {
 		{"too slow", `sleep 5 & sleep 5`, "error: the hook cmd failed: did not answer within 300ms", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := agent.CommandHook("cmd", agent.HookPreToolUse, "", []string{script(strings.ReplaceAll(tt.name, " ", "_"), tt.body)}, 300*time.Millisecond)
+			h, err := commandhook.New("cmd", agent.HookPreToolUse, "", []string{script(strings.ReplaceAll(tt.name, " ", "_"), tt.body)}, 300*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -427,7 +428,7 @@ func TestCommandHook(t *testing.T) {
 			}
 		})
 	}
-	if _, err := agent.CommandHook("x", agent.HookPreToolUse, "", nil, 0); err == nil {
+	if _, err := commandhook.New("x", agent.HookPreToolUse, "", nil, 0); err == nil {
 		t.Error("a command hook without a command was made")
 	}
 }

@@ -15,7 +15,7 @@ import (
 // model's answer.
 type inference struct {
 	msg     *calf.Message
-	ev      InferenceEvent
+	ev      inferenceEvent
 	st      *runState
 	version int64 // st's stored version
 	rc      RunContext

@@ -25,9 +25,9 @@ type PauseState struct {
 	Budget *BudgetStop `json:"budget,omitempty"`
 }
 
-// PauseEvent is the payload of an agent's pause channel ([PauseChannel]):
-// a run paused before the model call of Step, or was resumed. Its message
-// id is "{run}.pause.{step}.{n}" for the n-th pause of the run (from 0),
+// PauseEvent is the payload of an agent's pause channel
+// (calf.agent.{name}.pause): a run paused before the model call of Step,
+// or was resumed. Its message id is "{run}.pause.{step}.{n}" for the n-th pause of the run (from 0),
 // "{run}.resume.{step}.{n}" for its n-th resume (from 1).
 type PauseEvent struct {
 	Step int `json:"step"`
@@ -38,8 +38,8 @@ type PauseEvent struct {
 	Budget *BudgetStop `json:"budget,omitempty"`
 }
 
-// PauseChannel returns the channel of an agent's pauses and resumes.
-func PauseChannel(agent string) string { return channelPrefix + agent + "." + suffixPause }
+// pauseChannel returns the channel of an agent's pauses and resumes.
+func pauseChannel(agent string) string { return channelPrefix + agent + "." + suffixPause }
 
 const suffixPause = "pause"
 
@@ -116,10 +116,10 @@ func (rt *Runtime) Resume(ctx context.Context, agentName, runID string) (*RunInf
 func (rt *Runtime) emitResume(ctx context.Context, st *runState) error {
 	n := strconv.Itoa(st.Resumes)
 	md := calf.WithMetadata(st.metadata())
-	if _, err := rt.client.Emit(ctx, PauseChannel(st.Agent), PauseEvent{Step: st.Step}, calf.WithID(st.RunID+".resume."+strconv.Itoa(st.Step)+"."+n), calf.WithKey(st.RunID), md); err != nil {
+	if _, err := rt.client.Emit(ctx, pauseChannel(st.Agent), PauseEvent{Step: st.Step}, calf.WithID(st.RunID+".resume."+strconv.Itoa(st.Step)+"."+n), calf.WithKey(st.RunID), md); err != nil {
 		rt.log.Warn("agent: resume event not published", "agent", st.Agent, "run", st.RunID, "err", err)
 	}
-	_, err := rt.client.Emit(ctx, InferenceChannel(st.Agent), InferenceEvent{Step: st.Step}, calf.WithID(inferenceID(st.RunID, st.Step)+".resume."+n), calf.WithKey(st.RunID), md)
+	_, err := rt.client.Emit(ctx, inferenceChannel(st.Agent), inferenceEvent{Step: st.Step}, calf.WithID(inferenceID(st.RunID, st.Step)+".resume."+n), calf.WithKey(st.RunID), md)
 	return err
 }
 
@@ -213,7 +213,7 @@ func (h *handlers[Out]) pauseTakesEffect(ctx context.Context, st *runState, vers
 // emitPaused publishes the pause of st, which is in effect.
 func (rt *Runtime) emitPaused(ctx context.Context, st *runState) error {
 	ev := PauseEvent{Step: st.Step, Paused: true, Reason: st.Pause.Reason, Budget: st.Pause.Budget}
-	_, err := rt.client.Emit(ctx, PauseChannel(st.Agent), ev, calf.WithID(st.RunID+".pause."+strconv.Itoa(st.Step)+"."+strconv.Itoa(st.Resumes)),
+	_, err := rt.client.Emit(ctx, pauseChannel(st.Agent), ev, calf.WithID(st.RunID+".pause."+strconv.Itoa(st.Step)+"."+strconv.Itoa(st.Resumes)),
 		calf.WithKey(st.RunID), calf.WithMetadata(st.metadata()))
 	return err
 }

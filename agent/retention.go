@@ -19,7 +19,7 @@ type SweepOptions struct {
 	// Every, when positive, has the processes that share the store sweep
 	// it once in that time at most: the sweep is skipped when the store
 	// records one, by any process, that started less than Every ago, and
-	// one that goes ahead records itself first (a [KindSweep] record).
+	// one that goes ahead records itself first (a record of kind "sweep").
 	// Programs that start often and live briefly, such as calf run, sweep
 	// with it, so that each start does not read every run.
 	Every time.Duration
@@ -35,14 +35,14 @@ type SweepResult struct {
 	Skipped bool
 }
 
-// KindSweep is the store kind of the record of the last sweep of runs that
+// kindSweep is the store kind of the record of the last sweep of runs that
 // used [SweepOptions.Every]: the id "runs", holding {"at": time}.
-const KindSweep = "sweep"
+const kindSweep = "sweep"
 
-// sweepMarkID is the id of the [KindSweep] record.
+// sweepMarkID is the id of the [kindSweep] record.
 const sweepMarkID = "runs"
 
-// sweepMark is what the [KindSweep] record holds.
+// sweepMark is what the [kindSweep] record holds.
 type sweepMark struct {
 	At time.Time `json:"at"`
 }
@@ -55,7 +55,7 @@ type sweepMark struct {
 func (rt *Runtime) claimSweep(ctx context.Context, every time.Duration) (bool, error) {
 	now := rt.now()
 	var version int64
-	rec, err := rt.store.Get(ctx, KindSweep, sweepMarkID)
+	rec, err := rt.store.Get(ctx, kindSweep, sweepMarkID)
 	switch {
 	case err == nil:
 		var m sweepMark
@@ -72,7 +72,7 @@ func (rt *Runtime) claimSweep(ctx context.Context, every time.Duration) (bool, e
 	if err != nil {
 		return false, err
 	}
-	if _, err := rt.store.Put(ctx, KindSweep, sweepMarkID, data, version); errors.Is(err, store.ErrConflict) {
+	if _, err := rt.store.Put(ctx, kindSweep, sweepMarkID, data, version); errors.Is(err, store.ErrConflict) {
 		return false, nil // another process claimed it first
 	} else if err != nil {
 		return false, err
@@ -170,7 +170,7 @@ func (rt *Runtime) sweepRunRecords(ctx context.Context, id string) (int, error) 
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 	}
-	m, err := store.DeletePrefix(ctx, rt.store, KindAgentState, stateScope("", "", id))
+	m, err := store.DeletePrefix(ctx, rt.store, kindAgentState, stateScope("", "", id))
 	n += m
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)

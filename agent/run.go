@@ -792,7 +792,7 @@ const (
 	// before the decisions take effect.
 	EventHook EventKind = "hook"
 	// EventContextCompacted: the run's context was compacted before the
-	// model call of Step (Compacted); see [Compaction].
+	// model call of Step (Compacted); see [Options.Compaction].
 	EventContextCompacted EventKind = "context_compacted"
 	// EventPause: the run paused before the model call of Step, or was
 	// resumed (Pause); see [Runtime.Pause].
@@ -1138,7 +1138,7 @@ func DecodeEvent(m *calf.Message) (Event, error) {
 		ev.Kind, ev.Input = EventInput, new(InputEvent)
 		err = m.Decode(ev.Input)
 	case suffixInference:
-		var p InferenceEvent
+		var p inferenceEvent
 		err = m.Decode(&p)
 		ev.Kind, ev.Step = EventInference, p.Step
 	case suffixStream:

@@ -10,7 +10,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/internal/records"
-	"github.com/calf-go/calf/agent/internal/sessionstore"
+	"github.com/calf-go/calf/agent/compaction"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
@@ -85,8 +85,8 @@ type runState struct {
 	// records, 8 to a record, as Archived is for the messages.
 	ArchivedCalls int `json:"archived_calls,omitempty"`
 	// Compacted, when set, is what the model sees in place of the first
-	// messages of Messages; see [Compaction].
-	Compacted *sessionstore.Compacted `json:"compacted,omitempty"`
+	// messages of Messages; see [Options.Compaction].
+	Compacted *compaction.Record `json:"compacted,omitempty"`
 	// LastInput is the size of the input of the run's last model call, as
 	// the model reported it, and how many messages (of what the model
 	// sees, the instructions left out) it had.

@@ -22,16 +22,16 @@ const (
 	suffixSubagentCompleted = "subagent_completed"
 )
 
-// SubagentSpawnedChannel returns the channel on which an agent announces
+// subagentSpawnedChannel returns the channel on which an agent announces
 // the subagent runs its tool calls start. The events are informational.
-func SubagentSpawnedChannel(agent string) string {
+func subagentSpawnedChannel(agent string) string {
 	return channelPrefix + agent + "." + suffixSubagentSpawned
 }
 
-// SubagentCompletedChannel returns the channel on which an agent receives
+// subagentCompletedChannel returns the channel on which an agent receives
 // the outputs of the subagent runs its tool calls started: the
 // subagents' replies ([ReplyTo]).
-func SubagentCompletedChannel(agent string) string {
+func subagentCompletedChannel(agent string) string {
 	return channelPrefix + agent + "." + suffixSubagentCompleted
 }
 
@@ -47,14 +47,15 @@ type SubagentEvent struct {
 
 // Defaults of [SubagentOptions].
 const (
-	DefaultSubagentTimeout  = DefaultTimeout
-	DefaultMaxSubagentDepth = 5
+	defaultSubagentTimeout  = DefaultTimeout
+	defaultMaxSubagentDepth = 5
 )
 
 // SubagentOptions configures a subagent tool made by [AsTool]. A nil
 // *SubagentOptions means the defaults.
 type SubagentOptions struct {
-	// Name is the tool's name. Default: the subagent's name.
+	// Name is the tool's name. Default: the subagent's name (for
+	// [AsTask], "task").
 	Name string
 	// Description tells the model what the subagent does. Default: the
 	// subagent's description.
@@ -66,12 +67,12 @@ type SubagentOptions struct {
 	// Timeout bounds each of the subagent's runs: a run still going when
 	// it passes ends with an error at its next step (its model and tool
 	// calls are cut at the deadline), and the parent's model gets that
-	// error as the tool's result. Default: DefaultSubagentTimeout.
+	// error as the tool's result. Default: [DefaultTimeout].
 	Timeout time.Duration
 	// MaxDepth bounds the nesting of subagent runs: a call from a run
 	// that is already MaxDepth subagent calls deep gets an error result
 	// instead of a run, so that agents that call each other (or
-	// themselves) stop. Default: DefaultMaxSubagentDepth.
+	// themselves) stop. Default: 5.
 	MaxDepth int
 }
 
@@ -85,8 +86,8 @@ type SubagentOptions struct {
 // parent's state; the subagent's run (on any process that serves it, as
 // only its name is needed) replies on the parent's subagent_completed
 // channel, and that reply becomes the tool's result. The subagent's run
-// id is derived from the parent's run id and the tool call id (see
-// [SubagentRunID]), and its state records the parent ([RunInfo.Parent]).
+// id is derived from the parent's run id and the tool call id
+// ("{parent}/{call}"), and its state records the parent ([RunInfo.Parent]).
 // The parent's stream shows a subagent_spawned event when the run starts
 // and a subagent_completed event when it ends.
 //
@@ -97,9 +98,9 @@ func AsTool(sub Target, opts *SubagentOptions) (tool.Tool, error) {
 	return asTool(sub, opts, false)
 }
 
-// DefaultTaskToolName is the name of the tool [AsTask] makes unless
+// defaultTaskToolName is the name of the tool [AsTask] makes unless
 // [SubagentOptions.Name] gives another.
-const DefaultTaskToolName = "task"
+const defaultTaskToolName = "task"
 
 // AsTask returns a tool, named "task" by default, with which the model
 // hands an ad-hoc task to the general-purpose agent sub: the model
@@ -119,7 +120,7 @@ func AsTask(sub Target, opts *SubagentOptions) (tool.Tool, error) {
 		o = *opts
 	}
 	if o.Name == "" {
-		o.Name = DefaultTaskToolName
+		o.Name = defaultTaskToolName
 	}
 	if o.Description == "" {
 		o.Description = "Hand a self-contained task to a subagent, which works on it with its own tools and budget " +
@@ -150,7 +151,7 @@ func AsTaskAmong(subs []Target, opts *SubagentOptions) (tool.Tool, error) {
 		o = *opts
 	}
 	if o.Name == "" {
-		o.Name = DefaultTaskToolName
+		o.Name = defaultTaskToolName
 	}
 	names := make([]string, 0, len(subs))
 	var b strings.Builder
@@ -215,10 +216,10 @@ func newSubagentTool(agent string, choices []string, o SubagentOptions, params j
 		return nil, err
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultSubagentTimeout
+		o.Timeout = defaultSubagentTimeout
 	}
 	if o.MaxDepth <= 0 {
-		o.MaxDepth = DefaultMaxSubagentDepth
+		o.MaxDepth = defaultMaxSubagentDepth
 	}
 	schema, err := tool.ParseSchema(params)
 	if err != nil {
@@ -240,9 +241,9 @@ func (a *Agent[Out]) AddSubagent(sub Target, opts *SubagentOptions) error {
 	return a.AddTool(t)
 }
 
-// SubagentRunID returns the id of the subagent run that the tool call
+// subagentRunID returns the id of the subagent run that the tool call
 // callID of the run parent starts.
-func SubagentRunID(parent, callID string) string { return parent + "/" + callID }
+func subagentRunID(parent, callID string) string { return parent + "/" + callID }
 
 // subagentTool is the tool made by AsTool. The tool-call handler starts
 // the subagent's run instead of calling it.
@@ -393,9 +394,9 @@ func (h *handlers[Out]) startSubagent(ctx context.Context, msg *calf.Message, st
 		}
 		input = o.prompt
 	}
-	child := SubagentRunID(st.RunID, ev.ToolCallID)
+	child := subagentRunID(st.RunID, ev.ToolCallID)
 	spawned := SubagentEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Agent: sub.agent, RunID: child}
-	if _, err := h.rt.client.Emit(ctx, SubagentSpawnedChannel(h.a.name), spawned, calf.WithID(child+".spawned"), calf.WithKey(st.RunID)); err != nil {
+	if _, err := h.rt.client.Emit(ctx, subagentSpawnedChannel(h.a.name), spawned, calf.WithID(child+".spawned"), calf.WithKey(st.RunID)); err != nil {
 		return err
 	}
 	ref, err := json.Marshal(subagentRef{Run: st.RunID, Step: ev.Step, Tool: ev.ToolName, Call: ev.ToolCallID, Session: st.SessionID, Agent: sub.agent, Trace: msg.Metadata.Traceparent})
@@ -408,7 +409,7 @@ func (h *handlers[Out]) startSubagent(ctx context.Context, msg *calf.Message, st
 	}
 	in := InputEvent{
 		Content: input, Parent: st.RunID,
-		ReplyTo:  &ReplyTo{Channel: SubagentCompletedChannel(h.a.name), Key: st.RunID, CorrelationID: st.correlationID(), Ref: string(ref)},
+		ReplyTo:  &ReplyTo{Channel: subagentCompletedChannel(h.a.name), Key: st.RunID, CorrelationID: st.correlationID(), Ref: string(ref)},
 		Deadline: start.Add(sub.opts.Timeout), MaxTurns: sub.opts.MaxTurns, Depth: st.Depth + 1, Root: st.root(h.a.name),
 	}
 	if b := st.Budget; b != nil {
@@ -476,7 +477,7 @@ func (h *handlers[Out]) subagentStopHooks(ctx context.Context, msg *calf.Message
 	}
 	o := h.a.runHooks(ctx, HookSubagentStop, HookInput{
 		Event: HookSubagentStop, Agent: h.a.name, RunID: ref.Run, SessionID: ref.Session, Step: ref.Step,
-		ToolCallID: ref.Call, ToolName: ref.Tool, Subagent: name, SubagentRunID: SubagentRunID(ref.Run, ref.Call),
+		ToolCallID: ref.Call, ToolName: ref.Tool, Subagent: name, SubagentRunID: subagentRunID(ref.Run, ref.Call),
 		Status: status, Output: outputText(out.Content), Error: out.Error, Result: res.Result,
 	})
 	if ctx.Err() != nil {
@@ -512,7 +513,7 @@ func (h *handlers[Out]) recordResult(ctx context.Context, run string, res ToolRe
 	if res, err = h.rt.runs.recordToolResult(ctx, run, res, data, nil); err != nil {
 		return err
 	}
-	_, err = h.rt.client.Emit(ctx, ToolResultChannel(h.a.name), res, calf.WithID(toolResultID(run, res.Step, res.ToolCallID)),
+	_, err = h.rt.client.Emit(ctx, toolResultChannel(h.a.name), res, calf.WithID(toolResultID(run, res.Step, res.ToolCallID)),
 		calf.WithKey(run), calf.WithMetadata(md))
 	return err
 }
@@ -569,7 +570,7 @@ func (rt *Runtime) cancelSubagents(ctx context.Context, st *runState, depth int)
 		if p.Result != nil {
 			continue
 		}
-		id := SubagentRunID(st.RunID, p.ID)
+		id := subagentRunID(st.RunID, p.ID)
 		if _, err := rt.store.Get(ctx, store.KindRun, id); err != nil {
 			continue // not a subagent call, or its run has not started
 		}

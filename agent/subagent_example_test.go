@@ -40,8 +40,8 @@ func ExampleAgent_AddSubagent() {
 	}
 	fmt.Println(out.Output)
 	fmt.Println("tool result:", out.ToolCalls[0].Result.Text())
-	child, _ := rt.LoadState(ctx, agent.SubagentRunID("w1", "c1"))
-	fmt.Println("child run", child.RunID, "of", child.Parent, child.Status)
+	child, _ := rt.LoadRun(ctx, "w1/c1")
+	fmt.Println("child run", child.ID, "of", child.Parent, child.Status)
 	// Output:
 	// Lyon, a city of about half a million people.
 	// tool result: Lyon has 520,000 inhabitants.

@@ -29,7 +29,7 @@ func TestTaskTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task.Definition().Name != agent.DefaultTaskToolName {
+	if task.Definition().Name != "task" {
 		t.Errorf("tool name %q", task.Definition().Name)
 	}
 	var params struct {

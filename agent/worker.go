@@ -61,12 +61,12 @@ type WorkerOptions struct {
 	// next goes on where it stopped). Default: runs are kept.
 	Retention time.Duration
 	// RetentionSweep is how often the worker sweeps when Retention is
-	// set. Default: [DefaultRetentionSweep].
+	// set. Default: an hour.
 	RetentionSweep time.Duration
 }
 
-// DefaultRetentionSweep is the default of [WorkerOptions.RetentionSweep].
-const DefaultRetentionSweep = time.Hour
+// defaultRetentionSweep is the default of [WorkerOptions.RetentionSweep].
+const defaultRetentionSweep = time.Hour
 
 // DefaultApprovalSweep is the default of [WorkerOptions.ApprovalSweep].
 const DefaultApprovalSweep = 10 * time.Second
@@ -128,7 +128,7 @@ func NewWorker(b calf.Broker, s store.Store, opts *WorkerOptions) *Worker {
 	return &Worker{
 		broker: db, client: client, rt: NewRuntime(client, s, o.Runtime), store: s,
 		log: o.Logger, drain: o.DrainTimeout, recordD: !o.NoDeadLetters, sweep: o.ApprovalSweep,
-		retention: o.Retention, retentionEvery: cmp.Or(o.RetentionSweep, DefaultRetentionSweep),
+		retention: o.Retention, retentionEvery: cmp.Or(o.RetentionSweep, defaultRetentionSweep),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/calf-go/calf/agent/compaction"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,7 +51,7 @@ type Session struct {
 	// Compacted, when set, is what the model sees in place of the first
 	// messages of the conversation, as the last run that compacted it
 	// left it (agent's Compaction).
-	Compacted *Compacted `json:"compacted,omitempty"`
+	Compacted *compaction.Record `json:"compacted,omitempty"`
 	// AllowedTools are the tools a person allowed for the rest of the
 	// session when approving one of their calls: their calls in the
 	// session's runs run without asking, until revoked.
@@ -73,19 +74,6 @@ type Session struct {
 type Origin struct {
 	Session  string `json:"session"`
 	Messages int    `json:"messages"`
-}
-
-// Compacted is what the model sees of a conversation's first Upto
-// messages in their place: the summary (or the lighter messages) that
-// agent's context compaction made of them.
-type Compacted struct {
-	Upto     int             `json:"upto"`
-	Messages []model.Message `json:"messages"`
-	// Step is the step of the run that compacted; From and To are the
-	// context's estimated tokens before and after.
-	Step int `json:"step,omitempty"`
-	From int `json:"from,omitempty"`
-	To   int `json:"to,omitempty"`
 }
 
 // Budget bounds what the runs of a session spend together, counted from
@@ -153,7 +141,7 @@ func Load(ctx context.Context, s store.Store, id string) (*Session, error) {
 		return nil, err
 	}
 	return &Session{ID: r.ID, Title: r.Title, Messages: model.CloneMessages(msgs), Runs: runs, Active: r.Active,
-		Compacted: (*Compacted)(r.Compacted), AllowedTools: r.AllowedTools, Usage: r.Usage, Cost: r.Cost,
+		Compacted: r.Compacted, AllowedTools: r.AllowedTools, Usage: r.Usage, Cost: r.Cost,
 		Budget: (*Budget)(r.Budget), ForkedFrom: (*Origin)(r.ForkedFrom), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
 }
 
@@ -259,7 +247,7 @@ func Save(ctx context.Context, s store.Store, sess *Session) error {
 // stored session with its id when replace is set.
 func write(ctx context.Context, ss *sessionstore.Sessions, sess *Session, part string, replace bool) error {
 	r := &sessionstore.Record{ID: sess.ID, Title: sess.Title, Runs: slices.Clone(sess.Runs),
-		Compacted: (*sessionstore.Compacted)(sess.Compacted), AllowedTools: sess.AllowedTools, Usage: sess.Usage, Cost: sess.Cost,
+		Compacted: sess.Compacted, AllowedTools: sess.AllowedTools, Usage: sess.Usage, Cost: sess.Cost,
 		Budget: (*sessionstore.Budget)(sess.Budget), ForkedFrom: (*sessionstore.Origin)(sess.ForkedFrom), CreatedAt: sess.CreatedAt}
 	return ss.Write(ctx, r, sess.Messages, part, replace)
 }

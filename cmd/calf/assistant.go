@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/commandhook"
 	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
@@ -104,7 +105,7 @@ func (f *agentFlags) commandHooks() ([]agent.Hook, error) {
 		if names[name]++; names[name] > 1 {
 			name = fmt.Sprintf("%s#%d", name, names[name])
 		}
-		h, err := agent.CommandHook(name, agent.HookEvent(event), matcher, argv, 0)
+		h, err := commandhook.New(name, agent.HookEvent(event), matcher, argv, 0)
 		if err != nil {
 			return nil, usageError(fmt.Errorf("--hook %q: %w", spec, err))
 		}

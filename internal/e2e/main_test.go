@@ -196,7 +196,9 @@ func (b *workerBroker) Publish(ctx context.Context, msg *calf.Message) error {
 	p, ok := crashPoints[b.cfg.Crash]
 	hit := ok && kindOf(msg.Channel) == p.kind
 	if hit && p.kind == "inference" {
-		var ev agent.InferenceEvent
+		var ev struct {
+			Step int `json:"step"`
+		}
 		hit = json.Unmarshal(msg.Data, &ev) == nil && ev.Step == p.step
 	}
 	if hit && !claimCrash(b.cfg.CrashDir, msg.Metadata.RunID, b.cfg.Crash) {

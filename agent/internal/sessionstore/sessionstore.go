@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/calf-go/calf/agent/compaction"
 	"log/slog"
 	"maps"
 	"math"
@@ -79,13 +80,7 @@ type Budget struct {
 
 // Compacted is what the model sees of a conversation's first Upto
 // messages in their place, as stored in a session and in a run.
-type Compacted struct {
-	Upto     int             `json:"upto"`
-	Messages []model.Message `json:"messages"`
-	Step     int             `json:"step,omitempty"`
-	From     int             `json:"from,omitempty"`
-	To       int             `json:"to,omitempty"`
-}
+type Compacted = compaction.Record
 
 // Origin names the session a fork was made from, and how many of its
 // messages the fork started with.
