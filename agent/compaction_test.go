@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/agent"
-	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/agent/compaction"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"

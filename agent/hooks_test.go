@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
-	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/agent/commandhook"
+	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
-	"github.com/calf-go/calf/agent/internal/records"
 	"github.com/calf-go/calf/agent/compaction"
+	"github.com/calf-go/calf/agent/internal/records"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
