@@ -93,7 +93,7 @@ type Options struct {
 	Compaction *compaction.Config
 	// Permissions, when set, decide which tool calls run, which are
 	// refused, and which wait for a person's approval; see [Permissions]
-	// and [Approval]. Default: every call runs.
+	// and [approval.Approval]. Default: every call runs.
 	Permissions *Permissions
 	// InputGuardrails check the user's input before the run's first model
 	// call (or alongside it); OutputGuardrails check the final output

@@ -15,6 +15,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/store/sqlite"
 	"github.com/calf-go/calf/tool"
@@ -56,7 +57,7 @@ func BenchmarkApprovalsWaiting(b *testing.B) {
 		}
 	}
 	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		reqs, err := rt.Approvals(ctx, "", agent.ApprovalPending)
+		reqs, err := approval.List(ctx, rt.Store(), "", approval.Pending)
 		if err != nil {
 			b.Fatal(err)
 		}

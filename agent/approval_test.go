@@ -11,6 +11,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -118,10 +119,10 @@ func startRun(t *testing.T, a *agent.Agent[string], rt *agent.Runtime, id string
 }
 
 // pending waits for the run's one pending approval request.
-func pending(t *testing.T, rt *agent.Runtime, run string) agent.Approval {
+func pending(t *testing.T, rt *agent.Runtime, run string) approval.Approval {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		as, err := rt.Approvals(t.Context(), run, agent.ApprovalPending)
+		as, err := approval.List(t.Context(), rt.Store(), run, approval.Pending)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +131,7 @@ func pending(t *testing.T, rt *agent.Runtime, run string) agent.Approval {
 		}
 	}
 	t.Fatalf("no approval request of run %s", run)
-	return agent.Approval{}
+	return approval.Approval{}
 }
 
 func wait(t *testing.T, done <-chan runResult) runResult {
@@ -149,7 +150,7 @@ func TestApprovalApproved(t *testing.T) {
 	a, runs, _ := approvalAgent(t, e, nil, agent.Permissions{Mode: agent.PermissionAcceptReads}, "add")
 	done := startRun(t, a, e.rt, "r1")
 	req := pending(t, e.rt, "r1")
-	if req.ID != agent.ApprovalID("r1", "call_1") || req.ToolName != "add" || req.ToolKind != tool.KindExecute ||
+	if req.ID != approval.ID("r1", "call_1") || req.ToolName != "add" || req.ToolKind != tool.KindExecute ||
 		string(req.Arguments) != `{"a":2,"b":3}` || req.Digest == "" || !strings.Contains(req.Reason, "accept_reads") {
 		t.Errorf("request %+v", req)
 	}
@@ -159,20 +160,20 @@ func TestApprovalApproved(t *testing.T) {
 	}
 	ctx := t.Context()
 	// Forged and mismatched answers are refused and change nothing.
-	if _, err := e.rt.AnswerApproval(ctx, agent.ApprovalID("r1", "call_9"), agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); !errors.Is(err, agent.ErrApprovalNotFound) {
+	if _, err := approval.Respond(ctx, e.rt.Store(), e.rt.Client(), approval.ID("r1", "call_9"), approval.Answer{Approve: true, Digest: req.Digest}); !errors.Is(err, approval.ErrNotFound) {
 		t.Errorf("answer to an unknown request: %v", err)
 	}
-	if _, err := e.rt.AnswerApproval(ctx, req.ID, agent.ApprovalAnswer{Approve: true, Digest: "0000"}); !errors.Is(err, agent.ErrApprovalMismatch) {
+	if _, err := approval.Respond(ctx, e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: "0000"}); !errors.Is(err, approval.ErrMismatch) {
 		t.Errorf("answer for other arguments: %v", err)
 	}
-	if _, err := e.rt.AnswerApproval(ctx, req.ID, agent.ApprovalAnswer{Approve: true, Arguments: json.RawMessage(`[1]`), Digest: req.Digest}); err == nil {
+	if _, err := approval.Respond(ctx, e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Arguments: json.RawMessage(`[1]`), Digest: req.Digest}); err == nil {
 		t.Error("edited arguments that are not an object were accepted")
 	}
-	if got, err := e.rt.Approval(ctx, req.ID); err != nil || got.Status != agent.ApprovalPending {
+	if got, err := approval.Get(ctx, e.rt.Store(), req.ID); err != nil || got.Status != approval.Pending {
 		t.Fatalf("after refused answers: %+v, %v", got, err)
 	}
-	answered, err := e.rt.AnswerApproval(ctx, req.ID, agent.ApprovalAnswer{Approve: true, Message: "go ahead", Digest: req.Digest})
-	if err != nil || answered.Status != agent.ApprovalApproved {
+	answered, err := approval.Respond(ctx, e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Message: "go ahead", Digest: req.Digest})
+	if err != nil || answered.Status != approval.Approved {
 		t.Fatalf("approve: %+v, %v", answered, err)
 	}
 	r := wait(t, done)
@@ -184,7 +185,7 @@ func TestApprovalApproved(t *testing.T) {
 		t.Errorf("the tool ran %d times", runs.Load())
 	}
 	// A second answer is refused.
-	if _, err := e.rt.AnswerApproval(ctx, req.ID, agent.ApprovalAnswer{Approve: false, Digest: req.Digest}); !errors.Is(err, agent.ErrApprovalAnswered) {
+	if _, err := approval.Respond(ctx, e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: false, Digest: req.Digest}); !errors.Is(err, approval.ErrAnswered) {
 		t.Errorf("second answer: %v", err)
 	}
 	e.settle(t)
@@ -199,7 +200,7 @@ func TestApprovalDeniedAndEdited(t *testing.T) {
 
 	done := startRun(t, a, e.rt, "d1")
 	req := pending(t, e.rt, "d1")
-	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Message: "not today", Digest: req.Digest}); err != nil {
+	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Message: "not today", Digest: req.Digest}); err != nil {
 		t.Fatal(err)
 	}
 	r := wait(t, done)
@@ -209,7 +210,7 @@ func TestApprovalDeniedAndEdited(t *testing.T) {
 
 	done = startRun(t, a, e.rt, "d2")
 	req = pending(t, e.rt, "d2")
-	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Arguments: json.RawMessage(`{"a":10,"b":10}`), Digest: req.Digest}); err != nil {
+	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Arguments: json.RawMessage(`{"a":10,"b":10}`), Digest: req.Digest}); err != nil {
 		t.Fatal(err)
 	}
 	r = wait(t, done)
@@ -239,7 +240,7 @@ func TestPermissionsWithoutAsking(t *testing.T) {
 			if r.err != nil || r.out.Output != tt.output {
 				t.Errorf("run: %+v, %v; want %q", r.out, r.err, tt.output)
 			}
-			if as, _ := e.rt.Approvals(t.Context(), "", ""); len(as) != 0 {
+			if as, _ := approval.List(t.Context(), e.rt.Store(), "", ""); len(as) != 0 {
 				t.Errorf("approval requests: %+v", as)
 			}
 		})
@@ -253,7 +254,7 @@ func TestApprovalInRunStream(t *testing.T) {
 	var kinds []string
 	go func() {
 		req := pending(t, e.rt, "s1")
-		if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+		if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -290,7 +291,7 @@ func TestApprovalAcrossWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = second.Client().Close() })
-	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err != nil {
 		t.Fatal(err)
 	}
 	r := wait(t, done)
@@ -310,21 +311,21 @@ func TestApprovalExpires(t *testing.T) {
 	if !req.ExpiresAt.Equal(clk.Now().Add(time.Hour)) {
 		t.Errorf("expires at %v", req.ExpiresAt)
 	}
-	if n, err := e.rt.ExpireApprovals(t.Context()); n != 0 || err != nil {
+	if n, err := approval.Expire(t.Context(), e.rt.Store(), e.rt.Client()); n != 0 || err != nil {
 		t.Fatalf("before the hour: expired %d, %v", n, err)
 	}
 	clk.Add(time.Hour)
-	if n, err := e.rt.ExpireApprovals(t.Context()); n != 1 || err != nil {
+	if n, err := approval.Expire(t.Context(), e.rt.Store(), e.rt.Client()); n != 1 || err != nil {
 		t.Fatalf("after the hour: expired %d, %v", n, err)
 	}
 	r := wait(t, done)
 	if r.err != nil || !strings.Contains(r.out.Output, "no one answered the approval request in time") || runs.Load() != 0 {
 		t.Fatalf("expired run: %+v, %v; the tool ran %d times", r.out, r.err, runs.Load())
 	}
-	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); !errors.Is(err, agent.ErrApprovalExpired) {
+	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); !errors.Is(err, approval.ErrExpired) {
 		t.Errorf("an answer after expiry: %v", err)
 	}
-	if n, _ := e.rt.ExpireApprovals(t.Context()); n != 0 {
+	if n, _ := approval.Expire(t.Context(), e.rt.Store(), e.rt.Client()); n != 0 {
 		t.Errorf("a second sweep expired %d", n)
 	}
 
@@ -333,7 +334,7 @@ func TestApprovalExpires(t *testing.T) {
 	done = startRun(t, a, e.rt, "x2")
 	req = pending(t, e.rt, "x2")
 	clk.Add(2 * time.Hour)
-	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); !errors.Is(err, agent.ErrApprovalExpired) {
+	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); !errors.Is(err, approval.ErrExpired) {
 		t.Errorf("a late answer: %v", err)
 	}
 	if r := wait(t, done); r.err != nil || !strings.Contains(r.out.Output, "in time") {
@@ -370,7 +371,7 @@ func TestApprovalForSession(t *testing.T) {
 	}
 	done := run("f1")
 	req := pending(t, e.rt, "f1")
-	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, ForSession: true, Digest: req.Digest}); err != nil {
+	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, ForSession: true, Digest: req.Digest}); err != nil {
 		t.Fatal(err)
 	}
 	if r := wait(t, done); r.err != nil || r.out.Output != "The result is 5" {
@@ -383,7 +384,7 @@ func TestApprovalForSession(t *testing.T) {
 	if r := wait(t, run("f2")); r.err != nil || r.out.Output != "The result is 5" {
 		t.Fatalf("second run: %+v, %v", r.out, r.err)
 	}
-	if as, _ := e.rt.Approvals(t.Context(), "f2", ""); len(as) != 0 {
+	if as, _ := approval.List(t.Context(), e.rt.Store(), "f2", ""); len(as) != 0 {
 		t.Errorf("the second run asked: %+v", as)
 	}
 	// Revoked, it asks again.
@@ -392,7 +393,7 @@ func TestApprovalForSession(t *testing.T) {
 	}
 	done = run("f3")
 	req = pending(t, e.rt, "f3")
-	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: false, Digest: req.Digest}); err != nil {
+	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: false, Digest: req.Digest}); err != nil {
 		t.Fatal(err)
 	}
 	wait(t, done)
@@ -402,10 +403,10 @@ func TestApprovalForSession(t *testing.T) {
 	// A run in no session cannot allow for the session.
 	done = startRun(t, a, e.rt, "f4")
 	req = pending(t, e.rt, "f4")
-	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, ForSession: true, Digest: req.Digest}); err == nil || !strings.Contains(err.Error(), "no session") {
+	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, ForSession: true, Digest: req.Digest}); err == nil || !strings.Contains(err.Error(), "no session") {
 		t.Errorf("for the session without one: %v", err)
 	}
-	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err != nil {
 		t.Fatal(err)
 	}
 	wait(t, done)
@@ -425,7 +426,7 @@ func TestRunPermissions(t *testing.T) {
 		done <- runResult{out, err}
 	}()
 	req := pending(t, e.rt, "q2")
-	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err != nil {
 		t.Fatal(err)
 	}
 	if r := wait(t, done); r.err != nil || r.out.Output != "The result is 5" || runs.Load() != 2 {
@@ -463,8 +464,8 @@ func TestApprovalOfHandoffTargetInRunStream(t *testing.T) {
 		}
 		if ev.Kind == agent.EventApproval {
 			kinds = append(kinds, string(ev.Kind)+":"+string(ev.Approval.Status)+"@"+ev.Agent)
-			if ev.Approval.Status == agent.ApprovalPending {
-				if _, err := e.rt.AnswerApproval(t.Context(), ev.Approval.ID, agent.ApprovalAnswer{Approve: true, Digest: ev.Approval.Digest}); err != nil {
+			if ev.Approval.Status == approval.Pending {
+				if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), ev.Approval.ID, approval.Answer{Approve: true, Digest: ev.Approval.Digest}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -500,8 +501,8 @@ func TestApprovalOfSubagentInRunStream(t *testing.T) {
 		switch ev.Kind {
 		case agent.EventApproval:
 			kinds = append(kinds, "approval:"+string(ev.Approval.Status)+"@"+ev.Approval.RunID)
-			if ev.Approval.Status == agent.ApprovalPending {
-				if _, err := e.rt.AnswerApproval(t.Context(), ev.Approval.ID, agent.ApprovalAnswer{Approve: true, Digest: ev.Approval.Digest}); err != nil {
+			if ev.Approval.Status == approval.Pending {
+				if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), ev.Approval.ID, approval.Answer{Approve: true, Digest: ev.Approval.Digest}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -519,7 +520,7 @@ func TestApprovalOfSubagentInRunStream(t *testing.T) {
 		t.Errorf("output %q; the tool ran %d times", output, runs.Load())
 	}
 	// The top-level run lists its subagent's requests.
-	if as, err := e.rt.Approvals(t.Context(), "top", ""); err != nil || len(as) != 1 || as[0].RunID != child || as[0].Root == nil || as[0].Root.RunID != "top" {
+	if as, err := approval.List(t.Context(), e.rt.Store(), "top", ""); err != nil || len(as) != 1 || as[0].RunID != child || as[0].Root == nil || as[0].Root.RunID != "top" {
 		t.Errorf("requests of the top-level run: %+v, %v", as, err)
 	}
 }

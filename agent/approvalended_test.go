@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/store"
 )
 
@@ -17,29 +18,29 @@ import (
 func checkEnded(t *testing.T, e *env, run, why string) {
 	t.Helper()
 	ctx := t.Context()
-	id := agent.ApprovalID(run, "call_1")
-	if as, err := e.rt.Approvals(ctx, run, agent.ApprovalPending); err != nil || len(as) != 0 {
+	id := approval.ID(run, "call_1")
+	if as, err := approval.List(ctx, e.rt.Store(), run, approval.Pending); err != nil || len(as) != 0 {
 		t.Errorf("pending requests of the ended run: %+v, %v", as, err)
 	}
-	if as, err := e.rt.Approvals(ctx, "", ""); err != nil || len(as) != 1 || as[0].Status != agent.ApprovalStatus("cancelled") || !strings.Contains(as[0].Message, why) {
+	if as, err := approval.List(ctx, e.rt.Store(), "", ""); err != nil || len(as) != 1 || as[0].Status != approval.Status("cancelled") || !strings.Contains(as[0].Message, why) {
 		t.Errorf("requests: %+v, %v; want one cancelled, saying %q", as, err, why)
 	}
-	req, err := e.rt.Approval(ctx, id)
+	req, err := approval.Get(ctx, e.rt.Store(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := e.rt.AnswerApproval(ctx, id, agent.ApprovalAnswer{Approve: true, Digest: req.Digest})
-	if !errors.Is(err, agent.ErrRunEnded) || !strings.Contains(err.Error(), why) {
+	a, err := approval.Respond(ctx, e.rt.Store(), e.rt.Client(), id, approval.Answer{Approve: true, Digest: req.Digest})
+	if !errors.Is(err, approval.ErrRunEnded) || !strings.Contains(err.Error(), why) {
 		t.Errorf("answer to the request of an ended run: %v; want ErrRunEnded, saying %q", err, why)
 	}
-	if a == nil || a.Status != agent.ApprovalStatus("cancelled") {
+	if a == nil || a.Status != approval.Status("cancelled") {
 		t.Errorf("answered: %+v", a)
 	}
-	if got, err := e.rt.Approval(ctx, id); err != nil || got.Status != agent.ApprovalStatus("cancelled") || !strings.Contains(got.Message, why) || got.AnsweredAt.IsZero() {
+	if got, err := approval.Get(ctx, e.rt.Store(), id); err != nil || got.Status != approval.Status("cancelled") || !strings.Contains(got.Message, why) || got.AnsweredAt.IsZero() {
 		t.Errorf("stored request: %+v, %v", got, err)
 	}
 	// Answered again: the same error.
-	if _, err := e.rt.AnswerApproval(ctx, id, agent.ApprovalAnswer{Approve: false, Digest: req.Digest}); !errors.Is(err, agent.ErrRunEnded) {
+	if _, err := approval.Respond(ctx, e.rt.Store(), e.rt.Client(), id, approval.Answer{Approve: false, Digest: req.Digest}); !errors.Is(err, approval.ErrRunEnded) {
 		t.Errorf("second answer: %v", err)
 	}
 }
@@ -57,7 +58,7 @@ func TestApprovalOfCancelledRunEnds(t *testing.T) {
 	if _, err := e.rt.Cancel(t.Context(), a.Name(), id, "changed my mind"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := e.rt.Approval(t.Context(), agent.ApprovalID(id, "call_1")); err != nil || got.Status != agent.ApprovalStatus("cancelled") || !strings.Contains(got.Message, "changed my mind") {
+	if got, err := approval.Get(t.Context(), e.rt.Store(), approval.ID(id, "call_1")); err != nil || got.Status != approval.Status("cancelled") || !strings.Contains(got.Message, "changed my mind") {
 		t.Errorf("the request after Cancel: %+v, %v", got, err)
 	}
 	checkEnded(t, e, id, "changed my mind")
@@ -114,7 +115,7 @@ func TestApprovalStoredPendingOfEndedRun(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := e.rt.Approval(t.Context(), agent.ApprovalID(id, "call_1")); err != nil || got.Status != agent.ApprovalPending {
+	if got, err := approval.Get(t.Context(), e.rt.Store(), approval.ID(id, "call_1")); err != nil || got.Status != approval.Pending {
 		t.Fatalf("stored request: %+v, %v", got, err)
 	}
 	checkEnded(t, e, id, "the worker gave up")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -54,7 +55,7 @@ func TestApprovalAnsweredAgainRepeatsNothing(t *testing.T) {
 	go func() {
 		answers <- func() error {
 			req := pending(t, e.rt, "once")
-			if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+			if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err != nil {
 				return err
 			}
 			select {
@@ -64,7 +65,7 @@ func TestApprovalAnsweredAgainRepeatsNothing(t *testing.T) {
 			}
 			defer close(release)
 			for i := range 2 {
-				if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); !errors.Is(err, agent.ErrApprovalAnswered) {
+				if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); !errors.Is(err, approval.ErrAnswered) {
 					return fmt.Errorf("answer %d again: %v, want ErrApprovalAnswered", i+2, err)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/model"
@@ -57,7 +58,7 @@ func TestToolCallRedeliveredAfterApproval(t *testing.T) {
 		done <- runResult{out, err}
 	}()
 	req := pending(t, e.rt, "r1")
-	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err != nil {
 		t.Fatal(err)
 	}
 	<-started // the answer runs the call
@@ -114,7 +115,7 @@ func TestApprovalAnsweredWhileDownIsRecovered(t *testing.T) {
 	req := pending(t, rt1, "r1")
 	_ = c1.Close()
 	_ = b1.Close()
-	if _, err := rt1.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err == nil {
+	if _, err := approval.Respond(t.Context(), rt1.Store(), rt1.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err == nil {
 		t.Fatal("the answer was published on a closed broker")
 	}
 

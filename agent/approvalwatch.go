@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/store"
 )
 
@@ -17,14 +18,14 @@ const approvalWatchEvery = time.Second
 // approvalWatch carries out, on a local broker ([calf.IsLocal]), the
 // answers that other processes record in the shared store.
 //
-// On a broker other processes reach, [Runtime.AnswerApproval] publishes an
+// On a broker other processes reach, [approval.Respond] publishes an
 // answer where the workers hear it. An in-process broker reaches no other
 // process: a person who answers from another one (calf approvals approve
 // against the SQLite file of a calf run) can only record the answer in the
 // store. So a runtime on a local broker keeps the ids of the requests its
 // runs wait for, and while there are any, reads them every
-// approvalWatchEvery; an answered one is published as AnswerApproval
-// would have published it (publishApproval: the same message ids, so
+// approvalWatchEvery; an answered one is published as Respond would have
+// published it ([approval.Publish]: the same message ids, so
 // that an answer published both ways is carried out once, as a
 // redelivered one is). A request whose run ended, or that is gone, is
 // dropped. With no request waiting, nothing is read.
@@ -135,15 +136,15 @@ func (rt *Runtime) readApprovals(ctx context.Context) {
 // answered, and stops watching it then, or when it or its run is gone or
 // the run ended.
 func (rt *Runtime) readApproval(ctx context.Context, id string) error {
-	a, err := rt.Approval(ctx, id)
-	if errors.Is(err, ErrApprovalNotFound) {
+	a, err := approval.Get(ctx, rt.store, id)
+	if errors.Is(err, approval.ErrNotFound) {
 		rt.unwatchApproval(id)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if a.Status == ApprovalPending {
+	if a.Status == approval.Pending {
 		st, err := rt.loadRun(ctx, a.RunID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -161,7 +162,7 @@ func (rt *Runtime) readApproval(ctx context.Context, id string) error {
 	if !watched {
 		return nil // its answer arrived meanwhile
 	}
-	if err := rt.publishApproval(ctx, a); err != nil {
+	if err := approval.Publish(ctx, rt.client, a); err != nil {
 		return err
 	}
 	rt.unwatchApproval(id)

@@ -7,14 +7,16 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/store/sqlite"
 )
 
 // A run served on an in-process broker waits for an approval that another
 // process answers, sharing only the SQLite file: that process records the
-// answer (its own broker reaches no one), and the runtime serving the run,
-// which reads the requests its runs wait for, carries it out.
+// answer (its own broker reaches no one, or it has none: approval.Respond
+// with a nil client), and the runtime serving the run, which reads the
+// requests its runs wait for, carries it out.
 func TestApprovalAnsweredFromAnotherProcess(t *testing.T) {
 	for _, worker := range []bool{false, true} {
 		t.Run(map[bool]string{false: "runtime", true: "worker"}[worker], func(t *testing.T) {
@@ -51,7 +53,7 @@ func TestApprovalAnsweredFromAnotherProcess(t *testing.T) {
 
 			// The answering process's broker reaches no one.
 			answering := open(false)
-			if _, err := answering.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+			if _, err := approval.Respond(t.Context(), answering.Store(), answering.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err != nil {
 				t.Fatal(err)
 			}
 			r := wait(t, done)
@@ -60,6 +62,24 @@ func TestApprovalAnsweredFromAnotherProcess(t *testing.T) {
 			}
 			if n := runs.Load(); n != 1 {
 				t.Errorf("the approved tool ran %d times, want 1", n)
+			}
+
+			// Recorded only, by a process with no broker at all.
+			done = startRun(t, a, serving, "r2")
+			req = pending(t, serving, "r2")
+			st, err := sqlite.Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			if a, err := approval.Respond(t.Context(), st, nil, req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err != nil || a.Status != approval.Approved {
+				t.Fatalf("answer with no client: %+v, %v", a, err)
+			}
+			if r := wait(t, done); r.err != nil || r.out.Output != "The result is 5" {
+				t.Fatalf("run r2: %+v, %v", r.out, r.err)
+			}
+			if n := runs.Load(); n != 2 {
+				t.Errorf("the approved tool ran %d times, want 2", n)
 			}
 		})
 	}

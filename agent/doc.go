@@ -176,6 +176,17 @@
 // stored format, and records written by earlier versions are read by this
 // one (testdata/records).
 //
+// # Permissions and approvals
+//
+// [Options.Permissions] (and a run's own, [RunOptions.Permissions]) decide
+// which tool calls run, which are refused, and which wait for a person;
+// a pre_tool_use hook may ask too ([HookAsk]). A call that waits is an
+// approval request, which the stream yields as [EventApproval] events;
+// package approval (github.com/calf-go/calf/agent/approval) reads the
+// requests from the store, answers them from any process, and expires
+// them. The agent's workers carry out the answers; a [Worker] expires the
+// requests past their [Permissions.ApprovalTimeout].
+//
 // # Structured output
 //
 // When Out is not a string, the model is asked for JSON following Out's

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
 )
@@ -122,7 +123,7 @@ type InputEvent struct {
 	Depth int `json:"depth,omitempty"`
 	// Root is the run a caller started, for a subagent's run: its
 	// approval requests show in that run's stream too.
-	Root *RootRun `json:"root,omitempty"`
+	Root *approval.Root `json:"root,omitempty"`
 	// Budget, when set, bounds what the run spends, in place of the
 	// agent's; see [Budget].
 	Budget *Budget `json:"budget,omitempty"`

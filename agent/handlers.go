@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/compaction"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/model"
@@ -113,10 +114,10 @@ func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions)
 		}
 	}
 	if a.mayAsk() {
-		if err := calf.CreateChannels(ctx, rt.client.Broker(), ApprovalChannel(a.name)); err != nil {
+		if err := calf.CreateChannels(ctx, rt.client.Broker(), approval.Channel(a.name)); err != nil {
 			return fmt.Errorf("agent %s: serve: create channels: %w", a.name, err)
 		}
-		if err := sub(ApprovalChannel(a.name), h.onApproval); err != nil {
+		if err := sub(approval.Channel(a.name), h.onApproval); err != nil {
 			return fmt.Errorf("agent %s: serve: %w", a.name, err)
 		}
 	}
@@ -697,24 +698,25 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 	}
 	// A call that asked for approval waits for the answer, and runs (or
 	// is denied) as it says.
-	var approval *Approval
+	var answer *approval.Approval
 	if h.permissions(st) != nil || h.a.mayAsk() {
-		a, err := h.rt.Approval(ctx, ApprovalID(id, ev.ToolCallID))
+		a, err := approval.Get(ctx, h.rt.store, approval.ID(id, ev.ToolCallID))
 		switch {
-		case err == nil && a.Status == ApprovalPending:
+		case err == nil && a.Status == approval.Pending:
 			h.rt.watchApproval(a.ID)
 			return nil
-		case err == nil && msg.Channel != ApprovalChannel(h.a.name):
+		case err == nil && msg.Channel != approval.Channel(h.a.name):
 			// Answered: the answer's message runs the call, on the
 			// approval subscription, which takes a run's answers one at a
 			// time. The call's own message, delivered again (its worker
 			// died before acknowledging it), would run the tool a second
 			// time beside it: it publishes the answer again instead, for
-			// an answer whose message was lost.
-			return h.rt.emitApproval(ctx, a)
+			// an answer whose message was lost (under the same message
+			// ids, which streams show once).
+			return approval.Publish(ctx, h.rt.client, a)
 		case err == nil:
-			approval = a
-		case !errors.Is(err, ErrApprovalNotFound):
+			answer = a
+		case !errors.Is(err, approval.ErrNotFound):
 			return err
 		}
 	}
@@ -722,7 +724,7 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 	// left it here: record it rather than execute the tool again.
 	r, executed := h.unsaved.take(key)
 	if !executed {
-		res, waiting, err := h.execute(ctx, st, ev, approval)
+		res, waiting, err := h.execute(ctx, st, ev, answer)
 		if ctx.Err() != nil {
 			return ctx.Err() // shutting down: leave the call for redelivery
 		}
@@ -776,7 +778,7 @@ func (s *runState) resultFor(step int, id string) (ToolResultEvent, bool) {
 // timeout the run goes on, even when the tool ignores its context: the
 // call is left to finish on its own, and what it returns then is dropped
 // (counted by [Runtime.LateToolResults] and logged), never recorded.
-func (h *handlers[Out]) execute(ctx context.Context, st *runState, ev ToolCallEvent, approved *Approval) (res ToolResultEvent, waiting bool, err error) {
+func (h *handlers[Out]) execute(ctx context.Context, st *runState, ev ToolCallEvent, approved *approval.Approval) (res ToolResultEvent, waiting bool, err error) {
 	t, _, ok := h.a.lookup(ctx, ev.ToolName)
 	perms := h.permissions(st)
 	if !ok || (len(h.a.opts.Hooks) == 0 && perms == nil) || !json.Valid([]byte(ev.Arguments)) {
@@ -832,9 +834,17 @@ func (h *handlers[Out]) execute(ctx context.Context, st *runState, ev ToolCallEv
 			return ToolResultEvent{}, true, h.requestApproval(ctx, st, ev, in.ToolKind, ask, records)
 		}
 	} else {
-		records = approved.Hooks
-		if approved.Status != ApprovalApproved {
+		records = hookRecords(approved)
+		if approved.Status != approval.Approved {
 			return refused(fmt.Errorf("the call was denied by the person asked to approve it: %s", cmp.Or(approved.Message, "no reason given")))
+		}
+		if approved.ForSession && st.SessionID != "" {
+			// Approved for the session too: its later calls of the tool
+			// run without asking. Recorded before the call runs, and again
+			// (to no effect) should the call be delivered again.
+			if err := h.rt.setSessionTool(ctx, st.SessionID, ev.ToolName, true); err != nil {
+				return ToolResultEvent{}, false, err
+			}
 		}
 		ev.Arguments = string(approved.Arguments)
 		if len(approved.ApprovedArguments) > 0 {
@@ -871,12 +881,8 @@ func (h *handlers[Out]) execute(ctx context.Context, st *runState, ev ToolCallEv
 // requestApproval records the approval request of ev, unless a delivery
 // before this one did, and publishes it.
 func (h *handlers[Out]) requestApproval(ctx context.Context, st *runState, ev ToolCallEvent, kind tool.Kind, why string, records []HookRecord) error {
-	a := &Approval{
-		ID: ApprovalID(st.RunID, ev.ToolCallID), Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, CorrelationID: st.correlationID(), Root: st.Root,
-		Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, ToolKind: kind,
-		Arguments: json.RawMessage(ev.Arguments), Digest: approvalDigest(ev.ToolName, []byte(ev.Arguments)),
-		Reason: why, Status: ApprovalPending, Hooks: records, RequestedAt: h.rt.now(),
-	}
+	a := newApproval(h.a.name, st, ev, kind, why, records)
+	a.RequestedAt = h.rt.now()
 	if p := h.permissions(st); p != nil && p.ApprovalTimeout > 0 {
 		a.ExpiresAt = a.RequestedAt.Add(p.ApprovalTimeout)
 	}
@@ -884,27 +890,27 @@ func (h *handlers[Out]) requestApproval(ctx context.Context, st *runState, ev To
 	if err != nil {
 		return calf.Permanent(err)
 	}
-	if _, err := h.rt.store.Put(ctx, KindApproval, a.ID, data, 0); errors.Is(err, store.ErrConflict) {
-		if a, err = h.rt.Approval(ctx, a.ID); err != nil {
+	if _, err := h.rt.store.Put(ctx, approval.Kind, a.ID, data, 0); errors.Is(err, store.ErrConflict) {
+		if a, err = approval.Get(ctx, h.rt.store, a.ID); err != nil {
 			return err
 		}
 	} else if err != nil {
 		return err
 	}
-	if a.Status == ApprovalPending {
+	if a.Status == approval.Pending {
 		h.rt.watchApproval(a.ID)
 	}
-	return h.rt.publishApproval(ctx, a)
+	return approval.Publish(ctx, h.rt.client, a)
 }
 
 // onApproval carries out an answered approval request: the call runs with
 // the approved arguments, or the model is told it was denied.
 func (h *handlers[Out]) onApproval(ctx context.Context, msg *calf.Message) error {
-	var a Approval
+	var a approval.Approval
 	if err := msg.Decode(&a); err != nil {
 		return calf.Permanent(err)
 	}
-	if a.Status == ApprovalPending || a.Agent != h.a.name {
+	if a.Status == approval.Pending || a.Agent != h.a.name {
 		return nil // a request: the answer is what acts
 	}
 	h.rt.unwatchApproval(a.ID)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/commandhook"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -70,13 +71,13 @@ func TestHookAsk(t *testing.T) {
 			if req.ToolName != "add" || !strings.Contains(req.Reason, "careful") || !strings.Contains(req.Reason, "adding is serious") {
 				t.Errorf("request %+v", req)
 			}
-			if len(req.Hooks) != 1 || req.Hooks[0].Action != agent.HookAsk {
+			if len(req.Hooks) != 1 || req.Hooks[0].Action != string(agent.HookAsk) {
 				t.Errorf("request's hooks %+v", req.Hooks)
 			}
 			if runs.Load() != 0 {
 				t.Fatal("the tool ran before the approval")
 			}
-			if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+			if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err != nil {
 				t.Fatal(err)
 			}
 			r := wait(t, done)
@@ -89,7 +90,7 @@ func TestHookAsk(t *testing.T) {
 
 			done = startRun(t, a, e.rt, "denied")
 			req = pending(t, e.rt, "denied")
-			if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Message: "not today", Digest: req.Digest}); err != nil {
+			if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Message: "not today", Digest: req.Digest}); err != nil {
 				t.Fatal(err)
 			}
 			r = wait(t, done)
@@ -128,7 +129,7 @@ func TestHookAskRefused(t *testing.T) {
 			if !strings.Contains(out.Output, tt.want) || runs.Load() != 0 {
 				t.Errorf("output %q, %d runs", out.Output, runs.Load())
 			}
-			if as, err := e.rt.Approvals(t.Context(), "", ""); err != nil || len(as) != 0 {
+			if as, err := approval.List(t.Context(), e.rt.Store(), "", ""); err != nil || len(as) != 0 {
 				t.Errorf("approval requests %+v, %v", as, err)
 			}
 		})
@@ -153,7 +154,7 @@ func TestCommandHookAsk(t *testing.T) {
 	if !strings.Contains(req.Reason, "the policy asks") {
 		t.Errorf("reason %q", req.Reason)
 	}
-	if _, err := e.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err != nil {
 		t.Fatal(err)
 	}
 	if r := wait(t, done); r.err != nil || r.out.Output != "The result is 5" || runs.Load() != 1 {

@@ -102,12 +102,12 @@ const (
 	// later hook runs.
 	HookSkip HookAction = "skip"
 	// HookAsk, at pre_tool_use only, sends the call to a person's approval
-	// (see [Approval]), as a call that the agent's [Permissions] ask about,
+	// (see [approval.Approval]), as a call that the agent's [Permissions] ask about,
 	// even when they would let it run, and even when the agent has none:
 	// the reason is the request's. The next hooks run: a later denial
 	// still refuses the call, and a later transform changes the arguments
 	// the approver is shown. Disallowed tools stay refused, and a tool
-	// allowed for the session ([ApprovalAnswer.ForSession]) still asks.
+	// allowed for the session ([approval.Answer.ForSession]) still asks.
 	HookAsk HookAction = "ask"
 )
 

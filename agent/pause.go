@@ -44,8 +44,8 @@ func pauseChannel(agent string) string { return channelPrefix + agent + "." + su
 const suffixPause = "pause"
 
 // ErrRunEnded is matched by the error of [Runtime.Pause] and
-// [Runtime.Resume] for a run that has ended, and by that of
-// [Runtime.AnswerApproval] for a request whose run has ended.
+// [Runtime.Resume] for a run that has ended (and [approval.ErrRunEnded]
+// by that of [approval.Respond] for a request whose run has ended).
 var ErrRunEnded = errors.New("agent: the run has ended")
 
 // Paused reports whether the pause of the run is in effect: it waits,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/store"
 )
 
@@ -183,16 +184,16 @@ func (rt *Runtime) sweepRunRecords(ctx context.Context, id string) (int, error) 
 	// Approval ids start with the run's id, and so do those of the runs it
 	// started: keep those, which are their runs' to sweep.
 	for after := ""; ; {
-		recs, err := rt.store.List(ctx, KindApproval, id, after, recoverPage)
+		recs, err := rt.store.List(ctx, approval.Kind, id, after, recoverPage)
 		if err != nil {
 			return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 		}
 		for _, r := range recs {
 			after = r.ID
-			if a, err := decodeApproval(r.Data); err != nil || a.RunID != id {
+			if a, err := approval.Decode(r.Data); err != nil || a.RunID != id {
 				continue
 			}
-			if err := rt.store.Delete(ctx, KindApproval, r.ID, 0); err != nil {
+			if err := rt.store.Delete(ctx, approval.Kind, r.ID, 0); err != nil {
 				return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 			}
 			n++

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
@@ -662,7 +663,7 @@ func (a *Agent[Out]) abandon(ctx context.Context, rt *Runtime, id string) error 
 // has not been handled yet is created cancelled, so that it never starts.
 // A model call or a tool in progress is not interrupted, but the run takes
 // no step after it. The approval requests that the cancelled runs were
-// waiting for are recorded [ApprovalCancelled]. The agent may be served by any process: Cancel needs
+// waiting for are recorded [approval.Cancelled]. The agent may be served by any process: Cancel needs
 // only the runtime's broker and store.
 func (rt *Runtime) Cancel(ctx context.Context, agentName, runID, reason string) (*RunInfo, error) {
 	var st *runState
@@ -822,7 +823,7 @@ type Event struct {
 	Output     *OutputEvent
 	Subagent   *SubagentEvent
 	// Approval is an approval request (status pending) or its answer.
-	Approval *Approval
+	Approval *approval.Approval
 	// Hook is what the hooks of one event decided.
 	Hook *HookDecisionEvent
 	// Compacted is a compaction of the run's context.
@@ -1161,7 +1162,7 @@ func DecodeEvent(m *calf.Message) (Event, error) {
 			ev.Kind = EventHandoff
 		}
 	case suffixApproval:
-		ev.Kind, ev.Approval = EventApproval, new(Approval)
+		ev.Kind, ev.Approval = EventApproval, new(approval.Approval)
 		err = m.Decode(ev.Approval)
 		ev.Step = ev.Approval.Step
 	case suffixHook:

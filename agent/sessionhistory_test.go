@@ -12,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/internal/teststores"
@@ -97,7 +98,7 @@ type storedRun struct {
 // startWaiting runs, from rt, two turns in session s, then a third that
 // waits for the approval of its tool call, and returns its approval
 // request.
-func startWaiting(t *testing.T, rt *agent.Runtime, a *agent.Agent[string]) (agent.Approval, <-chan runResult) {
+func startWaiting(t *testing.T, rt *agent.Runtime, a *agent.Agent[string]) (approval.Approval, <-chan runResult) {
 	t.Helper()
 	for _, p := range []string{"hello", "hi again"} {
 		if _, err := a.Run(runCtx(t), rt, p, a.InSession("s")); err != nil {
@@ -152,7 +153,7 @@ func TestRunRecordLeavesHistoryInSession(t *testing.T) {
 				t.Fatal(err)
 			}
 			second, _, last := historyAgent(t, mb, s)
-			if _, err := second.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+			if _, err := approval.Respond(t.Context(), second.Store(), second.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err != nil {
 				t.Fatal(err)
 			}
 			r := wait(t, done)
@@ -422,7 +423,7 @@ func TestLongRunArchivesMessages(t *testing.T) {
 				t.Fatal(err)
 			}
 			second := serve()
-			if _, err := second.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); err != nil {
+			if _, err := approval.Respond(t.Context(), second.Store(), second.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err != nil {
 				t.Fatal(err)
 			}
 			r := wait(t, done)

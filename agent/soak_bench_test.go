@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/store/sqlite"
@@ -97,7 +98,7 @@ func BenchmarkSoakW1(b *testing.B) {
 						}
 					}
 				}
-				for _, k := range []string{store.KindRun, store.KindToolResult, store.KindProcessed, store.KindSession, agent.KindApproval} {
+				for _, k := range []string{store.KindRun, store.KindToolResult, store.KindProcessed, store.KindSession, approval.Kind} {
 					recs, err := st.List(ctx, k, "", "", 0)
 					if err == nil && len(recs) > 0 {
 						b.Logf("%s: %d %s records left", kind, len(recs), k)

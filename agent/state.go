@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/compaction"
 	"github.com/calf-go/calf/agent/internal/records"
+	"github.com/calf-go/calf/agent/internal/runprogress"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
@@ -31,9 +33,7 @@ const (
 )
 
 // Terminal reports whether the run has ended.
-func (s RunStatus) Terminal() bool {
-	return s == RunComplete || s == RunFailed || s == RunCancelled || s == RunHandedOff
-}
+func (s RunStatus) Terminal() bool { return runprogress.Terminal(string(s)) }
 
 // runPhase says what a running run waits for.
 type runPhase string
@@ -138,7 +138,7 @@ type runState struct {
 	// Depth is how many subagent calls deep the run is.
 	Depth int `json:"depth,omitempty"`
 	// Root is the run a caller started, for a subagent's run.
-	Root *RootRun `json:"root,omitempty"`
+	Root *approval.Root `json:"root,omitempty"`
 	// Cost is what the run's model calls cost, with those of the runs it
 	// started (subagents); Usage counts theirs too.
 	Cost model.Cost `json:"cost"`
@@ -286,16 +286,8 @@ func (s *runState) pending(id string) *pendingCall {
 // call is pending with its result, or s has moved past the step, or the
 // call's result ended the step (a handoff).
 func (s *runState) answered(step int, id string) bool {
-	switch {
-	case s.Step > step:
-		return true
-	case s.Step < step:
-		return false
-	case s.AdvancedBy == id:
-		return true
-	}
 	p := s.pending(id)
-	return p != nil && p.Result != nil
+	return runprogress.Answered(s.Step, s.AdvancedBy, p != nil && p.Result != nil, step, id)
 }
 
 func (s *runState) allAnswered() bool {

@@ -1,15 +1,19 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/model"
@@ -236,4 +240,108 @@ func TestStoredRecords(t *testing.T) {
 			t.Errorf("the paused run, resumed: %+v, %v", out, err)
 		}
 	})
+	t.Run("approval", func(t *testing.T) {
+		rt, s := storedEnv(t, "approval")
+		hook := approval.HookDecision{Hook: "loud", Event: "pre_tool_use", Action: "transform", Reason: "louder", Arguments: json.RawMessage(`{"text":"hi!"}`)}
+		done, err := approval.Get(ctx, s, "run-answered/c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done.ID != approval.ID("run-answered", "c1") || done.Agent != "guarded" || done.RunID != "run-answered" || done.Step != 1 ||
+			done.ToolName != "echo" || done.ToolKind != tool.KindExecute || compactJSON(t, done.Arguments) != `{"text":"hi!"}` ||
+			done.Digest != approval.Digest("echo", []byte(compactJSON(t, done.Arguments))) || done.Status != approval.Approved ||
+			done.Message != "fine, edited" || compactJSON(t, done.ApprovedArguments) != `{"text":"edited"}` ||
+			len(done.Hooks) != 1 || done.Hooks[0].Hook != hook.Hook || done.Hooks[0].Event != hook.Event || done.Hooks[0].Action != hook.Action ||
+			done.Hooks[0].Reason != hook.Reason || compactJSON(t, done.Hooks[0].Arguments) != `{"text":"hi!"}` ||
+			!done.ExpiresAt.Equal(done.RequestedAt.Add(time.Hour)) || done.AnsweredAt.Before(done.RequestedAt) || done.ForSession {
+			t.Errorf("the answered request: %+v", done)
+		}
+		if info := whole(t, rt, "run-answered"); info.Status != agent.RunComplete || string(info.Output) != `"saw: answered:edited"` {
+			t.Errorf("run-answered: %+v", info)
+		}
+		reqs, err := approval.List(ctx, s, "run-waiting", approval.Pending)
+		if err != nil || len(reqs) != 1 {
+			t.Fatalf("the pending requests of run-waiting: %+v, %v", reqs, err)
+		}
+		req := reqs[0]
+		if req.SessionID != "s3" || req.CorrelationID != "run-waiting" || !strings.Contains(req.Reason, "asks before execute tools") ||
+			len(req.Hooks) != 1 || req.Hooks[0].Action != "transform" || !req.AnsweredAt.IsZero() || !req.ExpiresAt.IsZero() {
+			t.Errorf("the pending request: %+v", req)
+		}
+		if all, err := approval.List(ctx, s, "", ""); err != nil || len(all) != 2 {
+			t.Errorf("every request: %+v, %v", all, err)
+		}
+		if info := whole(t, rt, "run-waiting"); info.Status != agent.RunRunning || len(info.ToolCalls) != 0 {
+			t.Errorf("run-waiting: %+v", info)
+		}
+
+		// This version's agent carries out an answer given now, with the
+		// arguments the hook left and the deps the run was given, and
+		// allows the tool for the session.
+		var deps agent.Deps[fixtureDeps]
+		echo := tool.Must(agent.NewTool("echo", "Echo with the prefix.", func(rc agent.RunContext, in echoArgs) (string, error) {
+			d, err := deps.Of(rc)
+			return d.Prefix + in.Text, err
+		}))
+		guarded := agent.Must(agent.New("guarded", modeltest.FunctionModel(lastText), &agent.Options{
+			Tools: []tool.Tool{echo}, Permissions: &agent.Permissions{Mode: agent.PermissionAsk},
+		}))
+		if err := guarded.Serve(ctx, rt, nil); err != nil {
+			t.Fatal(err)
+		}
+		answered, err := approval.Respond(ctx, s, rt.Client(), req.ID, approval.Answer{Approve: true, ForSession: true, Digest: req.Digest})
+		if err != nil || answered.Status != approval.Approved || !answered.ForSession {
+			t.Fatalf("Respond: %+v, %v", answered, err)
+		}
+		out, err := guarded.Wait(runCtx(t), rt, "run-waiting")
+		if err != nil || out.Output != "saw: waited:hi!" {
+			t.Errorf("the waiting run, answered: %+v, %v", out, err)
+		}
+		if sess, err := session.Load(ctx, s, "s3"); err != nil || len(sess.AllowedTools) != 1 || sess.AllowedTools[0] != "echo" {
+			t.Errorf("session s3 after an answer for the session: %+v, %v", sess, err)
+		}
+		if _, err := approval.Respond(ctx, s, rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); !errors.Is(err, approval.ErrAnswered) {
+			t.Errorf("a second answer: %v", err)
+		}
+	})
+
+	t.Run("custom", func(t *testing.T) {
+		rt, s := storedEnv(t, "custom")
+		type tally struct {
+			Runs    int      `json:"runs"`
+			Prompts []string `json:"prompts"`
+		}
+		var seen tally
+		counter := agent.MustCustom(agent.NewCustom("counter", func(sc *agent.StepContext[tally], in []model.Message) (string, error) {
+			seen = *sc.State
+			sc.State.Runs++
+			sc.State.Prompts = append(sc.State.Prompts, in[len(in)-1].Text())
+			return "counted", nil
+		}, nil))
+		if st, err := counter.State(ctx, rt, "s4"); err != nil || st.Runs != 2 || strings.Join(st.Prompts, ",") != "one,two" {
+			t.Errorf("the stored state: %+v, %v", st, err)
+		}
+		if err := counter.Serve(ctx, rt, nil); err != nil {
+			t.Fatal(err)
+		}
+		out, err := counter.Run(ctx, rt, "three", counter.InSession("s4"))
+		if err != nil || out.Output != "counted" || seen.Runs != 2 || strings.Join(seen.Prompts, ",") != "one,two" {
+			t.Errorf("the next run: %+v, %v; the step saw %+v", out, err, seen)
+		}
+		if st, err := counter.State(ctx, rt, "s4"); err != nil || st.Runs != 3 || strings.Join(st.Prompts, ",") != "one,two,three" {
+			t.Errorf("the state after the next run: %+v, %v", st, err)
+		}
+		listed(t, s, "run-custom-1=complete", "run-custom-2=complete")
+	})
+}
+
+// compactJSON returns data compacted: the fixtures hold their records'
+// JSON indented.
+func compactJSON(t *testing.T, data []byte) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, data); err != nil {
+		t.Fatalf("%s: %v", data, err)
+	}
+	return b.String()
 }

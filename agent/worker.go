@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/deadletter"
 	"github.com/calf-go/calf/store"
 )
@@ -49,7 +50,7 @@ type WorkerOptions struct {
 	// [DefaultWorkerConcurrency].
 	Concurrency int
 	// ApprovalSweep is how often the worker denies the approval requests
-	// that expired unanswered ([Runtime.ExpireApprovals]); negative turns
+	// that expired unanswered ([approval.Expire]); negative turns
 	// the sweep off. Default: [DefaultApprovalSweep].
 	ApprovalSweep time.Duration
 	// Retention, when positive, has the worker remove the runs that ended
@@ -329,7 +330,7 @@ func (w *Worker) expireApprovals(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if n, err := w.rt.ExpireApprovals(ctx); err != nil && ctx.Err() == nil {
+		if n, err := approval.Expire(ctx, w.rt.store, w.rt.client); err != nil && ctx.Err() == nil {
 			w.log.Warn("calf worker: expiring approval requests", "err", err)
 		} else if n > 0 {
 			w.log.Info("calf worker: denied expired approval requests", "count", n)

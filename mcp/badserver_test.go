@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -213,11 +214,11 @@ func TestMCPToolUnderPermissionsAndHooks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Kind == agent.EventApproval && ev.Approval.Status == agent.ApprovalPending {
+		if ev.Kind == agent.EventApproval && ev.Approval.Status == approval.Pending {
 			if ev.Approval.ToolName != "odd__good" {
 				t.Errorf("approval asked for %s", ev.Approval.ToolName)
 			}
-			if _, err := rt.AnswerApproval(ctx, ev.Approval.ID, agent.ApprovalAnswer{Approve: true, Digest: ev.Approval.Digest}); err != nil {
+			if _, err := approval.Respond(ctx, rt.Store(), rt.Client(), ev.Approval.ID, approval.Answer{Approve: true, Digest: ev.Approval.Digest}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/runner"
 )
@@ -176,7 +177,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 		}
 		switch aev.Kind {
 		case agent.EventApproval:
-			if aev.Approval.Status != agent.ApprovalPending {
+			if aev.Approval.Status != approval.Pending {
 				continue
 			}
 			a := aev.Approval
@@ -235,7 +236,7 @@ func (s *Server) aguiResume(r *http.Request, in aguiInput) (string, int64, error
 			return "", 0, fmt.Errorf("%w: the interrupts answered belong to different runs", errBadRequest)
 		}
 		run = a.RunID
-		ans := agent.ApprovalAnswer{Approve: e.Status == "resolved", Digest: a.Digest}
+		ans := approval.Answer{Approve: e.Status == "resolved", Digest: a.Digest}
 		if len(e.Payload) > 0 && string(e.Payload) != "null" {
 			var p aguiAnswer
 			if err := json.Unmarshal(e.Payload, &p); err != nil {
@@ -249,7 +250,7 @@ func (s *Server) aguiResume(r *http.Request, in aguiInput) (string, int64, error
 		if e.Status != "resolved" && e.Status != "cancelled" {
 			return "", 0, fmt.Errorf("%w: resume status %q is not resolved or cancelled", errBadRequest, e.Status)
 		}
-		if _, err := s.rt.AnswerApproval(ctx, a.ID, ans); err != nil && !errors.Is(err, agent.ErrApprovalAnswered) {
+		if _, err := approval.Respond(ctx, s.rt.Store(), s.rt.Client(), a.ID, ans); err != nil && !errors.Is(err, approval.ErrAnswered) {
 			return "", 0, fmt.Errorf("%w: answer %s: %v", errBadRequest, a.ID, err)
 		}
 	}
@@ -259,7 +260,7 @@ func (s *Server) aguiResume(r *http.Request, in aguiInput) (string, int64, error
 		return "", 0, err
 	}
 	for _, e := range evs {
-		if aev, err := agent.DecodeEvent(e.Message); err == nil && aev.Kind == agent.EventApproval && aev.Approval.Status == agent.ApprovalPending {
+		if aev, err := agent.DecodeEvent(e.Message); err == nil && aev.Kind == agent.EventApproval && aev.Approval.Status == approval.Pending {
 			for _, res := range in.Resume {
 				if aev.Approval.ID == res.InterruptID {
 					return run, e.Seq, nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/internal/peers"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -117,8 +118,8 @@ func TestAGUIClient(t *testing.T) {
 	if intr["reason"] != "tool_approval" || intr["toolCallId"] != "call_1" {
 		t.Errorf("interrupt %v", intr)
 	}
-	a, err := rt.Approval(t.Context(), intr["id"].(string))
-	if err != nil || a.Status != agent.ApprovalApproved {
+	a, err := approval.Get(t.Context(), rt.Store(), intr["id"].(string))
+	if err != nil || a.Status != approval.Approved {
 		t.Errorf("the approval after the second run: %+v, %v", a, err)
 	}
 	if got := types(second); !strings.HasPrefix(got, "RUN_STARTED TOOL_CALL_RESULT") || !strings.Contains(got, "TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT") || !strings.HasSuffix(got, "TEXT_MESSAGE_END RUN_FINISHED") {
@@ -148,7 +149,7 @@ func TestAGUIBadRequests(t *testing.T) {
 	if status != 200 || !strings.Contains(body, `"type":"interrupt"`) {
 		t.Fatalf("ann's run: %d %s", status, body)
 	}
-	reqs, err := rt.Approvals(t.Context(), h.Get(server.RunHeader), agent.ApprovalPending)
+	reqs, err := approval.List(t.Context(), rt.Store(), h.Get(server.RunHeader), approval.Pending)
 	if err != nil || len(reqs) != 1 {
 		t.Fatalf("approvals: %v %v", reqs, err)
 	}
@@ -174,7 +175,7 @@ func TestAGUIBadRequests(t *testing.T) {
 			}
 		})
 	}
-	if a, _ := rt.Approval(t.Context(), reqs[0].ID); a.Status != agent.ApprovalPending {
+	if a, _ := approval.Get(t.Context(), rt.Store(), reqs[0].ID); a.Status != approval.Pending {
 		t.Errorf("after the refused requests the approval is %s", a.Status)
 	}
 	// Ann answers: the run goes on to its answer.

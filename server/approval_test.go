@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/server"
 )
 
@@ -46,7 +47,7 @@ func TestApprovalPendingNotStreamed(t *testing.T) {
 			if err := json.Unmarshal([]byte(body), &e); err != nil || status != http.StatusConflict || e.Error.Code != "approval_pending" || run == "" || e.Error.RunID != run {
 				t.Fatalf("%d %s (%v)", status, body, err)
 			}
-			pending, err := rt.Approvals(ctx, run, agent.ApprovalPending)
+			pending, err := approval.List(ctx, rt.Store(), run, approval.Pending)
 			if err != nil || len(pending) != 1 {
 				t.Fatalf("pending approvals %+v %v", pending, err)
 			}

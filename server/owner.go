@@ -8,6 +8,7 @@ import (
 	"regexp"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/store"
 )
@@ -53,12 +54,12 @@ func (e *notFoundError) Error() string { return e.msg }
 // belongs to a run user may read); the error for one that does not exist
 // and for another user's is the same, says what (an "approval" or an
 // "interrupt"), and matches no other.
-func (s *Server) approvalOf(ctx context.Context, user, what, id string) (*agent.Approval, error) {
-	a, err := s.rt.Approval(ctx, id)
+func (s *Server) approvalOf(ctx context.Context, user, what, id string) (*approval.Approval, error) {
+	a, err := approval.Get(ctx, s.rt.Store(), id)
 	if err == nil {
 		err = s.checkRun(ctx, user, a.RunID)
 	}
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, agent.ErrApprovalNotFound) || errors.Is(err, errNotYours) {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, approval.ErrNotFound) || errors.Is(err, errNotYours) {
 		return nil, &notFoundError{fmt.Sprintf("no %s %q", what, id)}
 	}
 	if err != nil {

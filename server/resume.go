@@ -12,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
@@ -151,7 +152,7 @@ func (s *Server) await(r *http.Request, rn runner.Runner, prompt string, opts *r
 // approval requests.
 type approvalPendingError struct {
 	run       string
-	approvals []agent.Approval
+	approvals []approval.Approval
 }
 
 func (e *approvalPendingError) Error() string {
@@ -261,10 +262,10 @@ func (s *Server) heartbeats(ev *sse, done <-chan struct{}) {
 // started) and run has requests still pending, the error that says so.
 func (s *Server) parked(ctx context.Context, run string, e eventlog.Event) (*approvalPendingError, error) {
 	aev, err := agent.DecodeEvent(e.Message)
-	if err != nil || aev.Kind != agent.EventApproval || aev.Approval.Status != agent.ApprovalPending {
+	if err != nil || aev.Kind != agent.EventApproval || aev.Approval.Status != approval.Pending {
 		return nil, nil
 	}
-	pending, err := s.rt.Approvals(ctx, run, agent.ApprovalPending)
+	pending, err := approval.List(ctx, s.rt.Store(), run, approval.Pending)
 	if err != nil || len(pending) == 0 {
 		return nil, err // answered already: the run goes on
 	}

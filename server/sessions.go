@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
@@ -107,7 +108,7 @@ type sessionTurn struct {
 	Cost  model.Cost  `json:"cost"`
 	// Approvals are the approval requests of the run and of the runs it
 	// started, with their answers.
-	Approvals []agent.Approval `json:"approvals,omitempty"`
+	Approvals []approval.Approval `json:"approvals,omitempty"`
 }
 
 // sessionTurns returns the turns of the last runs of sess that ended, the
@@ -140,7 +141,7 @@ func (s *Server) sessionTurns(ctx context.Context, sess *session.Session) ([]ses
 		}
 		end -= t.Count
 		t.First = end
-		if t.Approvals, err = agent.ListApprovals(ctx, s.rt.Store(), st.ID, ""); err != nil {
+		if t.Approvals, err = approval.List(ctx, s.rt.Store(), st.ID, ""); err != nil {
 			return nil, err
 		}
 		turns = append(turns, t)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
@@ -15,15 +16,15 @@ import (
 
 // turnView is a turn as GET /v1/sessions/{id} answers it.
 type turnView struct {
-	Run       string           `json:"run"`
-	Status    string           `json:"status"`
-	First     int              `json:"first"`
-	Count     int              `json:"count"`
-	Messages  []model.Message  `json:"messages"`
-	Output    json.RawMessage  `json:"output"`
-	Error     string           `json:"error"`
-	Usage     model.Usage      `json:"usage"`
-	Approvals []agent.Approval `json:"approvals"`
+	Run       string              `json:"run"`
+	Status    string              `json:"status"`
+	First     int                 `json:"first"`
+	Count     int                 `json:"count"`
+	Messages  []model.Message     `json:"messages"`
+	Output    json.RawMessage     `json:"output"`
+	Error     string              `json:"error"`
+	Usage     model.Usage         `json:"usage"`
+	Approvals []approval.Approval `json:"approvals"`
 }
 
 // sessionView is a session as GET /v1/sessions/{id} answers it.
@@ -34,16 +35,16 @@ type sessionView struct {
 
 // answerNext waits for the next pending approval request of run and
 // answers it with ans.
-func answerNext(ctx context.Context, t *testing.T, rt *agent.Runtime, run string, ans agent.ApprovalAnswer) {
+func answerNext(ctx context.Context, t *testing.T, rt *agent.Runtime, run string, ans approval.Answer) {
 	t.Helper()
 	for {
-		pending, err := rt.Approvals(ctx, run, agent.ApprovalPending)
+		pending, err := approval.List(ctx, rt.Store(), run, approval.Pending)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(pending) > 0 {
 			ans.Digest = pending[0].Digest
-			if _, err := rt.AnswerApproval(ctx, pending[0].ID, ans); err != nil {
+			if _, err := approval.Respond(ctx, rt.Store(), rt.Client(), pending[0].ID, ans); err != nil {
 				t.Fatal(err)
 			}
 			return
@@ -70,7 +71,7 @@ func TestSessionTurns(t *testing.T) {
 	// run-1, approved; run-2, denied; run-3, approved, fails on its
 	// budget of one model call.
 	outs := map[string]*agent.Output[string]{}
-	for i, ans := range []agent.ApprovalAnswer{{Approve: true}, {Approve: false, Message: "not now"}, {Approve: true}} {
+	for i, ans := range []approval.Answer{{Approve: true}, {Approve: false, Message: "not now"}, {Approve: true}} {
 		run := []string{"run-1", "run-2", "run-3"}[i]
 		opts := &agent.RunOptions{SessionID: "s1", RunID: run}
 		if i == 2 {
@@ -121,11 +122,11 @@ func TestSessionTurns(t *testing.T) {
 	for i, want := range []struct {
 		run, status  string
 		first, count int
-		approval     agent.ApprovalStatus
+		approval     approval.Status
 	}{
-		{"run-1", "complete", 0, 4, agent.ApprovalApproved},
-		{"run-2", "complete", 4, 4, agent.ApprovalDenied},
-		{"run-3", "failed", 8, 0, agent.ApprovalApproved},
+		{"run-1", "complete", 0, 4, approval.Approved},
+		{"run-2", "complete", 4, 4, approval.Denied},
+		{"run-3", "failed", 8, 0, approval.Approved},
 	} {
 		got := v.Turns[i]
 		if got.Run != want.run || got.Status != want.status || got.First != want.first || got.Count != want.count {

@@ -14,7 +14,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	"github.com/calf-go/calf"
-	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/runner"
 )
@@ -183,7 +183,7 @@ func (b *wsBridge) handle(ctx context.Context, in wsIn) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.rt.AnswerApproval(ctx, a.ID, agent.ApprovalAnswer{
+		if _, err := approval.Respond(ctx, s.rt.Store(), s.rt.Client(), a.ID, approval.Answer{
 			Approve: in.Approve, Message: in.Message, Arguments: in.Arguments, Digest: a.Digest, ForSession: in.ForSession,
 		}); err != nil {
 			return fmt.Errorf("%w: %v", errBadRequest, err)

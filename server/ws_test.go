@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/server"
 )
@@ -66,7 +67,7 @@ func TestWebSocketBridge(t *testing.T) {
 		case "event":
 			seqs = append(seqs, m.Event.Seq)
 			channels = append(channels, strings.TrimPrefix(m.Event.Message.Channel, "calf.agent.calc."))
-			if ev, err := agent.DecodeEvent(m.Event.Message); err == nil && ev.Kind == agent.EventApproval && ev.Approval.Status == agent.ApprovalPending {
+			if ev, err := agent.DecodeEvent(m.Event.Message); err == nil && ev.Kind == agent.EventApproval && ev.Approval.Status == approval.Pending {
 				if err := wsjson.Write(ctx, c, map[string]any{"type": "approve", "id": "a1", "approval": ev.Approval.ID, "approve": true}); err != nil {
 					t.Fatal(err)
 				}
@@ -211,7 +212,7 @@ func TestApprovalOfAnotherUser(t *testing.T) {
 		if m.Type != "event" {
 			continue
 		}
-		if ev, err := agent.DecodeEvent(m.Event.Message); err == nil && ev.Kind == agent.EventApproval && ev.Approval.Status == agent.ApprovalPending {
+		if ev, err := agent.DecodeEvent(m.Event.Message); err == nil && ev.Kind == agent.EventApproval && ev.Approval.Status == approval.Pending {
 			id = ev.Approval.ID
 		}
 	}
@@ -242,7 +243,7 @@ func TestApprovalOfAnotherUser(t *testing.T) {
 	if b2 = strings.ReplaceAll(b2, unknown, id); s1 != s2 || b1 != b2 {
 		t.Errorf("AG-UI: another user's approval %d %s, an unknown one %d %s", s1, b1, s2, b2)
 	}
-	if a, err := rt.Approval(ctx, id); err != nil || a.Status != agent.ApprovalPending {
+	if a, err := approval.Get(ctx, rt.Store(), id); err != nil || a.Status != approval.Pending {
 		t.Errorf("ann's approval after bob's answers: %+v %v", a, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/team"
@@ -73,15 +74,15 @@ func TestMemberApprovalsInTeamRunStream(t *testing.T) {
 		case ev.Kind == team.EventMember && ev.Agent.Kind == agent.EventApproval:
 			a := ev.Agent.Approval
 			seen = append(seen, fmt.Sprintf("%d %s %s %s@%s", ev.Step, ev.Member, a.Status, a.ToolName, a.Agent))
-			if a.Status != agent.ApprovalPending {
+			if a.Status != approval.Pending {
 				continue
 			}
 			// The request is listed under the team run, pending.
-			listed, err := e.rt.Approvals(t.Context(), runID, agent.ApprovalPending)
+			listed, err := approval.List(t.Context(), e.rt.Store(), runID, approval.Pending)
 			if err != nil || len(listed) != 1 || listed[0].ID != a.ID {
 				t.Errorf("pending requests of the team run: %+v, %v", listed, err)
 			}
-			if _, err := e.rt.AnswerApproval(t.Context(), a.ID, agent.ApprovalAnswer{Approve: true, Digest: a.Digest}); err != nil {
+			if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), a.ID, approval.Answer{Approve: true, Digest: a.Digest}); err != nil {
 				t.Fatal(err)
 			}
 		case ev.Kind == team.EventOutput:
@@ -98,12 +99,12 @@ func TestMemberApprovalsInTeamRunStream(t *testing.T) {
 	if want := `"lead: helper: add done: please add"`; output != want || deploys.Load() != 1 || adds.Load() != 1 {
 		t.Errorf("output %s (want %s); deploy ran %d times, add %d", output, want, deploys.Load(), adds.Load())
 	}
-	all, err := e.rt.Approvals(t.Context(), runID, "")
-	if err != nil || len(all) != 2 || all[0].Status != agent.ApprovalApproved || all[1].Status != agent.ApprovalApproved {
+	all, err := approval.List(t.Context(), e.rt.Store(), runID, "")
+	if err != nil || len(all) != 2 || all[0].Status != approval.Approved || all[1].Status != approval.Approved {
 		t.Errorf("requests of the team run: %+v, %v", all, err)
 	}
 	// A run whose id only starts like the team run's is not its own.
-	if other, err := e.rt.Approvals(t.Context(), runID[:len(runID)-1], ""); err != nil || len(other) != 0 {
+	if other, err := approval.List(t.Context(), e.rt.Store(), runID[:len(runID)-1], ""); err != nil || len(other) != 0 {
 		t.Errorf("requests of a run whose id is a prefix: %+v, %v", other, err)
 	}
 }
@@ -122,10 +123,10 @@ func TestMemberApprovalAnsweredByTeamRunID(t *testing.T) {
 		out, err = tm.Run(runCtx(t), e.rt, "v2", &team.RunOptions{RunID: "rel-1"})
 		done <- err
 	}()
-	var pending []agent.Approval
+	var pending []approval.Approval
 	for deadline := time.Now().Add(10 * time.Second); len(pending) == 0; {
 		var err error
-		if pending, err = e.rt.Approvals(t.Context(), "rel-1", agent.ApprovalPending); err != nil {
+		if pending, err = approval.List(t.Context(), e.rt.Store(), "rel-1", approval.Pending); err != nil {
 			t.Fatal(err)
 		}
 		if time.Now().After(deadline) {
@@ -133,7 +134,7 @@ func TestMemberApprovalAnsweredByTeamRunID(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if _, err := e.rt.AnswerApproval(t.Context(), pending[0].ID, agent.ApprovalAnswer{Approve: false, Message: "not on a Friday", Digest: pending[0].Digest}); err != nil {
+	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), pending[0].ID, approval.Answer{Approve: false, Message: "not on a Friday", Digest: pending[0].Digest}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {

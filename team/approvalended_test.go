@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/team"
 	"github.com/calf-go/calf/tool"
 )
@@ -36,10 +37,10 @@ func TestMemberApprovalsEndWithCancelledTeamRun(t *testing.T) {
 			if err := tm.Submit(t.Context(), e.rt, &team.Request{RunID: "rel", Prompt: "v2"}); err != nil {
 				t.Fatal(err)
 			}
-			var reqs []agent.Approval
+			var reqs []approval.Approval
 			for deadline := time.Now().Add(10 * time.Second); len(reqs) == 0; time.Sleep(5 * time.Millisecond) {
 				var err error
-				if reqs, err = e.rt.Approvals(t.Context(), "rel", agent.ApprovalPending); err != nil {
+				if reqs, err = approval.List(t.Context(), e.rt.Store(), "rel", approval.Pending); err != nil {
 					t.Fatal(err)
 				}
 				if time.Now().After(deadline) {
@@ -49,14 +50,14 @@ func TestMemberApprovalsEndWithCancelledTeamRun(t *testing.T) {
 			if err := tm.Cancel(t.Context(), e.rt, "rel", "release called off"); err != nil {
 				t.Fatal(err)
 			}
-			if p, err := e.rt.Approvals(t.Context(), "rel", agent.ApprovalPending); err != nil || len(p) != 0 {
+			if p, err := approval.List(t.Context(), e.rt.Store(), "rel", approval.Pending); err != nil || len(p) != 0 {
 				t.Errorf("pending requests of the cancelled team run: %+v, %v", p, err)
 			}
-			stored, err := e.rt.Approval(t.Context(), reqs[0].ID)
-			if err != nil || stored.Status != agent.ApprovalCancelled || !strings.Contains(stored.Message, "was cancelled") {
+			stored, err := approval.Get(t.Context(), e.rt.Store(), reqs[0].ID)
+			if err != nil || stored.Status != approval.Cancelled || !strings.Contains(stored.Message, "was cancelled") {
 				t.Errorf("stored request: %+v, %v", stored, err)
 			}
-			if _, err := e.rt.AnswerApproval(t.Context(), reqs[0].ID, agent.ApprovalAnswer{Approve: true, Digest: reqs[0].Digest}); !errors.Is(err, agent.ErrRunEnded) {
+			if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), reqs[0].ID, approval.Answer{Approve: true, Digest: reqs[0].Digest}); !errors.Is(err, approval.ErrRunEnded) {
 				t.Errorf("answer: %v, want ErrRunEnded", err)
 			}
 			if err := e.broker.Drain(t.Context()); err != nil {

@@ -374,9 +374,10 @@ type Event struct {
 // A tool call of a member (or of a member's subagent, or of a run a
 // member handed off to) that waits for a person's approval shows as a
 // member event of kind [agent.EventApproval], once when requested and once
-// when answered. Answer it with [agent.Runtime.AnswerApproval] from any
-// process; [agent.Runtime.Approvals] with the team run's id lists every
-// request of the run's members.
+// when answered. Answer it with
+// [github.com/calf-go/calf/agent/approval.Respond] from any process;
+// [github.com/calf-go/calf/agent/approval.List] with the team run's id lists
+// every request of the run's members.
 func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) iter.Seq2[Event, error] {
 	rt = orDefault(rt)
 	return func(yield func(Event, error) bool) {

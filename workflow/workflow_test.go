@@ -17,6 +17,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/deadletter"
@@ -512,8 +513,8 @@ func TestCrashAndRecover(t *testing.T) {
 	}
 }
 
-// approval is a -> approve -> b, where approve waits for a human.
-func approval(c *counts) *workflow.Workflow[doc] {
+// approvalFlow is a -> approve -> b, where approve waits for a human.
+func approvalFlow(c *counts) *workflow.Workflow[doc] {
 	return workflow.New[doc]("approval", nil).
 		Node("a", mark("a", c)).
 		Node("approve", workflow.Func(func(ctx context.Context, s doc) (doc, error) {
@@ -548,7 +549,7 @@ func TestInterruptSurvivesRestart(t *testing.T) {
 	client1 := calf.NewClient(b1, nil)
 	rt1 := agent.NewRuntime(client1, st1, nil)
 	var c counts
-	w := approval(&c)
+	w := approvalFlow(&c)
 	serve(t, w, rt1)
 	_, err = w.Run(t.Context(), rt1, doc{Text: "the plan"}, &workflow.RunOptions{RunID: "r"})
 	var ie *workflow.InterruptError
@@ -1209,7 +1210,7 @@ func TestCancel(t *testing.T) {
 func TestCancelInterrupted(t *testing.T) {
 	rt := newRuntime(t)
 	var c counts
-	w := approval(&c)
+	w := approvalFlow(&c)
 	serve(t, w, rt)
 	if _, err := w.Run(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "r"}); !errors.Is(err, workflow.ErrInterrupted) {
 		t.Fatal(err)
@@ -1261,7 +1262,7 @@ func TestRunStreamEnds(t *testing.T) {
 		t.Errorf("failing run: events %q, error %v", kinds, last)
 	}
 
-	w := approval(&c)
+	w := approvalFlow(&c)
 	serve(t, w, rt)
 	var got []string
 	for ev, err := range w.RunStream(t.Context(), rt, doc{}, nil) {
@@ -1289,7 +1290,7 @@ func TestResumeEventLost(t *testing.T) {
 	b1 := memory.New(nil)
 	rt1 := runtimeOn(t, b1, s)
 	var c counts
-	w := approval(&c)
+	w := approvalFlow(&c)
 	serve(t, w, rt1)
 	if _, err := w.Run(t.Context(), rt1, doc{Text: "p"}, &workflow.RunOptions{RunID: "r"}); !errors.Is(err, workflow.ErrInterrupted) {
 		t.Fatal(err)
@@ -1603,7 +1604,7 @@ func TestStepRedeliveredAfterResume(t *testing.T) {
 // TestCancelEndsChildApprovals: the approval request of an agent node's
 // run ends with the cancelled workflow run: it is not listed pending under
 // the workflow run, is stored cancelled, and answering it is refused with
-// agent.ErrRunEnded.
+// approval.ErrRunEnded.
 func TestCancelEndsChildApprovals(t *testing.T) {
 	rt := newRuntime(t)
 	var runs atomic.Int64
@@ -1628,10 +1629,10 @@ func TestCancelEndsChildApprovals(t *testing.T) {
 	if _, err := w.Start(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "w1"}); err != nil {
 		t.Fatal(err)
 	}
-	var reqs []agent.Approval
+	var reqs []approval.Approval
 	for deadline := time.Now().Add(10 * time.Second); len(reqs) == 0; time.Sleep(5 * time.Millisecond) {
 		var err error
-		if reqs, err = rt.Approvals(t.Context(), "w1", agent.ApprovalPending); err != nil {
+		if reqs, err = approval.List(t.Context(), rt.Store(), "w1", approval.Pending); err != nil {
 			t.Fatal(err)
 		}
 		if time.Now().After(deadline) {
@@ -1641,13 +1642,13 @@ func TestCancelEndsChildApprovals(t *testing.T) {
 	if err := w.Cancel(t.Context(), rt, "w1", "no longer needed"); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := rt.Approvals(t.Context(), "w1", agent.ApprovalPending); err != nil || len(p) != 0 {
+	if p, err := approval.List(t.Context(), rt.Store(), "w1", approval.Pending); err != nil || len(p) != 0 {
 		t.Errorf("pending requests of the cancelled workflow run: %+v, %v", p, err)
 	}
-	if a, err := rt.Approval(t.Context(), reqs[0].ID); err != nil || a.Status != agent.ApprovalCancelled || !strings.Contains(a.Message, "no longer needed") {
+	if a, err := approval.Get(t.Context(), rt.Store(), reqs[0].ID); err != nil || a.Status != approval.Cancelled || !strings.Contains(a.Message, "no longer needed") {
 		t.Errorf("stored request: %+v, %v", a, err)
 	}
-	if _, err := rt.AnswerApproval(t.Context(), reqs[0].ID, agent.ApprovalAnswer{Approve: true, Digest: reqs[0].Digest}); !errors.Is(err, agent.ErrRunEnded) {
+	if _, err := approval.Respond(t.Context(), rt.Store(), rt.Client(), reqs[0].ID, approval.Answer{Approve: true, Digest: reqs[0].Digest}); !errors.Is(err, approval.ErrRunEnded) {
 		t.Errorf("answer: %v, want ErrRunEnded", err)
 	}
 	if _, err := w.Wait(t.Context(), rt, "w1"); !errors.Is(err, workflow.ErrCancelled) {

@@ -1,4 +1,4 @@
-package agent_test
+package approval_test
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/tool"
 )
 
-func ExampleRuntime_AnswerApproval() {
+func ExampleRespond() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	b := memory.New(nil)
@@ -47,17 +48,17 @@ func ExampleRuntime_AnswerApproval() {
 	}()
 
 	// A person, in this process or another, answers the request.
-	var reqs []agent.Approval
+	var reqs []approval.Approval
 	for wait := time.NewTicker(10 * time.Millisecond); len(reqs) == 0; {
 		select {
 		case <-wait.C:
 		case <-ctx.Done():
 			panic("no approval request")
 		}
-		reqs, _ = rt.Approvals(ctx, "run-1", agent.ApprovalPending)
+		reqs, _ = approval.List(ctx, rt.Store(), "run-1", approval.Pending)
 	}
 	fmt.Println(reqs[0].ToolName, string(reqs[0].Arguments))
-	_, err := rt.AnswerApproval(ctx, reqs[0].ID, agent.ApprovalAnswer{
+	_, err := approval.Respond(ctx, rt.Store(), rt.Client(), reqs[0].ID, approval.Answer{
 		Approve: true, Arguments: []byte(`{"env":"staging"}`), Digest: reqs[0].Digest,
 	})
 	if err != nil {

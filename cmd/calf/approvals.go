@@ -13,7 +13,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
-	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 )
 
 // approvalArgumentsWidth bounds the arguments column of calf approvals list.
@@ -72,7 +72,7 @@ the default).`,
 	var brokerURL, message, arguments, digest string
 	answer := func(approve bool) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			return answerApproval(cmd.Context(), storeURL, brokerURL, args[0], agent.ApprovalAnswer{
+			return answerApproval(cmd.Context(), storeURL, brokerURL, args[0], approval.Answer{
 				Approve: approve, Message: message, Arguments: json.RawMessage(arguments), Digest: digest,
 			}, cmd.OutOrStdout())
 		}
@@ -109,11 +109,11 @@ func listApprovals(ctx context.Context, storeURL, run string, all, asJSON bool, 
 		return err
 	}
 	defer st.Close()
-	status := agent.ApprovalPending
+	status := approval.Pending
 	if all {
 		status = ""
 	}
-	reqs, err := agent.ListApprovals(ctx, st, run, status)
+	reqs, err := approval.List(ctx, st, run, status)
 	if err != nil {
 		return failure(err)
 	}
@@ -141,7 +141,7 @@ func showApproval(ctx context.Context, storeURL, id string, out io.Writer) error
 		return err
 	}
 	defer st.Close()
-	r, err := agent.GetApproval(ctx, st, id)
+	r, err := approval.Get(ctx, st, id)
 	if err != nil {
 		return failure(err)
 	}
@@ -158,7 +158,7 @@ func showApproval(ctx context.Context, storeURL, id string, out io.Writer) error
 // answer is only recorded: the process that serves the run on its
 // in-process broker reads the requests its runs wait for, and carries the
 // answer out itself.
-func answerApproval(ctx context.Context, storeURL, brokerURL, id string, ans agent.ApprovalAnswer, out io.Writer) error {
+func answerApproval(ctx context.Context, storeURL, brokerURL, id string, ans approval.Answer, out io.Writer) error {
 	if brokerURL == "" {
 		brokerURL = defaultBroker
 	}
@@ -182,24 +182,28 @@ func answerApproval(ctx context.Context, storeURL, brokerURL, id string, ans age
 	}
 	defer st.Close()
 	// Check the id, and take the digest, before connecting to the broker.
-	req, err := agent.GetApproval(ctx, st, id)
+	req, err := approval.Get(ctx, st, id)
 	if err != nil {
 		return failure(err)
 	}
 	if ans.Digest == "" {
 		ans.Digest = req.Digest
 	}
-	// On memory://, a broker of this command's own, the answer reaches no
-	// one: it is recorded, and the process serving the run publishes it.
-	b, err := openBroker(ctx, brokerURL, nil)
-	if err != nil {
-		return err
+	// On memory://, a broker of this command's own, the answer would reach
+	// no one: it is recorded only, and the process serving the run
+	// publishes it.
+	var c *calf.Client
+	if !recordOnly {
+		b, err := openBroker(ctx, brokerURL, nil)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		c = calf.NewClient(b, nil)
+		defer c.Close()
 	}
-	defer b.Close()
-	c := calf.NewClient(b, nil)
-	defer c.Close()
-	a, err := agent.NewRuntime(c, st, nil).AnswerApproval(ctx, id, ans)
-	if errors.Is(err, agent.ErrRunEnded) && a != nil {
+	a, err := approval.Respond(ctx, st, c, id, ans)
+	if errors.Is(err, approval.ErrRunEnded) && a != nil {
 		return failure(fmt.Errorf("approval request %s cannot be answered, its run has ended: %s", id, a.Message))
 	}
 	if err != nil {
@@ -209,7 +213,7 @@ func answerApproval(ctx context.Context, storeURL, brokerURL, id string, ans age
 	if len(a.ApprovedArguments) > 0 {
 		args = a.ApprovedArguments
 	}
-	if a.Status == agent.ApprovalApproved {
+	if a.Status == approval.Approved {
 		_, err = fmt.Fprintf(out, "approved %s: %s %s\n", a.ID, a.ToolName, args)
 	} else {
 		_, err = fmt.Fprintf(out, "denied %s: %s %s\n", a.ID, a.ToolName, a.Arguments)

@@ -12,6 +12,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -89,8 +90,8 @@ func TestApprovalsCommands(t *testing.T) {
 		t.Errorf("calf approvals list = %+v", list)
 	}
 	show := runMain(ctx, "", "approvals", "show", "--store", storeURL, "r1/c1")
-	var shown agent.Approval
-	if show.code != exitOK || json.Unmarshal([]byte(show.stdout), &shown) != nil || shown.Digest == "" || shown.Status != agent.ApprovalPending {
+	var shown approval.Approval
+	if show.code != exitOK || json.Unmarshal([]byte(show.stdout), &shown) != nil || shown.Digest == "" || shown.Status != approval.Pending {
 		t.Fatalf("calf approvals show = %+v", show)
 	}
 	// A digest other than the request's is refused.

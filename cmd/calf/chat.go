@@ -16,6 +16,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/server"
@@ -173,7 +174,7 @@ type chatModel struct {
 	events   chan tea.Msg
 	out      *lineSink
 	view     *humanView
-	approval *agent.Approval
+	approval *approval.Approval
 }
 
 // runEvent is an event of the run in progress; runEnded says it ended.
@@ -299,7 +300,7 @@ func (m *chatModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	if a := m.approval; a != nil {
-		ans := agent.ApprovalAnswer{Digest: a.Digest}
+		ans := approval.Answer{Digest: a.Digest}
 		var text string
 		switch strings.ToLower(k.String()) {
 		case "y":
@@ -315,7 +316,7 @@ func (m *chatModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		rt, id := m.eng.rt, a.ID
 		ctx := m.ctx
 		return m, func() tea.Msg {
-			_, err := rt.AnswerApproval(ctx, id, ans)
+			_, err := approval.Respond(ctx, rt.Store(), rt.Client(), id, ans)
 			return approvalAnswered{text: text, err: err}
 		}
 	}
@@ -392,7 +393,7 @@ func (m *chatModel) next() tea.Cmd {
 // event shows one event of the run.
 func (m *chatModel) event(ev agent.Event) tea.Cmd {
 	var cmds []tea.Cmd
-	if ev.Kind == agent.EventApproval && ev.Approval.Status == agent.ApprovalPending {
+	if ev.Kind == agent.EventApproval && ev.Approval.Status == approval.Pending {
 		m.approval = ev.Approval
 	}
 	_ = m.view.show(ev)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 )
 
 type replayFlags struct {
@@ -85,9 +86,9 @@ func replay(ctx context.Context, f *replayFlags, runID string, getenv func(strin
 			runErr = err
 			break
 		}
-		if ev.Kind == agent.EventApproval && ev.Approval.Status == agent.ApprovalPending {
+		if ev.Kind == agent.EventApproval && ev.Approval.Status == approval.Pending {
 			fmt.Fprintf(stderr, "? %s needs approval: the replay denies it (give --mode to allow it)\n", ev.Approval.ToolName)
-			if _, err := rt.AnswerApproval(ctx, ev.Approval.ID, agent.ApprovalAnswer{Message: "the replay denies what needs approval", Digest: ev.Approval.Digest}); err != nil {
+			if _, err := approval.Respond(ctx, rt.Store(), rt.Client(), ev.Approval.ID, approval.Answer{Message: "the replay denies what needs approval", Digest: ev.Approval.Digest}); err != nil {
 				runErr = err
 				break
 			}

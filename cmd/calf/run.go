@@ -14,6 +14,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/eventlog"
 )
 
@@ -206,7 +207,7 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 		if runID == "" {
 			runID = ev.RunID
 		}
-		if ev.Kind == agent.EventApproval && ev.Approval.Status == agent.ApprovalPending {
+		if ev.Kind == agent.EventApproval && ev.Approval.Status == approval.Pending {
 			if err := askApproval(ctx, rt, ev.Approval, answers, stderr, f); err != nil {
 				runErr = err
 				break
@@ -239,7 +240,7 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 // records its answer in the store, where this one finds it. Where no other
 // process can answer (memory:// with a memory: store, nats+embedded://),
 // the call is denied.
-func askApproval(ctx context.Context, rt *agent.Runtime, req *agent.Approval, answers *bufio.Reader, stderr io.Writer, f runFlags) error {
+func askApproval(ctx context.Context, rt *agent.Runtime, req *approval.Approval, answers *bufio.Reader, stderr io.Writer, f runFlags) error {
 	fmt.Fprintf(stderr, "? %s %s needs approval (%s). Allow? [y/N] ", req.ToolName, oneLine(compactJSON(string(req.Arguments)), lineWidth), req.Reason)
 	var line string
 	var err error
@@ -259,19 +260,19 @@ func askApproval(ctx context.Context, rt *agent.Runtime, req *agent.Approval, an
 			return nil
 		case adapters.InProcess(f.broker):
 			fmt.Fprintln(stderr, "no answer on standard input: denied")
-			_, err := rt.AnswerApproval(ctx, req.ID, agent.ApprovalAnswer{Message: "no one was there to approve it", Digest: req.Digest})
+			_, err := approval.Respond(ctx, rt.Store(), rt.Client(), req.ID, approval.Answer{Message: "no one was there to approve it", Digest: req.Digest})
 			return err
 		}
 		fmt.Fprintf(stderr, "\nwaiting: answer with calf approvals approve (or deny) --store %s --broker %s %s\n",
 			adapters.Redact(f.store), adapters.Redact(f.broker), req.ID)
 		return nil
 	}
-	ans := agent.ApprovalAnswer{Digest: req.Digest, Message: "the user refused"}
+	ans := approval.Answer{Digest: req.Digest, Message: "the user refused"}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
 		ans.Approve, ans.Message = true, ""
 	}
-	_, err = rt.AnswerApproval(ctx, req.ID, ans)
+	_, err = approval.Respond(ctx, rt.Store(), rt.Client(), req.ID, ans)
 	return err
 }
 

@@ -30,6 +30,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/examples/internal/excli"
 	"github.com/calf-go/calf/model"
@@ -96,14 +97,14 @@ func run(ctx context.Context, m model.Model, dir, task string, in io.Reader, out
 		case agent.EventToolResult:
 			fmt.Fprintf(out, "<- %s\n", firstLine(ev.ToolResult.Result.Text()))
 		case agent.EventApproval:
-			if ev.Approval.Status != agent.ApprovalPending {
+			if ev.Approval.Status != approval.Pending {
 				continue
 			}
 			ans, err := ask(answers, out, ev.Approval)
 			if err != nil {
 				return "", err
 			}
-			if _, err := rt.AnswerApproval(ctx, ev.Approval.ID, ans); err != nil {
+			if _, err := approval.Respond(ctx, rt.Store(), rt.Client(), ev.Approval.ID, ans); err != nil {
 				return "", err
 			}
 		case agent.EventOutput:
@@ -119,7 +120,7 @@ func run(ctx context.Context, m model.Model, dir, task string, in io.Reader, out
 
 // ask shows the command a waits to run and reads the answer: y runs it, n
 // (or nothing) refuses it, anything else is the command to run instead.
-func ask(in *bufio.Reader, out io.Writer, a *agent.Approval) (agent.ApprovalAnswer, error) {
+func ask(in *bufio.Reader, out io.Writer, a *approval.Approval) (approval.Answer, error) {
 	var args struct {
 		Command string `json:"command"`
 	}
@@ -127,10 +128,10 @@ func ask(in *bufio.Reader, out io.Writer, a *agent.Approval) (agent.ApprovalAnsw
 	fmt.Fprintf(out, "Run `%s`? [y/N, or type another command] ", args.Command)
 	line, err := in.ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
-		return agent.ApprovalAnswer{}, err
+		return approval.Answer{}, err
 	}
 	line = strings.TrimSpace(line)
-	ans := agent.ApprovalAnswer{Digest: a.Digest}
+	ans := approval.Answer{Digest: a.Digest}
 	switch strings.ToLower(line) {
 	case "y", "yes":
 		ans.Approve = true

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
-	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/agent/approval"
 )
 
 // A run waits for approval across a kill -9 of its worker: the request
@@ -31,7 +31,7 @@ func TestApprovalAcrossKillNATSPostgres(t *testing.T) {
 	id := "approval-" + calf.NewID()[:12]
 	done := c.run(t, id)
 	brokerURL := cfg.BrokerURL + "?stream=E2E_" + cfg.Namespace + "&prefix=e2e" + cfg.Namespace
-	var req agent.Approval
+	var req approval.Approval
 	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(50 * time.Millisecond) {
 		out, _ := runCalf(t, calfBin, "approvals", "list", "--store", cfg.StoreURL, "--run", id, "--json")
 		if line, _, _ := strings.Cut(strings.TrimSpace(out), "\n"); line != "" {
@@ -44,8 +44,8 @@ func TestApprovalAcrossKillNATSPostgres(t *testing.T) {
 			t.Fatalf("calf approvals list shows no request for run %s", id)
 		}
 	}
-	t.Cleanup(func() { _ = c.store.Delete(context.WithoutCancel(t.Context()), agent.KindApproval, req.ID, 0) })
-	if req.Status != agent.ApprovalPending || req.ToolName != "add" {
+	t.Cleanup(func() { _ = c.store.Delete(context.WithoutCancel(t.Context()), approval.Kind, req.ID, 0) })
+	if req.Status != approval.Pending || req.ToolName != "add" {
 		t.Fatalf("request %+v", req)
 	}
 	if n := h.count("tool_start", id); n != 0 {
@@ -70,7 +70,7 @@ func TestApprovalAcrossKillNATSPostgres(t *testing.T) {
 	if err == nil || !strings.Contains(out, "answered already") {
 		t.Errorf("a second answer through the command: %v\n%s", err, out)
 	}
-	if _, err := c.rt.AnswerApproval(t.Context(), req.ID, agent.ApprovalAnswer{Approve: true, Digest: req.Digest}); !errors.Is(err, agent.ErrApprovalAnswered) {
+	if _, err := approval.Respond(t.Context(), c.rt.Store(), c.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); !errors.Is(err, approval.ErrAnswered) {
 		t.Errorf("a second answer: %v", err)
 	}
 }
