@@ -66,7 +66,7 @@ func TestApprovalAnsweredAgainRepeatsNothing(t *testing.T) {
 			defer close(release)
 			for i := range 2 {
 				if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); !errors.Is(err, approval.ErrAnswered) {
-					return fmt.Errorf("answer %d again: %v, want ErrApprovalAnswered", i+2, err)
+					return fmt.Errorf("answer %d again: %v, want approval.ErrAnswered", i+2, err)
 				}
 			}
 			return nil
