@@ -102,7 +102,7 @@ type Options struct {
 	// ToolTimeout bounds one tool call. Default: 2 minutes. At
 	// the timeout the model gets an error for the call and the run goes
 	// on, even when the tool ignores its context; what such a tool returns
-	// later is dropped (see [Runtime.LateToolResults]).
+	// later is dropped and logged.
 	ToolTimeout time.Duration
 }
 
@@ -355,8 +355,8 @@ func (a *Agent[Out]) toolDefinitions(ctx context.Context, log *slog.Logger, perm
 		if perms == nil {
 			return false
 		}
-		d, _ := perms.Decide(t.Definition().Name, tool.KindOf(t))
-		return d == PermissionDeny
+		d, _ := perms.decide(t.Definition().Name, tool.KindOf(t))
+		return d == decideDeny
 	}
 	defs := a.Tools()
 	var taken map[string]bool

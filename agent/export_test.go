@@ -1,6 +1,10 @@
 package agent
 
-import "context"
+import (
+	"context"
+
+	"github.com/calf-go/calf/tool"
+)
 
 // What the package's external tests see of the run's stored state, which
 // is not part of the API.
@@ -42,3 +46,18 @@ type InferenceEvent = inferenceEvent
 
 // KindAgentState is the store kind of custom agents' state.
 const KindAgentState = kindAgentState
+
+// The permission decisions, and the late tool results, for the tests.
+const (
+	PermissionAllow   = decideAllow
+	PermissionDeny    = decideDeny
+	PermissionAskUser = decideAsk
+)
+
+// Decide is Permissions.decide.
+func (p *Permissions) Decide(name string, kind tool.Kind) (permissionDecision, string) {
+	return p.decide(name, kind)
+}
+
+// LateToolResults is Runtime.lateToolResults.
+func (rt *Runtime) LateToolResults() int64 { return rt.lateToolResults() }

@@ -777,7 +777,7 @@ func (s *runState) resultFor(step int, id string) (ToolResultEvent, bool) {
 // error, a panic, a timeout) becomes an error result for the model. At the
 // timeout the run goes on, even when the tool ignores its context: the
 // call is left to finish on its own, and what it returns then is dropped
-// (counted by [Runtime.LateToolResults] and logged), never recorded.
+// (counted by the runtime and logged), never recorded.
 func (h *handlers[Out]) execute(ctx context.Context, st *runState, ev ToolCallEvent, approved *approval.Approval) (res ToolResultEvent, waiting bool, err error) {
 	t, _, ok := h.a.lookup(ctx, ev.ToolName)
 	perms := h.permissions(st)
@@ -815,10 +815,10 @@ func (h *handlers[Out]) execute(ctx context.Context, st *runState, ev ToolCallEv
 		// permissions say, unless they refuse it.
 		ask := pre.ask
 		if perms != nil {
-			switch d, why := perms.Decide(ev.ToolName, in.ToolKind); d {
-			case PermissionDeny:
+			switch d, why := perms.decide(ev.ToolName, in.ToolKind); d {
+			case decideDeny:
 				return refused(fmt.Errorf("the call was refused: %s", why))
-			case PermissionAskUser:
+			case decideAsk:
 				if ask == "" {
 					allowed, err := h.rt.sessionAllows(ctx, st.SessionID, ev.ToolName)
 					if err != nil {

@@ -55,12 +55,6 @@ type HandoffRequest struct {
 	MaxHandoffs int `json:"max_handoffs,omitempty"`
 }
 
-// InputFilter chooses which messages of the conversation an agent that
-// takes over sees. It must be a pure function of its argument, which it
-// may modify: a redelivered handoff applies it again and must send the
-// same conversation.
-type InputFilter func([]model.Message) []model.Message
-
 // HandoffOptions configures a handoff tool made by [Handoff]. A nil
 // *HandoffOptions means the defaults.
 type HandoffOptions struct {
@@ -69,9 +63,12 @@ type HandoffOptions struct {
 	// Description tells the model when to hand off. Default: built from
 	// the target's description.
 	Description string
-	// InputFilter chooses what the target sees of the conversation.
-	// Default: all of it, including the handoff's own tool call and result.
-	InputFilter InputFilter
+	// InputFilter chooses what the target sees of the conversation. It
+	// must be a pure function of its argument, which it may modify: a
+	// redelivered handoff applies it again and must send the same
+	// conversation. Default: all of it, including the handoff's own tool
+	// call and result.
+	InputFilter func([]model.Message) []model.Message
 	// MaxHandoffs bounds the handoffs of one chain: a handoff that would
 	// make more fails the run that asked for it, with an error naming the
 	// chain. Default: 10.
@@ -191,7 +188,7 @@ func HandoffTo(ctx context.Context, target string, req *HandoffRequest) error {
 	return nil
 }
 
-// RemoveToolCalls is an [InputFilter] that keeps only the conversation's
+// RemoveToolCalls is a [HandoffOptions.InputFilter] that keeps only the conversation's
 // user and assistant text: it drops tool results and the tool calls of
 // assistant messages (and assistant messages left empty), so that the
 // agent that takes over does not see tools it does not have.

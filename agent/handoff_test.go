@@ -45,7 +45,7 @@ type triagePair struct {
 	seen            [][]model.Message
 }
 
-func newTriagePair(t *testing.T, e *env, filter agent.InputFilter) *triagePair {
+func newTriagePair(t *testing.T, e *env, filter func([]model.Message) []model.Message) *triagePair {
 	t.Helper()
 	p := &triagePair{}
 	p.refunds = serve(t, e, agent.Must(agent.New("refunds", counted(&p.refundCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {

@@ -45,24 +45,24 @@ type Permissions struct {
 	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
 }
 
-// PermissionDecision is what [Permissions.Decide] says of a call.
-type PermissionDecision string
+// permissionDecision is what Permissions.decide says of a call.
+type permissionDecision string
 
 // The permission decisions.
 const (
-	PermissionAllow   PermissionDecision = "allow"
-	PermissionDeny    PermissionDecision = "deny"
-	PermissionAskUser PermissionDecision = "ask"
+	decideAllow permissionDecision = "allow"
+	decideDeny  permissionDecision = "deny"
+	decideAsk   permissionDecision = "ask"
 )
 
 // Decide says whether a call of the tool name, of kind, runs, is refused,
 // or asks for approval, and why.
-func (p *Permissions) Decide(name string, kind tool.Kind) (PermissionDecision, string) {
+func (p *Permissions) decide(name string, kind tool.Kind) (permissionDecision, string) {
 	if matchAny(name, p.Disallowed...) {
-		return PermissionDeny, fmt.Sprintf("the tool %s is not allowed", name)
+		return decideDeny, fmt.Sprintf("the tool %s is not allowed", name)
 	}
 	if matchAny(name, p.Allowed...) {
-		return PermissionAllow, ""
+		return decideAllow, ""
 	}
 	mode := p.Mode
 	if mode == "" {
@@ -72,9 +72,9 @@ func (p *Permissions) Decide(name string, kind tool.Kind) (PermissionDecision, s
 	case mode == PermissionBypass,
 		mode == PermissionAcceptEdits && (kind == tool.KindRead || kind == tool.KindEdit),
 		mode == PermissionAcceptReads && kind == tool.KindRead:
-		return PermissionAllow, ""
+		return decideAllow, ""
 	}
-	return PermissionAskUser, fmt.Sprintf("permission mode %s asks before %s tools", mode, kind)
+	return decideAsk, fmt.Sprintf("permission mode %s asks before %s tools", mode, kind)
 }
 
 func (p *Permissions) validate() error {

@@ -113,4 +113,4 @@ func (rt *Runtime) Store() store.Store { return rt.store }
 // returned after their timeout (see [Options.ToolTimeout]): their results
 // were dropped, since the model had been given a timeout error for them.
 // Each is also logged at level Warn.
-func (rt *Runtime) LateToolResults() int64 { return rt.late.Load() }
+func (rt *Runtime) lateToolResults() int64 { return rt.late.Load() }

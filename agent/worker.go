@@ -51,7 +51,7 @@ type WorkerOptions struct {
 	Concurrency int
 	// ApprovalSweep is how often the worker denies the approval requests
 	// that expired unanswered ([approval.Expire]); negative turns
-	// the sweep off. Default: [DefaultApprovalSweep].
+	// the sweep off. Default: 10s.
 	ApprovalSweep time.Duration
 	// Retention, when positive, has the worker remove the runs that ended
 	// longer ago than it ([Runtime.Sweep]), when it starts and then every
@@ -69,8 +69,8 @@ type WorkerOptions struct {
 // defaultRetentionSweep is the default of [WorkerOptions.RetentionSweep].
 const defaultRetentionSweep = time.Hour
 
-// DefaultApprovalSweep is the default of [WorkerOptions.ApprovalSweep].
-const DefaultApprovalSweep = 10 * time.Second
+// defaultApprovalSweep is the default of [WorkerOptions.ApprovalSweep].
+const defaultApprovalSweep = 10 * time.Second
 
 // Worker hosts the handlers of agents in one process, on a broker that
 // other processes share, and shuts them down gracefully. Serve agents on
@@ -115,7 +115,7 @@ func NewWorker(b calf.Broker, s store.Store, opts *WorkerOptions) *Worker {
 		o.Concurrency = DefaultWorkerConcurrency
 	}
 	if o.ApprovalSweep == 0 {
-		o.ApprovalSweep = DefaultApprovalSweep
+		o.ApprovalSweep = defaultApprovalSweep
 	}
 	var co calf.Options
 	if o.Client != nil {
