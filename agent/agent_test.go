@@ -582,7 +582,7 @@ func TestRuntimeCancel(t *testing.T) {
 	<-started
 	// Another runtime on the same broker and store: an operator's.
 	op := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
-	st, err := op.Cancel(t.Context(), "slow", "r1", "stopped by the operator")
+	st, err := op.Cancel(t.Context(), agent.RunRef{Name: "slow", RunID: "r1"}, "stopped by the operator")
 	if err != nil || st.Status != agent.RunCancelled {
 		t.Fatalf("Cancel = %+v, %v", st, err)
 	}
@@ -599,7 +599,7 @@ func TestRuntimeCancel(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Errorf("model calls = %d, want 1", n)
 	}
-	if st, err := op.Cancel(t.Context(), "slow", "r1", "again"); err != nil || st.Error != "stopped by the operator" {
+	if st, err := op.Cancel(t.Context(), agent.RunRef{Name: "slow", RunID: "r1"}, "again"); err != nil || st.Error != "stopped by the operator" {
 		t.Errorf("second Cancel = %+v, %v; want the first cancellation kept", st, err)
 	}
 }

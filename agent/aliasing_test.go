@@ -90,7 +90,7 @@ func TestCallersChangesStayTheirs(t *testing.T) {
 	if got := requests[len(requests)-1]; got != want {
 		t.Errorf("the next turn sent %q, want %q", got, want)
 	}
-	again, err := a.Result(ctx, e.rt, out.RunID)
+	again, err := a.Wait(ctx, e.rt, out.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestCallersChangesStayTheirs(t *testing.T) {
 	}
 	// Cancel returns a state of the caller's too (the run has ended: it
 	// is returned as it is).
-	cst, err := e.rt.Cancel(ctx, "calculator", out.RunID, "late")
+	cst, err := e.rt.Cancel(ctx, agent.RunRef{Name: "calculator", RunID: out.RunID}, "late")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestApprovalOfCancelledRunEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending(t, e.rt, id)
-	if _, err := e.rt.Cancel(t.Context(), a.Name(), id, "changed my mind"); err != nil {
+	if _, err := e.rt.Cancel(t.Context(), agent.RunRef{Name: a.Name(), RunID: id}, "changed my mind"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := approval.Get(t.Context(), e.rt.Store(), approval.ID(id, "call_1")); err != nil || got.Status != approval.Status("cancelled") || !strings.Contains(got.Message, "changed my mind") {

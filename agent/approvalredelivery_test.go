@@ -128,10 +128,10 @@ func TestApprovalAnsweredWhileDownIsRecovered(t *testing.T) {
 	if n, err := a2.Recover(t.Context(), rt2, nil); err != nil || n != 1 {
 		t.Fatalf("Recover = %d, %v", n, err)
 	}
-	out, err := a2.Result(runCtx(t), rt2, "r1")
+	out, err := a2.Wait(runCtx(t), rt2, "r1")
 	for i := 0; err != nil && i < 200; i++ {
 		time.Sleep(20 * time.Millisecond)
-		out, err = a2.Result(runCtx(t), rt2, "r1")
+		out, err = a2.Wait(runCtx(t), rt2, "r1")
 	}
 	if err != nil || out.Output != "The result is 5" {
 		t.Fatalf("Result = %+v, %v", out, err)

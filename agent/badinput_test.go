@@ -151,7 +151,7 @@ func TestToolThatIgnoresItsContextTimesOut(t *testing.T) {
 		t.Fatalf("late results = %d, want 1", n)
 	}
 	e.settle(t)
-	got, err := a.Result(runCtx(t), e.rt, "r1")
+	got, err := a.Wait(runCtx(t), e.rt, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}

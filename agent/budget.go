@@ -12,7 +12,7 @@ import (
 // Budget bounds what a run spends: its model calls and those of every run
 // it starts (subagents) or hands off to, counted before each model call.
 // When the next call would pass a bound, the run pauses durably (see
-// [Runtime.Pause]) with a pause event that names the budget, and goes on
+// [Agent.Pause]) with a pause event that names the budget, and goes on
 // once the budget is raised ([Runtime.SetBudget]) or is cancelled; with
 // Fail set, it fails instead. The zero value of a bound means no bound.
 type Budget struct {
@@ -210,13 +210,17 @@ func (h *handlers[Out]) budgetReached(ctx context.Context, st *runState, version
 	return h.rt.emitPaused(ctx, st)
 }
 
-// SetBudget replaces the budget of the run runID of the agent agentName
+// SetBudget replaces the budget of the run of an agent that run names
 // (nil: no budget). A run that a budget paused goes on at once if the new
 // budget lets it; a run that the new budget still stops (what it spent and
 // the estimated input of the model call it waits for pass a bound) stays
 // paused, with no event, unless the budget has Fail set: the run then goes
 // on to fail.
-func (rt *Runtime) SetBudget(ctx context.Context, agentName, runID string, b *Budget) (*RunInfo, error) {
+func (rt *Runtime) SetBudget(ctx context.Context, run RunRef, b *Budget) (*RunInfo, error) {
+	if err := run.agentRef("set the budget"); err != nil {
+		return nil, err
+	}
+	agentName, runID := run.Name, run.RunID
 	if b != nil {
 		if err := b.validate(); err != nil {
 			return nil, fmt.Errorf("agent %s: set the budget of run %s: %w", agentName, runID, err)

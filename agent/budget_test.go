@@ -87,7 +87,7 @@ func TestBudgetPausesALoopingAgent(t *testing.T) {
 				pause = ev.Pause
 			}
 		}
-		out, err := a.Result(t.Context(), e.rt, "b1")
+		out, err := a.Wait(t.Context(), e.rt, "b1")
 		if err != nil {
 			t.Error(err)
 		}
@@ -102,7 +102,7 @@ func TestBudgetPausesALoopingAgent(t *testing.T) {
 		t.Errorf("spent when paused: %+v, %+v", st.Usage, st.Cost)
 	}
 	// A budget still too small keeps it paused.
-	if _, err := e.rt.SetBudget(t.Context(), "ticker", "b1", &agent.Budget{MaxModelCalls: 3, MaxCostUSD: 1}); err != nil {
+	if _, err := e.rt.SetBudget(t.Context(), agent.RunRef{Name: "ticker", RunID: "b1"}, &agent.Budget{MaxModelCalls: 3, MaxCostUSD: 1}); err != nil {
 		t.Fatal(err)
 	}
 	waitPaused(t, e, "b1")
@@ -110,7 +110,7 @@ func TestBudgetPausesALoopingAgent(t *testing.T) {
 	if calls.Load() != 3 {
 		t.Fatalf("%d model calls under the same budget", calls.Load())
 	}
-	if _, err := e.rt.SetBudget(t.Context(), "ticker", "b1", &agent.Budget{MaxModelCalls: 10}); err != nil {
+	if _, err := e.rt.SetBudget(t.Context(), agent.RunRef{Name: "ticker", RunID: "b1"}, &agent.Budget{MaxModelCalls: 10}); err != nil {
 		t.Fatal(err)
 	}
 	out := <-done
@@ -120,7 +120,7 @@ func TestBudgetPausesALoopingAgent(t *testing.T) {
 	if pause == nil || pause.Budget == nil || pause.Budget.Spent.Usage.Requests != 3 {
 		t.Errorf("pause event in the stream: %+v", pause)
 	}
-	if _, err := e.rt.SetBudget(t.Context(), "ticker", "b1", &agent.Budget{MaxModelCalls: -1}); err == nil {
+	if _, err := e.rt.SetBudget(t.Context(), agent.RunRef{Name: "ticker", RunID: "b1"}, &agent.Budget{MaxModelCalls: -1}); err == nil {
 		t.Error("a negative budget was taken")
 	}
 }
@@ -176,7 +176,7 @@ func TestSessionBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.settle(t)
-	out, err := a.Result(t.Context(), e.rt, id)
+	out, err := a.Wait(t.Context(), e.rt, id)
 	if err != nil || out.Output != "ticked 1 times" || calls.Load() != 4 {
 		t.Fatalf("after raising the session's budget: %+v, %v; %d model calls", out, err, calls.Load())
 	}

@@ -50,7 +50,7 @@ func TestBudgetStillExceededLeavesRunPaused(t *testing.T) {
 			if calls.Load() != tt.calls || len(events) != 1 {
 				t.Fatalf("paused after %d model calls with pause events %v", calls.Load(), events)
 			}
-			info, err := e.rt.SetBudget(t.Context(), "ticker", id, &tt.again)
+			info, err := e.rt.SetBudget(t.Context(), agent.RunRef{Name: "ticker", RunID: id}, &tt.again)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,11 +69,11 @@ func TestBudgetStillExceededLeavesRunPaused(t *testing.T) {
 				t.Errorf("after SetBudget: %+v, %v", st, err)
 			}
 			// A budget that lets it go on still resumes it.
-			if _, err := e.rt.SetBudget(t.Context(), "ticker", id, nil); err != nil {
+			if _, err := e.rt.SetBudget(t.Context(), agent.RunRef{Name: "ticker", RunID: id}, nil); err != nil {
 				t.Fatal(err)
 			}
 			e.settle(t)
-			out, err := a.Result(runCtx(t), e.rt, id)
+			out, err := a.Wait(runCtx(t), e.rt, id)
 			if err != nil || out.Output != "ticked 6 times" {
 				t.Fatalf("after the budget was lifted: %+v, %v", out, err)
 			}

@@ -127,7 +127,7 @@ func TestHandoffWithInputFilter(t *testing.T) {
 		t.Errorf("target run: status %s, correlation %q", dst.Status, dst.Correlation)
 	}
 	// Result of the first run follows the chain.
-	res, err := p.triage.Result(t.Context(), e.rt, "r1")
+	res, err := p.triage.Wait(t.Context(), e.rt, "r1")
 	if err != nil || res.Output != out.Output {
 		t.Errorf("Result(r1) = %+v, %v", res, err)
 	}

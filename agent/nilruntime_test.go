@@ -21,7 +21,7 @@ func TestNilRuntimeMeansTheDefault(t *testing.T) {
 	if err != nil || out.Output != "one" {
 		t.Fatalf("Run: %+v, %v", out, err)
 	}
-	if got, err := a.Result(ctx, nil, out.RunID); err != nil || got.Output != "one" {
+	if got, err := a.Wait(ctx, nil, out.RunID); err != nil || got.Output != "one" {
 		t.Errorf("Result: %+v, %v", got, err)
 	}
 	id, err := a.Submit(ctx, nil, "hi", nil)

@@ -43,28 +43,59 @@ func pauseChannel(agent string) string { return channelPrefix + agent + "." + su
 
 const suffixPause = "pause"
 
-// ErrRunEnded is matched by the error of [Runtime.Pause] and
-// [Runtime.Resume] for a run that has ended (and [approval.ErrRunEnded]
-// by that of [approval.Respond] for a request whose run has ended).
+// ErrRunEnded is matched by the error of Pause and Resume (of an agent, a
+// team, or the runtime) for a run that has ended (and
+// [approval.ErrRunEnded] by that of [approval.Respond] for a request whose
+// run has ended).
 var ErrRunEnded = errors.New("agent: the run has ended")
 
 // Paused reports whether the pause of the run is in effect: it waits,
-// holding no goroutine, for [Runtime.Resume].
+// holding no goroutine, for [Agent.Resume].
 func (s *runState) Paused() bool {
 	return s.Pause != nil && s.Pause.Step == s.Step && s.Phase == phaseInference && !s.Status.Terminal()
 }
 
-// Pause asks the run runID of the agent agentName to stop before its next
-// model call, for reason: the step in progress (a model call, the tool
-// calls it asked for, the subagents they started) finishes, and the run
-// then waits, with nothing but its stored state, until [Runtime.Resume]
-// from any process. A pause event ([PauseEvent]) says when it took
-// effect; [RunInfo.Paused] reports it. A run that handed off is paused
-// where its chain continues. Pausing a paused run changes nothing; a run
-// that has ended returns an error matching [ErrRunEnded]. Run and
-// RunStream go on waiting through a pause (within their timeout); a caller
-// that pauses runs for long should start them with [Agent.Submit].
-func (rt *Runtime) Pause(ctx context.Context, agentName, runID, reason string) (*RunInfo, error) {
+// Pause asks the run runID to stop before its next model call, for
+// reason: the step in progress (a model call, the tool calls it asked
+// for, the subagents they started) finishes, and the run then waits, with
+// nothing but its stored state, until [Agent.Resume] from any process. A
+// pause event ([PauseEvent]) says when it took effect; [RunInfo.Paused]
+// reports it. A run that handed off is paused where its chain continues.
+// Pausing a paused run changes nothing; a run that has ended returns an
+// error matching [ErrRunEnded]. Run and RunStream go on waiting through a
+// pause (within their timeout); a caller that pauses runs for long should
+// start them with [Agent.Submit]. A nil rt means [DefaultRuntime];
+// [Runtime.Pause] does the same for an agent known by name.
+func (a *Agent[Out]) Pause(ctx context.Context, rt *Runtime, runID, reason string) error {
+	if rt == nil {
+		rt = DefaultRuntime()
+	}
+	_, err := rt.Pause(ctx, RunRef{Kind: "agent", Name: a.name, RunID: runID}, reason)
+	return err
+}
+
+// Resume lets the paused run runID go on: a run whose pause is in effect
+// makes the model call it waits for, in whichever process serves its
+// agent; a run whose pause has not taken effect yet goes on as if it had
+// not been paused. Resuming a run that is not paused changes nothing; a
+// run that has ended returns an error matching [ErrRunEnded]. A nil rt
+// means [DefaultRuntime]; [Runtime.Resume] does the same for an agent
+// known by name.
+func (a *Agent[Out]) Resume(ctx context.Context, rt *Runtime, runID string) error {
+	if rt == nil {
+		rt = DefaultRuntime()
+	}
+	_, err := rt.Resume(ctx, RunRef{Kind: "agent", Name: a.name, RunID: runID})
+	return err
+}
+
+// Pause pauses the run of an agent that run names, as [Agent.Pause]
+// does, and returns the run as it stands.
+func (rt *Runtime) Pause(ctx context.Context, run RunRef, reason string) (*RunInfo, error) {
+	if err := run.agentRef("pause"); err != nil {
+		return nil, err
+	}
+	agentName, runID := run.Name, run.RunID
 	// A run whose input has not been handled yet starts paused.
 	placeholder := &runState{RunID: runID, Agent: agentName, Status: RunRunning, StartedAt: rt.now()}
 	st, err := rt.updateChain(ctx, agentName, runID, placeholder, func(st *runState) (bool, error) {
@@ -80,12 +111,13 @@ func (rt *Runtime) Pause(ctx context.Context, agentName, runID, reason string) (
 	return st.info()
 }
 
-// Resume lets a paused run go on: a run whose pause is in effect makes
-// the model call it waits for, in whichever process serves its agent; a
-// run whose pause has not taken effect yet goes on as if it had not been
-// paused. Resuming a run that is not paused changes nothing; a run that
-// has ended returns an error matching [ErrRunEnded].
-func (rt *Runtime) Resume(ctx context.Context, agentName, runID string) (*RunInfo, error) {
+// Resume resumes the run of an agent that run names, as [Agent.Resume]
+// does, and returns the run as it stands.
+func (rt *Runtime) Resume(ctx context.Context, run RunRef) (*RunInfo, error) {
+	if err := run.agentRef("resume"); err != nil {
+		return nil, err
+	}
+	agentName, runID := run.Name, run.RunID
 	var waiting bool
 	st, err := rt.updateChain(ctx, agentName, runID, nil, func(st *runState) (bool, error) {
 		if st.Pause == nil {

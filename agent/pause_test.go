@@ -53,7 +53,7 @@ func TestPauseAndResume(t *testing.T) {
 		}
 	}()
 	<-inTool
-	info, err := e.rt.Pause(t.Context(), "worker", "p1", "lunch")
+	info, err := e.rt.Pause(t.Context(), agent.RunRef{Name: "worker", RunID: "p1"}, "lunch")
 	if err != nil || info.Pause == nil || info.Paused {
 		t.Fatalf("pause asked during the step: %+v, %v", info, err)
 	}
@@ -73,7 +73,7 @@ func TestPauseAndResume(t *testing.T) {
 		t.Fatalf("paused run: %+v, %v; %d model calls", st, err, calls.Load())
 	}
 	// Nothing moves while it is paused, and pausing again changes nothing.
-	if st, err := e.rt.Pause(t.Context(), "worker", "p1", "again"); err != nil || st.Pause.Reason != "lunch" {
+	if st, err := e.rt.Pause(t.Context(), agent.RunRef{Name: "worker", RunID: "p1"}, "again"); err != nil || st.Pause.Reason != "lunch" {
 		t.Errorf("a second pause: %+v, %v", st.Pause, err)
 	}
 	e.settle(t)
@@ -83,7 +83,7 @@ func TestPauseAndResume(t *testing.T) {
 
 	// Resume from another process: a runtime of its own on the broker and store.
 	other := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
-	if st, err := other.Resume(t.Context(), "worker", "p1"); err != nil || st.Pause != nil || st.Paused {
+	if st, err := other.Resume(t.Context(), agent.RunRef{Name: "worker", RunID: "p1"}); err != nil || st.Pause != nil || st.Paused {
 		t.Fatalf("resume: %+v, %v", st, err)
 	}
 	if st, err := e.rt.LoadState(t.Context(), "p1"); err != nil || st.Resumes != 1 {
@@ -101,17 +101,17 @@ func TestPauseAndResume(t *testing.T) {
 		t.Errorf("stream %s; output %s; %d model calls", got, output, calls.Load())
 	}
 	// An ended run is neither paused nor resumed; an unknown one is not found.
-	if _, err := e.rt.Pause(t.Context(), "worker", "p1", "x"); !errors.Is(err, agent.ErrRunEnded) {
+	if _, err := e.rt.Pause(t.Context(), agent.RunRef{Name: "worker", RunID: "p1"}, "x"); !errors.Is(err, agent.ErrRunEnded) {
 		t.Errorf("pause of an ended run: %v", err)
 	}
-	if _, err := e.rt.Resume(t.Context(), "worker", "p1"); !errors.Is(err, agent.ErrRunEnded) {
+	if _, err := e.rt.Resume(t.Context(), agent.RunRef{Name: "worker", RunID: "p1"}); !errors.Is(err, agent.ErrRunEnded) {
 		t.Errorf("resume of an ended run: %v", err)
 	}
-	if _, err := e.rt.Resume(t.Context(), "worker", "nope"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := e.rt.Resume(t.Context(), agent.RunRef{Name: "worker", RunID: "nope"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("resume of an unknown run: %v", err)
 	}
 	// A run paused before its input is handled starts paused.
-	if _, err := e.rt.Pause(t.Context(), "worker", "p2", "not yet"); err != nil {
+	if _, err := e.rt.Pause(t.Context(), agent.RunRef{Name: "worker", RunID: "p2"}, "not yet"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Submit(t.Context(), e.rt, "work", &agent.RunOptions{RunID: "p2"}); err != nil {
@@ -140,15 +140,15 @@ func TestResumeBeforeThePauseTakesEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-inModel
-	if _, err := e.rt.Pause(t.Context(), "thinker", id, "wait"); err != nil {
+	if _, err := e.rt.Pause(t.Context(), agent.RunRef{Name: "thinker", RunID: id}, "wait"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.rt.Resume(t.Context(), "thinker", id); err != nil {
+	if _, err := e.rt.Resume(t.Context(), agent.RunRef{Name: "thinker", RunID: id}); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
 	e.settle(t)
-	out, err := a.Result(runCtx(t), e.rt, id)
+	out, err := a.Wait(runCtx(t), e.rt, id)
 	if err != nil || out.Output != "thought" {
 		t.Fatalf("%+v, %v", out, err)
 	}
@@ -169,7 +169,7 @@ func TestResumeBeforeThePauseTakesEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-looping
-	if _, err := e.rt.Pause(t.Context(), "looper", id, "stop looping"); err != nil {
+	if _, err := e.rt.Pause(t.Context(), agent.RunRef{Name: "looper", RunID: id}, "stop looping"); err != nil {
 		t.Fatal(err)
 	}
 	close(pausing)
@@ -184,11 +184,11 @@ func TestResumeBeforeThePauseTakesEffect(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if _, err := e.rt.Cancel(t.Context(), "looper", id, "enough"); err != nil {
+	if _, err := e.rt.Cancel(t.Context(), agent.RunRef{Name: "looper", RunID: id}, "enough"); err != nil {
 		t.Fatal(err)
 	}
 	e.settle(t)
-	if _, err := b.Result(runCtx(t), e.rt, id); !errors.Is(err, agent.ErrRunCancelled) {
+	if _, err := b.Wait(runCtx(t), e.rt, id); !errors.Is(err, agent.ErrRunCancelled) {
 		t.Errorf("a paused run cancelled: %v", err)
 	}
 }
@@ -199,7 +199,7 @@ func TestSessionStatusPaused(t *testing.T) {
 	e := newEnv(t, nil)
 	a := serve(t, e, agent.Must(agent.New("chat", modeltest.NewTestModel(modeltest.Text("hi")), nil)))
 	ctx := runCtx(t)
-	if _, err := e.rt.Pause(ctx, "chat", "r1", "later"); err != nil {
+	if _, err := e.rt.Pause(ctx, agent.RunRef{Name: "chat", RunID: "r1"}, "later"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Submit(ctx, e.rt, "hello", &agent.RunOptions{RunID: "r1", SessionID: "s"}); err != nil {
@@ -214,7 +214,7 @@ func TestSessionStatusPaused(t *testing.T) {
 	if err != nil || len(page.Sessions) != 1 || page.Sessions[0].Status != session.Paused {
 		t.Fatalf("sessions %+v, %v; want s paused", page, err)
 	}
-	if _, err := e.rt.Resume(ctx, "chat", "r1"); err != nil {
+	if _, err := e.rt.Resume(ctx, agent.RunRef{Name: "chat", RunID: "r1"}); err != nil {
 		t.Fatal(err)
 	}
 	e.settle(t)

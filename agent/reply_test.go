@@ -109,7 +109,7 @@ func TestSubmitRepliesToTheParent(t *testing.T) {
 
 	// A failed run replies too, and its reply decodes to a *RunError.
 	in := &agent.InputEvent{Content: "hi", ReplyTo: &agent.ReplyTo{Channel: "parent.replies", Ref: "call_8"}}
-	if err := e.rt.Submit(ctx, "failing", "child-2", in, ""); err != nil {
+	if err := e.rt.Submit(ctx, &agent.SubmitRequest{Run: agent.RunRef{Name: "failing", RunID: "child-2"}, Input: in}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -127,7 +127,7 @@ func TestSubmitRepliesToTheParent(t *testing.T) {
 
 	// Submitting an ended run again with a new ReplyTo answers there.
 	again := &agent.InputEvent{Content: "add 2 and 3", ReplyTo: &agent.ReplyTo{Channel: "parent.replies", Ref: "again"}}
-	if err := e.rt.Submit(ctx, "calculator", "child-1", again, ""); err != nil {
+	if err := e.rt.Submit(ctx, &agent.SubmitRequest{Run: agent.RunRef{Name: "calculator", RunID: "child-1"}, Input: again}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -140,7 +140,7 @@ func TestSubmitRepliesToTheParent(t *testing.T) {
 		t.Errorf("second reply: %+v, %v", ev, err)
 	}
 
-	if err := e.rt.Submit(ctx, "bad name", "x", in, ""); err == nil {
+	if err := e.rt.Submit(ctx, &agent.SubmitRequest{Run: agent.RunRef{Name: "bad name", RunID: "x"}, Input: in}); err == nil {
 		t.Error("Submit to an invalid agent name succeeded")
 	}
 }
@@ -158,7 +158,7 @@ func TestSubmitFromHandlerHasItsOwnSession(t *testing.T) {
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rt.Submit(ctx, "calculator", "child", in, ""); err != nil {
+	if err := e.rt.Submit(ctx, &agent.SubmitRequest{Run: agent.RunRef{Name: "calculator", RunID: "child"}, Input: in}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -51,7 +51,7 @@ func TestSweepRemovesOldRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A run in progress, however old: paused before it starts.
-	if _, err := e.rt.Pause(ctx, "calculator", "waiting", "hold"); err != nil {
+	if _, err := e.rt.Pause(ctx, agent.RunRef{Name: "calculator", RunID: "waiting"}, "hold"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Submit(ctx, e.rt, "add 2 and 3", &agent.RunOptions{RunID: "waiting"}); err != nil {

@@ -135,7 +135,7 @@ var (
 	// [calf.DeadLetterChannel] after its last attempt: the run cannot go
 	// on by itself. It has not ended: replaying the dead letter, once its
 	// cause is fixed ([deadletter.Replay], or calf deadletters replay),
-	// continues it, and [Agent.Result] then gives its output.
+	// continues it, and [Agent.Wait] then gives its output.
 	ErrRunParked = errors.New("agent: run held up by a parked message")
 	// ErrNotServed is matched by the error of Run and RunStream when no
 	// process serves the agent: nothing consumes its input channel (see
@@ -144,17 +144,57 @@ var (
 	ErrNotServed = errors.New("agent: no process serves the agent")
 )
 
-// RunError reports a run that ended without output.
+// RunRef names a run: the kind of runner it is a run of ("agent",
+// "team" or "workflow"), the runner's name and the run's id. The runtime's
+// controls of an agent's runs known by name ([Runtime.Cancel],
+// [Runtime.Pause], [Runtime.Resume], [Runtime.SetBudget],
+// [Runtime.Submit]) take one whose Kind is "agent" or empty.
+type RunRef struct {
+	// Kind is "agent", "team" or "workflow"; empty means "agent".
+	Kind string
+	// Name is the agent's, the team's or the workflow's name.
+	Name string
+	// RunID is the run's id.
+	RunID string
+}
+
+// kind returns r's kind, "agent" when empty.
+func (r RunRef) kind() string {
+	if r.Kind == "" {
+		return "agent"
+	}
+	return r.Kind
+}
+
+// agentRef checks that r names a run of an agent, for the runtime's
+// controls of agent runs.
+func (r RunRef) agentRef(verb string) error {
+	switch {
+	case r.kind() != "agent":
+		return fmt.Errorf("agent: %s: run %s of %s %s is not an agent's run", verb, r.RunID, r.Kind, r.Name)
+	case r.Name == "" || r.RunID == "":
+		return fmt.Errorf("agent: %s: the run needs an agent name and a run id (RunRef{Name: %q, RunID: %q})", verb, r.Name, r.RunID)
+	}
+	return nil
+}
+
+// RunError reports a run that ended without output: the run of an agent,
+// a team or a workflow, which RunRef names (Kind says which). It is the
+// one error type of a failed, cancelled or held-up run for the three kinds
+// of runners, and matches with errors.Is [ErrRunFailed] or
+// [ErrRunCancelled] by its Status, [ErrRunParked] when Parked is set,
+// [ErrGuardrailTripped] when Guardrail is, and what its Err matches.
 type RunError struct {
-	// Agent names the agent whose run it is, or the team when Kind says so.
-	Agent string
-	// Kind says what Agent names: "agent" when empty, or "team".
-	Kind   string
-	RunID  string
+	RunRef
+	// Status is the run's status: failed, cancelled, or running for a run
+	// held up by a parked message.
 	Status RunStatus
 	// Reason says why, as recorded in the run's state.
 	Reason string
-	// Err is the caller's context error for a cancelled run.
+	// Err is the cause, when there is one to match: the caller's context
+	// error for a run cancelled because its caller stopped waiting,
+	// [ErrNotServed], or a runner's own sentinel (a workflow's
+	// workflow.ErrLimit, a team's team.ErrUnknownMember).
 	Err error
 	// Parked is the dead letter of the message that holds up the run,
 	// for an error matching ErrRunParked.
@@ -165,11 +205,7 @@ type RunError struct {
 }
 
 func (e *RunError) Error() string {
-	kind := e.Kind
-	if kind == "" {
-		kind = "agent"
-	}
-	return fmt.Sprintf("%s %s: run %s %s: %s", kind, e.Agent, e.RunID, e.Status, e.Reason)
+	return fmt.Sprintf("%s %s: run %s %s: %s", e.kind(), e.Name, e.RunID, e.Status, e.Reason)
 }
 
 // Is matches ErrRunFailed, ErrRunCancelled, ErrRunParked or
@@ -179,26 +215,27 @@ func (e *RunError) Is(target error) bool {
 		(target == ErrRunParked && e.Parked != nil) || (target == ErrGuardrailTripped && e.Guardrail != nil)
 }
 
-// ParkedError returns the error that a caller waiting on the run runID of
-// name (an agent, a team or a workflow) reports when msg, a message of
+// ParkedError returns the error that a caller waiting on run (of an
+// agent, a team or a workflow) reports when msg, a message of
 // [calf.DeadLetterChannel] that belongs to the run or to a run it started,
 // holds it up: a *RunError matching [ErrRunParked], with Parked set. A
 // dead letter parked by another kind of subscriber (one outside Calf's
 // agent, team and workflow handlers) holds nothing up: ParkedError returns
 // nil for it, and for a message that is not a dead letter.
-func ParkedError(msg *calf.Message, name, runID string) error {
+func ParkedError(msg *calf.Message, run RunRef) error {
 	var dl calf.DeadLetter
 	if err := msg.Decode(&dl); err != nil || dl.Message == nil || !heldUp(dl.Group) {
 		return nil
 	}
-	run := dl.Message.Metadata.RunID
-	if run == "" {
-		run = runID
+	parked := dl.Message.Metadata.RunID
+	if parked == "" {
+		parked = run.RunID
 	}
+	run.Kind = run.kind()
 	return &RunError{
-		Agent: name, RunID: runID, Status: RunRunning, Parked: &dl,
+		RunRef: run, Status: RunRunning, Parked: &dl,
 		Reason: fmt.Sprintf("message %s of run %s on %s was parked after %d attempts (%s); replaying dead letter %s continues the run",
-			dl.Message.ID, run, dl.Message.Channel, dl.Attempts, dl.Error, msg.ID),
+			dl.Message.ID, parked, dl.Message.Channel, dl.Attempts, dl.Error, msg.ID),
 	}
 }
 
@@ -213,8 +250,19 @@ func heldUp(group string) bool {
 	return false
 }
 
-// Unwrap returns the context error of a cancelled run.
+// Unwrap returns the error's cause, Err.
 func (e *RunError) Unwrap() error { return e.Err }
+
+// runError returns the *RunError of the run id of a that ended with
+// status for reason.
+func (a *Agent[Out]) runError(id string, status RunStatus, reason string) *RunError {
+	return &RunError{RunRef: RunRef{Kind: "agent", Name: a.name, RunID: id}, Status: status, Reason: reason}
+}
+
+// agentRunError is runError for an agent known by name.
+func agentRunError(name, id string, status RunStatus, reason string) *RunError {
+	return &RunError{RunRef: RunRef{Kind: "agent", Name: name, RunID: id}, Status: status, Reason: reason}
+}
 
 // Run starts a run with prompt as the user's message and waits for its
 // output. The run is carried out by the handlers of whichever processes
@@ -272,7 +320,7 @@ func (a *Agent[Out]) Run(ctx context.Context, rt *Runtime, prompt string, opts *
 			return nil, a.abandon(ctx, rt, id)
 		}
 		if m.Channel == calf.DeadLetterChannel {
-			if err := ParkedError(m, a.name, id); err != nil {
+			if err := ParkedError(m, RunRef{Kind: "agent", Name: a.name, RunID: id}); err != nil {
 				return nil, err
 			}
 			m = nil
@@ -285,22 +333,19 @@ func (a *Agent[Out]) Run(ctx context.Context, rt *Runtime, prompt string, opts *
 	return a.result(ctx, rt, id, &ev)
 }
 
-// Result returns the output of a finished run, read from the store: a
+// stored returns the output of a finished run, read from the store: a
 // *RunError for a run that failed or was cancelled, an error for a run
-// still in progress (see [Agent.Wait], which waits for its end), and an
-// error matching store.ErrNotFound for an unknown run. For a run that handed off, it is
-// the output of its handoff chain: the last run's output and id, with the
-// messages, tool calls, usage and steps of every run of the chain.
-func (a *Agent[Out]) Result(ctx context.Context, rt *Runtime, runID string) (*Output[Out], error) {
-	if rt == nil {
-		rt = DefaultRuntime()
-	}
+// still in progress, and an error matching store.ErrNotFound for an
+// unknown run. For a run that handed off, it is the output of its handoff
+// chain: the last run's output and id, with the messages, tool calls,
+// usage and steps of every run of the chain.
+func (a *Agent[Out]) stored(ctx context.Context, rt *Runtime, runID string) (*Output[Out], error) {
 	st, err := untilAvailable(ctx, func() (*runState, error) { return rt.lastOfChain(ctx, runID) })
 	if err != nil {
 		return nil, err
 	}
 	if !st.Status.Terminal() {
-		return nil, fmt.Errorf("agent %s: run %s is still %s (Wait waits for its end)", a.name, runID, st.Status)
+		return nil, fmt.Errorf("agent %s: run %s is still %s", a.name, runID, st.Status)
 	}
 	if st, err = rt.withChain(ctx, st); err != nil {
 		return nil, err
@@ -332,7 +377,9 @@ func (a *Agent[Out]) result(ctx context.Context, rt *Runtime, id string, ev *Out
 		if ev.Status == OutputCancelled {
 			status = RunCancelled
 		}
-		return nil, &RunError{Agent: name, RunID: id, Status: status, Reason: ev.Error, Guardrail: ev.Guardrail}
+		re := agentRunError(name, id, status, ev.Error)
+		re.Guardrail = ev.Guardrail
+		return nil, re
 	}
 	// The run has ended: read it through an outage of the store rather
 	// than report the outage for a run that completed.
@@ -355,7 +402,9 @@ func (a *Agent[Out]) result(ctx context.Context, rt *Runtime, id string, ev *Out
 
 func (a *Agent[Out]) outputOf(st *runState) (*Output[Out], error) {
 	if st.Status != RunComplete {
-		return nil, &RunError{Agent: st.Agent, RunID: st.RunID, Status: st.Status, Reason: st.Error, Guardrail: st.Guardrail}
+		re := agentRunError(st.Agent, st.RunID, st.Status, st.Error)
+		re.Guardrail = st.Guardrail
+		return nil, re
 	}
 	// The output is the caller's to change: it shares nothing with the
 	// state, which the runtime's caches may hold.
@@ -481,27 +530,43 @@ func (a *Agent[Out]) Submit(ctx context.Context, rt *Runtime, prompt string, opt
 	return msg.Metadata.RunID, nil
 }
 
-// Submit starts a run of the agent named agentName, which any process on
-// the runtime's broker may serve, without waiting for it: it publishes the
-// run's input event (id "{runID}.input", key runID). It is the untyped
-// form of [Agent.Submit], for callers that know an agent by name only.
-// Deps in the input must be what that agent's Deps encode to. sessionID is
-// the run's session, or none when empty, whatever the handled message has.
-func (rt *Runtime) Submit(ctx context.Context, agentName, runID string, in *InputEvent, sessionID string) error {
-	if agentName == "" || runID == "" || in == nil {
-		return errors.New("agent: submit needs an agent name, a run id and an input")
+// SubmitRequest asks [Runtime.Submit] for a run of an agent known by
+// name.
+type SubmitRequest struct {
+	// Run names the agent and the run's id, both required.
+	Run RunRef
+	// SessionID is the run's session, or none when empty, whatever the
+	// message being handled (when called from a handler) has.
+	SessionID string
+	// Input is the run's input event. Its Deps must be what that agent's
+	// Deps encode to.
+	Input *InputEvent
+}
+
+// Submit starts the run req asks for, of an agent that any process on
+// the runtime's broker may serve, without waiting for it: it publishes
+// the run's input event (id "{run}.input", key the run id). It is the
+// untyped form of [Agent.Submit], for callers that know an agent by name
+// only.
+func (rt *Runtime) Submit(ctx context.Context, req *SubmitRequest) error {
+	if req == nil || req.Input == nil {
+		return errors.New("agent: submit needs an input")
 	}
+	if err := req.Run.agentRef("submit"); err != nil {
+		return err
+	}
+	agentName, runID := req.Run.Name, req.Run.RunID
 	if err := calf.ValidateChannel(InputChannel(agentName)); err != nil {
 		return fmt.Errorf("agent: submit to %q: %w", agentName, err)
 	}
 	if err := rt.prepareInput(ctx, InputChannel(agentName)); err != nil {
 		return fmt.Errorf("agent %s: submit run %s: %w", agentName, runID, err)
 	}
-	_, err := rt.client.Emit(ctx, InputChannel(agentName), in, calf.WithID(inputID(runID)), calf.WithKey(runID),
+	_, err := rt.client.Emit(ctx, InputChannel(agentName), req.Input, calf.WithID(inputID(runID)), calf.WithKey(runID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: runID, RunID: runID}),
-		// The run's session is sessionID, even when empty: a run started
-		// from a handler must not join the handled run's session.
-		func(m *calf.Message) { m.Metadata.SessionID = sessionID })
+		// The run's session is the request's, even when empty: a run
+		// started from a handler must not join the handled run's session.
+		func(m *calf.Message) { m.Metadata.SessionID = req.SessionID })
 	if err != nil {
 		return fmt.Errorf("agent %s: submit run %s: %w", agentName, runID, err)
 	}
@@ -517,7 +582,9 @@ func (a *Agent[Out]) DecodeOutput(ev *OutputEvent) (Out, error) {
 		if ev.Status == OutputCancelled {
 			st = RunCancelled
 		}
-		return out, &RunError{Agent: a.name, RunID: ev.RunID, Status: st, Reason: ev.Error, Guardrail: ev.Guardrail}
+		re := a.runError(ev.RunID, st, ev.Error)
+		re.Guardrail = ev.Guardrail
+		return out, re
 	}
 	if err := json.Unmarshal(ev.Content, &out); err != nil {
 		return out, fmt.Errorf("agent %s: run %s: decode output: %w", a.name, ev.RunID, err)
@@ -603,8 +670,9 @@ func (a *Agent[Out]) waitForWorkers(ctx context.Context, rt *Runtime, id string,
 		}
 		select {
 		case <-ctx.Done():
-			return &RunError{Agent: a.name, RunID: id, Status: RunCancelled, Err: context.Cause(ctx),
-				Reason: fmt.Sprintf("no process came to serve the agent (its input channel %s) before the caller stopped waiting: %v", in, context.Cause(ctx))}
+			re := a.runError(id, RunCancelled, fmt.Sprintf("no process came to serve the agent (its input channel %s) before the caller stopped waiting: %v", in, context.Cause(ctx)))
+			re.Err = context.Cause(ctx)
+			return re
 		case <-time.After(wait):
 		}
 	}
@@ -638,7 +706,9 @@ func (c *startCheck) next(ctx context.Context, f *calf.Follower) (*calf.Message,
 // notServed reports a run that no process serves, which the start check
 // has recorded cancelled.
 func (a *Agent[Out]) notServed(_ context.Context, _ *Runtime, id string, cause error) error {
-	return &RunError{Agent: a.name, RunID: id, Status: RunCancelled, Reason: cause.Error(), Err: ErrNotServed}
+	re := a.runError(id, RunCancelled, cause.Error())
+	re.Err = ErrNotServed
+	return re
 }
 
 // abandon cancels a run whose caller stopped waiting, and reports it.
@@ -647,25 +717,42 @@ func (a *Agent[Out]) abandon(ctx context.Context, rt *Runtime, id string) error 
 	reason := "the caller stopped waiting: " + cause.Error()
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	st, _ := rt.Cancel(bg, a.name, id, reason)
+	st, _ := rt.Cancel(bg, RunRef{Kind: "agent", Name: a.name, RunID: id}, reason)
 	if st != nil && st.Status != RunCancelled {
 		// The run ended just before the caller gave up.
 		reason = fmt.Sprintf("the run ended (%s) but the caller stopped waiting: %v", st.Status, cause)
 	}
-	return &RunError{Agent: a.name, RunID: id, Status: RunCancelled, Reason: reason, Err: cause}
+	re := a.runError(id, RunCancelled, reason)
+	re.Err = cause
+	return re
 }
 
-// Cancel ends the run runID of the agent agentName with status cancelled,
-// for reason, unless it has ended, and returns the state the run ends
-// with. A cancelled run emits its output (to its reply channel too, if it
-// has one), and its subagent runs are cancelled as well. A run that
-// handed off is cancelled where its chain continues. A run whose input
-// has not been handled yet is created cancelled, so that it never starts.
-// A model call or a tool in progress is not interrupted, but the run takes
-// no step after it. The approval requests that the cancelled runs were
-// waiting for are recorded [approval.Cancelled]. The agent may be served by any process: Cancel needs
-// only the runtime's broker and store.
-func (rt *Runtime) Cancel(ctx context.Context, agentName, runID, reason string) (*RunInfo, error) {
+// Cancel ends the run runID with status cancelled, for reason, unless it
+// has ended, in whichever process carries it out: a cancelled run emits
+// its output (to its reply channel too, if it has one), and its subagent
+// runs are cancelled as well. A run that handed off is cancelled where
+// its chain continues. A run whose input has not been handled yet is
+// created cancelled, so that it never starts. A model call or a tool in
+// progress is not interrupted, but the run takes no step after it. The
+// approval requests that the cancelled runs were waiting for are recorded
+// [approval.Cancelled]. A nil rt means [DefaultRuntime]; [Runtime.Cancel]
+// does the same for an agent known by name.
+func (a *Agent[Out]) Cancel(ctx context.Context, rt *Runtime, runID, reason string) error {
+	if rt == nil {
+		rt = DefaultRuntime()
+	}
+	_, err := rt.Cancel(ctx, RunRef{Kind: "agent", Name: a.name, RunID: runID}, reason)
+	return err
+}
+
+// Cancel cancels the run of an agent that run names, as [Agent.Cancel]
+// does, and returns the state the run ends with. The agent may be served
+// by any process: Cancel needs only the runtime's broker and store.
+func (rt *Runtime) Cancel(ctx context.Context, run RunRef, reason string) (*RunInfo, error) {
+	if err := run.agentRef("cancel"); err != nil {
+		return nil, err
+	}
+	agentName, runID := run.Name, run.RunID
 	var st *runState
 	var err error
 	for run, name, hops := runID, agentName, 0; ; hops++ {
@@ -796,7 +883,7 @@ const (
 	// model call of Step (Compacted); see [Options.Compaction].
 	EventContextCompacted EventKind = "context_compacted"
 	// EventPause: the run paused before the model call of Step, or was
-	// resumed (Pause); see [Runtime.Pause].
+	// resumed (Pause); see [Agent.Pause].
 	EventPause EventKind = "pause"
 	// EventCustom: a custom agent's step or a tool emitted an event
 	// (Custom); see [RunContext.EmitEvent].
@@ -852,7 +939,7 @@ type Event struct {
 // answer makes one when it has grown by a 64th, and the last before the
 // event that follows its step.) A run that fails
 // yields its output event and then a *RunError. Stopping the iteration
-// before the output cancels the run. Use [Agent.Result] with the run id for
+// before the output cancels the run. Use [Agent.Wait] with the run id for
 // the typed output.
 //
 // The starts and ends of subagent runs appear as subagent_spawned and
@@ -872,7 +959,7 @@ type Event struct {
 // come out of order with their neighbours on other channels.
 // A tool call that has still not come two seconds after the run's output
 // is not waited for: the events held for it are yielded, and
-// [Agent.Result] has the run's tool calls.
+// [Agent.Wait] has the run's tool calls.
 // A message of the run parked on the dead-letter channel ends the stream
 // with an error matching [ErrRunParked]. A message that the broker
 // delivers again (the same id on the same channel) is yielded once.
@@ -980,7 +1067,7 @@ func (a *Agent[Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, 
 				return
 			}
 			if m.Channel == calf.DeadLetterChannel {
-				if err := ParkedError(m, a.name, id); err != nil {
+				if err := ParkedError(m, RunRef{Kind: "agent", Name: a.name, RunID: id}); err != nil {
 					yield(Event{}, err)
 					return
 				}

@@ -29,7 +29,7 @@ type RunInfo struct {
 	// run that has not begun.
 	Step int `json:"step"`
 	// Paused reports that the run's pause is in effect: it waits for
-	// [Runtime.Resume]. Pause, when set, is the pause asked for or in
+	// [Agent.Resume]. Pause, when set, is the pause asked for or in
 	// effect.
 	Paused bool        `json:"paused,omitempty"`
 	Pause  *PauseState `json:"pause,omitempty"`

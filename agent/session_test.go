@@ -307,7 +307,7 @@ func TestRunStream(t *testing.T) {
 	if text.String() != "The sum is 5" {
 		t.Errorf("streamed text = %q", text.String())
 	}
-	out, err := a.Result(t.Context(), e.rt, runID)
+	out, err := a.Wait(t.Context(), e.rt, runID)
 	if err != nil || out.Output != "The sum is 5" {
 		t.Fatalf("result: %v %v", out, err)
 	}

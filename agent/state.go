@@ -151,7 +151,7 @@ type runState struct {
 	SessionBudget *Budget `json:"session_budget,omitempty"`
 	SessionSpent  *Spent  `json:"session_spent,omitempty"`
 	// Pause, when set, is the run's pause: asked for, or in effect; see
-	// [Runtime.Pause].
+	// [Agent.Pause].
 	Pause *PauseState `json:"pause,omitempty"`
 	// Resumes counts the times the run was resumed from a pause in effect.
 	Resumes int `json:"resumes,omitempty"`

@@ -114,7 +114,7 @@ func TestStoredRecords(t *testing.T) {
 			t.Errorf("run-complete: %+v", info)
 		}
 		typed := agent.Must(agent.NewTyped[fixtureReport]("reporter", nil, nil))
-		out, err := typed.Result(ctx, rt, "run-structured")
+		out, err := typed.Wait(ctx, rt, "run-structured")
 		if err != nil || out.Output != (fixtureReport{City: "Paris", Score: 7}) {
 			t.Errorf("Result(run-structured) = %+v, %v", out, err)
 		}
@@ -196,7 +196,7 @@ func TestStoredRecords(t *testing.T) {
 			t.Errorf("the chain's last run: chain %+v", last.Chain)
 		}
 		triage := agent.Must(agent.New("triage", nil, nil))
-		out, err := triage.Result(ctx, rt, "run-triage")
+		out, err := triage.Wait(ctx, rt, "run-triage")
 		if err != nil || out.Output != "Refunded." {
 			t.Errorf("Result(run-triage) = %+v, %v", out, err)
 		}
@@ -232,7 +232,7 @@ func TestStoredRecords(t *testing.T) {
 		if err != nil || out.Output != "saw: old:hi" {
 			t.Errorf("the run in flight, recovered: %+v, %v; want the tool to read the deps it was given", out, err)
 		}
-		if _, err := rt.Resume(ctx, "pending", "run-paused"); err != nil {
+		if _, err := rt.Resume(ctx, agent.RunRef{Name: "pending", RunID: "run-paused"}); err != nil {
 			t.Fatal(err)
 		}
 		out, err = pending.Wait(runCtx(t), rt, "run-paused")

@@ -377,7 +377,7 @@ func TestStoreOutageParksThenReplayCompletes(t *testing.T) {
 				t.Fatalf("replay: published %v, %v", published, err)
 			}
 			fe.settle(t)
-			out, err := fe.agent.Result(t.Context(), fe.rt, "r1")
+			out, err := fe.agent.Wait(t.Context(), fe.rt, "r1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -452,7 +452,7 @@ func testRunReportsAParkedMessage(t *testing.T, wrap func(calf.Broker) calf.Brok
 		t.Fatalf("replay: published %v, %v", published, err)
 	}
 	fe.settle(t)
-	res, err := fe.agent.Result(t.Context(), fe.rt, "r1")
+	res, err := fe.agent.Wait(t.Context(), fe.rt, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}

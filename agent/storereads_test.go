@@ -167,7 +167,7 @@ func TestWorkerCachedStateOfCancelledRun(t *testing.T) {
 		rc, _ := agent.FromContext(ctx)
 		id := rc.RunID
 		runID.Store(id)
-		if _, err := e.rt.Cancel(ctx, "calculator", id, "stop"); err != nil {
+		if _, err := e.rt.Cancel(ctx, agent.RunRef{Name: "calculator", RunID: id}, "stop"); err != nil {
 			t.Error(err)
 		}
 	})
@@ -239,7 +239,7 @@ func TestLocalCopyBehindBeforeModelCall(t *testing.T) {
 				return
 			}
 			once.Do(func() {
-				if _, err := other.Cancel(context.Background(), "calculator", m.Metadata.RunID, "stop"); err != nil {
+				if _, err := other.Cancel(context.Background(), agent.RunRef{Name: "calculator", RunID: m.Metadata.RunID}, "stop"); err != nil {
 					t.Error(err)
 				}
 			})

@@ -18,9 +18,11 @@ const (
 	waitRecheckMax = 5 * time.Second
 )
 
-// Wait waits until the run runID ends and returns what [Agent.Result]
-// returns then: its output, or a *RunError for a run that failed or was
-// cancelled; for a run that handed off, the output of its handoff chain.
+// Wait waits until the run runID ends and returns its output, read from
+// the store, or a *RunError for a run that failed or was cancelled; for a
+// run that handed off, the output of its handoff chain: the last run's
+// output and id, with the messages, tool calls, usage and steps of every
+// run of the chain.
 // A run that has ended answers at once. Use it after [Agent.Submit] or
 // [Agent.Recover], in this process or another that shares the runtime's
 // broker and store; a nil rt means [DefaultRuntime].
@@ -34,7 +36,7 @@ const (
 // StartTimeout (its input may be on its way: Submit returns before a
 // worker takes it) returns an error matching [store.ErrNotFound]. When ctx
 // ends first, Wait returns an error matching ctx's cause, and the run goes
-// on: cancel it with [Runtime.Cancel].
+// on: cancel it with [Agent.Cancel].
 func (a *Agent[Out]) Wait(ctx context.Context, rt *Runtime, runID string) (*Output[Out], error) {
 	if rt == nil {
 		rt = DefaultRuntime()
@@ -82,7 +84,7 @@ func (a *Agent[Out]) Wait(ctx context.Context, rt *Runtime, runID string) (*Outp
 			}
 			return nil, fmt.Errorf("agent %s: wait for run %s: %w", a.name, runID, err)
 		case st.Status.Terminal():
-			return a.Result(ctx, rt, runID)
+			return a.stored(ctx, rt, runID)
 		default:
 			// The run may have handed off: its chain ends on the output
 			// channel of the agent it reached.
@@ -105,7 +107,7 @@ func (a *Agent[Out]) Wait(ctx context.Context, rt *Runtime, runID string) (*Outp
 		case err != nil:
 			recheck = min(2*recheck, waitRecheckMax) // heard nothing
 		case m.Channel == calf.DeadLetterChannel:
-			if err := ParkedError(m, a.name, runID); err != nil {
+			if err := ParkedError(m, RunRef{Kind: "agent", Name: a.name, RunID: runID}); err != nil {
 				return nil, err
 			}
 		default:

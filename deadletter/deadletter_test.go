@@ -117,22 +117,12 @@ func TestPoisonMessageParkedAndReplayed(t *testing.T) {
 	if err != nil || !published || !got.Replayed() || got.ReplayID != r.Message.ID+".replay" {
 		t.Fatalf("Replay = %+v, %t, %v", got, published, err)
 	}
-	for {
-		out, err := a.Result(t.Context(), rt, runID)
-		if err == nil {
-			if out.Output != "echo: poison" {
-				t.Fatalf("the replayed run's output = %q", out.Output)
-			}
-			break
-		}
-		if !strings.Contains(err.Error(), "still") && !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("the replayed run: %v", err)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal("the replayed run did not end")
-		case <-time.After(10 * time.Millisecond):
-		}
+	out, err = a.Wait(t.Context(), rt, runID)
+	if err != nil {
+		t.Fatalf("the replayed run: %v", err)
+	}
+	if out.Output != "echo: poison" {
+		t.Fatalf("the replayed run's output = %q", out.Output)
 	}
 
 	// A second replay publishes nothing and returns the same record.
@@ -237,7 +227,7 @@ func TestOfRun(t *testing.T) {
 		t.Errorf("OfRun(r) = %q, want %q", got, want)
 	}
 	// What the recorder received, as agent.ParkedError reads it.
-	if err := agent.ParkedError(recs[0].Letter(), "a", "r"); !errors.Is(err, agent.ErrRunParked) {
+	if err := agent.ParkedError(recs[0].Letter(), agent.RunRef{Name: "a", RunID: "r"}); !errors.Is(err, agent.ErrRunParked) {
 		t.Errorf("ParkedError of the letter = %v, want ErrRunParked", err)
 	}
 	if recs, err := deadletter.OfRun(t.Context(), s, "nobody"); err != nil || len(recs) != 0 {

@@ -35,14 +35,15 @@ type Runner interface {
 	// A nil rt means agent.DefaultRuntime in every method.
 }
 
-// Starter is a Runner that can start a run without waiting for it, for
+// Submitter is a Runner that can start a run without waiting for it, for
 // edges whose runs outlive a request (a run that waits for an approval
 // ends the request; its answer comes in another). [Agent]'s runners are
-// Starters: their runs stream their text, for observers of their events.
-type Starter interface {
+// Submitters: their runs stream their text, for observers of their events.
+type Submitter interface {
 	Runner
-	// Start starts a run with prompt and returns its id.
-	Start(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options) (string, error)
+	// Submit starts a run with prompt and returns its id, as the
+	// runner's own Submit does.
+	Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options) (string, error)
 }
 
 // Options say how to start a run.
@@ -188,7 +189,7 @@ func (r *agentRunner[Out]) Run(ctx context.Context, rt *agent.Runtime, prompt st
 	return nil, errors.New("runner: the run's stream ended without an output")
 }
 
-func (r *agentRunner[Out]) Start(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options) (string, error) {
+func (r *agentRunner[Out]) Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options) (string, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -229,11 +230,7 @@ func (r *agentRunner[Out]) Status(ctx context.Context, rt *agent.Runtime, runID 
 }
 
 func (r *agentRunner[Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
-	if rt == nil {
-		rt = agent.DefaultRuntime()
-	}
-	_, err := rt.Cancel(ctx, r.a.Name(), runID, reason)
-	return err
+	return r.a.Cancel(ctx, rt, runID, reason)
 }
 
 // ProgressOf returns the progress an agent's runner reports for ev: a

@@ -176,7 +176,7 @@ func TestRunnerThreadAndUsage(t *testing.T) {
 }
 
 // An agent's runner starts a run without waiting; the run streams.
-func TestAgentStarter(t *testing.T) {
+func TestAgentSubmitter(t *testing.T) {
 	rt := newRuntime(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -191,23 +191,17 @@ func TestAgentStarter(t *testing.T) {
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	s, ok := runner.Agent(a).(runner.Starter)
+	s, ok := runner.Agent(a).(runner.Submitter)
 	if !ok {
-		t.Fatal("an agent's runner is not a Starter")
+		t.Fatal("an agent's runner is not a Submitter")
 	}
-	id, err := s.Start(ctx, rt, "go", &runner.Options{RunID: "s1"})
+	id, err := s.Submit(ctx, rt, "go", &runner.Options{RunID: "s1"})
 	if err != nil || id != "s1" {
-		t.Fatalf("start: %q %v", id, err)
+		t.Fatalf("submit: %q %v", id, err)
 	}
-	var out *agent.Output[string]
-	for out == nil || out.Output == "" {
-		if out, err = a.Result(ctx, rt, id); err != nil && !errors.Is(err, store.ErrNotFound) && !strings.Contains(err.Error(), "is still") {
-			t.Fatal(err)
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the run did not end")
-		}
-		time.Sleep(5 * time.Millisecond)
+	out, err := a.Wait(ctx, rt, id)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if out.Output != "one two three" {
 		t.Fatalf("result: %+v", out)
@@ -215,7 +209,7 @@ func TestAgentStarter(t *testing.T) {
 	if deltas.Load() == 0 {
 		t.Error("the started run did not stream")
 	}
-	if _, ok := runner.Team(team.Must(team.NewSequential("t", []team.Member{team.AgentMember(a)}, nil))).(runner.Starter); ok {
+	if _, ok := runner.Team(team.Must(team.NewSequential("t", []team.Member{team.AgentMember(a)}, nil))).(runner.Submitter); ok {
 		t.Error("a team's runner claims to start runs")
 	}
 }

@@ -73,7 +73,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("no agent %q here", name))
 		return
 	}
-	st, ok := rn.(runner.Starter)
+	st, ok := rn.(runner.Submitter)
 	if !ok {
 		s.requestError(w, r, fmt.Errorf("%w: %s is not an agent: AG-UI serves agents", errBadRequest, name))
 		return
@@ -119,7 +119,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var err error
-		if run, err = st.Start(ctx, s.rt, prompt, opts); err != nil {
+		if run, err = st.Submit(ctx, s.rt, prompt, opts); err != nil {
 			s.requestError(w, r, err)
 			return
 		}

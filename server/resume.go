@@ -70,7 +70,7 @@ func (s *Server) beginOrResume(r *http.Request, msgs []inMessage, refused error,
 // has.
 func (s *Server) newStream(w http.ResponseWriter, rn runner.Runner, run string, last int64) *sse {
 	ev := newSSE(w)
-	if _, ok := rn.(runner.Starter); ok && s.opts.Log != nil {
+	if _, ok := rn.(runner.Submitter); ok && s.opts.Log != nil {
 		ev.run, ev.skip = run, last
 	}
 	return ev
@@ -121,13 +121,13 @@ func (s *Server) notServed(ctx context.Context, rn runner.Runner, run string) bo
 
 // stream is the streamed answer of a request: the run, its events, its
 // end. With an event log and a runner that starts runs without waiting
-// ([runner.Starter]), the run is started and its events are read from the
+// ([runner.Submitter]), the run is started and its events are read from the
 // log, numbered, so that the same stream can be produced again for a
 // client that resumes it (resume set: the run is not started again, and
 // the events the client had are not written). Otherwise the run is run
 // as the request's own.
 func (s *Server) stream(r *http.Request, rn runner.Runner, prompt string, opts *runner.Options, ev *sse, resume bool, progress func(runner.Progress)) (*runner.Result, error) {
-	st, ok := rn.(runner.Starter)
+	st, ok := rn.(runner.Submitter)
 	if s.opts.Log == nil || !ok {
 		return rn.Run(r.Context(), s.rt, prompt, opts, progress)
 	}
@@ -141,7 +141,7 @@ func (s *Server) stream(r *http.Request, rn runner.Runner, prompt string, opts *
 // stays parked, for the approval's answer); otherwise the run is run as
 // the request's own.
 func (s *Server) await(r *http.Request, rn runner.Runner, prompt string, opts *runner.Options) (*runner.Result, error) {
-	st, ok := rn.(runner.Starter)
+	st, ok := rn.(runner.Submitter)
 	if s.opts.Log == nil || !ok {
 		return rn.Run(r.Context(), s.rt, prompt, opts, nil)
 	}
@@ -162,11 +162,11 @@ func (e *approvalPendingError) Error() string {
 // follow is stream and await with a runner that starts runs and an event
 // log: heartbeats on ev when not nil, and, with park, an end at the first
 // approval request of the run (or of a run it started) still pending.
-func (s *Server) follow(r *http.Request, rn runner.Runner, st runner.Starter, prompt string, opts *runner.Options, ev *sse, resume bool, progress func(runner.Progress), park bool) (*runner.Result, error) {
+func (s *Server) follow(r *http.Request, rn runner.Runner, st runner.Submitter, prompt string, opts *runner.Options, ev *sse, resume bool, progress func(runner.Progress), park bool) (*runner.Result, error) {
 	ctx := r.Context()
 	run := opts.RunID
 	if !resume {
-		if _, err := st.Start(context.WithoutCancel(ctx), s.rt, prompt, opts); err != nil {
+		if _, err := st.Submit(context.WithoutCancel(ctx), s.rt, prompt, opts); err != nil {
 			return nil, err
 		}
 	}

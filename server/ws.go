@@ -145,7 +145,7 @@ func (b *wsBridge) handle(ctx context.Context, in wsIn) error {
 		if !ok {
 			return fmt.Errorf("%w: no agent %q", errBadRequest, in.Agent)
 		}
-		st, ok := rn.(runner.Starter)
+		st, ok := rn.(runner.Submitter)
 		if !ok {
 			return fmt.Errorf("%w: %s is not an agent", errBadRequest, in.Agent)
 		}
@@ -162,7 +162,7 @@ func (b *wsBridge) handle(ctx context.Context, in wsIn) error {
 		if err := s.ownRun(ctx, b.user, opts.RunID); err != nil {
 			return err
 		}
-		run, err := st.Start(ctx, s.rt, in.Text, opts)
+		run, err := st.Submit(ctx, s.rt, in.Text, opts)
 		if err != nil {
 			return err
 		}

@@ -34,7 +34,7 @@ func TestMemberApprovalsEndWithCancelledTeamRun(t *testing.T) {
 			e := newEnv(t, nil)
 			member, ran := tt.build(e)
 			tm := serve(t, e, team.Must(team.NewSequential("release", []team.Member{member}, nil)))
-			if err := tm.Submit(t.Context(), e.rt, &team.Request{RunID: "rel", Prompt: "v2"}); err != nil {
+			if _, err := tm.Submit(t.Context(), e.rt, "v2", &team.RunOptions{RunID: "rel"}); err != nil {
 				t.Fatal(err)
 			}
 			var reqs []approval.Approval

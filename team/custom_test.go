@@ -50,7 +50,7 @@ func TestCustomAgentMember(t *testing.T) {
 			stampEvents = append(stampEvents, string(ev.Agent.Kind))
 		}
 	}
-	out, err := tm.Result(t.Context(), e.rt, runID)
+	out, err := tm.Wait(t.Context(), e.rt, runID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,8 +168,8 @@ func (c *coordinator) startCalls(ctx context.Context, st *State, all bool) error
 		if m == nil {
 			return permanent(fmt.Errorf("team %s: run %s: member %q is not in this team", c.t.name, id, call.Member))
 		}
-		err := m.Submit(ctx, c.rt, &Request{
-			RunID: call.RunID, Prompt: call.Prompt, Parent: id, Stream: st.Stream, Deadline: call.Deadline,
+		_, err := m.Submit(ctx, c.rt, call.Prompt, &RunOptions{
+			RunID: call.RunID, Parent: id, Stream: st.Stream, Deadline: call.Deadline,
 			ReplyTo: &agent.ReplyTo{Channel: MemberDoneChannel(c.t.name), Key: id, CorrelationID: id, Ref: callRef(st.Step, call.Member)},
 		})
 		if err != nil {
@@ -235,7 +235,7 @@ func (c *coordinator) onMemberDone(ctx context.Context, msg *calf.Message) error
 		if ev.Agent != "" && ev.Agent != call.Member {
 			call.AnsweredBy = ev.Agent
 		}
-		if text, err := m.Text(&ev); err != nil {
+		if text, err := m.DecodeOutput(&ev); err != nil {
 			call.Error = errorText(err)
 		} else {
 			call.Output = text

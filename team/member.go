@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
+	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 )
 
@@ -22,14 +22,17 @@ type Member interface {
 	// Description says what the member does. Moderators and managers read
 	// it to choose who works next.
 	Description() string
-	// Submit starts a run of the member for req without waiting for it.
-	// When the run ends it must publish its [agent.OutputEvent] as
-	// req.ReplyTo asks. Submitting the same run id again must not start a
-	// second run.
-	Submit(ctx context.Context, rt *agent.Runtime, req *Request) error
-	// Text returns the text that a completed run's output passes on to the
-	// team, or the error of a run that failed or was cancelled.
-	Text(ev *agent.OutputEvent) (string, error)
+	// Submit starts a run of the member with prompt as its input, without
+	// waiting for it, and returns its id. A team gives opts.RunID
+	// (deterministic, so that a redelivered step starts nothing new),
+	// opts.Parent, and opts.ReplyTo: when the run ends the member must
+	// publish its [agent.OutputEvent] as ReplyTo asks. Submitting the same
+	// run id again must not start a second run.
+	Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) (string, error)
+	// DecodeOutput returns the text that a completed run's output passes on
+	// to the team, or the error of a run that failed or was cancelled (an
+	// *agent.RunError).
+	DecodeOutput(ev *agent.OutputEvent) (string, error)
 }
 
 // Canceller is implemented by the members whose runs can be cancelled:
@@ -42,31 +45,16 @@ type Canceller interface {
 	Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error
 }
 
-// Request asks a [Member] for one run.
-type Request struct {
-	// RunID names the run; it is required, and deterministic when a team
-	// makes the request, so that a redelivered request starts nothing new.
-	RunID string
-	// Prompt is the run's input.
-	Prompt string
-	// Parent is the id of the run that asks, if any.
-	Parent string
-	// SessionID continues a conversation, if set.
-	SessionID string
-	// ReplyTo names where the run's output goes when it ends.
-	ReplyTo *agent.ReplyTo
-	// Stream asks agents to emit their model deltas.
-	Stream bool
-	// Deadline, when set, bounds an agent's run (see
-	// [agent.InputEvent.Deadline]).
-	Deadline time.Time
-}
-
-func (r *Request) check() error {
-	if r == nil || r.RunID == "" {
-		return errors.New("team: a request needs a run id")
+// options returns a copy of opts, with a fresh run id when it has none.
+func options(opts *RunOptions) RunOptions {
+	var o RunOptions
+	if opts != nil {
+		o = *opts
 	}
-	return nil
+	if o.RunID == "" {
+		o.RunID = calf.NewID()
+	}
+	return o
 }
 
 // AgentMember returns a as a team member. The agent must be served
@@ -83,18 +71,17 @@ type agentMember[Out any] struct{ a *agent.Agent[Out] }
 func (m *agentMember[Out]) Name() string        { return m.a.Name() }
 func (m *agentMember[Out]) Description() string { return m.a.Description() }
 
-func (m *agentMember[Out]) Submit(ctx context.Context, rt *agent.Runtime, req *Request) error {
-	return submitAgent(ctx, rt, m.a.Name(), req)
+func (m *agentMember[Out]) Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) (string, error) {
+	return submitAgent(ctx, rt, m.a.Name(), prompt, opts)
 }
 
 func (m *agentMember[Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
-	_, err := rt.Cancel(ctx, m.a.Name(), runID, reason)
-	return err
+	return m.a.Cancel(ctx, rt, runID, reason)
 }
 
 func (m *agentMember[Out]) agentName() string { return m.a.Name() }
 
-func (m *agentMember[Out]) Text(ev *agent.OutputEvent) (string, error) {
+func (m *agentMember[Out]) DecodeOutput(ev *agent.OutputEvent) (string, error) {
 	if _, err := m.a.DecodeOutput(ev); err != nil {
 		return "", err
 	}
@@ -112,42 +99,45 @@ func RemoteAgent(name, description string) Member {
 type remoteAgent struct{ name, description string }
 
 func (m *remoteAgent) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
-	_, err := rt.Cancel(ctx, m.name, runID, reason)
+	_, err := orDefault(rt).Cancel(ctx, agent.RunRef{Kind: "agent", Name: m.name, RunID: runID}, reason)
 	return err
 }
 
 func (m *remoteAgent) Name() string        { return m.name }
 func (m *remoteAgent) Description() string { return m.description }
 
-func (m *remoteAgent) Submit(ctx context.Context, rt *agent.Runtime, req *Request) error {
-	return submitAgent(ctx, rt, m.name, req)
+func (m *remoteAgent) Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) (string, error) {
+	return submitAgent(ctx, rt, m.name, prompt, opts)
 }
 
-func (m *remoteAgent) Text(ev *agent.OutputEvent) (string, error) {
+func (m *remoteAgent) DecodeOutput(ev *agent.OutputEvent) (string, error) {
 	if err := outputError("agent", m.name, ev); err != nil {
 		return "", err
 	}
 	return contentText(ev.Content), nil
 }
 
-func submitAgent(ctx context.Context, rt *agent.Runtime, name string, req *Request) error {
-	if err := req.check(); err != nil {
-		return err
+func submitAgent(ctx context.Context, rt *agent.Runtime, name, prompt string, opts *RunOptions) (string, error) {
+	o := options(opts)
+	in := &agent.InputEvent{Content: prompt, Stream: o.Stream, ReplyTo: o.ReplyTo, Parent: o.Parent, Deadline: o.Deadline}
+	req := &agent.SubmitRequest{Run: agent.RunRef{Kind: "agent", Name: name, RunID: o.RunID}, SessionID: o.SessionID, Input: in}
+	if err := orDefault(rt).Submit(ctx, req); err != nil {
+		return "", err
 	}
-	in := &agent.InputEvent{Content: req.Prompt, Stream: req.Stream, ReplyTo: req.ReplyTo, Parent: req.Parent, Deadline: req.Deadline}
-	return rt.Submit(ctx, name, req.RunID, in, req.SessionID)
+	return o.RunID, nil
 }
 
 // outputError returns the *agent.RunError of an output that is not
 // complete, of the run of name, a kind ("agent", "team", "workflow").
 func outputError(kind, name string, ev *agent.OutputEvent) error {
+	ref := agent.RunRef{Kind: kind, Name: name, RunID: ev.RunID}
 	switch ev.Status {
 	case agent.OutputComplete:
 		return nil
 	case agent.OutputCancelled:
-		return &agent.RunError{Agent: name, Kind: kind, RunID: ev.RunID, Status: agent.RunCancelled, Reason: ev.Error}
+		return &agent.RunError{RunRef: ref, Status: agent.RunCancelled, Reason: ev.Error}
 	default:
-		return &agent.RunError{Agent: name, Kind: kind, RunID: ev.RunID, Status: agent.RunFailed, Reason: ev.Error}
+		return &agent.RunError{RunRef: ref, Status: agent.RunFailed, Reason: ev.Error}
 	}
 }
 

@@ -25,7 +25,7 @@ func TestNilRuntimeMeansTheDefault(t *testing.T) {
 	if err != nil || out.Output != "one" {
 		t.Fatalf("Run: %+v, %v", out, err)
 	}
-	if got, err := tm.Result(ctx, nil, out.RunID); err != nil || got.Output != "one" {
+	if got, err := tm.Wait(ctx, nil, out.RunID); err != nil || got.Output != "one" {
 		t.Errorf("Result: %+v, %v", got, err)
 	}
 	if st, err := team.LoadState(ctx, nil, out.RunID); err != nil || st.Status != agent.RunComplete {
@@ -43,17 +43,17 @@ func TestNilRuntimeMeansTheDefault(t *testing.T) {
 	if last == nil || last.Status != agent.OutputComplete {
 		t.Errorf("RunStream's output: %+v", last)
 	}
-	if err := tm.Submit(ctx, nil, &team.Request{RunID: "nil-runtime-submitted", Prompt: "hi"}); err != nil {
+	if _, err := tm.Submit(ctx, nil, "hi", &team.RunOptions{RunID: "nil-runtime-submitted"}); err != nil {
 		t.Errorf("Submit: %v", err)
 	}
 	// An ended run: pause and resume say so, cancel changes nothing.
-	if _, err := tm.Pause(ctx, nil, out.RunID, "x"); !errors.Is(err, agent.ErrRunEnded) {
+	if err := tm.Pause(ctx, nil, out.RunID, "x"); !errors.Is(err, agent.ErrRunEnded) {
 		t.Errorf("Pause: %v", err)
 	}
 	if _, err := team.PauseRun(ctx, nil, out.RunID, "x"); !errors.Is(err, agent.ErrRunEnded) {
 		t.Errorf("PauseRun: %v", err)
 	}
-	if _, err := tm.Resume(ctx, nil, out.RunID); !errors.Is(err, agent.ErrRunEnded) {
+	if err := tm.Resume(ctx, nil, out.RunID); !errors.Is(err, agent.ErrRunEnded) {
 		t.Errorf("Resume: %v", err)
 	}
 	if _, err := team.ResumeRun(ctx, nil, out.RunID); !errors.Is(err, agent.ErrRunEnded) {

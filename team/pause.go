@@ -36,15 +36,17 @@ func (s *State) submitted() bool {
 // Pause asks the team run runID to stop before its next step, for reason:
 // the member runs of the step in progress finish, and the run then waits,
 // with nothing but its stored state, until [Team.Resume] from any process.
-// A pause event on [PauseChannel] says when it took effect. Pausing a
-// paused run changes nothing; a run that has ended returns an error
-// matching [agent.ErrRunEnded].
-func (t *Team) Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) (*State, error) {
-	return PauseRun(ctx, rt, runID, reason)
+// A pause event on [PauseChannel] says when it took effect;
+// [State.Paused] reports it. Pausing a paused run changes nothing; a run
+// that has ended returns an error matching [agent.ErrRunEnded].
+func (t *Team) Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	_, err := PauseRun(ctx, rt, runID, reason)
+	return err
 }
 
 // PauseRun pauses the team run runID as [Team.Pause] does, from a process
-// that does not have the team's definition (calf runs pause).
+// that does not have the team's definition (calf runs pause), and returns
+// the run as it stands.
 func PauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*State, error) {
 	rt = orDefault(rt)
 	st, err := updatePause(ctx, rt, runID, func(st *State) bool {
@@ -65,12 +67,14 @@ func PauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*St
 // goes on as if it had not been paused. Resuming a run that is not paused
 // changes nothing; a run that has ended returns an error matching
 // [agent.ErrRunEnded].
-func (t *Team) Resume(ctx context.Context, rt *agent.Runtime, runID string) (*State, error) {
-	return ResumeRun(ctx, rt, runID)
+func (t *Team) Resume(ctx context.Context, rt *agent.Runtime, runID string) error {
+	_, err := ResumeRun(ctx, rt, runID)
+	return err
 }
 
 // ResumeRun resumes the team run runID as [Team.Resume] does, from a
-// process that does not have the team's definition (calf runs resume).
+// process that does not have the team's definition (calf runs resume),
+// and returns the run as it stands.
 func ResumeRun(ctx context.Context, rt *agent.Runtime, runID string) (*State, error) {
 	rt = orDefault(rt)
 	var waiting bool

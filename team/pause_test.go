@@ -41,8 +41,11 @@ func TestTeamPauseAndResume(t *testing.T) {
 			t.Fatal("the first member did not start")
 		}
 	}
-	if st, err := tm.Pause(t.Context(), e.rt, "tp", "review"); err != nil || st.Paused() {
-		t.Fatalf("pause: %+v, %v", st, err)
+	if err := tm.Pause(t.Context(), e.rt, "tp", "review"); err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+	if st, err := team.LoadState(t.Context(), e.rt, "tp"); err != nil || st.Pause == nil || st.Paused() {
+		t.Fatalf("paused state: %+v, %v", st, err)
 	}
 	close(release)
 	for ev := range events {
@@ -60,7 +63,7 @@ func TestTeamPauseAndResume(t *testing.T) {
 		t.Fatalf("paused team run: %+v, %v; second called %d times", st, err, second.calls.Load())
 	}
 	other := agent.NewRuntime(calf.NewClient(e.broker, nil), e.rt.Store(), nil)
-	if _, err := tm.Resume(t.Context(), other, "tp"); err != nil {
+	if err := tm.Resume(t.Context(), other, "tp"); err != nil {
 		t.Fatal(err)
 	}
 	var output string
@@ -73,7 +76,7 @@ func TestTeamPauseAndResume(t *testing.T) {
 	if output != `"second(first(go))"` || !strings.Contains(strings.Join(kinds, " "), "pause pause step") {
 		t.Errorf("output %s; events %v", output, kinds)
 	}
-	if _, err := tm.Resume(t.Context(), e.rt, "tp"); !errors.Is(err, agent.ErrRunEnded) {
+	if err := tm.Resume(t.Context(), e.rt, "tp"); !errors.Is(err, agent.ErrRunEnded) {
 		t.Errorf("resume of an ended run: %v", err)
 	}
 }

@@ -18,15 +18,29 @@ import (
 	"github.com/calf-go/calf/store"
 )
 
-// RunOptions configures one team run. A nil *RunOptions means the
-// defaults.
+// RunOptions configures one team run, or a member's run that a team
+// starts ([Member.Submit]). A nil *RunOptions means the defaults.
 type RunOptions struct {
-	// RunID names the run. Default: a fresh id. Running the same run id
+	// RunID names the run. Default: a fresh id. Submitting the same run id
 	// again starts nothing new: once the first run has ended, the caller
 	// gets its output.
 	RunID string
-	// SessionID is carried on the run's events.
+	// SessionID is carried on the run's events (an agent member's run
+	// continues the session).
 	SessionID string
+	// ReplyTo, for [Team.Submit], names where the run's output goes when
+	// it ends. Run and RunStream set their own.
+	ReplyTo *agent.ReplyTo
+	// Parent is the id of the run that starts this one, if any.
+	Parent string
+	// Stream, for [Team.Submit], has the members' agents publish their
+	// model deltas, as RunStream's runs do, for observers of the run's
+	// events. Run does not stream; RunStream always does.
+	Stream bool
+	// Deadline, when set, bounds an agent member's run (see
+	// [agent.InputEvent.Deadline]); a team sets it on the runs of its
+	// members from its Options.MemberTimeout.
+	Deadline time.Time
 }
 
 // Output is the result of a completed team run.
@@ -48,53 +62,50 @@ type Output struct {
 
 var _ Member = (*Team)(nil)
 
-// Submit starts a team run without waiting for it: it publishes the run's
-// input event (id "{run}.input", key the run id), and the run's
-// [agent.OutputEvent] goes to req.ReplyTo when the run ends. It makes a
-// team a [Member] of another team. Submitting a run id again starts
-// nothing new: a run that has ended answers again.
-func (t *Team) Submit(ctx context.Context, rt *agent.Runtime, req *Request) error {
+// Submit starts a team run with prompt as its task without waiting for
+// it, and returns its id: it publishes the run's input event (id
+// "{run}.input", key the run id), and when the run ends its
+// [agent.OutputEvent] goes to the team's output channel and to
+// opts.ReplyTo, if set. [Team.Wait] waits for its end, in any process. It
+// makes a team a [Member] of another team. Submitting a run id again
+// starts nothing new: a run that has ended answers again.
+func (t *Team) Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) (string, error) {
 	rt = orDefault(rt)
-	msg, err := t.input(ctx, rt, req)
+	o := options(opts)
+	msg, err := t.input(ctx, rt, prompt, &o)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := rt.Client().Publish(ctx, msg); err != nil {
-		return fmt.Errorf("team %s: submit run %s: %w", t.name, req.RunID, err)
+		return "", fmt.Errorf("team %s: submit run %s: %w", t.name, o.RunID, err)
 	}
-	return nil
+	return o.RunID, nil
 }
 
-func (t *Team) input(ctx context.Context, rt *agent.Runtime, req *Request) (*calf.Message, error) {
-	if err := req.check(); err != nil {
-		return nil, err
-	}
-	in := InputEvent{Content: req.Prompt, ReplyTo: req.ReplyTo, Parent: req.Parent, Stream: req.Stream}
-	msg, err := rt.Client().NewMessage(ctx, InputChannel(t.name), in, calf.WithID(inputID(req.RunID)), calf.WithKey(req.RunID),
-		calf.WithMetadata(calf.Metadata{CorrelationID: req.RunID, RunID: req.RunID}))
+// input builds the input message of the run o names (o.RunID is set).
+func (t *Team) input(ctx context.Context, rt *agent.Runtime, prompt string, o *RunOptions) (*calf.Message, error) {
+	in := InputEvent{Content: prompt, ReplyTo: o.ReplyTo, Parent: o.Parent, Stream: o.Stream}
+	msg, err := rt.Client().NewMessage(ctx, InputChannel(t.name), in, calf.WithID(inputID(o.RunID)), calf.WithKey(o.RunID),
+		calf.WithMetadata(calf.Metadata{CorrelationID: o.RunID, RunID: o.RunID}))
 	if err != nil {
 		return nil, err
 	}
-	msg.Metadata.SessionID = req.SessionID
+	msg.Metadata.SessionID = o.SessionID
 	return msg, nil
 }
 
-// Text returns the team's output as text, or the *agent.RunError of a run
-// that did not complete.
-func (t *Team) Text(ev *agent.OutputEvent) (string, error) {
+// DecodeOutput returns the team's output as text, or the *agent.RunError
+// (of Kind "team") of a run that did not complete.
+func (t *Team) DecodeOutput(ev *agent.OutputEvent) (string, error) {
 	if err := outputError("team", t.name, ev); err != nil {
 		return "", withKind(err)
 	}
 	return contentText(ev.Content), nil
 }
 
-// teamError marks err, a *agent.RunError of a team run, as a team's.
-func teamError(err error) error {
-	var re *agent.RunError
-	if errors.As(err, &re) {
-		re.Kind = "team"
-	}
-	return err
+// ref names the run id of t.
+func (t *Team) ref(runID string) agent.RunRef {
+	return agent.RunRef{Kind: "team", Name: t.name, RunID: runID}
 }
 
 // withKind makes the error of a run failed by an unknown member match
@@ -105,17 +116,6 @@ func withKind(err error) error {
 		re.Err = ErrUnknownMember
 	}
 	return err
-}
-
-func (t *Team) request(rt *agent.Runtime, prompt string, opts *RunOptions, stream bool) *Request {
-	var o RunOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.RunID == "" {
-		o.RunID = calf.NewID()
-	}
-	return &Request{RunID: o.RunID, Prompt: prompt, SessionID: o.SessionID, Stream: stream}
 }
 
 // Run starts a team run with prompt as its task and waits for its output.
@@ -132,7 +132,7 @@ func (t *Team) request(rt *agent.Runtime, prompt string, opts *RunOptions, strea
 //	member writer (agent writer, run r1.1.drafting.1.writer) failed: model call failed: no ink
 //
 // The reason is recorded in the run's state and output event, so
-// [Team.Result] and observers in other processes read the same. When a message
+// [Team.Wait] and observers in other processes read the same. When a message
 // of the run or of a member run is parked on the dead-letter channel, Run
 // returns at once an *agent.RunError matching agent.ErrRunParked, and the
 // run waits for the dead letter's replay. RunStream ends the same way.
@@ -140,14 +140,15 @@ func (t *Team) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *
 	rt = orDefault(rt)
 	ctx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, fmt.Errorf("team %s: run timed out after %s: %w", t.name, t.opts.Timeout, context.DeadlineExceeded))
 	defer cancel()
-	req := t.request(rt, prompt, opts, false)
+	o := options(opts)
+	o.Stream = false
 	// The output comes back on this client's inbox.
-	req.ReplyTo = &agent.ReplyTo{Channel: rt.Client().Inbox(), Key: req.RunID}
-	msg, err := t.input(ctx, rt, req)
+	o.ReplyTo = &agent.ReplyTo{Channel: rt.Client().Inbox(), Key: o.RunID}
+	msg, err := t.input(ctx, rt, prompt, &o)
 	if err != nil {
 		return nil, err
 	}
-	f, err := rt.Client().Follow(ctx, rt.Client().Inbox(), req.RunID)
+	f, err := rt.Client().Follow(ctx, rt.Client().Inbox(), o.RunID)
 	if err != nil {
 		return nil, err
 	}
@@ -162,10 +163,10 @@ func (t *Team) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *
 	var m *calf.Message
 	for m == nil {
 		if m, err = f.Next(ctx); err != nil {
-			return nil, t.abandon(ctx, rt, req.RunID)
+			return nil, t.abandon(ctx, rt, o.RunID)
 		}
 		if m.Channel == calf.DeadLetterChannel {
-			if err := teamError(agent.ParkedError(m, t.name, req.RunID)); err != nil {
+			if err := agent.ParkedError(m, t.ref(o.RunID)); err != nil {
 				return nil, err
 			}
 			m = nil
@@ -175,17 +176,17 @@ func (t *Team) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *
 	if err := m.Decode(&ev); err != nil {
 		return nil, err
 	}
-	if _, err := t.Text(&ev); err != nil {
+	if _, err := t.DecodeOutput(&ev); err != nil {
 		return nil, err
 	}
-	return t.Result(ctx, rt, req.RunID)
+	return t.stored(ctx, rt, o.RunID)
 }
 
-// Result returns the output of a finished team run, read from the store:
-// an *agent.RunError for a run that failed or was cancelled, and an error
-// matching store.ErrNotFound for an unknown run.
-func (t *Team) Result(ctx context.Context, rt *agent.Runtime, runID string) (*Output, error) {
-	rt = orDefault(rt)
+// stored returns the output of a finished team run, read from the store:
+// an *agent.RunError for a run that failed or was cancelled, an error for
+// a run still in progress, and an error matching store.ErrNotFound for an
+// unknown run.
+func (t *Team) stored(ctx context.Context, rt *agent.Runtime, runID string) (*Output, error) {
 	st, err := LoadState(ctx, rt, runID)
 	if err != nil {
 		return nil, err
@@ -195,7 +196,7 @@ func (t *Team) Result(ctx context.Context, rt *agent.Runtime, runID string) (*Ou
 	case agent.RunRunning:
 		return nil, fmt.Errorf("team %s: run %s is still running", t.name, runID)
 	default:
-		return nil, withKind(&agent.RunError{Agent: t.name, Kind: "team", RunID: runID, Status: st.Status, Reason: st.Error})
+		return nil, withKind(&agent.RunError{RunRef: t.ref(runID), Status: st.Status, Reason: st.Error})
 	}
 	return &Output{Output: st.Output, RunID: runID, Transcript: st.Transcript, Usage: st.Usage, Cost: st.Cost, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt)}, nil
 }
@@ -234,7 +235,7 @@ func CancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string) err
 			if err != nil {
 				return err
 			}
-			_, err = rt.Cancel(ctx, run.Agent, c.RunID, why)
+			_, err = rt.Cancel(ctx, agent.RunRef{Kind: "agent", Name: run.Agent, RunID: c.RunID}, why)
 			return err
 		}
 		if _, err := rt.Store().Get(ctx, KindTeam, c.RunID); err == nil {
@@ -307,7 +308,7 @@ func (t *Team) abandon(ctx context.Context, rt *agent.Runtime, id string) error 
 	if st, err := LoadState(bg, rt, id); err == nil && st.Status != agent.RunCancelled {
 		reason = fmt.Sprintf("the run ended (%s) but the caller stopped waiting: %v", st.Status, cause)
 	}
-	return &agent.RunError{Agent: t.name, Kind: "team", RunID: id, Status: agent.RunCancelled, Reason: reason, Err: cause}
+	return &agent.RunError{RunRef: t.ref(id), Status: agent.RunCancelled, Reason: reason, Err: cause}
 }
 
 // EventKind is the kind of an [Event].
@@ -362,7 +363,7 @@ type Event struct {
 // model's deltas included) tagged with the member and the step, each
 // member's end, and last the team's output. A run that fails yields its
 // output event and then an *agent.RunError. Stopping the iteration before
-// the output cancels the run. Use [Team.Result] with the run id for the
+// the output cancels the run. Use [Team.Wait] with the run id for the
 // transcript.
 //
 // The stream observes the agent, team and workflow channels of the broker
@@ -383,13 +384,14 @@ func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, 
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, fmt.Errorf("team %s: run timed out after %s: %w", t.name, t.opts.Timeout, context.DeadlineExceeded))
 		defer cancel()
-		req := t.request(rt, prompt, opts, true)
-		msg, err := t.input(ctx, rt, req)
+		ro := options(opts)
+		ro.Stream = true
+		msg, err := t.input(ctx, rt, prompt, &ro)
 		if err != nil {
 			yield(Event{}, err)
 			return
 		}
-		id := req.RunID
+		id := ro.RunID
 		w := newWatcher(id)
 		for _, p := range []string{"calf.agent.>", "calf.team.>", "calf.workflow.>", calf.DeadLetterChannel} {
 			sub, err := rt.Client().Broker().Subscribe(context.WithoutCancel(ctx), p, w.deliver, nil)
@@ -428,7 +430,7 @@ func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, 
 				yield(Event{}, t.abandon(ctx, rt, id))
 				return
 			case m.Channel == calf.DeadLetterChannel:
-				if err := teamError(agent.ParkedError(m, t.name, id)); err != nil {
+				if err := agent.ParkedError(m, t.ref(id)); err != nil {
 					yield(Event{}, err)
 					return
 				}
@@ -449,7 +451,7 @@ func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, 
 					return
 				}
 				if ev.Kind == EventOutput {
-					if _, err := t.Text(ev.Output); err != nil {
+					if _, err := t.DecodeOutput(ev.Output); err != nil {
 						yield(Event{}, err)
 					}
 					return

@@ -220,7 +220,7 @@ func TestSequentialMemberFails(t *testing.T) {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}
 	// Team.Result, in any process, says the same.
-	if _, err := tm.Result(runCtx(t), e.rt, "r1"); !errors.Is(err, agent.ErrRunFailed) || err.Error() != want {
+	if _, err := tm.Wait(runCtx(t), e.rt, "r1"); !errors.Is(err, agent.ErrRunFailed) || err.Error() != want {
 		t.Errorf("Result: %v\nwant %s", err, want)
 	}
 	if ed.calls.Load() != 0 {
@@ -581,7 +581,7 @@ func TestRunStreamTagsMemberEvents(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"x": "x(go)", "y": "y(x(go))"}, text); diff != "" {
 		t.Errorf("streamed text (-want +got):\n%s", diff)
 	}
-	out, err := tm.Result(t.Context(), e.rt, runID)
+	out, err := tm.Wait(t.Context(), e.rt, runID)
 	if err != nil || out.Output != "y(x(go))" {
 		t.Errorf("result = %+v, %v", out, err)
 	}
@@ -656,7 +656,7 @@ func TestInvalidTeams(t *testing.T) {
 func TestRecoverStartsLostMemberRuns(t *testing.T) {
 	e := newEnv(t, nil)
 	tm := serve(t, e, team.Must(team.NewSequential("content", []team.Member{team.RemoteAgent("writer", "")}, nil)))
-	if err := tm.Submit(t.Context(), e.rt, &team.Request{RunID: "run-1", Prompt: "cats"}); err != nil {
+	if _, err := tm.Submit(t.Context(), e.rt, "cats", &team.RunOptions{RunID: "run-1"}); err != nil {
 		t.Fatal(err)
 	}
 	e.settle(t) // the writer's input found no subscriber: it is lost
@@ -670,7 +670,7 @@ func TestRecoverStartsLostMemberRuns(t *testing.T) {
 		t.Fatalf("recover = %d, %v; want 1", n, err)
 	}
 	e.settle(t)
-	out, err := tm.Result(t.Context(), e.rt, "run-1")
+	out, err := tm.Wait(t.Context(), e.rt, "run-1")
 	if err != nil || out.Output != "writer(cats)" || w.calls.Load() != 1 {
 		t.Fatalf("result = %+v, %v after %d writer calls", out, err, w.calls.Load())
 	}
@@ -748,7 +748,7 @@ func TestHierarchical(t *testing.T) {
 			subEvents = append(subEvents, fmt.Sprintf("%d %s %s", ev.Step, ev.Member, ev.Agent.Agent))
 		}
 	}
-	out, err := tm.Result(t.Context(), e.rt, runID)
+	out, err := tm.Wait(t.Context(), e.rt, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -900,7 +900,7 @@ func TestWorkflowMember(t *testing.T) {
 			workflowEvents++
 		}
 	}
-	out, err := tm.Result(t.Context(), e.rt, runID)
+	out, err := tm.Wait(t.Context(), e.rt, runID)
 	if err != nil || out.Output != "reviewer(X(GO)!)" {
 		t.Fatalf("result = %+v, %v", out, err)
 	}
@@ -942,7 +942,7 @@ func TestMemberParkedMessage(t *testing.T) {
 			if ctx.Err() != nil {
 				t.Fatal("the caller heard of it only at its deadline")
 			}
-			if re.RunID != "t1" || re.Parked.Group != agent.InputChannel("writer") || !strings.HasPrefix(re.Parked.Message.Metadata.RunID, "t1.") {
+			if re.Kind != "team" || re.Name != "content" || re.RunID != "t1" || re.Parked.Group != agent.InputChannel("writer") || !strings.HasPrefix(re.Parked.Message.Metadata.RunID, "t1.") {
 				t.Errorf("RunError = %+v, parked %+v", re, re.Parked)
 			}
 		})

@@ -28,16 +28,13 @@ type workflowMember[S any] struct {
 func (m *workflowMember[S]) Name() string        { return m.w.Name() }
 func (m *workflowMember[S]) Description() string { return m.description }
 
-func (m *workflowMember[S]) Submit(ctx context.Context, rt *agent.Runtime, req *Request) error {
-	if err := req.check(); err != nil {
-		return err
-	}
-	s, err := m.in(req.Prompt)
+func (m *workflowMember[S]) Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) (string, error) {
+	o := options(opts)
+	s, err := m.in(prompt)
 	if err != nil {
-		return fmt.Errorf("team: workflow %s: initial state: %w", m.w.Name(), err)
+		return "", fmt.Errorf("team: workflow %s: initial state: %w", m.w.Name(), err)
 	}
-	_, err = m.w.Start(ctx, rt, s, &workflow.RunOptions{RunID: req.RunID, ReplyTo: req.ReplyTo, Parent: req.Parent})
-	return err
+	return m.w.Submit(ctx, rt, s, &workflow.RunOptions{RunID: o.RunID, ReplyTo: o.ReplyTo, Parent: o.Parent})
 }
 
 func (m *workflowMember[S]) workflowName() string { return m.w.Name() }
@@ -46,7 +43,7 @@ func (m *workflowMember[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID
 	return m.w.Cancel(ctx, rt, runID, reason)
 }
 
-func (m *workflowMember[S]) Text(ev *agent.OutputEvent) (string, error) {
+func (m *workflowMember[S]) DecodeOutput(ev *agent.OutputEvent) (string, error) {
 	if err := outputError("workflow", m.w.Name(), ev); err != nil {
 		return "", err
 	}

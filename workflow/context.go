@@ -34,7 +34,7 @@ func Info(ctx context.Context) (RunInfo, bool) {
 }
 
 // ResumeInput decodes into v the input that resumed the node's step (see
-// [Workflow.Resume]) and reports whether there is one. A node that needs
+// [Workflow.Answer]) and reports whether there is one. A node that needs
 // input calls it first, and returns [Interrupt] when there is none:
 //
 //	var answer string
@@ -56,7 +56,7 @@ func ResumeInput(ctx context.Context, v any) (bool, error) {
 var ErrInterrupted = errors.New("workflow: interrupted")
 
 // InterruptError is returned by a node to suspend its run until
-// [Workflow.Resume] gives it input, and by [Workflow.Run] and
+// [Workflow.Answer] gives it input, and by [Workflow.Run] and
 // [Workflow.Wait] for a run that is suspended so. Build it with
 // [Interrupt].
 type InterruptError struct {
@@ -68,7 +68,7 @@ type InterruptError struct {
 }
 
 // Interrupt returns the error with which a node suspends its run: the run
-// costs only its stored state until [Workflow.Resume] sends input, and
+// costs only its stored state until [Workflow.Answer] sends input, and
 // then the node runs again (on any worker) and finds the input with
 // [ResumeInput]. The state the node returns with the interrupt is
 // discarded. A branch of a parallel step cannot interrupt.

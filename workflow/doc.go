@@ -46,11 +46,21 @@
 // [Workflow.Fork] starts an independent run from any checkpoint, with the
 // same or a changed state. A node that needs outside input returns
 // [Interrupt]: the run is suspended at no cost but its stored state until
-// [Workflow.Resume] sends the input, and the node then runs again on any
+// [Workflow.Answer] sends the input, and the node then runs again on any
 // worker and reads it with [ResumeInput]. After a crash that lost events
 // (an in-memory broker), [Workflow.Recover] re-emits the pending step of
 // every unfinished run from its stored state.
 //
-// [Workflow.Run] waits for the final state, [Workflow.RunStream] yields the
-// run's events, and [Workflow.Start] starts a run without waiting.
+// # Runs
+//
+// A workflow's runs have the verbs of an agent's and a team's:
+// [Workflow.Submit] starts a run without waiting, [Workflow.Wait] waits for
+// its end (or its next interrupt), [Workflow.Run] does both,
+// [Workflow.RunStream] yields the run's events, [Workflow.Cancel] ends it,
+// and [Workflow.DecodeOutput] reads an output event. A run that fails or
+// is cancelled gives an *agent.RunError of Kind "workflow", matching
+// agent.ErrRunFailed or agent.ErrRunCancelled (and [ErrLimit] for a run a
+// bound stopped). A workflow has no Pause and Resume: a run stops between
+// nodes only where a node interrupts it, and [Workflow.Answer] (not
+// Resume, which for agents and teams ends a pause) lets it go on.
 package workflow

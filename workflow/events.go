@@ -160,7 +160,7 @@ type OutputEvent struct {
 
 // InterruptInfo describes where a run waits for input.
 type InterruptInfo struct {
-	// N numbers the run's interrupts from 1; Resume answers the last one.
+	// N numbers the run's interrupts from 1; Workflow.Answer answers the last one.
 	N      int    `json:"n"`
 	Step   int    `json:"step"`
 	Node   string `json:"node"`

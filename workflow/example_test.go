@@ -126,7 +126,7 @@ func ExampleInterrupt() {
 		panic(err)
 	}
 	fmt.Println("waiting:", ie.Reason)
-	if err := w.Resume(ctx, rt, ie.RunID, "yes"); err != nil {
+	if err := w.Answer(ctx, rt, ie.RunID, "yes"); err != nil {
 		panic(err)
 	}
 	out, err := w.Wait(ctx, rt, ie.RunID)

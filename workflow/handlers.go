@@ -79,7 +79,7 @@ type RecoverOptions struct {
 // when the process dies, such as the in-memory broker. The events carry
 // the handlers' ids, and the handlers skip a step whose node has
 // completed, so Recover is idempotent and harmless on a durable broker. An
-// interrupted run is left alone: it waits for [Workflow.Resume]; a run
+// interrupted run is left alone: it waits for [Workflow.Answer]; a run
 // resumed whose node has not completed gets its resume event again. An agent
 // node's own run is the agent's to recover ([agent.Agent.Recover]); the
 // step of an agent node submits it again, which is a no-op for a run that
@@ -704,7 +704,7 @@ func (h *handlers[S]) onResume(ctx context.Context, msg *calf.Message) error {
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
-	// Resume records the input before it publishes the event; another
+	// Answer records the input before it publishes the event; another
 	// producer may not have.
 	st, _, err := h.commit(ctx, run, func(st *RunState) bool {
 		if st.Status != RunInterrupted || st.Interrupts != ev.Interrupt {

@@ -39,7 +39,7 @@ func TestCrashOnDurableBroker(t *testing.T) {
 	crash.Store(true)
 	w := crashable(t, &c, &crash, started)
 	serve(t, w, rt1)
-	id, err := w.Start(t.Context(), rt1, doc{Text: "t"}, nil)
+	id, err := w.Submit(t.Context(), rt1, doc{Text: "t"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestNilRuntimeMeansTheDefault(t *testing.T) {
 	if s, err := w.Run(ctx, nil, state{N: 1}, nil); err != nil || s.N != 2 {
 		t.Fatalf("Run: %+v, %v", s, err)
 	}
-	id, err := w.Start(ctx, nil, state{N: 10}, nil)
+	id, err := w.Submit(ctx, nil, state{N: 10}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestNilRuntimeMeansTheDefault(t *testing.T) {
 	if err := w.Cancel(ctx, nil, id, "x"); err != nil {
 		t.Errorf("Cancel: %v", err)
 	}
-	if err := w.Resume(ctx, nil, id, nil); err == nil {
+	if err := w.Answer(ctx, nil, id, nil); err == nil {
 		t.Error("Resume of an ended run: no error")
 	}
 	if _, err := w.Recover(ctx, nil, nil); err != nil {

@@ -14,41 +14,10 @@ import (
 	"github.com/calf-go/calf/store"
 )
 
-// Errors of a run. A *RunError matches ErrFailed, and ErrLimit too when a
-// bound stopped the run, or ErrCancelled for a cancelled run.
-var (
-	ErrFailed    = errors.New("workflow: run failed")
-	ErrLimit     = errors.New("workflow: limit exceeded")
-	ErrCancelled = errors.New("workflow: run cancelled")
-)
-
-// RunError reports a run that ended with an error.
-type RunError struct {
-	Workflow string
-	RunID    string
-	// Reason says why, as recorded in the run's state.
-	Reason string
-	// Kind is the error's kind, such as ErrorKindLimit, or empty.
-	Kind string
-	// Cancelled reports a run ended by [Workflow.Cancel].
-	Cancelled bool
-}
-
-func (e *RunError) Error() string {
-	if e.Cancelled {
-		return fmt.Sprintf("workflow %s: run %s cancelled: %s", e.Workflow, e.RunID, e.Reason)
-	}
-	return fmt.Sprintf("workflow %s: run %s failed: %s", e.Workflow, e.RunID, e.Reason)
-}
-
-// Is matches ErrFailed for a failed run, ErrLimit for a run stopped by a
-// bound, and ErrCancelled for a cancelled one.
-func (e *RunError) Is(target error) bool {
-	if e.Cancelled {
-		return target == ErrCancelled
-	}
-	return target == ErrFailed || (target == ErrLimit && e.Kind == ErrorKindLimit)
-}
+// ErrLimit is matched by the error of a run that a bound (MaxSteps,
+// MaxVisits) stopped: an *agent.RunError that matches agent.ErrRunFailed
+// too.
+var ErrLimit = errors.New("workflow: limit exceeded")
 
 // RunOptions configures a run. A nil *RunOptions means the defaults.
 type RunOptions struct {
@@ -56,7 +25,7 @@ type RunOptions struct {
 	// does not start a second run: once the first has ended, it reports
 	// its end again.
 	RunID string
-	// ReplyTo, for [Workflow.Start], names where the run's end is reported
+	// ReplyTo, for [Workflow.Submit], names where the run's end is reported
 	// besides the output channel, as an agent.OutputEvent whose Content is
 	// the final state: a parent learns of it as of an agent run's end.
 	ReplyTo *agent.ReplyTo
@@ -86,10 +55,11 @@ func (w *Workflow[S]) newInput(ctx context.Context, rt *agent.Runtime, s S, opts
 	return w.input(ctx, rt, &InputEvent{State: data, ReplyTo: o.ReplyTo, Parent: o.Parent}, o.RunID)
 }
 
-// Start starts a run on state s without waiting for it, and returns its
+// Submit starts a run on state s without waiting for it, and returns its
 // id. The run is carried out by whichever processes serve the workflow;
-// [Workflow.Wait] waits for it.
-func (w *Workflow[S]) Start(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) (string, error) {
+// [Workflow.Wait] waits for it. Submitting a run id again starts nothing
+// new.
+func (w *Workflow[S]) Submit(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) (string, error) {
 	rt = orDefault(rt)
 	msg, err := w.newInput(ctx, rt, s, opts)
 	if err != nil {
@@ -104,9 +74,10 @@ func (w *Workflow[S]) Start(ctx context.Context, rt *agent.Runtime, s S, opts *R
 // Run runs the workflow on state s and returns the final state. The run is
 // carried out by the handlers of whichever processes serve the workflow,
 // this one included if it called Serve; Run waits for its output by
-// correlation id. A run that fails gives a *RunError; a run that
+// correlation id. A run that fails or is cancelled gives an
+// *agent.RunError of Kind "workflow"; a run that
 // interrupts gives an *InterruptError (matching ErrInterrupted) with the
-// run id, to resume with [Workflow.Resume] and wait for with
+// run id, to answer with [Workflow.Answer] and wait for with
 // [Workflow.Wait]. When ctx ends first Run returns ctx's error, and the
 // run goes on. When a message of the run, or of an agent run it started,
 // is parked on the dead-letter channel, Run returns at once an
@@ -141,7 +112,7 @@ func (w *Workflow[S]) Run(ctx context.Context, rt *agent.Runtime, s S, opts *Run
 
 // Wait waits for the next output of a run: its end, or its next
 // interrupt. A run that has ended, or is interrupted, answers at once from
-// the store (after [Workflow.Resume] a run is no longer interrupted). A
+// the store (after [Workflow.Answer] a run is no longer interrupted). A
 // run held up by a parked message answers at once with an
 // *agent.RunError matching agent.ErrRunParked, whether the message was
 // parked while Wait waits or before (if a dead-letter recorder,
@@ -162,7 +133,7 @@ func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string)
 	// dead-letter channel: known if a recorder recorded it.
 	if recs, err := deadletter.OfRun(ctx, rt.Store(), runID); err == nil {
 		for _, rec := range recs {
-			if perr := agent.ParkedError(rec.Letter(), w.name, runID); perr != nil {
+			if perr := agent.ParkedError(rec.Letter(), w.ref(runID)); perr != nil {
 				return zero, perr
 			}
 		}
@@ -212,7 +183,7 @@ func (w *Workflow[S]) await(ctx context.Context, f *calf.Follower) (S, error) {
 			return zero, fmt.Errorf("workflow %s: %w", w.name, err)
 		}
 		if m.Channel == calf.DeadLetterChannel {
-			if err := agent.ParkedError(m, w.name, f.ID()); err != nil {
+			if err := agent.ParkedError(m, w.ref(f.ID())); err != nil {
 				return zero, err
 			}
 			m = nil
@@ -226,9 +197,28 @@ func (w *Workflow[S]) await(ctx context.Context, f *calf.Follower) (S, error) {
 }
 
 // DecodeOutput returns the final state an [OutputEvent] carries, such as
-// the last event [Workflow.RunStream] yields: a *RunError for a run that
-// failed, an *InterruptError for one that is suspended.
+// the last event [Workflow.RunStream] yields: an *agent.RunError for a
+// run that failed or was cancelled, an *InterruptError for one that is
+// suspended.
 func (w *Workflow[S]) DecodeOutput(ev *OutputEvent) (S, error) { return w.result(ev) }
+
+// runError returns the *agent.RunError of a run that failed or was
+// cancelled, which ev reports.
+func (w *Workflow[S]) runError(ev *OutputEvent) *agent.RunError {
+	re := &agent.RunError{RunRef: w.ref(ev.RunID), Status: agent.RunFailed, Reason: ev.Error}
+	if ev.Status == OutputCancelled {
+		re.Status = agent.RunCancelled
+	}
+	if ev.ErrorKind == ErrorKindLimit {
+		re.Err = ErrLimit
+	}
+	return re
+}
+
+// ref names the run id of w.
+func (w *Workflow[S]) ref(runID string) agent.RunRef {
+	return agent.RunRef{Kind: "workflow", Name: w.name, RunID: runID}
+}
 
 func (w *Workflow[S]) result(ev *OutputEvent) (S, error) {
 	var s S
@@ -245,7 +235,7 @@ func (w *Workflow[S]) result(ev *OutputEvent) (S, error) {
 		}
 		return s, ie
 	default:
-		return s, &RunError{Workflow: w.name, RunID: ev.RunID, Reason: ev.Error, Kind: ev.ErrorKind, Cancelled: ev.Status == OutputCancelled}
+		return s, w.runError(ev)
 	}
 }
 
@@ -319,18 +309,22 @@ func (w *Workflow[S]) childNodes(st *RunState) []string {
 	return out
 }
 
-// Resume answers a run's interrupt with input (any JSON-encodable value,
+// Answer answers a run's interrupt with input (any JSON-encodable value,
 // which the interrupted node reads with [ResumeInput]). It records the
 // input in the run's state, so that from then on the run is running (and
 // a crash loses nothing: [Workflow.Recover] continues it), then publishes
 // a resume event and returns; the interrupted node runs again on whichever
 // worker handles the event. Follow with [Workflow.Wait] for the run's
-// next output. Resuming a run that is not interrupted is an error.
-func (w *Workflow[S]) Resume(ctx context.Context, rt *agent.Runtime, runID string, input any) error {
+// next output. Answering a run that is not interrupted is an error.
+//
+// Answer is not Resume: agents and teams pause and resume (between steps,
+// at a caller's request); a workflow run stops only where a node
+// interrupts it, and goes on when the interrupt is answered.
+func (w *Workflow[S]) Answer(ctx context.Context, rt *agent.Runtime, runID string, input any) error {
 	rt = orDefault(rt)
 	data, err := json.Marshal(input)
 	if err != nil {
-		return fmt.Errorf("workflow %s: resume run %s: encode input: %w", w.name, runID, err)
+		return fmt.Errorf("workflow %s: answer run %s: encode input: %w", w.name, runID, err)
 	}
 	h := &handlers[S]{w: w, rt: rt}
 	var status RunStatus
@@ -346,7 +340,7 @@ func (w *Workflow[S]) Resume(ctx context.Context, rt *agent.Runtime, runID strin
 		return err
 	}
 	if !changed {
-		return fmt.Errorf("workflow %s: resume run %s: it is %s, not interrupted", w.name, runID, status)
+		return fmt.Errorf("workflow %s: answer run %s: it is %s, not interrupted", w.name, runID, status)
 	}
 	_, err = rt.Client().Emit(ctx, ResumeChannel(w.name), ResumeEvent{Interrupt: st.Resumed, Input: data},
 		calf.WithID(resumeID(runID, st.Resumed)), calf.WithKey(runID),
@@ -428,7 +422,7 @@ type Event struct {
 // happen: the input, each step (tagged with its node and step number), the
 // replies of agent nodes, each node's completion with the state it left,
 // and last the output. A run that fails or is cancelled yields its output
-// event and then a *RunError; a run that interrupts yields its output event (status
+// event and then an *agent.RunError; a run that interrupts yields its output event (status
 // "interrupted") and stops. Each event is yielded once, even if the
 // broker delivers it twice.
 func (w *Workflow[S]) RunStream(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) iter.Seq2[Event, error] {
@@ -458,7 +452,7 @@ func (w *Workflow[S]) RunStream(ctx context.Context, rt *agent.Runtime, s S, opt
 				return
 			}
 			if m.Channel == calf.DeadLetterChannel {
-				if err := agent.ParkedError(m, w.name, id); err != nil {
+				if err := agent.ParkedError(m, w.ref(id)); err != nil {
 					yield(Event{}, err)
 					return
 				}

@@ -79,7 +79,7 @@ func TestTypedAgentNode(t *testing.T) {
 	if got.Qty != 3 {
 		t.Errorf("the agent was called again: %+v", got)
 	}
-	if !errors.Is(err, workflow.ErrFailed) || !strings.Contains(err.Error(), `"quote"`) || !strings.Contains(err.Error(), "the input of agent quoter does not encode as JSON") {
+	if !errors.Is(err, agent.ErrRunFailed) || !strings.Contains(err.Error(), `"quote"`) || !strings.Contains(err.Error(), "the input of agent quoter does not encode as JSON") {
 		t.Fatalf("err = %v", err)
 	}
 }

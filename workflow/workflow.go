@@ -91,8 +91,7 @@ func AgentNode[S, Out any](a *agent.Agent[Out], prompt func(s S) (string, error)
 			return err
 		},
 		cancel: func(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
-			_, err := rt.Cancel(ctx, a.Name(), runID, reason)
-			return err
+			return a.Cancel(ctx, rt, runID, reason)
 		},
 		apply: func(s S, ev *agent.OutputEvent) (S, error) {
 			out, err := a.DecodeOutput(ev)
@@ -137,7 +136,7 @@ func (e *promptError) Error() string { return e.err.Error() }
 // turns the state into sub's input state, and out folds sub's final state
 // into the state. Like an agent node, it waits for the child without a
 // goroutine: the child reports its end as an event on the reply channel.
-// The child's run id is "{run}.{step}.{node}"; if it interrupts, resume
+// The child's run id is "{run}.{step}.{node}"; if it interrupts, answer
 // it by that id, and the parent goes on when it ends. A failed child run
 // fails the parent run. sub must be served, here or elsewhere.
 func SubWorkflow[S, T any](sub *Workflow[T], in func(s S) (T, error), out func(s S, final T) (S, error)) Node[S] {
@@ -302,7 +301,7 @@ func (b *Builder[S]) MaxVisits(node string, n int) *Builder[S] {
 // Workflow is a validated graph of nodes over a state of type S. It does
 // nothing by itself: [Workflow.Serve] turns it into handlers on an
 // [agent.Runtime], and [Workflow.Run], [Workflow.RunStream] and
-// [Workflow.Start] start runs that those handlers carry out, in this
+// [Workflow.Submit] start runs that those handlers carry out, in this
 // process or on any worker that serves the workflow. S travels and is
 // stored as JSON, so it must survive a JSON round trip.
 type Workflow[S any] struct {

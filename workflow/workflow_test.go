@@ -227,7 +227,7 @@ func TestLoopBoundExceeded(t *testing.T) {
 	w := loop(t, &c, 100, 3)
 	serve(t, w, rt)
 	_, err := w.Run(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "r"})
-	if !errors.Is(err, workflow.ErrLimit) || !errors.Is(err, workflow.ErrFailed) {
+	if !errors.Is(err, workflow.ErrLimit) || !errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("err = %v, want ErrLimit", err)
 	}
 	if want := `node "write" would run 4 times, over its limit of 3`; !strings.Contains(err.Error(), want) {
@@ -390,7 +390,7 @@ func TestAgentNodeFailure(t *testing.T) {
 	w := poet(writer)
 	serve(t, w, rt)
 	_, err := w.Run(t.Context(), rt, doc{}, nil)
-	if !errors.Is(err, workflow.ErrFailed) || !strings.Contains(err.Error(), `agent node "write"`) || !strings.Contains(err.Error(), "the model is down") {
+	if !errors.Is(err, agent.ErrRunFailed) || !strings.Contains(err.Error(), `agent node "write"`) || !strings.Contains(err.Error(), "the model is down") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -404,8 +404,8 @@ func TestNodeError(t *testing.T) {
 		MustBuild()
 	serve(t, w, rt)
 	_, err := w.Run(t.Context(), rt, doc{}, nil)
-	var re *workflow.RunError
-	if !errors.As(err, &re) || re.Reason != `node "a": no luck` {
+	var re *agent.RunError
+	if !errors.As(err, &re) || re.Kind != "workflow" || re.Reason != `node "a": no luck` {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -463,7 +463,7 @@ func TestCrashAndRecover(t *testing.T) {
 	started := make(chan struct{}, 1)
 	w1 := crashable(t, &c, &crash, started)
 	serve(t, w1, rt1)
-	id, err := w1.Start(t.Context(), rt1, doc{Text: "t"}, nil)
+	id, err := w1.Submit(t.Context(), rt1, doc{Text: "t"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +582,7 @@ func TestInterruptSurvivesRestart(t *testing.T) {
 	if n, err := w.Recover(t.Context(), rt2, nil); err != nil || n != 0 {
 		t.Errorf("Recover = %d, %v: an interrupted run waits for its input, not a step", n, err)
 	}
-	if err := w.Resume(t.Context(), rt2, "r", "yes"); err != nil {
+	if err := w.Answer(t.Context(), rt2, "r", "yes"); err != nil {
 		t.Fatal(err)
 	}
 	got, err := w.Wait(t.Context(), rt2, "r")
@@ -595,7 +595,7 @@ func TestInterruptSurvivesRestart(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"a": 1, "approve?": 2, "approve": 1, "b": 1}, c.get()); diff != "" {
 		t.Errorf("node runs (-want +got):\n%s", diff)
 	}
-	if err := w.Resume(t.Context(), rt2, "r", "again"); err == nil || !strings.Contains(err.Error(), "not interrupted") {
+	if err := w.Answer(t.Context(), rt2, "r", "again"); err == nil || !strings.Contains(err.Error(), "not interrupted") {
 		t.Errorf("resuming a complete run: %v", err)
 	}
 }
@@ -891,7 +891,7 @@ func TestInterruptInBranchFails(t *testing.T) {
 		MustBuild()
 	serve(t, w, rt)
 	_, err := w.Run(t.Context(), rt, doc{}, nil)
-	if !errors.Is(err, workflow.ErrFailed) || !strings.Contains(err.Error(), "a branch of a parallel step cannot interrupt") {
+	if !errors.Is(err, agent.ErrRunFailed) || !strings.Contains(err.Error(), "a branch of a parallel step cannot interrupt") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -987,7 +987,7 @@ func TestSubWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := inner.Start(t.Context(), rt, doc{Text: "other"}, &workflow.RunOptions{RunID: "o.1.sub"}); err != nil {
+	if _, err := inner.Submit(t.Context(), rt, doc{Text: "other"}, &workflow.RunOptions{RunID: "o.1.sub"}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := f.Next(t.Context())
@@ -1054,7 +1054,7 @@ func TestCrashDuringAgentNode(t *testing.T) {
 	crash.Store(true)
 	rt1 := agent.NewRuntime(client1, st1, nil)
 	w1 := build(t, rt1)
-	id, err := w1.Start(t.Context(), rt1, doc{Text: "the topic"}, nil)
+	id, err := w1.Submit(t.Context(), rt1, doc{Text: "the topic"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1180,11 +1180,11 @@ func TestCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := <-done
-	if !errors.Is(err, workflow.ErrCancelled) || errors.Is(err, workflow.ErrFailed) || !strings.Contains(err.Error(), "changed my mind") {
+	if !errors.Is(err, agent.ErrRunCancelled) || errors.Is(err, agent.ErrRunFailed) || !strings.Contains(err.Error(), "changed my mind") {
 		t.Fatalf("err = %v", err)
 	}
 	close(release)
-	if _, err := w.Wait(t.Context(), rt, "c"); !errors.Is(err, workflow.ErrCancelled) {
+	if _, err := w.Wait(t.Context(), rt, "c"); !errors.Is(err, agent.ErrRunCancelled) {
 		t.Errorf("Wait = %v", err)
 	}
 	// Stop the worker (waiting for the slow node's handler to return):
@@ -1199,7 +1199,7 @@ func TestCancel(t *testing.T) {
 	if err := w.Cancel(t.Context(), rt, "c", "again"); err != nil {
 		t.Errorf("cancelling a cancelled run: %v", err)
 	}
-	if err := w.Resume(t.Context(), rt, "c", nil); err == nil {
+	if err := w.Answer(t.Context(), rt, "c", nil); err == nil {
 		t.Error("resumed a cancelled run")
 	}
 	if err := w.Cancel(t.Context(), rt, "nope", "x"); !errors.Is(err, store.ErrNotFound) {
@@ -1222,7 +1222,7 @@ func TestCancelInterrupted(t *testing.T) {
 	if err != nil || st.Status != workflow.RunCancelled || st.Error != "nobody answered" {
 		t.Fatalf("stored run %+v, %v", st, err)
 	}
-	if _, err := w.Wait(t.Context(), rt, "r"); !errors.Is(err, workflow.ErrCancelled) {
+	if _, err := w.Wait(t.Context(), rt, "r"); !errors.Is(err, agent.ErrRunCancelled) {
 		t.Errorf("Wait = %v", err)
 	}
 }
@@ -1235,8 +1235,8 @@ func TestNodePanic(t *testing.T) {
 		MustBuild()
 	serve(t, w, rt)
 	_, err := w.Run(t.Context(), rt, doc{}, nil)
-	var re *workflow.RunError
-	if !errors.As(err, &re) || re.Reason != `node "a": panic: boom` {
+	var re *agent.RunError
+	if !errors.As(err, &re) || re.Kind != "workflow" || re.Reason != `node "a": panic: boom` {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -1258,7 +1258,7 @@ func TestRunStreamEnds(t *testing.T) {
 		}
 		kinds = append(kinds, ev.Kind)
 	}
-	if !errors.Is(last, workflow.ErrFailed) || !slices.Equal(kinds, []workflow.EventKind{"input", "step", "output"}) {
+	if !errors.Is(last, agent.ErrRunFailed) || !slices.Equal(kinds, []workflow.EventKind{"input", "step", "output"}) {
 		t.Errorf("failing run: events %q, error %v", kinds, last)
 	}
 
@@ -1297,10 +1297,10 @@ func TestResumeEventLost(t *testing.T) {
 	}
 	_ = rt1.Client().Close()
 	_ = b1.Close()
-	if err := w.Resume(t.Context(), rt1, "r", "ok"); !errors.Is(err, calf.ErrClosed) {
+	if err := w.Answer(t.Context(), rt1, "r", "ok"); !errors.Is(err, calf.ErrClosed) {
 		t.Fatalf("Resume on a closed broker = %v", err)
 	}
-	if err := w.Resume(t.Context(), rt1, "r", "twice"); err == nil || !strings.Contains(err.Error(), "running, not interrupted") {
+	if err := w.Answer(t.Context(), rt1, "r", "twice"); err == nil || !strings.Contains(err.Error(), "running, not interrupted") {
 		t.Errorf("second Resume = %v", err)
 	}
 	b2 := memory.New(nil)
@@ -1330,8 +1330,8 @@ func TestNodeTimeout(t *testing.T) {
 		MustBuild()
 	serve(t, w, rt)
 	_, err := w.Run(t.Context(), rt, doc{}, nil)
-	var re *workflow.RunError
-	if !errors.As(err, &re) || re.Reason != `node "a" timed out after 1ms (Options.NodeTimeout)` {
+	var re *agent.RunError
+	if !errors.As(err, &re) || re.Kind != "workflow" || re.Reason != `node "a" timed out after 1ms (Options.NodeTimeout)` {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -1417,7 +1417,7 @@ func TestCancelCancelsChildRun(t *testing.T) {
 	}
 	w := poet(writer)
 	serve(t, w, rt)
-	if _, err := w.Start(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "w1"}); err != nil {
+	if _, err := w.Submit(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "w1"}); err != nil {
 		t.Fatal(err)
 	}
 	<-started
@@ -1427,7 +1427,7 @@ func TestCancelCancelsChildRun(t *testing.T) {
 	close(release)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	if _, err := w.Wait(ctx, rt, "w1"); !errors.Is(err, workflow.ErrCancelled) {
+	if _, err := w.Wait(ctx, rt, "w1"); !errors.Is(err, agent.ErrRunCancelled) {
 		t.Errorf("Wait = %v, want ErrCancelled", err)
 	}
 	var st *agent.RunInfo
@@ -1495,7 +1495,7 @@ func TestCancelBeforeSubWorkflowStarts(t *testing.T) {
 		Edge(workflow.Start, "sub").Edge("sub", workflow.End).
 		MustBuild()
 	serve(t, outer, rt)
-	if _, err := outer.Start(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "p"}); err != nil {
+	if _, err := outer.Submit(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "p"}); err != nil {
 		t.Fatal(err)
 	}
 	<-gate.reached
@@ -1523,7 +1523,7 @@ func TestCancelBeforeSubWorkflowStarts(t *testing.T) {
 	if child.Status != workflow.RunCancelled || !strings.Contains(child.Error, "workflow outer: run p was cancelled: stop") {
 		t.Errorf("child: status %s, error %q; want cancelled by its parent", child.Status, child.Error)
 	}
-	if _, err := outer.Wait(t.Context(), rt, "p"); !errors.Is(err, workflow.ErrCancelled) {
+	if _, err := outer.Wait(t.Context(), rt, "p"); !errors.Is(err, agent.ErrRunCancelled) {
 		t.Errorf("parent Wait = %v, want ErrCancelled", err)
 	}
 	// The child's handlers are done with its input once its output is out;
@@ -1576,7 +1576,7 @@ func TestStepRedeliveredAfterResume(t *testing.T) {
 	if !errors.As(err, &ie) {
 		t.Fatalf("Run = %v, want an interrupt", err)
 	}
-	if err := w.Resume(t.Context(), rt, "r", "yes"); err != nil {
+	if err := w.Answer(t.Context(), rt, "r", "yes"); err != nil {
 		t.Fatal(err)
 	}
 	<-started // the resume event runs the node
@@ -1626,7 +1626,7 @@ func TestCancelEndsChildApprovals(t *testing.T) {
 	}
 	w := poet(writer)
 	serve(t, w, rt)
-	if _, err := w.Start(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "w1"}); err != nil {
+	if _, err := w.Submit(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "w1"}); err != nil {
 		t.Fatal(err)
 	}
 	var reqs []approval.Approval
@@ -1651,7 +1651,7 @@ func TestCancelEndsChildApprovals(t *testing.T) {
 	if _, err := approval.Respond(t.Context(), rt.Store(), rt.Client(), reqs[0].ID, approval.Answer{Approve: true, Digest: reqs[0].Digest}); !errors.Is(err, approval.ErrRunEnded) {
 		t.Errorf("answer: %v, want ErrRunEnded", err)
 	}
-	if _, err := w.Wait(t.Context(), rt, "w1"); !errors.Is(err, workflow.ErrCancelled) {
+	if _, err := w.Wait(t.Context(), rt, "w1"); !errors.Is(err, agent.ErrRunCancelled) {
 		t.Errorf("Wait = %v, want ErrCancelled", err)
 	}
 	if n := runs.Load(); n != 0 {

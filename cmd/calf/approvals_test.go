@@ -204,7 +204,7 @@ func TestApprovalsOfEndedRun(t *testing.T) {
 			t.Fatal("calf approvals list never showed r3/c1")
 		}
 	}
-	if _, err := rt.Cancel(ctx, "ops", id, "release called off"); err != nil {
+	if _, err := rt.Cancel(ctx, agent.RunRef{Name: "ops", RunID: id}, "release called off"); err != nil {
 		t.Fatal(err)
 	}
 	if l := runMain(ctx, "", "approvals", "list", "--store", storeURL); l.code != exitOK || strings.Contains(l.stdout, "r3/c1") {

@@ -201,11 +201,11 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 	var s runSummary
 	switch {
 	case rs != nil && what == "pause":
-		rs, err = rt.Pause(ctx, rs.Agent, id, reason)
+		rs, err = rt.Pause(ctx, agent.RunRef{Kind: "agent", Name: rs.Agent, RunID: id}, reason)
 	case rs != nil && what == "resume":
-		rs, err = rt.Resume(ctx, rs.Agent, id)
+		rs, err = rt.Resume(ctx, agent.RunRef{Kind: "agent", Name: rs.Agent, RunID: id})
 	case rs != nil:
-		rs, err = rt.Cancel(ctx, rs.Agent, id, reason)
+		rs, err = rt.Cancel(ctx, agent.RunRef{Kind: "agent", Name: rs.Agent, RunID: id}, reason)
 	case what == "pause":
 		ts, err = team.PauseRun(ctx, rt, id, reason)
 	case what == "resume":

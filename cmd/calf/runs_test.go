@@ -144,7 +144,7 @@ func TestRunsCommands(t *testing.T) {
 	if err := tm.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := tm.Submit(ctx, rt, &team.Request{RunID: "team-1", Prompt: "go"}); err != nil {
+	if _, err := tm.Submit(ctx, rt, "go", &team.RunOptions{RunID: "team-1"}); err != nil {
 		t.Fatal(err)
 	}
 	waitTeam := func(id, want string) {

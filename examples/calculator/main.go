@@ -74,7 +74,7 @@ func run(ctx context.Context, m model.Model, question string, w io.Writer) (stri
 		case agent.EventToolResult:
 			fmt.Fprintf(w, "<- %s\n", ev.ToolResult.Result.Text())
 		case agent.EventOutput:
-			out, err := calc.Result(ctx, rt, ev.RunID)
+			out, err := calc.Wait(ctx, rt, ev.RunID)
 			if err != nil {
 				return "", err
 			}

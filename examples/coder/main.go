@@ -108,7 +108,7 @@ func run(ctx context.Context, m model.Model, dir, task string, in io.Reader, out
 				return "", err
 			}
 		case agent.EventOutput:
-			res, err := coder.Result(ctx, rt, ev.RunID)
+			res, err := coder.Wait(ctx, rt, ev.RunID)
 			if err != nil {
 				return "", err
 			}

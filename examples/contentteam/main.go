@@ -83,7 +83,7 @@ func run(ctx context.Context, m model.Model, topic string, w io.Writer) (string,
 		case team.EventMemberDone:
 			fmt.Fprintf(w, "[step %d] %s done (%d tokens)\n", ev.Step, ev.Member, ev.Output.Usage.TotalTokens)
 		case team.EventOutput:
-			out, err := content.Result(ctx, rt, ev.RunID)
+			out, err := content.Wait(ctx, rt, ev.RunID)
 			if err != nil {
 				return "", err
 			}

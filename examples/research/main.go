@@ -147,7 +147,7 @@ func run(ctx context.Context, m model.Model, question string, w io.Writer) (stri
 		case ev.Kind == team.EventMember && ev.Agent.Kind == agent.EventOutput && ev.Agent.Agent != lead.Name():
 			fmt.Fprintf(w, "%s answered (%d model calls)\n", ev.Agent.Agent, ev.Agent.Output.Steps)
 		case ev.Kind == team.EventOutput:
-			out, err := research.Result(ctx, rt, ev.RunID)
+			out, err := research.Wait(ctx, rt, ev.RunID)
 			if err != nil {
 				return "", err
 			}

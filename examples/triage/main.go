@@ -144,7 +144,7 @@ func run(ctx context.Context, m model.Model, question string, w io.Writer) (stri
 		case agent.EventHandoff:
 			fmt.Fprintf(w, "[%s] handed off to %s\n", ev.Agent, ev.Output.Handoff.Agent)
 		case agent.EventOutput:
-			out, err := triage.Result(ctx, rt, ev.RunID)
+			out, err := triage.Wait(ctx, rt, ev.RunID)
 			if err != nil {
 				return "", err
 			}

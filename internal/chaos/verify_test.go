@@ -161,29 +161,21 @@ func verify(t *testing.T, h *harness, c *caller, st store.Store, outages []outag
 
 	// The runs without their output at the caller: did they end?
 	status := map[string]string{}
-	deadline = time.Now().Add(settleTimeout)
-	for len(pending) > 0 {
-		var still []string
-		for _, id := range pending {
-			out, err := c.agent.Result(ctx, c.rt, id)
-			switch {
-			case err == nil && classify(nil, out) == "ok":
-				status[id] = "completed"
-			case err == nil:
-				status[id] = "wrong output"
-			case strings.Contains(err.Error(), "is still"):
-				status[id] = "not ended"
-				still = append(still, id)
-			default:
-				status[id] = shortStatus(err)
-			}
+	wctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	for _, id := range pending {
+		out, err := c.agent.Wait(wctx, c.rt, id)
+		switch {
+		case err == nil && classify(nil, out) == "ok":
+			status[id] = "completed"
+		case err == nil:
+			status[id] = "wrong output"
+		case wctx.Err() != nil:
+			status[id] = "not ended"
+		default:
+			status[id] = shortStatus(err)
 		}
-		pending = still
-		if len(pending) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Second)
 	}
+	cancel()
 	for id, s := range status {
 		switch {
 		case s == "completed" && replayedRuns[id]:

@@ -26,7 +26,7 @@ func TestPauseResumeAcrossRestartNATSPostgres(t *testing.T) {
 	if out, err := runCalf(t, calfBin, "runs", "pause", "--store", cfg.StoreURL, "--broker", brokerURL, id); err == nil || !strings.Contains(out, "no agent or team run") {
 		t.Fatalf("calf runs pause of a run not submitted: %v\n%s", err, out)
 	}
-	if _, err := c.rt.Pause(t.Context(), cfg.Agent, id, "maintenance"); err != nil {
+	if _, err := c.rt.Pause(t.Context(), agent.RunRef{Name: cfg.Agent, RunID: id}, "maintenance"); err != nil {
 		t.Fatal(err)
 	}
 	done := c.run(t, id)

@@ -31,7 +31,7 @@ func TestKillWorkflowWorker(t *testing.T) {
 	first := startWorkflowWorker(t, h, cfg, &crashing)
 	id := "wf-crash-" + calf.NewID()[:12]
 	runs = append(runs, id)
-	if _, err := c.w.Start(t.Context(), c.rt, wfState{}, &workflow.RunOptions{RunID: id}); err != nil {
+	if _, err := c.w.Submit(t.Context(), c.rt, wfState{}, &workflow.RunOptions{RunID: id}); err != nil {
 		t.Fatal(err)
 	}
 	res := c.wait(t, id)
@@ -62,7 +62,7 @@ func TestKillWorkflowWorker(t *testing.T) {
 	// A fault-free run on the second worker.
 	clean := "wf-clean-" + calf.NewID()[:12]
 	runs = append(runs, clean)
-	if _, err := c.w.Start(t.Context(), c.rt, wfState{}, &workflow.RunOptions{RunID: clean}); err != nil {
+	if _, err := c.w.Submit(t.Context(), c.rt, wfState{}, &workflow.RunOptions{RunID: clean}); err != nil {
 		t.Fatal(err)
 	}
 	want := awaitWorkflow(t, clean, c.wait(t, clean))
@@ -140,7 +140,7 @@ func TestWorkflowInterruptAcrossWorkers(t *testing.T) {
 	first := startWorkflowWorker(t, h, cfg, wcfg)
 	id := "wf-approve-" + calf.NewID()[:12]
 	runs = append(runs, id)
-	if _, err := c.w.Start(t.Context(), c.rt, wfState{}, &workflow.RunOptions{RunID: id}); err != nil {
+	if _, err := c.w.Submit(t.Context(), c.rt, wfState{}, &workflow.RunOptions{RunID: id}); err != nil {
 		t.Fatal(err)
 	}
 	r := awaitWorkflow(t, id, c.wait(t, id))
@@ -161,7 +161,7 @@ func TestWorkflowInterruptAcrossWorkers(t *testing.T) {
 	h.waitExit(first)
 
 	second := startWorkflowWorker(t, h, cfg, wcfg)
-	if err := c.w.Resume(t.Context(), c.rt, id, "yes"); err != nil {
+	if err := c.w.Answer(t.Context(), c.rt, id, "yes"); err != nil {
 		t.Fatal(err)
 	}
 	r = awaitWorkflow(t, id, c.wait(t, id))
@@ -171,7 +171,7 @@ func TestWorkflowInterruptAcrossWorkers(t *testing.T) {
 	if diff := cmp.Diff(wfState{Trail: []string{"a", "approve", "b"}, Input: "yes"}, r.state); diff != "" {
 		t.Errorf("final state (-want +got):\n%s", diff)
 	}
-	if err := c.w.Resume(t.Context(), c.rt, id, "again"); err == nil || !strings.Contains(err.Error(), "not interrupted") {
+	if err := c.w.Answer(t.Context(), c.rt, id, "again"); err == nil || !strings.Contains(err.Error(), "not interrupted") {
 		t.Errorf("resuming a complete run: %v; want an error", err)
 	}
 	h.stopAll()
