@@ -41,12 +41,16 @@
 // output channel and on the ReplyTo of its input. That is what lets a team
 // be the member of another.
 //
-// [Team.Run] waits for a run's output; [Team.RunStream] yields the run's
-// events and its members' (model deltas, tool calls, outputs), each
-// tagged with the step and the member, in each member run's causal order
-// (a step's deltas before its tool calls and output). A failed run's
-// error names the team, the member that failed, its kind and its run id,
-// and the member's own reason.
+// A team's runs have the verbs of an agent's and a workflow's:
+// [Team.Submit] starts a run and returns its id, [Team.Wait] waits for its
+// end in any process, [Team.Run] does both, [Team.Cancel], [Team.Pause]
+// and [Team.Resume] control it, and [Team.DecodeOutput] reads its output
+// event. [Team.RunStream] yields the run's events and its members' (model
+// deltas, tool calls, outputs), each tagged with the step and the member,
+// in each member run's causal order (a step's deltas before its tool calls
+// and output). A failed or cancelled run's error is an *agent.RunError of
+// Kind "team"; its reason names the member that failed, its kind and its
+// run id, and the member's own reason.
 //
 // The channels and payloads are specified in docs/channels.md; when to
 // use a team rather than handoffs, agents as tools or a workflow is

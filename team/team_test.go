@@ -219,7 +219,7 @@ func TestSequentialMemberFails(t *testing.T) {
 	if !errors.Is(err, agent.ErrRunFailed) || err.Error() != want {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}
-	// Team.Result, in any process, says the same.
+	// Team.Wait, in any process, says the same.
 	if _, err := tm.Wait(runCtx(t), e.rt, "r1"); !errors.Is(err, agent.ErrRunFailed) || err.Error() != want {
 		t.Errorf("Result: %v\nwant %s", err, want)
 	}
