@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,9 +184,10 @@ func TestAgentSubmitter(t *testing.T) {
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	var deltas atomic.Int64
+	streamed := make(chan struct{})
+	var once sync.Once
 	if err := rt.Client().Handle(ctx, agent.StreamChannel("starter"), func(context.Context, *calf.Message) error {
-		deltas.Add(1)
+		once.Do(func() { close(streamed) })
 		return nil
 	}, nil); err != nil {
 		t.Fatal(err)
@@ -206,8 +207,12 @@ func TestAgentSubmitter(t *testing.T) {
 	if out.Output != "one two three" {
 		t.Fatalf("result: %+v", out)
 	}
-	if deltas.Load() == 0 {
-		t.Error("the started run did not stream")
+	// The deltas were published before the output; their handler may
+	// come to them after Wait returns.
+	select {
+	case <-streamed:
+	case <-ctx.Done():
+		t.Error("the submitted run did not stream")
 	}
 	if _, ok := runner.Team(team.Must(team.NewSequential("t", []team.Member{team.AgentMember(a)}, nil))).(runner.Submitter); ok {
 		t.Error("a team's runner claims to start runs")
