@@ -314,7 +314,7 @@ func (a *Agent[Out]) AddTool(t tool.Tool) error {
 	return nil
 }
 
-// Tools returns the definitions of the agent's tools.
+// Tools returns the definitions of the agent's own tools.
 func (a *Agent[Out]) Tools() []model.ToolDefinition {
 	a.mu.RLock()
 	defer a.mu.RUnlock()

@@ -80,13 +80,6 @@ func (rt *Runtime) endApprovals(ctx context.Context, runID string) error {
 	return nil
 }
 
-// RevokeSessionTool takes back the permission, given with
-// [approval.Answer.ForSession], to call the tool name in the session id
-// without asking. Revoking what was not allowed does nothing.
-func (rt *Runtime) RevokeSessionTool(ctx context.Context, id, name string) error {
-	return rt.setSessionTool(ctx, id, name, false)
-}
-
 // setSessionTool adds the tool name to the session's allowed tools, or
 // removes it.
 func (rt *Runtime) setSessionTool(ctx context.Context, id, name string, allow bool) error {

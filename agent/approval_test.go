@@ -388,7 +388,7 @@ func TestApprovalForSession(t *testing.T) {
 		t.Errorf("the second run asked: %+v", as)
 	}
 	// Revoked, it asks again.
-	if err := e.rt.RevokeSessionTool(t.Context(), "sess", "add"); err != nil {
+	if err := session.RevokeTool(t.Context(), e.rt.Store(), "sess", "add"); err != nil {
 		t.Fatal(err)
 	}
 	done = run("f3")

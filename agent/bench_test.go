@@ -121,7 +121,7 @@ func BenchmarkSessionTurnSQLite(b *testing.B) {
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
-		out, err := a.Run(ctx, rt, "add 2 and 3", a.InSession(fmt.Sprint("s", n/50)))
+		out, err := a.Run(ctx, rt, "add 2 and 3", &agent.RunOptions{SessionID: fmt.Sprint("s", n/50)})
 		if err != nil {
 			b.Fatal(err)
 		}

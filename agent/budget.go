@@ -62,8 +62,8 @@ type Spent struct {
 	Cost  model.Cost  `json:"cost"`
 }
 
-// Add returns the sum of s and t.
-func (s Spent) Add(t Spent) Spent {
+// add returns the sum of s and t.
+func (s Spent) add(t Spent) Spent {
 	return Spent{Usage: s.Usage.Add(t.Usage), Cost: s.Cost.Add(t.Cost)}
 }
 
@@ -90,7 +90,7 @@ func (stop *BudgetStop) stops(b *Budget, st *runState) bool {
 	}
 	spent := st.spent()
 	if stop.Scope == "session" && st.SessionSpent != nil {
-		spent = spent.Add(*st.SessionSpent)
+		spent = spent.add(*st.SessionSpent)
 	}
 	next := Spent{Usage: model.Usage{Requests: 1}}
 	if stop.Next != nil {
@@ -138,7 +138,7 @@ func (b *Budget) exceeded(spent Spent, next model.Usage, price func(model.Usage)
 func (st *runState) spent() Spent {
 	s := Spent{Usage: st.Usage, Cost: st.Cost}
 	if st.Inherited != nil {
-		s = s.Add(*st.Inherited)
+		s = s.add(*st.Inherited)
 	}
 	return s
 }
@@ -180,7 +180,7 @@ func (h *handlers[Out]) checkBudget(st *runState, req *model.Request) *BudgetSto
 	if b := st.SessionBudget; b != nil {
 		total := spent
 		if st.SessionSpent != nil {
-			total = total.Add(*st.SessionSpent)
+			total = total.add(*st.SessionSpent)
 		}
 		if why := b.exceeded(total, next, price); why != "" {
 			return &BudgetStop{Scope: "session", Budget: *b, Spent: total, Reason: why, Next: estimate}

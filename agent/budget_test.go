@@ -157,10 +157,10 @@ func TestSessionBudget(t *testing.T) {
 	if err := e.rt.SetSessionBudget(t.Context(), "s", &agent.Budget{MaxModelCalls: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Run(runCtx(t), e.rt, "tick", a.InSession("s")); err != nil {
+	if _, err := a.Run(runCtx(t), e.rt, "tick", &agent.RunOptions{SessionID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	id, err := a.Submit(t.Context(), e.rt, "tick again", a.InSession("s"))
+	id, err := a.Submit(t.Context(), e.rt, "tick again", &agent.RunOptions{SessionID: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,9 +191,9 @@ func TestCompactionDeniedOrFailing(t *testing.T) {
 	}{
 		{"denied", []agent.Hook{hook("keep-all", agent.HookPreCompact, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
 			if in.Tokens <= 1000 {
-				return agent.Allow(), nil // the threshold was passed: never here
+				return agent.HookDecision{Action: agent.HookAllow}, nil // the threshold was passed: never here
 			}
-			return agent.Deny("audit needs the whole context"), nil
+			return agent.HookDecision{Action: agent.HookDeny, Reason: "audit needs the whole context"}, nil
 		})}, nil, "keep-all:deny"},
 		{"transform refused", []agent.Hook{hook("odd", agent.HookPreCompact, "", decide(agent.HookDecision{Action: agent.HookTransform, Prompt: "x"}))}, nil, "odd:deny"},
 		{"compactor fails", nil, compaction.Func(func(context.Context, *compaction.Input) (*compaction.Result, error) {

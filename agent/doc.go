@@ -152,7 +152,7 @@
 // # Run options
 //
 // A nil *RunOptions means a new run outside any session;
-// [Agent.InSession] makes the options of a run that continues a session.
+// &RunOptions{SessionID: id} continues a session.
 //
 // # Sessions
 //

@@ -102,7 +102,7 @@ func ExampleAgent_Run_structured() {
 	// Output: {Name:Lyon Country:France}
 }
 
-func ExampleAgent_InSession() {
+func ExampleRunOptions_session() {
 	ctx := context.Background()
 	b := memory.New(nil)
 	defer b.Close()
@@ -123,7 +123,7 @@ func ExampleAgent_InSession() {
 		panic(err)
 	}
 	for _, prompt := range []string{"hello", "are you there?"} {
-		out, err := chat.Run(ctx, rt, prompt, chat.InSession("s1"))
+		out, err := chat.Run(ctx, rt, prompt, &agent.RunOptions{SessionID: "s1"})
 		if err != nil {
 			panic(err)
 		}

@@ -47,7 +47,9 @@ func askAgent(t *testing.T, e *env, perms *agent.Permissions, hooks ...agent.Hoo
 
 func askHook(reason string) agent.Hook {
 	return agent.Hook{Name: "careful", Event: agent.HookPreToolUse, Matcher: "add",
-		Func: func(context.Context, agent.HookInput) (agent.HookDecision, error) { return agent.Ask(reason), nil }}
+		Func: func(context.Context, agent.HookInput) (agent.HookDecision, error) {
+			return agent.HookDecision{Action: agent.HookAsk, Reason: reason}, nil
+		}}
 }
 
 // A pre_tool_use hook answering ask parks the call on approval, as the
@@ -108,7 +110,7 @@ func TestHookAsk(t *testing.T) {
 func TestHookAskRefused(t *testing.T) {
 	deny := agent.Hook{Name: "strict", Event: agent.HookPreToolUse,
 		Func: func(context.Context, agent.HookInput) (agent.HookDecision, error) {
-			return agent.Deny("no adding"), nil
+			return agent.HookDecision{Action: agent.HookDeny, Reason: "no adding"}, nil
 		}}
 	for _, tt := range []struct {
 		name  string
@@ -162,7 +164,9 @@ func TestCommandHookAsk(t *testing.T) {
 	}
 
 	post := agent.Hook{Name: "late", Event: agent.HookPostToolUse,
-		Func: func(context.Context, agent.HookInput) (agent.HookDecision, error) { return agent.Ask("too late"), nil }}
+		Func: func(context.Context, agent.HookInput) (agent.HookDecision, error) {
+			return agent.HookDecision{Action: agent.HookAsk, Reason: "too late"}, nil
+		}}
 	e = newEnv(t, nil)
 	a, _ = askAgent(t, e, nil, post)
 	out, err := a.Run(runCtx(t), e.rt, "add 2 and 3", nil)

@@ -163,33 +163,6 @@ type HookDecision struct {
 	Prompt string `json:"prompt,omitempty"`
 }
 
-// Allow returns the decision that lets a call or result through.
-func Allow() HookDecision { return HookDecision{Action: HookAllow} }
-
-// Deny returns the decision that stops a call or withholds its result,
-// telling the model reason.
-func Deny(reason string) HookDecision { return HookDecision{Action: HookDeny, Reason: reason} }
-
-// TransformArguments returns the pre_tool_use decision that replaces the
-// call's arguments with args.
-func TransformArguments(args json.RawMessage) HookDecision {
-	return HookDecision{Action: HookTransform, Arguments: args}
-}
-
-// TransformResult returns the post_tool_use decision that replaces the
-// call's result with r.
-func TransformResult(r *tool.Result) HookDecision {
-	return HookDecision{Action: HookTransform, Result: r}
-}
-
-// Ask returns the pre_tool_use decision that sends the call to a person's
-// approval, with reason as the request's reason.
-func Ask(reason string) HookDecision { return HookDecision{Action: HookAsk, Reason: reason} }
-
-// Skip returns the decision that lets a call or result through as it is
-// and runs no later hook.
-func Skip() HookDecision { return HookDecision{Action: HookSkip} }
-
 // defaultHookTimeout is the default of [Hook.Timeout].
 const defaultHookTimeout = 30 * time.Second
 

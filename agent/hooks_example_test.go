@@ -25,7 +25,7 @@ func ExampleHook() {
 	guard := agent.Hook{
 		Name: "no-deletes", Event: agent.HookPreToolUse, Matcher: "delete_*",
 		Func: func(ctx context.Context, in agent.HookInput) (agent.HookDecision, error) {
-			return agent.Deny("deleting needs a person"), nil
+			return agent.HookDecision{Action: agent.HookDeny, Reason: "deleting needs a person"}, nil
 		},
 	}
 	m := modeltest.NewTestModel(

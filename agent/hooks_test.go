@@ -82,34 +82,34 @@ func TestHooks(t *testing.T) {
 		recorded string
 		status   string
 	}{
-		{"allow", []agent.Hook{hook("audit", agent.HookPreToolUse, "*", decide(agent.Allow()))},
+		{"allow", []agent.Hook{hook("audit", agent.HookPreToolUse, "*", decide(agent.HookDecision{Action: agent.HookAllow}))},
 			"The sum is 5", 1, "audit:allow", agent.StatusSuccess},
-		{"deny", []agent.Hook{hook("policy", agent.HookPreToolUse, "add", decide(agent.Deny("no arithmetic today")))},
+		{"deny", []agent.Hook{hook("policy", agent.HookPreToolUse, "add", decide(agent.HookDecision{Action: agent.HookDeny, Reason: "no arithmetic today"}))},
 			"error: the call was denied by policy: no arithmetic today", 0, "policy:deny", agent.StatusError},
-		{"transform arguments", []agent.Hook{hook("double", agent.HookPreToolUse, "", decide(agent.TransformArguments(json.RawMessage(`{"a":20,"b":30}`))))},
+		{"transform arguments", []agent.Hook{hook("double", agent.HookPreToolUse, "", decide(agent.HookDecision{Action: agent.HookTransform, Arguments: json.RawMessage(`{"a":20,"b":30}`)}))},
 			"The sum is 50", 1, "double:transform", agent.StatusSuccess},
 		{"transforms chain", []agent.Hook{
-			hook("first", agent.HookPreToolUse, "", decide(agent.TransformArguments(json.RawMessage(`{"a":1,"b":1}`)))),
+			hook("first", agent.HookPreToolUse, "", decide(agent.HookDecision{Action: agent.HookTransform, Arguments: json.RawMessage(`{"a":1,"b":1}`)})),
 			hook("second", agent.HookPreToolUse, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
 				seen.Store(string(in.Arguments))
-				return agent.Allow(), nil
+				return agent.HookDecision{Action: agent.HookAllow}, nil
 			}),
 		}, "The sum is 2", 1, "first:transform,second:allow", agent.StatusSuccess},
 		{"skip stops the later hooks", []agent.Hook{
-			hook("trusted", agent.HookPreToolUse, "", decide(agent.Skip())),
-			hook("policy", agent.HookPreToolUse, "", decide(agent.Deny("never reached"))),
+			hook("trusted", agent.HookPreToolUse, "", decide(agent.HookDecision{Action: agent.HookSkip})),
+			hook("policy", agent.HookPreToolUse, "", decide(agent.HookDecision{Action: agent.HookDeny, Reason: "never reached"})),
 		}, "The sum is 5", 1, "trusted:skip", agent.StatusSuccess},
-		{"matcher", []agent.Hook{hook("web", agent.HookPreToolUse, "web_*|bash", decide(agent.Deny("no")))},
+		{"matcher", []agent.Hook{hook("web", agent.HookPreToolUse, "web_*|bash", decide(agent.HookDecision{Action: agent.HookDeny, Reason: "no"}))},
 			"The sum is 5", 1, "", agent.StatusSuccess},
-		{"post transform", []agent.Hook{hook("redact", agent.HookPostToolUse, "", decide(agent.TransformResult(tool.TextResult("[redacted]"))))},
+		{"post transform", []agent.Hook{hook("redact", agent.HookPostToolUse, "", decide(agent.HookDecision{Action: agent.HookTransform, Result: tool.TextResult("[redacted]")}))},
 			"The sum is [redacted]", 1, "redact:transform", agent.StatusSuccess},
-		{"post deny", []agent.Hook{hook("dlp", agent.HookPostToolUse, "", decide(agent.Deny("it holds a secret")))},
+		{"post deny", []agent.Hook{hook("dlp", agent.HookPostToolUse, "", decide(agent.HookDecision{Action: agent.HookDeny, Reason: "it holds a secret"}))},
 			"error: the result was withheld by dlp: it holds a secret", 1, "dlp:deny", agent.StatusError},
 		{"pre and post", []agent.Hook{
 			hook("post", agent.HookPostToolUse, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
-				return agent.TransformResult(tool.TextResult(in.Result.Text() + " (checked)")), nil
+				return agent.HookDecision{Action: agent.HookTransform, Result: tool.TextResult(in.Result.Text() + " (checked)")}, nil
 			}),
-			hook("pre", agent.HookPreToolUse, "", decide(agent.Allow())),
+			hook("pre", agent.HookPreToolUse, "", decide(agent.HookDecision{Action: agent.HookAllow})),
 		}, "The sum is 5 (checked)", 1, "pre:allow,post:transform", agent.StatusSuccess},
 		{"error denies", []agent.Hook{hook("broken", agent.HookPreToolUse, "", func(context.Context, agent.HookInput) (agent.HookDecision, error) {
 			return agent.HookDecision{}, errors.New("policy store down")
@@ -120,9 +120,9 @@ func TestHooks(t *testing.T) {
 		{"timeout denies", []agent.Hook{{Name: "slow", Event: agent.HookPreToolUse, Timeout: 50 * time.Millisecond,
 			Func: func(context.Context, agent.HookInput) (agent.HookDecision, error) {
 				<-hang
-				return agent.Allow(), nil
+				return agent.HookDecision{Action: agent.HookAllow}, nil
 			}}}, "error: the hook slow failed: did not answer within 50ms", 0, "slow:deny", agent.StatusError},
-		{"bad transform denies", []agent.Hook{hook("sloppy", agent.HookPreToolUse, "", decide(agent.TransformArguments(json.RawMessage(`[1]`))))},
+		{"bad transform denies", []agent.Hook{hook("sloppy", agent.HookPreToolUse, "", decide(agent.HookDecision{Action: agent.HookTransform, Arguments: json.RawMessage(`[1]`)}))},
 			"error: the hook sloppy failed: a transform of the arguments must give them as a JSON object", 0, "sloppy:deny", agent.StatusError},
 		{"unknown action denies", []agent.Hook{hook("odd", agent.HookPreToolUse, "", decide(agent.HookDecision{Action: "maybe"}))},
 			`error: the hook odd failed: unknown action "maybe"`, 0, "odd:deny", agent.StatusError},
@@ -160,7 +160,7 @@ func TestHooks(t *testing.T) {
 // transform's arguments are recorded.
 func TestHookDecisionsInRunStream(t *testing.T) {
 	e := newEnv(t, nil)
-	a, _, _ := hookedW1(t, e, hook("double", agent.HookPreToolUse, "", decide(agent.TransformArguments(json.RawMessage(`{"a":4,"b":4}`)))))
+	a, _, _ := hookedW1(t, e, hook("double", agent.HookPreToolUse, "", decide(agent.HookDecision{Action: agent.HookTransform, Arguments: json.RawMessage(`{"a":4,"b":4}`)})))
 	var result *agent.ToolResultEvent
 	for ev, err := range a.RunStream(runCtx(t), e.rt, "add", nil) {
 		if err != nil {
@@ -183,13 +183,13 @@ func TestHookDecisionsInRunStream(t *testing.T) {
 func TestHookEventsInRunStream(t *testing.T) {
 	e := newEnv(t, nil)
 	a, _, _ := hookedW1(t, e,
-		hook("prompt", agent.HookUserPromptSubmit, "", decide(agent.Allow())),
-		hook("session", agent.HookSessionStart, "", decide(agent.Allow())),
-		hook("double", agent.HookPreToolUse, "add", decide(agent.TransformArguments(json.RawMessage(`{"a":4,"b":4}`)))),
-		hook("not-me", agent.HookPreToolUse, "other", decide(agent.Deny("never"))),
-		hook("redact", agent.HookPostToolUse, "", decide(agent.TransformResult(tool.TextResult("[redacted]")))),
-		hook("audit", agent.HookStop, "", decide(agent.Allow())),
-		hook("bye", agent.HookSessionEnd, "", decide(agent.Skip())),
+		hook("prompt", agent.HookUserPromptSubmit, "", decide(agent.HookDecision{Action: agent.HookAllow})),
+		hook("session", agent.HookSessionStart, "", decide(agent.HookDecision{Action: agent.HookAllow})),
+		hook("double", agent.HookPreToolUse, "add", decide(agent.HookDecision{Action: agent.HookTransform, Arguments: json.RawMessage(`{"a":4,"b":4}`)})),
+		hook("not-me", agent.HookPreToolUse, "other", decide(agent.HookDecision{Action: agent.HookDeny, Reason: "never"})),
+		hook("redact", agent.HookPostToolUse, "", decide(agent.HookDecision{Action: agent.HookTransform, Result: tool.TextResult("[redacted]")})),
+		hook("audit", agent.HookStop, "", decide(agent.HookDecision{Action: agent.HookAllow})),
+		hook("bye", agent.HookSessionEnd, "", decide(agent.HookDecision{Action: agent.HookSkip})),
 	)
 	var got []string
 	for ev, err := range a.RunStream(runCtx(t), e.rt, "add", &agent.RunOptions{RunID: "hs", SessionID: "s-hs"}) {
@@ -243,12 +243,12 @@ func TestSessionHooks(t *testing.T) {
 			starts = append(starts, in.SessionID+":"+in.Source)
 			mu.Unlock()
 			if in.SessionID == "closed" {
-				return agent.Deny("this session is closed"), nil
+				return agent.HookDecision{Action: agent.HookDeny, Reason: "this session is closed"}, nil
 			}
 			if in.Source == "startup" {
 				return agent.HookDecision{Action: agent.HookTransform, Prompt: "(new conversation) " + in.Prompt}, nil
 			}
-			return agent.Allow(), nil
+			return agent.HookDecision{Action: agent.HookAllow}, nil
 		}),
 		hook("end", agent.HookSessionEnd, "", func(ctx context.Context, in agent.HookInput) (agent.HookDecision, error) {
 			s, err := session.Load(ctx, e.rt.Store(), in.SessionID)
@@ -259,7 +259,7 @@ func TestSessionHooks(t *testing.T) {
 			mu.Lock()
 			ends = append(ends, fmt.Sprintf("%s:%s:%s:%d", in.SessionID, in.Status, in.Output, n))
 			mu.Unlock()
-			return agent.Deny("ignored"), nil
+			return agent.HookDecision{Action: agent.HookDeny, Reason: "ignored"}, nil
 		}),
 	}
 	a := serve(t, e, agent.Must(agent.New("assistant", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
@@ -307,23 +307,23 @@ func TestSubagentStopHook(t *testing.T) {
 	}{
 		{"allow", []agent.Hook{hook("audit", agent.HookSubagentStop, "researcher", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
 			told.Store(fmt.Sprintf("%s %s %s %s %q", in.Subagent, in.SubagentRunID, in.Status, in.ToolName, in.Output))
-			return agent.Allow(), nil
+			return agent.HookDecision{Action: agent.HookAllow}, nil
 		})}, "got: the answer is 42, password hunter2"},
-		{"deny", []agent.Hook{hook("dlp", agent.HookSubagentStop, "", decide(agent.Deny("it holds a secret")))},
+		{"deny", []agent.Hook{hook("dlp", agent.HookSubagentStop, "", decide(agent.HookDecision{Action: agent.HookDeny, Reason: "it holds a secret"}))},
 			"got: the result was withheld by dlp: it holds a secret"},
 		{"transform", []agent.Hook{
 			hook("redact", agent.HookSubagentStop, "research*", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
-				return agent.TransformResult(tool.TextResult(strings.ReplaceAll(in.Result.Text(), "hunter2", "***"))), nil
+				return agent.HookDecision{Action: agent.HookTransform, Result: tool.TextResult(strings.ReplaceAll(in.Result.Text(), "hunter2", "***"))}, nil
 			}),
 			hook("shout", agent.HookSubagentStop, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
-				return agent.TransformResult(tool.TextResult(strings.ToUpper(in.Result.Text()))), nil
+				return agent.HookDecision{Action: agent.HookTransform, Result: tool.TextResult(strings.ToUpper(in.Result.Text()))}, nil
 			}),
 		}, "got: THE ANSWER IS 42, PASSWORD ***"},
 		{"skip", []agent.Hook{
-			hook("trusted", agent.HookSubagentStop, "", decide(agent.Skip())),
-			hook("dlp", agent.HookSubagentStop, "", decide(agent.Deny("it holds a secret"))),
+			hook("trusted", agent.HookSubagentStop, "", decide(agent.HookDecision{Action: agent.HookSkip})),
+			hook("dlp", agent.HookSubagentStop, "", decide(agent.HookDecision{Action: agent.HookDeny, Reason: "it holds a secret"})),
 		}, "got: the answer is 42, password hunter2"},
-		{"other subagent", []agent.Hook{hook("dlp", agent.HookSubagentStop, "writer", decide(agent.Deny("never")))},
+		{"other subagent", []agent.Hook{hook("dlp", agent.HookSubagentStop, "writer", decide(agent.HookDecision{Action: agent.HookDeny, Reason: "never"}))},
 			"got: the answer is 42, password hunter2"},
 		{"failing", []agent.Hook{hook("broken", agent.HookSubagentStop, "", func(context.Context, agent.HookInput) (agent.HookDecision, error) {
 			return agent.HookDecision{}, errors.New("no policy")
@@ -370,7 +370,9 @@ func TestSubagentStopHook(t *testing.T) {
 }
 
 func TestInvalidHooks(t *testing.T) {
-	ok := func(context.Context, agent.HookInput) (agent.HookDecision, error) { return agent.Allow(), nil }
+	ok := func(context.Context, agent.HookInput) (agent.HookDecision, error) {
+		return agent.HookDecision{Action: agent.HookAllow}, nil
+	}
 	for _, h := range []agent.Hook{
 		{Event: agent.HookPreToolUse, Func: ok},
 		{Name: "x", Event: "on_sunday", Func: ok},
@@ -442,14 +444,14 @@ func TestUserPromptSubmitHook(t *testing.T) {
 	hooks := []agent.Hook{
 		hook("no-secrets", agent.HookUserPromptSubmit, "assistant", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
 			if strings.Contains(in.Prompt, "password") {
-				return agent.Deny("prompts must not hold passwords"), nil
+				return agent.HookDecision{Action: agent.HookDeny, Reason: "prompts must not hold passwords"}, nil
 			}
-			return agent.Allow(), nil
+			return agent.HookDecision{Action: agent.HookAllow}, nil
 		}),
 		hook("polite", agent.HookUserPromptSubmit, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
 			return agent.HookDecision{Action: agent.HookTransform, Prompt: in.Prompt + ", please"}, nil
 		}),
-		hook("other-agent", agent.HookUserPromptSubmit, "someone_else", decide(agent.Deny("never"))),
+		hook("other-agent", agent.HookUserPromptSubmit, "someone_else", decide(agent.HookDecision{Action: agent.HookDeny, Reason: "never"})),
 	}
 	a := serve(t, e, agent.Must(agent.New("assistant", counted(&calls, func(_ context.Context, req *model.Request) (*model.Response, error) {
 		seen.Store(req.Messages[len(req.Messages)-1].Text())
@@ -493,7 +495,7 @@ func TestSubagentStartAndStopHooks(t *testing.T) {
 	}), nil)))
 	stop := hook("audit", agent.HookStop, "", func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
 		stops.Store(in.RunID, string(in.Status)+":"+in.Output)
-		return agent.Deny("ignored"), nil
+		return agent.HookDecision{Action: agent.HookDeny, Reason: "ignored"}, nil
 	})
 	lead := func(name string, start agent.Hook) *agent.Agent[string] {
 		return serve(t, e, agent.Must(agent.New(name, modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
@@ -507,7 +509,7 @@ func TestSubagentStartAndStopHooks(t *testing.T) {
 			Hooks: []agent.Hook{start, stop},
 		})))
 	}
-	deny := lead("denier", hook("budget", agent.HookSubagentStart, "research*", decide(agent.Deny("no budget left"))))
+	deny := lead("denier", hook("budget", agent.HookSubagentStart, "research*", decide(agent.HookDecision{Action: agent.HookDeny, Reason: "no budget left"})))
 	out, err := deny.Run(runCtx(t), e.rt, "ask", &agent.RunOptions{RunID: "d1"})
 	if err != nil || out.Output != "got: the call was denied by budget: no budget left" || childPrompt.Load() != nil {
 		t.Fatalf("denied start: %+v, %v; the subagent saw %v", out, err, childPrompt.Load())

@@ -81,20 +81,14 @@ func (rt *Runtime) claimSweep(ctx context.Context, every time.Duration) (bool, e
 	return true, nil
 }
 
-// A Sweeper removes from s what a kind of run (a team's, a workflow's)
-// leaves behind once it ended before before, and returns how many runs
-// and records it removed. Packages whose runs keep records of their own
-// register one on the runtime they serve on ([Runtime.AddSweeper]), so
-// that [Runtime.Sweep] removes them too.
-type Sweeper func(ctx context.Context, s store.Store, before time.Time) (runs, records int, err error)
-
-// AddSweeper registers fn under name, once: a second registration under
+// AddSweeper registers fn under name, once, so that [Runtime.Sweep]
+// removes what it sweeps too: a second registration under
 // the same name changes nothing.
-func (rt *Runtime) AddSweeper(name string, fn Sweeper) {
+func (rt *Runtime) AddSweeper(name string, fn store.Sweeper) {
 	rt.sweepMu.Lock()
 	defer rt.sweepMu.Unlock()
 	if rt.sweepers == nil {
-		rt.sweepers = map[string]Sweeper{}
+		rt.sweepers = map[string]store.Sweeper{}
 	}
 	if _, ok := rt.sweepers[name]; !ok {
 		rt.sweepers[name] = fn
@@ -132,7 +126,7 @@ func (rt *Runtime) Sweep(ctx context.Context, opts SweepOptions) (*SweepResult, 
 		}
 	}
 	rt.sweepMu.Lock()
-	var sweepers []Sweeper
+	var sweepers []store.Sweeper
 	for _, name := range rt.sweepOrder {
 		sweepers = append(sweepers, rt.sweepers[name])
 	}

@@ -76,17 +76,6 @@ type RunOptions struct {
 	Permissions *Permissions
 }
 
-// InSession returns the options of a run that continues the session id,
-// for [Agent.Run], [Agent.RunStream] and [Agent.Submit], the same as
-// &RunOptions{SessionID: id}:
-//
-//	out, err := chat.Run(ctx, rt, "and in French?", chat.InSession("s1"))
-//
-// Set further fields on the result, or build a [RunOptions] for more.
-func (a *Agent[Out]) InSession(id string) *RunOptions {
-	return &RunOptions{SessionID: id}
-}
-
 // Output is the result of a completed run. It is the caller's to change:
 // its messages and tool calls share no memory with the run's state, which
 // the runtime may keep.

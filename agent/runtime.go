@@ -75,7 +75,7 @@ type Runtime struct {
 	preparing chan struct{}
 
 	sweepMu    sync.Mutex
-	sweepers   map[string]Sweeper
+	sweepers   map[string]store.Sweeper
 	sweepOrder []string
 }
 

@@ -70,7 +70,7 @@ func TestSessionTurnReadsOnlyTheRecord(t *testing.T) {
 	var want []string
 	for turn, p := range []string{"hello", "hi again", "and again"} {
 		counted.take()
-		out, err := a.Run(runCtx(t), rt, p, a.InSession("s"))
+		out, err := a.Run(runCtx(t), rt, p, &agent.RunOptions{SessionID: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestSessionCacheSeesOtherWriters(t *testing.T) {
 		if rt == rtB {
 			ag = b
 		}
-		out, err := ag.Run(runCtx(t), rt, p, ag.InSession("s"))
+		out, err := ag.Run(runCtx(t), rt, p, &agent.RunOptions{SessionID: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,19 +153,19 @@ func TestSessionCacheConcurrentTurns(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	rt, a, last := historyAgent(t, memory.New(nil), st)
-	if _, err := a.Run(runCtx(t), rt, "first", a.InSession("c")); err != nil {
+	if _, err := a.Run(runCtx(t), rt, "first", &agent.RunOptions{SessionID: "c"}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for i := range 6 {
 		wg.Go(func() {
-			if _, err := a.Run(runCtx(t), rt, fmt.Sprint("at once ", i), a.InSession("c")); err != nil {
+			if _, err := a.Run(runCtx(t), rt, fmt.Sprint("at once ", i), &agent.RunOptions{SessionID: "c"}); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	if _, err := a.Run(runCtx(t), rt, "last", a.InSession("c")); err != nil {
+	if _, err := a.Run(runCtx(t), rt, "last", &agent.RunOptions{SessionID: "c"}); err != nil {
 		t.Fatal(err)
 	}
 	// What another process reads of the session, before the last turn.

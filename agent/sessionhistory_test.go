@@ -101,7 +101,7 @@ type storedRun struct {
 func startWaiting(t *testing.T, rt *agent.Runtime, a *agent.Agent[string]) (approval.Approval, <-chan runResult) {
 	t.Helper()
 	for _, p := range []string{"hello", "hi again"} {
-		if _, err := a.Run(runCtx(t), rt, p, a.InSession("s")); err != nil {
+		if _, err := a.Run(runCtx(t), rt, p, &agent.RunOptions{SessionID: "s"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -227,7 +227,7 @@ func TestLongSessionChunks(t *testing.T) {
 			const turns = 40
 			var runs []string
 			for i := range turns {
-				out, err := a.Run(runCtx(t), rt, fmt.Sprint("prompt ", i), a.InSession("long"))
+				out, err := a.Run(runCtx(t), rt, fmt.Sprint("prompt ", i), &agent.RunOptions{SessionID: "long"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -266,7 +266,7 @@ func TestLongSessionChunks(t *testing.T) {
 				t.Errorf("info: %+v, %v", info, err)
 			}
 			// The next turn sees the whole conversation.
-			out, err := a.Run(runCtx(t), rt, "one more", a.InSession("long"))
+			out, err := a.Run(runCtx(t), rt, "one more", &agent.RunOptions{SessionID: "long"})
 			if err != nil || out.Output != fmt.Sprint("reply ", 2*turns+1) {
 				t.Fatalf("turn %d: %+v, %v", turns+1, out, err)
 			}
@@ -325,7 +325,7 @@ func TestSessionOfFormatOne(t *testing.T) {
 	if _, err := e.store.Put(ctx, store.KindSession, "old", data, 0); err != nil {
 		t.Fatal(err)
 	}
-	out, err := a.Run(runCtx(t), rt, "new", a.InSession("old"))
+	out, err := a.Run(runCtx(t), rt, "new", &agent.RunOptions{SessionID: "old"})
 	if err != nil || out.Output != "reply 41" {
 		t.Fatalf("run in the old session: %+v, %v", out, err)
 	}
@@ -387,7 +387,7 @@ func TestLongRunArchivesMessages(t *testing.T) {
 			caller := agent.NewRuntime(calf.NewClient(mb, nil), s, nil)
 			t.Cleanup(func() { _ = caller.Client().Close() })
 			chat := agent.Must(agent.New("long", modeltest.NewTestModel(), nil))
-			if _, err := chat.Run(runCtx(t), caller, "hello", chat.InSession("s")); err != nil {
+			if _, err := chat.Run(runCtx(t), caller, "hello", &agent.RunOptions{SessionID: "s"}); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan runResult, 1)

@@ -156,7 +156,7 @@ func TestStoredRecords(t *testing.T) {
 		if err := chat.Serve(ctx, rt, nil); err != nil {
 			t.Fatal(err)
 		}
-		out, err := chat.Run(ctx, rt, "fourth", chat.InSession("s1"))
+		out, err := chat.Run(ctx, rt, "fourth", &agent.RunOptions{SessionID: "s1"})
 		if err != nil || out.Output != "saw: fourth" || seen != 1+6+1 {
 			t.Errorf("a run continuing the stored session: %+v, %v; the model saw %d messages, want 8", out, err, seen)
 		}
@@ -324,7 +324,7 @@ func TestStoredRecords(t *testing.T) {
 		if err := counter.Serve(ctx, rt, nil); err != nil {
 			t.Fatal(err)
 		}
-		out, err := counter.Run(ctx, rt, "three", counter.InSession("s4"))
+		out, err := counter.Run(ctx, rt, "three", &agent.RunOptions{SessionID: "s4"})
 		if err != nil || out.Output != "counted" || seen.Runs != 2 || strings.Join(seen.Prompts, ",") != "one,two" {
 			t.Errorf("the next run: %+v, %v; the step saw %+v", out, err, seen)
 		}

@@ -49,7 +49,7 @@ func TestThreadMatchesSession(t *testing.T) {
 	prompts := []string{"add 2 and 3", "and again"}
 
 	for _, p := range prompts {
-		if _, err := bySession.Run(runCtx(t), e.rt, p, bySession.InSession("conv")); err != nil {
+		if _, err := bySession.Run(runCtx(t), e.rt, p, &agent.RunOptions{SessionID: "conv"}); err != nil {
 			t.Fatal(err)
 		}
 	}

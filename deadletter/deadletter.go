@@ -274,7 +274,7 @@ func Replay(ctx context.Context, b calf.Broker, s store.Store, id string, now ti
 }
 
 // Sweep removes the dead letters that were replayed before before, with
-// their index entries; it is an agent.Sweeper, which a Worker that
+// their index entries; it is an store.Sweeper, which a Worker that
 // records dead letters registers. A dead letter never replayed is kept:
 // its run waits for it.
 func Sweep(ctx context.Context, s store.Store, before time.Time) (runs, records int, err error) {

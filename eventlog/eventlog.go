@@ -543,7 +543,7 @@ func (l *Log) Delete(ctx context.Context, log string) error {
 
 // Sweep removes the logs whose last event was logged before before, and
 // returns how many logs and records it removed. It has the shape of an
-// agent.Sweeper: register it with the runtime's AddSweeper, so that a
+// store.Sweeper: register it with the runtime's AddSweeper, so that a
 // worker's retention removes the logs of old runs with the runs.
 func Sweep(ctx context.Context, st store.Store, before time.Time) (logs, records int, err error) {
 	last := map[string]time.Time{}

@@ -199,7 +199,7 @@ func TestMCPToolUnderPermissionsAndHooks(t *testing.T) {
 	hook := agent.Hook{Name: "audit", Event: agent.HookPreToolUse, Matcher: "odd__*",
 		Func: func(_ context.Context, in agent.HookInput) (agent.HookDecision, error) {
 			hooked = append(hooked, in.ToolName+":"+string(in.ToolKind))
-			return agent.Allow(), nil
+			return agent.HookDecision{Action: agent.HookAllow}, nil
 		}}
 	s := &script{turns: [][]model.ToolCall{{modeltest.Call("c1", "odd__good", `{}`)}}}
 	a := agent.Must(agent.New("guarded", s.model(), &agent.Options{

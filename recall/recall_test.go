@@ -162,11 +162,11 @@ func TestConversationMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, p := range []string{"my name is Alice", "I live in Lyon", "I like tea", "I work at night"} {
-		if _, err := a.Run(t.Context(), rt, p, a.InSession("alice-"+string(rune('a'+i)))); err != nil {
+		if _, err := a.Run(t.Context(), rt, p, &agent.RunOptions{SessionID: "alice-" + string(rune('a'+i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := a.Run(t.Context(), rt, "what do you know?", a.InSession("alice-z")); err != nil {
+	if _, err := a.Run(t.Context(), rt, "what do you know?", &agent.RunOptions{SessionID: "alice-z"}); err != nil {
 		t.Fatal(err)
 	}
 	injected := rec.last().Messages[0].Text()
@@ -174,7 +174,7 @@ func TestConversationMemory(t *testing.T) {
 		strings.Index(injected, "tea") > strings.Index(injected, "night") || strings.Contains(injected, "Lyon") {
 		t.Errorf("alice's run saw:\n%s", injected)
 	}
-	if _, err := a.Run(t.Context(), rt, "hello", a.InSession("bob-1")); err != nil {
+	if _, err := a.Run(t.Context(), rt, "hello", &agent.RunOptions{SessionID: "bob-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if m := rec.last().Messages; len(m) != 1 {

@@ -9,8 +9,15 @@ import (
 // sweepPage is how many records SweepEnded and DeletePrefix read at a time.
 const sweepPage = 200
 
+// A Sweeper removes from s what a kind of run (a team's, a workflow's)
+// leaves behind once it ended before before, and returns how many runs
+// and records it removed. Packages whose runs keep records of their own
+// register one on the agent runtime they serve on (agent's
+// Runtime.AddSweeper), so that its sweep removes them too.
+type Sweeper func(ctx context.Context, s Store, before time.Time) (runs, records int, err error)
+
 // SweepEnded is a helper for the sweepers of finished runs (see
-// agent.Sweeper): it reads the records of kind a page at a time, and for
+// [Sweeper]): it reads the records of kind a page at a time, and for
 // each whose run ended before before (as ended says), calls remove (when
 // not nil), which deletes the run's other records and returns how many;
 // then it deletes the record itself, unless it changed since it was read.

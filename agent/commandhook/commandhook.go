@@ -69,7 +69,7 @@ func New(name string, event agent.HookEvent, matcher string, argv []string, time
 		}
 		out := bytes.TrimSpace(stdout.buf.Bytes())
 		if len(out) == 0 {
-			return agent.Allow(), nil
+			return agent.HookDecision{Action: agent.HookAllow}, nil
 		}
 		var d agent.HookDecision
 		dec := json.NewDecoder(bytes.NewReader(out))

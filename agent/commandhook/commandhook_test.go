@@ -33,10 +33,10 @@ func TestDecisions(t *testing.T) {
 		want       agent.HookDecision
 		err        string
 	}{
-		{"deny by input", `grep -q '"path":"/etc/passwd"' && echo '{"action":"deny","reason":"not there"}'`, agent.Deny("not there"), ""},
-		{"silent allows", `cat >/dev/null`, agent.Allow(), ""},
-		{"ask", `cat >/dev/null; echo '{"action":"ask","reason":"a person decides"}'`, agent.Ask("a person decides"), ""},
-		{"transform", `cat >/dev/null; echo '{"action":"transform","arguments":{"path":"/tmp/x"}}'`, agent.TransformArguments(json.RawMessage(`{"path":"/tmp/x"}`)), ""},
+		{"deny by input", `grep -q '"path":"/etc/passwd"' && echo '{"action":"deny","reason":"not there"}'`, agent.HookDecision{Action: agent.HookDeny, Reason: "not there"}, ""},
+		{"silent allows", `cat >/dev/null`, agent.HookDecision{Action: agent.HookAllow}, ""},
+		{"ask", `cat >/dev/null; echo '{"action":"ask","reason":"a person decides"}'`, agent.HookDecision{Action: agent.HookAsk, Reason: "a person decides"}, ""},
+		{"transform", `cat >/dev/null; echo '{"action":"transform","arguments":{"path":"/tmp/x"}}'`, agent.HookDecision{Action: agent.HookTransform, Arguments: json.RawMessage(`{"path":"/tmp/x"}`)}, ""},
 		{"crash keeps stderr", `echo 'no policy server' >&2; exit 3`, agent.HookDecision{}, "exit status 3: no policy server"},
 		{"garbage", `echo 'yes please'`, agent.HookDecision{}, "printed no decision"},
 		{"unknown field", `echo '{"action":"allow","verdict":"ok"}'`, agent.HookDecision{}, "printed no decision"},

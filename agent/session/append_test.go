@@ -53,7 +53,7 @@ func TestAppendToSession(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := t.Context()
-			if _, err := a.Run(runCtx(t), rt, "I am Ada.", a.InSession("s1")); err != nil {
+			if _, err := a.Run(runCtx(t), rt, "I am Ada.", &agent.RunOptions{SessionID: "s1"}); err != nil {
 				t.Fatal(err)
 			}
 
@@ -78,7 +78,7 @@ func TestAppendToSession(t *testing.T) {
 			if err := session.Append(ctx, rt.Store(), "s1", note...); err != nil {
 				t.Fatal(err)
 			}
-			out, err := a.Run(runCtx(t), rt, "What is the code?", a.InSession("s1"))
+			out, err := a.Run(runCtx(t), rt, "What is the code?", &agent.RunOptions{SessionID: "s1"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func TestAppendToSession(t *testing.T) {
 			mu.Unlock()
 			done := make(chan error, 1)
 			go func() {
-				_, err := a.Run(runCtx(t), rt, "Wait for me.", a.InSession("s1"))
+				_, err := a.Run(runCtx(t), rt, "Wait for me.", &agent.RunOptions{SessionID: "s1"})
 				done <- err
 			}()
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {

@@ -28,7 +28,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	for _, prompt := range []string{"I am Ada.", "What is my name?"} {
-		if _, err := chat.Run(ctx, rt, prompt, chat.InSession("chat-1")); err != nil {
+		if _, err := chat.Run(ctx, rt, prompt, &agent.RunOptions{SessionID: "chat-1"}); err != nil {
 			log.Fatal(err)
 		}
 	}

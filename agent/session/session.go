@@ -233,6 +233,16 @@ func SetTitle(ctx context.Context, s store.Store, id, title string) error {
 	return sessions(s).SetTitle(ctx, id, title)
 }
 
+// RevokeTool takes back the permission, given with an approval answered
+// for the session (agent/approval's Answer.ForSession), to call the tool
+// name in the stored session id without asking: the tool's next call in
+// the session's runs asks again. Revoking what was not allowed does
+// nothing; a session that does not exist gives an error matching
+// [store.ErrNotFound].
+func RevokeTool(ctx context.Context, s store.Store, id, name string) error {
+	return sessions(s).SetToolAllowed(ctx, id, name, false)
+}
+
 // Save writes a session whole, replacing any stored one with its id: use
 // it to restore a serialized conversation or to seed one. Its CreatedAt is
 // kept when set; its Active runs are not (they are those of the store).

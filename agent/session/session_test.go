@@ -76,12 +76,12 @@ func TestSessionsOnEveryStore(t *testing.T) {
 			// Three sessions, a minute apart; the second has two runs.
 			for i, id := range []string{"s1", "s2", "s3"} {
 				clock.advance(time.Minute)
-				if _, err := a.Run(runCtx(t), rt, fmt.Sprintf("Hello from session %d\nmore text", i+1), a.InSession(id)); err != nil {
+				if _, err := a.Run(runCtx(t), rt, fmt.Sprintf("Hello from session %d\nmore text", i+1), &agent.RunOptions{SessionID: id}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			clock.advance(time.Minute)
-			if _, err := a.Run(runCtx(t), rt, "and again", a.InSession("s2")); err != nil {
+			if _, err := a.Run(runCtx(t), rt, "and again", &agent.RunOptions{SessionID: "s2"}); err != nil {
 				t.Fatal(err)
 			}
 
@@ -125,7 +125,7 @@ func TestSessionsOnEveryStore(t *testing.T) {
 			if len(fork.Messages) != 2 || fork.ForkedFrom == nil || fork.ForkedFrom.Session != "s2" || fork.Title != "Hello from session 2" {
 				t.Fatalf("fork %+v", fork)
 			}
-			if _, err := a.Run(runCtx(t), rt, "diverge", a.InSession("s2-fork")); err != nil {
+			if _, err := a.Run(runCtx(t), rt, "diverge", &agent.RunOptions{SessionID: "s2-fork"}); err != nil {
 				t.Fatal(err)
 			}
 			parent, err := session.Load(ctx, rt.Store(), "s2")
@@ -172,7 +172,7 @@ func TestSessionsOnEveryStore(t *testing.T) {
 				t.Errorf("s1 replaced by the import: %+v, %v", s1, err)
 			}
 			// The import continues like any session.
-			if _, err := a.Run(runCtx(t), rt, "after the import", a.InSession("s2-copy")); err != nil {
+			if _, err := a.Run(runCtx(t), rt, "after the import", &agent.RunOptions{SessionID: "s2-copy"}); err != nil {
 				t.Fatal(err)
 			}
 			if s, err := session.Load(ctx, rt.Store(), "s2-copy"); err != nil || len(s.Messages) != 6 {
@@ -353,7 +353,7 @@ func TestSessionStatusWhileRunning(t *testing.T) {
 	}), nil)
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.Run(runCtx(t), rt, "take your time", a.InSession("busy"))
+		_, err := a.Run(runCtx(t), rt, "take your time", &agent.RunOptions{SessionID: "busy"})
 		done <- err
 	}()
 	<-started
@@ -379,7 +379,7 @@ func TestSessionOfTheFirstFormat(t *testing.T) {
 	if _, err := s.Put(t.Context(), store.KindSession, "old", []byte(old), 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Run(runCtx(t), rt, "again", a.InSession("old")); err != nil {
+	if _, err := a.Run(runCtx(t), rt, "again", &agent.RunOptions{SessionID: "old"}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := session.Load(t.Context(), rt.Store(), "old")

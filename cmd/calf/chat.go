@@ -354,7 +354,7 @@ func (m *chatModel) start(prompt string) tea.Cmd {
 	})
 	ch := make(chan tea.Msg, 64)
 	m.events = ch
-	a, opts := m.eng.agent, m.eng.agent.InSession(m.session)
+	a, opts := m.eng.agent, &agent.RunOptions{SessionID: m.session}
 	go func() {
 		send := func(msg tea.Msg) bool {
 			select {

@@ -190,7 +190,7 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 	if f.json {
 		v = newJSONView(stdout)
 	}
-	opts := a.InSession(f.session)
+	opts := &agent.RunOptions{SessionID: f.session}
 	opts.WaitForWorkers = f.wait
 	// Tool calls that wait for approval are asked about on standard input,
 	// unless it carried the prompt or the output is JSON for a program.
