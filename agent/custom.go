@@ -45,6 +45,8 @@ type StepContext[State any] struct {
 	// without error is saved with the step's output, in one write. A run
 	// outside a session starts from the zero State.
 	State *State
+	// calls counts the step's model and tool calls and approvals.
+	calls *stepCalls
 }
 
 // CustomOptions configures a custom agent ([NewCustom]). A nil
@@ -136,6 +138,8 @@ type stepCall struct {
 	// scope is the id of the agent's state record; key names the run's
 	// step, so that a step applied once is not applied again.
 	scope, key string
+	// calls is what the step's last run did with its calls.
+	calls *stepCalls
 }
 
 // stepReply is what a step returned: the output as the run records it,
@@ -168,7 +172,15 @@ func (c *Custom[State, Out]) runStep(step StepFunc[State, Out]) func(call *stepC
 		run := func(s *State) (*stepReply, error) {
 			rc := call.rc
 			rc.seq = newSeq() // a step run again emits the same event ids
-			out, err := step(&StepContext[State]{RunContext: rc, State: s}, call.messages)
+			calls := call.calls
+			if calls == nil {
+				calls = &stepCalls{}
+			}
+			*calls = stepCalls{correlationID: calls.correlationID, root: calls.root}
+			out, err := step(&StepContext[State]{RunContext: rc, State: s, calls: calls}, call.messages)
+			if calls.waiting {
+				return nil, errAwaitApproval // even if the step went on without the answer
+			}
 			if err != nil {
 				if cerr := call.rc.Err(); cerr != nil {
 					return nil, cerr
@@ -379,15 +391,20 @@ func (h *handlers[Out]) customStep(ctx context.Context, st *runState, version in
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	rc.Context = sctx
+	calls := &stepCalls{correlationID: st.correlationID(), root: st.Root}
 	reply, err := h.a.step(&stepCall{
 		rc:       rc,
 		messages: model.CloneMessages(st.view()), // the step's to change
 		scope:    stateScope(h.a.name, st.SessionID, st.RunID),
 		key:      st.RunID + "." + strconv.Itoa(st.Step),
+		calls:    calls,
 	})
 	var se *stepError
 	switch {
 	case err == nil:
+	case errors.Is(err, errAwaitApproval):
+		return nil // the answer runs the step again
+
 	case ctx.Err() != nil:
 		return ctx.Err() // shutting down: leave the message for redelivery
 	case sctx.Err() != nil:
@@ -402,6 +419,7 @@ func (h *handlers[Out]) customStep(ctx context.Context, st *runState, version in
 		if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference {
 			return false, nil // cancelled, or recorded by another delivery
 		}
+		cur.Usage, cur.Cost = cur.Usage.Add(calls.usage), cur.Cost.Add(calls.cost)
 		cur.Messages = append(cur.Messages, model.AssistantMessage(reply.Text))
 		cur.Deltas, cur.AdvancedBy = 0, ""
 		cur.Status, cur.Output, cur.EndedAt = RunComplete, reply.Output, h.rt.now()

@@ -61,3 +61,6 @@ func (p *Permissions) Decide(name string, kind tool.Kind) (permissionDecision, s
 
 // LateToolResults is Runtime.lateToolResults.
 func (rt *Runtime) LateToolResults() int64 { return rt.lateToolResults() }
+
+// KindCustomCall is the store kind of a custom step's recorded calls.
+const KindCustomCall = kindCustomCall

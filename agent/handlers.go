@@ -914,6 +914,10 @@ func (h *handlers[Out]) onApproval(ctx context.Context, msg *calf.Message) error
 		return nil // a request: the answer is what acts
 	}
 	h.rt.unwatchApproval(a.ID)
+	if h.a.step != nil {
+		// A custom agent's step asked: it runs again, and finds the answer.
+		return h.infer(ctx, &inference{msg: msg, ev: inferenceEvent{Step: a.Step}}, a.RunID)
+	}
 	return h.toolCall(ctx, msg, a.RunID, ToolCallEvent{Step: a.Step, ToolCallID: a.ToolCallID, ToolName: a.ToolName, Arguments: string(a.Arguments)})
 }
 

@@ -467,5 +467,5 @@ func (a *Agent[Out]) hasHooks(event HookEvent) bool {
 // mayAsk reports whether the agent's tool calls may wait for approval: it
 // has permissions, or pre_tool_use hooks, which may answer [HookAsk].
 func (a *Agent[Out]) mayAsk() bool {
-	return a.opts.Permissions != nil || a.hasHooks(HookPreToolUse)
+	return a.opts.Permissions != nil || a.hasHooks(HookPreToolUse) || a.step != nil
 }

@@ -97,6 +97,12 @@ func (h *handlers[Out]) onInference(ctx context.Context, msg *calf.Message) erro
 	if err := msg.Decode(&inf.ev); err != nil {
 		return calf.Permanent(err)
 	}
+	return h.infer(ctx, inf, id)
+}
+
+// infer handles the inference inf of the run id: its stages, in order.
+func (h *handlers[Out]) infer(ctx context.Context, inf *inference, id string) error {
+	var err error
 	if inf.st, inf.version, err = h.rt.runs.loadStep(ctx, id, inf.ev.Step); err != nil {
 		return err
 	}

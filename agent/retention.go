@@ -175,6 +175,11 @@ func (rt *Runtime) sweepRunRecords(ctx context.Context, id string) (int, error) 
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 	}
+	m, err = store.DeletePrefix(ctx, rt.store, kindCustomCall, id+"/")
+	n += m
+	if err != nil {
+		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
+	}
 	// Approval ids start with the run's id, and so do those of the runs it
 	// started: keep those, which are their runs' to sweep.
 	for after := ""; ; {

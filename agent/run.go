@@ -1191,11 +1191,12 @@ func (o *streamOrder) due(ev Event) bool {
 		return o.called[ev.Subagent.ToolCallID]
 	case EventApproval:
 		// A subagent's request is not about a call of this run.
-		return ev.Approval.RunID != ev.RunID || o.called[ev.Approval.ToolCallID]
+		// A custom step's request is about no tool call event.
+		return ev.Approval.RunID != ev.RunID || o.called[ev.Approval.ToolCallID] || strings.HasPrefix(ev.Approval.ToolCallID, customCallPrefix)
 	case EventHook:
 		return ev.Hook.ToolCallID == "" || o.called[ev.Hook.ToolCallID]
 	case EventCustom:
-		return ev.Custom.ToolCallID == "" || o.called[ev.Custom.ToolCallID]
+		return ev.Custom.ToolCallID == "" || o.called[ev.Custom.ToolCallID] || strings.HasPrefix(ev.Custom.ToolCallID, customCallPrefix)
 	case EventOutput, EventHandoff:
 		return o.deltas[ev.Step] >= ev.Output.Deltas
 	}
