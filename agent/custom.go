@@ -30,13 +30,17 @@ type NoState = struct{}
 // A step may run more than once for one run: when its process stops
 // before the run records what it returned, and when it races another run
 // of the same session for the agent's state (see [StepContext.State]).
-// What it changes of the state is applied once; other side effects
-// should be idempotent, keyed by the run id.
+// What it changes of the state is applied once; the model and tool calls
+// it makes through [StepContext.Generate] and [StepContext.CallTool] are
+// made once (a step run again gets their recorded answers); other side
+// effects should be idempotent, keyed by the run id.
 type StepFunc[State, Out any] func(sc *StepContext[State], in []model.Message) (Out, error)
 
 // StepContext is what a custom agent's step sees: the run (its
 // [RunContext], with its deadline and cancellation), and the agent's
-// typed state.
+// typed state. Its methods Generate, CallTool and Approve call models,
+// run tools and ask a person, each call recorded so that a step run again
+// is not made to call again.
 type StepContext[State any] struct {
 	RunContext
 	// State is the agent's state in the run's session, as the session's
@@ -64,7 +68,8 @@ type CustomOptions struct {
 	// [Options.ModelTimeout].
 	StepTimeout time.Duration
 	// Hooks see the run's prompt, start, end and stop, as a model agent's
-	// do (a custom agent calls no tools); see [Hook].
+	// do; the tools a step runs with [StepContext.CallTool] go through no
+	// hooks; see [Hook].
 	Hooks []Hook
 }
 

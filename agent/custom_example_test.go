@@ -2,12 +2,15 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"strings"
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/tool"
 )
 
 // A custom agent: Go code in place of a model, with typed state kept per
@@ -48,4 +51,47 @@ func ExampleNewCustom() {
 	// noted
 	// buy milk; call Ann
 	// 2 items
+}
+
+// A custom step that asks a model for a tool's arguments and runs the
+// tool: RunStream yields both calls as custom events, and a step run again
+// gets their recorded answers instead of calling again.
+func ExampleStepContext_Generate() {
+	m := modeltest.FunctionModel(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		return &model.Response{Message: model.AssistantMessage(`{"a":2,"b":3}`), Usage: model.Usage{InputTokens: 12, OutputTokens: 5}}, nil
+	})
+	add := tool.Must(tool.New("add", "Adds a and b.", func(ctx context.Context, in struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}) (int, error) {
+		return in.A + in.B, nil
+	}))
+	adder := agent.MustCustom(agent.NewCustom("adder", func(sc *agent.StepContext[agent.NoState], in []model.Message) (string, error) {
+		resp, err := sc.Generate(m, &model.Request{Messages: in})
+		if err != nil {
+			return "", err
+		}
+		res, err := sc.CallTool(add, json.RawMessage(resp.Message.Text()))
+		if err != nil {
+			return "", err
+		}
+		return "the sum is " + res.Text(), nil
+	}, nil))
+
+	for ev, err := range adder.RunStream(context.Background(), nil, "add 2 and 3", nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		switch ev.Kind {
+		case agent.EventCustom:
+			fmt.Println(ev.Custom.Type)
+		case agent.EventOutput:
+			fmt.Println(string(ev.Output.Content), ev.Output.Usage.InputTokens, "input tokens")
+		}
+	}
+	// Output:
+	// model_response
+	// tool_call
+	// tool_result
+	// "the sum is 5" 12 input tokens
 }

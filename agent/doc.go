@@ -187,6 +187,17 @@
 // them. The agent's workers carry out the answers; a [Worker] expires the
 // requests past their [Permissions.ApprovalTimeout].
 //
+// # Custom agents
+//
+// A custom agent ([NewCustom]) runs a Go step in place of a model call.
+// Its step may call models ([StepContext.Generate]) and tools
+// ([StepContext.CallTool]), which the stream yields as custom events
+// (model_response, tool_call, tool_result) and which are recorded by run,
+// step and call number, so that a step run again gets their answers
+// without calling again; and it may ask a person
+// ([StepContext.Approve]): the run waits, holding no goroutine, and the
+// answer runs the step again. docs/sessions.md has the details.
+//
 // # Structured output
 //
 // When Out is not a string, the model is asked for JSON following Out's
