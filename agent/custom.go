@@ -40,7 +40,8 @@ type StepFunc[State, Out any] func(sc *StepContext[State], in []model.Message) (
 // [RunContext], with its deadline and cancellation), and the agent's
 // typed state. Its methods Generate, CallTool and Approve call models,
 // run tools and ask a person, each call recorded so that a step run again
-// is not made to call again.
+// is not made to call again; a step makes them one at a time, in the same
+// order each time it runs.
 type StepContext[State any] struct {
 	RunContext
 	// State is the agent's state in the run's session, as the session's

@@ -22,7 +22,8 @@ import (
 // "{run}/{step}/{n}"; an approval is its own record), so that the step,
 // run again after a crash, a redelivery or an approval's answer, gets the
 // recorded answers instead of calling again. A step must make its calls
-// in the same order each time it runs.
+// in the same order each time it runs, and one at a time (not from
+// goroutines of its own).
 
 // kindCustomCall is the store kind of what a custom agent's step's model
 // calls and tool calls returned, one record per call, id
