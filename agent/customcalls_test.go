@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
@@ -151,6 +152,17 @@ func TestCustomStepGeneratesAndCallsTools(t *testing.T) {
 	}
 	if info.Usage.InputTokens != 10 || info.Usage.OutputTokens != 4 || info.Usage.Requests != 1 {
 		t.Errorf("run usage %+v; want the model call's, once", info.Usage)
+	}
+	// The calls' records go with the run when it is swept.
+	ctx := t.Context()
+	if recs, err := e.store.List(ctx, agent.KindCustomCall, "r1/", "", 10); err != nil || len(recs) != 2 {
+		t.Fatalf("call records %d, %v; want 2", len(recs), err)
+	}
+	if _, err := e.rt.Sweep(ctx, agent.SweepOptions{Before: info.EndedAt.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := e.store.List(ctx, agent.KindCustomCall, "r1/", "", 10); err != nil || len(recs) != 0 {
+		t.Errorf("call records after the sweep %d, %v; want none", len(recs), err)
 	}
 }
 
