@@ -256,13 +256,14 @@ func NewTyped[Out any](name string, m model.Model, opts *Options) (*Agent[Out], 
 	return a, nil
 }
 
-// Must is like New but panics on error. It is meant for agents defined at
-// package level.
-func Must[Out any](a *Agent[Out], err error) *Agent[Out] {
+// Must returns v, or panics with err when it is not nil: wrap a
+// constructor of this package with it ([New], [NewTyped], [NewText],
+// [NewCustom]) for agents defined at package level.
+func Must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
 	}
-	return a
+	return v
 }
 
 // outputType returns Out, for the check of handoff tools.

@@ -118,7 +118,7 @@ func TestCustomStepChangesStayItsOwn(t *testing.T) {
 	e := newEnv(t, nil)
 	var mu sync.Mutex
 	var seen [][]string
-	c := agent.MustCustom(agent.NewCustom("scribe", func(_ *agent.StepContext[agent.NoState], in []model.Message) (string, error) {
+	c := agent.Must(agent.NewCustom("scribe", func(_ *agent.StepContext[struct{}], in []model.Message) (string, error) {
 		var texts []string
 		for i := range in {
 			texts = append(texts, in[i].Text())

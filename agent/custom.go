@@ -16,9 +16,6 @@ import (
 	"github.com/calf-go/calf/store"
 )
 
-// NoState is the state type of a custom agent that keeps none.
-type NoState = struct{}
-
 // StepFunc is the step of a custom agent ([NewCustom]): plain Go code in
 // place of a model call. in is the conversation the agent sees: the
 // session's history (or the thread a handoff or [RunOptions.Thread] gave
@@ -83,7 +80,7 @@ type CustomOptions struct {
 // inference (the step), and an output.
 //
 // Its typed State is kept in the state store per session; [Custom.State],
-// [Custom.SetState] and [Custom.ResetState] read, replace and clear it
+// [Custom.SetState] read and replace it (the zero State clears it)
 // from any process.
 type Custom[State, Out any] struct {
 	*Agent[Out]
@@ -95,7 +92,7 @@ const kindAgentState = "agent_state"
 
 // NewCustom returns a custom agent named name whose step is step. Name it
 // as [New] does. State is the type of the state it keeps between the runs
-// of a session ([NoState] for none); it must encode to JSON. Out is its
+// of a session (struct{} for none); it must encode to JSON. Out is its
 // output type, as for a model agent.
 func NewCustom[State, Out any](name string, step StepFunc[State, Out], opts *CustomOptions) (*Custom[State, Out], error) {
 	if step == nil {
@@ -126,14 +123,6 @@ func NewCustom[State, Out any](name string, step StepFunc[State, Out], opts *Cus
 	c := &Custom[State, Out]{Agent: a}
 	a.step = c.runStep(step)
 	return c, nil
-}
-
-// MustCustom is like NewCustom but panics on error.
-func MustCustom[State, Out any](c *Custom[State, Out], err error) *Custom[State, Out] {
-	if err != nil {
-		panic(err)
-	}
-	return c
 }
 
 // stepCall is one call of a custom agent's step, as the inference handler
@@ -259,8 +248,7 @@ func sessionStatePrefix(session string) string {
 }
 
 // State returns the agent's state in session (the zero State when it has
-// none). A nil rt means [DefaultRuntime], as for Run; so for SetState and
-// ResetState.
+// none). A nil rt means [DefaultRuntime], as for Run; so for SetState.
 func (c *Custom[State, Out]) State(ctx context.Context, rt *Runtime, session string) (State, error) {
 	var s State
 	rec, err := c.stateRecord(ctx, rt, session)
@@ -321,13 +309,6 @@ func (c *Custom[State, Out]) SetState(ctx context.Context, rt *Runtime, session 
 		return fmt.Errorf("agent %s: set state of session %s: %w", c.name, session, err)
 	}
 	return nil
-}
-
-// ResetState clears the agent's state in session: the session's next run
-// starts from the zero State.
-func (c *Custom[State, Out]) ResetState(ctx context.Context, rt *Runtime, session string) error {
-	var zero State
-	return c.SetState(ctx, rt, session, zero)
 }
 
 func checkSession(session string) error {

@@ -20,7 +20,7 @@ func ExampleNewCustom() {
 	type notes struct {
 		Items []string `json:"items"`
 	}
-	keeper := agent.MustCustom(agent.NewCustom("notes", func(sc *agent.StepContext[notes], in []model.Message) (string, error) {
+	keeper := agent.Must(agent.NewCustom("notes", func(sc *agent.StepContext[notes], in []model.Message) (string, error) {
 		prompt := in[len(in)-1].Text()
 		if item, ok := strings.CutPrefix(prompt, "note "); ok {
 			sc.State.Items = append(sc.State.Items, item)
@@ -66,7 +66,7 @@ func ExampleStepContext_Generate() {
 	}) (int, error) {
 		return in.A + in.B, nil
 	}))
-	adder := agent.MustCustom(agent.NewCustom("adder", func(sc *agent.StepContext[agent.NoState], in []model.Message) (string, error) {
+	adder := agent.Must(agent.NewCustom("adder", func(sc *agent.StepContext[struct{}], in []model.Message) (string, error) {
 		resp, err := sc.Generate(m, &model.Request{Messages: in})
 		if err != nil {
 			return "", err

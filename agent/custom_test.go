@@ -59,7 +59,8 @@ func newCounter(t *testing.T, e *env, steps *atomic.Int64) *agent.Custom[tally, 
 
 // A custom agent runs on the agent channels: its output is typed, its
 // events are in RunStream in order, its state follows the session, and
-// State, SetState and ResetState reach it from outside.
+// State and SetState reach it from outside; SetState with the zero state
+// clears it.
 func TestCustomAgentRunStreamAndState(t *testing.T) {
 	e := newEnv(t, nil)
 	var steps atomic.Int64
@@ -134,11 +135,11 @@ func TestCustomAgentRunStreamAndState(t *testing.T) {
 	if out.Output.Runs != 41 {
 		t.Errorf("after SetState(40) the run counted %d; want 41", out.Output.Runs)
 	}
-	if err := c.ResetState(ctx, e.rt, "s1"); err != nil {
+	if err := c.SetState(ctx, e.rt, "s1", tally{}); err != nil {
 		t.Fatal(err)
 	}
 	if s, err := c.State(ctx, e.rt, "s1"); err != nil || s.Runs != 0 || s.Prompts != nil {
-		t.Errorf("after ResetState: %+v, %v; want the zero state", s, err)
+		t.Errorf("after SetState of the zero state: %+v, %v; want the zero state", s, err)
 	}
 	if _, err := c.State(ctx, e.rt, ""); err == nil {
 		t.Error("State of an empty session id: no error")
@@ -159,7 +160,7 @@ func TestCustomAgentRunStreamAndState(t *testing.T) {
 // output is the text.
 func TestCustomAgentStateless(t *testing.T) {
 	e := newEnv(t, nil)
-	upper := agent.MustCustom(agent.NewCustom("upper", func(sc *agent.StepContext[agent.NoState], in []model.Message) (string, error) {
+	upper := agent.Must(agent.NewCustom("upper", func(sc *agent.StepContext[struct{}], in []model.Message) (string, error) {
 		return strings.ToUpper(in[len(in)-1].Text()), nil
 	}, nil))
 	if err := upper.Serve(t.Context(), e.rt, nil); err != nil {
@@ -176,7 +177,7 @@ func TestCustomAgentStateless(t *testing.T) {
 	if err != nil || len(recs) != 0 {
 		t.Errorf("a stateless agent kept %d state records (%v)", len(recs), err)
 	}
-	if _, err := agent.NewCustom[agent.NoState, string]("x", nil, nil); !errors.Is(err, agent.ErrInvalidAgent) {
+	if _, err := agent.NewCustom[struct{}, string]("x", nil, nil); !errors.Is(err, agent.ErrInvalidAgent) {
 		t.Errorf("no step: %v; want ErrInvalidAgent", err)
 	}
 	if _, err := agent.NewCustom("x", func(*agent.StepContext[chan int], []model.Message) (string, error) { return "", nil }, nil); !errors.Is(err, agent.ErrInvalidAgent) {
@@ -187,7 +188,7 @@ func TestCustomAgentStateless(t *testing.T) {
 // A step that overruns its timeout fails the run with a clear error.
 func TestCustomAgentStepTimeout(t *testing.T) {
 	e := newEnv(t, nil)
-	slow := agent.MustCustom(agent.NewCustom("slow", func(sc *agent.StepContext[agent.NoState], _ []model.Message) (string, error) {
+	slow := agent.Must(agent.NewCustom("slow", func(sc *agent.StepContext[struct{}], _ []model.Message) (string, error) {
 		<-sc.Done()
 		return "", sc.Err()
 	}, &agent.CustomOptions{StepTimeout: 50 * time.Millisecond}))

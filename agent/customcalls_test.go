@@ -44,7 +44,7 @@ func (s *failRunAfterCall) Put(ctx context.Context, kind, id string, data []byte
 // "add" with the arguments it answered, and returns the tool's result.
 // With ask, it asks a person to approve the call first, and returns
 // "denied: {message}" when denied.
-func callingAgent(t *testing.T, rt *agent.Runtime, ask bool, steps, modelCalls, toolRuns *atomic.Int64, waiting chan<- struct{}) *agent.Custom[agent.NoState, string] {
+func callingAgent(t *testing.T, rt *agent.Runtime, ask bool, steps, modelCalls, toolRuns *atomic.Int64, waiting chan<- struct{}) *agent.Custom[struct{}, string] {
 	t.Helper()
 	m := modeltest.FunctionModel(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		modelCalls.Add(1)
@@ -63,7 +63,7 @@ func callingAgent(t *testing.T, rt *agent.Runtime, ask bool, steps, modelCalls, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := agent.NewCustom("caller", func(sc *agent.StepContext[agent.NoState], in []model.Message) (string, error) {
+	c, err := agent.NewCustom("caller", func(sc *agent.StepContext[struct{}], in []model.Message) (string, error) {
 		steps.Add(1)
 		resp, err := sc.Generate(m, &model.Request{Messages: in})
 		if err != nil {
@@ -99,7 +99,7 @@ func callingAgent(t *testing.T, rt *agent.Runtime, ask bool, steps, modelCalls, 
 
 // streamRun runs c in RunStream and returns the custom events' types in
 // the order yielded, and the run's output.
-func streamRun(t *testing.T, c *agent.Custom[agent.NoState, string], rt *agent.Runtime, id string) ([]string, *agent.OutputEvent, error) {
+func streamRun(t *testing.T, c *agent.Custom[struct{}, string], rt *agent.Runtime, id string) ([]string, *agent.OutputEvent, error) {
 	var types []string
 	var out *agent.OutputEvent
 	for ev, err := range c.RunStream(runCtx(t), rt, "add 2 and 3", &agent.RunOptions{RunID: id}) {

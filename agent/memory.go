@@ -38,10 +38,6 @@ type MemoryContext struct {
 	Messages []model.Message
 }
 
-// LastUserText returns the text of the last user message of in, the
-// usual query of a memory.
-func (in *MemoryContext) LastUserText() string { return lastUserText(in.Messages) }
-
 // memoryStage is the inference stage of an agent with memories: what
 // they add goes into the request, after the instructions.
 func (h *handlers[Out]) memoryStage(ctx context.Context, inf *inference) (bool, error) {

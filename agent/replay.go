@@ -57,14 +57,12 @@ func (r *Recording) Name() string { return "recording:" + r.run }
 // Prompt returns the prompt the recorded run started with.
 func (r *Recording) Prompt() string { return r.prompt }
 
-// Len returns the number of model responses recorded.
-func (r *Recording) Len() int { return len(r.responses) }
-
-// Calls returns how many responses the replay has taken.
-func (r *Recording) Calls() int {
+// Used returns how many of the recorded model responses the replay has
+// taken, and how many were recorded.
+func (r *Recording) Used() (used, recorded int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.next
+	return r.next, len(r.responses)
 }
 
 // Generate answers with the next recorded response, or an error matching

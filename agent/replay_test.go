@@ -53,8 +53,8 @@ func TestReplayRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Prompt() != "add 2 and 3" || rec.Len() != 2 || rec.Name() != "recording:orig" {
-		t.Fatalf("recording: prompt %q, %d responses, name %q", rec.Prompt(), rec.Len(), rec.Name())
+	if _, n := rec.Used(); rec.Prompt() != "add 2 and 3" || n != 2 || rec.Name() != "recording:orig" {
+		t.Fatalf("recording: prompt %q, %d responses, name %q", rec.Prompt(), n, rec.Name())
 	}
 	// The replay: another runtime, the same tools, the recording as model.
 	replayed := agent.Must(agent.NewText("calc", rec, "Add.", add))
@@ -66,8 +66,8 @@ func TestReplayRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Output != out.Output || rec.Calls() != 2 || adds.Load() != 2 {
-		t.Errorf("replay: %q (original %q), %d calls, the tool ran %d times", got.Output, out.Output, rec.Calls(), adds.Load())
+	if used, _ := rec.Used(); got.Output != out.Output || used != 2 || adds.Load() != 2 {
+		t.Errorf("replay: %q (original %q), %d calls, the tool ran %d times", got.Output, out.Output, used, adds.Load())
 	}
 	// The recording is used up.
 	if _, err := rec.Generate(ctx, nil); !errors.Is(err, agent.ErrRecordingEnded) {

@@ -35,7 +35,7 @@ func TestSweepRemovesOldRuns(t *testing.T) {
 	}
 	// A custom agent with state, run outside a session: its state is the
 	// run's.
-	c := agent.MustCustom(agent.NewCustom("tally", func(sc *agent.StepContext[tally], _ []model.Message) (string, error) {
+	c := agent.Must(agent.NewCustom("tally", func(sc *agent.StepContext[tally], _ []model.Message) (string, error) {
 		sc.State.Runs++
 		return "ok", nil
 	}, nil))

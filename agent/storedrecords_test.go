@@ -312,7 +312,7 @@ func TestStoredRecords(t *testing.T) {
 			Prompts []string `json:"prompts"`
 		}
 		var seen tally
-		counter := agent.MustCustom(agent.NewCustom("counter", func(sc *agent.StepContext[tally], in []model.Message) (string, error) {
+		counter := agent.Must(agent.NewCustom("counter", func(sc *agent.StepContext[tally], in []model.Message) (string, error) {
 			seen = *sc.State
 			sc.State.Runs++
 			sc.State.Prompts = append(sc.State.Prompts, in[len(in)-1].Text())

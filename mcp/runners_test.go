@@ -23,7 +23,7 @@ type draft struct {
 func TestServerTeamAndWorkflow(t *testing.T) {
 	rt := newRuntime(t)
 	ctx := runCtx(t)
-	upper := agent.MustCustom(agent.NewCustom("upper", func(_ *agent.StepContext[agent.NoState], in []model.Message) (string, error) {
+	upper := agent.Must(agent.NewCustom("upper", func(_ *agent.StepContext[struct{}], in []model.Message) (string, error) {
 		return strings.ToUpper(in[len(in)-1].Text()), nil
 	}, nil))
 	if err := upper.Serve(ctx, rt, nil); err != nil {

@@ -163,7 +163,7 @@ func (v *Vector) UpdateContext(ctx context.Context, in *agent.MemoryContext) ([]
 	if in.Step != 1 && !v.opts.EveryStep {
 		return nil, nil
 	}
-	ms, err := v.Query(ctx, in.LastUserText(), v.opts.K)
+	ms, err := v.Query(ctx, lastUserText(in.Messages), v.opts.K)
 	if err != nil {
 		return nil, err
 	}
@@ -215,4 +215,15 @@ func cosine(a, b []float32) float32 {
 		return 0
 	}
 	return float32(dot / (math.Sqrt(na) * math.Sqrt(nb)))
+}
+
+// lastUserText returns the text of the last user message of msgs, the
+// query of a memory.
+func lastUserText(msgs []model.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == model.RoleUser {
+			return msgs[i].Text()
+		}
+	}
+	return ""
 }

@@ -21,7 +21,7 @@ type seen struct {
 // in its state, with no model.
 func newStamp(t *testing.T, e *env) *agent.Custom[seen, string] {
 	t.Helper()
-	c := agent.MustCustom(agent.NewCustom("stamp", func(sc *agent.StepContext[seen], in []model.Message) (string, error) {
+	c := agent.Must(agent.NewCustom("stamp", func(sc *agent.StepContext[seen], in []model.Message) (string, error) {
 		sc.State.N++
 		return fmt.Sprintf("#%d[%s]", sc.State.N, in[len(in)-1].Text()), nil
 	}, &agent.CustomOptions{Description: "Numbers what it is given."}))

@@ -71,7 +71,8 @@ func replay(ctx context.Context, f *replayFlags, runID string, getenv func(strin
 		return failure(err)
 	}
 	defer backgroundWorker(ctx, w)()
-	fmt.Fprintf(stderr, "replaying run %s (%d model responses recorded) on %s\n", runID, rec.Len(), adapters.Redact(f.store))
+	_, total := rec.Used()
+	fmt.Fprintf(stderr, "replaying run %s (%d model responses recorded) on %s\n", runID, total, adapters.Redact(f.store))
 	v := newHumanView(stdout, stderr, false, func(id string) ([]agent.ToolCallRecord, error) {
 		st, err := rt.LoadRun(ctx, id)
 		if err != nil {
@@ -112,7 +113,8 @@ func replay(ctx context.Context, f *replayFlags, runID string, getenv func(strin
 	if same {
 		verdict = "the answer is the recorded run's"
 	}
-	fmt.Fprintf(stderr, "replayed: %d of %d model responses used; %s\n", rec.Calls(), rec.Len(), verdict)
+	used, total := rec.Used()
+	fmt.Fprintf(stderr, "replayed: %d of %d model responses used; %s\n", used, total, verdict)
 	return nil
 }
 
