@@ -166,7 +166,7 @@ func ExampleWorkflow_Fork() {
 	}
 	// Go back to checkpoint 1 (after a) and change the past.
 	changed := state{Steps: []string{"A"}}
-	id, err := w.Fork(ctx, rt, "first", 1, &workflow.ForkOptions[state]{State: &changed})
+	id, err := w.Fork(ctx, rt, "first", 1, &changed, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -41,7 +41,7 @@ func TestNilRuntimeMeansTheDefault(t *testing.T) {
 	if err != nil || len(cps) == 0 {
 		t.Fatalf("Checkpoints: %+v, %v", cps, err)
 	}
-	fork, err := w.Fork(ctx, nil, id, cps[0].Seq, nil)
+	fork, err := w.Fork(ctx, nil, id, cps[0].Seq, nil, nil)
 	if err != nil {
 		t.Fatalf("Fork: %v", err)
 	}

@@ -350,29 +350,28 @@ func (w *Workflow[S]) Answer(ctx context.Context, rt *agent.Runtime, runID strin
 
 // ForkOptions configures [Workflow.Fork]. A nil *ForkOptions means the
 // defaults.
-type ForkOptions[S any] struct {
+type ForkOptions struct {
 	// RunID names the new run. Default: a fresh id.
 	RunID string
-	// State, when set, replaces the checkpoint's state in the new run.
-	State *S
 }
 
 // Fork starts a new run that continues run runID from its checkpoint seq
-// (see [Workflow.Checkpoints]), optionally with another state, and returns
-// the new run's id. The new run is independent: its steps, checkpoints and
-// output are its own, and the old run is untouched.
-func (w *Workflow[S]) Fork(ctx context.Context, rt *agent.Runtime, runID string, seq int, opts *ForkOptions[S]) (string, error) {
+// (see [Workflow.Checkpoints]) and returns the new run's id. state, when
+// not nil, replaces the checkpoint's state in the new run. The new run is
+// independent: its steps, checkpoints and output are its own, and the old
+// run is untouched.
+func (w *Workflow[S]) Fork(ctx context.Context, rt *agent.Runtime, runID string, seq int, state *S, opts *ForkOptions) (string, error) {
 	rt = orDefault(rt)
 	if _, err := w.loadCheckpoint(ctx, rt, runID, seq); err != nil {
 		return "", err
 	}
-	var o ForkOptions[S]
+	var o ForkOptions
 	if opts != nil {
 		o = *opts
 	}
 	ev := &InputEvent{From: &ForkFrom{Run: runID, Seq: seq}}
-	if o.State != nil {
-		data, err := json.Marshal(*o.State)
+	if state != nil {
+		data, err := json.Marshal(*state)
 		if err != nil {
 			return "", fmt.Errorf("workflow %s: fork: encode state: %w", w.name, err)
 		}

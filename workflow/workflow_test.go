@@ -616,7 +616,7 @@ func TestFork(t *testing.T) {
 	// Fork after node a, with a changed text.
 	changed := before[1].State
 	changed.Text = "forked"
-	id, err := w.Fork(t.Context(), rt, "o", 1, &workflow.ForkOptions[doc]{State: &changed})
+	id, err := w.Fork(t.Context(), rt, "o", 1, &changed, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -648,7 +648,7 @@ func TestFork(t *testing.T) {
 		t.Errorf("fork's checkpoints %+v", fcps)
 	}
 	// Forking from a checkpoint that does not exist fails at once.
-	if _, err := w.Fork(t.Context(), rt, "o", 9, nil); !errors.Is(err, store.ErrNotFound) {
+	if _, err := w.Fork(t.Context(), rt, "o", 9, nil, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("fork from a missing checkpoint: %v", err)
 	}
 }
