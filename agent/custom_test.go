@@ -202,9 +202,12 @@ func TestCustomAgentStepTimeout(t *testing.T) {
 }
 
 // failRunWrite fails the first write of a run record that follows a write
-// of an agent's state, as a process that stops between the two would.
+// of a record of kind after (an agent's state, a custom step's call), as a
+// process that stops between the two would: the inference is delivered
+// again, and the step runs again.
 type failRunWrite struct {
 	store.Store
+	after   string
 	mu      sync.Mutex
 	armed   bool
 	tripped bool
@@ -212,7 +215,7 @@ type failRunWrite struct {
 
 func (s *failRunWrite) Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error) {
 	s.mu.Lock()
-	if kind == agent.KindAgentState {
+	if kind == s.after {
 		s.armed = true
 	} else if kind == store.KindRun && s.armed && !s.tripped {
 		s.tripped = true
@@ -228,7 +231,7 @@ func (s *failRunWrite) Put(ctx context.Context, kind, id string, data []byte, ve
 // returned, and the state counts it once.
 func TestCustomAgentStepAppliedOnce(t *testing.T) {
 	e := newEnv(t, nil)
-	fs := &failRunWrite{Store: e.store}
+	fs := &failRunWrite{Store: e.store, after: agent.KindAgentState}
 	worker := agent.NewRuntime(e.client, fs, nil)
 	var steps atomic.Int64
 	c := newCounter(t, &env{rt: worker}, &steps)

@@ -3,9 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,31 +12,7 @@ import (
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
-	"github.com/calf-go/calf/store"
 )
-
-// failRunAfterCall fails the first write of a run record that follows the
-// recording of a custom step's call, as a process that stops there would:
-// the inference is delivered again, and the step runs again.
-type failRunAfterCall struct {
-	store.Store
-	mu      sync.Mutex
-	armed   bool
-	tripped bool
-}
-
-func (s *failRunAfterCall) Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error) {
-	s.mu.Lock()
-	if kind == agent.KindCustomCall {
-		s.armed = true
-	} else if kind == store.KindRun && s.armed && !s.tripped {
-		s.tripped = true
-		s.mu.Unlock()
-		return 0, errors.New("injected: process stopped")
-	}
-	s.mu.Unlock()
-	return s.Store.Put(ctx, kind, id, data, version)
-}
 
 // callingAgent is a custom agent whose step asks the model, runs the tool
 // "add" with the arguments it answered, and returns the tool's result.
@@ -123,7 +97,7 @@ func streamRun(t *testing.T, c *agent.Custom[struct{}, string], rt *agent.Runtim
 // called once and the tool runs once.
 func TestCustomStepGeneratesAndCallsTools(t *testing.T) {
 	e := newEnv(t, nil)
-	fs := &failRunAfterCall{Store: e.store}
+	fs := &failRunWrite{Store: e.store, after: agent.KindCustomCall}
 	worker := agent.NewRuntime(e.client, fs, nil)
 	var steps, modelCalls, toolRuns atomic.Int64
 	c := callingAgent(t, worker, false, &steps, &modelCalls, &toolRuns, nil)
