@@ -1,0 +1,321 @@
+package conversation
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/models"
+	"github.com/calf-go/calf/tool"
+	"github.com/calf-go/calf/tool/builtin"
+)
+
+// Channels of the host, besides the conversation channels.
+const (
+	// ChannelPattern matches every conversation channel,
+	// calf.conv.{conversation}.{from}.{to}; the host's handler subscribes
+	// to it in the consumer group ChannelPattern.
+	ChannelPattern = "calf.conv.*.*.*"
+	// HostOutputChannel receives the output of the runs the host starts
+	// for the messages of LLM instances (their [agent.ReplyTo]), keyed by
+	// conversation.
+	HostOutputChannel = "calf.convhost.output"
+	// HostReplyChannel carries the replies to the requests of the send tool
+	// and of "# Run" blocks: the host's handler republishes there each
+	// message an instance receives from an instance it started, with the
+	// message's correlation id as the envelope's, for the waiting request
+	// to read (every process that sends reads this channel).
+	HostReplyChannel = "calf.convhost.reply"
+	// HostRunBlockChannel carries the "# Run" blocks of a run's answer to
+	// the handler that carries them out, keyed by run.
+	HostRunBlockChannel = "calf.convhost.runblock"
+)
+
+// ErrorPrefix starts the text of every message by which the host refuses a
+// message or reports a failure (a stopped conversation, a failed run), so
+// that a sender tells an error from an answer.
+const ErrorPrefix = "error: "
+
+// Defaults of [HostOptions].
+const (
+	// DefaultSendTimeout bounds the wait for an answer to a send.
+	DefaultSendTimeout = 2 * time.Minute
+	// DefaultMaxQueue bounds the messages waiting for an LLM instance.
+	DefaultMaxQueue = 64
+	// DefaultMaxRunRounds bounds the "# Run" blocks carried out for one
+	// message.
+	DefaultMaxRunRounds = 4
+)
+
+// CodeRequest is a message for an instance of a code prototype.
+type CodeRequest struct {
+	// Instance is the instance the message is for.
+	Instance Instance
+	// From is the sender: [UserParticipant] or an instance id.
+	From string
+	// ID is the message's id on the broker: the same when it is delivered
+	// again.
+	ID string
+	// Message is the message. Its CorrelationID, when set, identifies the
+	// request: a message delivered again has the same one, so a handler
+	// that changes state uses it as its idempotency key.
+	Message ConversationMessage
+}
+
+// CodeHandler serves the instances of a code prototype: it answers a
+// message with the text of the reply (package conversation/docmem has
+// one). The host sends the reply back to the sender, with the request's
+// correlation id. An error the sender should read belongs in the reply's
+// text; an error returned is the infrastructure's (a store that cannot be
+// reached), after which the message is delivered again, or parked at once
+// when wrapped with [calf.Permanent].
+type CodeHandler func(ctx context.Context, req CodeRequest) (string, error)
+
+// HostOptions configure a [Host]. Nil means the defaults.
+type HostOptions struct {
+	// Model opens the model of an LLM prototype by its Model field (empty
+	// when the prototype names none). Default: [models.Open] of the name.
+	Model func(name string) (model.Model, error)
+	// Tools makes the built-in tool of that name for an LLM prototype.
+	// Default: web_fetch; the file tools and bash only when Root is set,
+	// confined to it; web_search never (it needs a provider).
+	Tools func(name string) (tool.Tool, error)
+	// Root is the directory the default file tools and bash work in.
+	Root string
+	// Code serves code prototypes by name, such as
+	// {"docmem-agent": docmem.New(st, nil).CodeHandler()}.
+	Code map[string]CodeHandler
+	// SendTimeout bounds the wait for an answer to a send (the send tool,
+	// a "# Run" block's send). Default DefaultSendTimeout.
+	SendTimeout time.Duration
+	// MaxQueue bounds the messages waiting for one LLM instance; past it a
+	// message is refused. Default DefaultMaxQueue.
+	MaxQueue int
+	// MaxRunRounds bounds the "# Run" blocks carried out for one message:
+	// past it, the answer goes to the sender as it is. Default
+	// DefaultMaxRunRounds.
+	MaxRunRounds int
+	// AgentPrefix starts the names of the agents that serve LLM
+	// prototypes: AgentPrefix + the prototype's name. Default "conv-".
+	AgentPrefix string
+	// DeleteChannels has Stop delete the conversation's channels on a
+	// broker that can ([calf.ChannelDeleter]).
+	DeleteChannels bool
+	// Concurrency and MaxAttempts are passed to the subscriptions (and to
+	// the agents' [agent.ServeOptions]). Zero means the broker's defaults.
+	Concurrency, MaxAttempts int
+}
+
+// Host serves the instances of conversations on an agent runtime: it
+// handles every conversation channel in one consumer group, keyed by
+// conversation, so any number of processes share the work and the
+// messages of a conversation are handled in order. A message goes to the
+// instance it is addressed to:
+//
+//   - an LLM instance queues it and answers it with a run of the agent
+//     that serves its prototype, in a session whose id is the instance's
+//     id, one run at a time per instance; the run's output comes back to
+//     the host through [agent.ReplyTo] and goes to the sender. No
+//     goroutine waits for a run.
+//   - a code instance answers it with its [CodeHandler].
+//   - an external instance is served by its own process: the host leaves
+//     its messages alone.
+//
+// A message for an instance of a stopped conversation, a stopped or
+// failed instance, or one that does not exist is answered by an error
+// message (text starting with [ErrorPrefix]) from the addressee to the
+// sender; a message that is none (it does not decode, or its two
+// participants have no topic) is parked on the dead-letter channel.
+// docs/conversations.md describes it all.
+type Host struct {
+	rt    *agent.Runtime
+	convs *Conversations
+	o     HostOptions
+
+	mu     sync.Mutex
+	agents map[string]*agent.Agent[string] // by prototype
+	served bool
+	ctx    context.Context
+}
+
+// New returns a host of the conversations convs on the runtime rt.
+// Its records (the instances' queues) go to the conversations' store.
+func New(rt *agent.Runtime, convs *Conversations, opts *HostOptions) *Host {
+	var o HostOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Model == nil {
+		o.Model = func(name string) (model.Model, error) { return models.Open(name, nil) }
+	}
+	if o.Tools == nil {
+		root := o.Root
+		o.Tools = func(name string) (tool.Tool, error) { return builtinTool(name, root) }
+	}
+	if o.SendTimeout <= 0 {
+		o.SendTimeout = DefaultSendTimeout
+	}
+	if o.MaxQueue <= 0 {
+		o.MaxQueue = DefaultMaxQueue
+	}
+	if o.MaxRunRounds <= 0 {
+		o.MaxRunRounds = DefaultMaxRunRounds
+	}
+	if o.AgentPrefix == "" {
+		o.AgentPrefix = "conv-"
+	}
+	return &Host{rt: rt, convs: convs, o: o, agents: map[string]*agent.Agent[string]{}}
+}
+
+// builtinTool makes a built-in tool by name: web_fetch, or with a root the
+// file tools and bash.
+func builtinTool(name, root string) (tool.Tool, error) {
+	switch name {
+	case "web_fetch":
+		return builtin.WebFetch(nil)
+	case "read_file", "list_dir", "glob", "grep", "write_file", "edit_file", "bash":
+		if root == "" {
+			return nil, fmt.Errorf("the built-in tool %s needs HostOptions.Root", name)
+		}
+	default:
+		return nil, fmt.Errorf("the built-in tool %s is not available here", name)
+	}
+	var ts []tool.Tool
+	var err error
+	switch name {
+	case "write_file", "edit_file":
+		ts, err = builtin.EditTools(root, nil)
+	case "bash":
+		b, err := builtin.Bash(root, nil)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	default:
+		ts, err = builtin.ReadOnlyTools(root, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		if t.Definition().Name == name {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("no built-in tool %s", name)
+}
+
+// Conversations returns the conversations the host serves.
+func (h *Host) Conversations() *Conversations { return h.convs }
+
+// Serve subscribes the host's handlers on its runtime and serves the
+// agents of the LLM prototypes registered so far (those registered later
+// are served when a message first needs them). The subscriptions last
+// until the runtime's client shuts down. Serve returns once subscribed.
+func (h *Host) Serve(ctx context.Context) error {
+	h.mu.Lock()
+	if h.served {
+		h.mu.Unlock()
+		return errors.New("conversation: the host is served already")
+	}
+	h.served, h.ctx = true, context.WithoutCancel(ctx)
+	h.mu.Unlock()
+	protos, err := h.convs.Prototypes().List(ctx)
+	if err != nil {
+		return fmt.Errorf("conversation: serve: %w", err)
+	}
+	for _, p := range protos {
+		if p.kind() != KindLLM {
+			continue
+		}
+		if _, err := h.agentFor(ctx, p); err != nil {
+			// Refused to the senders when a message needs it.
+			h.rt.Client().Logger().Warn("conversation: prototype not served", "prototype", p.Name, "error", err)
+		}
+	}
+	c := h.rt.Client()
+	for _, s := range []struct {
+		pattern string
+		h       calf.Handler
+	}{
+		{HostOutputChannel, h.onOutput},
+		{HostRunBlockChannel, h.onRunBlock},
+		{ChannelPattern, h.onMessage},
+	} {
+		if err := c.Handle(ctx, s.pattern, s.h, &calf.SubscribeOptions{
+			Group: s.pattern, Concurrency: h.o.Concurrency, MaxAttempts: h.o.MaxAttempts,
+		}); err != nil {
+			return fmt.Errorf("conversation: serve: %w", err)
+		}
+	}
+	return nil
+}
+
+func (p *Prototype) kind() Kind {
+	if p.Kind == "" {
+		return KindLLM
+	}
+	return p.Kind
+}
+
+// Stop stops the conversation (Conversations.Stop) and, with
+// HostOptions.DeleteChannels on a broker that can, deletes the channels
+// of its topics. Messages sent to it from then on are refused.
+func (h *Host) Stop(ctx context.Context, conversation string) (Conversation, error) {
+	conv, err := h.convs.Stop(ctx, conversation)
+	if err != nil || !h.o.DeleteChannels {
+		return conv, err
+	}
+	chs, err := h.Channels(ctx, conversation)
+	if err != nil {
+		return conv, err
+	}
+	if err := calf.DeleteChannels(ctx, h.rt.Client().Broker(), chs...); err != nil {
+		return conv, fmt.Errorf("conversation %s: delete channels: %w", conversation, err)
+	}
+	return conv, nil
+}
+
+// Channels returns the channels of the conversation's topics, both
+// directions of each.
+func (h *Host) Channels(ctx context.Context, conversation string) ([]string, error) {
+	topics, err := h.convs.Topics(ctx, conversation)
+	if err != nil {
+		return nil, err
+	}
+	chs := make([]string, 0, 2*len(topics))
+	for _, t := range topics {
+		a, b := t.Channels()
+		chs = append(chs, a, b)
+	}
+	return chs, nil
+}
+
+// derive returns a deterministic id of parts: 32 hex digits of their
+// SHA-256, each part followed by a zero byte.
+func derive(parts ...string) string {
+	s := sha256.New()
+	for _, p := range parts {
+		s.Write([]byte(p))
+		s.Write([]byte{0})
+	}
+	return hex.EncodeToString(s.Sum(nil)[:16])
+}
+
+// splitChannel returns the conversation and participants of a
+// conversation channel.
+func splitChannel(ch string) (conv, from, to string, ok bool) {
+	parts := strings.Split(ch, ".")
+	if len(parts) != 5 || parts[0] != "calf" || parts[1] != "conv" {
+		return "", "", "", false
+	}
+	return parts[2], parts[3], parts[4], true
+}

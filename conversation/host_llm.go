@@ -1,0 +1,397 @@
+package conversation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/tool"
+)
+
+// KindInbox is the record kind of an LLM instance's queue of messages:
+// one record per instance that has received a message, id
+// "{conversation}/{instance id}".
+const KindInbox = "conversation_inbox"
+
+// maxDone bounds the ids of handled messages an inbox remembers, to
+// recognise a message delivered again.
+const maxDone = 256
+
+// inbox is an LLM instance's queue: the message its current run answers
+// and those that wait, one run at a time so that each run sees the
+// answers before it in the instance's session.
+type inbox struct {
+	// Seq counts the messages started.
+	Seq     int         `json:"seq"`
+	Current *inboxEntry `json:"current,omitempty"`
+	// Round is the "# Run" round of the current message: its run's
+	// id is Current.Run, then Current.Run + ".r{round}".
+	Round int          `json:"round,omitempty"`
+	Queue []inboxEntry `json:"queue,omitempty"`
+	// Done are the ids of the latest messages answered, oldest first.
+	Done []string `json:"done,omitempty"`
+}
+
+type inboxEntry struct {
+	// Msg is the message's id on the broker.
+	Msg         string `json:"msg"`
+	From        string `json:"from"`
+	Correlation string `json:"correlation,omitempty"`
+	Content     string `json:"content"`
+	// Run is the id of the message's first run, set when it starts.
+	Run string `json:"run,omitempty"`
+}
+
+func (b *inbox) has(msg string) bool {
+	if b.Current != nil && b.Current.Msg == msg || slices.Contains(b.Done, msg) {
+		return true
+	}
+	return slices.ContainsFunc(b.Queue, func(e inboxEntry) bool { return e.Msg == msg })
+}
+
+// start makes the next queued message current, when there is one.
+func (b *inbox) start(instance string) {
+	b.Current, b.Round = nil, 0
+	if len(b.Queue) == 0 {
+		return
+	}
+	e := b.Queue[0]
+	b.Queue = b.Queue[1:]
+	b.Seq++
+	e.Run = instance + "." + strconv.Itoa(b.Seq)
+	b.Current = &e
+}
+
+func (b *inbox) done(msg string) {
+	b.Done = append(b.Done, msg)
+	if len(b.Done) > maxDone {
+		b.Done = b.Done[len(b.Done)-maxDone:]
+	}
+}
+
+// runRef is the [agent.ReplyTo.Ref] of a run the host starts: where its
+// answer goes.
+type runRef struct {
+	Conversation string `json:"c"`
+	Instance     string `json:"i"`
+	Prototype    string `json:"p"`
+	From         string `json:"f"`
+	Correlation  string `json:"corr,omitempty"`
+	Msg          string `json:"m"`
+	// Base is the message's first run; Round the "# Run" round.
+	Base  string `json:"b"`
+	Round int    `json:"r,omitempty"`
+}
+
+func (r *runRef) runID() string {
+	if r.Round == 0 {
+		return r.Base
+	}
+	return r.Base + ".r" + strconv.Itoa(r.Round)
+}
+
+// content is what a message asks of an LLM instance: its text, and its
+// command as a JSON array.
+func content(m *ConversationMessage) string {
+	s := m.Message
+	if len(m.Command) > 0 {
+		cmd, _ := json.Marshal(m.Command)
+		s = strings.TrimSpace(s + "\n\ncommand: " + string(cmd))
+	}
+	return s
+}
+
+// enqueue queues a message for an LLM instance and starts its run when
+// the instance has none in progress.
+func (h *Host) enqueue(ctx context.Context, p Prototype, inst Instance, from string, msg *calf.Message, m *ConversationMessage, refuse func(string, ...any) error) error {
+	if _, err := h.agentFor(ctx, p); err != nil {
+		return refuse("%s cannot be served: %v", inst.ID, err)
+	}
+	var start *inboxEntry
+	busy := false
+	round := 0
+	_, err := store.Update(ctx, h.convs.s, KindInbox, inst.Conversation+"/"+inst.ID, func(data []byte, exists bool) ([]byte, error) {
+		start, busy, round = nil, false, 0
+		var b inbox
+		if exists {
+			if err := json.Unmarshal(data, &b); err != nil {
+				return nil, calf.Permanent(fmt.Errorf("conversation: inbox of %s: %w", inst.ID, err))
+			}
+		}
+		if b.has(msg.ID) {
+			if b.Current != nil && b.Current.Msg == msg.ID {
+				start, round = b.Current, b.Round // delivered again: start again, which starts nothing new
+			}
+			return nil, nil
+		}
+		if len(b.Queue) >= h.o.MaxQueue {
+			busy = true
+			return nil, nil
+		}
+		b.Queue = append(b.Queue, inboxEntry{Msg: msg.ID, From: from, Correlation: m.CorrelationID, Content: content(m)})
+		if b.Current != nil {
+			return json.Marshal(b)
+		}
+		b.start(inst.ID)
+		start = b.Current
+		return json.Marshal(b)
+	})
+	if err != nil {
+		return err
+	}
+	if busy {
+		return refuse("%s has %d messages waiting already", inst.ID, h.o.MaxQueue)
+	}
+	if start == nil || round > 0 {
+		return nil // queued, or a "# Run" round under way: its handler starts it
+	}
+	return h.submit(ctx, p.Name, &runRef{Conversation: inst.Conversation, Instance: inst.ID, Prototype: p.Name,
+		From: start.From, Correlation: start.Correlation, Msg: start.Msg, Base: start.Run}, start.Content)
+}
+
+// submit starts the run ref names, of the agent of its prototype, in the
+// instance's session, with its output sent to HostOutputChannel.
+func (h *Host) submit(ctx context.Context, proto string, ref *runRef, text string) error {
+	data, err := json.Marshal(ref)
+	if err != nil {
+		return err
+	}
+	id := ref.runID()
+	return h.rt.Submit(ctx, &agent.SubmitRequest{
+		Run:       agent.RunRef{Name: h.o.AgentPrefix + proto, RunID: id},
+		SessionID: ref.Instance,
+		Input: &agent.InputEvent{Content: text, ReplyTo: &agent.ReplyTo{
+			Channel: HostOutputChannel, Key: ref.Conversation, CorrelationID: id, Ref: string(data),
+		}},
+	})
+}
+
+// runBlock is the payload of HostRunBlockChannel: the "# Run" commands of
+// a run's answer, to carry out before the next round.
+type runBlock struct {
+	Ref      runRef       `json:"ref"`
+	Commands []RunCommand `json:"commands,omitempty"`
+	// Problems, when the block could not be parsed, go back to the model
+	// in place of results.
+	Problems string `json:"problems,omitempty"`
+}
+
+// onOutput handles the output of a run the host started: it sends the
+// answer to the sender and starts the instance's next message, or, for an
+// answer with "# Run" blocks, has them carried out first.
+func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
+	var ev agent.OutputEvent
+	if err := msg.Decode(&ev); err != nil {
+		return calf.Permanent(err)
+	}
+	var ref runRef
+	if err := json.Unmarshal([]byte(ev.Ref), &ref); err != nil || ref.Base == "" {
+		return calf.Permanent(fmt.Errorf("conversation: output %s: bad ref %q", msg.ID, ev.Ref))
+	}
+	var text string
+	var block *runBlock
+	if ev.Status == agent.OutputComplete {
+		if err := json.Unmarshal(ev.Content, &text); err != nil {
+			text = string(ev.Content)
+		}
+		if ref.Round < h.o.MaxRunRounds {
+			cmds, rest, err := ParseRun(text)
+			var rerr *RunError
+			switch {
+			case errors.As(err, &rerr):
+				block = &runBlock{Ref: ref, Problems: rerr.Error()}
+			case len(cmds) > 0:
+				block = &runBlock{Ref: ref, Commands: cmds}
+			}
+			text = rest
+		} else if _, rest, err := ParseRun(text); err == nil {
+			text = rest
+		}
+		if text == "" && block == nil {
+			text = ErrorPrefix + "the agent gave no answer"
+		}
+	} else {
+		text = ErrorPrefix + "the run of " + ref.Instance + " ended " + ev.Status
+		if ev.Error != "" {
+			text += ": " + ev.Error
+		}
+	}
+	stopped := false
+	if c, err := h.convs.Get(ctx, ref.Conversation); err != nil {
+		return err
+	} else if c.Status != StatusRunning {
+		stopped = true
+	}
+	var next *inboxEntry
+	var refused []inboxEntry
+	_, err := store.Update(ctx, h.convs.s, KindInbox, ref.Conversation+"/"+ref.Instance, func(data []byte, exists bool) ([]byte, error) {
+		next, refused = nil, nil
+		if !exists {
+			return nil, nil
+		}
+		var b inbox
+		if err := json.Unmarshal(data, &b); err != nil {
+			return nil, calf.Permanent(fmt.Errorf("conversation: inbox of %s: %w", ref.Instance, err))
+		}
+		if b.Current == nil || b.Current.Run != ref.Base || b.Round != ref.Round {
+			// Delivered again: what it decided is recorded; the
+			// current message, if any, is started again below.
+			if b.Current != nil && b.Round == 0 {
+				next = b.Current
+			}
+			return nil, nil
+		}
+		if block != nil && !stopped {
+			b.Round++
+			return json.Marshal(b)
+		}
+		b.done(b.Current.Msg)
+		if stopped {
+			refused = b.Queue
+			for _, e := range b.Queue {
+				b.done(e.Msg)
+			}
+			b.Queue = nil
+		}
+		b.start(ref.Instance)
+		next = b.Current
+		return json.Marshal(b)
+	})
+	if err != nil {
+		return err
+	}
+	if block != nil && !stopped {
+		if _, err := h.rt.Client().Emit(ctx, HostRunBlockChannel, block, calf.WithID(derive("runblock", ref.runID())),
+			calf.WithKey(ref.runID()), calf.WithMetadata(calf.Metadata{CorrelationID: ref.runID()})); err != nil {
+			return err
+		}
+	} else {
+		if stopped && block != nil {
+			text = ErrorPrefix + "conversation " + ref.Conversation + " is stopped"
+		}
+		if err := h.reply(ctx, ref.Conversation, ref.Instance, ref.From, text, ref.Correlation, derive("answer", ref.Base)); err != nil {
+			return err
+		}
+	}
+	for _, e := range refused {
+		if err := h.reply(ctx, ref.Conversation, ref.Instance, e.From, ErrorPrefix+"conversation "+ref.Conversation+" is stopped",
+			e.Correlation, derive("refuse", e.Msg)); err != nil {
+			return err
+		}
+	}
+	if next == nil {
+		return nil
+	}
+	return h.submit(ctx, ref.Prototype, &runRef{Conversation: ref.Conversation, Instance: ref.Instance, Prototype: ref.Prototype,
+		From: next.From, Correlation: next.Correlation, Msg: next.Msg, Base: next.Run}, next.Content)
+}
+
+// onRunBlock carries out the "# Run" commands of a run's answer, then
+// starts the next round: a run in the same session whose input gives the
+// results. The commands are idempotent (a spawn, a send with a correlation
+// id derived from the run and the command's place), so a block delivered
+// again has one effect.
+func (h *Host) onRunBlock(ctx context.Context, msg *calf.Message) error {
+	var rb runBlock
+	if err := msg.Decode(&rb); err != nil {
+		return calf.Permanent(err)
+	}
+	ref := rb.Ref
+	var sb strings.Builder
+	if rb.Problems != "" {
+		sb.WriteString("Your # Run block was not carried out:\n" + rb.Problems)
+	} else {
+		sb.WriteString("Results of your # Run block:\n")
+		for i, c := range rb.Commands {
+			var res string
+			var err error
+			switch c.Verb {
+			case VerbStartConversation:
+				res, err = h.start(ctx, ref.Conversation, ref.Instance, c.Target)
+			case VerbSend:
+				res, err = h.send(ctx, ref.Conversation, ref.Instance, c.Target, c.Args, "", derive("run", ref.runID(), strconv.Itoa(i)))
+			default:
+				err = fmt.Errorf("unknown verb %q", c.Verb)
+			}
+			if err != nil {
+				if calf.IsUnavailable(err) {
+					return err
+				}
+				res = "error: " + err.Error()
+			}
+			fmt.Fprintf(&sb, "\n%s %s: %s", c.Verb, c.Target, res)
+		}
+	}
+	ref.Round++
+	return h.submit(ctx, ref.Prototype, &ref, sb.String())
+}
+
+// agentFor returns the agent that serves the LLM prototype p, serving it
+// on the host's runtime the first time.
+func (h *Host) agentFor(ctx context.Context, p Prototype) (*agent.Agent[string], error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if a := h.agents[p.Name]; a != nil {
+		return a, nil
+	}
+	if len(p.MCPServers) > 0 {
+		return nil, errors.New("the host does not connect MCP servers")
+	}
+	m, err := h.o.Model(p.Model)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", p.Model, err)
+	}
+	var tools []tool.Tool
+	for _, name := range p.Tools {
+		t, err := h.o.Tools(name)
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	instructions := p.SystemPrompt
+	if len(p.Subagents) > 0 {
+		st, sd, err := h.conversationTools()
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, st, sd)
+		var sb strings.Builder
+		sb.WriteString("\n\nAgents you may start in this conversation with start_conversation, then send commands to with send:")
+		for _, name := range p.Subagents {
+			sub, err := h.convs.Prototypes().Get(ctx, name)
+			desc := ""
+			if err == nil {
+				desc = strings.TrimSpace(sub.Role + ". " + sub.Description)
+			}
+			fmt.Fprintf(&sb, "\n- %s: %s", name, strings.TrimSuffix(desc, "."))
+		}
+		instructions = strings.TrimSpace(instructions + sb.String())
+	}
+	var perms *agent.Permissions
+	if p.Permissions != nil {
+		perms = &agent.Permissions{Mode: agent.PermissionMode(p.Permissions.Mode), Allowed: p.Permissions.Allowed, Disallowed: p.Permissions.Disallowed}
+		if len(p.Subagents) > 0 {
+			perms.Allowed = append(slices.Clone(perms.Allowed), startToolName, sendToolName)
+		}
+	}
+	a, err := agent.New(h.o.AgentPrefix+p.Name, m, &agent.Options{
+		Description: p.Role, Instructions: instructions, Tools: tools, Permissions: perms,
+		ToolTimeout: h.o.SendTimeout + h.o.SendTimeout/4,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Serve(h.ctx, h.rt, &agent.ServeOptions{Concurrency: h.o.Concurrency, MaxAttempts: h.o.MaxAttempts}); err != nil {
+		return nil, err
+	}
+	h.agents[p.Name] = a
+	return a, nil
+}

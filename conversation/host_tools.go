@@ -1,0 +1,128 @@
+package conversation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/tool"
+)
+
+// The names of the tools an LLM instance whose prototype has subagents
+// gets.
+const (
+	startToolName = "start_conversation"
+	sendToolName  = "send"
+)
+
+type startArgs struct {
+	Prototype string `json:"prototype" jsonschema:"the name of the prototype to start, one of the agents listed in your instructions"`
+}
+
+type startResult struct {
+	// Agent is the started instance's id.
+	Agent string `json:"agent"`
+}
+
+type sendArgs struct {
+	Agent   string   `json:"agent" jsonschema:"the agent: the prototype's name or the id start_conversation returned"`
+	Command []string `json:"command,omitempty" jsonschema:"the command and its arguments, such as [\"docmem-create\", \"project-notes\"]"`
+	Message string   `json:"message,omitempty" jsonschema:"text for the agent, for agents that take text"`
+}
+
+// conversationTools returns the start_conversation and send tools. They
+// find their conversation and their instance from the run: its session id
+// is the instance's id.
+func (h *Host) conversationTools() (start, send tool.Tool, err error) {
+	start, err = agent.NewTool(startToolName,
+		"Start an agent of the given prototype in this conversation (once; starting it again returns the same agent). Returns its id, for send.",
+		func(rc agent.RunContext, in startArgs) (startResult, error) {
+			conv, self, err := runInstance(rc)
+			if err != nil {
+				return startResult{}, err
+			}
+			id, err := h.start(rc, conv, self, in.Prototype)
+			return startResult{Agent: id}, err
+		})
+	if err != nil {
+		return nil, nil, err
+	}
+	send, err = agent.NewTool(sendToolName,
+		"Send a command to an agent of this conversation that you started, and return its answer.",
+		func(rc agent.RunContext, in sendArgs) (string, error) {
+			conv, self, err := runInstance(rc)
+			if err != nil {
+				return "", err
+			}
+			if len(in.Command) == 0 && in.Message == "" {
+				return "", errors.New("give a command or a message")
+			}
+			return h.send(rc, conv, self, in.Agent, in.Command, in.Message, derive("send", rc.RunID, rc.ToolCallID))
+		})
+	return start, send, err
+}
+
+// runInstance returns the conversation and the instance of a run the host
+// started: its session id is the instance's id.
+func runInstance(rc agent.RunContext) (conv, instance string, err error) {
+	_, conv, ok := SplitInstanceID(rc.SessionID)
+	if !ok {
+		return "", "", fmt.Errorf("the run %s is not one of a conversation's instances", rc.RunID)
+	}
+	return conv, rc.SessionID, nil
+}
+
+// start spawns prototype in the conversation for instance parent.
+func (h *Host) start(ctx context.Context, conv, parent, prototype string) (string, error) {
+	inst, err := h.convs.Spawn(ctx, conv, parent, prototype)
+	if err != nil {
+		return "", err
+	}
+	return inst.ID, nil
+}
+
+// send sends a message from instance from to an instance of the
+// conversation, named by its id or its prototype's name, with the
+// correlation id corr, and returns the text of its answer. The wait is
+// bounded by HostOptions.SendTimeout; an answer that is an error
+// ([ErrorPrefix]) is returned as an error.
+func (h *Host) send(ctx context.Context, conv, from, target string, command []string, message, corr string) (string, error) {
+	to := target
+	if _, c, ok := SplitInstanceID(target); !ok || c != conv {
+		if err := CheckName(target); err != nil {
+			return "", fmt.Errorf("no agent %q in this conversation", target)
+		}
+		to = InstanceID(target, conv)
+	}
+	ch, err := h.convs.Route(ctx, conv, from, to)
+	if err != nil {
+		return "", err
+	}
+	c := h.rt.Client()
+	m := ConversationMessage{ConversationID: conv, AgentID: from, Message: message, Command: command,
+		Timestamp: c.Now().UTC(), CorrelationID: corr}
+	if err := m.Validate(); err != nil {
+		return "", err
+	}
+	rctx, cancel := context.WithTimeout(ctx, h.o.SendTimeout)
+	defer cancel()
+	reply, err := c.Request(rctx, ch, m, HostReplyChannel, calf.WithID(derive("request", corr)), calf.WithKey(conv),
+		calf.WithMetadata(calf.Metadata{CorrelationID: corr}))
+	if err != nil {
+		if ctx.Err() == nil && rctx.Err() != nil {
+			return "", fmt.Errorf("%s did not answer within %s", to, h.o.SendTimeout)
+		}
+		return "", err
+	}
+	rm, err := DecodeMessage(reply.Data)
+	if err != nil {
+		return "", fmt.Errorf("the answer of %s: %w", to, err)
+	}
+	if text, ok := strings.CutPrefix(rm.Message, ErrorPrefix); ok {
+		return "", fmt.Errorf("%s: %s", to, text)
+	}
+	return rm.Message, nil
+}
