@@ -15,6 +15,8 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/broker/nats"
+	"github.com/calf-go/calf/broker/nats/embedded"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
 	"github.com/calf-go/calf/model"
@@ -59,7 +61,7 @@ func newHost(t *testing.T, b calf.Broker, st store.Store, m model.Model, opts *c
 	})
 	rt := agent.NewRuntime(client, st, nil)
 	convs := conversation.NewConversations(st, nil)
-	if err := convs.Prototypes().RegisterAll(ctx, hostPrototypes, false); err != nil {
+	if err := convs.Prototypes().RegisterAll(ctx, hostPrototypes, false); err != nil && !errors.Is(err, conversation.ErrExists) {
 		t.Fatal(err)
 	}
 	var o conversation.HostOptions
@@ -458,5 +460,61 @@ func TestHostNoTopicParks(t *testing.T) {
 	}
 	if _, err := e.convs.Route(t.Context(), c.ID, conversation.UserParticipant, dm); !errors.Is(err, conversation.ErrNoTopic) {
 		t.Fatal(err)
+	}
+}
+
+// TestHostOnNATS: the seed's flow and a stopped conversation's refusal on
+// NATS JetStream (embedded), whose consumer groups, private subscriptions
+// (the send's wait) and duplicate window the host relies on.
+func TestHostOnNATS(t *testing.T) {
+	b, err := embedded.Open(t.Context(), t.TempDir(), &nats.Options{Backoff: func(int) time.Duration { return time.Millisecond }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	e := newHost(t, b, storemem.New(), docmemModel(), &conversation.HostOptions{DeleteChannels: true})
+	c := e.create()
+	e.say(c, "Create a docmem called project-notes")
+	if got := e.wait(c, 1)[0]; got.Message != "I've created the docmem 'project-notes' for you." {
+		t.Fatalf("answer %+v", got)
+	}
+	if _, err := e.host.Stop(t.Context(), c.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.say(c, "and now?")
+	if got := e.wait(c, 2)[1]; !strings.HasPrefix(got.Message, conversation.ErrorPrefix) || !strings.Contains(got.Message, "stopped") {
+		t.Fatalf("answer %+v", got)
+	}
+}
+
+// TestHostLLMSubagent: a send to an LLM subagent starts a run of its agent
+// in its own session; its answer comes back to the sender's send.
+func TestHostLLMSubagent(t *testing.T) {
+	m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		if strings.Contains(req.Messages[0].Text(), "You summarize.") {
+			return modeltest.Text("summary of " + lastUser(req)), nil
+		}
+		if _, ok := toolResult(req, "start"); !ok {
+			return modeltest.ToolCalls(modeltest.Call("start", "start_conversation", `{"prototype":"summarizer"}`)), nil
+		}
+		res, ok := toolResult(req, "send")
+		if !ok {
+			return modeltest.ToolCalls(modeltest.Call("send", "send", `{"agent":"summarizer","message":"cats purr"}`)), nil
+		}
+		return modeltest.Text("The summarizer says: " + res), nil
+	})
+	st := storemem.New()
+	convs := conversation.NewConversations(st, nil)
+	if err := convs.Prototypes().RegisterAll(t.Context(), []conversation.Prototype{
+		{Name: "conversational-agent", SystemPrompt: "You talk.", Subagents: []string{"summarizer"}},
+		{Name: "summarizer", SystemPrompt: "You summarize."},
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	e := newHost(t, memory.New(nil), st, m, nil)
+	c := e.create()
+	e.say(c, "summarize: cats purr")
+	if got := e.wait(c, 1)[0]; got.Message != "The summarizer says: summary of cats purr" {
+		t.Fatalf("answer %+v", got)
 	}
 }
