@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/models"
+	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
 	"github.com/calf-go/calf/tool/builtin"
 )
@@ -266,13 +268,21 @@ func (p *Prototype) kind() Kind {
 	return p.Kind
 }
 
-// Stop stops the conversation (Conversations.Stop) and, with
+// Stop stops the conversation (Conversations.Stop), cancels the run in
+// progress of each of its LLM instances (whose sender gets an error
+// message, as do the senders of the messages still queued) and, with
 // HostOptions.DeleteChannels on a broker that can, deletes the channels
 // of its topics. Messages sent to it from then on are refused.
 func (h *Host) Stop(ctx context.Context, conversation string) (Conversation, error) {
 	conv, err := h.convs.Stop(ctx, conversation)
-	if err != nil || !h.o.DeleteChannels {
+	if err != nil {
 		return conv, err
+	}
+	if err := h.cancelRuns(ctx, conversation); err != nil {
+		return conv, err
+	}
+	if !h.o.DeleteChannels {
+		return conv, nil
 	}
 	chs, err := h.Channels(ctx, conversation)
 	if err != nil {
@@ -282,6 +292,34 @@ func (h *Host) Stop(ctx context.Context, conversation string) (Conversation, err
 		return conv, fmt.Errorf("conversation %s: delete channels: %w", conversation, err)
 	}
 	return conv, nil
+}
+
+// cancelRuns cancels the current run of each LLM instance of the
+// conversation.
+func (h *Host) cancelRuns(ctx context.Context, conversation string) error {
+	recs, err := h.convs.s.List(ctx, KindInbox, conversation+"/", "", 0)
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		var b inbox
+		if err := json.Unmarshal(rec.Data, &b); err != nil {
+			return fmt.Errorf("conversation: inbox %s: %w", rec.ID, err)
+		}
+		if b.Current == nil {
+			continue
+		}
+		proto, _, ok := SplitInstanceID(strings.TrimPrefix(rec.ID, conversation+"/"))
+		if !ok {
+			continue
+		}
+		ref := runRef{Base: b.Current.Run, Round: b.Round}
+		_, err := h.rt.Cancel(ctx, agent.RunRef{Name: h.o.AgentPrefix + proto, RunID: ref.runID()}, "conversation "+conversation+" stopped")
+		if err != nil && !errors.Is(err, agent.ErrRunEnded) && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("conversation %s: cancel run %s: %w", conversation, ref.runID(), err)
+		}
+	}
+	return nil
 }
 
 // Channels returns the channels of the conversation's topics, both

@@ -518,3 +518,48 @@ func TestHostLLMSubagent(t *testing.T) {
 		t.Fatalf("answer %+v", got)
 	}
 }
+
+// TestHostStopCancels: stopping a conversation cancels the run in
+// progress, whose sender is told, and refuses the message queued behind
+// it.
+func TestHostStopCancels(t *testing.T) {
+	called := make(chan struct{}, 4)
+	release := make(chan struct{})
+	defer close(release)
+	m := modeltest.FunctionModel(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		called <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return modeltest.Text("too late"), nil
+	})
+	e := newHost(t, memory.New(nil), storemem.New(), m, nil)
+	c := e.create()
+	e.say(c, "first")
+	e.say(c, "second")
+	select {
+	case <-called:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the model was not called")
+	}
+	if _, err := e.host.Stop(t.Context(), c.ID); err != nil {
+		t.Fatal(err)
+	}
+	got := e.wait(c, 2)
+	// The second message is refused when the run ends, or at once when it
+	// arrives after the stop: either may come first.
+	if i := slices.IndexFunc(got, func(m conversation.ConversationMessage) bool {
+		return strings.Contains(m.Message, "ended cancelled")
+	}); i < 0 || !strings.HasSuffix(got[1-i].Message, "is stopped") {
+		t.Fatalf("answers %+v", got)
+	}
+	for _, a := range got {
+		if !strings.HasPrefix(a.Message, conversation.ErrorPrefix) {
+			t.Errorf("answer %q is no error", a.Message)
+		}
+	}
+	if len(called) != 0 {
+		t.Error("the queued message was run")
+	}
+}
