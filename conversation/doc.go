@@ -46,6 +46,25 @@
 // which a model without tool calling starts agents and sends them
 // commands; a block with problems gives a [*RunError] listing each.
 //
-// What serves the instances as agents on a broker is not part of this
-// package yet; docs/conversations.md says what exists.
+// # Serving
+//
+// A [Host] serves the instances on an agent runtime ([agent.Runtime]),
+// durably and without a goroutine per instance or per run: one handler of
+// every conversation channel in one consumer group (ChannelPattern), keyed
+// by conversation so that a conversation's messages are handled in order,
+// in any number of processes. An LLM prototype is served as an agent
+// (model, system prompt, built-in tools, permissions); a message to one of
+// its instances starts a run in the session whose id is the instance's id,
+// one run at a time per instance, and the run's output comes back through
+// [agent.ReplyTo] to be sent to the sender. An LLM instance whose prototype
+// has subagents gets the start_conversation and send tools, and the "# Run"
+// blocks of its answers are carried out the same way. A code prototype is
+// served by a [CodeHandler] (package conversation/docmem's for the docmem
+// agent); an external one by its own process, which docs/conversations.md
+// tells what to read and write. A message that cannot be served is
+// answered by an error message ([ErrorPrefix]), never dropped.
+// [Host.Stop] stops a conversation, cancels its runs and deletes its
+// channels on brokers that can.
+//
+// docs/conversations.md describes it all, and what is still missing.
 package conversation

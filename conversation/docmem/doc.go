@@ -1,6 +1,7 @@
 // Package docmem is a hierarchical document memory per conversation,
 // durable in a [store.Store]: the docmem agent of the conversation
-// architecture, as data and commands, not yet served on a broker.
+// architecture, as data and commands, served on a broker by a
+// [conversation.Host] through [Memory.CodeHandler].
 //
 // A document is a tree of nodes, each a text; its root's text is the
 // title. A conversation has any number of documents, each a record of kind
@@ -40,4 +41,11 @@
 // changes nothing; an id reused for another command is refused
 // ([CodeIDReused]). Writers of one document take turns by compare-and-swap
 // ([store.Update]), retrying on conflict.
+//
+// # The docmem agent
+//
+// [Memory.CodeHandler] is the [conversation.CodeHandler] of the docmem
+// prototype: a conversation message's command (the argument form) or text
+// (a JSON command) is applied with the message's correlation id as the
+// command's id, and the answer is the [Result] as JSON.
 package docmem
