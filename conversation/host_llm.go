@@ -88,6 +88,9 @@ type runRef struct {
 	// Base is the message's first run; Round the "# Run" round.
 	Base  string `json:"b"`
 	Round int    `json:"r,omitempty"`
+	// Blocks says the prototype has subagents: its answers' "# Run"
+	// blocks are carried out.
+	Blocks bool `json:"x,omitempty"`
 }
 
 func (r *runRef) runID() string {
@@ -153,7 +156,7 @@ func (h *Host) enqueue(ctx context.Context, p Prototype, inst Instance, from str
 		return nil // queued, or a "# Run" round under way: its handler starts it
 	}
 	return h.submit(ctx, p.Name, &runRef{Conversation: inst.Conversation, Instance: inst.ID, Prototype: p.Name,
-		From: start.From, Correlation: start.Correlation, Msg: start.Msg, Base: start.Run}, start.Content)
+		From: start.From, Correlation: start.Correlation, Msg: start.Msg, Base: start.Run, Blocks: len(p.Subagents) > 0}, start.Content)
 }
 
 // submit starts the run ref names, of the agent of its prototype, in the
@@ -201,7 +204,10 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 		if err := json.Unmarshal(ev.Content, &text); err != nil {
 			text = string(ev.Content)
 		}
-		if ref.Round < h.o.MaxRunRounds {
+		switch {
+		case !ref.Blocks:
+			// A prototype without subagents has no blocks to carry out.
+		case ref.Round < h.o.MaxRunRounds:
 			cmds, rest, err := ParseRun(text)
 			var rerr *RunError
 			switch {
@@ -211,8 +217,10 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 				block = &runBlock{Ref: ref, Commands: cmds}
 			}
 			text = rest
-		} else if _, rest, err := ParseRun(text); err == nil {
-			text = rest
+		default:
+			if _, rest, err := ParseRun(text); err == nil {
+				text = rest
+			}
 		}
 		if text == "" && block == nil {
 			text = ErrorPrefix + "the agent gave no answer"
@@ -290,7 +298,7 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 		return nil
 	}
 	return h.submit(ctx, ref.Prototype, &runRef{Conversation: ref.Conversation, Instance: ref.Instance, Prototype: ref.Prototype,
-		From: next.From, Correlation: next.Correlation, Msg: next.Msg, Base: next.Run}, next.Content)
+		From: next.From, Correlation: next.Correlation, Msg: next.Msg, Base: next.Run, Blocks: ref.Blocks}, next.Content)
 }
 
 // onRunBlock carries out the "# Run" commands of a run's answer, then

@@ -563,3 +563,20 @@ func TestHostStopCancels(t *testing.T) {
 		t.Error("the queued message was run")
 	}
 }
+
+// TestHostRunBlockNeedsSubagents: the "# Run" heading in the answer of a
+// prototype without subagents is text like any other.
+func TestHostRunBlockNeedsSubagents(t *testing.T) {
+	const answer = "To test it:\n\n# Run\nnpm test"
+	st := storemem.New()
+	convs := conversation.NewConversations(st, nil)
+	if err := convs.Prototypes().Register(t.Context(), conversation.Prototype{Name: "conversational-agent"}, false); err != nil {
+		t.Fatal(err)
+	}
+	e := newHost(t, memory.New(nil), st, modeltest.NewTestModel(modeltest.Text(answer)), nil)
+	c := e.create()
+	e.say(c, "how do I test it?")
+	if got := e.wait(c, 1)[0]; got.Message != answer {
+		t.Fatalf("answer %+v", got)
+	}
+}
