@@ -317,18 +317,20 @@ func (r teamRunner) Run(ctx context.Context, rt *agent.Runtime, prompt string, o
 }
 
 func (r teamRunner) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
-	st, err := team.LoadState(ctx, rt, runID)
+	st, err := team.LoadRun(ctx, rt, runID)
 	if err != nil {
 		return nil, err
 	}
-	switch st.Status {
-	case agent.RunComplete:
+	switch {
+	case st.Status == agent.RunComplete:
 		out, _ := json.Marshal(st.Output)
 		return outputResult(runID, out), nil
-	case agent.RunFailed:
+	case st.Status == agent.RunFailed:
 		return &Result{RunID: runID, Status: Failed, Error: st.Error}, nil
-	case agent.RunCancelled:
+	case st.Status == agent.RunCancelled:
 		return &Result{RunID: runID, Status: Cancelled, Error: st.Error}, nil
+	case st.Paused:
+		return &Result{RunID: runID, Status: Waiting}, nil
 	}
 	return &Result{RunID: runID, Status: Running}, nil
 }
@@ -405,7 +407,7 @@ func (r *workflowRunner[S]) Run(ctx context.Context, rt *agent.Runtime, prompt s
 }
 
 func (r *workflowRunner[S]) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
-	st, err := r.w.Load(ctx, rt, runID)
+	st, err := r.w.LoadRun(ctx, rt, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -100,7 +100,7 @@ func (w *Workflow[S]) Run(ctx context.Context, rt *agent.Runtime, s S, opts *Run
 		// A run id given again: a run that has ended or waits answers
 		// from the store (a broker that drops messages with a repeated id
 		// would drop its output emitted again).
-		if st, err := w.Load(ctx, rt, id); err == nil && (st.Status.Terminal() || st.Status == RunInterrupted) {
+		if st, err := w.loadRunState(ctx, rt, id); err == nil && (st.Status.Terminal() || st.Status == RunInterrupted) {
 			return w.stored(st)
 		}
 	}
@@ -125,7 +125,7 @@ func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string)
 		return zero, err
 	}
 	defer f.Close()
-	st, err := w.Load(ctx, rt, runID)
+	st, err := w.loadRunState(ctx, rt, runID)
 	if err == nil && (st.Status.Terminal() || st.Status == RunInterrupted) {
 		return w.stored(st)
 	}
@@ -143,7 +143,7 @@ func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string)
 
 // stored returns the result of a run that has ended or is interrupted,
 // from its stored state.
-func (w *Workflow[S]) stored(st *RunState) (S, error) {
+func (w *Workflow[S]) stored(st *runState) (S, error) {
 	return w.result(&OutputEvent{Status: outputStatus(st.Status), State: st.State, Error: st.Error, ErrorKind: st.ErrorKind,
 		Interrupt: st.Interrupt, RunID: st.RunID})
 }
@@ -262,7 +262,7 @@ func (w *Workflow[S]) cancel(ctx context.Context, rt *agent.Runtime, runID, reas
 	now := rt.Client().Now()
 	var children []string // the nodes whose child runs are in progress
 	var step int
-	st, changed, err := h.commit(ctx, runID, func(st *RunState) bool {
+	st, changed, err := h.commit(ctx, runID, func(st *runState) bool {
 		children, step = nil, st.Step
 		if st.Status.Terminal() {
 			return false
@@ -295,7 +295,7 @@ func (w *Workflow[S]) cancel(ctx context.Context, rt *agent.Runtime, runID, reas
 
 // childNodes returns the nodes of the run's current step that run a child
 // run (agent nodes and sub-workflows) and have not finished.
-func (w *Workflow[S]) childNodes(st *RunState) []string {
+func (w *Workflow[S]) childNodes(st *runState) []string {
 	nodes := []string{st.Node}
 	if f := w.fanOuts[st.FanOut]; st.FanOut != "" && f != nil {
 		nodes = f.branches
@@ -328,7 +328,7 @@ func (w *Workflow[S]) Answer(ctx context.Context, rt *agent.Runtime, runID strin
 	}
 	h := &handlers[S]{w: w, rt: rt}
 	var status RunStatus
-	st, changed, err := h.commit(ctx, runID, func(st *RunState) bool {
+	st, changed, err := h.commit(ctx, runID, func(st *runState) bool {
 		status = st.Status
 		if st.Status != RunInterrupted {
 			return false
