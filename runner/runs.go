@@ -83,12 +83,16 @@ func SummarizeTeamRun(st *team.RunInfo) RunSummary {
 
 // SummarizeWorkflowRun summarizes a workflow run: a failed run's status
 // is "failed", an interrupted one's "interrupted" (it waits for its
-// answer).
+// answer, even when it is asked to pause), a paused one's "paused" (or
+// "pausing" until the step in progress ends).
 func SummarizeWorkflowRun(st *workflow.RunInfo) RunSummary {
 	s := RunSummary{ID: st.ID, Kind: "workflow", Name: st.Workflow, Status: string(st.Status), Step: st.Step,
 		Parent: st.Parent, Started: st.StartedAt, Ended: st.EndedAt, Reason: st.Error}
-	if st.Status == workflow.RunFailed {
+	switch {
+	case st.Status == workflow.RunFailed:
 		s.Status = "failed"
+	case st.Pause != nil && st.Status != workflow.RunInterrupted:
+		s.pause(st.Paused, st.Status.Terminal(), st.Pause.Reason)
 	}
 	return s
 }

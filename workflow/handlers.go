@@ -48,6 +48,7 @@ func (w *Workflow[S]) Serve(ctx context.Context, rt *agent.Runtime, opts *ServeO
 		{StepChannel(w.name), h.onStep},
 		{ReplyChannel(w.name), h.onReply},
 		{ResumeChannel(w.name), h.onResume},
+		{PauseChannel(w.name), h.onPause},
 	} {
 		if err := rt.Client().Handle(ctx, s.channel, s.fn, &calf.SubscribeOptions{
 			Group: s.channel, Concurrency: o.Concurrency, MaxAttempts: o.MaxAttempts,
@@ -108,6 +109,8 @@ func (w *Workflow[S]) Recover(ctx context.Context, rt *agent.Runtime, opts *Reco
 				continue
 			}
 			switch {
+			case st.paused() && st.Emitted >= st.Seq:
+				continue // it waits for its resume
 			case st.Status == RunRunning:
 			case st.Status.Terminal() && !o.EndedAfter.IsZero() && !st.EndedAt.Before(o.EndedAfter):
 			default:
@@ -209,11 +212,20 @@ func (h *handlers[S]) emitState(ctx context.Context, st *runState) error {
 	}
 	switch st.Status {
 	case RunRunning:
+		if st.paused() {
+			ev := agent.PauseEvent{Step: st.Step, Paused: true, Reason: st.Pause.Reason}
+			return h.emit(ctx, PauseChannel(h.w.name), run, pauseID(run, st.Step, st.Unpaused), ev)
+		}
+		if st.unpausedHere() {
+			if err := emitUnpause(ctx, h.rt, st); err != nil {
+				return err
+			}
+		}
 		if st.resumed() {
 			return h.emit(ctx, ResumeChannel(h.w.name), run, resumeID(run, st.Resumed), ResumeEvent{Interrupt: st.Resumed, Input: st.ResumeInput})
 		}
 		if st.FanOut == "" {
-			return h.emit(ctx, StepChannel(h.w.name), run, stepID(run, st.Step, st.Node), StepEvent{Step: st.Step, Node: st.Node})
+			return h.emit(ctx, StepChannel(h.w.name), run, st.stepEventID(st.Node), StepEvent{Step: st.Step, Node: st.Node})
 		}
 		f := h.w.fanOuts[st.FanOut]
 		if f == nil {
@@ -226,7 +238,7 @@ func (h *handlers[S]) emitState(ctx context.Context, st *runState) error {
 			}
 			// A branch has its own key, so that the branches run at once.
 			if _, err := h.rt.Client().Emit(ctx, StepChannel(h.w.name), StepEvent{Step: st.Step, Node: b},
-				calf.WithID(stepID(run, st.Step, b)), calf.WithKey(run+"/"+b),
+				calf.WithID(st.stepEventID(b)), calf.WithKey(run+"/"+b),
 				calf.WithMetadata(calf.Metadata{CorrelationID: run, RunID: run})); err != nil {
 				return err
 			}
@@ -427,6 +439,14 @@ func (h *handlers[S]) onStep(ctx context.Context, msg *calf.Message) error {
 		// once with the resume event's handler.
 		return h.stale(ctx, msg, st)
 	}
+	if st.paused() {
+		return h.stale(ctx, msg, st)
+	}
+	if st.Pause != nil && st.FanOut == "" {
+		// Asked to pause: the node waits for the resume (the branches of
+		// a parallel step all run; the pause takes effect after them).
+		return h.pauseTakesEffect(ctx, msg, st, ev.Node)
+	}
 	return h.execute(ctx, st, ev.Node)
 }
 
@@ -623,6 +643,8 @@ func (w *Workflow[S]) moveOn(st *runState, label string, data json.RawMessage, n
 			return
 		}
 	}
+	// A pause asked takes effect here, before the next step starts.
+	st.pauseHere(now)
 }
 
 // fanOutPrefix marks a successor that is a parallel step.

@@ -57,6 +57,11 @@ type RunInfo struct {
 	From *ForkFrom `json:"from,omitempty"`
 	// Parent is the run that started this one, if any.
 	Parent string `json:"parent,omitempty"`
+	// Paused reports that the run's pause is in effect: it waits for
+	// [Workflow.Resume] before the step Step. Pause, when set, is the
+	// pause asked for or in effect.
+	Paused bool              `json:"paused,omitempty"`
+	Pause  *agent.PauseState `json:"pause,omitempty"`
 	// Usage and Cost add up the runs of the workflow's agent nodes.
 	Usage     model.Usage `json:"usage"`
 	Cost      model.Cost  `json:"cost"`
@@ -120,6 +125,10 @@ func (st *runState) info() *RunInfo {
 	if st.From != nil {
 		f := *st.From
 		r.From = &f
+	}
+	if st.Pause != nil {
+		p := *st.Pause
+		r.Pause, r.Paused = &p, st.paused()
 	}
 	return r
 }

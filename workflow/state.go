@@ -92,6 +92,15 @@ type runState struct {
 	Cost      model.Cost  `json:"cost"`
 	StartedAt time.Time   `json:"started_at"`
 	EndedAt   time.Time   `json:"ended_at,omitzero"`
+	// Pause, when set, is the run's pause: asked for, and once Pause.Step
+	// is the current step, in effect (see pause.go).
+	Pause *agent.PauseState `json:"pause,omitempty"`
+	// Unpaused counts the times the run was resumed from a pause in
+	// effect, and UnpausedStep is the step the last of them let go on:
+	// the events of that step carry the count in their ids, apart from
+	// those emitted before the pause.
+	Unpaused     int `json:"unpaused,omitempty"`
+	UnpausedStep int `json:"unpaused_step,omitempty"`
 }
 
 // Checkpoint is the state of a run after one of its steps, as stored (kind

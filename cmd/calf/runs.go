@@ -19,19 +19,21 @@ import (
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/team"
+	"github.com/calf-go/calf/workflow"
 )
 
 func newRunsCommand() *cobra.Command {
 	var storeURL, brokerURL string
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List, show, pause, resume and cancel agent and team runs",
-		Long: `List, show, pause, resume and cancel agent and team runs.
+		Short: "List, show, pause, resume and cancel agent, team and workflow runs",
+		Long: `List, show, pause, resume and cancel agent, team and workflow runs.
 
 The commands read the runs in the workers' store. pause, resume and cancel
 change a run's state and publish what follows on the workers' broker,
 where whichever worker serves the run carries on: a paused run finishes
-the step in progress and then waits, holding nothing, until it is resumed.`,
+the step in progress and then waits, holding nothing, until it is resumed.
+A workflow run is cancelled by a program that has its workflow.`,
 		Args: noArgs,
 	}
 	cmd.PersistentFlags().StringVar(&storeURL, "store", defaultStore, storeHelp+"; the workers' store")
@@ -184,6 +186,11 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 	if err != nil {
 		return failure(err)
 	}
+	if run.Workflow != nil && what == "cancel" {
+		// Which child runs a cancel ends is for the workflow's definition
+		// to say, which this process does not have.
+		return usageError(fmt.Errorf("%s is a run of workflow %s: cancel it with Workflow.Cancel, in a program that has the workflow", id, run.Workflow.Workflow))
+	}
 	b, err := openBroker(ctx, brokerURL, nil)
 	if err != nil {
 		return err
@@ -225,7 +232,15 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 			s = runner.SummarizeTeamRun(ts)
 		}
 	default:
-		err = fmt.Errorf("%s: calf runs %s acts on agent and team runs, not on a workflow's", id, what)
+		ws := run.Workflow
+		if what == "pause" {
+			ws, err = workflow.PauseRun(ctx, rt, ws.Workflow, id, reason)
+		} else {
+			ws, err = workflow.ResumeRun(ctx, rt, ws.Workflow, id)
+		}
+		if err == nil {
+			s = runner.SummarizeWorkflowRun(ws)
+		}
 	}
 	if err != nil {
 		return failure(err)
