@@ -32,6 +32,15 @@ type Runner interface {
 	Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error)
 	// Cancel cancels the run runID, for reason, unless it has ended.
 	Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error
+	// Pause asks the run runID to stop before its next step, for reason:
+	// the step in progress finishes, and the run then waits, holding
+	// nothing but its stored state, until Resume. Resume lets a paused run
+	// go on. Both do what the agent's, team's or workflow's own Pause and
+	// Resume do: pausing a paused run, or resuming one that is not, changes
+	// nothing; a run that has ended is an error matching
+	// agent.ErrRunEnded.
+	Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) error
+	Resume(ctx context.Context, rt *agent.Runtime, runID string) error
 	// A nil rt means agent.DefaultRuntime in every method.
 }
 
@@ -233,6 +242,14 @@ func (r *agentRunner[Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID,
 	return r.a.Cancel(ctx, rt, runID, reason)
 }
 
+func (r *agentRunner[Out]) Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	return r.a.Pause(ctx, rt, runID, reason)
+}
+
+func (r *agentRunner[Out]) Resume(ctx context.Context, rt *agent.Runtime, runID string) error {
+	return r.a.Resume(ctx, rt, runID)
+}
+
 // ProgressOf returns the progress an agent's runner reports for ev: a
 // delta's text, or what [Describe] says of it; false for an event not
 // reported.
@@ -317,24 +334,34 @@ func (r teamRunner) Run(ctx context.Context, rt *agent.Runtime, prompt string, o
 }
 
 func (r teamRunner) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
-	st, err := team.LoadState(ctx, rt, runID)
+	st, err := team.LoadRun(ctx, rt, runID)
 	if err != nil {
 		return nil, err
 	}
-	switch st.Status {
-	case agent.RunComplete:
+	switch {
+	case st.Status == agent.RunComplete:
 		out, _ := json.Marshal(st.Output)
 		return outputResult(runID, out), nil
-	case agent.RunFailed:
+	case st.Status == agent.RunFailed:
 		return &Result{RunID: runID, Status: Failed, Error: st.Error}, nil
-	case agent.RunCancelled:
+	case st.Status == agent.RunCancelled:
 		return &Result{RunID: runID, Status: Cancelled, Error: st.Error}, nil
+	case st.Paused:
+		return &Result{RunID: runID, Status: Waiting}, nil
 	}
 	return &Result{RunID: runID, Status: Running}, nil
 }
 
 func (r teamRunner) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	return r.t.Cancel(ctx, rt, runID, reason)
+}
+
+func (r teamRunner) Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	return r.t.Pause(ctx, rt, runID, reason)
+}
+
+func (r teamRunner) Resume(ctx context.Context, rt *agent.Runtime, runID string) error {
+	return r.t.Resume(ctx, rt, runID)
 }
 
 // Workflow returns w as a Runner described by description: in turns the
@@ -405,7 +432,7 @@ func (r *workflowRunner[S]) Run(ctx context.Context, rt *agent.Runtime, prompt s
 }
 
 func (r *workflowRunner[S]) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
-	st, err := r.w.Load(ctx, rt, runID)
+	st, err := r.w.LoadRun(ctx, rt, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -419,9 +446,20 @@ func (r *workflowRunner[S]) Status(ctx context.Context, rt *agent.Runtime, runID
 	case workflow.RunInterrupted:
 		return &Result{RunID: runID, Status: Waiting}, nil
 	}
+	if st.Paused {
+		return &Result{RunID: runID, Status: Waiting}, nil
+	}
 	return &Result{RunID: runID, Status: Running}, nil
 }
 
 func (r *workflowRunner[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	return r.w.Cancel(ctx, rt, runID, reason)
+}
+
+func (r *workflowRunner[S]) Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	return r.w.Pause(ctx, rt, runID, reason)
+}
+
+func (r *workflowRunner[S]) Resume(ctx context.Context, rt *agent.Runtime, runID string) error {
+	return r.w.Resume(ctx, rt, runID)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/team"
+	"github.com/calf-go/calf/tool"
 	"github.com/calf-go/calf/workflow"
 )
 
@@ -216,5 +217,121 @@ func TestAgentSubmitter(t *testing.T) {
 	}
 	if _, ok := runner.Team(team.Must(team.NewSequential("t", []team.Member{team.AgentMember(a)}, nil))).(runner.Submitter); ok {
 		t.Error("a team's runner claims to start runs")
+	}
+}
+
+// Runs of the three kinds paused and resumed through their runners: the
+// step in progress finishes, the run waits (its status Waiting, "paused"
+// in the listing), and once resumed it completes; an ended run cannot be
+// paused.
+func TestRunnerPauseAndResume(t *testing.T) {
+	rt := newRuntime(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// Each kind's first step blocks until its gate opens.
+	gates := map[string]chan struct{}{"agent": make(chan struct{}), "team": make(chan struct{}), "workflow": make(chan struct{})}
+	started := make(chan string, 8)
+	var mu sync.Mutex
+	block := func(kind string) {
+		mu.Lock()
+		g := gates[kind]
+		gates[kind] = nil
+		mu.Unlock()
+		if g != nil {
+			started <- kind
+			select {
+			case <-g:
+			case <-ctx.Done():
+			}
+		}
+	}
+	opened := map[string]chan struct{}{}
+	for k, g := range gates {
+		opened[k] = g
+	}
+	// The agent's run calls a tool in its first step, so that it has a
+	// second to pause before.
+	m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		text := last.Text()
+		switch {
+		case text == "agent task":
+			block("agent")
+			return modeltest.ToolCalls(model.ToolCall{ID: "c1", Name: "noop", Arguments: "{}"}), nil
+		case strings.HasPrefix(text, "team"):
+			block("team")
+		}
+		return modeltest.Text("done: " + text), nil
+	})
+	noop := tool.Must(tool.New("noop", "Does nothing.", func(context.Context, struct{}) (string, error) { return "ok", nil }))
+	a := agent.Must(agent.New("worker", m, &agent.Options{Tools: []tool.Tool{noop}}))
+	if err := a.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	tm := team.Must(team.NewSequential("pair", []team.Member{team.AgentMember(a), team.AgentMember(a)}, nil))
+	if err := tm.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	wf := workflow.New[doc]("steps", nil).
+		Node("one", workflow.Func(func(_ context.Context, d doc) (doc, error) { block("workflow"); d.Text += "1"; return d, nil })).
+		Node("two", workflow.Func(func(_ context.Context, d doc) (doc, error) { d.Text += "2"; return d, nil })).
+		Edge(workflow.Start, "one").Edge("one", "two").Edge("two", workflow.End).MustBuild()
+	if err := wf.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	runners := map[string]runner.Runner{
+		"agent":    runner.Agent(a),
+		"team":     runner.Team(tm),
+		"workflow": runner.Workflow(wf, "", func(p string) (doc, error) { return doc{Text: p}, nil }, func(d doc) (string, error) { return d.Text, nil }),
+	}
+	for _, kind := range []string{"agent", "team", "workflow"} {
+		t.Run(kind, func(t *testing.T) {
+			r, id := runners[kind], kind+"-run"
+			done := make(chan *runner.Result, 1)
+			go func() {
+				res, err := r.Run(ctx, rt, kind+" task", &runner.Options{RunID: id}, nil)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- res
+			}()
+			if got := <-started; got != kind {
+				t.Fatalf("started %s", got)
+			}
+			if err := r.Pause(ctx, rt, id, "check"); err != nil {
+				t.Fatal(err)
+			}
+			close(opened[kind])
+			for {
+				res, err := r.Status(ctx, rt, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Status == runner.Waiting {
+					break
+				}
+				if res.Status.Ended() {
+					t.Fatalf("the run ended while paused: %+v", res)
+				}
+				select {
+				case <-ctx.Done():
+					t.Fatal("the run did not pause")
+				case <-time.After(2 * time.Millisecond):
+				}
+			}
+			if s, err := runner.Summarize(ctx, rt.Store(), id); err != nil || s.Status != "paused" || s.Kind != kind || s.Reason != "check" {
+				t.Errorf("summary: %+v, %v", s, err)
+			}
+			if err := r.Resume(ctx, rt, id); err != nil {
+				t.Fatal(err)
+			}
+			res := <-done
+			if res == nil || res.Status != runner.Complete {
+				t.Fatalf("result %+v", res)
+			}
+			if err := r.Pause(ctx, rt, id, "late"); !errors.Is(err, agent.ErrRunEnded) {
+				t.Errorf("pause of an ended run: %v", err)
+			}
+		})
 	}
 }

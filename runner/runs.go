@@ -3,7 +3,6 @@ package runner
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -72,32 +71,36 @@ func (s *RunSummary) pause(paused, ended bool, reason string) {
 	}
 }
 
-// SummarizeTeamRun summarizes a team run's state.
-func SummarizeTeamRun(st *team.State) RunSummary {
-	s := RunSummary{ID: st.RunID, Kind: "team", Name: st.Team, Status: string(st.Status), Step: st.Step, Session: st.SessionID,
+// SummarizeTeamRun summarizes a team run.
+func SummarizeTeamRun(st *team.RunInfo) RunSummary {
+	s := RunSummary{ID: st.ID, Kind: "team", Name: st.Team, Status: string(st.Status), Step: st.Step, Session: st.SessionID,
 		Parent: st.Parent, Started: st.StartedAt, Ended: st.EndedAt, Reason: st.Error}
 	if st.Pause != nil {
-		s.pause(st.Paused(), st.Status.Terminal(), st.Pause.Reason)
+		s.pause(st.Paused, st.Status.Terminal(), st.Pause.Reason)
 	}
 	return s
 }
 
-// SummarizeWorkflowRun summarizes a workflow run's state: a failed run's
-// status is "failed", an interrupted one's "interrupted" (it waits for
-// its resume).
-func SummarizeWorkflowRun(st *workflow.RunState) RunSummary {
-	s := RunSummary{ID: st.RunID, Kind: "workflow", Name: st.Workflow, Status: string(st.Status), Step: st.Step,
+// SummarizeWorkflowRun summarizes a workflow run: a failed run's status
+// is "failed", an interrupted one's "interrupted" (it waits for its
+// answer, even when it is asked to pause), a paused one's "paused" (or
+// "pausing" until the step in progress ends).
+func SummarizeWorkflowRun(st *workflow.RunInfo) RunSummary {
+	s := RunSummary{ID: st.ID, Kind: "workflow", Name: st.Workflow, Status: string(st.Status), Step: st.Step,
 		Parent: st.Parent, Started: st.StartedAt, Ended: st.EndedAt, Reason: st.Error}
-	if st.Status == workflow.RunFailed {
+	switch {
+	case st.Status == workflow.RunFailed:
 		s.Status = "failed"
+	case st.Pause != nil && st.Status != workflow.RunInterrupted:
+		s.pause(st.Paused, st.Status.Terminal(), st.Pause.Reason)
 	}
 	return s
 }
 
-// workflowRun returns the stored state of the workflow run id, whichever
+// workflowRun returns the view of the workflow run id, whichever
 // workflow's it is: its record is named by both, so the records are read
 // until it is found.
-func workflowRun(ctx context.Context, st store.Store, id string) (*workflow.RunState, error) {
+func workflowRun(ctx context.Context, st store.Store, id string) (*workflow.RunInfo, error) {
 	for after := ""; ; {
 		recs, err := st.List(ctx, store.KindWorkflow, "", after, 500)
 		if err != nil {
@@ -105,11 +108,7 @@ func workflowRun(ctx context.Context, st store.Store, id string) (*workflow.RunS
 		}
 		for _, rec := range recs {
 			if _, run, _ := strings.Cut(rec.ID, "/"); run == id {
-				var ws workflow.RunState
-				if err := json.Unmarshal(rec.Data, &ws); err != nil {
-					return nil, fmt.Errorf("runner: workflow run %s: %w", id, err)
-				}
-				return &ws, nil
+				return workflow.DecodeRunInfo(rec.Data)
 			}
 		}
 		if len(recs) < 500 {
@@ -119,45 +118,76 @@ func workflowRun(ctx context.Context, st store.Store, id string) (*workflow.RunS
 	}
 }
 
-// LoadRun returns the agent or team run id: one of the two is set. An
-// agent run's view is made from its record alone ([agent.DecodeRunInfo]):
-// its messages may be the last ones only ([agent.RunInfo.Partial]);
-// [agent.Runtime.LoadRun] reads them all. It fails with an error wrapping
-// [store.ErrNotFound] when st has neither.
-func LoadRun(ctx context.Context, st store.Store, id string) (*agent.RunInfo, *team.State, error) {
+// Run is a run of an agent, a team or a workflow, as [LoadRun] reads it:
+// its summary, and the view of its kind. Exactly one of Agent, Team and
+// Workflow is set, the one Summary.Kind names.
+type Run struct {
+	Summary  RunSummary        `json:"summary"`
+	Agent    *agent.RunInfo    `json:"agent,omitempty"`
+	Team     *team.RunInfo     `json:"team,omitempty"`
+	Workflow *workflow.RunInfo `json:"workflow,omitempty"`
+}
+
+// View returns the view the run has, of its kind: an *agent.RunInfo, a
+// *team.RunInfo or a *workflow.RunInfo.
+func (r *Run) View() any {
+	switch {
+	case r.Team != nil:
+		return r.Team
+	case r.Workflow != nil:
+		return r.Workflow
+	}
+	return r.Agent
+}
+
+// LoadRun returns the agent, team or workflow run id from st. Its view
+// is made from its record alone: an agent run's messages may be the last
+// ones only ([agent.RunInfo.Partial]; [agent.Runtime.LoadRun] reads them
+// all). A workflow run is found among the records of every workflow
+// (their ids are "{workflow}/{run}"), which takes a read of them all. It
+// fails with an error wrapping [store.ErrNotFound] when st has no run
+// id, and one matching [agent.ErrCorruptState] when the record is not one
+// this version reads.
+func LoadRun(ctx context.Context, st store.Store, id string) (*Run, error) {
 	rec, err := st.Get(ctx, store.KindRun, id)
 	if err == nil {
 		rs, err := agent.DecodeRunInfo(rec.Data)
-		return rs, nil, err
+		if err != nil {
+			return nil, err
+		}
+		return &Run{Summary: SummarizeAgentRun(rs), Agent: rs}, nil
 	}
 	if !errors.Is(err, store.ErrNotFound) {
-		return nil, nil, err
+		return nil, err
 	}
-	rec, err = st.Get(ctx, team.KindTeam, id)
+	rec, err = st.Get(ctx, store.KindTeam, id)
+	if err == nil {
+		ts, err := team.DecodeRunInfo(rec.Data)
+		if err != nil {
+			return nil, err
+		}
+		return &Run{Summary: SummarizeTeamRun(ts), Team: ts}, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	ws, err := workflowRun(ctx, st, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("no agent, team or workflow run %s: %w", id, store.ErrNotFound)
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("no agent or team run %s: %w", id, err)
+		return nil, err
 	}
-	ts, err := team.DecodeState(rec.Data)
-	return nil, ts, err
+	return &Run{Summary: SummarizeWorkflowRun(ws), Workflow: ws}, nil
 }
 
 // Summarize returns the summary of the agent, team or workflow run id.
 func Summarize(ctx context.Context, st store.Store, id string) (RunSummary, error) {
-	rs, ts, err := LoadRun(ctx, st, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		ws, werr := workflowRun(ctx, st, id)
-		if werr != nil {
-			return RunSummary{}, werr
-		}
-		return SummarizeWorkflowRun(ws), nil
-	case err != nil:
+	r, err := LoadRun(ctx, st, id)
+	if err != nil {
 		return RunSummary{}, err
-	case ts != nil:
-		return SummarizeTeamRun(ts), nil
-	default:
-		return SummarizeAgentRun(rs), nil
 	}
+	return r.Summary, nil
 }
 
 // Runs returns the agent, team and workflow runs of st that f selects, the newest
@@ -175,7 +205,7 @@ func Runs(ctx context.Context, st store.Store, f *RunFilter) ([]RunSummary, erro
 		return nil, fmt.Errorf("runner: no run status %q: use one of %v", o.Status, Statuses)
 	}
 	var runs []RunSummary
-	for _, kind := range []string{store.KindRun, team.KindTeam, store.KindWorkflow} {
+	for _, kind := range []string{store.KindRun, store.KindTeam, store.KindWorkflow} {
 		for after := ""; ; {
 			recs, err := st.List(ctx, kind, "", after, 500)
 			if err != nil {
@@ -189,18 +219,18 @@ func Runs(ctx context.Context, st store.Store, f *RunFilter) ([]RunSummary, erro
 						continue // not begun, or not a run this version reads
 					}
 					s = SummarizeAgentRun(rs)
-				} else if kind == team.KindTeam {
-					ts, err := team.DecodeState(rec.Data)
+				} else if kind == store.KindTeam {
+					ts, err := team.DecodeRunInfo(rec.Data)
 					if err != nil {
 						continue
 					}
 					s = SummarizeTeamRun(ts)
 				} else {
-					var ws workflow.RunState
-					if json.Unmarshal(rec.Data, &ws) != nil || ws.RunID == "" {
+					ws, err := workflow.DecodeRunInfo(rec.Data)
+					if err != nil {
 						continue
 					}
-					s = SummarizeWorkflowRun(&ws)
+					s = SummarizeWorkflowRun(ws)
 				}
 				if o.Status != "" && s.Status != o.Status || o.Name != "" && s.Name != o.Name {
 					continue

@@ -11,7 +11,6 @@ import (
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/model"
-	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/store"
 )
 
@@ -119,9 +118,9 @@ func (s *Server) sessionTurns(ctx context.Context, sess *session.Session) ([]ses
 	end := len(sess.Messages)
 	runs := sess.Runs[max(0, len(sess.Runs)-maxSessionTurns):]
 	for i := len(runs) - 1; i >= 0; i-- {
-		st, _, err := runner.LoadRun(ctx, s.rt.Store(), runs[i])
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, agent.ErrCorruptState) || (err == nil && st == nil) {
-			break // removed, or a team's run: the older messages are shown as they are
+		st, err := agentRun(ctx, s.rt.Store(), runs[i])
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, agent.ErrCorruptState) {
+			break // removed, or a team's or workflow's run: the older messages are shown as they are
 		}
 		if err != nil {
 			return nil, err
@@ -185,4 +184,15 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, sessionView{Session: sess, Turns: turns})
+}
+
+// agentRun returns the view of the agent run id made from its record
+// alone, or an error matching store.ErrNotFound when st has no agent run
+// id.
+func agentRun(ctx context.Context, st store.Store, id string) (*agent.RunInfo, error) {
+	rec, err := st.Get(ctx, store.KindRun, id)
+	if err != nil {
+		return nil, err
+	}
+	return agent.DecodeRunInfo(rec.Data)
 }

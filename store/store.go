@@ -33,6 +33,7 @@ const (
 	KindProcessed  = "processed"   // an idempotency record
 	KindCheckpoint = "checkpoint"  // a workflow checkpoint
 	KindWorkflow   = "workflow"    // one workflow run's position and state
+	KindTeam       = "team"        // one team run's state
 	KindDeadLetter = "dead_letter" // a message parked on the dead-letter channel
 	// KindDeadLetterRun indexes the dead letters by the correlation id of
 	// the message parked: {correlation id}/{dead letter id}.

@@ -32,7 +32,9 @@
 // step, a moderator's pick, the aggregation, the output) before emitting
 // it. So a team run waits for its members without a goroutine, survives
 // the crash of any worker, and can be carried out by many workers: its
-// state is a store record ([KindTeam], [State]) changed by compare-and-swap.
+// state is a store record (of kind [store.KindTeam], id the run id)
+// changed by compare-and-swap. Readers see a run through [RunInfo]
+// ([LoadRun], [DecodeRunInfo]), a copy of what the record says.
 // Member run ids are derived from the team run id, the step and the
 // member ("{run}.{step}.{member}"), and event ids from the run and the
 // step, so a redelivered message starts no member twice.

@@ -81,12 +81,12 @@ func (c *coordinator) onInput(ctx context.Context, msg *calf.Message) error {
 		return permanent(err)
 	}
 	now := c.rt.Client().Now()
-	var st *State
+	var st *runState
 	// A team run is usually new: create it without reading it first.
-	_, err = store.CreateOrUpdate(ctx, c.rt.Store(), KindTeam, id, func(data []byte, exists bool) ([]byte, error) {
+	_, err = store.CreateOrUpdate(ctx, c.rt.Store(), store.KindTeam, id, func(data []byte, exists bool) ([]byte, error) {
 		if exists {
 			var err error
-			if st, err = DecodeState(data); err != nil {
+			if st, err = decodeRunState(data); err != nil {
 				return nil, err
 			}
 			if in.ReplyTo == nil || (st.ReplyTo != nil && *st.ReplyTo == *in.ReplyTo) {
@@ -95,7 +95,7 @@ func (c *coordinator) onInput(ctx context.Context, msg *calf.Message) error {
 			st.ReplyTo = in.ReplyTo // submitted again by another caller: answer it
 			return json.Marshal(st)
 		}
-		st = &State{
+		st = &runState{
 			RunID: id, Team: c.t.name, Process: c.t.process, Status: agent.RunRunning, Task: in.Content,
 			ReplyTo: in.ReplyTo, Parent: in.Parent, SessionID: msg.Metadata.SessionID, Stream: in.Stream,
 			StartedAt: msg.Metadata.Time,
@@ -130,14 +130,14 @@ func (c *coordinator) onStep(ctx context.Context, msg *calf.Message) error {
 	if err := msg.Decode(&ev); err != nil {
 		return permanent(err)
 	}
-	rec, err := c.rt.Store().Get(ctx, KindTeam, id)
+	rec, err := c.rt.Store().Get(ctx, store.KindTeam, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return permanent(fmt.Errorf("team: step of unknown run %s: %w", id, err))
 	}
 	if err != nil {
 		return err
 	}
-	st, err := DecodeState(rec.Data)
+	st, err := decodeRunState(rec.Data)
 	if err != nil {
 		return permanent(err)
 	}
@@ -157,7 +157,7 @@ func (c *coordinator) onStep(ctx context.Context, msg *calf.Message) error {
 // startCalls starts the member runs of the current step that have not
 // answered (and, unless all is set, were not started already), then
 // records that they were.
-func (c *coordinator) startCalls(ctx context.Context, st *State, all bool) error {
+func (c *coordinator) startCalls(ctx context.Context, st *runState, all bool) error {
 	id := st.RunID
 	var started []string
 	for _, call := range st.Calls {
@@ -185,7 +185,7 @@ func (c *coordinator) startCalls(ctx context.Context, st *State, all bool) error
 	// Recorded after the fact: a crash before this write starts the runs
 	// again, which starts nothing new; a duplicate step after it starts
 	// nothing at all, so that duplicates do not cascade down the steps.
-	_, err := update(ctx, c.rt.Store(), id, func(st *State) (bool, error) {
+	_, err := update(ctx, c.rt.Store(), id, func(st *runState) (bool, error) {
 		changed := false
 		for _, r := range started {
 			if call := st.call(r); call != nil && !call.Submitted {
@@ -219,7 +219,7 @@ func (c *coordinator) onMemberDone(ctx context.Context, msg *calf.Message) error
 		run = id + "." + ev.Ref
 	}
 	now := c.rt.Client().Now()
-	st, err := update(ctx, c.rt.Store(), id, func(st *State) (bool, error) {
+	st, err := update(ctx, c.rt.Store(), id, func(st *runState) (bool, error) {
 		if st.Status.Terminal() {
 			return false, nil
 		}
@@ -261,7 +261,7 @@ func (c *coordinator) onMemberDone(ctx context.Context, msg *calf.Message) error
 
 // next emits what the recorded state calls for: the current step, or the
 // output of a run that has ended. Its events have deterministic ids.
-func (c *coordinator) next(ctx context.Context, st *State) error {
+func (c *coordinator) next(ctx context.Context, st *runState) error {
 	if st.Status.Terminal() {
 		return emitOutput(ctx, c.rt, st)
 	}
@@ -271,7 +271,7 @@ func (c *coordinator) next(ctx context.Context, st *State) error {
 }
 
 // outputEvent is the team run's output, in the shape of an agent's.
-func outputEvent(st *State) agent.OutputEvent {
+func outputEvent(st *runState) agent.OutputEvent {
 	ev := agent.OutputEvent{Error: st.Error, Usage: st.Usage, Cost: st.Cost, Steps: st.Step, RunID: st.RunID, Agent: st.Team}
 	switch st.Status {
 	case agent.RunComplete:
@@ -287,7 +287,7 @@ func outputEvent(st *State) agent.OutputEvent {
 
 // emitOutput publishes an ended run's output on the team's output channel
 // and, when the run has a ReplyTo, there too.
-func emitOutput(ctx context.Context, rt *agent.Runtime, st *State) error {
+func emitOutput(ctx context.Context, rt *agent.Runtime, st *runState) error {
 	ev := outputEvent(st)
 	md := calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID, SessionID: st.SessionID}
 	if _, err := rt.Client().Emit(ctx, OutputChannel(st.Team), ev, calf.WithID(outputID(st.RunID)), calf.WithKey(st.RunID), calf.WithMetadata(md)); err != nil {

@@ -28,7 +28,7 @@ func TestNilRuntimeMeansTheDefault(t *testing.T) {
 	if got, err := tm.Wait(ctx, nil, out.RunID); err != nil || got.Output != "one" {
 		t.Errorf("Result: %+v, %v", got, err)
 	}
-	if st, err := team.LoadState(ctx, nil, out.RunID); err != nil || st.Status != agent.RunComplete {
+	if st, err := team.LoadRun(ctx, nil, out.RunID); err != nil || st.Status != agent.RunComplete {
 		t.Errorf("LoadState: %+v, %v", st, err)
 	}
 	var last *agent.OutputEvent

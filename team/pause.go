@@ -17,14 +17,14 @@ func PauseChannel(team string) string { return channelPrefix + team + "." + suff
 
 const suffixPause = "pause"
 
-// Paused reports whether the pause of the team run is in effect: it waits,
+// paused reports whether the pause of the team run is in effect: it waits,
 // holding no goroutine, for [Team.Resume].
-func (s *State) Paused() bool {
+func (s *runState) paused() bool {
 	return s.Pause != nil && s.Pause.Step == s.Step && !s.Status.Terminal() && !s.submitted()
 }
 
 // submitted reports whether a member run of the current step was started.
-func (s *State) submitted() bool {
+func (s *runState) submitted() bool {
 	for _, c := range s.Calls {
 		if c.Submitted || c.Done {
 			return true
@@ -37,7 +37,7 @@ func (s *State) submitted() bool {
 // the member runs of the step in progress finish, and the run then waits,
 // with nothing but its stored state, until [Team.Resume] from any process.
 // A pause event on [PauseChannel] says when it took effect;
-// [State.Paused] reports it. Pausing a paused run changes nothing; a run
+// [RunInfo.Paused] reports it. Pausing a paused run changes nothing; a run
 // that has ended returns an error matching [agent.ErrRunEnded].
 func (t *Team) Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	_, err := PauseRun(ctx, rt, runID, reason)
@@ -47,9 +47,9 @@ func (t *Team) Pause(ctx context.Context, rt *agent.Runtime, runID, reason strin
 // PauseRun pauses the team run runID as [Team.Pause] does, from a process
 // that does not have the team's definition (calf runs pause), and returns
 // the run as it stands.
-func PauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*State, error) {
+func PauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*RunInfo, error) {
 	rt = orDefault(rt)
-	st, err := updatePause(ctx, rt, runID, func(st *State) bool {
+	st, err := updatePause(ctx, rt, runID, func(st *runState) bool {
 		if st.Pause != nil {
 			return false
 		}
@@ -59,7 +59,7 @@ func PauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*St
 	if err != nil {
 		return nil, fmt.Errorf("team: pause run %s: %w", runID, err)
 	}
-	return st, nil
+	return st.info(), nil
 }
 
 // Resume lets a paused team run go on: a run whose pause is in effect
@@ -75,14 +75,14 @@ func (t *Team) Resume(ctx context.Context, rt *agent.Runtime, runID string) erro
 // ResumeRun resumes the team run runID as [Team.Resume] does, from a
 // process that does not have the team's definition (calf runs resume),
 // and returns the run as it stands.
-func ResumeRun(ctx context.Context, rt *agent.Runtime, runID string) (*State, error) {
+func ResumeRun(ctx context.Context, rt *agent.Runtime, runID string) (*RunInfo, error) {
 	rt = orDefault(rt)
 	var waiting bool
-	st, err := updatePause(ctx, rt, runID, func(st *State) bool {
+	st, err := updatePause(ctx, rt, runID, func(st *runState) bool {
 		if st.Pause == nil {
 			return false
 		}
-		waiting = st.Paused()
+		waiting = st.paused()
 		st.Pause = nil
 		if waiting {
 			st.Resumes++
@@ -96,17 +96,17 @@ func ResumeRun(ctx context.Context, rt *agent.Runtime, runID string) (*State, er
 		n := strconv.Itoa(st.Resumes)
 		md := calf.WithMetadata(calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID})
 		if _, err := rt.Client().Emit(ctx, PauseChannel(st.Team), agent.PauseEvent{Step: st.Step}, calf.WithID(st.RunID+".resume."+strconv.Itoa(st.Step)+"."+n), calf.WithKey(st.RunID), md); err != nil {
-			return st, fmt.Errorf("team %s: resume run %s: %w", st.Team, runID, err)
+			return st.info(), fmt.Errorf("team %s: resume run %s: %w", st.Team, runID, err)
 		}
 		if _, err := rt.Client().Emit(ctx, StepChannel(st.Team), StepEvent{Step: st.Step}, calf.WithID(stepID(st.RunID, st.Step)+".resume."+n), calf.WithKey(st.RunID), md); err != nil {
-			return st, fmt.Errorf("team %s: resume run %s: %w", st.Team, runID, err)
+			return st.info(), fmt.Errorf("team %s: resume run %s: %w", st.Team, runID, err)
 		}
 	}
-	return st, nil
+	return st.info(), nil
 }
 
-func updatePause(ctx context.Context, rt *agent.Runtime, runID string, fn func(st *State) bool) (*State, error) {
-	st, err := update(ctx, rt.Store(), runID, func(st *State) (bool, error) {
+func updatePause(ctx context.Context, rt *agent.Runtime, runID string, fn func(st *runState) bool) (*runState, error) {
+	st, err := update(ctx, rt.Store(), runID, func(st *runState) (bool, error) {
 		if st.Status.Terminal() {
 			return false, nil
 		}
@@ -127,9 +127,9 @@ func updatePause(ctx context.Context, rt *agent.Runtime, runID string, fn func(s
 // pauseTakesEffect records that the paused run st stops before the member
 // runs of its current step start, and publishes the pause. It reports false
 // when the run was resumed (or moved on) meanwhile.
-func (c *coordinator) pauseTakesEffect(ctx context.Context, st *State) (bool, error) {
+func (c *coordinator) pauseTakesEffect(ctx context.Context, st *runState) (bool, error) {
 	step := st.Step
-	st, err := update(ctx, c.rt.Store(), st.RunID, func(cur *State) (bool, error) {
+	st, err := update(ctx, c.rt.Store(), st.RunID, func(cur *runState) (bool, error) {
 		if cur.Pause == nil || cur.Status.Terminal() || cur.Step != step || cur.submitted() || cur.Pause.Step == step {
 			return false, nil
 		}
@@ -141,7 +141,7 @@ func (c *coordinator) pauseTakesEffect(ctx context.Context, st *State) (bool, er
 	if err != nil {
 		return false, err
 	}
-	if !st.Paused() {
+	if !st.paused() {
 		return false, nil
 	}
 	ev := agent.PauseEvent{Step: st.Step, Paused: true, Reason: st.Pause.Reason}

@@ -44,7 +44,7 @@ func TestTeamPauseAndResume(t *testing.T) {
 	if err := tm.Pause(t.Context(), e.rt, "tp", "review"); err != nil {
 		t.Fatalf("pause: %v", err)
 	}
-	if st, err := team.LoadState(t.Context(), e.rt, "tp"); err != nil || st.Pause == nil || st.Paused() {
+	if st, err := team.LoadRun(t.Context(), e.rt, "tp"); err != nil || st.Pause == nil || st.Paused {
 		t.Fatalf("paused state: %+v, %v", st, err)
 	}
 	close(release)
@@ -58,8 +58,8 @@ func TestTeamPauseAndResume(t *testing.T) {
 		}
 	}
 	e.settle(t)
-	st, err := team.LoadState(t.Context(), e.rt, "tp")
-	if err != nil || !st.Paused() || second.calls.Load() != 0 || len(st.Transcript) != 1 {
+	st, err := team.LoadRun(t.Context(), e.rt, "tp")
+	if err != nil || !st.Paused || second.calls.Load() != 0 || len(st.Transcript) != 1 {
 		t.Fatalf("paused team run: %+v, %v; second called %d times", st, err, second.calls.Load())
 	}
 	other := agent.NewRuntime(calf.NewClient(e.broker, nil), e.rt.Store(), nil)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
 )
 
 // RecoverOptions configures [Team.Recover]. A nil *RecoverOptions means
@@ -45,7 +46,7 @@ func (t *Team) Recover(ctx context.Context, rt *agent.Runtime, opts *RecoverOpti
 	n, after := 0, ""
 	var errs []error
 	for {
-		recs, err := rt.Store().List(ctx, KindTeam, "", after, recoverPage)
+		recs, err := rt.Store().List(ctx, store.KindTeam, "", after, recoverPage)
 		if err != nil {
 			return n, fmt.Errorf("team %s: recover: %w", t.name, errors.Join(append(errs, err)...))
 		}
@@ -53,7 +54,7 @@ func (t *Team) Recover(ctx context.Context, rt *agent.Runtime, opts *RecoverOpti
 			if !o.WrittenBefore.IsZero() && !r.UpdatedAt.Before(o.WrittenBefore) {
 				continue
 			}
-			st, err := DecodeState(r.Data)
+			st, err := decodeRunState(r.Data)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", r.ID, err))
 				continue

@@ -12,7 +12,7 @@ import (
 // sweep removes the team runs that ended before before; their member runs
 // are agent runs, which the agent sweep removes.
 func sweep(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
-	return store.SweepEnded(ctx, s, KindTeam, before, 0, func(data []byte) (time.Time, bool) {
+	return store.SweepEnded(ctx, s, store.KindTeam, before, 0, func(data []byte) (time.Time, bool) {
 		var head struct {
 			Status  agent.RunStatus `json:"status"`
 			EndedAt time.Time       `json:"ended_at"`

@@ -187,7 +187,7 @@ func (t *Team) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *
 // a run still in progress, and an error matching store.ErrNotFound for an
 // unknown run.
 func (t *Team) stored(ctx context.Context, rt *agent.Runtime, runID string) (*Output, error) {
-	st, err := LoadState(ctx, rt, runID)
+	st, err := loadRunState(ctx, rt, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func (t *Team) stored(ctx context.Context, rt *agent.Runtime, runID string) (*Ou
 // nothing.
 func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	rt = orDefault(rt)
-	return cancelRun(ctx, rt, runID, reason, &State{RunID: runID, Team: t.name, Process: t.process}, func(c Call) error {
+	return cancelRun(ctx, rt, runID, reason, &runState{RunID: runID, Team: t.name, Process: t.process}, func(c memberCall) error {
 		m, ok := t.byName[c.Member].(Canceller)
 		if !ok {
 			return nil
@@ -224,12 +224,12 @@ func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason stri
 // returns an error matching [store.ErrNotFound].
 func CancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	rt = orDefault(rt)
-	st, err := LoadState(ctx, rt, runID)
+	st, err := loadRunState(ctx, rt, runID)
 	if err != nil {
 		return err
 	}
 	why := fmt.Sprintf("team %s: run %s was cancelled: %s", st.Team, runID, reason)
-	return cancelRun(ctx, rt, runID, reason, nil, func(c Call) error {
+	return cancelRun(ctx, rt, runID, reason, nil, func(c memberCall) error {
 		if rec, err := rt.Store().Get(ctx, store.KindRun, c.RunID); err == nil {
 			run, err := agent.DecodeRunInfo(rec.Data)
 			if err != nil {
@@ -238,7 +238,7 @@ func CancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string) err
 			_, err = rt.Cancel(ctx, agent.RunRef{Kind: "agent", Name: run.Agent, RunID: c.RunID}, why)
 			return err
 		}
-		if _, err := rt.Store().Get(ctx, KindTeam, c.RunID); err == nil {
+		if _, err := rt.Store().Get(ctx, store.KindTeam, c.RunID); err == nil {
 			return CancelRun(ctx, rt, c.RunID, why)
 		}
 		return nil // a run of another kind, or not started: its reply is ignored
@@ -248,11 +248,11 @@ func CancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string) err
 // cancelRun ends the team run runID cancelled (creating it so, from
 // placeholder, when it has not started and placeholder is not nil), calls
 // cancelCall for each member run in flight, and emits the run's output.
-func cancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string, placeholder *State, cancelCall func(Call) error) error {
+func cancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string, placeholder *runState, cancelCall func(memberCall) error) error {
 	now := rt.Client().Now()
-	var inFlight []Call
+	var inFlight []memberCall
 	var team string
-	_, err := store.Update(ctx, rt.Store(), KindTeam, runID, func(data []byte, exists bool) ([]byte, error) {
+	_, err := store.Update(ctx, rt.Store(), store.KindTeam, runID, func(data []byte, exists bool) ([]byte, error) {
 		inFlight = nil
 		if !exists {
 			if placeholder == nil {
@@ -263,7 +263,7 @@ func cancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string, pla
 			st.Status, st.Error, st.StartedAt, st.EndedAt = agent.RunCancelled, reason, now, now
 			return json.Marshal(&st)
 		}
-		st, err := DecodeState(data)
+		st, err := decodeRunState(data)
 		if err != nil || st.Status.Terminal() {
 			return nil, err
 		}
@@ -286,7 +286,7 @@ func cancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string, pla
 			rt.Client().Logger().Warn("team: cancel member run", "team", team, "run", runID, "member", c.Member, "member_run", c.RunID, "err", err)
 		}
 	}
-	st, err := LoadState(ctx, rt, runID)
+	st, err := loadRunState(ctx, rt, runID)
 	if err != nil {
 		return err
 	}
@@ -305,7 +305,7 @@ func (t *Team) abandon(ctx context.Context, rt *agent.Runtime, id string) error 
 	if err := t.Cancel(bg, rt, id, reason); err != nil {
 		rt.Client().Logger().Warn("team: cancel abandoned run", "team", t.name, "run", id, "err", err)
 	}
-	if st, err := LoadState(bg, rt, id); err == nil && st.Status != agent.RunCancelled {
+	if st, err := loadRunState(bg, rt, id); err == nil && st.Status != agent.RunCancelled {
 		reason = fmt.Sprintf("the run ended (%s) but the caller stopped waiting: %v", st.Status, cause)
 	}
 	return &agent.RunError{RunRef: t.ref(id), Status: agent.RunCancelled, Reason: reason, Err: cause}

@@ -12,9 +12,6 @@ import (
 	"github.com/calf-go/calf/store"
 )
 
-// KindTeam is the store kind of a team run's state; its id is the run id.
-const KindTeam = "team"
-
 // Role is what a member's call does for the team.
 type Role string
 
@@ -32,9 +29,9 @@ const (
 	RoleEntry Role = "entry"
 )
 
-// Call is one member run of the current step, as the team records it
-// before starting it.
-type Call struct {
+// memberCall is one member run of the current step, as the team records
+// it before starting it.
+type memberCall struct {
 	Member string `json:"member"`
 	Role   Role   `json:"role"`
 	RunID  string `json:"run_id"`
@@ -73,10 +70,12 @@ type Turn struct {
 // Failed reports whether the member's run did not complete.
 func (t Turn) Failed() bool { return t.Error != "" }
 
-// State is the stored state of one team run: where it stands and
-// everything its members said. It is saved under [KindTeam] with the run
-// id, and changed only by compare-and-swap.
-type State struct {
+// runState is the stored state of one team run: where it stands and
+// everything its members said. It is saved under store.KindTeam with the
+// run id, and changed only by compare-and-swap. Its JSON is a stored
+// format: records written by earlier versions (testdata/records) must
+// still decode, so a new field is omitempty.
+type runState struct {
 	RunID   string          `json:"run_id"`
 	Team    string          `json:"team"`
 	Process Process         `json:"process"`
@@ -85,8 +84,8 @@ type State struct {
 	Task string `json:"task"`
 	// Step counts the batches of member runs, from 1; Calls are those of
 	// the current step.
-	Step  int    `json:"step"`
-	Calls []Call `json:"calls,omitempty"`
+	Step  int          `json:"step"`
+	Calls []memberCall `json:"calls,omitempty"`
 	// Transcript holds every finished call, in order.
 	Transcript []Turn `json:"transcript,omitempty"`
 	// AdvancedBy is the member run whose reply completed the previous step.
@@ -104,15 +103,16 @@ type State struct {
 	StartedAt time.Time      `json:"started_at"`
 	EndedAt   time.Time      `json:"ended_at,omitzero"`
 	// Pause, when set, is the run's pause: asked for, or in effect; see
-	// [Team.Pause].
+	// Team.Pause.
 	Pause *agent.PauseState `json:"pause,omitempty"`
 	// Resumes counts the times the run was resumed from a pause in effect.
 	Resumes int `json:"resumes,omitempty"`
 }
 
-// DecodeState decodes a stored team state, rejecting data that is not one.
-func DecodeState(data []byte) (*State, error) {
-	var s State
+// decodeRunState decodes a stored team state, rejecting data that is not
+// one.
+func decodeRunState(data []byte) (*runState, error) {
+	var s runState
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("%w: team: %v", agent.ErrCorruptState, err)
 	}
@@ -127,18 +127,18 @@ func DecodeState(data []byte) (*State, error) {
 	return &s, nil
 }
 
-// LoadState returns the stored state of a team run, or an error matching
-// [store.ErrNotFound].
-func LoadState(ctx context.Context, rt *agent.Runtime, runID string) (*State, error) {
+// loadRunState returns the stored state of a team run, or an error
+// matching store.ErrNotFound.
+func loadRunState(ctx context.Context, rt *agent.Runtime, runID string) (*runState, error) {
 	rt = orDefault(rt)
-	rec, err := rt.Store().Get(ctx, KindTeam, runID)
+	rec, err := rt.Store().Get(ctx, store.KindTeam, runID)
 	if err != nil {
 		return nil, fmt.Errorf("team: load run %s: %w", runID, err)
 	}
-	return DecodeState(rec.Data)
+	return decodeRunState(rec.Data)
 }
 
-func (s *State) call(runID string) *Call {
+func (s *runState) call(runID string) *memberCall {
 	for i := range s.Calls {
 		if s.Calls[i].RunID == runID {
 			return &s.Calls[i]
@@ -147,7 +147,7 @@ func (s *State) call(runID string) *Call {
 	return nil
 }
 
-func (s *State) allDone() bool {
+func (s *runState) allDone() bool {
 	for _, c := range s.Calls {
 		if !c.Done {
 			return false
@@ -157,7 +157,7 @@ func (s *State) allDone() bool {
 }
 
 // plan starts the next step with calls.
-func (s *State) plan(calls ...Call) {
+func (s *runState) plan(calls ...memberCall) {
 	s.Step++
 	for i := range calls {
 		calls[i].RunID = childRunID(s.RunID, s.Step, calls[i].Member)
@@ -165,23 +165,23 @@ func (s *State) plan(calls ...Call) {
 	s.Calls = calls
 }
 
-func (s *State) complete(output string, now time.Time) {
+func (s *runState) complete(output string, now time.Time) {
 	s.Status, s.Output, s.Calls, s.EndedAt = agent.RunComplete, output, nil, now
 }
 
-func (s *State) fail(reason string, now time.Time) {
+func (s *runState) fail(reason string, now time.Time) {
 	s.Status, s.Error, s.Calls, s.EndedAt = agent.RunFailed, reason, nil, now
 }
 
 // update applies fn to a stored team state with a compare-and-swap. fn
 // reports whether it changed the state; the state it saw is returned.
-func update(ctx context.Context, s store.Store, id string, fn func(st *State) (bool, error)) (*State, error) {
-	var out *State
-	_, err := store.Update(ctx, s, KindTeam, id, func(data []byte, exists bool) ([]byte, error) {
+func update(ctx context.Context, s store.Store, id string, fn func(st *runState) (bool, error)) (*runState, error) {
+	var out *runState
+	_, err := store.Update(ctx, s, store.KindTeam, id, func(data []byte, exists bool) ([]byte, error) {
 		if !exists {
 			return nil, fmt.Errorf("team: run %s: %w", id, store.ErrNotFound)
 		}
-		st, err := DecodeState(data)
+		st, err := decodeRunState(data)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/storetest"
 	"github.com/calf-go/calf/team"
 )
@@ -31,7 +32,7 @@ func TestTeamsUnderStoreFaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, nil)
-			tt.f.Kinds = []string{team.KindTeam}
+			tt.f.Kinds = []string{store.KindTeam}
 			fs := storetest.WithFaults(e.rt.Store(), tt.f)
 			coord := agent.NewRuntime(e.rt.Client(), fs, nil)
 			x, y, z := wrapper(t, e, "x"), wrapper(t, e, "y"), wrapper(t, e, "z")

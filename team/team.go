@@ -339,7 +339,7 @@ func (t *Team) memberNames() []string {
 	return names
 }
 
-func (t *Team) chat(st *State) *Chat {
+func (t *Team) chat(st *runState) *Chat {
 	c := &Chat{Team: t.name, Task: st.Task, Members: t.memberNames()}
 	for _, turn := range st.Transcript {
 		if turn.Role == RoleMember {
@@ -407,20 +407,20 @@ func writeConversation(b *strings.Builder, turns []Turn) {
 }
 
 // start plans the first step of a new run.
-func (t *Team) start(ctx context.Context, st *State, now time.Time) error {
+func (t *Team) start(ctx context.Context, st *runState, now time.Time) error {
 	switch t.process {
 	case Sequential:
-		st.plan(Call{Member: t.members[0].Name(), Role: RoleMember, Prompt: st.Task})
+		st.plan(memberCall{Member: t.members[0].Name(), Role: RoleMember, Prompt: st.Task})
 	case Concurrent:
-		calls := make([]Call, len(t.members))
+		calls := make([]memberCall, len(t.members))
 		for i, m := range t.members {
-			calls[i] = Call{Member: m.Name(), Role: RoleMember, Prompt: st.Task}
+			calls[i] = memberCall{Member: m.Name(), Role: RoleMember, Prompt: st.Task}
 		}
 		st.plan(calls...)
 	case Hierarchical:
-		st.plan(Call{Member: t.lead.Name(), Role: RoleManager, Prompt: st.Task})
+		st.plan(memberCall{Member: t.lead.Name(), Role: RoleManager, Prompt: st.Task})
 	case Swarm:
-		st.plan(Call{Member: t.lead.Name(), Role: RoleEntry, Prompt: st.Task})
+		st.plan(memberCall{Member: t.lead.Name(), Role: RoleEntry, Prompt: st.Task})
 	case GroupChat:
 		return t.nextSpeaker(ctx, st, now)
 	default:
@@ -432,7 +432,7 @@ func (t *Team) start(ctx context.Context, st *State, now time.Time) error {
 // advance decides what follows a step whose calls have all answered: the
 // next step, the output, or a failure. It returns an error only when ctx
 // ended, so that the handler's message is delivered again.
-func (t *Team) advance(ctx context.Context, st *State, now time.Time) error {
+func (t *Team) advance(ctx context.Context, st *runState, now time.Time) error {
 	for _, c := range st.Calls {
 		st.Transcript = append(st.Transcript, Turn{Step: st.Step, Member: c.Member, Role: c.Role, RunID: c.RunID, Content: c.Output, Error: c.Error, AnsweredBy: c.AnsweredBy})
 	}
@@ -449,7 +449,7 @@ func (t *Team) advance(ctx context.Context, st *State, now time.Time) error {
 			st.complete(last.Output, now)
 			return nil
 		}
-		st.plan(Call{Member: t.members[next].Name(), Role: RoleMember, Prompt: last.Output})
+		st.plan(memberCall{Member: t.members[next].Name(), Role: RoleMember, Prompt: last.Output})
 	case Concurrent:
 		if last.Role == RoleAggregator {
 			st.complete(last.Output, now)
@@ -457,7 +457,7 @@ func (t *Team) advance(ctx context.Context, st *State, now time.Time) error {
 		}
 		answers := slices.Clone(st.Transcript)
 		if t.aggregator.fn == nil {
-			st.plan(Call{Member: t.aggregator.agent.Name(), Role: RoleAggregator, Prompt: AggregatePrompt(st.Task, answers)})
+			st.plan(memberCall{Member: t.aggregator.agent.Name(), Role: RoleAggregator, Prompt: AggregatePrompt(st.Task, answers)})
 			return nil
 		}
 		out, err := t.aggregator.fn(ctx, st.Task, answers)
@@ -490,10 +490,10 @@ func (t *Team) advance(ctx context.Context, st *State, now time.Time) error {
 
 // nextSpeaker plans the next round of a group chat: a call of the
 // moderator agent, or the speaker the moderator function picks.
-func (t *Team) nextSpeaker(ctx context.Context, st *State, now time.Time) error {
+func (t *Team) nextSpeaker(ctx context.Context, st *runState, now time.Time) error {
 	chat := t.chat(st)
 	if m := t.moderator.agent; m != nil {
-		st.plan(Call{Member: m.Name(), Role: RoleModerator, Prompt: ModeratorPrompt(chat, t.members)})
+		st.plan(memberCall{Member: m.Name(), Role: RoleModerator, Prompt: ModeratorPrompt(chat, t.members)})
 		return nil
 	}
 	name, err := t.moderator.fn(ctx, chat)
@@ -507,10 +507,10 @@ func (t *Team) nextSpeaker(ctx context.Context, st *State, now time.Time) error 
 	return t.callSpeaker(st, name, now)
 }
 
-func (t *Team) callSpeaker(st *State, name string, now time.Time) error {
+func (t *Team) callSpeaker(st *runState, name string, now time.Time) error {
 	for _, m := range t.members {
 		if strings.EqualFold(m.Name(), name) {
-			st.plan(Call{Member: m.Name(), Role: RoleMember, Prompt: t.opts.Prompt(t.chat(st), m)})
+			st.plan(memberCall{Member: m.Name(), Role: RoleMember, Prompt: t.opts.Prompt(t.chat(st), m)})
 			return nil
 		}
 	}
@@ -529,7 +529,7 @@ func Must(t *Team, err error) *Team {
 }
 
 // stampDeadlines gives the calls of a newly planned step their deadline.
-func (t *Team) stampDeadlines(st *State, now time.Time) {
+func (t *Team) stampDeadlines(st *runState, now time.Time) {
 	if t.opts.MemberTimeout <= 0 || st.Status.Terminal() {
 		return
 	}

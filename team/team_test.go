@@ -438,7 +438,7 @@ func TestNestedTeam(t *testing.T) {
 	if in.Member != "drafting" {
 		t.Fatalf("turn 2 = %+v", in)
 	}
-	st, err := team.LoadState(t.Context(), e.rt, in.RunID)
+	st, err := team.LoadRun(t.Context(), e.rt, in.RunID)
 	if err != nil || st.Parent != out.RunID || len(st.Transcript) != 2 {
 		t.Errorf("inner run = %+v, %v", st, err)
 	}
@@ -625,7 +625,7 @@ func TestRunCancelledWhenCallerStops(t *testing.T) {
 			cancel() // the member's run was submitted
 		}
 	}
-	st, err := team.LoadState(t.Context(), e.rt, runID)
+	st, err := team.LoadRun(t.Context(), e.rt, runID)
 	if err != nil || st.Status != agent.RunCancelled {
 		t.Errorf("state = %+v, %v; want cancelled", st, err)
 	}
@@ -660,8 +660,8 @@ func TestRecoverStartsLostMemberRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.settle(t) // the writer's input found no subscriber: it is lost
-	st, err := team.LoadState(t.Context(), e.rt, "run-1")
-	if err != nil || st.Status != agent.RunRunning || len(st.Calls) != 1 || !st.Calls[0].Submitted {
+	st, err := team.LoadRun(t.Context(), e.rt, "run-1")
+	if err != nil || st.Status != agent.RunRunning || len(st.Current) != 1 || !st.Current[0].Started {
 		t.Fatalf("state = %+v, %v", st, err)
 	}
 	w := wrapper(t, e, "writer")
@@ -798,19 +798,19 @@ func TestSwarm(t *testing.T) {
 	}
 }
 
-func FuzzDecodeState(f *testing.F) {
+func FuzzDecodeRunInfo(f *testing.F) {
 	f.Add([]byte(`{"run_id":"r","team":"t","process":"sequential","status":"running","step":1,"calls":[{"member":"a","role":"member","run_id":"r.1.a"}]}`))
 	f.Add([]byte(`{"run_id":"r","team":"t","status":"bogus"}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		st, err := team.DecodeState(data)
+		st, err := team.DecodeRunInfo(data)
 		if err != nil {
 			if !errors.Is(err, agent.ErrCorruptState) {
 				t.Errorf("error %v does not match ErrCorruptState", err)
 			}
 			return
 		}
-		if st.RunID == "" || st.Team == "" || st.Step < 0 {
+		if st.ID == "" || st.Team == "" || st.Step < 0 {
 			t.Errorf("accepted %+v", st)
 		}
 	})

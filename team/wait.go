@@ -54,7 +54,7 @@ func (t *Team) Wait(ctx context.Context, rt *agent.Runtime, runID string) (*Outp
 	for {
 		// The store says whether the run has ended: the follower, set up
 		// before this read, hears of any end after it.
-		st, lerr := LoadState(ctx, rt, runID)
+		st, lerr := loadRunState(ctx, rt, runID)
 		switch {
 		case errors.Is(lerr, store.ErrNotFound):
 			if !time.Now().Before(unknownAfter) {

@@ -8,7 +8,7 @@ import (
 )
 
 // RunInfo describes the step a node function runs in; see [Info].
-type RunInfo struct {
+type StepInfo struct {
 	// Workflow and RunID name the run.
 	Workflow string
 	RunID    string
@@ -22,14 +22,14 @@ type RunInfo struct {
 
 type infoKey struct{}
 
-func withInfo(ctx context.Context, info RunInfo) context.Context {
+func withInfo(ctx context.Context, info StepInfo) context.Context {
 	return context.WithValue(ctx, infoKey{}, info)
 }
 
 // Info returns the workflow run and step that a node function's context
 // belongs to.
-func Info(ctx context.Context) (RunInfo, bool) {
-	info, ok := ctx.Value(infoKey{}).(RunInfo)
+func Info(ctx context.Context) (StepInfo, bool) {
+	info, ok := ctx.Value(infoKey{}).(StepInfo)
 	return info, ok
 }
 

@@ -57,10 +57,25 @@
 // [Workflow.Submit] starts a run without waiting, [Workflow.Wait] waits for
 // its end (or its next interrupt), [Workflow.Run] does both,
 // [Workflow.RunStream] yields the run's events, [Workflow.Cancel] ends it,
-// and [Workflow.DecodeOutput] reads an output event. A run that fails or
-// is cancelled gives an *agent.RunError of Kind "workflow", matching
-// agent.ErrRunFailed or agent.ErrRunCancelled (and [ErrLimit] for a run a
-// bound stopped). A workflow has no Pause and Resume: a run stops between
-// nodes only where a node interrupts it, and [Workflow.Answer] (not
-// Resume, which for agents and teams ends a pause) lets it go on.
+// [Workflow.Pause] and [Workflow.Resume] stop it between two steps and
+// let it go on, and [Workflow.DecodeOutput] reads an output event. A run
+// that fails or is cancelled gives an *agent.RunError of Kind "workflow",
+// matching agent.ErrRunFailed or agent.ErrRunCancelled (and [ErrLimit] for
+// a run a bound stopped).
+//
+// A pause is a caller's: asked while a node runs, it takes effect at the
+// next step boundary (the node finishes and its checkpoint is written;
+// the next node does not start), and the run then waits with nothing but
+// its stored record, in no process, until Resume from any process.
+// [PauseRun] and [ResumeRun] do the same by the workflow's name, without
+// its definition. An interrupt is a node's own: the node asks for input,
+// and [Workflow.Answer] (not Resume) gives it.
+//
+// # Reading runs
+//
+// [Workflow.LoadRun] returns a run's [RunInfo], a read-only copy of what
+// its stored record says (status, position, checkpoint, interrupt, pause,
+// usage, the state as JSON); [DecodeRunInfo] makes it from a record alone.
+// The record itself is not part of the API; its stored JSON stays readable
+// by later versions.
 package workflow

@@ -20,6 +20,7 @@ const (
 	suffixResume   = "resume"
 	suffixNodeDone = "node_done"
 	suffixOutput   = "output"
+	suffixPause    = "pause"
 )
 
 // InputChannel returns the channel on which a workflow receives new runs
@@ -43,6 +44,12 @@ func NodeDoneChannel(workflow string) string { return channelPrefix + workflow +
 // suspension by an interrupt.
 func OutputChannel(workflow string) string { return channelPrefix + workflow + "." + suffixOutput }
 
+// PauseChannel returns the channel of a workflow's pauses and resumes: the
+// payload is an [agent.PauseEvent], with ids as an agent's
+// ("{run}.pause.{step}.{n}" for the n-th pause of the run, from 0;
+// "{run}.resume.{step}.{n}" for its n-th resume, from 1).
+func PauseChannel(workflow string) string { return channelPrefix + workflow + "." + suffixPause }
+
 // AllChannels returns the pattern that matches every channel of a workflow.
 func AllChannels(workflow string) string { return channelPrefix + workflow + ".>" }
 
@@ -56,6 +63,12 @@ func resumeID(run string, n int) string      { return run + ".resume." + strconv
 func outputID(run string) string             { return run + ".output" }
 func interruptedID(run string, n int) string { return run + ".interrupted." + strconv.Itoa(n) }
 func replyID(run string) string              { return run + ".reply" }
+func pauseID(run string, step, n int) string {
+	return run + ".pause." + strconv.Itoa(step) + "." + strconv.Itoa(n)
+}
+func unpauseID(run string, step, n int) string {
+	return run + ".resume." + strconv.Itoa(step) + "." + strconv.Itoa(n)
+}
 
 // childRunID is the run id of the agent run an agent node starts at a step.
 func childRunID(run string, step int, node string) string {

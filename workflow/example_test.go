@@ -177,3 +177,61 @@ func ExampleWorkflow_Fork() {
 	fmt.Println(out.Steps)
 	// Output: [A b c]
 }
+
+// A run paused between two steps and resumed: here the first node asks
+// for the pause of its own run (a caller may ask from any process); the
+// node finishes, and the next waits for Resume.
+func ExampleWorkflow_Pause() {
+	ctx := context.Background()
+	b := memory.New(nil)
+	defer b.Close()
+	rt := agent.NewRuntime(calf.NewClient(b, nil), storemem.New(), nil)
+
+	type state struct{ Text string }
+	var w *workflow.Workflow[state]
+	w = workflow.New[state]("pausing", nil).
+		Node("draft", workflow.Func(func(ctx context.Context, s state) (state, error) {
+			info, _ := workflow.Info(ctx)
+			if err := w.Pause(ctx, rt, info.RunID, "review the draft"); err != nil {
+				return s, err
+			}
+			s.Text = "draft"
+			return s, nil
+		})).
+		Node("publish", workflow.Func(func(_ context.Context, s state) (state, error) {
+			s.Text += ", published"
+			return s, nil
+		})).
+		Edge(workflow.Start, "draft").
+		Edge("draft", "publish").
+		Edge("publish", workflow.End).
+		MustBuild()
+	if err := w.Serve(ctx, rt, nil); err != nil {
+		panic(err)
+	}
+	for ev, err := range w.RunStream(ctx, rt, state{}, &workflow.RunOptions{RunID: "run-1"}) {
+		if err != nil {
+			panic(err)
+		}
+		switch {
+		case ev.Kind == workflow.EventPause && ev.Pause.Paused:
+			info, err := w.LoadRun(ctx, rt, ev.RunID)
+			if err != nil {
+				panic(err)
+			}
+			fmt.Printf("paused before %q: %s\n", info.Node, info.Pause.Reason)
+			if err := w.Resume(ctx, rt, ev.RunID); err != nil {
+				panic(err)
+			}
+		case ev.Kind == workflow.EventOutput:
+			out, err := w.DecodeOutput(ev.Output)
+			if err != nil {
+				panic(err)
+			}
+			fmt.Println(out.Text)
+		}
+	}
+	// Output:
+	// paused before "publish": review the draft
+	// draft, published
+}

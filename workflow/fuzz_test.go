@@ -2,7 +2,10 @@ package workflow
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
+
+	"github.com/calf-go/calf/agent"
 )
 
 func FuzzParseRef(f *testing.F) {
@@ -23,15 +26,20 @@ func FuzzParseRef(f *testing.F) {
 	})
 }
 
-func FuzzDecodeRunState(f *testing.F) {
-	st := &RunState{Workflow: "w", RunID: "r", Status: RunRunning, Position: Position{Step: 2, Node: "a", Visits: map[string]int{"a": 1}},
-		State: json.RawMessage(`{"n":1}`), Branches: map[string]*BranchState{"x": {Done: true}}}
+func FuzzDecodeRunInfo(f *testing.F) {
+	st := &runState{Workflow: "w", RunID: "r", Status: RunRunning, Position: Position{Step: 2, Node: "a", Visits: map[string]int{"a": 1}},
+		State: json.RawMessage(`{"n":1}`), Branches: map[string]*branchState{"x": {Done: true}}}
 	data, _ := json.Marshal(st)
 	f.Add(data)
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"visits":null}`))
 	f.Add([]byte(`[`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if info, err := DecodeRunInfo(data); err == nil && (info.ID == "" || info.Workflow == "" || info.Visits == nil) {
+			t.Fatalf("accepted %+v", info)
+		} else if err != nil && !errors.Is(err, agent.ErrCorruptState) {
+			t.Fatalf("error %v does not match ErrCorruptState", err)
+		}
 		st, err := decodeRunState(data)
 		if err != nil {
 			return

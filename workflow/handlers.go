@@ -48,6 +48,7 @@ func (w *Workflow[S]) Serve(ctx context.Context, rt *agent.Runtime, opts *ServeO
 		{StepChannel(w.name), h.onStep},
 		{ReplyChannel(w.name), h.onReply},
 		{ResumeChannel(w.name), h.onResume},
+		{PauseChannel(w.name), h.onPause},
 	} {
 		if err := rt.Client().Handle(ctx, s.channel, s.fn, &calf.SubscribeOptions{
 			Group: s.channel, Concurrency: o.Concurrency, MaxAttempts: o.MaxAttempts,
@@ -108,6 +109,8 @@ func (w *Workflow[S]) Recover(ctx context.Context, rt *agent.Runtime, opts *Reco
 				continue
 			}
 			switch {
+			case st.paused() && st.Emitted >= st.Seq:
+				continue // it waits for its resume
 			case st.Status == RunRunning:
 			case st.Status.Terminal() && !o.EndedAfter.IsZero() && !st.EndedAt.Before(o.EndedAfter):
 			default:
@@ -140,8 +143,8 @@ func runOf(msg *calf.Message) (string, error) {
 	return msg.Metadata.RunID, nil
 }
 
-func (h *handlers[S]) load(ctx context.Context, run string) (*RunState, error) {
-	st, err := h.w.Load(ctx, h.rt, run)
+func (h *handlers[S]) load(ctx context.Context, run string) (*runState, error) {
+	st, err := h.w.loadRunState(ctx, h.rt, run)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, calf.Permanent(err)
 	}
@@ -151,8 +154,8 @@ func (h *handlers[S]) load(ctx context.Context, run string) (*RunState, error) {
 // commit applies fn to the run's stored state with a compare-and-swap. fn
 // reports whether it changed the state; commit returns the state and
 // whether fn changed it.
-func (h *handlers[S]) commit(ctx context.Context, run string, fn func(st *RunState) bool) (*RunState, bool, error) {
-	var st *RunState
+func (h *handlers[S]) commit(ctx context.Context, run string, fn func(st *runState) bool) (*runState, bool, error) {
+	var st *runState
 	changed := false
 	_, err := store.Update(ctx, h.rt.Store(), store.KindWorkflow, recordID(h.w.name, run), func(data []byte, exists bool) ([]byte, error) {
 		if !exists {
@@ -179,12 +182,12 @@ func (h *handlers[S]) emit(ctx context.Context, channel, run, id string, data an
 
 // emitPending saves the run's last checkpoint if it is missing, emits what
 // follows from the run's state, and records that it did.
-func (h *handlers[S]) emitPending(ctx context.Context, st *RunState) error {
+func (h *handlers[S]) emitPending(ctx context.Context, st *runState) error {
 	if err := h.emitState(ctx, st); err != nil {
 		return err
 	}
 	seq := st.Seq
-	_, _, err := h.commit(ctx, st.RunID, func(st *RunState) bool {
+	_, _, err := h.commit(ctx, st.RunID, func(st *runState) bool {
 		if st.Emitted >= seq {
 			return false
 		}
@@ -196,7 +199,7 @@ func (h *handlers[S]) emitPending(ctx context.Context, st *RunState) error {
 
 // emitState emits what follows from the run's state: the completion of the
 // last step, then the steps of the nodes still to run, or the output.
-func (h *handlers[S]) emitState(ctx context.Context, st *RunState) error {
+func (h *handlers[S]) emitState(ctx context.Context, st *runState) error {
 	if err := h.w.saveCheckpoint(ctx, h.rt, st); err != nil {
 		return err
 	}
@@ -209,11 +212,20 @@ func (h *handlers[S]) emitState(ctx context.Context, st *RunState) error {
 	}
 	switch st.Status {
 	case RunRunning:
+		if st.paused() {
+			ev := agent.PauseEvent{Step: st.Step, Paused: true, Reason: st.Pause.Reason}
+			return h.emit(ctx, PauseChannel(h.w.name), run, pauseID(run, st.Step, st.Unpaused), ev)
+		}
+		if st.unpausedHere() {
+			if err := emitUnpause(ctx, h.rt, st); err != nil {
+				return err
+			}
+		}
 		if st.resumed() {
 			return h.emit(ctx, ResumeChannel(h.w.name), run, resumeID(run, st.Resumed), ResumeEvent{Interrupt: st.Resumed, Input: st.ResumeInput})
 		}
 		if st.FanOut == "" {
-			return h.emit(ctx, StepChannel(h.w.name), run, stepID(run, st.Step, st.Node), StepEvent{Step: st.Step, Node: st.Node})
+			return h.emit(ctx, StepChannel(h.w.name), run, st.stepEventID(st.Node), StepEvent{Step: st.Step, Node: st.Node})
 		}
 		f := h.w.fanOuts[st.FanOut]
 		if f == nil {
@@ -226,7 +238,7 @@ func (h *handlers[S]) emitState(ctx context.Context, st *RunState) error {
 			}
 			// A branch has its own key, so that the branches run at once.
 			if _, err := h.rt.Client().Emit(ctx, StepChannel(h.w.name), StepEvent{Step: st.Step, Node: b},
-				calf.WithID(stepID(run, st.Step, b)), calf.WithKey(run+"/"+b),
+				calf.WithID(st.stepEventID(b)), calf.WithKey(run+"/"+b),
 				calf.WithMetadata(calf.Metadata{CorrelationID: run, RunID: run})); err != nil {
 				return err
 			}
@@ -253,7 +265,7 @@ func (h *handlers[S]) emitState(ctx context.Context, st *RunState) error {
 }
 
 // reply reports the end of a run to its ReplyTo, as an agent.OutputEvent.
-func (h *handlers[S]) reply(ctx context.Context, st *RunState) error {
+func (h *handlers[S]) reply(ctx context.Context, st *runState) error {
 	r := st.ReplyTo
 	if r == nil || r.Channel == "" {
 		return nil
@@ -277,7 +289,7 @@ func (h *handlers[S]) reply(ctx context.Context, st *RunState) error {
 	return err
 }
 
-func (w *Workflow[S]) nextNames(st *RunState) []string {
+func (w *Workflow[S]) nextNames(st *runState) []string {
 	switch {
 	case st.Status == RunFailed || st.Status == RunCancelled:
 		return nil
@@ -293,7 +305,7 @@ func (w *Workflow[S]) nextNames(st *RunState) []string {
 // its events are not recorded as emitted, the worker that saved it may
 // have stopped before emitting them, so they are emitted again (with
 // their original ids); otherwise the event is dropped.
-func (h *handlers[S]) stale(ctx context.Context, _ *calf.Message, st *RunState) error {
+func (h *handlers[S]) stale(ctx context.Context, _ *calf.Message, st *runState) error {
 	if st.Emitted >= st.Seq {
 		return nil
 	}
@@ -311,7 +323,7 @@ func (h *handlers[S]) onInput(ctx context.Context, msg *calf.Message) error {
 		return calf.Permanent(err)
 	}
 	now := h.rt.Client().Now()
-	st := &RunState{Workflow: h.w.name, RunID: run, Status: RunRunning, Seq: 1, StartedAt: now, CheckpointAt: now, From: ev.From,
+	st := &runState{Workflow: h.w.name, RunID: run, Status: RunRunning, Seq: 1, StartedAt: now, CheckpointAt: now, From: ev.From,
 		ReplyTo: ev.ReplyTo, Parent: ev.Parent}
 	if ev.From != nil {
 		cp, err := h.w.loadCheckpoint(ctx, h.rt, ev.From.Run, ev.From.Seq)
@@ -369,7 +381,7 @@ func (h *handlers[S]) onInput(ctx context.Context, msg *calf.Message) error {
 // as cancelled before it started. It reports false when the run exists
 // (its input was handled meanwhile).
 func (h *handlers[S]) createCancelled(ctx context.Context, run, reason string, now time.Time) (bool, error) {
-	st := &RunState{Workflow: h.w.name, RunID: run, Status: RunCancelled, Error: reason, Seq: 1, Emitted: 1,
+	st := &runState{Workflow: h.w.name, RunID: run, Status: RunCancelled, Error: reason, Seq: 1, Emitted: 1,
 		StartedAt: now, EndedAt: now}
 	data, err := json.Marshal(st)
 	if err != nil {
@@ -386,7 +398,7 @@ func (h *handlers[S]) createCancelled(ctx context.Context, run, reason string, n
 
 // emitCancelledUnstarted emits the output of a run cancelled before it
 // started, and its reply: it has no step and no checkpoint.
-func (h *handlers[S]) emitCancelledUnstarted(ctx context.Context, st *RunState) error {
+func (h *handlers[S]) emitCancelledUnstarted(ctx context.Context, st *runState) error {
 	ev := OutputEvent{Status: OutputCancelled, Error: st.Error, RunID: st.RunID, Usage: st.Usage, Cost: st.Cost}
 	if err := h.emit(ctx, OutputChannel(h.w.name), st.RunID, outputID(st.RunID), ev); err != nil {
 		return err
@@ -395,7 +407,7 @@ func (h *handlers[S]) emitCancelledUnstarted(ctx context.Context, st *RunState) 
 }
 
 // pending reports whether the run's current step still has to run node.
-func (st *RunState) pending(step int, node string) bool {
+func (st *runState) pending(step int, node string) bool {
 	if st.Status != RunRunning || st.Step != step {
 		return false
 	}
@@ -427,17 +439,25 @@ func (h *handlers[S]) onStep(ctx context.Context, msg *calf.Message) error {
 		// once with the resume event's handler.
 		return h.stale(ctx, msg, st)
 	}
+	if st.paused() {
+		return h.stale(ctx, msg, st)
+	}
+	if st.Pause != nil && st.FanOut == "" {
+		// Asked to pause: the node waits for the resume (the branches of
+		// a parallel step all run; the pause takes effect after them).
+		return h.pauseTakesEffect(ctx, msg, st, ev.Node)
+	}
 	return h.execute(ctx, st, ev.Node)
 }
 
 // resumed reports whether the run's current step was resumed with input
 // and has not completed: the resume event runs it (see onResume).
-func (st *RunState) resumed() bool {
+func (st *runState) resumed() bool {
 	return st.Status == RunRunning && st.FanOut == "" && st.Resumed > 0 && st.ResumeInput != nil
 }
 
 // runs reports whether the run's current step runs node.
-func (w *Workflow[S]) runs(st *RunState, node string) bool {
+func (w *Workflow[S]) runs(st *runState, node string) bool {
 	if st.FanOut == "" {
 		return st.Node == node
 	}
@@ -448,7 +468,7 @@ func (w *Workflow[S]) runs(st *RunState, node string) bool {
 // execute runs node at the run's current step: a function node is called
 // and its result recorded; an agent node starts its agent's run, whose
 // reply completes the step.
-func (h *handlers[S]) execute(ctx context.Context, st *RunState, node string) error {
+func (h *handlers[S]) execute(ctx context.Context, st *runState, node string) error {
 	n, ok := h.w.nodes[node]
 	if !ok {
 		return h.fail(ctx, st.RunID, st.Step, fmt.Sprintf("the workflow has no node %q", node), "")
@@ -466,7 +486,7 @@ func (h *handlers[S]) execute(ctx context.Context, st *RunState, node string) er
 		}
 		return err
 	}
-	info := RunInfo{Workflow: h.w.name, RunID: st.RunID, Step: st.Step, Node: node, resume: st.ResumeInput}
+	info := StepInfo{Workflow: h.w.name, RunID: st.RunID, Step: st.Step, Node: node, resume: st.ResumeInput}
 	nctx, cancel := context.WithTimeoutCause(withInfo(ctx, info), h.w.opts.NodeTimeout,
 		fmt.Errorf("node %q timed out after %s (Options.NodeTimeout)", node, h.w.opts.NodeTimeout))
 	out, err := h.call(nctx, n.fn, s)
@@ -511,7 +531,7 @@ func (h *handlers[S]) complete(ctx context.Context, run string, step int, node s
 	}
 	now := h.rt.Client().Now()
 	advanced := false
-	st, changed, err := h.commit(ctx, run, func(st *RunState) bool {
+	st, changed, err := h.commit(ctx, run, func(st *runState) bool {
 		if !st.pending(step, node) || !h.w.runs(st, node) {
 			return false
 		}
@@ -525,9 +545,9 @@ func (h *handlers[S]) complete(ctx context.Context, run string, step int, node s
 			return true
 		}
 		if st.Branches == nil {
-			st.Branches = map[string]*BranchState{}
+			st.Branches = map[string]*branchState{}
 		}
-		st.Branches[node] = &BranchState{Done: true, State: data}
+		st.Branches[node] = &branchState{Done: true, State: data}
 		f := h.w.fanOuts[st.FanOut]
 		states := make([]S, 0, len(f.branches))
 		for _, b := range f.branches {
@@ -566,7 +586,7 @@ func (h *handlers[S]) complete(ctx context.Context, run string, step int, node s
 	return h.emitPending(ctx, st)
 }
 
-func (st *RunState) failed(reason, kind string, now time.Time) {
+func (st *runState) failed(reason, kind string, now time.Time) {
 	st.Seq++
 	st.Status, st.Error, st.ErrorKind, st.EndedAt = RunFailed, reason, kind, now
 	st.Branches, st.ResumeInput = nil, nil
@@ -581,7 +601,7 @@ const (
 // moveOn records that the run's current step completed with state data
 // (what ran is named by label), saves it as the next checkpoint, and moves
 // the run to what next chooses: a node, a parallel step, or End.
-func (w *Workflow[S]) moveOn(st *RunState, label string, data json.RawMessage, next func(S) (string, error), now time.Time) {
+func (w *Workflow[S]) moveOn(st *runState, label string, data json.RawMessage, next func(S) (string, error), now time.Time) {
 	st.Seq++
 	st.State = data
 	st.LastStep, st.LastNode = st.Step, label
@@ -623,6 +643,8 @@ func (w *Workflow[S]) moveOn(st *RunState, label string, data json.RawMessage, n
 			return
 		}
 	}
+	// A pause asked takes effect here, before the next step starts.
+	st.pauseHere(now)
 }
 
 // fanOutPrefix marks a successor that is a parallel step.
@@ -647,7 +669,7 @@ func (w *Workflow[S]) successor(node string, s S) (string, error) {
 // fail ends the run with an error, unless it has moved past step.
 func (h *handlers[S]) fail(ctx context.Context, run string, step int, reason, kind string) error {
 	now := h.rt.Client().Now()
-	st, changed, err := h.commit(ctx, run, func(st *RunState) bool {
+	st, changed, err := h.commit(ctx, run, func(st *runState) bool {
 		if st.Status.Terminal() || st.Step != step {
 			return false
 		}
@@ -661,12 +683,12 @@ func (h *handlers[S]) fail(ctx context.Context, run string, step int, reason, ki
 }
 
 // interrupt suspends the run at node until a resume event arrives.
-func (h *handlers[S]) interrupt(ctx context.Context, st *RunState, node, reason string) error {
+func (h *handlers[S]) interrupt(ctx context.Context, st *runState, node, reason string) error {
 	if st.FanOut != "" {
 		return h.fail(ctx, st.RunID, st.Step, fmt.Sprintf("node %q interrupted (%s), but a branch of a parallel step cannot interrupt", node, reason), "")
 	}
 	step := st.Step
-	st, changed, err := h.commit(ctx, st.RunID, func(st *RunState) bool {
+	st, changed, err := h.commit(ctx, st.RunID, func(st *runState) bool {
 		if !st.pending(step, node) {
 			return false
 		}
@@ -684,7 +706,7 @@ func (h *handlers[S]) interrupt(ctx context.Context, st *RunState, node, reason 
 }
 
 // resume records that interrupt n is answered with input.
-func (st *RunState) resume(n int, input json.RawMessage) {
+func (st *runState) resume(n int, input json.RawMessage) {
 	st.Status, st.Interrupt = RunRunning, nil
 	st.Resumed, st.ResumeInput = n, input
 }
@@ -706,7 +728,7 @@ func (h *handlers[S]) onResume(ctx context.Context, msg *calf.Message) error {
 	}
 	// Answer records the input before it publishes the event; another
 	// producer may not have.
-	st, _, err := h.commit(ctx, run, func(st *RunState) bool {
+	st, _, err := h.commit(ctx, run, func(st *runState) bool {
 		if st.Status != RunInterrupted || st.Interrupts != ev.Interrupt {
 			return false
 		}

@@ -34,7 +34,7 @@ func TestNilRuntimeMeansTheDefault(t *testing.T) {
 	if s, err := w.Wait(ctx, nil, id); err != nil || s.N != 11 {
 		t.Errorf("Wait: %+v, %v", s, err)
 	}
-	if st, err := w.Load(ctx, nil, id); err != nil || st.RunID != id {
+	if st, err := w.LoadRun(ctx, nil, id); err != nil || st.ID != id {
 		t.Errorf("Load: %+v, %v", st, err)
 	}
 	cps, err := w.Checkpoints(ctx, nil, id)

@@ -100,7 +100,7 @@ func (w *Workflow[S]) Run(ctx context.Context, rt *agent.Runtime, s S, opts *Run
 		// A run id given again: a run that has ended or waits answers
 		// from the store (a broker that drops messages with a repeated id
 		// would drop its output emitted again).
-		if st, err := w.Load(ctx, rt, id); err == nil && (st.Status.Terminal() || st.Status == RunInterrupted) {
+		if st, err := w.loadRunState(ctx, rt, id); err == nil && (st.Status.Terminal() || st.Status == RunInterrupted) {
 			return w.stored(st)
 		}
 	}
@@ -125,7 +125,7 @@ func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string)
 		return zero, err
 	}
 	defer f.Close()
-	st, err := w.Load(ctx, rt, runID)
+	st, err := w.loadRunState(ctx, rt, runID)
 	if err == nil && (st.Status.Terminal() || st.Status == RunInterrupted) {
 		return w.stored(st)
 	}
@@ -143,7 +143,7 @@ func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string)
 
 // stored returns the result of a run that has ended or is interrupted,
 // from its stored state.
-func (w *Workflow[S]) stored(st *RunState) (S, error) {
+func (w *Workflow[S]) stored(st *runState) (S, error) {
 	return w.result(&OutputEvent{Status: outputStatus(st.Status), State: st.State, Error: st.Error, ErrorKind: st.ErrorKind,
 		Interrupt: st.Interrupt, RunID: st.RunID})
 }
@@ -262,12 +262,14 @@ func (w *Workflow[S]) cancel(ctx context.Context, rt *agent.Runtime, runID, reas
 	now := rt.Client().Now()
 	var children []string // the nodes whose child runs are in progress
 	var step int
-	st, changed, err := h.commit(ctx, runID, func(st *RunState) bool {
+	st, changed, err := h.commit(ctx, runID, func(st *runState) bool {
 		children, step = nil, st.Step
 		if st.Status.Terminal() {
 			return false
 		}
-		children = w.childNodes(st)
+		if !st.paused() { // a paused step has started nothing
+			children = w.childNodes(st)
+		}
 		st.failed(reason, "", now)
 		st.Status = RunCancelled
 		return true
@@ -295,7 +297,7 @@ func (w *Workflow[S]) cancel(ctx context.Context, rt *agent.Runtime, runID, reas
 
 // childNodes returns the nodes of the run's current step that run a child
 // run (agent nodes and sub-workflows) and have not finished.
-func (w *Workflow[S]) childNodes(st *RunState) []string {
+func (w *Workflow[S]) childNodes(st *runState) []string {
 	nodes := []string{st.Node}
 	if f := w.fanOuts[st.FanOut]; st.FanOut != "" && f != nil {
 		nodes = f.branches
@@ -317,9 +319,9 @@ func (w *Workflow[S]) childNodes(st *RunState) []string {
 // worker handles the event. Follow with [Workflow.Wait] for the run's
 // next output. Answering a run that is not interrupted is an error.
 //
-// Answer is not Resume: agents and teams pause and resume (between steps,
-// at a caller's request); a workflow run stops only where a node
-// interrupts it, and goes on when the interrupt is answered.
+// Answer is not Resume: an interrupt is a node's own question, answered
+// with input; a pause ([Workflow.Pause]) is a caller's, between steps, and
+// [Workflow.Resume] ends it.
 func (w *Workflow[S]) Answer(ctx context.Context, rt *agent.Runtime, runID string, input any) error {
 	rt = orDefault(rt)
 	data, err := json.Marshal(input)
@@ -328,7 +330,7 @@ func (w *Workflow[S]) Answer(ctx context.Context, rt *agent.Runtime, runID strin
 	}
 	h := &handlers[S]{w: w, rt: rt}
 	var status RunStatus
-	st, changed, err := h.commit(ctx, runID, func(st *RunState) bool {
+	st, changed, err := h.commit(ctx, runID, func(st *runState) bool {
 		status = st.Status
 		if st.Status != RunInterrupted {
 			return false
@@ -398,6 +400,8 @@ const (
 	EventResume   EventKind = "resume"
 	EventNodeDone EventKind = "node_done"
 	EventOutput   EventKind = "output"
+	// EventPause is a pause of the run taking effect, or its resume.
+	EventPause EventKind = "pause"
 )
 
 // Event is one event of a run, as [Workflow.RunStream] yields it.
@@ -409,10 +413,12 @@ type Event struct {
 	Step int
 	Node string
 	// NodeDone is set for EventNodeDone, Reply (the output of an agent
-	// node's run) for EventReply, Output for EventOutput.
+	// node's run) for EventReply, Output for EventOutput, Pause for
+	// EventPause.
 	NodeDone *NodeDoneEvent
 	Reply    *agent.OutputEvent
 	Output   *OutputEvent
+	Pause    *agent.PauseEvent
 	// Message is the event as it travelled on the broker.
 	Message *calf.Message
 }
@@ -420,7 +426,7 @@ type Event struct {
 // RunStream starts a run like [Workflow.Run] and yields its events as they
 // happen: the input, each step (tagged with its node and step number), the
 // replies of agent nodes, each node's completion with the state it left,
-// and last the output. A run that fails or is cancelled yields its output
+// its pauses and resumes, and last the output. A run that fails or is cancelled yields its output
 // event and then an *agent.RunError; a run that interrupts yields its output event (status
 // "interrupted") and stops. Each event is yielded once, even if the
 // broker delivers it twice.
@@ -505,6 +511,10 @@ func (w *Workflow[S]) event(m *calf.Message) (Event, error) {
 	case suffixOutput:
 		ev.Kind, ev.Output = EventOutput, new(OutputEvent)
 		err = m.Decode(ev.Output)
+	case suffixPause:
+		ev.Kind, ev.Pause = EventPause, new(agent.PauseEvent)
+		err = m.Decode(ev.Pause)
+		ev.Step = ev.Pause.Step
 	default:
 		err = fmt.Errorf("workflow: unknown channel %s", m.Channel)
 	}

@@ -40,17 +40,19 @@ type Position struct {
 	Visits map[string]int `json:"visits"`
 }
 
-// BranchState is the progress of one branch of a parallel step.
-type BranchState struct {
+// branchState is the progress of one branch of a parallel step.
+type branchState struct {
 	Done  bool            `json:"done"`
 	State json.RawMessage `json:"state,omitempty"`
 }
 
-// RunState is a workflow run as stored (kind "workflow", id
+// runState is a workflow run as stored (kind "workflow", id
 // "{workflow}/{run}"). A worker that handles any event of the run loads it,
 // decides, and writes it back with a compare-and-swap before it emits what
-// follows.
-type RunState struct {
+// follows. Its JSON is a stored format: records written by earlier
+// versions (testdata/records) must still decode, so a new field is
+// omitempty. Readers see it through [RunInfo].
+type runState struct {
 	Workflow string    `json:"workflow"`
 	RunID    string    `json:"run_id"`
 	Status   RunStatus `json:"status"`
@@ -59,7 +61,7 @@ type RunState struct {
 	// checkpoint. For a complete run it is the final state.
 	State json.RawMessage `json:"state"`
 	// Branches records the finished branches of a parallel step.
-	Branches map[string]*BranchState `json:"branches,omitempty"`
+	Branches map[string]*branchState `json:"branches,omitempty"`
 	// Checkpoint is the number of the last checkpoint, from 0 (the input).
 	Checkpoint   int       `json:"checkpoint"`
 	CheckpointAt time.Time `json:"checkpoint_at"`
@@ -90,6 +92,15 @@ type RunState struct {
 	Cost      model.Cost  `json:"cost"`
 	StartedAt time.Time   `json:"started_at"`
 	EndedAt   time.Time   `json:"ended_at,omitzero"`
+	// Pause, when set, is the run's pause: asked for, and once Pause.Step
+	// is the current step, in effect (see pause.go).
+	Pause *agent.PauseState `json:"pause,omitempty"`
+	// Unpaused counts the times the run was resumed from a pause in
+	// effect, and UnpausedStep is the step the last of them let go on:
+	// the events of that step carry the count in their ids, apart from
+	// those emitted before the pause.
+	Unpaused     int `json:"unpaused,omitempty"`
+	UnpausedStep int `json:"unpaused_step,omitempty"`
 }
 
 // Checkpoint is the state of a run after one of its steps, as stored (kind
@@ -125,13 +136,13 @@ func checkpointID(run string, seq int) string {
 }
 
 // checkpointOf returns the checkpoint a run's state records.
-func checkpointOf(st *RunState) storedCheckpoint {
+func checkpointOf(st *runState) storedCheckpoint {
 	return storedCheckpoint{RunID: st.RunID, Seq: st.Checkpoint, Step: st.LastStep, Node: st.LastNode,
 		Next: st.Position, State: st.State, Time: st.CheckpointAt}
 }
 
-func decodeRunState(data []byte) (*RunState, error) {
-	var st RunState
+func decodeRunState(data []byte) (*runState, error) {
+	var st runState
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("workflow: decode run state: %w", err)
 	}
@@ -141,10 +152,9 @@ func decodeRunState(data []byte) (*RunState, error) {
 	return &st, nil
 }
 
-// Load returns the stored state of a run, or an error matching
+// loadRunState returns the stored state of a run, or an error matching
 // store.ErrNotFound.
-func (w *Workflow[S]) Load(ctx context.Context, rt *agent.Runtime, runID string) (*RunState, error) {
-	rt = orDefault(rt)
+func (w *Workflow[S]) loadRunState(ctx context.Context, rt *agent.Runtime, runID string) (*runState, error) {
 	rec, err := rt.Store().Get(ctx, store.KindWorkflow, recordID(w.name, runID))
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: run %s: %w", w.name, runID, err)
@@ -203,7 +213,7 @@ func (w *Workflow[S]) loadCheckpoint(ctx context.Context, rt *agent.Runtime, run
 
 // saveCheckpoint writes the checkpoint a run's state records, unless it is
 // there already.
-func (w *Workflow[S]) saveCheckpoint(ctx context.Context, rt *agent.Runtime, st *RunState) error {
+func (w *Workflow[S]) saveCheckpoint(ctx context.Context, rt *agent.Runtime, st *runState) error {
 	data, err := json.Marshal(checkpointOf(st))
 	if err != nil {
 		return err

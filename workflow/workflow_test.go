@@ -142,7 +142,7 @@ func TestLinear(t *testing.T) {
 	if want := []string{">a", "a>b", "b>c", "c>end"}; !slices.Equal(nodes, want) {
 		t.Errorf("checkpoints = %q, want %q", nodes, want)
 	}
-	st, err := w.Load(t.Context(), rt, "r1")
+	st, err := w.LoadRun(t.Context(), rt, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +559,7 @@ func TestInterruptSurvivesRestart(t *testing.T) {
 	if ie.RunID != "r" || ie.Info.Node != "approve" || ie.Reason != "approve the plan?" {
 		t.Errorf("interrupt %+v %+v", ie, ie.Info)
 	}
-	stored, err := w.Load(t.Context(), rt1, "r")
+	stored, err := w.LoadRun(t.Context(), rt1, "r")
 	if err != nil || stored.Status != workflow.RunInterrupted {
 		t.Fatalf("stored run: %+v, %v", stored, err)
 	}
@@ -973,7 +973,7 @@ func TestSubWorkflow(t *testing.T) {
 	if want := []string{"x", "y", "t"}; !slices.Equal(got.Inner, want) {
 		t.Errorf("inner %q, want %q", got.Inner, want)
 	}
-	child, err := inner.Load(t.Context(), rt, "o.1.sub")
+	child, err := inner.LoadRun(t.Context(), rt, "o.1.sub")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1218,7 +1218,7 @@ func TestCancelInterrupted(t *testing.T) {
 	if err := w.Cancel(t.Context(), rt, "r", "nobody answered"); err != nil {
 		t.Fatal(err)
 	}
-	st, err := w.Load(t.Context(), rt, "r")
+	st, err := w.LoadRun(t.Context(), rt, "r")
 	if err != nil || st.Status != workflow.RunCancelled || st.Error != "nobody answered" {
 		t.Fatalf("stored run %+v, %v", st, err)
 	}
@@ -1375,7 +1375,7 @@ func TestAgentNodeParkedMessage(t *testing.T) {
 		}
 	}
 	check("RunStream", last)
-	if s, err := w.Load(t.Context(), rt, "w1"); err != nil || s.Status.Terminal() {
+	if s, err := w.LoadRun(t.Context(), rt, "w1"); err != nil || s.Status.Terminal() {
 		t.Errorf("run w1 after the caller's error: %+v, %v; want it still running", s, err)
 	}
 	// Wait, called after the message was parked, finds the recorded dead
@@ -1516,7 +1516,7 @@ func TestCancelBeforeSubWorkflowStarts(t *testing.T) {
 	if err := m.Decode(&out); err != nil || out.Status != workflow.OutputCancelled {
 		t.Fatalf("child output %+v (%v), want cancelled", out, err)
 	}
-	child, err := inner.Load(t.Context(), rt, "p.1.sub")
+	child, err := inner.LoadRun(t.Context(), rt, "p.1.sub")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,11 +216,13 @@
 //
 // # calf runs
 //
-// Runs reads and steers the agent and team runs of --store (docs/runs.md):
-// list prints the newest (--status, --agent, --limit, --json), show prints
-// one's stored state as JSON with its whole conversation; pause, resume
-// and cancel act on one through --broker, the workers' broker (--reason is
-// recorded with the run). An unknown id is an error (status 1).
+// Runs reads and steers the agent, team and workflow runs of --store
+// (docs/runs.md): list prints the newest (--status, --agent, --limit,
+// --json), show prints one's view as JSON (an agent run's with its whole
+// conversation); pause, resume and cancel act on one through --broker, the
+// workers' broker (--reason is recorded with the run). A workflow run is
+// paused and resumed here, but cancelled by a program that has its
+// workflow (status 2). An unknown id is an error (status 1).
 //
 // # calf deadletters
 //

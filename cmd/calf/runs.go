@@ -19,19 +19,21 @@ import (
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/team"
+	"github.com/calf-go/calf/workflow"
 )
 
 func newRunsCommand() *cobra.Command {
 	var storeURL, brokerURL string
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List, show, pause, resume and cancel agent and team runs",
-		Long: `List, show, pause, resume and cancel agent and team runs.
+		Short: "List, show, pause, resume and cancel agent, team and workflow runs",
+		Long: `List, show, pause, resume and cancel agent, team and workflow runs.
 
 The commands read the runs in the workers' store. pause, resume and cancel
 change a run's state and publish what follows on the workers' broker,
 where whichever worker serves the run carries on: a paused run finishes
-the step in progress and then waits, holding nothing, until it is resumed.`,
+the step in progress and then waits, holding nothing, until it is resumed.
+A workflow run is cancelled by a program that has its workflow.`,
 		Args: noArgs,
 	}
 	cmd.PersistentFlags().StringVar(&storeURL, "store", defaultStore, storeHelp+"; the workers' store")
@@ -130,24 +132,21 @@ func showRun(ctx context.Context, storeURL, id string, out io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	rs, ts, err := loadRun(ctx, st, id)
+	run, err := loadRun(ctx, st, id)
 	if err != nil {
 		return failure(err)
 	}
-	var v any = rs
-	if ts != nil {
-		v = ts
-	} else if rs.Partial {
+	v := run.View()
+	if rs := run.Agent; rs != nil && rs.Partial {
 		// The record holds the run's last messages: read back the history
 		// its session keeps and the messages archived, and print them all.
 		mb := memory.New(nil)
 		defer mb.Close()
 		c := calf.NewClient(mb, nil)
 		defer c.Close()
-		if rs, err = agent.NewRuntime(c, st, nil).LoadRun(ctx, id); err != nil {
+		if v, err = agent.NewRuntime(c, st, nil).LoadRun(ctx, id); err != nil {
 			return failure(err)
 		}
-		v = rs
 	}
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -159,12 +158,12 @@ func showRun(ctx context.Context, storeURL, id string, out io.Writer) error {
 
 // loadRun is runner.LoadRun, whose error for a run the store does not
 // hold says so in the user's words, not the store's.
-func loadRun(ctx context.Context, st store.Store, id string) (*agent.RunInfo, *team.State, error) {
-	rs, ts, err := runner.LoadRun(ctx, st, id)
+func loadRun(ctx context.Context, st store.Store, id string) (*runner.Run, error) {
+	run, err := runner.LoadRun(ctx, st, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, fmt.Errorf("no such run: %s (no agent or team run has this id)", id)
+		return nil, fmt.Errorf("no such run: %s (no agent, team or workflow run has this id)", id)
 	}
-	return rs, ts, err
+	return run, err
 }
 
 func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string, out io.Writer) error {
@@ -183,9 +182,14 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 	}
 	defer st.Close()
 	// Find the run before connecting to the broker.
-	rs, ts, err := loadRun(ctx, st, id)
+	run, err := loadRun(ctx, st, id)
 	if err != nil {
 		return failure(err)
+	}
+	if run.Workflow != nil && what == "cancel" {
+		// Which child runs a cancel ends is for the workflow's definition
+		// to say, which this process does not have.
+		return usageError(fmt.Errorf("%s is a run of workflow %s: cancel it with Workflow.Cancel, in a program that has the workflow", id, run.Workflow.Workflow))
 	}
 	b, err := openBroker(ctx, brokerURL, nil)
 	if err != nil {
@@ -199,29 +203,47 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 		reason = "asked by calf runs " + what
 	}
 	var s runSummary
-	switch {
-	case rs != nil && what == "pause":
-		rs, err = rt.Pause(ctx, agent.RunRef{Kind: "agent", Name: rs.Agent, RunID: id}, reason)
-	case rs != nil && what == "resume":
-		rs, err = rt.Resume(ctx, agent.RunRef{Kind: "agent", Name: rs.Agent, RunID: id})
+	switch rs, ts := run.Agent, run.Team; {
 	case rs != nil:
-		rs, err = rt.Cancel(ctx, agent.RunRef{Kind: "agent", Name: rs.Agent, RunID: id}, reason)
-	case what == "pause":
-		ts, err = team.PauseRun(ctx, rt, id, reason)
-	case what == "resume":
-		ts, err = team.ResumeRun(ctx, rt, id)
+		ref := agent.RunRef{Kind: "agent", Name: rs.Agent, RunID: id}
+		switch what {
+		case "pause":
+			rs, err = rt.Pause(ctx, ref, reason)
+		case "resume":
+			rs, err = rt.Resume(ctx, ref)
+		default:
+			rs, err = rt.Cancel(ctx, ref, reason)
+		}
+		if err == nil {
+			s = runner.SummarizeAgentRun(rs)
+		}
+	case ts != nil:
+		switch what {
+		case "pause":
+			ts, err = team.PauseRun(ctx, rt, id, reason)
+		case "resume":
+			ts, err = team.ResumeRun(ctx, rt, id)
+		default:
+			if err = team.CancelRun(ctx, rt, id, reason); err == nil {
+				ts, err = team.LoadRun(ctx, rt, id)
+			}
+		}
+		if err == nil {
+			s = runner.SummarizeTeamRun(ts)
+		}
 	default:
-		if err = team.CancelRun(ctx, rt, id, reason); err == nil {
-			ts, err = team.LoadState(ctx, rt, id)
+		ws := run.Workflow
+		if what == "pause" {
+			ws, err = workflow.PauseRun(ctx, rt, ws.Workflow, id, reason)
+		} else {
+			ws, err = workflow.ResumeRun(ctx, rt, ws.Workflow, id)
+		}
+		if err == nil {
+			s = runner.SummarizeWorkflowRun(ws)
 		}
 	}
 	if err != nil {
 		return failure(err)
-	}
-	if rs != nil {
-		s = runner.SummarizeAgentRun(rs)
-	} else {
-		s = runner.SummarizeTeamRun(ts)
 	}
 	_, err = fmt.Fprintf(out, "%s %s: %s %s, step %d\n", what, id, s.Kind, s.Name, s.Step)
 	if err == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/team"
 	"github.com/calf-go/calf/tool"
+	"github.com/calf-go/calf/workflow"
 )
 
 // calf runs lists the runs of a served agent and a team, and pause,
@@ -169,10 +170,73 @@ func TestRunsCommands(t *testing.T) {
 		t.Fatalf("calf runs resume (team) = %+v", r)
 	}
 	waitTeam("team-1", "complete")
+
+	// A workflow run: paused after its node in progress, shown, resumed;
+	// cancelling it is for a program that has the workflow.
+	gate := make(chan struct{})
+	wf := workflow.New[wfState]("steps", nil).
+		Node("one", workflow.Func(func(ctx context.Context, s wfState) (wfState, error) {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return s, ctx.Err()
+			}
+			s.Done = append(s.Done, "one")
+			return s, nil
+		})).
+		Node("two", workflow.Func(func(_ context.Context, s wfState) (wfState, error) {
+			s.Done = append(s.Done, "two")
+			return s, nil
+		})).
+		Edge(workflow.Start, "one").Edge("one", "two").Edge("two", workflow.End).MustBuild()
+	if err := wf.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wf.Submit(ctx, rt, wfState{}, &workflow.RunOptions{RunID: "wf-1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitWorkflow := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			l := runMain(ctx, "", "runs", "list", "--store", storeURL, "--json", "--agent", "steps")
+			if strings.Contains(l.stdout, `"id":"wf-1"`) && strings.Contains(l.stdout, `"status":"`+want+`"`) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("workflow run wf-1 never %s: %+v", want, l)
+			}
+		}
+	}
+	waitWorkflow("running")
+	if p := runMain(ctx, "", "runs", "pause", "--broker", brokerURL, "--store", storeURL, "--reason", "look first", "wf-1"); p.code != exitOK ||
+		!strings.Contains(p.stdout, "workflow steps") || !strings.Contains(p.stdout, "status: pausing") {
+		t.Fatalf("calf runs pause (workflow) = %+v", p)
+	}
+	close(gate)
+	waitWorkflow("paused")
+	if sh := runMain(ctx, "", "runs", "show", "--store", storeURL, "wf-1"); sh.code != exitOK || !strings.Contains(sh.stdout, `"workflow": "steps"`) ||
+		!strings.Contains(sh.stdout, `"paused": true`) || !strings.Contains(sh.stdout, `"node": "two"`) {
+		t.Errorf("calf runs show (paused workflow) = %+v", sh)
+	}
+	if c := runMain(ctx, "", "runs", "cancel", "--broker", brokerURL, "--store", storeURL, "wf-1"); c.code != exitUsage || !strings.Contains(c.stderr, "Workflow.Cancel") {
+		t.Errorf("calf runs cancel (workflow) = %+v", c)
+	}
+	if r := runMain(ctx, "", "runs", "resume", "--broker", brokerURL, "--store", storeURL, "wf-1"); r.code != exitOK {
+		t.Fatalf("calf runs resume (workflow) = %+v", r)
+	}
+	waitWorkflow("complete")
+	if out, err := wf.Wait(ctx, rt, "wf-1"); err != nil || strings.Join(out.Done, " ") != "one two" {
+		t.Errorf("workflow result %+v, %v", out, err)
+	}
 	if bad := runMain(ctx, "", "runs", "show", "--store", storeURL, "nope"); bad.code != exitFailure || !strings.Contains(bad.stderr, "no such run: nope") {
 		t.Errorf("calf runs show nope = %+v", bad)
 	}
 	if bad := runMain(ctx, "", "runs", "list", "--store", storeURL, "--status", "sleepy"); bad.code != exitUsage {
 		t.Errorf("calf runs list --status sleepy = %+v", bad)
 	}
+}
+
+// wfState is the state of the workflow TestRunsCommands pauses.
+type wfState struct {
+	Done []string `json:"done"`
 }

@@ -151,7 +151,7 @@ func TestWorkflowInterruptAcrossWorkers(t *testing.T) {
 	if ie.RunID != id || ie.Info == nil || ie.Info.Node != "approve" || ie.Reason != "approve a?" {
 		t.Fatalf("interrupt %+v (info %+v); want node approve of run %s asking %q", ie, ie.Info, id, "approve a?")
 	}
-	if st, err := c.w.Load(t.Context(), c.rt, id); err != nil || st.Status != workflow.RunInterrupted {
+	if st, err := c.w.LoadRun(t.Context(), c.rt, id); err != nil || st.Status != workflow.RunInterrupted {
 		t.Fatalf("stored run: %+v, %v; want it interrupted", st, err)
 	}
 

@@ -1,0 +1,230 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
+)
+
+// A pause is recorded in the run's state (runState.Pause) and takes
+// effect at a step boundary, by the handler that would start the next
+// node: the commit that moves the run on from a completed step (moveOn),
+// or the step handler of a node not yet started (onStep). Either records
+// the pause in effect (Pause.Step = the step that waits) in the same
+// compare-and-swap as the transition, so emitState, which emits what
+// follows from the state, emits the pause event instead of the step. A
+// resume is a transition of its own, whose events are the resume event
+// and the step's events again, with ids of their own (the count of
+// resumes in them), through the same emitPending as every transition.
+
+// paused reports whether the pause of the run is in effect: it waits,
+// holding no goroutine, for [Workflow.Resume].
+func (st *runState) paused() bool {
+	return st.Pause != nil && st.Status == RunRunning && st.Pause.Step == st.Step
+}
+
+// pauseHere puts an asked pause in effect at the run's current step,
+// which has not started.
+func (st *runState) pauseHere(now time.Time) {
+	if st.Status != RunRunning || st.Pause == nil || st.Pause.Step == st.Step {
+		return
+	}
+	p := *st.Pause
+	p.Step, p.PausedAt = st.Step, now
+	st.Pause = &p
+}
+
+// unpausedHere reports whether the run's current step was let go on by a
+// resume: its events carry the count of resumes in their ids.
+func (st *runState) unpausedHere() bool {
+	return st.Unpaused > 0 && st.UnpausedStep == st.Step
+}
+
+// stepEventID is the id of the step event of node at the run's current
+// step.
+func (st *runState) stepEventID(node string) string {
+	id := stepID(st.RunID, st.Step, node)
+	if st.unpausedHere() {
+		id += ".resume." + strconv.Itoa(st.Unpaused)
+	}
+	return id
+}
+
+// Pause asks the run runID to stop before its next step, for reason: the
+// node in progress finishes (the branches of a parallel step in progress
+// all finish) and its checkpoint is written, and the run then waits, with
+// nothing but its stored state, until [Workflow.Resume] from any process.
+// A pause event on [PauseChannel] says when it took effect;
+// [RunInfo.Paused] reports it. Pausing a paused run changes nothing; a run
+// that has ended returns an error matching [agent.ErrRunEnded], an
+// unknown one an error matching [store.ErrNotFound]. An interrupted run
+// that is paused waits for its answer, and its pause takes effect after
+// the answered node. Run, Wait and RunStream go on waiting through a
+// pause (RunStream yields its pause events). A nil rt means
+// [agent.DefaultRuntime].
+func (w *Workflow[S]) Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+	_, err := PauseRun(ctx, rt, w.name, runID, reason)
+	return err
+}
+
+// Resume lets a paused run go on: a run whose pause is in effect starts
+// the step it waits for, in whichever process serves the workflow; a run
+// whose pause has not taken effect yet goes on as if it had not been
+// paused. Resuming a run that is not paused changes nothing (but for
+// emitting again what a resume that failed halfway did not); a run that
+// has ended returns an error matching [agent.ErrRunEnded]. A nil rt means
+// [agent.DefaultRuntime].
+func (w *Workflow[S]) Resume(ctx context.Context, rt *agent.Runtime, runID string) error {
+	rt = orDefault(rt)
+	st, err := resumeRun(ctx, rt, w.name, runID)
+	if err != nil {
+		return err
+	}
+	if st.Status == RunRunning && st.Emitted < st.Seq {
+		h := &handlers[S]{w: w, rt: rt}
+		if err := h.emitPending(ctx, st); err != nil {
+			return fmt.Errorf("workflow %s: resume run %s: %w", w.name, runID, err)
+		}
+	}
+	return nil
+}
+
+// PauseRun pauses the run runID of the workflow named workflow as
+// [Workflow.Pause] does, from a process that does not have the workflow's
+// definition (calf runs pause), and returns the run as it stands.
+func PauseRun(ctx context.Context, rt *agent.Runtime, workflow, runID, reason string) (*RunInfo, error) {
+	rt = orDefault(rt)
+	st, err := updatePause(ctx, rt, workflow, runID, func(st *runState) bool {
+		if st.Pause != nil {
+			return false
+		}
+		st.Pause = &agent.PauseState{Reason: reason, RequestedAt: rt.Client().Now()}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: pause run %s: %w", workflow, runID, err)
+	}
+	return st.info(), nil
+}
+
+// ResumeRun resumes the run runID of the workflow named workflow as
+// [Workflow.Resume] does, from a process that does not have the
+// workflow's definition (calf runs resume): it records the resume and
+// publishes the resume event, from which a process that serves the
+// workflow starts the step. It returns the run as it stands.
+func ResumeRun(ctx context.Context, rt *agent.Runtime, workflow, runID string) (*RunInfo, error) {
+	rt = orDefault(rt)
+	st, err := resumeRun(ctx, rt, workflow, runID)
+	if err != nil {
+		return nil, err
+	}
+	if st.Status == RunRunning && st.Emitted < st.Seq && st.unpausedHere() {
+		if err := emitUnpause(ctx, rt, st); err != nil {
+			return st.info(), fmt.Errorf("workflow %s: resume run %s: %w", workflow, runID, err)
+		}
+	}
+	return st.info(), nil
+}
+
+// resumeRun records the resume of a run: a pause in effect ends with a
+// transition (whose events the caller emits), an asked one is forgotten.
+func resumeRun(ctx context.Context, rt *agent.Runtime, workflow, runID string) (*runState, error) {
+	st, err := updatePause(ctx, rt, workflow, runID, func(st *runState) bool {
+		if st.Pause == nil {
+			return false
+		}
+		if st.paused() {
+			st.Seq++
+			st.Unpaused++
+			st.UnpausedStep = st.Step
+		}
+		st.Pause = nil
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: resume run %s: %w", workflow, runID, err)
+	}
+	return st, nil
+}
+
+// updatePause applies fn to the state of a run that has not ended.
+func updatePause(ctx context.Context, rt *agent.Runtime, workflow, runID string, fn func(st *runState) bool) (*runState, error) {
+	var st *runState
+	_, err := store.Update(ctx, rt.Store(), store.KindWorkflow, recordID(workflow, runID), func(data []byte, exists bool) ([]byte, error) {
+		if !exists {
+			return nil, fmt.Errorf("no run %s: %w", runID, store.ErrNotFound)
+		}
+		var err error
+		if st, err = decodeRunState(data); err != nil {
+			return nil, err
+		}
+		if st.Status.Terminal() || !fn(st) {
+			return nil, nil
+		}
+		return json.Marshal(st)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if st.Status.Terminal() {
+		return st, fmt.Errorf("%w with status %s", agent.ErrRunEnded, st.Status)
+	}
+	return st, nil
+}
+
+// emitUnpause emits the resume event of the run's last resume.
+func emitUnpause(ctx context.Context, rt *agent.Runtime, st *runState) error {
+	_, err := rt.Client().Emit(ctx, PauseChannel(st.Workflow), agent.PauseEvent{Step: st.Step},
+		calf.WithID(unpauseID(st.RunID, st.Step, st.Unpaused)), calf.WithKey(st.RunID),
+		calf.WithMetadata(calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID}))
+	return err
+}
+
+// pauseTakesEffect records that the run, asked to pause, stops before
+// node, the node of its current step, which has not started, and emits
+// the pause. A run resumed meanwhile runs the node.
+func (h *handlers[S]) pauseTakesEffect(ctx context.Context, msg *calf.Message, st *runState, node string) error {
+	step, now := st.Step, h.rt.Client().Now()
+	st, changed, err := h.commit(ctx, st.RunID, func(st *runState) bool {
+		if st.Pause == nil || st.paused() || !st.pending(step, node) || st.FanOut != "" || st.resumed() {
+			return false
+		}
+		st.Seq++
+		st.pauseHere(now)
+		return true
+	})
+	switch {
+	case err != nil:
+		return err
+	case changed:
+		return h.emitPending(ctx, st)
+	case st.Pause == nil && st.pending(step, node) && h.w.runs(st, node) && !st.resumed():
+		return h.execute(ctx, st, node)
+	}
+	return h.stale(ctx, msg, st)
+}
+
+// onPause handles the events of the pause channel: a resume published by
+// a process without the workflow's definition (ResumeRun) is followed by
+// the step's events, which need it.
+func (h *handlers[S]) onPause(ctx context.Context, msg *calf.Message) error {
+	run, err := runOf(msg)
+	if err != nil {
+		return err
+	}
+	st, err := h.load(ctx, run)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return h.stale(ctx, msg, st)
+}
