@@ -99,7 +99,7 @@ func RemoteAgent(name, description string) Member {
 type remoteAgent struct{ name, description string }
 
 func (m *remoteAgent) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
-	_, err := orDefault(rt).Cancel(ctx, agent.RunRef{Kind: "agent", Name: m.name, RunID: runID}, reason)
+	_, err := rt.Cancel(ctx, agent.RunRef{Kind: "agent", Name: m.name, RunID: runID}, reason)
 	return err
 }
 
@@ -121,7 +121,7 @@ func submitAgent(ctx context.Context, rt *agent.Runtime, name, prompt string, op
 	o := options(opts)
 	in := &agent.InputEvent{Content: prompt, Stream: o.Stream, ReplyTo: o.ReplyTo, Parent: o.Parent, Deadline: o.Deadline}
 	req := &agent.SubmitRequest{Run: agent.RunRef{Kind: "agent", Name: name, RunID: o.RunID}, SessionID: o.SessionID, Input: in}
-	if err := orDefault(rt).Submit(ctx, req); err != nil {
+	if err := rt.Submit(ctx, req); err != nil {
 		return "", err
 	}
 	return o.RunID, nil

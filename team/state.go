@@ -130,7 +130,9 @@ func DecodeState(data []byte) (*State, error) {
 // LoadState returns the stored state of a team run, or an error matching
 // [store.ErrNotFound].
 func LoadState(ctx context.Context, rt *agent.Runtime, runID string) (*State, error) {
-	rt = orDefault(rt)
+	if rt == nil {
+		return nil, fmt.Errorf("team: load run %s: %w", runID, agent.ErrNoRuntime)
+	}
 	rec, err := rt.Store().Get(ctx, KindTeam, runID)
 	if err != nil {
 		return nil, fmt.Errorf("team: load run %s: %w", runID, err)
