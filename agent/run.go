@@ -58,6 +58,11 @@ type RunOptions struct {
 	// Parent is the id of the run that starts this one, if any; it is
 	// recorded in the run's state.
 	Parent string
+	// Deadline, when set, ends the run with an error at the first step
+	// that starts after it, and bounds its model and tool calls
+	// ([InputEvent.Deadline]); a team sets it on its members' runs.
+	// Default: none, the run bounded by its steps and the caller's wait.
+	Deadline time.Time
 	// WaitForWorkers has Run and RunStream wait for a process that serves
 	// the agent, however long it takes to start (up to the run's
 	// timeout), instead of failing with [ErrNotServed] when none serves it
@@ -454,7 +459,7 @@ func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts
 	if id == "" {
 		id = rt.newID()
 	}
-	in := InputEvent{Content: prompt, Parts: o.Parts, Stream: stream, ReplyTo: o.ReplyTo, Parent: o.Parent, Messages: o.Thread}
+	in := InputEvent{Content: prompt, Parts: o.Parts, Stream: stream, ReplyTo: o.ReplyTo, Parent: o.Parent, Messages: o.Thread, Deadline: o.Deadline}
 	if b := o.Budget; b != nil {
 		if err := b.validate(); err != nil {
 			return nil, fmt.Errorf("agent %s: RunOptions.Budget: %w", a.name, err)
