@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/local"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
 )
 
-// A tool added once the agent is served is refused, on an explicit
-// runtime and on the default one, and the agent's runs go on with the
+// A tool added once the agent is served is refused, whether Serve or a
+// first Run on a runtime that serves on demand served it, and the agent's runs go on with the
 // tools it was served with: no run waits for a call no one handles.
 func TestAddToolAfterServe(t *testing.T) {
 	late := tool.Must(tool.New("late", "A tool added late.", func(context.Context, struct{}) (string, error) { return "late ran", nil }))
@@ -36,11 +37,12 @@ func TestAddToolAfterServe(t *testing.T) {
 			serve(t, e, a)
 			return e.rt
 		}},
-		{"a first Run on the default runtime", "late_default", func(t *testing.T, a *agent.Agent[string]) *agent.Runtime {
-			if _, err := a.Run(runCtx(t), nil, "first", nil); err != nil {
+		{"a first Run on a runtime that serves on demand", "late_on_demand", func(t *testing.T, a *agent.Agent[string]) *agent.Runtime {
+			rt := local.Runtime()
+			if _, err := a.Run(runCtx(t), rt, "first", nil); err != nil {
 				t.Fatal(err)
 			}
-			return nil
+			return rt
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

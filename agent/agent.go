@@ -127,7 +127,7 @@ type Agent[Out any] struct {
 	// serving is set by the first [Agent.Serve]: the agent's tools are
 	// fixed from then on.
 	serving bool
-	// served records where [Agent.local] served the agent.
+	// served records the runtimes the agent is served on (see onDemand).
 	served servedOn
 	// step is a custom agent's step ([NewCustom]), called in place of
 	// the model.

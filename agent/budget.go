@@ -217,6 +217,9 @@ func (h *handlers[Out]) budgetReached(ctx context.Context, st *runState, version
 // paused, with no event, unless the budget has Fail set: the run then goes
 // on to fail.
 func (rt *Runtime) SetBudget(ctx context.Context, run RunRef, b *Budget) (*RunInfo, error) {
+	if rt == nil {
+		return nil, ErrNoRuntime
+	}
 	if err := run.agentRef("set the budget"); err != nil {
 		return nil, err
 	}

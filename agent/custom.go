@@ -248,7 +248,7 @@ func sessionStatePrefix(session string) string {
 }
 
 // State returns the agent's state in session (the zero State when it has
-// none). A nil rt means [DefaultRuntime], as for Run; so for SetState.
+// none).
 func (c *Custom[State, Out]) State(ctx context.Context, rt *Runtime, session string) (State, error) {
 	var s State
 	rec, err := c.stateRecord(ctx, rt, session)
@@ -266,7 +266,7 @@ func (c *Custom[State, Out]) stateRecord(ctx context.Context, rt *Runtime, sessi
 		return nil, err
 	}
 	if rt == nil {
-		rt = DefaultRuntime()
+		return nil, fmt.Errorf("agent %s: read state of session %s: %w", c.name, session, ErrNoRuntime)
 	}
 	r, err := rt.store.Get(ctx, kindAgentState, stateScope(c.name, session, ""))
 	if errors.Is(err, store.ErrNotFound) {
@@ -289,7 +289,7 @@ func (c *Custom[State, Out]) SetState(ctx context.Context, rt *Runtime, session 
 		return err
 	}
 	if rt == nil {
-		rt = DefaultRuntime()
+		return fmt.Errorf("agent %s: set state of session %s: %w", c.name, session, ErrNoRuntime)
 	}
 	raw, err := json.Marshal(s)
 	if err != nil {

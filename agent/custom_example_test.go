@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/local"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -33,15 +34,16 @@ func ExampleNewCustom() {
 	}, &agent.CustomOptions{Description: "Keeps notes."}))
 
 	ctx := context.Background()
+	rt := local.Runtime()
 	session := &agent.RunOptions{SessionID: "notes-1"}
 	for _, p := range []string{"note buy milk", "note call Ann", "list"} {
-		out, err := keeper.Run(ctx, nil, p, session)
+		out, err := keeper.Run(ctx, rt, p, session)
 		if err != nil {
 			log.Fatal(err)
 		}
 		fmt.Println(out.Output)
 	}
-	st, err := keeper.State(ctx, nil, "notes-1")
+	st, err := keeper.State(ctx, rt, "notes-1")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func ExampleStepContext_Generate() {
 		return "the sum is " + res.Text(), nil
 	}, nil))
 
-	for ev, err := range adder.RunStream(context.Background(), nil, "add 2 and 3", nil) {
+	for ev, err := range adder.RunStream(context.Background(), local.Runtime(), "add 2 and 3", nil) {
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -6,10 +6,16 @@
 // [Agent.RunStream] start a run by emitting its input event and wait for
 // its output. Because the handlers keep everything in the store, the
 // process that starts a run need not be the one that carries it out, and a
-// run survives the crash of the process that was carrying it out. Every
-// function and method that takes a *Runtime takes nil for
-// [DefaultRuntime], a runtime of this process; Run, RunStream, Submit and
-// Recover given nil serve the agent there first, unless Serve did.
+// run survives the crash of the process that was carrying it out.
+//
+// A runtime is always given: a nil one is an error matching
+// [ErrNoRuntime]. Package local has the runtime of a program that runs
+// its agents in its own process (local.Runtime: an in-process broker and
+// an in-memory store), which serves them on demand
+// ([RuntimeOptions.ServeOnDemand]): Run, RunStream, Submit and Recover
+// serve the agent there first, unless Serve did. This package does not
+// import it, nor any broker or store: what a runtime is made of is the
+// program's choice.
 //
 // # The handlers
 //
@@ -117,12 +123,12 @@
 // a type argument:
 //
 //	a, err := agent.New("geographer", m, &agent.Options{Instructions: "Answer briefly."})
-//	out, err := a.Run(ctx, nil, "What is the capital of France?", nil)
+//	out, err := a.Run(ctx, local.Runtime(), "What is the capital of France?", nil)
 //
 // and one with a structured output names its type once:
 //
 //	r, err := agent.NewTyped[Report]("reporter", m, nil)
-//	out, err := r.Run(ctx, nil, "Report on ...", nil) // out.Output is a Report
+//	out, err := r.Run(ctx, local.Runtime(), "Report on ...", nil) // out.Output is a Report
 //
 // # Dependencies
 //

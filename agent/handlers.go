@@ -42,12 +42,13 @@ type ServeOptions struct {
 // one subscription per tool, and last the input. Several processes may serve the
 // same agent: they share the work through the broker's consumer groups.
 // The subscriptions last until the runtime's client shuts down. The
-// agent's tools are fixed from then on: [Agent.AddTool] refuses. A nil rt
-// means [DefaultRuntime], on which Run, RunStream and Submit given a nil
-// runtime then do not serve the agent again.
+// agent's tools are fixed from then on: [Agent.AddTool] refuses. On a
+// runtime that serves on demand ([RuntimeOptions.ServeOnDemand]), Run,
+// RunStream and Submit then do not serve the agent again. A nil rt
+// returns an error matching [ErrNoRuntime].
 func (a *Agent[Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOptions) error {
 	if rt == nil {
-		rt = DefaultRuntime()
+		return fmt.Errorf("agent %s: serve: %w", a.name, ErrNoRuntime)
 	}
 	a.served.mu.Lock()
 	defer a.served.mu.Unlock()

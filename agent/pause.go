@@ -64,12 +64,9 @@ func (s *runState) Paused() bool {
 // Pausing a paused run changes nothing; a run that has ended returns an
 // error matching [ErrRunEnded]. Run and RunStream go on waiting through a
 // pause (within their timeout); a caller that pauses runs for long should
-// start them with [Agent.Submit]. A nil rt means [DefaultRuntime];
-// [Runtime.Pause] does the same for an agent known by name.
+// start them with [Agent.Submit]. [Runtime.Pause] does the same for an
+// agent known by name.
 func (a *Agent[Out]) Pause(ctx context.Context, rt *Runtime, runID, reason string) error {
-	if rt == nil {
-		rt = DefaultRuntime()
-	}
 	_, err := rt.Pause(ctx, RunRef{Kind: "agent", Name: a.name, RunID: runID}, reason)
 	return err
 }
@@ -78,13 +75,9 @@ func (a *Agent[Out]) Pause(ctx context.Context, rt *Runtime, runID, reason strin
 // makes the model call it waits for, in whichever process serves its
 // agent; a run whose pause has not taken effect yet goes on as if it had
 // not been paused. Resuming a run that is not paused changes nothing; a
-// run that has ended returns an error matching [ErrRunEnded]. A nil rt
-// means [DefaultRuntime]; [Runtime.Resume] does the same for an agent
-// known by name.
+// run that has ended returns an error matching [ErrRunEnded].
+// [Runtime.Resume] does the same for an agent known by name.
 func (a *Agent[Out]) Resume(ctx context.Context, rt *Runtime, runID string) error {
-	if rt == nil {
-		rt = DefaultRuntime()
-	}
 	_, err := rt.Resume(ctx, RunRef{Kind: "agent", Name: a.name, RunID: runID})
 	return err
 }
@@ -92,6 +85,9 @@ func (a *Agent[Out]) Resume(ctx context.Context, rt *Runtime, runID string) erro
 // Pause pauses the run of an agent that run names, as [Agent.Pause]
 // does, and returns the run as it stands.
 func (rt *Runtime) Pause(ctx context.Context, run RunRef, reason string) (*RunInfo, error) {
+	if rt == nil {
+		return nil, ErrNoRuntime
+	}
 	if err := run.agentRef("pause"); err != nil {
 		return nil, err
 	}
@@ -114,6 +110,9 @@ func (rt *Runtime) Pause(ctx context.Context, run RunRef, reason string) (*RunIn
 // Resume resumes the run of an agent that run names, as [Agent.Resume]
 // does, and returns the run as it stands.
 func (rt *Runtime) Resume(ctx context.Context, run RunRef) (*RunInfo, error) {
+	if rt == nil {
+		return nil, ErrNoRuntime
+	}
 	if err := run.agentRef("resume"); err != nil {
 		return nil, err
 	}

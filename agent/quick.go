@@ -2,13 +2,11 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
-	"github.com/calf-go/calf"
-	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/model"
-	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -19,25 +17,10 @@ func NewText(name string, m model.Model, instructions string, tools ...tool.Tool
 	return New(name, m, &Options{Instructions: instructions, Tools: tools})
 }
 
-var (
-	defaultOnce sync.Once
-	defaultRT   *Runtime
-)
-
-// DefaultRuntime returns the runtime that the functions and methods of
-// agents, teams and workflows that take a *Runtime (Serve, Run,
-// RunStream, Submit, Wait, Result, Recover, ...) use when given a nil one:
-// one per process, made on first use, on an in-process broker and an
-// in-memory store. Nothing of it
-// outlives the process: give a runtime of your own, on a durable store
-// (store/sqlite, store/postgres) and a broker that other processes share,
-// for runs that must survive a restart or spread over workers.
-func DefaultRuntime() *Runtime {
-	defaultOnce.Do(func() {
-		defaultRT = NewRuntime(calf.NewClient(memory.New(nil), nil), storemem.New(), nil)
-	})
-	return defaultRT
-}
+// ErrNoRuntime is the error of every function and method of agents,
+// teams and workflows given a nil *Runtime: a runtime is always given,
+// and none is assumed.
+var ErrNoRuntime = errors.New("agent: no runtime: pass local.Runtime() for one in this process, or agent.NewRuntime over a broker and a store")
 
 // servedOn records the runtimes the agent was served on.
 type servedOn struct {
@@ -53,14 +36,17 @@ func (s *servedOn) add(rt *Runtime) {
 	s.on[rt] = true
 }
 
-// local returns rt, or, when rt is nil, the default runtime with the agent
-// served on it in this process (once: not again if [Agent.Serve] served
-// it there).
-func (a *Agent[Out]) local(ctx context.Context, rt *Runtime) (*Runtime, error) {
-	if rt != nil {
+// onDemand returns rt with the agent served on it in this process when rt
+// serves on demand ([RuntimeOptions.ServeOnDemand]; once: not again if
+// [Agent.Serve] served it there), or an error matching [ErrNoRuntime]
+// when rt is nil.
+func (a *Agent[Out]) onDemand(ctx context.Context, rt *Runtime) (*Runtime, error) {
+	if rt == nil {
+		return nil, ErrNoRuntime
+	}
+	if !rt.serveOnDemand {
 		return rt, nil
 	}
-	rt = DefaultRuntime()
 	a.served.mu.Lock()
 	defer a.served.mu.Unlock()
 	if a.served.on[rt] {
@@ -69,7 +55,7 @@ func (a *Agent[Out]) local(ctx context.Context, rt *Runtime) (*Runtime, error) {
 	// The handlers live as long as the runtime's client: not bound to the
 	// context of the first run.
 	if err := a.serve(context.WithoutCancel(ctx), rt, nil); err != nil {
-		return nil, fmt.Errorf("agent %s: serve on the default runtime: %w", a.name, err)
+		return nil, fmt.Errorf("agent %s: serve on demand: %w", a.name, err)
 	}
 	a.served.add(rt)
 	return rt, nil

@@ -6,17 +6,19 @@ import (
 	"log"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/local"
 	"github.com/calf-go/calf/model/modeltest"
 )
 
-// The quick path: an agent run in a few lines, on the default runtime
-// (an in-process broker and an in-memory store), served in this process.
+// The quick path: an agent run in a few lines, on the runtime of this
+// process (package local: an in-process broker and an in-memory store),
+// which serves the agent on its first run.
 // The README's first example is this one with a real model.
 func ExampleNewText() {
 	ctx := context.Background()
 	m := modeltest.NewTestModel(modeltest.Text("Paris."))
 	a := agent.Must(agent.NewText("geographer", m, "Answer briefly."))
-	out, err := a.Run(ctx, nil, "What is the capital of France?", nil)
+	out, err := a.Run(ctx, local.Runtime(), "What is the capital of France?", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -33,7 +35,7 @@ func ExampleAgent_DecodeOutput() {
 	ctx := context.Background()
 	m := modeltest.NewTestModel(modeltest.Text(`{"name": "Paris", "country": "France"}`))
 	a := agent.Must(agent.NewTyped[city]("cities", m, nil))
-	for ev, err := range a.RunStream(ctx, nil, "The capital of France?", nil) {
+	for ev, err := range a.RunStream(ctx, local.Runtime(), "The capital of France?", nil) {
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/local"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/openai"
 	"github.com/calf-go/calf/store/sqlite"
@@ -58,6 +59,6 @@ func readmeDeps(ctx context.Context, m model.Model) (*agent.Output[string], erro
 		return "12 " + s.Currency, err
 	}))
 	seller := agent.Must(agent.New("seller", m, &agent.Options{Tools: []tool.Tool{price}}))
-	out, err := seller.Run(ctx, nil, "What does a mug cost?", &agent.RunOptions{Deps: shop.Value(Shop{Currency: "EUR"})})
+	out, err := seller.Run(ctx, local.Runtime(), "What does a mug cost?", &agent.RunOptions{Deps: shop.Value(Shop{Currency: "EUR"})})
 	return out, err
 }

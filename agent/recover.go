@@ -45,7 +45,7 @@ const recoverPage = 256
 // other agents. A record that does not decode is skipped and reported in
 // the returned error, after the other runs have been recovered.
 func (a *Agent[Out]) Recover(ctx context.Context, rt *Runtime, opts *RecoverOptions) (int, error) {
-	rt, err := a.local(ctx, rt)
+	rt, err := a.onDemand(ctx, rt)
 	if err != nil {
 		return 0, err
 	}

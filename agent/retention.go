@@ -111,6 +111,9 @@ func (rt *Runtime) AddSweeper(name string, fn store.Sweeper) {
 // Sweep reads every run record, a page at a time; [Worker] runs it
 // periodically when [WorkerOptions.Retention] is set.
 func (rt *Runtime) Sweep(ctx context.Context, opts SweepOptions) (*SweepResult, error) {
+	if rt == nil {
+		return nil, ErrNoRuntime
+	}
 	if opts.Before.IsZero() {
 		return nil, errors.New("agent: Sweep needs SweepOptions.Before")
 	}

@@ -58,6 +58,11 @@ type RunOptions struct {
 	// Parent is the id of the run that starts this one, if any; it is
 	// recorded in the run's state.
 	Parent string
+	// Deadline, when set, ends the run with an error at the first step
+	// that starts after it, and bounds its model and tool calls
+	// ([InputEvent.Deadline]); a team sets it on its members' runs.
+	// Default: none, the run bounded by its steps and the caller's wait.
+	Deadline time.Time
 	// WaitForWorkers has Run and RunStream wait for a process that serves
 	// the agent, however long it takes to start (up to the run's
 	// timeout), instead of failing with [ErrNotServed] when none serves it
@@ -255,14 +260,16 @@ func agentRunError(name, id string, status RunStatus, reason string) *RunError {
 
 // Run starts a run with prompt as the user's message and waits for its
 // output. The run is carried out by the handlers of whichever processes
-// serve the agent on rt's broker, this one included if it called Serve.
+// serve the agent on rt's broker, this one included if it called Serve
+// or if rt serves on demand ([RuntimeOptions.ServeOnDemand]: Run then
+// serves the agent first, once per runtime).
 // When ctx ends or the agent's Timeout passes first, the run is cancelled
 // and Run returns a *RunError matching ErrRunCancelled and ctx's error.
 // When a message of the run is parked on the dead-letter channel, Run
 // returns at once a *RunError matching ErrRunParked, and the run stays as
 // it is, to be continued by replaying the dead letter.
 func (a *Agent[Out]) Run(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions) (out *Output[Out], err error) {
-	rt, err = a.local(ctx, rt)
+	rt, err = a.onDemand(ctx, rt)
 	if err != nil {
 		return nil, err
 	}
@@ -452,7 +459,7 @@ func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts
 	if id == "" {
 		id = rt.newID()
 	}
-	in := InputEvent{Content: prompt, Parts: o.Parts, Stream: stream, ReplyTo: o.ReplyTo, Parent: o.Parent, Messages: o.Thread}
+	in := InputEvent{Content: prompt, Parts: o.Parts, Stream: stream, ReplyTo: o.ReplyTo, Parent: o.Parent, Messages: o.Thread, Deadline: o.Deadline}
 	if b := o.Budget; b != nil {
 		if err := b.validate(); err != nil {
 			return nil, fmt.Errorf("agent %s: RunOptions.Budget: %w", a.name, err)
@@ -501,7 +508,7 @@ func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts
 // handled message as its cause. Submitting a run id again starts nothing
 // new: a run that has ended answers again with its output.
 func (a *Agent[Out]) Submit(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions) (string, error) {
-	rt, err := a.local(ctx, rt)
+	rt, err := a.onDemand(ctx, rt)
 	if err != nil {
 		return "", err
 	}
@@ -538,6 +545,9 @@ type SubmitRequest struct {
 // untyped form of [Agent.Submit], for callers that know an agent by name
 // only.
 func (rt *Runtime) Submit(ctx context.Context, req *SubmitRequest) error {
+	if rt == nil {
+		return ErrNoRuntime
+	}
 	if req == nil || req.Input == nil {
 		return errors.New("agent: submit needs an input")
 	}
@@ -724,12 +734,9 @@ func (a *Agent[Out]) abandon(ctx context.Context, rt *Runtime, id string) error 
 // created cancelled, so that it never starts. A model call or a tool in
 // progress is not interrupted, but the run takes no step after it. The
 // approval requests that the cancelled runs were waiting for are recorded
-// [approval.Cancelled]. A nil rt means [DefaultRuntime]; [Runtime.Cancel]
-// does the same for an agent known by name.
+// [approval.Cancelled]. [Runtime.Cancel] does the same for an agent known
+// by name.
 func (a *Agent[Out]) Cancel(ctx context.Context, rt *Runtime, runID, reason string) error {
-	if rt == nil {
-		rt = DefaultRuntime()
-	}
 	_, err := rt.Cancel(ctx, RunRef{Kind: "agent", Name: a.name, RunID: runID}, reason)
 	return err
 }
@@ -738,6 +745,9 @@ func (a *Agent[Out]) Cancel(ctx context.Context, rt *Runtime, runID, reason stri
 // does, and returns the state the run ends with. The agent may be served
 // by any process: Cancel needs only the runtime's broker and store.
 func (rt *Runtime) Cancel(ctx context.Context, run RunRef, reason string) (*RunInfo, error) {
+	if rt == nil {
+		return nil, ErrNoRuntime
+	}
 	if err := run.agentRef("cancel"); err != nil {
 		return nil, err
 	}
@@ -956,7 +966,7 @@ func (a *Agent[Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, 
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithTimeoutCause(ctx, a.opts.Timeout, fmt.Errorf("agent %s: run timed out after %s: %w", a.name, a.opts.Timeout, context.DeadlineExceeded))
 		defer cancel()
-		rt, err := a.local(ctx, rt)
+		rt, err := a.onDemand(ctx, rt)
 		if err != nil {
 			yield(Event{}, err)
 			return

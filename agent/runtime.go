@@ -40,12 +40,25 @@ type RuntimeOptions struct {
 	// ones).
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// ServeOnDemand, when set, makes the runtime serve in this process
+	// what runs on it: [Agent.Run], [Agent.RunStream], [Agent.Submit] and
+	// [Agent.Recover] of an agent not served on the runtime yet serve it
+	// first ([Agent.Serve]), once per runtime, its handlers living as long
+	// as the runtime's client; teams and workflows do the same. It is for
+	// a runtime of one process, such as package local's, where no worker
+	// serves anything. Default: false, the runs are carried out by
+	// whichever processes serve their agents on the broker.
+	ServeOnDemand bool
 }
 
 // Runtime connects agents to a broker (through a [calf.Client]) and a state
 // store. Serve registers an agent's handlers on a runtime; Run and
 // RunStream start runs through it. One runtime serves any number of agents
-// and is safe for concurrent use.
+// and is safe for concurrent use. Package local makes a runtime of one
+// process, which serves what runs on it ([RuntimeOptions.ServeOnDemand]).
+// The methods of a nil *Runtime that return an error return one matching
+// [ErrNoRuntime], as do the functions and methods of agents, teams and
+// workflows given a nil one.
 type Runtime struct {
 	client *calf.Client
 	store  store.Store
@@ -59,6 +72,8 @@ type Runtime struct {
 	// recent ones cached.
 	sessions *sessionstore.Sessions
 	prices   model.Prices
+	// serveOnDemand is RuntimeOptions.ServeOnDemand.
+	serveOnDemand bool
 	// tel records spans and metrics; nil records nothing.
 	tel *telemetry
 	// late counts tool calls that returned after their timeout.
@@ -97,7 +112,7 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	if o.Prices == nil {
 		o.Prices = model.DefaultPrices()
 	}
-	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, preparing: make(chan struct{}, 1),
+	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, serveOnDemand: o.ServeOnDemand, preparing: make(chan struct{}, 1),
 		tel: newTelemetry(o.TracerProvider, o.MeterProvider)}
 	rt.runs = newRunStore(rt, calf.IsLocal(client.Broker()))
 	return rt
@@ -108,6 +123,11 @@ func (rt *Runtime) Client() *calf.Client { return rt.client }
 
 // Store returns the runtime's state store.
 func (rt *Runtime) Store() store.Store { return rt.store }
+
+// ServesOnDemand reports whether the runtime serves agents, teams and
+// workflows on demand ([RuntimeOptions.ServeOnDemand]); false for a nil
+// runtime.
+func (rt *Runtime) ServesOnDemand() bool { return rt != nil && rt.serveOnDemand }
 
 // LateToolResults returns how many tool calls handled by this runtime
 // returned after their timeout (see [Options.ToolTimeout]): their results

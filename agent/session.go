@@ -48,6 +48,9 @@ func (rt *Runtime) endSessionRun(ctx context.Context, st *runState) error {
 // stay paused, with no event (see [Runtime.SetBudget]). Package
 // agent/session reads a session's budget.
 func (rt *Runtime) SetSessionBudget(ctx context.Context, id string, b *Budget) error {
+	if rt == nil {
+		return ErrNoRuntime
+	}
 	if b != nil {
 		if err := b.validate(); err != nil {
 			return fmt.Errorf("agent: set the budget of session %s: %w", id, err)

@@ -333,6 +333,9 @@ func decodeRunState(data []byte) (*runState, error) {
 // or an error matching [store.ErrNotFound]. The view is the caller's: it
 // shares nothing with what the runtime keeps.
 func (rt *Runtime) LoadRun(ctx context.Context, runID string) (*RunInfo, error) {
+	if rt == nil {
+		return nil, ErrNoRuntime
+	}
 	st, err := rt.loadRun(ctx, runID)
 	if err != nil {
 		return nil, err

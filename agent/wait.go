@@ -25,7 +25,7 @@ const (
 // run of the chain.
 // A run that has ended answers at once. Use it after [Agent.Submit] or
 // [Agent.Recover], in this process or another that shares the runtime's
-// broker and store; a nil rt means [DefaultRuntime].
+// broker and store.
 //
 // Wait hears of the run's end from the output events of the agents of its
 // chain and reads the end from the store, which it also reads again now
@@ -39,7 +39,7 @@ const (
 // on: cancel it with [Agent.Cancel].
 func (a *Agent[Out]) Wait(ctx context.Context, rt *Runtime, runID string) (*Output[Out], error) {
 	if rt == nil {
-		rt = DefaultRuntime()
+		return nil, fmt.Errorf("agent %s: wait: %w", a.name, ErrNoRuntime)
 	}
 	if runID == "" {
 		return nil, fmt.Errorf("agent %s: wait: no run id", a.name)

@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/local"
 	"github.com/calf-go/calf/model/modeltest"
 )
 
@@ -15,11 +16,11 @@ func ExampleAgent_Wait() {
 	ctx := context.Background()
 	m := modeltest.NewTestModel(modeltest.Text("Rome."))
 	a := agent.Must(agent.NewText("capitals", m, "Answer briefly."))
-	id, err := a.Submit(ctx, nil, "What is the capital of Italy?", nil)
+	id, err := a.Submit(ctx, local.Runtime(), "What is the capital of Italy?", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	out, err := a.Wait(ctx, nil, id)
+	out, err := a.Wait(ctx, local.Runtime(), id)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -41,7 +41,10 @@ type Runner interface {
 	// agent.ErrRunEnded.
 	Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) error
 	Resume(ctx context.Context, rt *agent.Runtime, runID string) error
-	// A nil rt means agent.DefaultRuntime in every method.
+	// A nil rt is an error matching agent.ErrNoRuntime in every method.
+	// On a runtime that serves on demand
+	// (agent.RuntimeOptions.ServeOnDemand), Run serves the agent, team or
+	// workflow there first.
 }
 
 // Submitter is a Runner that can start a run without waiting for it, for
@@ -208,7 +211,7 @@ func (r *agentRunner[Out]) Submit(ctx context.Context, rt *agent.Runtime, prompt
 
 func (r *agentRunner[Out]) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
 	if rt == nil {
-		rt = agent.DefaultRuntime()
+		return nil, agent.ErrNoRuntime
 	}
 	st, err := rt.LoadRun(ctx, runID)
 	if err != nil {

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log"
@@ -10,23 +9,20 @@ import (
 	"strings"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/local"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/server"
 )
 
 // An agent behind the OpenAI-compatible API: any OpenAI client reaches it
-// with its name as the model. A real program calls ListenAndServe, which
-// listens on 127.0.0.1:8420.
+// with its name as the model. On the process's local runtime its first
+// run serves it. A real program calls ListenAndServe, which listens on
+// 127.0.0.1:8420.
 func Example() {
-	ctx := context.Background()
 	m := modeltest.NewTestModel(modeltest.Text("Paris."))
 	a := agent.Must(agent.NewText("geographer", m, "Answer briefly."))
-	rt := agent.DefaultRuntime()
-	if err := a.Serve(ctx, rt, nil); err != nil {
-		log.Fatal(err)
-	}
-	s, err := server.New(rt, []runner.Runner{runner.Agent(a)}, nil)
+	s, err := server.New(local.Runtime(), []runner.Runner{runner.Agent(a)}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

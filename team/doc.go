@@ -17,9 +17,13 @@
 //     of rounds ends the chat.
 //
 // Every function and method of the package that takes an *agent.Runtime
-// takes nil for [agent.DefaultRuntime], a runtime of this process: serve
-// the team and its members there ([Team.Serve] and
-// [agent.Agent.Serve] with a nil runtime) before running it.
+// returns an error matching [agent.ErrNoRuntime] when given nil. On a
+// runtime that serves on demand ([agent.RuntimeOptions.ServeOnDemand],
+// such as package local's), Run, RunStream, Submit and Recover serve the
+// team there first, and its agent, team and workflow members are served
+// by their own runs; on another, serve the team and its members
+// ([Team.Serve], [agent.Agent.Serve]) in the processes that carry out its
+// runs.
 //
 // # Execution
 //

@@ -31,9 +31,59 @@ func permanent(err error) error { return calf.Permanent(err) }
 // member served (Serve) by some worker on the same broker. Several
 // processes may serve the same team; they share its work through the
 // broker's consumer groups. The subscriptions last until the runtime's
-// client shuts down.
+// client shuts down. On a runtime that serves on demand
+// ([agent.RuntimeOptions.ServeOnDemand]), Run, RunStream, Submit and
+// Recover then do not serve the team again. A nil rt returns an error
+// matching [agent.ErrNoRuntime].
 func (t *Team) Serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions) error {
-	rt = orDefault(rt)
+	if rt == nil {
+		return fmt.Errorf("team %s: serve: %w", t.name, agent.ErrNoRuntime)
+	}
+	t.served.mu.Lock()
+	defer t.served.mu.Unlock()
+	if err := t.serve(ctx, rt, opts); err != nil {
+		return err
+	}
+	t.markServed(rt)
+	return nil
+}
+
+// markServed records that the team is served on rt; the caller holds
+// t.served.mu.
+func (t *Team) markServed(rt *agent.Runtime) {
+	if t.served.on == nil {
+		t.served.on = map[*agent.Runtime]bool{}
+	}
+	t.served.on[rt] = true
+}
+
+// onDemand returns rt with the team served on it in this process when rt
+// serves on demand (once: not again if [Team.Serve] served it there), or
+// an error matching [agent.ErrNoRuntime] when rt is nil. Its members are
+// served on demand by their own runs.
+func (t *Team) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.Runtime, error) {
+	if rt == nil {
+		return nil, fmt.Errorf("team %s: %w", t.name, agent.ErrNoRuntime)
+	}
+	if !rt.ServesOnDemand() {
+		return rt, nil
+	}
+	t.served.mu.Lock()
+	defer t.served.mu.Unlock()
+	if t.served.on[rt] {
+		return rt, nil
+	}
+	// The handlers live as long as the runtime's client: not bound to the
+	// context of the first run.
+	if err := t.serve(context.WithoutCancel(ctx), rt, nil); err != nil {
+		return nil, fmt.Errorf("team %s: serve on demand: %w", t.name, err)
+	}
+	t.markServed(rt)
+	return rt, nil
+}
+
+// serve is Serve on rt, which is not nil.
+func (t *Team) serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions) error {
 	var o ServeOptions
 	if opts != nil {
 		o = *opts

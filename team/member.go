@@ -58,7 +58,9 @@ func options(opts *RunOptions) RunOptions {
 }
 
 // AgentMember returns a as a team member. The agent must be served
-// ([agent.Agent.Serve]) by some worker on the runtime's broker. Its runs get
+// ([agent.Agent.Serve]) by some worker on the runtime's broker, unless the
+// runtime serves on demand ([agent.RuntimeOptions.ServeOnDemand]): its
+// runs, started with [agent.Agent.Submit], then serve it. Its runs get
 // no dependencies from the team: an agent that needs some gets them from
 // [agent.ServeOptions.LocalDeps]. A structured output is passed on as its
 // JSON text.
@@ -72,7 +74,9 @@ func (m *agentMember[Out]) Name() string        { return m.a.Name() }
 func (m *agentMember[Out]) Description() string { return m.a.Description() }
 
 func (m *agentMember[Out]) Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) (string, error) {
-	return submitAgent(ctx, rt, m.a.Name(), prompt, opts)
+	o := options(opts)
+	return m.a.Submit(ctx, rt, prompt, &agent.RunOptions{RunID: o.RunID, SessionID: o.SessionID, ReplyTo: o.ReplyTo,
+		Stream: o.Stream, Parent: o.Parent, Deadline: o.Deadline})
 }
 
 func (m *agentMember[Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
@@ -99,7 +103,7 @@ func RemoteAgent(name, description string) Member {
 type remoteAgent struct{ name, description string }
 
 func (m *remoteAgent) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
-	_, err := orDefault(rt).Cancel(ctx, agent.RunRef{Kind: "agent", Name: m.name, RunID: runID}, reason)
+	_, err := rt.Cancel(ctx, agent.RunRef{Kind: "agent", Name: m.name, RunID: runID}, reason)
 	return err
 }
 
@@ -121,7 +125,7 @@ func submitAgent(ctx context.Context, rt *agent.Runtime, name, prompt string, op
 	o := options(opts)
 	in := &agent.InputEvent{Content: prompt, Stream: o.Stream, ReplyTo: o.ReplyTo, Parent: o.Parent, Deadline: o.Deadline}
 	req := &agent.SubmitRequest{Run: agent.RunRef{Kind: "agent", Name: name, RunID: o.RunID}, SessionID: o.SessionID, Input: in}
-	if err := orDefault(rt).Submit(ctx, req); err != nil {
+	if err := rt.Submit(ctx, req); err != nil {
 		return "", err
 	}
 	return o.RunID, nil

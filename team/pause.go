@@ -48,7 +48,9 @@ func (t *Team) Pause(ctx context.Context, rt *agent.Runtime, runID, reason strin
 // that does not have the team's definition (calf runs pause), and returns
 // the run as it stands.
 func PauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*RunInfo, error) {
-	rt = orDefault(rt)
+	if rt == nil {
+		return nil, agent.ErrNoRuntime
+	}
 	st, err := updatePause(ctx, rt, runID, func(st *runState) bool {
 		if st.Pause != nil {
 			return false
@@ -76,7 +78,9 @@ func (t *Team) Resume(ctx context.Context, rt *agent.Runtime, runID string) erro
 // process that does not have the team's definition (calf runs resume),
 // and returns the run as it stands.
 func ResumeRun(ctx context.Context, rt *agent.Runtime, runID string) (*RunInfo, error) {
-	rt = orDefault(rt)
+	if rt == nil {
+		return nil, agent.ErrNoRuntime
+	}
 	var waiting bool
 	st, err := updatePause(ctx, rt, runID, func(st *runState) bool {
 		if st.Pause == nil {

@@ -37,7 +37,10 @@ const recoverPage = 256
 // how many runs it continued; records that do not decode are reported in
 // the error after the others are recovered.
 func (t *Team) Recover(ctx context.Context, rt *agent.Runtime, opts *RecoverOptions) (int, error) {
-	rt = orDefault(rt)
+	rt, err := t.onDemand(ctx, rt)
+	if err != nil {
+		return 0, err
+	}
 	var o RecoverOptions
 	if opts != nil {
 		o = *opts

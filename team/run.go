@@ -70,7 +70,10 @@ var _ Member = (*Team)(nil)
 // makes a team a [Member] of another team. Submitting a run id again
 // starts nothing new: a run that has ended answers again.
 func (t *Team) Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) (string, error) {
-	rt = orDefault(rt)
+	rt, err := t.onDemand(ctx, rt)
+	if err != nil {
+		return "", err
+	}
 	o := options(opts)
 	msg, err := t.input(ctx, rt, prompt, &o)
 	if err != nil {
@@ -137,7 +140,10 @@ func withKind(err error) error {
 // returns at once an *agent.RunError matching agent.ErrRunParked, and the
 // run waits for the dead letter's replay. RunStream ends the same way.
 func (t *Team) Run(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) (*Output, error) {
-	rt = orDefault(rt)
+	rt, err := t.onDemand(ctx, rt)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, fmt.Errorf("team %s: run timed out after %s: %w", t.name, t.opts.Timeout, context.DeadlineExceeded))
 	defer cancel()
 	o := options(opts)
@@ -207,7 +213,9 @@ func (t *Team) stored(ctx context.Context, rt *agent.Runtime, runID string) (*Ou
 // their replies are ignored. Cancelling a run that has ended changes
 // nothing.
 func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
-	rt = orDefault(rt)
+	if rt == nil {
+		return fmt.Errorf("team %s: cancel: %w", t.name, agent.ErrNoRuntime)
+	}
 	return cancelRun(ctx, rt, runID, reason, &runState{RunID: runID, Team: t.name, Process: t.process}, func(c memberCall) error {
 		m, ok := t.byName[c.Member].(Canceller)
 		if !ok {
@@ -223,7 +231,6 @@ func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason stri
 // cancelled too. A run not started yet cannot be cancelled this way: it
 // returns an error matching [store.ErrNotFound].
 func CancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
-	rt = orDefault(rt)
 	st, err := loadRunState(ctx, rt, runID)
 	if err != nil {
 		return err
@@ -380,10 +387,14 @@ type Event struct {
 // [github.com/calf-go/calf/agent/approval.List] with the team run's id lists
 // every request of the run's members.
 func (t *Team) RunStream(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) iter.Seq2[Event, error] {
-	rt = orDefault(rt)
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithTimeoutCause(ctx, t.opts.Timeout, fmt.Errorf("team %s: run timed out after %s: %w", t.name, t.opts.Timeout, context.DeadlineExceeded))
 		defer cancel()
+		rt, err := t.onDemand(ctx, rt)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
 		ro := options(opts)
 		ro.Stream = true
 		msg, err := t.input(ctx, rt, prompt, &ro)
@@ -798,13 +809,4 @@ func position(id, run string) (int, string) {
 		rest = rest[:i]
 	}
 	return step, rest
-}
-
-// orDefault returns rt, or [agent.DefaultRuntime] when rt is nil: a nil
-// runtime means the default one everywhere a runtime is taken.
-func orDefault(rt *agent.Runtime) *agent.Runtime {
-	if rt == nil {
-		return agent.DefaultRuntime()
-	}
-	return rt
 }

@@ -72,9 +72,9 @@ type MemberRun struct {
 }
 
 // LoadRun returns the view of the team run runID, or an error matching
-// [store.ErrNotFound]. A nil rt means [agent.DefaultRuntime].
+// [store.ErrNotFound]. A nil rt is an error matching [agent.ErrNoRuntime].
 func LoadRun(ctx context.Context, rt *agent.Runtime, runID string) (*RunInfo, error) {
-	st, err := loadRunState(ctx, orDefault(rt), runID)
+	st, err := loadRunState(ctx, rt, runID)
 	if err != nil {
 		return nil, err
 	}

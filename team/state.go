@@ -130,7 +130,9 @@ func decodeRunState(data []byte) (*runState, error) {
 // loadRunState returns the stored state of a team run, or an error
 // matching store.ErrNotFound.
 func loadRunState(ctx context.Context, rt *agent.Runtime, runID string) (*runState, error) {
-	rt = orDefault(rt)
+	if rt == nil {
+		return nil, fmt.Errorf("team: load run %s: %w", runID, agent.ErrNoRuntime)
+	}
 	rec, err := rt.Store().Get(ctx, store.KindTeam, runID)
 	if err != nil {
 		return nil, fmt.Errorf("team: load run %s: %w", runID, err)

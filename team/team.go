@@ -7,7 +7,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/calf-go/calf/agent"
 )
 
 // Process is how a team's members work together.
@@ -94,6 +97,12 @@ type Team struct {
 	aggregator Aggregator
 	moderator  Moderator
 	lead       Member // the manager or the swarm's entry agent
+
+	// served records the runtimes the team is served on (see onDemand).
+	served struct {
+		mu sync.Mutex // held while the team is served
+		on map[*agent.Runtime]bool
+	}
 }
 
 // Aggregator combines the answers of a concurrent team's members: a

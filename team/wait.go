@@ -23,8 +23,7 @@ const (
 // from the store, or an *agent.RunError (of Kind "team") for a run that
 // failed or was cancelled. A run that has ended answers at once. Use it
 // after [Team.Submit] or [Team.Recover], in this process or another that
-// shares the runtime's broker and store; a nil rt means
-// [agent.DefaultRuntime].
+// shares the runtime's broker and store.
 //
 // Wait hears of the run's end from the team's output channel and reads
 // the end from the store, which it also reads again now and then while it
@@ -37,7 +36,9 @@ const (
 // Wait returns an error matching ctx's cause, and the run goes on: cancel
 // it with [Team.Cancel].
 func (t *Team) Wait(ctx context.Context, rt *agent.Runtime, runID string) (*Output, error) {
-	rt = orDefault(rt)
+	if rt == nil {
+		return nil, fmt.Errorf("team %s: wait: %w", t.name, agent.ErrNoRuntime)
+	}
 	if runID == "" {
 		return nil, fmt.Errorf("team %s: wait: no run id", t.name)
 	}

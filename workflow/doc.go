@@ -18,10 +18,13 @@
 //		Route("review", approvedOrAgain, "write", workflow.End).
 //		Build()
 //
-// Every method that takes an *agent.Runtime takes nil for
-// [agent.DefaultRuntime], a runtime of this process: serve the workflow
-// (and the agents of its agent nodes) there ([Workflow.Serve] with a nil
-// runtime) before running it.
+// Every method that takes an *agent.Runtime returns an error matching
+// [agent.ErrNoRuntime] when given nil. On a runtime that serves on demand
+// ([agent.RuntimeOptions.ServeOnDemand], such as package local's), Run,
+// RunStream, Submit, Recover, Answer and Fork serve the workflow there
+// first, and its agent and sub-workflow nodes serve theirs; on another,
+// serve the workflow and the agents of its agent nodes ([Workflow.Serve],
+// [agent.Agent.Serve]) in the processes that carry out its runs.
 //
 // # Execution as events
 //

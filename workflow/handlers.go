@@ -31,9 +31,59 @@ type ServeOptions struct {
 // replies and resume. Several processes may serve the same workflow: they
 // share the work through the broker's consumer groups. The agents of
 // agent nodes must be served too, here or elsewhere. The subscriptions
-// last until the runtime's client shuts down.
+// last until the runtime's client shuts down. On a runtime that serves on
+// demand ([agent.RuntimeOptions.ServeOnDemand]), Run, RunStream, Submit,
+// Recover, Answer and Fork then do not serve the workflow again, and
+// agent and sub-workflow nodes serve theirs. A nil rt returns an error
+// matching [agent.ErrNoRuntime].
 func (w *Workflow[S]) Serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions) error {
-	rt = orDefault(rt)
+	if rt == nil {
+		return fmt.Errorf("workflow %s: serve: %w", w.name, agent.ErrNoRuntime)
+	}
+	w.served.mu.Lock()
+	defer w.served.mu.Unlock()
+	if err := w.serve(ctx, rt, opts); err != nil {
+		return err
+	}
+	w.markServed(rt)
+	return nil
+}
+
+// markServed records that the workflow is served on rt; the caller holds
+// w.served.mu.
+func (w *Workflow[S]) markServed(rt *agent.Runtime) {
+	if w.served.on == nil {
+		w.served.on = map[*agent.Runtime]bool{}
+	}
+	w.served.on[rt] = true
+}
+
+// onDemand returns rt with the workflow served on it in this process when
+// rt serves on demand (once: not again if [Workflow.Serve] served it
+// there), or an error matching [agent.ErrNoRuntime] when rt is nil.
+func (w *Workflow[S]) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.Runtime, error) {
+	if rt == nil {
+		return nil, fmt.Errorf("workflow %s: %w", w.name, agent.ErrNoRuntime)
+	}
+	if !rt.ServesOnDemand() {
+		return rt, nil
+	}
+	w.served.mu.Lock()
+	defer w.served.mu.Unlock()
+	if w.served.on[rt] {
+		return rt, nil
+	}
+	// The handlers live as long as the runtime's client: not bound to the
+	// context of the first run.
+	if err := w.serve(context.WithoutCancel(ctx), rt, nil); err != nil {
+		return nil, fmt.Errorf("workflow %s: serve on demand: %w", w.name, err)
+	}
+	w.markServed(rt)
+	return rt, nil
+}
+
+// serve is Serve on rt, which is not nil.
+func (w *Workflow[S]) serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions) error {
 	h := &handlers[S]{w: w, rt: rt}
 	rt.AddSweeper("workflow", sweep)
 	var o ServeOptions
@@ -86,7 +136,10 @@ type RecoverOptions struct {
 // step of an agent node submits it again, which is a no-op for a run that
 // exists. It returns how many runs it continued.
 func (w *Workflow[S]) Recover(ctx context.Context, rt *agent.Runtime, opts *RecoverOptions) (int, error) {
-	rt = orDefault(rt)
+	rt, err := w.onDemand(ctx, rt)
+	if err != nil {
+		return 0, err
+	}
 	var o RecoverOptions
 	if opts != nil {
 		o = *opts

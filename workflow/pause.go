@@ -67,8 +67,8 @@ func (st *runState) stepEventID(node string) string {
 // unknown one an error matching [store.ErrNotFound]. An interrupted run
 // that is paused waits for its answer, and its pause takes effect after
 // the answered node. Run, Wait and RunStream go on waiting through a
-// pause (RunStream yields its pause events). A nil rt means
-// [agent.DefaultRuntime].
+// pause (RunStream yields its pause events). A nil rt is an error
+// matching [agent.ErrNoRuntime].
 func (w *Workflow[S]) Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	_, err := PauseRun(ctx, rt, w.name, runID, reason)
 	return err
@@ -79,10 +79,13 @@ func (w *Workflow[S]) Pause(ctx context.Context, rt *agent.Runtime, runID, reaso
 // whose pause has not taken effect yet goes on as if it had not been
 // paused. Resuming a run that is not paused changes nothing (but for
 // emitting again what a resume that failed halfway did not); a run that
-// has ended returns an error matching [agent.ErrRunEnded]. A nil rt means
-// [agent.DefaultRuntime].
+// has ended returns an error matching [agent.ErrRunEnded]. A nil rt is an error
+// matching [agent.ErrNoRuntime].
 func (w *Workflow[S]) Resume(ctx context.Context, rt *agent.Runtime, runID string) error {
-	rt = orDefault(rt)
+	rt, err := w.onDemand(ctx, rt)
+	if err != nil {
+		return err
+	}
 	st, err := resumeRun(ctx, rt, w.name, runID)
 	if err != nil {
 		return err
@@ -100,7 +103,9 @@ func (w *Workflow[S]) Resume(ctx context.Context, rt *agent.Runtime, runID strin
 // [Workflow.Pause] does, from a process that does not have the workflow's
 // definition (calf runs pause), and returns the run as it stands.
 func PauseRun(ctx context.Context, rt *agent.Runtime, workflow, runID, reason string) (*RunInfo, error) {
-	rt = orDefault(rt)
+	if rt == nil {
+		return nil, fmt.Errorf("workflow %s: pause run %s: %w", workflow, runID, agent.ErrNoRuntime)
+	}
 	st, err := updatePause(ctx, rt, workflow, runID, func(st *runState) bool {
 		if st.Pause != nil {
 			return false
@@ -120,7 +125,9 @@ func PauseRun(ctx context.Context, rt *agent.Runtime, workflow, runID, reason st
 // publishes the resume event, from which a process that serves the
 // workflow starts the step. It returns the run as it stands.
 func ResumeRun(ctx context.Context, rt *agent.Runtime, workflow, runID string) (*RunInfo, error) {
-	rt = orDefault(rt)
+	if rt == nil {
+		return nil, fmt.Errorf("workflow %s: resume run %s: %w", workflow, runID, agent.ErrNoRuntime)
+	}
 	st, err := resumeRun(ctx, rt, workflow, runID)
 	if err != nil {
 		return nil, err

@@ -60,7 +60,10 @@ func (w *Workflow[S]) newInput(ctx context.Context, rt *agent.Runtime, s S, opts
 // [Workflow.Wait] waits for it. Submitting a run id again starts nothing
 // new.
 func (w *Workflow[S]) Submit(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) (string, error) {
-	rt = orDefault(rt)
+	rt, err := w.onDemand(ctx, rt)
+	if err != nil {
+		return "", err
+	}
 	msg, err := w.newInput(ctx, rt, s, opts)
 	if err != nil {
 		return "", err
@@ -84,8 +87,11 @@ func (w *Workflow[S]) Submit(ctx context.Context, rt *agent.Runtime, s S, opts *
 // *agent.RunError matching agent.ErrRunParked; the run waits for the dead
 // letter's replay.
 func (w *Workflow[S]) Run(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) (S, error) {
-	rt = orDefault(rt)
 	var zero S
+	rt, err := w.onDemand(ctx, rt)
+	if err != nil {
+		return zero, err
+	}
 	msg, err := w.newInput(ctx, rt, s, opts)
 	if err != nil {
 		return zero, err
@@ -118,8 +124,10 @@ func (w *Workflow[S]) Run(ctx context.Context, rt *agent.Runtime, s S, opts *Run
 // parked while Wait waits or before (if a dead-letter recorder,
 // deadletter.Serve, recorded it).
 func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string) (S, error) {
-	rt = orDefault(rt)
 	var zero S
+	if rt == nil {
+		return zero, fmt.Errorf("workflow %s: wait: %w", w.name, agent.ErrNoRuntime)
+	}
 	f, err := w.follow(ctx, rt, OutputChannel(w.name), runID)
 	if err != nil {
 		return zero, err
@@ -249,7 +257,9 @@ func (w *Workflow[S]) result(ev *OutputEvent) (S, error) {
 // changes nothing; cancelling an unknown run returns an error matching
 // store.ErrNotFound.
 func (w *Workflow[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
-	rt = orDefault(rt)
+	if rt == nil {
+		return fmt.Errorf("workflow %s: cancel: %w", w.name, agent.ErrNoRuntime)
+	}
 	return w.cancel(ctx, rt, runID, reason, false)
 }
 
@@ -323,7 +333,10 @@ func (w *Workflow[S]) childNodes(st *runState) []string {
 // with input; a pause ([Workflow.Pause]) is a caller's, between steps, and
 // [Workflow.Resume] ends it.
 func (w *Workflow[S]) Answer(ctx context.Context, rt *agent.Runtime, runID string, input any) error {
-	rt = orDefault(rt)
+	rt, err := w.onDemand(ctx, rt)
+	if err != nil {
+		return err
+	}
 	data, err := json.Marshal(input)
 	if err != nil {
 		return fmt.Errorf("workflow %s: answer run %s: encode input: %w", w.name, runID, err)
@@ -363,7 +376,10 @@ type ForkOptions struct {
 // independent: its steps, checkpoints and output are its own, and the old
 // run is untouched.
 func (w *Workflow[S]) Fork(ctx context.Context, rt *agent.Runtime, runID string, seq int, state *S, opts *ForkOptions) (string, error) {
-	rt = orDefault(rt)
+	rt, err := w.onDemand(ctx, rt)
+	if err != nil {
+		return "", err
+	}
 	if _, err := w.loadCheckpoint(ctx, rt, runID, seq); err != nil {
 		return "", err
 	}
@@ -431,8 +447,12 @@ type Event struct {
 // "interrupted") and stops. Each event is yielded once, even if the
 // broker delivers it twice.
 func (w *Workflow[S]) RunStream(ctx context.Context, rt *agent.Runtime, s S, opts *RunOptions) iter.Seq2[Event, error] {
-	rt = orDefault(rt)
 	return func(yield func(Event, error) bool) {
+		rt, err := w.onDemand(ctx, rt)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
 		msg, err := w.newInput(ctx, rt, s, opts)
 		if err != nil {
 			yield(Event{}, err)
@@ -519,13 +539,4 @@ func (w *Workflow[S]) event(m *calf.Message) (Event, error) {
 		err = fmt.Errorf("workflow: unknown channel %s", m.Channel)
 	}
 	return ev, err
-}
-
-// orDefault returns rt, or [agent.DefaultRuntime] when rt is nil: a nil
-// runtime means the default one everywhere a runtime is taken.
-func orDefault(rt *agent.Runtime) *agent.Runtime {
-	if rt == nil {
-		return agent.DefaultRuntime()
-	}
-	return rt
 }

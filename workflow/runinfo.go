@@ -70,9 +70,9 @@ type RunInfo struct {
 }
 
 // LoadRun returns the view of the run runID, or an error matching
-// [store.ErrNotFound]. A nil rt means [agent.DefaultRuntime].
+// [store.ErrNotFound]. A nil rt is an error matching [agent.ErrNoRuntime].
 func (w *Workflow[S]) LoadRun(ctx context.Context, rt *agent.Runtime, runID string) (*RunInfo, error) {
-	st, err := w.loadRunState(ctx, orDefault(rt), runID)
+	st, err := w.loadRunState(ctx, rt, runID)
 	if err != nil {
 		return nil, err
 	}

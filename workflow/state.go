@@ -155,6 +155,9 @@ func decodeRunState(data []byte) (*runState, error) {
 // loadRunState returns the stored state of a run, or an error matching
 // store.ErrNotFound.
 func (w *Workflow[S]) loadRunState(ctx context.Context, rt *agent.Runtime, runID string) (*runState, error) {
+	if rt == nil {
+		return nil, fmt.Errorf("workflow %s: run %s: %w", w.name, runID, agent.ErrNoRuntime)
+	}
 	rec, err := rt.Store().Get(ctx, store.KindWorkflow, recordID(w.name, runID))
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: run %s: %w", w.name, runID, err)
@@ -165,7 +168,9 @@ func (w *Workflow[S]) loadRunState(ctx context.Context, rt *agent.Runtime, runID
 // Checkpoints returns the checkpoints of a run, in order: the input as
 // checkpoint 0, then one after each step that completed.
 func (w *Workflow[S]) Checkpoints(ctx context.Context, rt *agent.Runtime, runID string) ([]Checkpoint[S], error) {
-	rt = orDefault(rt)
+	if rt == nil {
+		return nil, fmt.Errorf("workflow %s: run %s: checkpoints: %w", w.name, runID, agent.ErrNoRuntime)
+	}
 	var out []Checkpoint[S]
 	after := ""
 	for {

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/calf-go/calf/agent"
@@ -76,7 +77,8 @@ type childCall[S any] struct {
 // AgentNode returns a node that runs agent a: prompt turns the state into
 // the agent's prompt, and apply folds the agent's output into the state.
 // The agent's run is a child run, carried out by whichever workers serve
-// the agent; the workflow waits for it without a goroutine: the run's
+// the agent (on a runtime that serves on demand, this process first); the
+// workflow waits for it without a goroutine: the run's
 // reply is an event on the workflow's reply channel. A failed agent run
 // fails the workflow run. The agent's runs carry no dependencies, so
 // an agent that needs some must get them from ServeOptions.LocalDeps.
@@ -138,13 +140,18 @@ func (e *promptError) Error() string { return e.err.Error() }
 // goroutine: the child reports its end as an event on the reply channel.
 // The child's run id is "{run}.{step}.{node}"; if it interrupts, answer
 // it by that id, and the parent goes on when it ends. A failed child run
-// fails the parent run. sub must be served, here or elsewhere.
+// fails the parent run. sub must be served, here or elsewhere, unless
+// the runtime serves on demand ([agent.RuntimeOptions.ServeOnDemand]):
+// then the node serves it there.
 func SubWorkflow[S, T any](sub *Workflow[T], in func(s S) (T, error), out func(s S, final T) (S, error)) Node[S] {
 	return Node[S]{agent: &childCall[S]{
 		submit: func(ctx context.Context, rt *agent.Runtime, s S, runID, parent string, reply *agent.ReplyTo) error {
 			t, err := in(s)
 			if err != nil {
 				return &promptError{err}
+			}
+			if _, err := sub.onDemand(ctx, rt); err != nil {
+				return err
 			}
 			msg, err := sub.newInput(ctx, rt, t, &RunOptions{RunID: runID, ReplyTo: reply, Parent: parent})
 			if err != nil {
@@ -314,6 +321,13 @@ type Workflow[S any] struct {
 	fanOuts   map[string]*fanOut[S]
 	branchOf  map[string]string // branch node -> the node it fans out from
 	maxVisits map[string]int
+
+	// served records the runtimes the workflow is served on (see
+	// onDemand).
+	served struct {
+		mu sync.Mutex // held while the workflow is served
+		on map[*agent.Runtime]bool
+	}
 }
 
 // Name returns the workflow's name.

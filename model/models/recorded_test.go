@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/local"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/cassette"
 	"github.com/calf-go/calf/model/models"
@@ -166,7 +167,7 @@ func TestAgentOnRecordedTraffic(t *testing.T) {
 			a := agent.Must(agent.New(name, m, &agent.Options{Tools: tools}))
 			want := last.Message.Text()
 			if !tc.stream {
-				out, err := a.Run(t.Context(), nil, "recorded question", nil)
+				out, err := a.Run(t.Context(), local.Runtime(), "recorded question", nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -180,7 +181,7 @@ func TestAgentOnRecordedTraffic(t *testing.T) {
 			}
 			var text strings.Builder
 			var output string
-			for ev, err := range a.RunStream(t.Context(), nil, "recorded question", nil) {
+			for ev, err := range a.RunStream(t.Context(), local.Runtime(), "recorded question", nil) {
 				if err != nil {
 					t.Fatal(err)
 				}
