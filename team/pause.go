@@ -67,8 +67,9 @@ func PauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*Ru
 // Resume lets a paused team run go on: a run whose pause is in effect
 // starts the step it waits for; a run whose pause has not taken effect yet
 // goes on as if it had not been paused. Resuming a run that is not paused
-// changes nothing; a run that has ended returns an error matching
-// [agent.ErrRunEnded].
+// changes nothing, but for sending again the events of a resume that
+// failed halfway (its broker unreachable); a run that has ended returns an
+// error matching [agent.ErrRunEnded].
 func (t *Team) Resume(ctx context.Context, rt *agent.Runtime, runID string) error {
 	_, err := ResumeRun(ctx, rt, runID)
 	return err
@@ -77,36 +78,58 @@ func (t *Team) Resume(ctx context.Context, rt *agent.Runtime, runID string) erro
 // ResumeRun resumes the team run runID as [Team.Resume] does, from a
 // process that does not have the team's definition (calf runs resume),
 // and returns the run as it stands.
+//
+// The resume is recorded first, with the step it lets go on, and its
+// events are sent after: a resume event on [PauseChannel] and the step's
+// event. Until a member run of the step has started, ResumeRun called
+// again and [Team.Recover] send them again, with the same ids, so that a
+// resume whose events were not all sent is not lost.
 func ResumeRun(ctx context.Context, rt *agent.Runtime, runID string) (*RunInfo, error) {
 	if rt == nil {
 		return nil, agent.ErrNoRuntime
 	}
-	var waiting bool
 	st, err := updatePause(ctx, rt, runID, func(st *runState) bool {
 		if st.Pause == nil {
 			return false
 		}
-		waiting = st.paused()
-		st.Pause = nil
-		if waiting {
+		if st.paused() {
 			st.Resumes++
+			st.ResumedStep = st.Step
 		}
+		st.Pause = nil
 		return true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("team: resume run %s: %w", runID, err)
 	}
-	if waiting {
-		n := strconv.Itoa(st.Resumes)
-		md := calf.WithMetadata(calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID})
-		if _, err := rt.Client().Emit(ctx, PauseChannel(st.Team), agent.PauseEvent{Step: st.Step}, calf.WithID(st.RunID+".resume."+strconv.Itoa(st.Step)+"."+n), calf.WithKey(st.RunID), md); err != nil {
-			return st.info(), fmt.Errorf("team %s: resume run %s: %w", st.Team, runID, err)
-		}
-		if _, err := rt.Client().Emit(ctx, StepChannel(st.Team), StepEvent{Step: st.Step}, calf.WithID(stepID(st.RunID, st.Step)+".resume."+n), calf.WithKey(st.RunID), md); err != nil {
+	if st.resumeUnsent() {
+		if err := sendResume(ctx, rt, st); err != nil {
 			return st.info(), fmt.Errorf("team %s: resume run %s: %w", st.Team, runID, err)
 		}
 	}
 	return st.info(), nil
+}
+
+// resumeUnsent reports whether the events of the run's last resume may
+// not all have been sent: the step it let go on is the current one, and
+// has neither started a member run nor been paused again.
+func (s *runState) resumeUnsent() bool {
+	return s.ResumedStep > 0 && s.ResumedStep == s.Step && s.Pause == nil && s.Status == agent.RunRunning && !s.submitted()
+}
+
+// sendResume sends the events of the run's last resume: the resume event,
+// then the step event from which the step handler starts the member runs.
+// Their ids hold the count of resumes, so that sending them again is
+// harmless, and a later resume of the same step sends a step event of its
+// own.
+func sendResume(ctx context.Context, rt *agent.Runtime, st *runState) error {
+	n := strconv.Itoa(st.Resumes)
+	md := calf.WithMetadata(calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID})
+	if _, err := rt.Client().Emit(ctx, PauseChannel(st.Team), agent.PauseEvent{Step: st.Step}, calf.WithID(st.RunID+".resume."+strconv.Itoa(st.Step)+"."+n), calf.WithKey(st.RunID), md); err != nil {
+		return err
+	}
+	_, err := rt.Client().Emit(ctx, StepChannel(st.Team), StepEvent{Step: st.Step}, calf.WithID(stepID(st.RunID, st.Step)+".resume."+n), calf.WithKey(st.RunID), md)
+	return err
 }
 
 func updatePause(ctx context.Context, rt *agent.Runtime, runID string, fn func(st *runState) bool) (*runState, error) {

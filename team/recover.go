@@ -32,8 +32,10 @@ const recoverPage = 256
 // process dies, such as the in-memory broker. Member runs have
 // deterministic ids, so starting one that exists starts nothing new (one
 // that has ended answers again), and Recover is harmless on a durable
-// broker. A member agent's own run is the agent's to recover
-// ([agent.Agent.Recover]), a nested team's the nested team's. It returns
+// broker. A run paused before its step stays paused (its pause event is
+// sent again), and a run resumed whose step has not started a member run
+// gets the resume's events again. A member agent's own run is the agent's
+// to recover ([agent.Agent.Recover]), a nested team's the nested team's. It returns
 // how many runs it continued; records that do not decode are reported in
 // the error after the others are recovered.
 func (t *Team) Recover(ctx context.Context, rt *agent.Runtime, opts *RecoverOptions) (int, error) {
@@ -67,7 +69,7 @@ func (t *Team) Recover(ctx context.Context, rt *agent.Runtime, opts *RecoverOpti
 			}
 			switch {
 			case st.Status == agent.RunRunning:
-				err = c.startCalls(ctx, st, true)
+				err = c.recoverRun(ctx, st)
 			case st.Status.Terminal() && !o.EndedAfter.IsZero() && !st.EndedAt.Before(o.EndedAfter):
 				err = emitOutput(ctx, rt, st)
 			default:
@@ -86,4 +88,22 @@ func (t *Team) Recover(ctx context.Context, rt *agent.Runtime, opts *RecoverOpti
 		}
 		after = recs[len(recs)-1].ID
 	}
+}
+
+// recoverRun sends again what the running run st waits for: the events of
+// its last resume when they may not all have been sent; the pause of a run
+// asked to pause before a member run of its step started (the pause takes
+// effect, or its event is sent again); else the member runs of its
+// current step, started again.
+func (c *coordinator) recoverRun(ctx context.Context, st *runState) error {
+	switch {
+	case st.resumeUnsent():
+		return sendResume(ctx, c.rt, st)
+	case st.Pause != nil && !st.submitted():
+		paused, err := c.pauseTakesEffect(ctx, st)
+		if err != nil || paused {
+			return err
+		}
+	}
+	return c.startCalls(ctx, st, true)
 }

@@ -105,8 +105,13 @@ type runState struct {
 	// Pause, when set, is the run's pause: asked for, or in effect; see
 	// Team.Pause.
 	Pause *agent.PauseState `json:"pause,omitempty"`
-	// Resumes counts the times the run was resumed from a pause in effect.
-	Resumes int `json:"resumes,omitempty"`
+	// Resumes counts the times the run was resumed from a pause in effect,
+	// and ResumedStep is the step the last of them let go on. Until a
+	// member run of that step has started, the resume's events may not
+	// all have been sent: Resume called again and Recover send them again,
+	// with the same ids (see pause.go).
+	Resumes     int `json:"resumes,omitempty"`
+	ResumedStep int `json:"resumed_step,omitempty"`
 }
 
 // decodeRunState decodes a stored team state, rejecting data that is not

@@ -71,7 +71,8 @@
 // the next node does not start), and the run then waits with nothing but
 // its stored record, in no process, until Resume from any process.
 // [PauseRun] and [ResumeRun] do the same by the workflow's name, without
-// its definition. An interrupt is a node's own: the node asks for input,
+// its definition, and [CancelRun] asks a worker that serves the workflow
+// to cancel a run. An interrupt is a node's own: the node asks for input,
 // and [Workflow.Answer] (not Resume) gives it.
 //
 // # Reading runs

@@ -28,7 +28,7 @@ type ServeOptions struct {
 }
 
 // Serve subscribes the workflow's handlers on rt: input, step, agent
-// replies and resume. Several processes may serve the same workflow: they
+// replies, resume, pause and cancel. Several processes may serve the same workflow: they
 // share the work through the broker's consumer groups. The agents of
 // agent nodes must be served too, here or elsewhere. The subscriptions
 // last until the runtime's client shuts down. On a runtime that serves on
@@ -99,6 +99,7 @@ func (w *Workflow[S]) serve(ctx context.Context, rt *agent.Runtime, opts *ServeO
 		{ReplyChannel(w.name), h.onReply},
 		{ResumeChannel(w.name), h.onResume},
 		{PauseChannel(w.name), h.onPause},
+		{CancelChannel(w.name), h.onCancel},
 	} {
 		if err := rt.Client().Handle(ctx, s.channel, s.fn, &calf.SubscribeOptions{
 			Group: s.channel, Concurrency: o.Concurrency, MaxAttempts: o.MaxAttempts,

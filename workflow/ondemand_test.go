@@ -151,6 +151,10 @@ func TestNilRuntimeIsAnError(t *testing.T) {
 			_, err := workflow.ResumeRun(ctx, nil, "w", "r1")
 			return err
 		},
+		"CancelRun": func() error {
+			_, err := workflow.CancelRun(ctx, nil, "w", "r1", "why")
+			return err
+		},
 		"Checkpoints": func() error {
 			_, err := w.Checkpoints(ctx, nil, "r1")
 			return err

@@ -418,6 +418,9 @@ const (
 	EventOutput   EventKind = "output"
 	// EventPause is a pause of the run taking effect, or its resume.
 	EventPause EventKind = "pause"
+	// EventCancel is a request to cancel the run ([CancelRun]); the
+	// output that follows says that it ended.
+	EventCancel EventKind = "cancel"
 )
 
 // Event is one event of a run, as [Workflow.RunStream] yields it.
@@ -535,6 +538,8 @@ func (w *Workflow[S]) event(m *calf.Message) (Event, error) {
 		ev.Kind, ev.Pause = EventPause, new(agent.PauseEvent)
 		err = m.Decode(ev.Pause)
 		ev.Step = ev.Pause.Step
+	case suffixCancel:
+		ev.Kind = EventCancel
 	default:
 		err = fmt.Errorf("workflow: unknown channel %s", m.Channel)
 	}

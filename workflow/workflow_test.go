@@ -1658,3 +1658,61 @@ func TestCancelEndsChildApprovals(t *testing.T) {
 		t.Errorf("the tool ran %d times", n)
 	}
 }
+
+// A run cancelled from a process without the workflow's definition (calf
+// runs cancel): the cancel request it publishes is handled by a worker
+// that serves the workflow, which cancels the agent node's run in
+// progress too.
+func TestCancelRunWithoutDefinition(t *testing.T) {
+	rt := newRuntime(t)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	m := modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
+		started <- struct{}{}
+		<-release
+		return modeltest.Text("too late"), nil
+	})
+	writer := agent.Must(agent.New("writer", m, nil))
+	if err := writer.Serve(t.Context(), rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := poet(writer)
+	serve(t, w, rt)
+	if _, err := w.Submit(t.Context(), rt, doc{}, &workflow.RunOptions{RunID: "w1"}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	nodef := agent.NewRuntime(calf.NewClient(rt.Client().Broker(), nil), rt.Store(), nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	info, err := workflow.CancelRun(ctx, nodef, "poet", "w1", "no longer needed")
+	if err != nil || info.ID != "w1" {
+		t.Fatalf("CancelRun = %+v, %v", info, err)
+	}
+	if _, err := w.Wait(ctx, rt, "w1"); !errors.Is(err, agent.ErrRunCancelled) {
+		t.Errorf("Wait = %v, want ErrRunCancelled", err)
+	}
+	close(release)
+	for {
+		st, err := rt.LoadRun(ctx, "w1.1.write")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status.Terminal() {
+			if st.Status != agent.RunCancelled || !strings.Contains(st.Error, "workflow poet: run w1 was cancelled: no longer needed") {
+				t.Errorf("agent run: status %s, error %q; want cancelled by the workflow", st.Status, st.Error)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the agent run is still %s after the workflow run was cancelled", st.Status)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if info, err := workflow.CancelRun(ctx, nodef, "poet", "w1", "again"); err != nil || info.Status != workflow.RunCancelled {
+		t.Errorf("CancelRun of a cancelled run = %+v, %v", info, err)
+	}
+	if _, err := workflow.CancelRun(ctx, nodef, "poet", "nope", ""); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("CancelRun of an unknown run: %v", err)
+	}
+}

@@ -33,7 +33,8 @@ The commands read the runs in the workers' store. pause, resume and cancel
 change a run's state and publish what follows on the workers' broker,
 where whichever worker serves the run carries on: a paused run finishes
 the step in progress and then waits, holding nothing, until it is resumed.
-A workflow run is cancelled by a program that has its workflow.`,
+A workflow run's cancel is a request that a worker serving the workflow
+carries out, cancelling the child runs in progress with the run.`,
 		Args: noArgs,
 	}
 	cmd.PersistentFlags().StringVar(&storeURL, "store", defaultStore, storeHelp+"; the workers' store")
@@ -186,11 +187,6 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 	if err != nil {
 		return failure(err)
 	}
-	if run.Workflow != nil && what == "cancel" {
-		// Which child runs a cancel ends is for the workflow's definition
-		// to say, which this process does not have.
-		return usageError(fmt.Errorf("%s is a run of workflow %s: cancel it with Workflow.Cancel, in a program that has the workflow", id, run.Workflow.Workflow))
-	}
 	b, err := openBroker(ctx, brokerURL, nil)
 	if err != nil {
 		return err
@@ -203,6 +199,7 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 		reason = "asked by calf runs " + what
 	}
 	var s runSummary
+	requested := false // a workflow run's cancel, for a worker to carry out
 	switch rs, ts := run.Agent, run.Team; {
 	case rs != nil:
 		ref := agent.RunRef{Kind: "agent", Name: rs.Agent, RunID: id}
@@ -233,10 +230,17 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 		}
 	default:
 		ws := run.Workflow
-		if what == "pause" {
+		switch what {
+		case "pause":
 			ws, err = workflow.PauseRun(ctx, rt, ws.Workflow, id, reason)
-		} else {
+		case "resume":
 			ws, err = workflow.ResumeRun(ctx, rt, ws.Workflow, id)
+		default:
+			// Which child runs the cancel ends is for the workflow's
+			// definition to say: a worker that serves the workflow
+			// carries out the request.
+			ws, err = workflow.CancelRun(ctx, rt, ws.Workflow, id, reason)
+			requested = err == nil && !ws.Status.Terminal()
 		}
 		if err == nil {
 			s = runner.SummarizeWorkflowRun(ws)
@@ -248,6 +252,9 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 	_, err = fmt.Fprintf(out, "%s %s: %s %s, step %d\n", what, id, s.Kind, s.Name, s.Step)
 	if err == nil {
 		_, err = fmt.Fprintf(out, "status: %s\n", s.Status)
+	}
+	if err == nil && requested {
+		_, err = fmt.Fprintf(out, "cancel requested: a worker that serves workflow %s cancels the run\n", s.Name)
 	}
 	return failure(err)
 }

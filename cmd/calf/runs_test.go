@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -171,13 +172,16 @@ func TestRunsCommands(t *testing.T) {
 	}
 	waitTeam("team-1", "complete")
 
-	// A workflow run: paused after its node in progress, shown, resumed;
-	// cancelling it is for a program that has the workflow.
-	gate := make(chan struct{})
+	// A workflow run: paused after its node in progress, shown, resumed.
+	gate, hold := make(chan struct{}), make(chan struct{})
 	wf := workflow.New[wfState]("steps", nil).
 		Node("one", workflow.Func(func(ctx context.Context, s wfState) (wfState, error) {
+			wait := gate
+			if s.Hold {
+				wait = hold
+			}
 			select {
-			case <-gate:
+			case <-wait:
 			case <-ctx.Done():
 				return s, ctx.Err()
 			}
@@ -195,39 +199,50 @@ func TestRunsCommands(t *testing.T) {
 	if _, err := wf.Submit(ctx, rt, wfState{}, &workflow.RunOptions{RunID: "wf-1"}); err != nil {
 		t.Fatal(err)
 	}
-	waitWorkflow := func(want string) {
+	waitWorkflow := func(id, want string) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			l := runMain(ctx, "", "runs", "list", "--store", storeURL, "--json", "--agent", "steps")
-			if strings.Contains(l.stdout, `"id":"wf-1"`) && strings.Contains(l.stdout, `"status":"`+want+`"`) {
+			if strings.Contains(l.stdout, `"id":"`+id+`"`) && strings.Contains(l.stdout, `"status":"`+want+`"`) {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("workflow run wf-1 never %s: %+v", want, l)
+				t.Fatalf("workflow run %s never %s: %+v", id, want, l)
 			}
 		}
 	}
-	waitWorkflow("running")
+	waitWorkflow("wf-1", "running")
 	if p := runMain(ctx, "", "runs", "pause", "--broker", brokerURL, "--store", storeURL, "--reason", "look first", "wf-1"); p.code != exitOK ||
 		!strings.Contains(p.stdout, "workflow steps") || !strings.Contains(p.stdout, "status: pausing") {
 		t.Fatalf("calf runs pause (workflow) = %+v", p)
 	}
 	close(gate)
-	waitWorkflow("paused")
+	waitWorkflow("wf-1", "paused")
 	if sh := runMain(ctx, "", "runs", "show", "--store", storeURL, "wf-1"); sh.code != exitOK || !strings.Contains(sh.stdout, `"workflow": "steps"`) ||
 		!strings.Contains(sh.stdout, `"paused": true`) || !strings.Contains(sh.stdout, `"node": "two"`) {
 		t.Errorf("calf runs show (paused workflow) = %+v", sh)
 	}
-	if c := runMain(ctx, "", "runs", "cancel", "--broker", brokerURL, "--store", storeURL, "wf-1"); c.code != exitUsage || !strings.Contains(c.stderr, "Workflow.Cancel") {
-		t.Errorf("calf runs cancel (workflow) = %+v", c)
-	}
 	if r := runMain(ctx, "", "runs", "resume", "--broker", brokerURL, "--store", storeURL, "wf-1"); r.code != exitOK {
 		t.Fatalf("calf runs resume (workflow) = %+v", r)
 	}
-	waitWorkflow("complete")
+	waitWorkflow("wf-1", "complete")
 	if out, err := wf.Wait(ctx, rt, "wf-1"); err != nil || strings.Join(out.Done, " ") != "one two" {
 		t.Errorf("workflow result %+v, %v", out, err)
 	}
+	// Another, cancelled while its first node runs: the worker that
+	// serves the workflow carries out the request.
+	if _, err := wf.Submit(ctx, rt, wfState{Hold: true}, &workflow.RunOptions{RunID: "wf-2"}); err != nil {
+		t.Fatal(err)
+	}
+	waitWorkflow("wf-2", "running")
+	if c := runMain(ctx, "", "runs", "cancel", "--broker", brokerURL, "--store", storeURL, "wf-2"); c.code != exitOK || !strings.Contains(c.stdout, "workflow steps") {
+		t.Errorf("calf runs cancel (workflow) = %+v", c)
+	}
+	if _, err := wf.Wait(ctx, rt, "wf-2"); !errors.Is(err, agent.ErrRunCancelled) || !strings.Contains(err.Error(), "asked by calf runs cancel") {
+		t.Errorf("cancelled workflow run: %v", err)
+	}
+	close(hold)
+	waitWorkflow("wf-2", "cancelled")
 	if bad := runMain(ctx, "", "runs", "show", "--store", storeURL, "nope"); bad.code != exitFailure || !strings.Contains(bad.stderr, "no such run: nope") {
 		t.Errorf("calf runs show nope = %+v", bad)
 	}
@@ -239,4 +254,6 @@ func TestRunsCommands(t *testing.T) {
 // wfState is the state of the workflow TestRunsCommands pauses.
 type wfState struct {
 	Done []string `json:"done"`
+	// Hold has the first node wait for the test's hold channel.
+	Hold bool `json:"hold,omitempty"`
 }
