@@ -86,10 +86,10 @@ func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions)
 		return fmt.Errorf("agent %s: serve: create channels: %w", a.name, err)
 	}
 	sub := func(pattern string, fn calf.Handler) error {
-		if t := rt.tel; t != nil && t.lag != nil {
+		if t := rt.tel; t.MeasuresLag() {
 			inner := fn
 			fn = func(ctx context.Context, m *calf.Message) error {
-				t.handled(ctx, m, rt.now())
+				t.Handled(ctx, m, rt.now())
 				return inner(ctx, m)
 			}
 		}
@@ -611,7 +611,7 @@ func (rt *Runtime) emitOutput(ctx context.Context, st *runState) error {
 	default:
 		ev.Status = OutputFailed
 	}
-	rt.tel.ended(ctx, st.Agent, ev.Status)
+	rt.tel.Ended(ctx, st.Agent, ev.Status)
 	if _, err := rt.client.Emit(ctx, OutputChannel(st.Agent), ev, calf.WithID(outputID(st.RunID)), calf.WithKey(st.RunID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: st.correlationID(), RunID: st.RunID, SessionID: st.SessionID})); err != nil {
 		return err
@@ -926,9 +926,18 @@ func (h *handlers[Out]) callTool(ctx context.Context, st *runState, ev ToolCallE
 	if h.rt.tel != nil {
 		msg, _ := calf.MessageFromContext(ctx)
 		var span trace.Span
-		ctx, span = h.rt.tel.tool(ctx, msg, h.a.name, ev)
+		ctx, span = h.rt.tel.Tool(ctx, msg, h.a.name, ev.ToolName, ev.ToolCallID)
 		began := time.Now()
-		defer func() { h.rt.tel.endTool(ctx, span, ev.ToolName, res, time.Since(began)) }()
+		defer func() {
+			var failure, detail string
+			if res.Status != StatusSuccess {
+				failure, detail = res.Status, res.Status
+				if res.Result != nil {
+					detail = res.Result.Text()
+				}
+			}
+			h.rt.tel.EndTool(ctx, span, ev.ToolName, failure, detail, time.Since(began))
+		}()
 	}
 	p := pendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
 	t, _, ok := h.a.lookup(ctx, ev.ToolName)
@@ -962,7 +971,7 @@ func (h *handlers[Out]) callTool(ctx context.Context, st *runState, ev ToolCallE
 		select {
 		case r = <-done: // it returned at the deadline, probably with ctx's error
 		default:
-			h.rt.tel.overdueTools(h.a.name, ev.ToolName, 1)
+			h.rt.tel.OverdueTools(h.a.name, ev.ToolName, 1)
 			go h.dropLate(done, st.RunID, ev, start)
 			r = toolReturn{err: tctx.Err()}
 		}
@@ -992,7 +1001,7 @@ type toolReturn struct {
 // it returns. The call counts in the calf.tool.overdue metric until then.
 func (h *handlers[Out]) dropLate(done <-chan toolReturn, run string, ev ToolCallEvent, start time.Time) {
 	r := <-done
-	h.rt.tel.overdueTools(h.a.name, ev.ToolName, -1)
+	h.rt.tel.OverdueTools(h.a.name, ev.ToolName, -1)
 	h.rt.late.Add(1)
 	h.rt.log.Warn("agent: tool returned after its timeout; its result is dropped",
 		"agent", h.a.name, "tool", ev.ToolName, "run", run, "tool_call_id", ev.ToolCallID,

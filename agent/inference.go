@@ -166,10 +166,10 @@ func (h *handlers[Out]) tracedModelCall(ctx context.Context, inf *inference) (bo
 	}
 	msg, _ := calf.MessageFromContext(ctx)
 	name := h.a.model.Name()
-	mctx, span := h.rt.tel.chat(ctx, msg, h.a.name, name, inf.st.Step)
+	mctx, span := h.rt.tel.Chat(ctx, msg, h.a.name, name, inf.st.Step)
 	began := time.Now()
 	inf.resp, inf.deltas, inf.callErr = h.callModel(mctx, inf.st, inf.req)
-	h.rt.tel.endChat(ctx, span, name, inf.resp, inf.callErr, time.Since(began), h.rt.prices)
+	h.rt.tel.EndChat(ctx, span, name, inf.resp, inf.callErr, time.Since(began), h.rt.prices)
 	return false, nil
 }
 
