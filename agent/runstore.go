@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/runstore"
 	"github.com/calf-go/calf/store"
 )
 
@@ -18,7 +19,7 @@ import (
 // deployment follows, or localRuns, its shortcut for a broker in the
 // process (calf.IsLocal).
 //
-// It keeps the last decoded state of recently active runs (stateCache), so
+// It keeps the last decoded state of recently active runs (runstore.Cache), so
 // that a run this process wrote or read a moment ago is not decoded again,
 // and can be written at its known version without being read first.
 //
@@ -28,7 +29,7 @@ import (
 // interface method, each would be allocated on every call.
 type runStore struct {
 	rt       *Runtime // its store, and the sessions and archives a run's record refers to
-	cache    *stateCache
+	cache    *runstore.Cache[*runState]
 	protocol runProtocol
 }
 
@@ -69,7 +70,7 @@ type updateFunc func(st *runState) (changed bool, err error)
 // newRunStore returns the run store of rt: with the local shortcut on a
 // local broker, with the shared store protocol on any other.
 func newRunStore(rt *Runtime, local bool) *runStore {
-	s := &runStore{rt: rt, cache: newStateCache(stateCacheSize), protocol: storedRuns{}}
+	s := &runStore{rt: rt, cache: runstore.NewCache(runstore.DefaultSize, decodeRunState, (*runState).clone), protocol: storedRuns{}}
 	if local {
 		s.protocol = localRuns{}
 	}
@@ -87,7 +88,7 @@ func (s *runStore) load(ctx context.Context, id string) (*runState, int64, error
 	if err != nil {
 		return nil, 0, fmt.Errorf("agent: load run %s: %w", id, err)
 	}
-	st, err := s.cache.decode(id, rec.Data, rec.Version)
+	st, err := s.cache.Decode(id, rec.Data, rec.Version)
 	if err != nil {
 		return nil, 0, calf.Permanent(err)
 	}
@@ -110,7 +111,7 @@ func (s *runStore) read(ctx context.Context, id string) (*runState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: load run %s: %w", id, err)
 	}
-	st, err := s.cache.decode(id, rec.Data, rec.Version)
+	st, err := s.cache.Decode(id, rec.Data, rec.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +127,7 @@ func (s *runStore) read(ctx context.Context, id string) (*runState, error) {
 // it shows is still true of the stored run, and calls load where it is
 // not.
 func (s *runStore) latest(ctx context.Context, id string) (*runState, int64, bool, error) {
-	st, rec, ok := s.cache.latest(id)
+	st, rec, ok := s.cache.Latest(id)
 	if !ok {
 		return nil, 0, false, nil
 	}
@@ -139,7 +140,7 @@ func (s *runStore) latest(ctx context.Context, id string) (*runState, int64, boo
 // version returns the version of run id that this process last wrote or
 // read, or -1 when it does not know it.
 func (s *runStore) version(id string) int64 {
-	if rec, ok := s.cache.record(id); ok {
+	if rec, ok := s.cache.Record(id); ok {
 		return rec.Version
 	}
 	return -1
@@ -154,7 +155,7 @@ func (s *runStore) readBackCached(ctx context.Context, st *runState, rec store.R
 	if err := s.rt.readBack(ctx, st); err != nil {
 		return err
 	}
-	s.cache.put(st.RunID, rec.Data, rec.Version, st)
+	s.cache.Put(st.RunID, rec.Data, rec.Version, st)
 	return nil
 }
 
@@ -202,7 +203,7 @@ func (s *runStore) updateRun(ctx context.Context, id string, cache bool, fn upda
 		if !exists {
 			return nil, fmt.Errorf("agent: run %s: %w", id, store.ErrNotFound)
 		}
-		st, err := s.cache.decode(id, data, 0)
+		st, err := s.cache.Decode(id, data, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +220,7 @@ func (s *runStore) updateRun(ctx context.Context, id string, cache bool, fn upda
 	}
 	var rec store.Record
 	var err error
-	if known, ok := s.cache.record(id); ok && cache {
+	if known, ok := s.cache.Record(id); ok && cache {
 		rec, err = store.UpdateFrom(ctx, s.rt.store, known, apply)
 	} else {
 		rec, err = store.Update(ctx, s.rt.store, store.KindRun, id, apply)
@@ -231,7 +232,7 @@ func (s *runStore) updateRun(ctx context.Context, id string, cache bool, fn upda
 		return nil, err
 	}
 	if wrote {
-		s.cache.put(id, rec.Data, rec.Version, out)
+		s.cache.Put(id, rec.Data, rec.Version, out)
 	}
 	return out, nil
 }
@@ -259,19 +260,19 @@ func (s *runStore) updateFrom(ctx context.Context, st *runState, version int64, 
 	if err != nil {
 		return nil, err
 	}
-	s.cache.put(st.RunID, data, v, st)
+	s.cache.Put(st.RunID, data, v, st)
 	return st, nil
 }
 
 // forget drops what the process keeps of run id, which another writer (a
 // cancel, a pause) changed behind the handlers.
-func (s *runStore) forget(id string) { s.cache.forget(id) }
+func (s *runStore) forget(id string) { s.cache.Forget(id) }
 
 // answered returns the state of run id this process keeps when it already
 // holds the result ev (the stored run, which is never behind it, holds it
 // too, and there is nothing to write); ok is false otherwise.
 func (s *runStore) answered(ctx context.Context, id string, ev ToolResultEvent) (*runState, bool, error) {
-	st, rec, ok := s.cache.latestIf(id, func(st *runState) bool { return st.answered(ev.Step, ev.ToolCallID) })
+	st, rec, ok := s.cache.LatestIf(id, func(st *runState) bool { return st.answered(ev.Step, ev.ToolCallID) })
 	if !ok {
 		return nil, false, nil
 	}
@@ -306,7 +307,7 @@ func (storedRuns) loadStep(ctx context.Context, s *runStore, id string, step int
 }
 
 func (storedRuns) created(s *runStore, id string, data []byte, version int64, st *runState) {
-	s.cache.put(id, data, version, st)
+	s.cache.Put(id, data, version, st)
 }
 
 func (storedRuns) toolResult(ctx context.Context, s *runStore, id, call string) (ToolResultEvent, bool, error) {
@@ -387,14 +388,14 @@ func (localRuns) loadStep(ctx context.Context, s *runStore, id string, step int)
 // created marks a run it creates as born here: its calls' results, which
 // no other process records, are looked for in the cache.
 func (localRuns) created(s *runStore, id string, data []byte, version int64, st *runState) {
-	s.cache.putBorn(id, data, version, st)
+	s.cache.PutBorn(id, data, version, st)
 }
 
 // toolResult finds no result, without reading the store, for a call of a
 // run this process created and for which it recorded none: no one else
 // has.
 func (localRuns) toolResult(ctx context.Context, s *runStore, id, call string) (ToolResultEvent, bool, error) {
-	if s.cache.unrecorded(id, call) {
+	if s.cache.Unrecorded(id, call) {
 		return ToolResultEvent{}, false, nil
 	}
 	return storedRuns{}.toolResult(ctx, s, id, call)
@@ -405,19 +406,19 @@ func (localRuns) toolResult(ctx context.Context, s *runStore, id, call string) (
 // run was created elsewhere, or no longer waits: another process ended
 // it) as a record of its own.
 func (l localRuns) recordToolResult(ctx context.Context, s *runStore, id string, res ToolResultEvent, data []byte, t resultTaker) (ToolResultEvent, error) {
-	if t != nil && s.cache.unrecorded(id, res.ToolCallID) {
+	if t != nil && s.cache.Unrecorded(id, res.ToolCallID) {
 		recorded, done, err := l.recordInRun(ctx, s, id, res, t)
 		if err != nil {
 			return ToolResultEvent{}, err
 		}
 		if done {
-			s.cache.recordedResult(id, res.ToolCallID)
+			s.cache.RecordedResult(id, res.ToolCallID)
 			return recorded, nil
 		}
 	}
 	recorded, kept, err := s.putToolResult(ctx, id, res, data)
 	if kept {
-		s.cache.recordedResult(id, res.ToolCallID)
+		s.cache.RecordedResult(id, res.ToolCallID)
 	}
 	return recorded, err
 }
