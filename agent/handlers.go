@@ -14,6 +14,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/compaction"
+	"github.com/calf-go/calf/agent/internal/runstore"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
@@ -191,7 +192,7 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 	var session *sessionstore.Record // as read for the run's history
 	var sessionVersion int64
 	// A run is usually new: create it without reading it first.
-	err = h.rt.runs.create(ctx, id, func(data []byte, exists bool) ([]byte, *runState, error) {
+	err = h.rt.runs.Create(ctx, id, func(data []byte, exists bool) ([]byte, *runState, error) {
 		var pause *PauseState
 		if exists {
 			var err error
@@ -483,7 +484,7 @@ func (h *handlers[Out]) emitResult(ctx context.Context, run string, ev ToolResul
 // fail marks the run failed (unless it has ended already) and emits its
 // output.
 func (h *handlers[Out]) fail(ctx context.Context, id, reason string) error {
-	st, err := h.rt.runs.update(ctx, id, func(st *runState) (bool, error) {
+	st, err := h.rt.runs.Update(ctx, id, func(st *runState) (bool, error) {
 		if st.Status.Terminal() {
 			return false, nil
 		}
@@ -653,7 +654,7 @@ func (h *handlers[Out]) onToolCall(ctx context.Context, msg *calf.Message) error
 // approval.
 func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) error {
 	key := id + "/" + ev.ToolCallID
-	if r, found, err := h.rt.runs.toolResult(ctx, id, ev.ToolCallID); err != nil {
+	if r, found, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID); err != nil {
 		return err
 	} else if found {
 		return h.emitResult(ctx, id, r)
@@ -663,12 +664,12 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 	// the missing record says it is not, or until the run ends, a race
 	// that reading the store would not close either. A state that does not
 	// wait is read again from the store.
-	st, _, cached, err := h.rt.runs.latest(ctx, id)
+	st, _, cached, err := h.rt.runs.Latest(ctx, id)
 	if err != nil {
 		return err
 	}
 	if !cached {
-		if st, _, err = h.rt.runs.load(ctx, id); err != nil {
+		if st, _, err = h.rt.runs.Load(ctx, id); err != nil {
 			return err
 		}
 	}
@@ -677,13 +678,13 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 		return !st.Status.Terminal() && st.Step == ev.Step && st.Phase == phaseTools && p != nil && p.Name == ev.ToolName
 	}
 	if cached && !waits(st) {
-		if st, _, err = h.rt.runs.load(ctx, id); err != nil {
+		if st, _, err = h.rt.runs.Load(ctx, id); err != nil {
 			return err
 		}
 	}
 	if r, ok := st.resultFor(ev.Step, ev.ToolCallID); ok && r.ToolName == ev.ToolName {
-		// Recorded in the run's own record (see localRuns) by an earlier
-		// delivery, whose event may not have gone out.
+		// Recorded in the run's own record (see runstore's localRuns) by
+		// an earlier delivery, whose event may not have gone out.
 		h.unsaved.take(key)
 		return h.emitResult(ctx, id, r)
 	}
@@ -745,7 +746,7 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 		}
 		r = unsavedResult{ev: res, data: data}
 	}
-	recorded, err := h.rt.runs.recordToolResult(ctx, id, r.ev, r.data, h)
+	recorded, err := h.rt.runs.RecordToolResult(ctx, id, r.ev, r.data, h)
 	if err != nil {
 		h.unsaved.keep(key, r)
 		return err
@@ -1024,14 +1025,14 @@ func (h *handlers[Out]) onToolResult(ctx context.Context, msg *calf.Message) err
 		ev.Result = &tool.Result{}
 	}
 	// The tool's handler may have recorded the result in the run itself
-	// (see localRuns): the copy this process keeps then shows it
+	// (runstore's localRuns): the copy this process keeps then shows it
 	// answered, and nothing is left to write.
-	st, cached, err := h.rt.runs.answered(ctx, id, ev)
+	st, cached, err := h.rt.runs.Answered(ctx, id, ev)
 	if err != nil {
 		return err
 	}
 	if !cached {
-		if st, err = h.rt.runs.update(ctx, id, h.applyResult(ev)); err != nil {
+		if st, err = h.rt.runs.Update(ctx, id, h.applyResult(ev)); err != nil {
 			return err
 		}
 	}
@@ -1048,12 +1049,13 @@ func (h *handlers[Out]) onToolResult(ctx context.Context, msg *calf.Message) err
 // that waits for it, and advances the run (or hands it off) when it was
 // the last result of its step. Results for calls the run does not wait
 // for, or already has, change nothing.
-func (h *handlers[Out]) applyResult(ev ToolResultEvent) updateFunc {
-	return func(st *runState) (bool, error) { return h.takeResult(st, ev) }
+func (h *handlers[Out]) applyResult(ev ToolResultEvent) runstore.UpdateFunc[*runState] {
+	return func(st *runState) (bool, error) { return h.TakeResult(st, ev) }
 }
 
-// takeResult is applyResult's update (see resultTaker).
-func (h *handlers[Out]) takeResult(st *runState, ev ToolResultEvent) (bool, error) {
+// TakeResult is applyResult's update, with which the run store may record
+// a result in the run's own record (see runstore.Taker).
+func (h *handlers[Out]) TakeResult(st *runState, ev ToolResultEvent) (bool, error) {
 	if st.Status.Terminal() || st.Step != ev.Step || st.Phase != phaseTools {
 		return false, nil
 	}

@@ -348,7 +348,7 @@ func (a *Agent[Out]) stored(ctx context.Context, rt *Runtime, runID string) (*Ou
 // says does not change, but for where its output is sent), or else the
 // stored one.
 func (rt *Runtime) endedRun(ctx context.Context, id string) (*runState, error) {
-	st, _, ok, err := rt.runs.latest(ctx, id)
+	st, _, ok, err := rt.runs.Latest(ctx, id)
 	if err != nil || (ok && st.Status.Terminal()) {
 		return st, err
 	}
@@ -788,7 +788,7 @@ func (rt *Runtime) cancelRun(ctx context.Context, id, agentName, reason string) 
 		st.Status, st.Error, st.EndedAt = RunCancelled, reason, rt.now()
 		return st.encode()
 	})
-	rt.runs.forget(id) // the handlers' copy is behind: they read the store
+	rt.runs.Forget(id) // the handlers' copy is behind: they read the store
 	return st, err
 }
 

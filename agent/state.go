@@ -378,7 +378,7 @@ func (s *runState) detached() (*runState, error) {
 // with the runtime's caches, and must not be changed in place (handlers
 // change copies: see runstore.Cache).
 func (rt *Runtime) loadRun(ctx context.Context, runID string) (*runState, error) {
-	return rt.runs.read(ctx, runID)
+	return rt.runs.Read(ctx, runID)
 }
 
 // readBack makes st, a bare state, whole: the history its session keeps

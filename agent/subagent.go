@@ -511,7 +511,7 @@ func (h *handlers[Out]) recordResult(ctx context.Context, run string, res ToolRe
 		return calf.Permanent(err)
 	}
 	// A subagent's result is a record of its own, on every run store.
-	if res, err = h.rt.runs.recordToolResult(ctx, run, res, data, nil); err != nil {
+	if res, err = h.rt.runs.RecordToolResult(ctx, run, res, data, nil); err != nil {
 		return err
 	}
 	_, err = h.rt.client.Emit(ctx, toolResultChannel(h.a.name), res, calf.WithID(toolResultID(run, res.Step, res.ToolCallID)),
