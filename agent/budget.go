@@ -197,7 +197,7 @@ func (h *handlers[Out]) budgetReached(ctx context.Context, st *runState, version
 		return h.fail(ctx, st.RunID, reason)
 	}
 	step := st.Step
-	st, err := h.rt.runs.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
+	st, err := h.rt.runs.UpdateFrom(ctx, st, version, func(cur *runState) (bool, error) {
 		if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference || cur.Paused() {
 			return false, nil
 		}

@@ -168,7 +168,7 @@ func (h *handlers[Out]) compact(ctx context.Context, st *runState, version int64
 	probe := &runState{Messages: st.Messages, Compacted: compacted}
 	compacted.To = contextTokens(c, &runState{}, append(slices.Clip(system), probe.view()...))
 	before, step := st.Compacted, st.Step
-	st, err = h.rt.runs.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
+	st, err = h.rt.runs.UpdateFrom(ctx, st, version, func(cur *runState) (bool, error) {
 		if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference || !sameCompaction(cur.Compacted, before) {
 			return false, nil
 		}
@@ -185,7 +185,7 @@ func (h *handlers[Out]) compact(ctx context.Context, st *runState, version int64
 	}
 	// The version written, or -1 when unknown: the next write then reads
 	// the run again.
-	return st, h.rt.runs.version(st.RunID), h.emitCompacted(ctx, st)
+	return st, h.rt.runs.Version(st.RunID), h.emitCompacted(ctx, st)
 }
 
 // sameCompaction reports whether a and b are the same compaction.

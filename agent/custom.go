@@ -402,7 +402,7 @@ func (h *handlers[Out]) customStep(ctx context.Context, st *runState, version in
 		return err // the store: try again on redelivery
 	}
 	step := st.Step
-	st, err = h.rt.runs.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
+	st, err = h.rt.runs.UpdateFrom(ctx, st, version, func(cur *runState) (bool, error) {
 		if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference {
 			return false, nil // cancelled, or recorded by another delivery
 		}

@@ -242,7 +242,7 @@ func lastUserText(msgs []model.Message) string {
 
 // trip ends the run at step as failed by a guardrail and emits its output.
 func (h *handlers[Out]) trip(ctx context.Context, id string, step int, t *GuardrailTrip) error {
-	st, err := h.rt.runs.update(ctx, id, func(st *runState) (bool, error) {
+	st, err := h.rt.runs.Update(ctx, id, func(st *runState) (bool, error) {
 		if st.Status.Terminal() || st.Step != step || st.Phase != phaseInference {
 			return false, nil
 		}

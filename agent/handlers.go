@@ -14,6 +14,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/compaction"
+	"github.com/calf-go/calf/agent/internal/runstore"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
@@ -87,10 +88,10 @@ func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions)
 		return fmt.Errorf("agent %s: serve: create channels: %w", a.name, err)
 	}
 	sub := func(pattern string, fn calf.Handler) error {
-		if t := rt.tel; t != nil && t.lag != nil {
+		if t := rt.tel; t.MeasuresLag() {
 			inner := fn
 			fn = func(ctx context.Context, m *calf.Message) error {
-				t.handled(ctx, m, rt.now())
+				t.Handled(ctx, m, rt.now())
 				return inner(ctx, m)
 			}
 		}
@@ -192,7 +193,7 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 	var session *sessionstore.Record // as read for the run's history
 	var sessionVersion int64
 	// A run is usually new: create it without reading it first.
-	err = h.rt.runs.create(ctx, id, func(data []byte, exists bool) ([]byte, *runState, error) {
+	err = h.rt.runs.Create(ctx, id, func(data []byte, exists bool) ([]byte, *runState, error) {
 		var pause *PauseState
 		if exists {
 			var err error
@@ -484,7 +485,7 @@ func (h *handlers[Out]) emitResult(ctx context.Context, run string, ev ToolResul
 // fail marks the run failed (unless it has ended already) and emits its
 // output.
 func (h *handlers[Out]) fail(ctx context.Context, id, reason string) error {
-	st, err := h.rt.runs.update(ctx, id, func(st *runState) (bool, error) {
+	st, err := h.rt.runs.Update(ctx, id, func(st *runState) (bool, error) {
 		if st.Status.Terminal() {
 			return false, nil
 		}
@@ -612,7 +613,7 @@ func (rt *Runtime) emitOutput(ctx context.Context, st *runState) error {
 	default:
 		ev.Status = OutputFailed
 	}
-	rt.tel.ended(ctx, st.Agent, ev.Status)
+	rt.tel.Ended(ctx, st.Agent, ev.Status)
 	if _, err := rt.client.Emit(ctx, OutputChannel(st.Agent), ev, calf.WithID(outputID(st.RunID)), calf.WithKey(st.RunID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: st.correlationID(), RunID: st.RunID, SessionID: st.SessionID})); err != nil {
 		return err
@@ -654,7 +655,7 @@ func (h *handlers[Out]) onToolCall(ctx context.Context, msg *calf.Message) error
 // approval.
 func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) error {
 	key := id + "/" + ev.ToolCallID
-	if r, found, err := h.rt.runs.toolResult(ctx, id, ev.ToolCallID); err != nil {
+	if r, found, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID); err != nil {
 		return err
 	} else if found {
 		return h.emitResult(ctx, id, r)
@@ -664,12 +665,12 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 	// the missing record says it is not, or until the run ends, a race
 	// that reading the store would not close either. A state that does not
 	// wait is read again from the store.
-	st, _, cached, err := h.rt.runs.latest(ctx, id)
+	st, _, cached, err := h.rt.runs.Latest(ctx, id)
 	if err != nil {
 		return err
 	}
 	if !cached {
-		if st, _, err = h.rt.runs.load(ctx, id); err != nil {
+		if st, _, err = h.rt.runs.Load(ctx, id); err != nil {
 			return err
 		}
 	}
@@ -678,13 +679,13 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 		return !st.Status.Terminal() && st.Step == ev.Step && st.Phase == phaseTools && p != nil && p.Name == ev.ToolName
 	}
 	if cached && !waits(st) {
-		if st, _, err = h.rt.runs.load(ctx, id); err != nil {
+		if st, _, err = h.rt.runs.Load(ctx, id); err != nil {
 			return err
 		}
 	}
 	if r, ok := st.resultFor(ev.Step, ev.ToolCallID); ok && r.ToolName == ev.ToolName {
-		// Recorded in the run's own record (see localRuns) by an earlier
-		// delivery, whose event may not have gone out.
+		// Recorded in the run's own record (see runstore's localRuns) by
+		// an earlier delivery, whose event may not have gone out.
 		h.unsaved.take(key)
 		return h.emitResult(ctx, id, r)
 	}
@@ -746,7 +747,7 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 		}
 		r = unsavedResult{ev: res, data: data}
 	}
-	recorded, err := h.rt.runs.recordToolResult(ctx, id, r.ev, r.data, h)
+	recorded, err := h.rt.runs.RecordToolResult(ctx, id, r.ev, r.data, h)
 	if err != nil {
 		h.unsaved.keep(key, r)
 		return err
@@ -927,9 +928,18 @@ func (h *handlers[Out]) callTool(ctx context.Context, st *runState, ev ToolCallE
 	if h.rt.tel != nil {
 		msg, _ := calf.MessageFromContext(ctx)
 		var span trace.Span
-		ctx, span = h.rt.tel.tool(ctx, msg, h.a.name, ev)
+		ctx, span = h.rt.tel.Tool(ctx, msg, h.a.name, ev.ToolName, ev.ToolCallID)
 		began := time.Now()
-		defer func() { h.rt.tel.endTool(ctx, span, ev.ToolName, res, time.Since(began)) }()
+		defer func() {
+			var failure, detail string
+			if res.Status != StatusSuccess {
+				failure, detail = res.Status, res.Status
+				if res.Result != nil {
+					detail = res.Result.Text()
+				}
+			}
+			h.rt.tel.EndTool(ctx, span, ev.ToolName, failure, detail, time.Since(began))
+		}()
 	}
 	p := pendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
 	t, _, ok := h.a.lookup(ctx, ev.ToolName)
@@ -963,7 +973,7 @@ func (h *handlers[Out]) callTool(ctx context.Context, st *runState, ev ToolCallE
 		select {
 		case r = <-done: // it returned at the deadline, probably with ctx's error
 		default:
-			h.rt.tel.overdueTools(h.a.name, ev.ToolName, 1)
+			h.rt.tel.OverdueTools(h.a.name, ev.ToolName, 1)
 			go h.dropLate(done, st.RunID, ev, start)
 			r = toolReturn{err: tctx.Err()}
 		}
@@ -993,7 +1003,7 @@ type toolReturn struct {
 // it returns. The call counts in the calf.tool.overdue metric until then.
 func (h *handlers[Out]) dropLate(done <-chan toolReturn, run string, ev ToolCallEvent, start time.Time) {
 	r := <-done
-	h.rt.tel.overdueTools(h.a.name, ev.ToolName, -1)
+	h.rt.tel.OverdueTools(h.a.name, ev.ToolName, -1)
 	h.rt.late.Add(1)
 	h.rt.log.Warn("agent: tool returned after its timeout; its result is dropped",
 		"agent", h.a.name, "tool", ev.ToolName, "run", run, "tool_call_id", ev.ToolCallID,
@@ -1016,14 +1026,14 @@ func (h *handlers[Out]) onToolResult(ctx context.Context, msg *calf.Message) err
 		ev.Result = &tool.Result{}
 	}
 	// The tool's handler may have recorded the result in the run itself
-	// (see localRuns): the copy this process keeps then shows it
+	// (runstore's localRuns): the copy this process keeps then shows it
 	// answered, and nothing is left to write.
-	st, cached, err := h.rt.runs.answered(ctx, id, ev)
+	st, cached, err := h.rt.runs.Answered(ctx, id, ev)
 	if err != nil {
 		return err
 	}
 	if !cached {
-		if st, err = h.rt.runs.update(ctx, id, h.applyResult(ev)); err != nil {
+		if st, err = h.rt.runs.Update(ctx, id, h.applyResult(ev)); err != nil {
 			return err
 		}
 	}
@@ -1040,12 +1050,13 @@ func (h *handlers[Out]) onToolResult(ctx context.Context, msg *calf.Message) err
 // that waits for it, and advances the run (or hands it off) when it was
 // the last result of its step. Results for calls the run does not wait
 // for, or already has, change nothing.
-func (h *handlers[Out]) applyResult(ev ToolResultEvent) updateFunc {
-	return func(st *runState) (bool, error) { return h.takeResult(st, ev) }
+func (h *handlers[Out]) applyResult(ev ToolResultEvent) runstore.UpdateFunc[*runState] {
+	return func(st *runState) (bool, error) { return h.TakeResult(st, ev) }
 }
 
-// takeResult is applyResult's update (see resultTaker).
-func (h *handlers[Out]) takeResult(st *runState, ev ToolResultEvent) (bool, error) {
+// TakeResult is applyResult's update, with which the run store may record
+// a result in the run's own record (see runstore.Taker).
+func (h *handlers[Out]) TakeResult(st *runState, ev ToolResultEvent) (bool, error) {
 	if st.Status.Terminal() || st.Step != ev.Step || st.Phase != phaseTools {
 		return false, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/telemetry"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
 )
@@ -327,12 +328,12 @@ func (h *handlers[Out]) emitHandoff(ctx context.Context, st *runState) error {
 	}
 	// The next run has an invoke_agent span of its own, in the trace of
 	// the run that handed off: its start, as for a submitted run.
-	_, span := h.rt.tel.invoke(startedBy(ctx), to.Agent, m)
+	_, span := h.rt.tel.Invoke(telemetry.StartedBy(ctx), to.Agent, m)
 	err = h.rt.prepareInput(ctx, m.Channel)
 	if err == nil {
 		err = h.rt.client.Publish(ctx, m)
 	}
-	endInvoke(span, nil, err)
+	telemetry.EndInvoke(span, nil, err)
 	return err
 }
 

@@ -103,7 +103,7 @@ func (h *handlers[Out]) onInference(ctx context.Context, msg *calf.Message) erro
 // infer handles the inference inf of the run id: its stages, in order.
 func (h *handlers[Out]) infer(ctx context.Context, inf *inference, id string) error {
 	var err error
-	if inf.st, inf.version, err = h.rt.runs.loadStep(ctx, id, inf.ev.Step); err != nil {
+	if inf.st, inf.version, err = h.rt.runs.LoadStep(ctx, id, inf.ev.Step); err != nil {
 		return err
 	}
 	for _, stage := range h.stages {
@@ -166,10 +166,10 @@ func (h *handlers[Out]) tracedModelCall(ctx context.Context, inf *inference) (bo
 	}
 	msg, _ := calf.MessageFromContext(ctx)
 	name := h.a.model.Name()
-	mctx, span := h.rt.tel.chat(ctx, msg, h.a.name, name, inf.st.Step)
+	mctx, span := h.rt.tel.Chat(ctx, msg, h.a.name, name, inf.st.Step)
 	began := time.Now()
 	inf.resp, inf.deltas, inf.callErr = h.callModel(mctx, inf.st, inf.req)
-	h.rt.tel.endChat(ctx, span, name, inf.resp, inf.callErr, time.Since(began), h.rt.prices)
+	h.rt.tel.EndChat(ctx, span, name, inf.resp, inf.callErr, time.Since(began), h.rt.prices)
 	return false, nil
 }
 
@@ -197,12 +197,12 @@ func (h *handlers[Out]) recordResponse(ctx context.Context, inf *inference) (boo
 		from, v := prev, inf.version
 		if !first {
 			var err error
-			if from, v, err = h.rt.runs.load(ctx, id); err != nil {
+			if from, v, err = h.rt.runs.Load(ctx, id); err != nil {
 				return nil, err
 			}
 		}
 		first = false
-		return h.rt.runs.updateFrom(ctx, from, v, func(cur *runState) (bool, error) {
+		return h.rt.runs.UpdateFrom(ctx, from, v, func(cur *runState) (bool, error) {
 			if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference {
 				return false, nil // cancelled, or recorded by another delivery
 			}

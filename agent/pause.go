@@ -186,7 +186,7 @@ func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, pla
 			}
 			return st.encode()
 		})
-		rt.runs.forget(run) // the handlers' copy is behind: they read the store
+		rt.runs.Forget(run) // the handlers' copy is behind: they read the store
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("no run %s of agent %s: %w", run, agentName, store.ErrNotFound)
 		}
@@ -223,7 +223,7 @@ func (h *handlers[Out]) pauseStage(ctx context.Context, inf *inference) (bool, e
 // the run was resumed (or moved on) meanwhile: the caller reads it again.
 func (h *handlers[Out]) pauseTakesEffect(ctx context.Context, st *runState, version int64) (bool, error) {
 	step := st.Step
-	st, err := h.rt.runs.updateFrom(ctx, st, version, func(cur *runState) (bool, error) {
+	st, err := h.rt.runs.UpdateFrom(ctx, st, version, func(cur *runState) (bool, error) {
 		if cur.Pause == nil || cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference || cur.Pause.Step == step {
 			return false, nil
 		}

@@ -163,7 +163,7 @@ func (rt *Runtime) Sweep(ctx context.Context, opts SweepOptions) (*SweepResult, 
 // sweepRunRecords removes the records of run id but its own, and returns
 // how many it removed.
 func (rt *Runtime) sweepRunRecords(ctx context.Context, id string) (int, error) {
-	rt.runs.forget(id)
+	rt.runs.Forget(id)
 	n, err := store.DeletePrefix(ctx, rt.store, store.KindToolResult, id+"/")
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)

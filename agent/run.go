@@ -14,6 +14,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/approval"
+	"github.com/calf-go/calf/agent/internal/telemetry"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
@@ -281,13 +282,13 @@ func (a *Agent[Out]) Run(ctx context.Context, rt *Runtime, prompt string, opts *
 	if err != nil {
 		return nil, err
 	}
-	if _, span := rt.tel.invoke(ctx, a.name, msg); span != nil {
+	if _, span := rt.tel.Invoke(ctx, a.name, msg); span != nil {
 		defer func() {
-			var ev *OutputEvent
+			var ended *telemetry.Ended
 			if out != nil {
-				ev = &OutputEvent{Usage: out.Usage}
+				ended = &telemetry.Ended{Usage: out.Usage}
 			}
-			endInvoke(span, ev, err)
+			telemetry.EndInvoke(span, ended, err)
 		}()
 	}
 	id := msg.Metadata.RunID
@@ -354,7 +355,7 @@ func (a *Agent[Out]) stored(ctx context.Context, rt *Runtime, runID string) (*Ou
 // says does not change, but for where its output is sent), or else the
 // stored one.
 func (rt *Runtime) endedRun(ctx context.Context, id string) (*runState, error) {
-	st, _, ok, err := rt.runs.latest(ctx, id)
+	st, _, ok, err := rt.runs.Latest(ctx, id)
 	if err != nil || (ok && st.Status.Terminal()) {
 		return st, err
 	}
@@ -517,9 +518,9 @@ func (a *Agent[Out]) Submit(ctx context.Context, rt *Runtime, prompt string, opt
 		return "", err
 	}
 	// The span of a submitted run is its start: the caller does not wait.
-	_, span := rt.tel.invoke(ctx, a.name, msg)
+	_, span := rt.tel.Invoke(ctx, a.name, msg)
 	err = rt.publishInput(ctx, msg)
-	endInvoke(span, nil, err)
+	telemetry.EndInvoke(span, nil, err)
 	if err != nil {
 		return "", fmt.Errorf("agent %s: submit run: %w", a.name, err)
 	}
@@ -797,7 +798,7 @@ func (rt *Runtime) cancelRun(ctx context.Context, id, agentName, reason string) 
 		st.Status, st.Error, st.EndedAt = RunCancelled, reason, rt.now()
 		return st.encode()
 	})
-	rt.runs.forget(id) // the handlers' copy is behind: they read the store
+	rt.runs.Forget(id) // the handlers' copy is behind: they read the store
 	return st, err
 }
 
@@ -976,17 +977,17 @@ func (a *Agent[Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, 
 			yield(Event{}, err)
 			return
 		}
-		if _, span := rt.tel.invoke(ctx, a.name, msg); span != nil {
-			var out *OutputEvent
+		if _, span := rt.tel.Invoke(ctx, a.name, msg); span != nil {
+			var ended *telemetry.Ended
 			var failed error
-			defer func() { endInvoke(span, out, failed) }()
+			defer func() { telemetry.EndInvoke(span, ended, failed) }()
 			inner := yield
 			yield = func(ev Event, err error) bool {
 				if err != nil {
 					failed = err
 				}
-				if ev.Kind == EventOutput {
-					out = ev.Output
+				if ev.Kind == EventOutput && ev.Output != nil {
+					ended = &telemetry.Ended{Usage: ev.Output.Usage, Failed: ev.Output.Status == OutputFailed, Error: ev.Output.Error}
 				}
 				return inner(ev, err)
 			}

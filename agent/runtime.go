@@ -10,6 +10,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
+	"github.com/calf-go/calf/agent/internal/telemetry"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 )
@@ -75,7 +76,7 @@ type Runtime struct {
 	// serveOnDemand is RuntimeOptions.ServeOnDemand.
 	serveOnDemand bool
 	// tel records spans and metrics; nil records nothing.
-	tel *telemetry
+	tel *telemetry.Telemetry
 	// late counts tool calls that returned after their timeout.
 	late atomic.Int64
 	// tools runs tool calls on goroutines kept for the next call.
@@ -113,7 +114,7 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 		o.Prices = model.DefaultPrices()
 	}
 	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, serveOnDemand: o.ServeOnDemand, preparing: make(chan struct{}, 1),
-		tel: newTelemetry(o.TracerProvider, o.MeterProvider)}
+		tel: telemetry.New(o.TracerProvider, o.MeterProvider)}
 	rt.runs = newRunStore(rt, calf.IsLocal(client.Broker()))
 	return rt
 }

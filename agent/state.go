@@ -328,6 +328,18 @@ func decodeRunState(data []byte) (*runState, error) {
 	return &s, nil
 }
 
+// clone returns a copy of s that shares no mutable memory with it: slices
+// are clipped so that appends reallocate, and the pending calls, which
+// handlers change in place, are copied. It is how the run store's cache
+// copies the states it keeps and hands out.
+func (s *runState) clone() *runState {
+	c := *s
+	c.Messages = slices.Clip(s.Messages)
+	c.ToolCalls = slices.Clip(s.ToolCalls)
+	c.Pending = slices.Clone(s.Pending)
+	return &c
+}
+
 // LoadRun returns the view of a run, whole (with the history its session
 // keeps and the messages and tool calls archived apart from its record),
 // or an error matching [store.ErrNotFound]. The view is the caller's: it
@@ -367,9 +379,9 @@ func (s *runState) detached() (*runState, error) {
 
 // loadRun is LoadRun for the runtime's own use: the state may share memory
 // with the runtime's caches, and must not be changed in place (handlers
-// change copies: see stateCache).
+// change copies: see runstore.Cache).
 func (rt *Runtime) loadRun(ctx context.Context, runID string) (*runState, error) {
-	return rt.runs.read(ctx, runID)
+	return rt.runs.Read(ctx, runID)
 }
 
 // readBack makes st, a bare state, whole: the history its session keeps

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/telemetry"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
@@ -423,12 +424,12 @@ func (h *handlers[Out]) startSubagent(ctx context.Context, msg *calf.Message, st
 	m.Metadata.SessionID = "" // the subagent does not continue the parent's conversation
 	// The subagent's run has an invoke_agent span of its own, under the
 	// parent's: its start, as for a submitted run.
-	_, span := h.rt.tel.invoke(startedBy(ctx), sub.agent, m)
+	_, span := h.rt.tel.Invoke(telemetry.StartedBy(ctx), sub.agent, m)
 	err = h.rt.prepareInput(ctx, m.Channel)
 	if err == nil {
 		err = h.rt.client.Publish(ctx, m)
 	}
-	endInvoke(span, nil, err)
+	telemetry.EndInvoke(span, nil, err)
 	if err != nil {
 		return fmt.Errorf("agent %s: start subagent %s: %w", h.a.name, sub.agent, err)
 	}
@@ -510,7 +511,7 @@ func (h *handlers[Out]) recordResult(ctx context.Context, run string, res ToolRe
 		return calf.Permanent(err)
 	}
 	// A subagent's result is a record of its own, on every run store.
-	if res, err = h.rt.runs.recordToolResult(ctx, run, res, data, nil); err != nil {
+	if res, err = h.rt.runs.RecordToolResult(ctx, run, res, data, nil); err != nil {
 		return err
 	}
 	_, err = h.rt.client.Emit(ctx, toolResultChannel(h.a.name), res, calf.WithID(toolResultID(run, res.Step, res.ToolCallID)),

@@ -1,4 +1,4 @@
-package agent
+package telemetry
 
 import (
 	"cmp"
@@ -15,18 +15,12 @@ import (
 	"github.com/calf-go/calf/model"
 )
 
-// instrumentation names the tracer and the meter of the runtime.
-const instrumentation = "github.com/calf-go/calf/agent"
+// Instrumentation names the tracer and the meter of the runtime.
+const Instrumentation = "github.com/calf-go/calf/agent"
 
-// telemetry is a runtime's OpenTelemetry instruments, following the
-// semantic conventions of generative AI: an invoke_agent span for a run,
-// as its caller sees it, and a chat span for each model call and an
-// execute_tool span for each tool call, children of the run's span
-// whichever process carries them out (the trace context travels in each
-// message's traceparent); token usage and operation durations; runs
-// started and ended; the time messages wait on the broker. A nil
-// *telemetry records nothing.
-type telemetry struct {
+// Telemetry is a runtime's instruments. A nil *Telemetry records nothing,
+// and each of its methods may be called on it.
+type Telemetry struct {
 	tracer   trace.Tracer
 	tokens   metric.Int64Histogram
 	duration metric.Float64Histogram
@@ -38,16 +32,18 @@ type telemetry struct {
 
 var traceContext = propagation.TraceContext{}
 
-func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) *telemetry {
+// New returns the instruments of tp and mp, either of which may be nil
+// (no spans, no metrics), or nil when both are.
+func New(tp trace.TracerProvider, mp metric.MeterProvider) *Telemetry {
 	if tp == nil && mp == nil {
 		return nil
 	}
-	t := &telemetry{}
+	t := &Telemetry{}
 	if tp != nil {
-		t.tracer = tp.Tracer(instrumentation)
+		t.tracer = tp.Tracer(Instrumentation)
 	}
 	if mp != nil {
-		m := mp.Meter(instrumentation)
+		m := mp.Meter(Instrumentation)
 		// Errors only report invalid names or units, which these are not.
 		t.tokens, _ = m.Int64Histogram("gen_ai.client.token.usage", metric.WithUnit("{token}"),
 			metric.WithDescription("Tokens used by the model calls of agent runs, by type (input, output)."))
@@ -65,8 +61,8 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) *telemetry {
 	return t
 }
 
-// parentOf returns ctx with the trace context of msg, when it has one.
-func parentOf(ctx context.Context, msg *calf.Message) context.Context {
+// ParentOf returns ctx with the trace context of msg, when it has one.
+func ParentOf(ctx context.Context, msg *calf.Message) context.Context {
 	if msg == nil || msg.Metadata.Traceparent == "" {
 		return ctx
 	}
@@ -80,20 +76,22 @@ func traceparent(ctx context.Context) string {
 	return c["traceparent"]
 }
 
-// startedBy returns the parent of the span of a run that a handler starts
+// StartedBy returns the parent of the span of a run that a handler starts
 // (a subagent's, the next run of a handoff): the span in ctx, or else the
 // trace context of the message ctx handles.
-func startedBy(ctx context.Context) context.Context {
+func StartedBy(ctx context.Context) context.Context {
 	if trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx
 	}
 	in, _ := calf.MessageFromContext(ctx)
-	return parentOf(ctx, in)
+	return ParentOf(ctx, in)
 }
 
-// invoke starts a run's invoke_agent span, as a child of ctx's span, and
-// puts its trace context in the run's input message. The caller ends it.
-func (t *telemetry) invoke(ctx context.Context, agentName string, msg *calf.Message) (context.Context, trace.Span) {
+// Invoke counts the start of a run of agentName and starts its
+// invoke_agent span, as a child of ctx's span, putting the span's trace
+// context in msg, the run's input message. The span is nil when t records
+// no spans; the caller ends it with EndInvoke.
+func (t *Telemetry) Invoke(ctx context.Context, agentName string, msg *calf.Message) (context.Context, trace.Span) {
 	if t == nil {
 		return ctx, nil
 	}
@@ -116,8 +114,20 @@ func (t *telemetry) invoke(ctx context.Context, agentName string, msg *calf.Mess
 	return ctx, span
 }
 
-// endInvoke ends a run's span with how the run ended.
-func endInvoke(span trace.Span, out *OutputEvent, err error) {
+// Ended is how a run ended, as its caller saw it.
+type Ended struct {
+	// Usage is what the run's model calls used.
+	Usage model.Usage
+	// Failed reports that the run failed, for the reason Error gives.
+	Failed bool
+	Error  string
+}
+
+// EndInvoke ends a run's span (nil: none): with err, when the caller saw
+// no end of the run (it could not start it, or stopped waiting), or else
+// with how the run ended, when ended is not nil (a caller that only starts
+// the run passes nil).
+func EndInvoke(span trace.Span, ended *Ended, err error) {
 	if span == nil {
 		return
 	}
@@ -125,18 +135,19 @@ func endInvoke(span trace.Span, out *OutputEvent, err error) {
 	case err != nil:
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
-	case out != nil:
-		span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", out.Usage.InputTokens), attribute.Int64("gen_ai.usage.output_tokens", out.Usage.OutputTokens))
-		if out.Status == OutputFailed {
-			span.SetStatus(codes.Error, out.Error)
+	case ended != nil:
+		span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", ended.Usage.InputTokens), attribute.Int64("gen_ai.usage.output_tokens", ended.Usage.OutputTokens))
+		if ended.Failed {
+			span.SetStatus(codes.Error, ended.Error)
 		}
 	}
 	span.End()
 }
 
-// overdueTools adds n to the tool calls of agentName's toolName still
-// running after their timeout.
-func (t *telemetry) overdueTools(agentName, toolName string, n int64) {
+// OverdueTools adds n (1 when a call outlives its timeout, -1 when it
+// returns at last) to the tool calls of agentName's toolName still running
+// after their timeout.
+func (t *Telemetry) OverdueTools(agentName, toolName string, n int64) {
 	if t == nil || t.overdue == nil {
 		return
 	}
@@ -144,29 +155,34 @@ func (t *telemetry) overdueTools(agentName, toolName string, n int64) {
 	t.overdue.Add(context.Background(), n, metric.WithAttributes(attribute.String("gen_ai.agent.name", agentName), attribute.String("gen_ai.tool.name", toolName)))
 }
 
-// ended counts a run's end.
-func (t *telemetry) ended(ctx context.Context, agentName, status string) {
+// Ended counts the end of a run of agentName with status (its output's).
+func (t *Telemetry) Ended(ctx context.Context, agentName, status string) {
 	if t == nil || t.runs == nil {
 		return
 	}
 	t.runs.Add(ctx, 1, metric.WithAttributes(attribute.String("gen_ai.agent.name", agentName), attribute.String("calf.run.status", status)))
 }
 
-// handled records how long msg waited on the broker.
-func (t *telemetry) handled(ctx context.Context, msg *calf.Message, now time.Time) {
+// MeasuresLag reports whether t records how long messages wait on the
+// broker (Handled): a handler need not call it otherwise.
+func (t *Telemetry) MeasuresLag() bool { return t != nil && t.lag != nil }
+
+// Handled records how long msg waited on the broker, handled at now.
+func (t *Telemetry) Handled(ctx context.Context, msg *calf.Message, now time.Time) {
 	if t == nil || t.lag == nil || msg == nil || msg.Metadata.Time.IsZero() {
 		return
 	}
 	t.lag.Record(ctx, now.Sub(msg.Metadata.Time).Seconds(), metric.WithAttributes(attribute.String("messaging.destination.name", msg.Channel)))
 }
 
-// chat starts the span of a model call of a run, as a child of the run's
-// span (msg's trace context).
-func (t *telemetry) chat(ctx context.Context, msg *calf.Message, agentName, modelName string, step int) (context.Context, trace.Span) {
+// Chat starts the span of a model call of agentName to modelName at step
+// of a run, as a child of the run's span (msg's trace context). The span
+// is nil when t records no spans; the caller ends it with EndChat.
+func (t *Telemetry) Chat(ctx context.Context, msg *calf.Message, agentName, modelName string, step int) (context.Context, trace.Span) {
 	if t == nil || t.tracer == nil {
 		return ctx, nil
 	}
-	return t.tracer.Start(parentOf(ctx, msg), "chat "+modelName, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+	return t.tracer.Start(ParentOf(ctx, msg), "chat "+modelName, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", "chat"),
 		attribute.String("gen_ai.request.model", modelName),
 		attribute.String("gen_ai.agent.name", agentName),
@@ -175,8 +191,10 @@ func (t *telemetry) chat(ctx context.Context, msg *calf.Message, agentName, mode
 	))
 }
 
-// endChat ends a model call's span and records its usage and duration.
-func (t *telemetry) endChat(ctx context.Context, span trace.Span, modelName string, resp *model.Response, err error, took time.Duration, prices model.Prices) {
+// EndChat ends a model call's span (nil: none) and records its usage, its
+// cost by prices and its duration took: the call answered resp (nil when
+// it failed) or failed with err.
+func (t *Telemetry) EndChat(ctx context.Context, span trace.Span, modelName string, resp *model.Response, err error, took time.Duration, prices model.Prices) {
 	if t == nil {
 		return
 	}
@@ -216,28 +234,32 @@ func (t *telemetry) endChat(ctx context.Context, span trace.Span, modelName stri
 	span.End()
 }
 
-// tool starts the span of a tool call, as a child of the run's span.
-func (t *telemetry) tool(ctx context.Context, msg *calf.Message, agentName string, ev ToolCallEvent) (context.Context, trace.Span) {
+// Tool starts the span of agentName's call callID of toolName, as a child
+// of the run's span (msg's trace context). The span is nil when t records
+// no spans; the caller ends it with EndTool.
+func (t *Telemetry) Tool(ctx context.Context, msg *calf.Message, agentName, toolName, callID string) (context.Context, trace.Span) {
 	if t == nil || t.tracer == nil {
 		return ctx, nil
 	}
-	return t.tracer.Start(parentOf(ctx, msg), "execute_tool "+ev.ToolName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
+	return t.tracer.Start(ParentOf(ctx, msg), "execute_tool "+toolName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", "execute_tool"),
-		attribute.String("gen_ai.tool.name", ev.ToolName),
-		attribute.String("gen_ai.tool.call.id", ev.ToolCallID),
+		attribute.String("gen_ai.tool.name", toolName),
+		attribute.String("gen_ai.tool.call.id", callID),
 		attribute.String("gen_ai.agent.name", agentName),
 		attribute.String("calf.run.id", msg.Metadata.RunID),
 	))
 }
 
-// endTool ends a tool call's span and records its duration.
-func (t *telemetry) endTool(ctx context.Context, span trace.Span, name string, res ToolResultEvent, took time.Duration) {
+// EndTool ends a tool call's span (nil: none) and records its duration
+// took. failure is the status of a call that did not succeed ("" for one
+// that did), and detail what its span's status says of it.
+func (t *Telemetry) EndTool(ctx context.Context, span trace.Span, toolName, failure, detail string, took time.Duration) {
 	if t == nil {
 		return
 	}
-	attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", name)}
-	if res.Status != StatusSuccess {
-		attrs = append(attrs, attribute.String("error.type", "tool_"+res.Status))
+	attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", toolName)}
+	if failure != "" {
+		attrs = append(attrs, attribute.String("error.type", "tool_"+failure))
 	}
 	if t.duration != nil {
 		t.duration.Record(ctx, took.Seconds(), metric.WithAttributes(attrs...))
@@ -245,12 +267,8 @@ func (t *telemetry) endTool(ctx context.Context, span trace.Span, name string, r
 	if span == nil {
 		return
 	}
-	if res.Status != StatusSuccess {
-		msg := res.Status
-		if res.Result != nil {
-			msg = res.Result.Text()
-		}
-		span.SetStatus(codes.Error, msg)
+	if failure != "" {
+		span.SetStatus(codes.Error, detail)
 	}
 	span.End()
 }
