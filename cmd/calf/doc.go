@@ -31,6 +31,14 @@
 //	calf approvals show [--store URL] ID
 //	calf approvals approve [--broker URL] [--store URL] [--arguments JSON] [--message M] [--digest D] ID
 //	calf approvals deny [--broker URL] [--store URL] [--message M] [--digest D] ID
+//	calf prototypes add [--replace] [--store URL] FILE
+//	calf prototypes list [--json] [--store URL]
+//	calf prototypes show [--json] [--store URL] NAME
+//	calf prototypes rm [--store URL] NAME
+//	calf conversations create [--user U] [--description D] [--entry NAME] [--json] [--store URL]
+//	calf conversations list [--json] [--store URL]
+//	calf conversations show [--json] [--store URL] ID
+//	calf conversations stop [--broker URL] [--json] [--store URL] ID
 //	calf version
 //
 // AGENT FLAGS configure the agent (see calf run): --model, --system,
@@ -258,6 +266,29 @@
 // approved. A second answer, an unknown id, another digest, or a request
 // whose run has ended (cancelled, timed out, failed: nothing would carry
 // out the answer) is an error (status 1).
+//
+// # calf prototypes and calf conversations
+//
+// Prototypes keeps the agent prototypes that conversations are made of in
+// --store (docs/conversations.md): add registers every prototype of a
+// YAML file, checked whole first: a file with problems is refused with
+// every problem listed with its line (status 1), and nothing is registered;
+// so is a file that names prototypes registered already, unless
+// --replace is given. list prints them as a table (NAME, KIND, MODEL, TOOLS,
+// SUBAGENTS, ROLE), or one JSON object per line with --json; show prints
+// one (--json: as JSON); rm removes one.
+//
+// Conversations creates and reads the conversations of --store: create
+// makes one for --user with --description, its instance of the --entry
+// prototype (default conversational-agent, which must be registered) and
+// the topic between the user and that instance, and prints its id and the
+// channels the user sends on and reads the answers on; list prints them
+// (ID, USER, STATUS, CREATED, ENTRY, DESCRIPTION); show prints one with its
+// instances and topics; stop stops it and its instances. With --broker,
+// the workers' broker, stop also cancels the runs in progress of its
+// instances and, on Kafka, deletes its channels; without it only the
+// records change. --json prints JSON instead of text. calf worker --agents
+// FILE serves the conversations.
 //
 // # calf version
 //
