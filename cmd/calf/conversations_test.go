@@ -194,3 +194,21 @@ func TestConversations(t *testing.T) {
 	mustRun(t, exitUsage, "conversations", "show", "--store", st, "not-an-id")
 	mustRun(t, exitUsage, "conversations", "stop", "--store", st, "--broker", "memory://", c.ID)
 }
+
+// writeFile writes data to name.
+func writeFile(t *testing.T, name, data string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// decodeConversation decodes the JSON a conversations command printed.
+func decodeConversation(t *testing.T, out string) conversation.Conversation {
+	t.Helper()
+	var c conversation.Conversation
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return c
+}
