@@ -125,7 +125,7 @@ func TestPrototypesAddInvalid(t *testing.T) {
 	if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got := mustRun(t, exitFailure, "prototypes", "add", "--store", st, file)
+	got := mustRun(t, exitUsage, "prototypes", "add", "--store", st, file)
 	for _, s := range []string{"4 problem(s)", file + ":4: prototype Bad: name:", file + ":5: prototype Bad: kind:",
 		file + ":7: prototype other: subagents:", file + `:8: prototype other: unknown field "colour"`} {
 		if !strings.Contains(got.stderr, s) {

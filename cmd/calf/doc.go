@@ -304,7 +304,7 @@
 // Prototypes keeps the agent prototypes that conversations are made of in
 // --store (docs/conversations.md): add registers every prototype of a
 // YAML file, checked whole first: a file with problems is refused with
-// every problem listed with its line (status 1), and nothing is registered;
+// every problem listed with its line (status 2), and nothing is registered;
 // so is a file that names prototypes registered already, unless
 // --replace is given. list prints them as a table (NAME, KIND, MODEL, TOOLS,
 // SUBAGENTS, ROLE), or one JSON object per line with --json; show prints

@@ -81,11 +81,11 @@ given.`,
 }
 
 // loadPrototypes reads the prototypes of a file. A file with problems is a
-// failure whose text lists every one with its line.
+// usage error whose text lists every one with its line.
 func loadPrototypes(file string) ([]conversation.Prototype, error) {
 	ps, err := conversation.LoadFile(file)
 	if err != nil {
-		return nil, failure(err)
+		return nil, usageError(err)
 	}
 	return ps, nil
 }
