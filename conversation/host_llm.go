@@ -352,27 +352,15 @@ func (h *Host) agentFor(ctx context.Context, p Prototype) (*agent.Agent[string],
 	if len(p.MCPServers) > 0 {
 		return nil, errors.New("the host does not connect MCP servers")
 	}
-	m, err := h.o.Model(p.Model)
-	if err != nil {
-		return nil, fmt.Errorf("model %q: %w", p.Model, err)
-	}
-	var tools []tool.Tool
-	for _, name := range p.Tools {
-		t, err := h.o.Tools(name)
-		if err != nil {
-			return nil, err
-		}
-		tools = append(tools, t)
-	}
-	instructions := p.SystemPrompt
+	var extra []tool.Tool
+	var sb strings.Builder
 	if len(p.Subagents) > 0 {
 		st, sd, err := h.conversationTools()
 		if err != nil {
 			return nil, err
 		}
-		tools = append(tools, st, sd)
-		var sb strings.Builder
-		sb.WriteString("\n\nAgents you may start in this conversation with start_conversation, then send commands to with send:")
+		extra = []tool.Tool{st, sd}
+		sb.WriteString("Agents you may start in this conversation with start_conversation, then send commands to with send:")
 		for _, name := range p.Subagents {
 			sub, err := h.convs.Prototypes().Get(ctx, name)
 			desc := ""
@@ -381,18 +369,10 @@ func (h *Host) agentFor(ctx context.Context, p Prototype) (*agent.Agent[string],
 			}
 			fmt.Fprintf(&sb, "\n- %s: %s", name, strings.TrimSuffix(desc, "."))
 		}
-		instructions = strings.TrimSpace(instructions + sb.String())
 	}
-	var perms *agent.Permissions
-	if p.Permissions != nil {
-		perms = &agent.Permissions{Mode: agent.PermissionMode(p.Permissions.Mode), Allowed: p.Permissions.Allowed, Disallowed: p.Permissions.Disallowed}
-		if len(p.Subagents) > 0 {
-			perms.Allowed = append(slices.Clone(perms.Allowed), startToolName, sendToolName)
-		}
-	}
-	a, err := agent.New(h.o.AgentPrefix+p.Name, m, &agent.Options{
-		Description: p.Role, Instructions: instructions, Tools: tools, Permissions: perms,
-		ToolTimeout: h.o.SendTimeout + h.o.SendTimeout/4,
+	a, err := NewAgent(p, &AgentOptions{
+		Name: h.o.AgentPrefix + p.Name, Model: h.o.Model, Tools: h.o.Tools, ExtraTools: extra, Instructions: sb.String(),
+		Agent: &agent.Options{ToolTimeout: h.o.SendTimeout + h.o.SendTimeout/4},
 	})
 	if err != nil {
 		return nil, err

@@ -39,13 +39,18 @@ type agentFlags struct {
 	mode     string
 	hooks    []string
 	mcp      []string
+	// agentsFile, root and pick are --agents, --root and --agent: the
+	// agents of a prototypes file in place of the built-in assistant.
+	agentsFile string
+	root       string
+	pick       string
 	// replay, when set, is the model (a recording) in place of --model.
 	replay model.Model
 }
 
 // agentFlagNames are the flags that configure the agent itself (not the
 // caller's wait), which only a process that serves the agent uses.
-var agentFlagNames = []string{"model", "system", "max-turns", "read", "edit", "bash", "web", "mode", "hook", "mcp"}
+var agentFlagNames = []string{"model", "system", "max-turns", "read", "edit", "bash", "web", "mode", "hook", "mcp", "root"}
 
 func (f *agentFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.model, "model", "", "the model: openai:NAME, openai-responses:NAME, anthropic:NAME, gemini:NAME, ollama:NAME, a bare NAME, "+
@@ -131,6 +136,9 @@ func (f *agentFlags) check() error {
 	default:
 		return usageError(fmt.Errorf("--mode %q: use ask, accept_reads, accept_edits or bypass", f.mode))
 	}
+	if f.agentsFile == "" && (f.root != "" || f.pick != "") {
+		return usageError(errors.New("--root and --agent are for the agents of a prototypes file: give it with --agents FILE"))
+	}
 	return nil
 }
 
@@ -147,12 +155,25 @@ func (f *agentFlags) permissions() *agent.Permissions {
 	return &agent.Permissions{Mode: mode}
 }
 
-// newAssistant builds the assistant agent from f. With serve false the
+// newAssistant builds the assistant agent from f, or with --agents the
+// agent of the prototype --agent names (else the file's first llm
+// prototype). With serve false the
 // agent is only used to start runs and follow their events, so it needs
 // no model: the processes that serve it have their own.
 func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string, serve bool) (*agent.Agent[string], error) {
 	if err := f.check(); err != nil {
 		return nil, err
+	}
+	if f.agentsFile != "" {
+		ps, err := f.loadAgents()
+		if err != nil {
+			return nil, err
+		}
+		p, err := pickPrototype(ps, f.pick)
+		if err != nil {
+			return nil, err
+		}
+		return f.prototypeAgent(ctx, p, getenv, serve)
 	}
 	var m model.Model = remoteModel{}
 	var tools []tool.Tool

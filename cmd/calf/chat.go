@@ -62,6 +62,7 @@ The conversation is a session kept in --store: --session ID resumes one. Command
 	}
 	fl := cmd.Flags()
 	f.register(fl)
+	f.registerAgents(fl, true)
 	fl.StringVar(&f.store, "store", defaultStore, storeHelp)
 	fl.StringVar(&f.session, "session", "", "resume the session with this id (default: a new one)")
 	registerRetention(fl, &f.retention)

@@ -31,11 +31,21 @@
 //	calf approvals show [--store URL] ID
 //	calf approvals approve [--broker URL] [--store URL] [--arguments JSON] [--message M] [--digest D] ID
 //	calf approvals deny [--broker URL] [--store URL] [--message M] [--digest D] ID
+//	calf prototypes add [--replace] [--store URL] FILE
+//	calf prototypes list [--json] [--store URL]
+//	calf prototypes show [--json] [--store URL] NAME
+//	calf prototypes rm [--store URL] NAME
+//	calf conversations create [--user U] [--description D] [--entry NAME] [--json] [--store URL]
+//	calf conversations list [--json] [--store URL]
+//	calf conversations show [--json] [--store URL] ID
+//	calf conversations stop [--broker URL] [--json] [--store URL] ID
 //	calf version
 //
 // AGENT FLAGS configure the agent (see calf run): --model, --system,
 // --max-turns, --timeout, --read, --edit, --bash, --web, --mode, --hook and
-// --mcp. Every command takes -h for its whole help.
+// --mcp; or, in place of the built-in assistant, the agents of a
+// prototypes file: --agents FILE, --root DIR and (but for calf worker)
+// --agent NAME. Every command takes -h for its whole help.
 //
 // # calf run
 //
@@ -129,6 +139,25 @@
 //	--mcp NAME=COMMAND|NAME=URL
 //	                  give the agent an MCP server's tools, named NAME__TOOL
 //	                  (repeatable; docs/protocols.md)
+//	--agents FILE     run an agent of a prototypes file (YAML, as calf
+//	                  prototypes add takes; docs/conversations.md) instead of
+//	                  the built-in assistant: the agent is named after its
+//	                  prototype and has the prototype's system prompt, model
+//	                  (by name, as --model takes it; --model for a prototype
+//	                  that names none), built-in tools, MCP servers and
+//	                  permissions; --max-turns, --timeout, --hook and --mcp
+//	                  apply to it, while --system, --read, --edit, --bash,
+//	                  --web and --mode are refused. Its subagents are for
+//	                  conversations (calf worker --agents), so it runs
+//	                  without the start_conversation and send tools. A file
+//	                  with problems is refused (status 2), each problem with
+//	                  its line. The same for calf chat, serve, mcp serve and
+//	                  a2a serve
+//	--agent NAME      with --agents, the prototype to run (default: the
+//	                  file's first llm prototype)
+//	--root DIR        with --agents, the directory the prototypes' file
+//	                  tools (read_file, write_file...) and bash work in;
+//	                  required by a prototype that has them
 //	--record          record the run's events in the store (its event log),
 //	                  for calf trace
 //	--retention D     remove the runs that ended longer ago than D (default
@@ -178,6 +207,17 @@
 //	--drain D         how long handlers in progress may take to finish
 //	                  after SIGINT or SIGTERM (default 30s)
 //	--agent NAME      serve the agent NAME (repeatable)
+//	--agents FILE     serve the llm prototypes of a prototypes file as
+//	                  agents named after them (--agent chooses among them;
+//	                  default all), register the file's prototypes in
+//	                  --store (replacing those of the same names), and
+//	                  serve conversations (docs/conversations.md): every
+//	                  conversation channel, the llm instances as agents
+//	                  named conv-PROTOTYPE, a code prototype named
+//	                  docmem-agent as the docmem agent; other code
+//	                  prototypes and llm prototypes with MCP servers are
+//	                  refused in conversations. --root DIR is the directory
+//	                  of their file tools and bash
 //	--record          record the events of the runs in the store (their
 //	                  event logs), for calf trace and event streams
 //	--retention D     remove the runs that ended longer ago than D, checked
@@ -260,6 +300,29 @@
 // approved. A second answer, an unknown id, another digest, or a request
 // whose run has ended (cancelled, timed out, failed: nothing would carry
 // out the answer) is an error (status 1).
+//
+// # calf prototypes and calf conversations
+//
+// Prototypes keeps the agent prototypes that conversations are made of in
+// --store (docs/conversations.md): add registers every prototype of a
+// YAML file, checked whole first: a file with problems is refused with
+// every problem listed with its line (status 2), and nothing is registered;
+// so is a file that names prototypes registered already, unless
+// --replace is given. list prints them as a table (NAME, KIND, MODEL, TOOLS,
+// SUBAGENTS, ROLE), or one JSON object per line with --json; show prints
+// one (--json: as JSON); rm removes one.
+//
+// Conversations creates and reads the conversations of --store: create
+// makes one for --user with --description, its instance of the --entry
+// prototype (default conversational-agent, which must be registered) and
+// the topic between the user and that instance, and prints its id and the
+// channels the user sends on and reads the answers on; list prints them
+// (ID, USER, STATUS, CREATED, ENTRY, DESCRIPTION); show prints one with its
+// instances and topics; stop stops it and its instances. With --broker,
+// the workers' broker, stop also cancels the runs in progress of its
+// instances and, on Kafka, deletes its channels; without it only the
+// records change. --json prints JSON instead of text. calf worker --agents
+// FILE serves the conversations.
 //
 // # calf version
 //

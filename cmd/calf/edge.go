@@ -33,6 +33,7 @@ type edgeFlags struct {
 
 func (f *edgeFlags) register(fl *pflag.FlagSet) {
 	f.agentFlags.register(fl)
+	f.registerAgents(fl, true)
 	fl.StringVar(&f.store, "store", defaultStore, storeHelp)
 	fl.StringVar(&f.broker, "broker", defaultBroker, brokerHelp)
 	fl.BoolVar(&f.serve, "serve", false, "serve the agent in this process too, when --broker is shared with calf worker processes")

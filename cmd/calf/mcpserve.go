@@ -69,7 +69,7 @@ func mcpServe(cmd *cobra.Command, f mcpServeFlags, getenv func(string) string) e
 	}
 	defer e.close()
 	s := mcp.NewServer(e.rt, &mcp.ServerOptions{Name: "calf", Version: version,
-		Instructions: "Give the assistant tool a task as its prompt; it answers when its run ends."})
+		Instructions: "Give the " + e.agent.Name() + " tool a task as its prompt; it answers when its run ends."})
 	if err := s.AddRunner(runner.Agent(e.agent)); err != nil {
 		return failure(err)
 	}

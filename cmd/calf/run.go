@@ -59,6 +59,7 @@ of the run as a line of JSON instead, and --quiet only the final answer.`,
   calf run --model openai:gpt-4o "Summarize the theory of relativity in two sentences."
   calf run --model http://127.0.0.1:11434/v1#llama3.2 "Hello"
   calf run --read . "What does go.mod require?"
+  calf run --agents agents.yaml --agent poet "Write about the sea."
   calf run --session trip "Plan a day in Lyon." && calf run --session trip "Make it rainy-day friendly."
   calf run --broker nats://127.0.0.1:4222 --store postgres://calf@db/calf "Hello, workers"`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -73,6 +74,7 @@ of the run as a line of JSON instead, and --quiet only the final answer.`,
 	}
 	fl := cmd.Flags()
 	f.register(fl)
+	f.registerAgents(fl, true)
 	fl.StringVar(&f.store, "store", defaultStore, storeHelp)
 	fl.StringVar(&f.broker, "broker", defaultBroker, brokerHelp)
 	fl.BoolVar(&f.serve, "serve", false, "serve the agent in this process too, when --broker is shared with calf worker processes")

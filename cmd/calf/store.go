@@ -64,7 +64,7 @@ func checkToolDirs(spec string, f *agentFlags) error {
 		}
 	}
 	db := realPath(path)
-	for _, d := range []struct{ flag, dir string }{{"read", f.read}, {"edit", f.edit}, {"bash", f.bash}} {
+	for _, d := range []struct{ flag, dir string }{{"read", f.read}, {"edit", f.edit}, {"bash", f.bash}, {"root", f.root}} {
 		if d.dir == "" {
 			continue
 		}

@@ -15,8 +15,14 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/docmem"
 	"github.com/calf-go/calf/eventlog"
 )
+
+// docmemPrototype is the name of the code prototype that calf worker
+// --agents serves with package conversation/docmem.
+const docmemPrototype = "docmem-agent"
 
 // workerAgents are the agents calf worker can serve, by name.
 var workerAgents = []string{agentName}
@@ -51,6 +57,10 @@ runs, keeping state in --store. Start as many workers as the load needs:
 they share the messages. Runs are started by calf run --broker URL (or by
 any program on the same broker) from anywhere.
 
+With --agents FILE it serves the llm prototypes of a prototypes file as
+agents instead, registers the file's prototypes in --store, and serves
+conversations (calf conversations create makes them).
+
 Messages parked on the dead-letter channel are recorded in the store for
 calf deadletters.
 
@@ -59,17 +69,20 @@ handlers in progress finish (up to --drain), leaves every message it has
 not handled to the other workers, and exits with status 0. A second
 signal exits at once.`,
 		Example: `  calf worker --broker nats://127.0.0.1:4222 --store postgres://calf@db:5432/calf --model openai:gpt-4o-mini
-  calf worker --broker kafka://k1:9092,k2:9092 --store redis://cache:6379/0 --read /srv/docs`,
+  calf worker --broker kafka://k1:9092,k2:9092 --store redis://cache:6379/0 --read /srv/docs
+  calf worker --broker nats://127.0.0.1:4222 --store postgres://calf@db:5432/calf --agents agents.yaml --root /srv/data`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runWorker(cmd.Context(), f, getenv, cmd.ErrOrStderr())
+			return runWorker(cmd.Context(), f, cmd.Flags().Changed("agent"), getenv, cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
 	f.register(fl)
+	f.registerAgents(fl, false)
 	fl.StringVar(&f.broker, "broker", "", brokerHelp+" (required; one other processes reach)")
 	fl.StringVar(&f.store, "store", defaultStore, storeHelp+"; every worker and caller must use the same one")
-	fl.StringSliceVar(&f.agents, "agent", []string{agentName}, "serve the agent named `NAME` (repeat, or separate with commas); known: "+strings.Join(workerAgents, ", "))
+	fl.StringSliceVar(&f.agents, "agent", []string{agentName}, "serve the agent named `NAME` (repeat, or separate with commas); known: "+strings.Join(workerAgents, ", ")+
+		"; with --agents, the file's llm prototypes (default: all of them)")
 	fl.IntVar(&f.concurrency, "concurrency", agent.DefaultWorkerConcurrency, "bound on the model and tool calls this worker makes at once, across its agents: the runs it works on at once (the broker's partitions do not bound it)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "deliveries of a failing message before it is parked on the dead-letter channel (default: the broker's, 5)")
 	fl.DurationVar(&f.drain, "drain", agent.DefaultDrainTimeout, "on SIGINT or SIGTERM, how long the handlers in progress may take to finish")
@@ -79,8 +92,8 @@ signal exits at once.`,
 	return cmd
 }
 
-// runWorker is calf worker.
-func runWorker(ctx context.Context, f workerFlags, getenv func(string) string, stderr io.Writer) error {
+// runWorker is calf worker. agentSet says whether --agent was given.
+func runWorker(ctx context.Context, f workerFlags, agentSet bool, getenv func(string) string, stderr io.Writer) error {
 	if f.broker == "" {
 		return usageError(errors.New("calf worker needs --broker: the URL of a broker the callers reach, such as nats://127.0.0.1:4222 or kafka://127.0.0.1:9092"))
 	}
@@ -97,9 +110,24 @@ func runWorker(ctx context.Context, f workerFlags, getenv func(string) string, s
 		return usageError(fmt.Errorf("--store %s keeps state inside this process, where no other worker or caller can read it: "+
 			"use postgres://, redis://, or sqlite:PATH for processes on one machine", f.store))
 	}
+	known := workerAgents
+	var protos []conversation.Prototype
+	if f.agentsFile != "" {
+		if err := f.check(); err != nil {
+			return err
+		}
+		var err error
+		if protos, err = f.loadAgents(); err != nil {
+			return err
+		}
+		known = llmNames(protos)
+		if !agentSet {
+			f.agents = known
+		}
+	}
 	for _, name := range f.agents {
-		if !slices.Contains(workerAgents, name) {
-			return usageError(fmt.Errorf("--agent %q: unknown agent; known: %s", name, strings.Join(workerAgents, ", ")))
+		if !slices.Contains(known, name) {
+			return usageError(fmt.Errorf("--agent %q: unknown agent; known: %s", name, strings.Join(known, ", ")))
 		}
 	}
 	if f.concurrency < 0 || f.maxAttempts < 0 {
@@ -111,9 +139,20 @@ func runWorker(ctx context.Context, f workerFlags, getenv func(string) string, s
 	if f.drain <= 0 {
 		return usageError(fmt.Errorf("--drain must be positive, got %s", f.drain))
 	}
-	a, err := newAssistant(ctx, &f.agentFlags, getenv, true)
-	if err != nil {
-		return err
+	var agents []*agent.Agent[string]
+	for _, name := range f.agents {
+		var a *agent.Agent[string]
+		var err error
+		if protos == nil {
+			a, err = newAssistant(ctx, &f.agentFlags, getenv, true)
+		} else {
+			p, _ := pickPrototype(protos, name)
+			a, err = f.prototypeAgent(context.WithoutCancel(ctx), p, getenv, true)
+		}
+		if err != nil {
+			return err
+		}
+		agents = append(agents, a)
 	}
 	level := slog.LevelInfo
 	if f.quiet {
@@ -137,8 +176,26 @@ func runWorker(ctx context.Context, f workerFlags, getenv func(string) string, s
 	w.Runtime().AddSweeper("eventlog", eventlog.Sweep)
 	// The subscriptions outlive ctx: the worker drains them when it ends.
 	sctx := context.WithoutCancel(ctx)
-	if err := a.Serve(sctx, w.Runtime(), &agent.ServeOptions{Concurrency: f.concurrency, MaxAttempts: f.maxAttempts}); err != nil {
-		return failure(err)
+	for _, a := range agents {
+		if err := a.Serve(sctx, w.Runtime(), &agent.ServeOptions{Concurrency: f.concurrency, MaxAttempts: f.maxAttempts}); err != nil {
+			return failure(err)
+		}
+	}
+	if protos != nil {
+		// The conversations of the file's prototypes: registered (the
+		// file's version replacing the store's), then served.
+		convs := conversation.NewConversations(st, nil)
+		if err := convs.Prototypes().RegisterAll(ctx, protos, true); err != nil {
+			return failure(err)
+		}
+		host := conversation.New(w.Runtime(), convs, &conversation.HostOptions{
+			Model: f.openModel(sctx, getenv), Root: f.root, DeleteChannels: true,
+			Code:        map[string]conversation.CodeHandler{docmemPrototype: docmem.New(st, nil).CodeHandler()},
+			Concurrency: f.concurrency, MaxAttempts: f.maxAttempts,
+		})
+		if err := host.Serve(sctx); err != nil {
+			return failure(err)
+		}
 	}
 	if f.record {
 		if err := eventlog.New(w.Runtime().Client(), st).Record(sctx, nil); err != nil {
@@ -148,6 +205,6 @@ func runWorker(ctx context.Context, f workerFlags, getenv func(string) string, s
 	if err := w.Start(sctx); err != nil {
 		return failure(err)
 	}
-	log.Info("calf worker: serving", "agents", strings.Join(f.agents, ","), "broker", adapters.Redact(f.broker), "store", adapters.Redact(f.store))
+	log.Info("calf worker: serving", "agents", strings.Join(f.agents, ","), "conversations", protos != nil, "broker", adapters.Redact(f.broker), "store", adapters.Redact(f.store))
 	return failure(w.Run(ctx))
 }

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/adapters"
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/conversation"
+)
+
+func newConversationsCommand() *cobra.Command {
+	var storeURL string
+	cmd := &cobra.Command{
+		Use:   "conversations",
+		Short: "Create, list, show and stop conversations",
+		Long: `Create, list, show and stop conversations.
+
+A conversation is one user's exchange with agents made for it from the
+registered prototypes (calf prototypes): the user talks to its entry
+instance, which may start other instances, each pair on a topic of its own
+(docs/conversations.md). calf worker --agents FILE serves them.`,
+		Args: noArgs,
+	}
+	cmd.PersistentFlags().StringVar(&storeURL, "store", defaultStore, storeHelp+"; the workers' store")
+
+	var nc conversation.NewConversation
+	var entry string
+	var createJSON bool
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create a conversation: its record, its entry instance and the user's topic",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return createConversation(cmd.Context(), storeURL, entry, nc, createJSON, cmd.OutOrStdout())
+		},
+	}
+	create.Flags().StringVar(&nc.UserID, "user", "", "the user's id")
+	create.Flags().StringVar(&nc.Description, "description", "", "what the conversation is about")
+	create.Flags().StringVar(&entry, "entry", "conversational-agent", "the prototype whose instance the user talks to (registered)")
+	create.Flags().BoolVar(&createJSON, "json", false, "print the conversation as JSON")
+
+	var listJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the conversations, by id",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return listConversations(cmd.Context(), storeURL, listJSON, cmd.OutOrStdout())
+		},
+	}
+	list.Flags().BoolVar(&listJSON, "json", false, "print each conversation as one line of JSON")
+
+	var showJSON bool
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Print a conversation, its instances and its topics",
+		Args:  oneIDOf("conversation id", "calf conversations list"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return showConversation(cmd.Context(), storeURL, args[0], showJSON, cmd.OutOrStdout())
+		},
+	}
+	show.Flags().BoolVar(&showJSON, "json", false, "print the conversation, its instances and its topics as one JSON object")
+
+	var brokerURL string
+	var stopJSON bool
+	stop := &cobra.Command{
+		Use:   "stop ID",
+		Short: "Stop a conversation and its instances",
+		Long: `Stop a conversation and its instances.
+
+The conversation's record is marked stopped, then each instance: from then on
+the conversation takes no message and starts no instance. With --broker, the
+workers' broker, the runs in progress of its instances are cancelled too,
+and on a broker that keeps a resource per channel (Kafka) its channels are
+deleted; without it only the records change.`,
+		Args: oneIDOf("conversation id", "calf conversations list"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return stopConversation(cmd.Context(), storeURL, brokerURL, args[0], stopJSON, cmd.OutOrStdout())
+		},
+	}
+	stop.Flags().StringVar(&brokerURL, "broker", "", brokerHelp+" (the workers' broker: cancel the runs in progress, delete the channels)")
+	stop.Flags().BoolVar(&stopJSON, "json", false, "print the stopped conversation as JSON")
+	cmd.AddCommand(create, list, show, stop)
+	return cmd
+}
+
+// printJSON writes v as indented JSON and a newline.
+func printJSON(out io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return failure(err)
+	}
+	_, err = fmt.Fprintf(out, "%s\n", b)
+	return failure(err)
+}
+
+// timeOrDash formats t in UTC, or "-" for the zero time.
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func createConversation(ctx context.Context, storeURL, entry string, nc conversation.NewConversation, asJSON bool, out io.Writer) error {
+	if err := conversation.CheckName(entry); err != nil {
+		return usageError(fmt.Errorf("--entry %q: %w", entry, err))
+	}
+	if len(nc.UserID) > conversation.MaxUserIDLen || len(nc.Description) > conversation.MaxConversationDescriptionLen {
+		return usageError(fmt.Errorf("--user is at most %d bytes, --description %d", conversation.MaxUserIDLen, conversation.MaxConversationDescriptionLen))
+	}
+	st, err := openStore(ctx, storeURL, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	c, err := conversation.NewConversations(st, &conversation.Options{Entry: entry}).Create(ctx, nc)
+	if err != nil {
+		return failure(err)
+	}
+	if asJSON {
+		return printJSON(out, c)
+	}
+	in, _ := conversation.Channel(c.ID, conversation.UserParticipant, c.Entry)
+	back, _ := conversation.Channel(c.ID, c.Entry, conversation.UserParticipant)
+	_, err = fmt.Fprintf(out, "conversation %s\nentry        %s\nsend on      %s\nanswers on   %s\n", c.ID, c.Entry, in, back)
+	return failure(err)
+}
+
+func listConversations(ctx context.Context, storeURL string, asJSON bool, out io.Writer) error {
+	st, err := openStore(ctx, storeURL, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cs, err := conversation.NewConversations(st, nil).List(ctx, "", 0)
+	if err != nil {
+		return failure(err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		for _, c := range cs {
+			if err := enc.Encode(c); err != nil {
+				return failure(err)
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUSER\tSTATUS\tCREATED\tENTRY\tDESCRIPTION")
+	for _, c := range cs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, orDash(c.UserID), c.Status, timeOrDash(c.Created), c.Entry, orDash(oneLine(c.Description, 60)))
+	}
+	return failure(tw.Flush())
+}
+
+// conversationView is what calf conversations show --json prints.
+type conversationView struct {
+	Conversation conversation.Conversation `json:"conversation"`
+	Instances    []conversation.Instance   `json:"instances"`
+	Topics       []conversation.Topic      `json:"topics"`
+}
+
+func showConversation(ctx context.Context, storeURL, id string, asJSON bool, out io.Writer) error {
+	if err := conversation.CheckConversationID(id); err != nil {
+		return usageError(err)
+	}
+	st, err := openStore(ctx, storeURL, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	convs := conversation.NewConversations(st, nil)
+	v := conversationView{Instances: []conversation.Instance{}, Topics: []conversation.Topic{}}
+	if v.Conversation, err = convs.Get(ctx, id); err != nil {
+		return failure(err)
+	}
+	insts, err := convs.Instances(ctx, id)
+	if err != nil {
+		return failure(err)
+	}
+	v.Instances = append(v.Instances, insts...)
+	topics, err := convs.Topics(ctx, id)
+	if err != nil {
+		return failure(err)
+	}
+	v.Topics = append(v.Topics, topics...)
+	if asJSON {
+		return printJSON(out, v)
+	}
+	c := v.Conversation
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "conversation\t%s\nuser\t%s\ndescription\t%s\nstatus\t%s\ncreated\t%s\nstopped\t%s\nentry\t%s\n\n",
+		c.ID, orDash(c.UserID), orDash(oneLine(c.Description, 200)), c.Status, timeOrDash(c.Created), timeOrDash(c.Stopped), c.Entry)
+	fmt.Fprintln(tw, "INSTANCE\tPROTOTYPE\tPARENT\tSTATUS\tCREATED\tSTOPPED")
+	for _, in := range v.Instances {
+		status := string(in.Status)
+		if in.Error != "" {
+			status += ": " + oneLine(in.Error, 60)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", in.ID, in.Prototype, in.Parent, status, timeOrDash(in.Created), timeOrDash(in.Stopped))
+	}
+	fmt.Fprintln(tw, "\nTOPIC\tOPENED BY\tWITH\tCREATED")
+	for _, t := range v.Topics {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Participants[0], t.Participants[1], timeOrDash(t.Created))
+	}
+	return failure(tw.Flush())
+}
+
+func stopConversation(ctx context.Context, storeURL, brokerURL, id string, asJSON bool, out io.Writer) error {
+	if err := conversation.CheckConversationID(id); err != nil {
+		return usageError(err)
+	}
+	if brokerURL != "" {
+		if err := checkBroker(brokerURL); err != nil {
+			return err
+		}
+		if adapters.InProcess(brokerURL) {
+			return usageError(fmt.Errorf("--broker %s is inside this process, where no worker runs: give the workers' broker, or no --broker to stop the records only",
+				adapters.Redact(brokerURL)))
+		}
+	}
+	st, err := openStore(ctx, storeURL, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	convs := conversation.NewConversations(st, nil)
+	var c conversation.Conversation
+	if brokerURL == "" {
+		c, err = convs.Stop(ctx, id)
+	} else {
+		b, berr := openBroker(ctx, brokerURL, nil)
+		if berr != nil {
+			return berr
+		}
+		defer b.Close()
+		client := calf.NewClient(b, nil)
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+			defer cancel()
+			_ = client.Shutdown(sctx)
+		}()
+		host := conversation.New(agent.NewRuntime(client, st, nil), convs, &conversation.HostOptions{DeleteChannels: true})
+		c, err = host.Stop(ctx, id)
+	}
+	if err != nil {
+		return failure(err)
+	}
+	if asJSON {
+		return printJSON(out, c)
+	}
+	_, err = fmt.Fprintf(out, "stopped %s at %s\n", c.ID, timeOrDash(c.Stopped))
+	return failure(err)
+}
