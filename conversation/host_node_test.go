@@ -193,7 +193,11 @@ func calcModel(sleepMS int) modeltest.FunctionModel {
 			if !ok {
 				return send("div", "div", "1", "0"), nil
 			}
-			return modeltest.Text("2 + 3 = " + sum + "; 1 / 0: " + div), nil
+			pow, ok := toolResult(req, "pow")
+			if !ok {
+				return send("pow", "pow", "2", "8"), nil
+			}
+			return modeltest.Text("2 + 3 = " + sum + "; 1 / 0: " + div + "; pow: " + pow), nil
 		case "wait":
 			res, ok := toolResult(req, "sleep")
 			if !ok {
@@ -213,7 +217,8 @@ func calcModel(sleepMS int) modeltest.FunctionModel {
 // for a bad command among them. Killed (SIGKILL) while a command waits,
 // the send ends in a timeout error result for the model after the send
 // timeout and the run still answers the user; started again, the agent
-// gets the command still pending and answers it on the reply channel.
+// gets the command still pending and answers it on the reply channel, as
+// it answers a request sent while no process served.
 func TestExternalAgentInNode(t *testing.T) {
 	u := natsURL(t)
 	peers.ConversationAgent(t) // skip before anything starts when Node or its client is missing
@@ -269,7 +274,8 @@ func TestExternalAgentInNode(t *testing.T) {
 	agent := startNodeAgent(t, u, opts)
 	e.say(c, "compute")
 	got := e.wait(c, 1)[0]
-	if !strings.Contains(got.Message, "2 + 3 = 5;") || !strings.Contains(got.Message, "division by zero") {
+	if !strings.Contains(got.Message, "2 + 3 = 5;") || !strings.Contains(got.Message, "1 / 0: calc-agent-"+c.ID+": division by zero;") ||
+		!strings.Contains(got.Message, `pow: calc-agent-`+c.ID+`: unknown command "pow"`) {
 		t.Fatalf("answer %q", got.Message)
 	}
 
@@ -289,29 +295,43 @@ func TestExternalAgentInNode(t *testing.T) {
 	}
 	t.Logf("the user was answered %v after the kill", time.Since(start).Round(time.Millisecond))
 
-	// Started again, the agent gets the pending command and answers it.
+	// A request sent while no process serves waits for one.
+	ch, err := conversation.Channel(c.ID, c.Entry, calc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const waiting = "while-down-1"
+	if _, err := e.client.Emit(t.Context(), ch, conversation.ConversationMessage{ConversationID: c.ID, AgentID: c.Entry,
+		Command: []string{"mul", "6", "7"}, Timestamp: time.Now().UTC(), CorrelationID: waiting},
+		calf.WithKey(c.ID), calf.WithMetadata(calf.Metadata{CorrelationID: waiting})); err != nil {
+		t.Fatal(err)
+	}
+
+	// Started again, the agent gets the pending command and answers it,
+	// then the request sent meanwhile.
 	agent = startNodeAgent(t, u, opts)
-	again := agent.next(func(ev nodeEvent) bool { return ev.Event == "received" })
-	if again.ID != req.ID || again.CorrelationID != req.CorrelationID || !again.Redelivered || again.Deliveries < 2 {
+	again := agent.next(func(ev nodeEvent) bool { return ev.Event == "received" && ev.ID == req.ID })
+	if again.CorrelationID != req.CorrelationID || !again.Redelivered || again.Deliveries < 2 {
 		t.Fatalf("after the restart the agent received %+v, want %+v again", again, req)
 	}
-	agent.next(func(ev nodeEvent) bool { return ev.Event == "answered" && ev.ID == req.ID })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if m, ok := answered(req.CorrelationID); ok {
-			if m.Message != "slept 1500 ms" || m.AgentID != calc || m.UserID != "" {
-				t.Fatalf("the answer after the restart %+v", m)
+	for corr, want := range map[string]string{req.CorrelationID: "slept 1500 ms", waiting: "42"} {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if m, ok := answered(corr); ok {
+				if m.Message != want || m.AgentID != calc || m.UserID != "" {
+					t.Fatalf("the answer after the restart %+v, want %q", m, want)
+				}
+				break
 			}
-			break
+			if time.Now().After(deadline) {
+				t.Fatalf("no answer %q after the restart on the conversation channel", want)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the answer after the restart is not on the conversation channel")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(answers) != 3 {
-		t.Errorf("%d answers of the calculator, want 3: %+v", len(answers), answers)
+	if len(answers) != 5 {
+		t.Errorf("%d answers of the calculator, want 5: %+v", len(answers), answers)
 	}
 }
