@@ -60,8 +60,13 @@
 // has subagents gets the start_conversation and send tools, and the "# Run"
 // blocks of its answers are carried out the same way. A code prototype is
 // served by a [CodeHandler] (package conversation/docmem's for the docmem
-// agent); an external one by its own process, which docs/conversations.md
-// tells what to read and write. A message that cannot be served is
+// agent); an external one by processes of its own, in any language: the
+// host forwards the messages of its instances to the prototype's channel
+// ([ExternalChannel]) as [ExternalRequest]s, which those processes consume
+// in the channel's consumer group, and they answer on the conversation
+// channel (docs/conversations.md tells what to read and write, and
+// internal/peers/convagent is such an agent in Node.js). A message that
+// cannot be served is
 // answered by an error message ([ErrorPrefix]), never dropped.
 // [Host.Stop] stops a conversation, cancels its runs and deletes its
 // channels on brokers that can.

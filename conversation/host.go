@@ -128,8 +128,10 @@ type HostOptions struct {
 //     the host through [agent.ReplyTo] and goes to the sender. No
 //     goroutine waits for a run.
 //   - a code instance answers it with its [CodeHandler].
-//   - an external instance is served by its own process: the host leaves
-//     its messages alone.
+//   - an external instance is served by a process of its own, in any
+//     language: the host forwards its messages to its prototype's
+//     channel ([ExternalChannel]), where that process consumes them, and
+//     relays the answers it sends back on the conversation channel.
 //
 // A message for an instance of a stopped conversation, a stopped or
 // failed instance, or one that does not exist is answered by an error
@@ -142,10 +144,11 @@ type Host struct {
 	convs *Conversations
 	o     HostOptions
 
-	mu     sync.Mutex
-	agents map[string]*agent.Agent[string] // by prototype
-	served bool
-	ctx    context.Context
+	mu       sync.Mutex
+	agents   map[string]*agent.Agent[string] // by prototype
+	prepared map[string]bool                 // external prototypes whose group is prepared
+	served   bool
+	ctx      context.Context
 }
 
 // New returns a host of the conversations convs on the runtime rt.
@@ -174,7 +177,7 @@ func New(rt *agent.Runtime, convs *Conversations, opts *HostOptions) *Host {
 	if o.AgentPrefix == "" {
 		o.AgentPrefix = "conv-"
 	}
-	return &Host{rt: rt, convs: convs, o: o, agents: map[string]*agent.Agent[string]{}}
+	return &Host{rt: rt, convs: convs, o: o, agents: map[string]*agent.Agent[string]{}, prepared: map[string]bool{}}
 }
 
 // builtinTool makes a built-in tool by name: web_fetch, or with a root the
@@ -218,10 +221,11 @@ func builtinTool(name, root string) (tool.Tool, error) {
 // Conversations returns the conversations the host serves.
 func (h *Host) Conversations() *Conversations { return h.convs }
 
-// Serve subscribes the host's handlers on its runtime and serves the
-// agents of the LLM prototypes registered so far (those registered later
-// are served when a message first needs them). The subscriptions last
-// until the runtime's client shuts down. Serve returns once subscribed.
+// Serve subscribes the host's handlers on its runtime, serves the agents
+// of the LLM prototypes registered so far and prepares the groups of the
+// channels of the external ones (those registered later when a message
+// first needs them). The subscriptions last until the runtime's client
+// shuts down. Serve returns once subscribed.
 func (h *Host) Serve(ctx context.Context) error {
 	h.mu.Lock()
 	if h.served {
@@ -235,6 +239,12 @@ func (h *Host) Serve(ctx context.Context) error {
 		return fmt.Errorf("conversation: serve: %w", err)
 	}
 	for _, p := range protos {
+		if p.kind() == KindExternal {
+			if err := h.prepareExternal(ctx, p.Name); err != nil {
+				return fmt.Errorf("conversation: serve: %w", err)
+			}
+			continue
+		}
 		if p.kind() != KindLLM {
 			continue
 		}

@@ -57,9 +57,6 @@ func (h *Host) onMessage(ctx context.Context, msg *calf.Message) error {
 	if err != nil {
 		return err
 	}
-	if p.kind() == KindExternal {
-		return nil // served by its own process
-	}
 	c, err := h.convs.Get(ctx, conv)
 	if err != nil {
 		return err
@@ -74,6 +71,8 @@ func (h *Host) onMessage(ctx context.Context, msg *calf.Message) error {
 		return refuse("%s is %s", to, inst.Status)
 	}
 	switch p.kind() {
+	case KindExternal:
+		return h.forward(ctx, p.Name, to, from, msg, &m)
 	case KindCode:
 		handler := h.o.Code[p.Name]
 		if handler == nil {

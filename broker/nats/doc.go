@@ -131,7 +131,8 @@
 // duplicate, which handlers are idempotent for.
 //
 // The consumers of a named group are durable and named after the group and
-// partition, so a group that comes back resumes where it left off. A
+// partition ([ConsumerName]), so a group that comes back resumes where it
+// left off. A
 // group keeps its pattern: subscribing to it with another one fails with
 // [ErrGroupPattern]. A private group (empty Group) has one member and
 // consumers of its own, which it consumes without leases, that start at

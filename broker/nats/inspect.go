@@ -36,7 +36,7 @@ func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.PublishTimeout)
 	defer cancel()
 	for p := range b.opts.Partitions {
-		_, err := b.js.Consumer(ctx, b.opts.Stream, consumerName(group, p))
+		_, err := b.js.Consumer(ctx, b.opts.Stream, ConsumerName(group, p))
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			// Never subscribed, or a member is still creating the
 			// consumers: a message for this partition would be missed.

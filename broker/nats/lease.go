@@ -295,7 +295,7 @@ func (l *leaser) claim(ctx context.Context, p int) {
 	}
 	// Looked up once the lease is held: its cached information tells what
 	// the previous holder left outstanding (see consume).
-	cons, err := s.b.js.Consumer(ctx, s.b.opts.Stream, consumerName(s.group, p))
+	cons, err := s.b.js.Consumer(ctx, s.b.opts.Stream, ConsumerName(s.group, p))
 	started := false
 	if err == nil {
 		started, err = s.consume(ctx, p, cons, true)

@@ -672,12 +672,12 @@ func TestConsumerName(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, tc := range tests {
-		name := consumerName(tc.group, 3)
+		name := ConsumerName(tc.group, 3)
 		if !strings.HasPrefix(name, tc.prefix) || !strings.HasSuffix(name, "_p3") || strings.ContainsAny(name, ". *>/\\") {
-			t.Errorf("consumerName(%q) = %q", tc.group, name)
+			t.Errorf("ConsumerName(%q) = %q", tc.group, name)
 		}
 		if seen[name] {
-			t.Errorf("consumerName(%q) = %q, a name given to another group", tc.group, name)
+			t.Errorf("ConsumerName(%q) = %q, a name given to another group", tc.group, name)
 		}
 		seen[name] = true
 	}
@@ -708,10 +708,10 @@ func TestHandledMessagesLeaveTheStream(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitStreamMsgs(t, b, 3)
-		if err := b.js.DeleteConsumer(t.Context(), b.opts.Stream, consumerName("slow", Partition("k", "", b.opts.Partitions))); err != nil {
+		if err := b.js.DeleteConsumer(t.Context(), b.opts.Stream, ConsumerName("slow", Partition("k", "", b.opts.Partitions))); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.js.DeleteConsumer(t.Context(), b.opts.Stream, consumerName("slow", Partition("j", "", b.opts.Partitions))); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		if err := b.js.DeleteConsumer(t.Context(), b.opts.Stream, ConsumerName("slow", Partition("j", "", b.opts.Partitions))); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			t.Fatal(err)
 		}
 		waitStreamMsgs(t, b, 0)

@@ -145,8 +145,15 @@ type item struct {
 	at  time.Time // when it came
 }
 
-// consumerName returns the durable consumer name of a group's partition.
-func consumerName(group string, partition int) string {
+// ConsumerName returns the name of the durable consumer of partition
+// partition of the named consumer group group: the group's first 32
+// characters with every character but ASCII letters, digits, '-' and '_'
+// replaced by '_', then '_', the first 12 hex digits of the SHA-256 of the
+// group, '_p' and the partition, as in
+// "calf_conv_external_calc-agent_018bd1cfe721_p0". A process in another
+// language that consumes a group's messages itself (an external agent of
+// package conversation) finds the group's consumers by these names.
+func ConsumerName(group string, partition int) string {
 	sum := sha256.Sum256([]byte(group))
 	var clean strings.Builder
 	for _, r := range group {
@@ -200,7 +207,7 @@ func (s *subscription) consumerConfig(p int) jetstream.ConsumerConfig {
 		cfg.Description = "calf private group on " + s.pattern
 		cfg.InactiveThreshold = DefaultPrivateInactive
 	} else {
-		cfg.Durable = consumerName(s.group, p)
+		cfg.Durable = ConsumerName(s.group, p)
 		cfg.Description = "calf group " + s.group
 	}
 	return cfg

@@ -93,6 +93,24 @@ func TestPartition(t *testing.T) {
 	}
 }
 
+// TestConsumerName: the names documented for consumers in other
+// languages.
+func TestConsumerNameDocumented(t *testing.T) {
+	tests := []struct {
+		group string
+		p     int
+		want  string
+	}{
+		{"calf.conv.external.calc-agent", 0, "calf_conv_external_calc-agent_018bd1cfe721_p0"},
+		{"calf.conv.external.calc-agent", 15, "calf_conv_external_calc-agent_018bd1cfe721_p15"},
+	}
+	for _, tc := range tests {
+		if got := ConsumerName(tc.group, tc.p); got != tc.want {
+			t.Errorf("ConsumerName(%q, %d) = %q, want %q", tc.group, tc.p, got, tc.want)
+		}
+	}
+}
+
 // FuzzDecode checks that no payload or subject makes the decoder panic,
 // and that what it accepts is a message on a valid channel that encodes
 // and decodes to itself.

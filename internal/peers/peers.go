@@ -42,3 +42,13 @@ func Package(t testing.TB, rel string) string {
 	}
 	return p
 }
+
+// ConversationAgent returns the path of convagent/agent.mjs, a tool agent
+// of package conversation's external kind written for Node.js against the
+// wire format alone (a calculator, the prototype "calc-agent"), once its
+// NATS client is installed. Run it with [Node].
+func ConversationAgent(t testing.TB) string {
+	t.Helper()
+	Package(t, "nats/package.json")
+	return filepath.Join(Dir(), "convagent", "agent.mjs")
+}
