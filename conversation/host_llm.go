@@ -390,9 +390,13 @@ func (h *Host) agentFor(ctx context.Context, p Prototype) (*agent.Agent[string],
 			perms.Allowed = append(slices.Clone(perms.Allowed), startToolName, sendToolName)
 		}
 	}
+	keep := agent.SessionHistoryAnswers
+	if h.o.KeepToolTraffic {
+		keep = agent.SessionHistoryAll
+	}
 	a, err := agent.New(h.o.AgentPrefix+p.Name, m, &agent.Options{
 		Description: p.Role, Instructions: instructions, Tools: tools, Permissions: perms,
-		ToolTimeout: h.o.SendTimeout + h.o.SendTimeout/4,
+		ToolTimeout: h.o.SendTimeout + h.o.SendTimeout/4, SessionHistory: keep,
 	})
 	if err != nil {
 		return nil, err
