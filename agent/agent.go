@@ -104,6 +104,14 @@ type Options struct {
 	// on, even when the tool ignores its context; what such a tool returns
 	// later is dropped and logged.
 	ToolTimeout time.Duration
+	// SessionHistory says what a run in a session adds to the session
+	// when it completes: everything (SessionHistoryAll, the default) or
+	// only the user's input and the agent's answer
+	// (SessionHistoryAnswers). Within a run the model sees its tool calls
+	// and results either way, and the run's record keeps them
+	// ([RunInfo]); the option only decides what the session's next runs
+	// start from.
+	SessionHistory SessionHistory
 }
 
 // Agent is an agent's configuration: its model, instructions, tools and
@@ -180,6 +188,11 @@ func NewTyped[Out any](name string, m model.Model, opts *Options) (*Agent[Out], 
 		}
 		cc := *c
 		o.Compaction = &cc
+	}
+	switch o.SessionHistory {
+	case SessionHistoryAll, SessionHistoryAnswers:
+	default:
+		return nil, fmt.Errorf("%w: SessionHistory %q is neither SessionHistoryAll nor SessionHistoryAnswers", ErrInvalidAgent, o.SessionHistory)
 	}
 	if err := checkHooks(o.Hooks); err != nil {
 		return nil, err

@@ -48,7 +48,9 @@ type RunInfo struct {
 	// [Runtime.LoadRun] reads them all.
 	Partial bool `json:"partial,omitempty"`
 	// Own is how many messages the run added to its session's history,
-	// those kept apart from the record included.
+	// those kept apart from the record included: all of its own messages,
+	// of which an agent with [SessionHistoryAnswers] gives its session
+	// only the input and the answer.
 	Own int `json:"own"`
 	// Output is a completed run's output: JSON text for a structured
 	// output, a JSON string for text.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/calf-go/calf/agent/internal/sessionstore"
+	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 )
 
@@ -21,10 +22,47 @@ func (rt *Runtime) startSessionRun(ctx context.Context, st *runState, prompt str
 	return rt.sessions.StartRun(ctx, st.SessionID, st.RunID, prompt, known, version)
 }
 
+// SessionHistory says what a run in a session adds to the session when it
+// completes (or hands off): see [Options.SessionHistory].
+type SessionHistory string
+
+const (
+	// SessionHistoryAll adds every message of the run: its input, the
+	// assistant's messages with their tool calls, the tool results and
+	// the answer. The session's next runs see all of it. The default.
+	SessionHistoryAll SessionHistory = ""
+	// SessionHistoryAnswers adds only the run's input (the user's
+	// message) and its answer (its last assistant message, when it makes
+	// no tool call): the assistant's messages that made tool calls and
+	// the tool results stay in the run's record ([RunInfo.Messages],
+	// [RunInfo.ToolCalls]) and out of the session, so the session's next
+	// runs start from the exchange as the user saw it. A run that handed
+	// off adds its input only; the run that answers adds the answer. A
+	// compaction that covered the run's own messages is not kept.
+	SessionHistoryAnswers SessionHistory = "answers"
+)
+
+// answersOnly returns, of msgs (a run's own messages), its input (the
+// messages before the first assistant message) and its answer (the last
+// message, when it is the assistant's and makes no tool call).
+func answersOnly(msgs []model.Message) []model.Message {
+	in := 0
+	for in < len(msgs) && msgs[in].Role != model.RoleAssistant {
+		in++
+	}
+	out := msgs[:in:in]
+	if last := len(msgs) - 1; last >= in && msgs[last].Role == model.RoleAssistant && len(msgs[last].ToolCalls) == 0 {
+		out = append(out, msgs[last])
+	}
+	return out
+}
+
 // endSessionRun records that the run st, in a session, ended: a run that
-// completed (or handed off) adds its messages and its compaction, once;
-// every run adds its usage and leaves the session's active runs.
-func (rt *Runtime) endSessionRun(ctx context.Context, st *runState) error {
+// completed (or handed off) adds its messages (those keep says) and its
+// compaction, once; every run adds its usage and leaves the session's
+// active runs. What a run adds depends on st and keep only, so a run's end
+// applied again adds the same part.
+func (rt *Runtime) endSessionRun(ctx context.Context, st *runState, keep SessionHistory) error {
 	if st.SessionID == "" {
 		return nil
 	}
@@ -34,9 +72,18 @@ func (rt *Runtime) endSessionRun(ctx context.Context, st *runState) error {
 			return err
 		}
 	}
+	msgs, compacted := st.NewMessages(), st.Compacted
+	if keep == SessionHistoryAnswers {
+		if kept := answersOnly(msgs); len(kept) < len(msgs) {
+			msgs = kept
+			if compacted != nil && compacted.Upto > st.HistoryLen {
+				compacted = nil // it stands for messages the session does not get
+			}
+		}
+	}
 	return rt.sessions.EndRun(ctx, sessionstore.RunEnd{
-		Session: st.SessionID, Run: st.RunID, Adds: adds, Messages: st.NewMessages(),
-		Usage: st.Usage, Cost: st.Cost, Compacted: st.Compacted, HistoryLen: st.HistoryLen,
+		Session: st.SessionID, Run: st.RunID, Adds: adds, Messages: msgs,
+		Usage: st.Usage, Cost: st.Cost, Compacted: compacted, HistoryLen: st.HistoryLen,
 	})
 }
 

@@ -58,7 +58,10 @@
 // one run at a time per instance, and the run's output comes back through
 // [agent.ReplyTo] to be sent to the sender. An LLM instance whose prototype
 // has subagents gets the start_conversation and send tools, and the "# Run"
-// blocks of its answers are carried out the same way. A code prototype is
+// blocks of its answers are carried out the same way. The instance's
+// session, its user-facing context, keeps the messages it answered and its
+// answers; the calls it made and their results stay in its runs' records,
+// its tool context ([Host.ToolContext]). A code prototype is
 // served by a [CodeHandler] (package conversation/docmem's for the docmem
 // agent); an external one by processes of its own, in any language: the
 // host forwards the messages of its instances to the prototype's channel

@@ -114,6 +114,13 @@ type HostOptions struct {
 	// Concurrency and MaxAttempts are passed to the subscriptions (and to
 	// the agents' [agent.ServeOptions]). Zero means the broker's defaults.
 	Concurrency, MaxAttempts int
+	// KeepToolTraffic has the instances' sessions keep the tool calls of
+	// their runs and the results, as [agent.SessionHistoryAll] does. By
+	// default an LLM instance's session, its user-facing context, keeps
+	// only the messages it answered and its answers
+	// ([agent.SessionHistoryAnswers]); the tool traffic stays in its runs'
+	// records, which [Host.ToolContext] reads.
+	KeepToolTraffic bool
 }
 
 // Host serves the instances of conversations on an agent runtime: it
