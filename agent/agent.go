@@ -104,14 +104,18 @@ type Options struct {
 	// on, even when the tool ignores its context; what such a tool returns
 	// later is dropped and logged.
 	ToolTimeout time.Duration
-	// SessionHistory says what a run in a session adds to the session
-	// when it completes: everything (SessionHistoryAll, the default) or
-	// only the user's input and the agent's answer
-	// (SessionHistoryAnswers). Within a run the model sees its tool calls
-	// and results either way, and the run's record keeps them
-	// ([RunInfo]); the option only decides what the session's next runs
-	// start from.
-	SessionHistory SessionHistory
+	// SessionAnswersOnly has a run in a session add to the session, when
+	// it completes (or hands off), only the user's input and the agent's
+	// answer (its last assistant message, when it makes no tool call):
+	// the assistant's messages that made tool calls and the tool results
+	// stay in the run's record ([RunInfo.Messages], [RunInfo.ToolCalls])
+	// and out of what the session's next runs start from. Within a run
+	// the model sees its tool calls and results either way. A run that
+	// hands off adds its input only, and the run that answers adds the
+	// answer; a compaction that covered the run's own messages is not
+	// kept for the session. Default: false, the session gets every
+	// message of the run.
+	SessionAnswersOnly bool
 }
 
 // Agent is an agent's configuration: its model, instructions, tools and
@@ -188,11 +192,6 @@ func NewTyped[Out any](name string, m model.Model, opts *Options) (*Agent[Out], 
 		}
 		cc := *c
 		o.Compaction = &cc
-	}
-	switch o.SessionHistory {
-	case SessionHistoryAll, SessionHistoryAnswers:
-	default:
-		return nil, fmt.Errorf("%w: SessionHistory %q is neither SessionHistoryAll nor SessionHistoryAnswers", ErrInvalidAgent, o.SessionHistory)
 	}
 	if err := checkHooks(o.Hooks); err != nil {
 		return nil, err

@@ -546,7 +546,7 @@ func (h *handlers[Out]) finish(ctx context.Context, st *runState) error {
 	if st.Status == RunComplete && st.Agent == h.a.name && len(h.a.opts.Memory) > 0 {
 		h.remember(ctx, st)
 	}
-	if err := h.rt.endSessionRun(ctx, st, h.a.opts.SessionHistory); err != nil {
+	if err := h.rt.endSessionRun(ctx, st, h.a.opts.SessionAnswersOnly); err != nil {
 		return err
 	}
 	if st.SessionID != "" && st.Status != RunHandedOff && h.a.hasHooks(HookSessionEnd) && st.Agent == h.a.name {

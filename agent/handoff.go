@@ -70,6 +70,12 @@ type HandoffOptions struct {
 	// conversation. Default: all of it, including the handoff's own tool
 	// call and result.
 	InputFilter func([]model.Message) []model.Message
+	// TextOnly gives the target only the conversation's user and
+	// assistant text: tool results, the tool calls of assistant messages
+	// and assistant messages left empty are dropped, so that the agent
+	// that takes over does not see tools it does not have. It applies
+	// before InputFilter.
+	TextOnly bool
 	// MaxHandoffs bounds the handoffs of one chain: a handoff that would
 	// make more fails the run that asked for it, with an error naming the
 	// chain. Default: 10.
@@ -189,11 +195,9 @@ func HandoffTo(ctx context.Context, target string, req *HandoffRequest) error {
 	return nil
 }
 
-// RemoveToolCalls is a [HandoffOptions.InputFilter] that keeps only the conversation's
-// user and assistant text: it drops tool results and the tool calls of
-// assistant messages (and assistant messages left empty), so that the
-// agent that takes over does not see tools it does not have.
-func RemoveToolCalls(msgs []model.Message) []model.Message {
+// textOnly keeps only the user and assistant text of msgs, which it
+// modifies (see HandoffOptions.TextOnly).
+func textOnly(msgs []model.Message) []model.Message {
 	out := msgs[:0]
 	for _, m := range msgs {
 		switch {
@@ -302,8 +306,13 @@ func (h *handlers[Out]) emitHandoff(ctx context.Context, st *runState) error {
 	}
 	msgs := slices.Clone(st.Messages)
 	if t, ok := h.a.tool(name); ok {
-		if ht, ok := t.(*handoffTool); ok && ht.opts.InputFilter != nil {
-			msgs = ht.opts.InputFilter(msgs)
+		if ht, ok := t.(*handoffTool); ok {
+			if ht.opts.TextOnly {
+				msgs = textOnly(msgs)
+			}
+			if ht.opts.InputFilter != nil {
+				msgs = ht.opts.InputFilter(msgs)
+			}
 		}
 	}
 	var reply *ReplyTo

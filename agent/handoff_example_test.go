@@ -25,7 +25,7 @@ func ExampleHandoff() {
 		&agent.Options{Description: "Invoices and payments."}))
 	// The tool is named transfer_to_billing; the billing agent sees the
 	// conversation without triage's tool calls, plus the context.
-	transfer := tool.Must(agent.Handoff(billing, &agent.HandoffOptions{InputFilter: agent.RemoveToolCalls}))
+	transfer := tool.Must(agent.Handoff(billing, &agent.HandoffOptions{TextOnly: true}))
 	triage := agent.Must(agent.New("triage",
 		modeltest.NewTestModel(modeltest.ToolCalls(modeltest.Call("c1", "transfer_to_billing", `{"context":"Needs invoice 12 again."}`))),
 		&agent.Options{Tools: []tool.Tool{transfer}}))

@@ -45,7 +45,7 @@ type triagePair struct {
 	seen            [][]model.Message
 }
 
-func newTriagePair(t *testing.T, e *env, filter func([]model.Message) []model.Message) *triagePair {
+func newTriagePair(t *testing.T, e *env, opts *agent.HandoffOptions) *triagePair {
 	t.Helper()
 	p := &triagePair{}
 	p.refunds = serve(t, e, agent.Must(agent.New("refunds", counted(&p.refundCalls, func(_ context.Context, req *model.Request) (*model.Response, error) {
@@ -54,7 +54,7 @@ func newTriagePair(t *testing.T, e *env, filter func([]model.Message) []model.Me
 		p.mu.Unlock()
 		return modeltest.Text("Your refund is on its way."), nil
 	}), &agent.Options{Instructions: "You handle refunds.", Description: "Handles refunds."})))
-	transfer := tool.Must(agent.Handoff(p.refunds, &agent.HandoffOptions{InputFilter: filter}))
+	transfer := tool.Must(agent.Handoff(p.refunds, opts))
 	if got := transfer.Definition().Name; got != "transfer_to_refunds" {
 		t.Fatalf("handoff tool name = %q", got)
 	}
@@ -69,7 +69,7 @@ func newTriagePair(t *testing.T, e *env, filter func([]model.Message) []model.Me
 // and the caller gets the target's output.
 func TestHandoffWithInputFilter(t *testing.T) {
 	e := newEnv(t, nil)
-	p := newTriagePair(t, e, agent.RemoveToolCalls)
+	p := newTriagePair(t, e, &agent.HandoffOptions{TextOnly: true})
 	out, err := p.triage.Run(runCtx(t), e.rt, "I want my money back", &agent.RunOptions{RunID: "r1"})
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ func TestHandoffToFromAnyTool(t *testing.T) {
 func TestHandoffDuplicateDelivery(t *testing.T) {
 	run := func(o *envOptions) (ids []string, triage, refunds int64) {
 		e := newEnv(t, o)
-		p := newTriagePair(t, e, agent.RemoveToolCalls)
+		p := newTriagePair(t, e, &agent.HandoffOptions{TextOnly: true})
 		out, err := p.triage.Run(runCtx(t), e.rt, "refund", &agent.RunOptions{RunID: "r1"})
 		if err != nil {
 			t.Fatal(err)
@@ -254,7 +254,7 @@ func TestHandoffDuplicateDelivery(t *testing.T) {
 // first run's messages at the handoff and the last run's at its end.
 func TestHandoffContinuesSession(t *testing.T) {
 	e := newEnv(t, nil)
-	p := newTriagePair(t, e, agent.RemoveToolCalls)
+	p := newTriagePair(t, e, &agent.HandoffOptions{TextOnly: true})
 	if _, err := p.triage.Run(runCtx(t), e.rt, "refund please", &agent.RunOptions{RunID: "r1", SessionID: "chat"}); err != nil {
 		t.Fatal(err)
 	}

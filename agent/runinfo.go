@@ -49,7 +49,7 @@ type RunInfo struct {
 	Partial bool `json:"partial,omitempty"`
 	// Own is how many messages the run added to its session's history,
 	// those kept apart from the record included: all of its own messages,
-	// of which an agent with [SessionHistoryAnswers] gives its session
+	// of which an agent with [Options.SessionAnswersOnly] gives its session
 	// only the input and the answer.
 	Own int `json:"own"`
 	// Output is a completed run's output: JSON text for a structured

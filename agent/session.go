@@ -22,30 +22,10 @@ func (rt *Runtime) startSessionRun(ctx context.Context, st *runState, prompt str
 	return rt.sessions.StartRun(ctx, st.SessionID, st.RunID, prompt, known, version)
 }
 
-// SessionHistory says what a run in a session adds to the session when it
-// completes (or hands off): see [Options.SessionHistory].
-type SessionHistory string
-
-const (
-	// SessionHistoryAll adds every message of the run: its input, the
-	// assistant's messages with their tool calls, the tool results and
-	// the answer. The session's next runs see all of it. The default.
-	SessionHistoryAll SessionHistory = ""
-	// SessionHistoryAnswers adds only the run's input (the user's
-	// message) and its answer (its last assistant message, when it makes
-	// no tool call): the assistant's messages that made tool calls and
-	// the tool results stay in the run's record ([RunInfo.Messages],
-	// [RunInfo.ToolCalls]) and out of the session, so the session's next
-	// runs start from the exchange as the user saw it. A run that handed
-	// off adds its input only; the run that answers adds the answer. A
-	// compaction that covered the run's own messages is not kept.
-	SessionHistoryAnswers SessionHistory = "answers"
-)
-
-// answersOnly returns, of msgs (a run's own messages), its input (the
+// onlyAnswers returns, of msgs (a run's own messages), its input (the
 // messages before the first assistant message) and its answer (the last
 // message, when it is the assistant's and makes no tool call).
-func answersOnly(msgs []model.Message) []model.Message {
+func onlyAnswers(msgs []model.Message) []model.Message {
 	in := 0
 	for in < len(msgs) && msgs[in].Role != model.RoleAssistant {
 		in++
@@ -62,7 +42,7 @@ func answersOnly(msgs []model.Message) []model.Message {
 // compaction, once; every run adds its usage and leaves the session's
 // active runs. What a run adds depends on st and keep only, so a run's end
 // applied again adds the same part.
-func (rt *Runtime) endSessionRun(ctx context.Context, st *runState, keep SessionHistory) error {
+func (rt *Runtime) endSessionRun(ctx context.Context, st *runState, answersOnly bool) error {
 	if st.SessionID == "" {
 		return nil
 	}
@@ -73,8 +53,8 @@ func (rt *Runtime) endSessionRun(ctx context.Context, st *runState, keep Session
 		}
 	}
 	msgs, compacted := st.NewMessages(), st.Compacted
-	if keep == SessionHistoryAnswers {
-		if kept := answersOnly(msgs); len(kept) < len(msgs) {
+	if answersOnly {
+		if kept := onlyAnswers(msgs); len(kept) < len(msgs) {
 			msgs = kept
 			if compacted != nil && compacted.Upto > st.HistoryLen {
 				compacted = nil // it stands for messages the session does not get

@@ -15,7 +15,7 @@ import (
 
 // An agent whose session keeps only the user's messages and its answers:
 // the tool call and its result stay in the run's record.
-func ExampleSessionHistory() {
+func ExampleOptions_sessionAnswersOnly() {
 	ctx := context.Background()
 	b := memory.New(nil)
 	defer b.Close()
@@ -34,8 +34,8 @@ func ExampleSessionHistory() {
 		modeltest.Text("2 + 3 = 5"),
 	)
 	calc := agent.Must(agent.New("calculator", m, &agent.Options{
-		Tools:          []tool.Tool{add},
-		SessionHistory: agent.SessionHistoryAnswers,
+		Tools:              []tool.Tool{add},
+		SessionAnswersOnly: true,
 	}))
 	if err := calc.Serve(ctx, rt, nil); err != nil {
 		panic(err)

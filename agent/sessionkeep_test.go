@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -31,15 +30,15 @@ func roles(msgs []model.Message) string {
 	return strings.Join(out, " ")
 }
 
-// A run in a session with SessionHistoryAnswers sees its tool calls and
+// A run in a session with SessionAnswersOnly sees its tool calls and
 // results while it works, keeps them in its record, and adds to the
 // session only its input and its answer: the next run's model request
 // holds the first exchange without its tool traffic. With the default,
 // the next run sees all of it.
-func TestSessionHistoryAnswers(t *testing.T) {
-	for _, keep := range []agent.SessionHistory{agent.SessionHistoryAll, agent.SessionHistoryAnswers} {
+func TestSessionAnswersOnly(t *testing.T) {
+	for _, answersOnly := range []bool{false, true} {
 		for name, open := range sessionStores() {
-			t.Run(cmpName(string(keep), "all")+"/"+name, func(t *testing.T) {
+			t.Run(map[bool]string{false: "all", true: "answers"}[answersOnly]+"/"+name, func(t *testing.T) {
 				s := open(t)
 				mb := memory.New(nil)
 				c := calf.NewClient(mb, nil)
@@ -68,7 +67,7 @@ func TestSessionHistoryAnswers(t *testing.T) {
 					}
 					return modeltest.Text("you are welcome"), nil
 				})
-				a := agent.Must(agent.New("keeper", m, &agent.Options{Tools: []tool.Tool{add}, SessionHistory: keep}))
+				a := agent.Must(agent.New("keeper", m, &agent.Options{Tools: []tool.Tool{add}, SessionAnswersOnly: answersOnly}))
 				if err := a.Serve(t.Context(), rt, nil); err != nil {
 					t.Fatal(err)
 				}
@@ -89,13 +88,13 @@ func TestSessionHistoryAnswers(t *testing.T) {
 					t.Errorf("turn 1's second request: %s", got)
 				}
 				want := "user call tool assistant user"
-				if keep == agent.SessionHistoryAnswers {
+				if answersOnly {
 					want = "user assistant user"
 				}
 				if got := roles(requests[2]); got != want {
 					t.Errorf("turn 2's request: %s, want %s", got, want)
 				}
-				if got := requests[2][1].Text(); keep == agent.SessionHistoryAnswers && got != "2 and 3 make 5" {
+				if got := requests[2][1].Text(); answersOnly && got != "2 and 3 make 5" {
 					t.Errorf("turn 2 sees the answer %q", got)
 				}
 				// The run's record keeps its tool traffic.
@@ -116,20 +115,5 @@ func TestSessionHistoryAnswers(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-func cmpName(s, empty string) string {
-	if s == "" {
-		return empty
-	}
-	return s
-}
-
-// An unknown SessionHistory is refused.
-func TestSessionHistoryInvalid(t *testing.T) {
-	_, err := agent.New("x", modeltest.NewTestModel(), &agent.Options{SessionHistory: "some"})
-	if !errors.Is(err, agent.ErrInvalidAgent) {
-		t.Fatalf("err = %v, want ErrInvalidAgent", err)
 	}
 }

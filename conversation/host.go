@@ -115,10 +115,10 @@ type HostOptions struct {
 	// the agents' [agent.ServeOptions]). Zero means the broker's defaults.
 	Concurrency, MaxAttempts int
 	// KeepToolTraffic has the instances' sessions keep the tool calls of
-	// their runs and the results, as [agent.SessionHistoryAll] does. By
+	// their runs and the results, as an agent without [agent.Options.SessionAnswersOnly] does. By
 	// default an LLM instance's session, its user-facing context, keeps
 	// only the messages it answered and its answers
-	// ([agent.SessionHistoryAnswers]); the tool traffic stays in its runs'
+	// ([agent.Options.SessionAnswersOnly]); the tool traffic stays in its runs'
 	// records, which [Host.ToolContext] reads.
 	KeepToolTraffic bool
 }

@@ -370,13 +370,9 @@ func (h *Host) agentFor(ctx context.Context, p Prototype) (*agent.Agent[string],
 			fmt.Fprintf(&sb, "\n- %s: %s", name, strings.TrimSuffix(desc, "."))
 		}
 	}
-	keep := agent.SessionHistoryAnswers
-	if h.o.KeepToolTraffic {
-		keep = agent.SessionHistoryAll
-	}
 	a, err := NewAgent(p, &AgentOptions{
 		Name: h.o.AgentPrefix + p.Name, Model: h.o.Model, Tools: h.o.Tools, ExtraTools: extra, Instructions: sb.String(),
-		Agent: &agent.Options{ToolTimeout: h.o.SendTimeout + h.o.SendTimeout/4, SessionHistory: keep},
+		Agent: &agent.Options{ToolTimeout: h.o.SendTimeout + h.o.SendTimeout/4, SessionAnswersOnly: !h.o.KeepToolTraffic},
 	})
 	if err != nil {
 		return nil, err

@@ -96,7 +96,7 @@ func agents(m model.Model) (triage *agent.Agent[string], all []*agent.Agent[stri
 	}
 	// The specialists see the customer's words and triage's context, not
 	// triage's tool calls.
-	filtered := &agent.HandoffOptions{InputFilter: agent.RemoveToolCalls}
+	filtered := &agent.HandoffOptions{TextOnly: true}
 	for _, h := range []struct {
 		from *agent.Agent[string]
 		to   agent.Target
