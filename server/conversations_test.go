@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/peers"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/runner"
@@ -434,5 +438,108 @@ func TestConversationWebSocket(t *testing.T) {
 	}
 	if !slices.Equal(seqs, []int64{1, 2, 3, 4}) {
 		t.Errorf("the history again: %v", seqs)
+	}
+}
+
+// convPage is what conversation.mjs reads of the page.
+type convPage struct {
+	Conversation string `json:"conversation"`
+	URL          string `json:"url"`
+	Log          string `json:"log"`
+	Bubbles      []struct {
+		Cls, Text string
+	} `json:"bubbles"`
+	Progress []struct {
+		Open    bool     `json:"open"`
+		Summary string   `json:"summary"`
+		Tools   []string `json:"tools"`
+	} `json:"progress"`
+	Strong  []string `json:"strong"`
+	Hostile int      `json:"hostile"`
+	Listed  []struct {
+		ID      string `json:"id"`
+		Current bool   `json:"current"`
+	} `json:"listed"`
+	Errors []any `json:"errors"`
+}
+
+// The web chat's conversations in headless Chromium: a new conversation
+// started from the page; a message that has the conversational agent
+// start the docmem agent and create, fill and read back a document; the
+// agent's tool calls shown while it works, then its answer (Markdown,
+// HTML in it shown as text); the page reloaded shows the history; a
+// message sent through the API while the page is away is answered, and
+// the page back shows it, then answers another live. The page's sockets
+// open a second late.
+func TestConversationInBrowser(t *testing.T) {
+	chromium(t)
+	node := peers.Node(t)
+	peers.Package(t, "playwright-core/package.json")
+	hs, rt := convServer(t, convModel(1500*time.Millisecond), slowSockets)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(peers.Dir(), "browser", "conversation.mjs"), hs.URL+"/", annToken, screenshots(t))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("browser: %v\n%s\n%s", err, stdout, stderr.String())
+	}
+	t.Logf("browser:\n%s", stdout)
+	steps := map[string]convPage{}
+	for _, line := range strings.Split(strings.TrimSpace(string(stdout)), "\n") {
+		var s struct {
+			Step string `json:"step"`
+		}
+		var p convPage
+		if json.Unmarshal([]byte(line), &s) != nil || json.Unmarshal([]byte(line), &p) != nil {
+			t.Fatalf("line %q", line)
+		}
+		steps[s.Step] = p
+	}
+	progress, live, reloaded, away := steps["progress"], steps["live"], steps["reloaded"], steps["away"]
+	conv := progress.Conversation
+	if conv == "" {
+		t.Fatalf("steps %+v\n%s", steps, stderr.String())
+	}
+	// While it works: the question, then the run's tool calls, no answer.
+	if len(progress.Bubbles) != 1 || progress.Bubbles[0].Cls != "msg user" || progress.Bubbles[0].Text != "write the decision in a docmem" {
+		t.Errorf("while working, the bubbles: %+v", progress.Bubbles)
+	}
+	if len(progress.Progress) != 1 || !progress.Progress[0].Open || len(progress.Progress[0].Tools) != 4 ||
+		!strings.HasPrefix(progress.Progress[0].Tools[0], "⚙ start_conversation") || !strings.Contains(progress.Progress[0].Tools[1], "docmem-create") ||
+		!strings.Contains(progress.Progress[0].Tools[3], "docmem-read") {
+		t.Errorf("while working, the progress: %+v", progress.Progress)
+	}
+	// The answer: the document read back, the work folded under the question.
+	for name, p := range map[string]convPage{"live": live, "reloaded": reloaded} {
+		if len(p.Bubbles) != 2 || p.Bubbles[0].Cls != "msg user" || p.Bubbles[1].Cls != "msg assistant" ||
+			!strings.Contains(p.Bubbles[1].Text, docmemLine) || !slices.Equal(p.Strong, []string{docmemDoc}) || p.Hostile != 0 {
+			t.Errorf("%s: %+v", name, p)
+		}
+		if p.URL != "?conversation="+conv || len(p.Listed) != 1 || p.Listed[0].ID != conv || !p.Listed[0].Current {
+			t.Errorf("%s: the URL %q, the list %+v", name, p.URL, p.Listed)
+		}
+		if len(p.Errors) > 0 {
+			t.Errorf("%s: page errors %v", name, p.Errors)
+		}
+	}
+	if len(live.Progress) != 1 || live.Progress[0].Open || live.Progress[0].Summary != "⚙ 4 tool calls" {
+		t.Errorf("live, the progress after the answer: %+v", live.Progress)
+	}
+	if len(reloaded.Progress) != 0 {
+		t.Errorf("reloaded, the progress of a run that ended: %+v", reloaded.Progress)
+	}
+	var texts []string
+	for _, b := range away.Bubbles {
+		texts = append(texts, b.Text)
+	}
+	if len(texts) != 6 || texts[2] != "and hello" || texts[3] != "You said: and hello" || texts[4] != "still here" || texts[5] != "You said: still here" {
+		t.Errorf("back after the answer that came while away: %q", texts)
+	}
+	// The document is the docmem agent's.
+	res, err := docmem.New(rt.Store(), nil).Apply(ctx, conv, docmem.Command{Command: docmem.CmdRead, Doc: docmemDoc})
+	if err != nil || !strings.Contains(res.Text, docmemLine) {
+		t.Errorf("the document: %+v %v", res, err)
 	}
 }
