@@ -133,14 +133,17 @@ func (s *Server) recordConversationMessage(ctx context.Context, msg *calf.Messag
 		return nil
 	}
 	_, _, err = s.appendHistory(ctx, conv, ConversationEntry{ID: msg.ID, From: from, To: to, Message: m.Message, Command: m.Command,
-		CorrelationID: m.CorrelationID, Error: from != conversation.UserParticipant && strings.HasPrefix(m.Message, conversation.ErrorPrefix), Time: m.Timestamp})
+		CorrelationID: m.CorrelationID, Error: from != conversation.UserParticipant && strings.HasPrefix(m.Message, conversation.ErrorPrefix), Time: m.Timestamp}, true)
 	return err
 }
 
 // appendHistory adds e to the history of conv, unless a message of its
 // id is there, and announces it; it returns the entry as recorded (with
-// its sequence number) and whether it was added.
-func (s *Server) appendHistory(ctx context.Context, conv string, e ConversationEntry) (ConversationEntry, bool, error) {
+// its sequence number) and whether it was added. again announces an entry
+// found there too, for a message delivered again after its notice failed
+// (a notice twice is harmless: followers read what is after what they
+// showed).
+func (s *Server) appendHistory(ctx context.Context, conv string, e ConversationEntry, again bool) (ConversationEntry, bool, error) {
 	var added bool
 	_, err := store.Update(ctx, s.rt.Store(), KindConversationHistory, conv, func(data []byte, exists bool) ([]byte, error) {
 		added = false
@@ -164,7 +167,7 @@ func (s *Server) appendHistory(ctx context.Context, conv string, e ConversationE
 		added = true
 		return json.Marshal(h)
 	})
-	if err != nil || !added {
+	if err != nil || !added && !again {
 		return e, added, err
 	}
 	data, _ := json.Marshal(struct {
@@ -269,7 +272,7 @@ func (s *Server) say(ctx context.Context, user, id, text string, command []strin
 		return ConversationEntry{}, fmt.Errorf("%w: %v", errBadRequest, err)
 	}
 	e, _, err := s.appendHistory(ctx, c.ID, ConversationEntry{ID: msgID, From: conversation.UserParticipant, To: c.Entry,
-		Message: text, Command: command, CorrelationID: msgID, Time: m.Timestamp})
+		Message: text, Command: command, CorrelationID: msgID, Time: m.Timestamp}, false)
 	if err != nil {
 		return ConversationEntry{}, err
 	}
@@ -422,6 +425,9 @@ func (b *wsBridge) followConversation(ctx context.Context, c conversation.Conver
 	}
 	b.follows[key] = cancel
 	b.mu.Unlock()
+	// Writes take the connection's context: a write whose context ends
+	// closes the connection, and a follow replaced by another must not.
+	emit := func(out wsOut) bool { return fctx.Err() == nil && b.send(ctx, out) == nil }
 	fail := func(err error) {
 		if fctx.Err() == nil {
 			_ = b.send(ctx, wsOut{Type: "error", Conversation: c.ID, Message: err.Error()})
@@ -456,7 +462,7 @@ func (b *wsBridge) followConversation(ctx context.Context, c conversation.Conver
 				return
 			}
 			for i := range entries {
-				if b.send(fctx, wsOut{Type: "conversation_message", Conversation: c.ID, Entry: &entries[i]}) != nil {
+				if !emit(wsOut{Type: "conversation_message", Conversation: c.ID, Entry: &entries[i]}) {
 					return
 				}
 				after = entries[i].Seq
@@ -501,7 +507,7 @@ func (b *wsBridge) followConversation(ctx context.Context, c conversation.Conver
 				return
 			}
 			for i := range events {
-				if b.send(fctx, wsOut{Type: "event", Conversation: c.ID, Run: log, Event: &events[i]}) != nil {
+				if !emit(wsOut{Type: "event", Conversation: c.ID, Run: log, Event: &events[i]}) {
 					return
 				}
 				shown[log] = events[i].Seq

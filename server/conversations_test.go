@@ -142,7 +142,7 @@ func convServer(t *testing.T, m model.Model, wrap func(http.Handler) http.Handle
 		t.Fatal(err)
 	}
 	s, err := server.New(rt, []runner.Runner{runner.Agent(echo)}, &server.Options{
-		Log: log, Conversations: host, Tokens: map[string]string{annToken: "ann", bobToken: "bob"},
+		Log: log, Conversations: host, Tokens: map[string]string{annToken: "ann", bobToken: "bob"}, RateLimit: -1,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -379,8 +379,10 @@ func TestConversationWebSocket(t *testing.T) {
 	}
 	var entries []server.ConversationEntry
 	var tools []string
-	sent := false
-	for len(entries) < 2 {
+	sent, answered := false, false
+	// Until the answer and the output of the run that made it: the
+	// progress may come after the answer.
+	for len(entries) < 2 || !answered {
 		m := read()
 		switch m.Type {
 		case "sent":
@@ -391,8 +393,13 @@ func TestConversationWebSocket(t *testing.T) {
 			if m.Conversation != c.ID || !strings.HasPrefix(m.Run, c.Entry+".") {
 				t.Errorf("progress event %+v", m)
 			}
-			if ev, err := agent.DecodeEvent(m.Event.Message); err == nil && ev.Kind == agent.EventToolCall {
+			ev, err := agent.DecodeEvent(m.Event.Message)
+			switch {
+			case err != nil:
+			case ev.Kind == agent.EventToolCall:
 				tools = append(tools, ev.ToolCall.ToolName)
+			case ev.Kind == agent.EventOutput && strings.Contains(string(ev.Output.Content), "ship the"):
+				answered = true
 			}
 		case "error":
 			t.Fatalf("error %+v", m)
