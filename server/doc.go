@@ -43,4 +43,22 @@
 // "approval_pending", naming the run and the approvals (run_id,
 // approvals); the run waits for the answer, given over the WebSocket
 // bridge (GET /v1/ws).
+//
+// # Conversations
+//
+// With [Options.Conversations] (a conversation.Host, serving in this
+// process or in others on the same broker), the server offers the
+// conversations of package conversation to its users: POST
+// /v1/conversations creates one, owned by the token's user; GET
+// /v1/conversations lists the user's; GET /v1/conversations/{id} reads one
+// with its instances, topics and user-facing history (the user's messages
+// and the messages to the user, [ConversationEntry]); POST
+// /v1/conversations/{id}/messages sends the user's message to the entry
+// instance; POST /v1/conversations/{id}/stop stops it. Another user's
+// conversation is not found (404). The histories are
+// [KindConversationHistory] records, kept by [Server.RecordConversations]
+// from the user's channels whoever sends on them. Over the WebSocket
+// bridge, a page follows a conversation (its history, then each message,
+// and its entry instance's run events as progress) and talks to it; the
+// web chat opens conversations (?conversation=ID).
 package server

@@ -191,9 +191,9 @@ type inMessage struct {
 	ToolCallID string          `json:"tool_call_id"`
 }
 
-// conversation turns a client's messages into the prompt (the last
+// splitThread turns a client's messages into the prompt (the last
 // message, which must be the user's) and the thread before it.
-func conversation(msgs []inMessage) (prompt string, thread []model.Message, err error) {
+func splitThread(msgs []inMessage) (prompt string, thread []model.Message, err error) {
 	if len(msgs) == 0 {
 		return "", nil, fmt.Errorf("%w: no messages", errBadRequest)
 	}
@@ -237,7 +237,7 @@ func (s *Server) begin(r *http.Request, msgs []inMessage, refused error) (string
 	if refused != nil {
 		return "", nil, refused
 	}
-	prompt, thread, err := conversation(msgs)
+	prompt, thread, err := splitThread(msgs)
 	if err != nil {
 		return "", nil, err
 	}

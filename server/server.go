@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/internal/httpheader"
 	"github.com/calf-go/calf/runner"
@@ -66,6 +67,14 @@ type Options struct {
 	// [eventlog.Log.Record]): with it, GET /v1/runs/{id}/events streams a
 	// run's events, resumable. Without it, that endpoint is not served.
 	Log *eventlog.Log
+	// Conversations, when set, serves the conversations of this host
+	// (package conversation) to the users: the API under
+	// /v1/conversations, their messages and answers over the WebSocket
+	// bridge, and the web chat's conversations. Each conversation belongs
+	// to the user who created it. The host need not serve in this
+	// process (any process on the broker may); its user-facing histories
+	// are kept by [Server.RecordConversations].
+	Conversations *conversation.Host
 }
 
 // Server offers agents, teams and workflows ([runner.Runner]) over HTTP:
@@ -153,7 +162,14 @@ func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, er
 //     inspector's API;
 //   - GET /v1/ws is the WebSocket bridge (with [Options.Log]; subprotocol
 //     [WSProtocol]): runs started, followed and resumed, approvals
-//     answered and runs cancelled over one connection.
+//     answered and runs cancelled over one connection, and conversations
+//     followed and talked to;
+//   - with [Options.Conversations]: POST /v1/conversations creates a
+//     conversation of the user, GET /v1/conversations lists theirs,
+//     GET /v1/conversations/{id} reads one (record, instances, topics and
+//     the user-facing history), POST /v1/conversations/{id}/messages
+//     sends the user's message to its entry instance and
+//     POST /v1/conversations/{id}/stop stops it.
 //
 // Every request passes, in order: a check of its Host when the server has
 // no tokens (a page elsewhere cannot reach a loopback server through DNS
@@ -179,7 +195,17 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /v1/deadletters", s.deadLetters)
 		mux.HandleFunc("POST /v1/deadletters/{id}/replay", s.replayDeadLetter)
 	}
+	if s.opts.Conversations != nil {
+		mux.HandleFunc("POST /v1/conversations", s.createConversation)
+		mux.HandleFunc("GET /v1/conversations", s.listConversations)
+		mux.HandleFunc("GET /v1/conversations/{id}", s.getConversation)
+		mux.HandleFunc("POST /v1/conversations/{id}/messages", s.postConversationMessage)
+		mux.HandleFunc("POST /v1/conversations/{id}/stop", s.stopConversation)
+	}
 	allowed := map[string]string{"/v1/models": "GET", "/v1/chat/completions": "POST", "/v1/responses": "POST", "/v1/sessions": "GET", "/v1/ws": "GET", "/v1/runs": "GET", "/v1/deadletters": "GET"}
+	if s.opts.Conversations != nil {
+		allowed["/v1/conversations"] = "GET, POST"
+	}
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		if method, ok := allowed[r.URL.Path]; ok {
 			w.Header().Set("Allow", method)

@@ -46,7 +46,14 @@ func wsBearer(r *http.Request, token string) bool {
 //     client that reconnects;
 //   - "approve": answer the approval request Approval (Approve, Message,
 //     Arguments to approve other arguments, ForSession);
-//   - "cancel": cancel the run Run of Agent.
+//   - "cancel": cancel the run Run of Agent;
+//   - "conversation": follow the conversation Conversation: its
+//     user-facing history after the sequence number After, then each
+//     message as it is recorded ("conversation_message"), and the events
+//     of its entry instance's runs as they are logged ("event" with the
+//     conversation);
+//   - "say": send Text (and Command) to the conversation Conversation's
+//     entry instance; answered by "sent" with its history entry.
 //
 // ID, when set, is echoed in the answer.
 type wsIn struct {
@@ -62,17 +69,24 @@ type wsIn struct {
 	Message    string          `json:"message,omitempty"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
 	ForSession bool            `json:"for_session,omitempty"`
+	// Conversation and Command, for "conversation" and "say".
+	Conversation string   `json:"conversation,omitempty"`
+	Command      []string `json:"command,omitempty"`
 }
 
 // wsOut is a message to a WebSocket client: "started", "event" (one event
-// of a run's log), "end" (a run's events are over), "answered", "cancelled"
-// or "error".
+// of a run's log; of a conversation's entry instance when Conversation is
+// set), "end" (a run's events are over), "answered", "cancelled",
+// "conversation_message" (a message of a conversation's user-facing
+// history, in Entry), "sent" or "error".
 type wsOut struct {
-	Type    string          `json:"type"`
-	ID      string          `json:"id,omitempty"`
-	Run     string          `json:"run,omitempty"`
-	Event   *eventlog.Event `json:"event,omitempty"`
-	Message string          `json:"message,omitempty"`
+	Type         string             `json:"type"`
+	ID           string             `json:"id,omitempty"`
+	Run          string             `json:"run,omitempty"`
+	Conversation string             `json:"conversation,omitempty"`
+	Event        *eventlog.Event    `json:"event,omitempty"`
+	Entry        *ConversationEntry `json:"entry,omitempty"`
+	Message      string             `json:"message,omitempty"`
 }
 
 // ws serves GET /v1/ws: the WebSocket bridge, a participant on the broker
@@ -114,7 +128,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 			if errors.Is(err, errNotYours) {
 				msg = "no such session or run"
 			}
-			_ = b.send(ctx, wsOut{Type: "error", ID: in.ID, Run: in.Run, Message: strings.TrimPrefix(msg, "bad request: ")})
+			_ = b.send(ctx, wsOut{Type: "error", ID: in.ID, Run: in.Run, Conversation: in.Conversation, Message: strings.TrimPrefix(msg, "bad request: ")})
 		}
 	}
 }
@@ -201,8 +215,23 @@ func (b *wsBridge) handle(ctx context.Context, in wsIn) error {
 			return err
 		}
 		return b.send(ctx, wsOut{Type: "cancelled", ID: in.ID, Run: in.Run})
+	case "conversation":
+		c, err := s.conversationOf(ctx, b.user, in.Conversation)
+		if err != nil {
+			return err
+		}
+		if in.After < 0 {
+			return fmt.Errorf("%w: after %d", errBadRequest, in.After)
+		}
+		b.followConversation(ctx, c, in.After)
+	case "say":
+		e, err := s.say(ctx, b.user, in.Conversation, in.Text, in.Command)
+		if err != nil {
+			return err
+		}
+		return b.send(ctx, wsOut{Type: "sent", ID: in.ID, Conversation: in.Conversation, Entry: &e})
 	default:
-		return fmt.Errorf("%w: unknown message type %q (run, follow, approve, cancel)", errBadRequest, in.Type)
+		return fmt.Errorf("%w: unknown message type %q (run, follow, approve, cancel, conversation, say)", errBadRequest, in.Type)
 	}
 	return nil
 }

@@ -4,6 +4,13 @@
 // from the last event it showed. A session's runs that ended are shown from
 // its turns (GET /v1/sessions/{id}) through the same rendering as their
 // events: an answer looks the same live and after a reload.
+//
+// On a server with conversations, the page also opens conversations
+// (?conversation=ID): the user's messages go to the conversation's entry
+// instance over the bridge ("say"), its user-facing history comes from
+// GET /v1/conversations/{id} and then over the bridge, each message once
+// (by its sequence number), and the events of the instance's runs show as
+// their progress, folded once the answer is there.
 'use strict';
 
 const state = {
@@ -12,6 +19,9 @@ const state = {
   runs: {}, // run id → {el, textEl, seq, tools, lastStep, ended}
   current: null, // the run in progress
   opening: 0, // counts the sessions opened, the last one shown
+  conversation: new URLSearchParams(location.search).get('conversation') || '', // the conversation shown, if any
+  convSeq: 0, // the last message of its history shown
+  progress: {}, // its runs' progress, by run id: run views in folded details
 };
 
 function newSessionID() {
@@ -185,6 +195,10 @@ function send(msg) {
 // onOpen follows the pending run, if any, when the bridge opens.
 function onOpen() {
   setStatus('connected');
+  if (state.conversation) {
+    send({ type: 'conversation', conversation: state.conversation, after: state.convSeq });
+    return;
+  }
   const pending = JSON.parse(localStorage.getItem('calf.pending') || 'null');
   if (pending && pending.session === state.session && state.runs[pending.run] && state.runs[pending.run].ended) {
     // It ended before the page opened its session: shown from its turn.
@@ -200,7 +214,9 @@ function onOpen() {
 }
 
 function onMessage(m) {
-  if (m.type === 'started') {
+  if (m.conversation !== undefined) {
+    onConversationMessage(m);
+  } else if (m.type === 'started') {
     state.current = m.run;
     runView(m.run);
     savePending();
@@ -229,7 +245,7 @@ async function refreshSessions() {
       li.onclick = () => openSession(s.id);
       return li;
     });
-    for (const li of $('sessions').children) li.classList.toggle('current', li.dataset.session === state.session);
+    for (const li of $('sessions').children) li.classList.toggle('current', !state.conversation && li.dataset.session === state.session);
     for (const s of list.sessions) {
       if (s.id === state.session) $('cost').textContent = `this chat: ${usageLine(s.usage || {}, s.cost)}`;
     }
@@ -240,6 +256,7 @@ async function refreshSessions() {
 
 async function openSession(id) {
   const opening = ++state.opening;
+  leaveConversation();
   state.session = id;
   localStorage.setItem('calf.session', id);
   state.runs = {};
@@ -353,7 +370,9 @@ async function init() {
     state.session = newSessionID();
     localStorage.setItem('calf.session', state.session);
   }
-  await openSession(state.session);
+  await refreshConversations();
+  if (state.conversation) await openConversation(state.conversation);
+  else await openSession(state.session);
   if (!state.bridge.isOpen) setStatus('connecting…');
   state.bridge.open();
 }
@@ -361,6 +380,12 @@ async function init() {
 $('send').onsubmit = (e) => {
   e.preventDefault();
   const text = $('prompt').value.trim();
+  if (text && state.conversation) {
+    // Shown when it comes back in the conversation's history.
+    $('prompt').value = '';
+    send({ type: 'say', conversation: state.conversation, text });
+    return;
+  }
   if (!text || state.current) return;
   $('log').append(el('div', 'msg user', text));
   $('prompt').value = '';
@@ -378,8 +403,151 @@ $('new').onclick = () => {
   savePending();
   openSession(newSessionID());
 };
+$('newconv').onclick = async () => {
+  try {
+    const c = await api('/v1/conversations', 'POST', {});
+    await openConversation(c.id);
+  } catch (e) {
+    setStatus(e.message, true);
+  }
+};
 $('stop').onclick = () => {
   if (state.current) send({ type: 'cancel', agent: $('agent').value, run: state.current });
 };
+
+// The conversations.
+
+// refreshConversations lists the user's conversations, and shows the list
+// only on a server that has some to offer.
+async function refreshConversations() {
+  let list;
+  try {
+    list = await api('/v1/conversations');
+  } catch (e) {
+    $('convbox').hidden = true; // a server without conversations
+    return;
+  }
+  $('convbox').hidden = false;
+  renderList($('conversations'), list.conversations, (c) => c.id, (c) => {
+    const title = c.description || `conversation of ${new Date(c.created).toLocaleString()}`;
+    const li = el('li', c.status === 'stopped' ? 'stopped' : '', c.status === 'stopped' ? `${title} (stopped)` : title);
+    li.dataset.conversation = c.id;
+    li.title = c.id;
+    li.onclick = () => openConversation(c.id);
+    return li;
+  });
+  for (const li of $('conversations').children) li.classList.toggle('current', li.dataset.conversation === state.conversation);
+}
+
+// leaveConversation goes back to the sessions' chat.
+function leaveConversation() {
+  if (!state.conversation) return;
+  state.conversation = '';
+  history.replaceState(null, '', location.pathname);
+  $('agent').disabled = false;
+  for (const li of $('conversations').children) li.classList.remove('current');
+}
+
+// openConversation shows the conversation id: its history, then what the
+// bridge brings.
+async function openConversation(id) {
+  const opening = ++state.opening;
+  state.conversation = id;
+  state.convSeq = 0;
+  state.progress = {};
+  state.current = null;
+  state.runs = {};
+  history.replaceState(null, '', '?conversation=' + encodeURIComponent(id));
+  $('agent').disabled = true;
+  $('stop').disabled = true;
+  $('log').textContent = '';
+  let c;
+  try {
+    c = await api('/v1/conversations/' + encodeURIComponent(id));
+  } catch (e) {
+    if (opening !== state.opening) return;
+    $('log').append(el('div', 'msg error', e.message));
+    return;
+  }
+  if (opening !== state.opening) return;
+  for (const e of c.messages) showEntry(e);
+  if (c.conversation.status === 'stopped') $('log').append(el('div', 'usage', 'This conversation is stopped.'));
+  refreshConversations();
+  refreshSessions();
+  scroll();
+  // Each message after the last one shown, and the runs' progress.
+  if (state.bridge.isOpen) send({ type: 'conversation', conversation: id, after: state.convSeq });
+}
+
+function onConversationMessage(m) {
+  if (m.conversation !== state.conversation) return; // one left since
+  if (m.type === 'conversation_message') {
+    showEntry(m.entry);
+    scroll();
+  } else if (m.type === 'event') {
+    const r = progressView(m.run);
+    if (m.event.seq <= r.seq) return;
+    r.seq = m.event.seq;
+    const msg = m.event.message;
+    const kind = msg.channel.split('.').slice(3).join('.');
+    if (kind !== 'input') render(r, kind, msg.data || {});
+    if (kind === 'output') fold(r);
+    scroll();
+  } else if (m.type === 'error') {
+    $('log').append(el('div', 'msg error', m.message));
+    scroll();
+  }
+}
+
+// showEntry shows a message of the conversation's history, once: the
+// user's as typed, an answer rendered as Markdown.
+function showEntry(e) {
+  if (e.seq <= state.convSeq) return;
+  state.convSeq = e.seq;
+  if (e.from === 'user') {
+    const words = e.command && e.command.length ? ` [${e.command.join(' ')}]` : '';
+    $('log').append(el('div', 'msg user', e.message + words));
+    return;
+  }
+  // The answer ends the work shown before it.
+  for (const p of Object.values(state.progress)) fold(p);
+  const box = el('div', 'msg assistant');
+  box.dataset.seq = e.seq;
+  if (e.error) box.append(el('div', 'error', e.message));
+  else box.append(textView(e.message));
+  $('log').append(box);
+}
+
+// fold folds the progress p of a run that ended or was answered, under
+// the count of its tool calls; a run that called none has nothing more to
+// show than its answer, and goes.
+function fold(p) {
+  if (p.folded) return;
+  p.folded = true;
+  p.box.open = false;
+  const n = Object.keys(p.tools).length;
+  if (n) p.box.querySelector('summary').textContent = `⚙ ${n} tool call${n > 1 ? 's' : ''}`;
+  else p.box.remove();
+}
+
+// progressView returns the view of a run of the conversation's entry
+// instance: its events, rendered as a chat's run is, in a details element
+// that folds once the answer is there.
+function progressView(run) {
+  let p = state.progress[run];
+  if (!p) {
+    const box = el('details', 'progress');
+    box.open = true;
+    box.dataset.run = run;
+    box.append(el('summary', '', 'working…'));
+    const body = el('div');
+    const text = textView();
+    body.append(text);
+    box.append(body);
+    $('log').append(box);
+    p = state.progress[run] = { box, el: body, textEl: text, seq: 0, tools: {} };
+  }
+  return p;
+}
 
 start();

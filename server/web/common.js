@@ -10,11 +10,16 @@ function setToken(token) {
   localStorage.setItem('calf.token', token);
 }
 
-// api calls the server's API with the token, and returns the JSON answer
-// or throws the error the server gave.
-async function api(path, method) {
+// api calls the server's API with the token (and body, sent as JSON, when
+// given), and returns the JSON answer or throws the error the server gave.
+async function api(path, method, body) {
   const headers = auth.token ? { Authorization: 'Bearer ' + auth.token } : {};
-  const r = await fetch(path, { method: method || 'GET', headers });
+  const init = { method: method || 'GET', headers };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, init);
   if (!r.ok) {
     const body = await r.json().catch(() => ({}));
     throw new Error((body.error && body.error.message) || r.statusText);
