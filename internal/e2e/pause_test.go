@@ -23,7 +23,7 @@ func TestPauseResumeAcrossRestartNATSPostgres(t *testing.T) {
 	id := "paused-" + calf.NewID()[:12]
 	// Paused before it starts: it starts, and stops before its first
 	// model call.
-	if out, err := runCalf(t, calfBin, "runs", "pause", "--store", cfg.StoreURL, "--broker", brokerURL, id); err == nil || !strings.Contains(out, "no agent or team run") {
+	if out, err := runCalf(t, calfBin, "runs", "pause", "--store", cfg.StoreURL, "--broker", brokerURL, id); err == nil || !strings.Contains(out, "no such run") {
 		t.Fatalf("calf runs pause of a run not submitted: %v\n%s", err, out)
 	}
 	if _, err := c.rt.Pause(t.Context(), agent.RunRef{Name: cfg.Agent, RunID: id}, "maintenance"); err != nil {
