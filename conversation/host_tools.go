@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/calf-go/calf"
@@ -108,18 +107,16 @@ func (h *Host) send(ctx context.Context, conv, from, target string, command []st
 	if err := m.Validate(); err != nil {
 		return "", err
 	}
-	// The request's id changes with the delivery of the message being
-	// handled: a tool call executed again after a crash sends its request
-	// again, with the same correlation id, past the duplicate window of a
-	// broker that drops repeated ids (the first answer went to a wait
-	// that ended with the crash).
-	attempt := 1
-	if hm, ok := calf.MessageFromContext(ctx); ok && hm.Metadata.Attempt > 1 {
-		attempt = hm.Metadata.Attempt
-	}
+	// The request's id is new each time it is sent: a tool call executed
+	// again after a crash sends its request again, with the same
+	// correlation id, past the duplicate window of a broker that drops
+	// repeated ids (the first answer went to a wait that ended with the
+	// crash). The delivery's attempt would not do: on NATS a tool call
+	// taken over from a killed worker was seen to come with attempt 1
+	// (TestKillConversationWorker in internal/e2e).
 	rctx, cancel := context.WithTimeout(ctx, h.o.SendTimeout)
 	defer cancel()
-	reply, err := c.Request(rctx, ch, m, HostReplyChannel, calf.WithID(derive("request", corr, strconv.Itoa(attempt))), calf.WithKey(conv),
+	reply, err := c.Request(rctx, ch, m, HostReplyChannel, calf.WithID(derive("request", corr, calf.NewID())), calf.WithKey(conv),
 		calf.WithMetadata(calf.Metadata{CorrelationID: corr}))
 	if err != nil {
 		if ctx.Err() == nil && rctx.Err() != nil {

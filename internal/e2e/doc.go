@@ -4,7 +4,9 @@
 // boundary of a run, and the tests check that every run completes on
 // another worker without calling the model or a tool again for what was
 // recorded. Workflow workers are killed the same way after a node, and
-// across an interrupt resumed on another worker. The package holds tests
+// across an interrupt resumed on another worker; workers serving a
+// conversation host (package conversation) are killed in the middle of a
+// turn, and the conversation goes on in the other. The package holds tests
 // only.
 //
 // The tests use the machine's NATS (127.0.0.1:4222), PostgreSQL
