@@ -77,7 +77,7 @@ func TestLocalRuntimeServesOnDemand(t *testing.T) {
 	if err := tm.Cancel(ctx, rt, out.RunID, "x"); err != nil {
 		t.Errorf("Cancel: %v", err)
 	}
-	if err := team.CancelRun(ctx, rt, out.RunID, "x"); err != nil {
+	if _, err := team.CancelRun(ctx, rt, out.RunID, "x"); err != nil {
 		t.Errorf("CancelRun: %v", err)
 	}
 	if _, err := tm.Recover(ctx, rt, nil); err != nil {
@@ -138,7 +138,10 @@ func TestNilRuntimeIsAnError(t *testing.T) {
 			return err
 		},
 		"Cancel":    func() error { return tm.Cancel(ctx, nil, "r1", "x") },
-		"CancelRun": func() error { return team.CancelRun(ctx, nil, "r1", "x") },
+		"CancelRun": func() error {
+			_, err := team.CancelRun(ctx, nil, "r1", "x")
+			return err
+		},
 		"Recover": func() error {
 			_, err := tm.Recover(ctx, nil, nil)
 			return err

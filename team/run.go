@@ -228,15 +228,16 @@ func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason stri
 // CancelRun cancels the team run runID, as [Team.Cancel] does, from a
 // process that does not have the team's definition (calf runs cancel): the
 // member runs in flight that are agent or team runs in the store are
-// cancelled too. A run not started yet cannot be cancelled this way: it
-// returns an error matching [store.ErrNotFound].
-func CancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
+// cancelled too. It returns the run as it stands. Cancelling a run that
+// has ended changes nothing; a run not started yet cannot be cancelled
+// this way: it returns an error matching [store.ErrNotFound].
+func CancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*RunInfo, error) {
 	st, err := loadRunState(ctx, rt, runID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	why := fmt.Sprintf("team %s: run %s was cancelled: %s", st.Team, runID, reason)
-	return cancelRun(ctx, rt, runID, reason, nil, func(c memberCall) error {
+	err = cancelRun(ctx, rt, runID, reason, nil, func(c memberCall) error {
 		if rec, err := rt.Store().Get(ctx, store.KindRun, c.RunID); err == nil {
 			run, err := agent.DecodeRunInfo(rec.Data)
 			if err != nil {
@@ -246,10 +247,15 @@ func CancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string) err
 			return err
 		}
 		if _, err := rt.Store().Get(ctx, store.KindTeam, c.RunID); err == nil {
-			return CancelRun(ctx, rt, c.RunID, why)
+			_, err := CancelRun(ctx, rt, c.RunID, why)
+			return err
 		}
 		return nil // a run of another kind, or not started: its reply is ignored
 	})
+	if err != nil {
+		return nil, err
+	}
+	return LoadRun(ctx, rt, runID)
 }
 
 // cancelRun ends the team run runID cancelled (creating it so, from

@@ -221,9 +221,7 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 		case "resume":
 			ts, err = team.ResumeRun(ctx, rt, id)
 		default:
-			if err = team.CancelRun(ctx, rt, id, reason); err == nil {
-				ts, err = team.LoadRun(ctx, rt, id)
-			}
+			ts, err = team.CancelRun(ctx, rt, id, reason)
 		}
 		if err == nil {
 			s = runner.SummarizeTeamRun(ts)
