@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,5 +81,65 @@ func TestConversationsSend(t *testing.T) {
 	}
 	if len(fake.requests()) != n {
 		t.Error("a message to a stopped conversation reached the model")
+	}
+}
+
+// calf chat --conversation in a terminal: the exchanges so far shown, a
+// message answered, the conversation's history read back, and a message
+// after the conversation is stopped refused with the reason.
+func TestChatConversationInTmux(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildCalf(t, dir, "test")
+	srv, _ := newFakeServer(t)
+	isolate(t)
+	st := "sqlite:" + filepath.Join(dir, "calf.db")
+	mustRun(t, exitOK, "prototypes", "add", "--store", st, convAgentsFile(t, srv.URL()))
+	c := decodeConversation(t, mustRun(t, exitOK, "conversations", "create", "--store", st, "--user", "u1", "--json").stdout)
+	mustRun(t, exitOK, "conversations", "send", "--store", st, c.ID, "first words")
+
+	script := filepath.Join(dir, "chat.sh")
+	var sb strings.Builder
+	for _, kv := range calfEnv(dir) {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.ContainsAny(k, " ;()") {
+			continue
+		}
+		fmt.Fprintf(&sb, "export %s='%s'\n", k, strings.ReplaceAll(v, "'", `'\''`))
+	}
+	fmt.Fprintf(&sb, "'%s' chat --store '%s' --conversation %s\necho \"chat exited $?\"\nsleep 600\n", bin, st, c.ID)
+	writeFile(t, script, sb.String())
+	x := newTmux(t, script)
+	s := x.waitFor("1 exchanges so far", 1)
+	if !strings.Contains(s, "conversation "+c.ID) || !strings.Contains(s, "› first words") || !strings.Contains(s, "You said: first words") {
+		t.Errorf("the chat's start:\n%s", s)
+	}
+	x.keys("hello chat", "Enter")
+	x.waitFor("You said: hello chat", 1)
+	x.keys("/history", "Enter")
+	x.waitFor("(2 exchanges)", 1)
+
+	mustRun(t, exitOK, "conversations", "stop", "--store", st, c.ID)
+	x.keys("still there?", "Enter")
+	x.waitAfter("› still there?", "not sent: conversation: stopped: conversation "+c.ID, 1)
+	x.keys("C-d")
+	x.waitFor("chat exited 0", 1)
+}
+
+func TestChatConversationUsageErrors(t *testing.T) {
+	isolate(t)
+	id := conversation.NewUUID()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"chat", "--conversation", id, "--session", "s1"}, "--session resumes a chat with the agent"},
+		{[]string{"chat", "--conversation", id, "--system", "x"}, "--system configures the built-in assistant"},
+		{[]string{"chat", "--broker", "nats://127.0.0.1:4222"}, "give it with --conversation ID"},
+		{[]string{"chat", "--conversation", "nope"}, `conversation "nope"`},
+	} {
+		got := mustRun(t, exitUsage, tc.args...)
+		if !strings.Contains(got.stderr, tc.want) {
+			t.Errorf("calf %q: stderr %q, want %q", tc.args, got.stderr, tc.want)
+		}
 	}
 }
