@@ -92,6 +92,20 @@ type HostOptions struct {
 	Tools func(name string) (tool.Tool, error)
 	// Root is the directory the default file tools and bash work in.
 	Root string
+	// MCP makes the toolset of one of an LLM prototype's MCP servers, as
+	// [AgentOptions.MCP] does: each agent the host makes gets a toolset of
+	// its own per server, released when the runtime's client shuts down.
+	// The command line passes an opener on package mcp's client; this
+	// package connects no server itself. Default: none, and the messages
+	// for the instances of a prototype that lists MCP servers are refused.
+	MCP func(s MCPServer) (tool.Toolset, error)
+	// Agent holds the options every agent the host makes of an LLM
+	// prototype starts from, as [AgentOptions.Agent] (MaxTurns, Timeout,
+	// Hooks, Toolsets that every agent shares...). The host sets its
+	// SessionAnswersOnly (see KeepToolTraffic) and raises its ToolTimeout
+	// to a quarter more than SendTimeout when it is lower, so that a
+	// send's wait ends first.
+	Agent *agent.Options
 	// Code serves code prototypes by name, such as
 	// {"docmem-agent": docmem.New(st, nil).CodeHandler()}.
 	Code map[string]CodeHandler

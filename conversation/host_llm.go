@@ -314,9 +314,9 @@ func (h *Host) onRunBlock(ctx context.Context, msg *calf.Message) error {
 	ref := rb.Ref
 	var sb strings.Builder
 	if rb.Problems != "" {
-		sb.WriteString("Your # Run block was not carried out:\n" + rb.Problems)
+		sb.WriteString(runProblemsPrefix + rb.Problems)
 	} else {
-		sb.WriteString("Results of your # Run block:\n")
+		sb.WriteString(runResultsPrefix)
 		for i, c := range rb.Commands {
 			var res string
 			var err error
@@ -349,8 +349,8 @@ func (h *Host) agentFor(ctx context.Context, p Prototype) (*agent.Agent[string],
 	if a := h.agents[p.Name]; a != nil {
 		return a, nil
 	}
-	if len(p.MCPServers) > 0 {
-		return nil, errors.New("the host does not connect MCP servers")
+	if len(p.MCPServers) > 0 && h.o.MCP == nil {
+		return nil, errors.New("it lists MCP servers, and this host connects none (HostOptions.MCP)")
 	}
 	var extra []tool.Tool
 	var sb strings.Builder
@@ -370,9 +370,15 @@ func (h *Host) agentFor(ctx context.Context, p Prototype) (*agent.Agent[string],
 			fmt.Fprintf(&sb, "\n- %s: %s", name, strings.TrimSuffix(desc, "."))
 		}
 	}
+	var ao agent.Options
+	if h.o.Agent != nil {
+		ao = *h.o.Agent
+	}
+	ao.ToolTimeout = max(ao.ToolTimeout, h.o.SendTimeout+h.o.SendTimeout/4)
+	ao.SessionAnswersOnly = !h.o.KeepToolTraffic
 	a, err := NewAgent(p, &AgentOptions{
-		Name: h.o.AgentPrefix + p.Name, Model: h.o.Model, Tools: h.o.Tools, ExtraTools: extra, Instructions: sb.String(),
-		Agent: &agent.Options{ToolTimeout: h.o.SendTimeout + h.o.SendTimeout/4, SessionAnswersOnly: !h.o.KeepToolTraffic},
+		Name: h.o.AgentPrefix + p.Name, Model: h.o.Model, Tools: h.o.Tools, MCP: h.o.MCP, ExtraTools: extra, Instructions: sb.String(),
+		Agent: &ao,
 	})
 	if err != nil {
 		return nil, err

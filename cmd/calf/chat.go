@@ -32,6 +32,11 @@ type chatFlags struct {
 	agentFlags
 	store   string
 	session string
+	// conversation, broker and user are --conversation, --broker and
+	// --user: the chat talks in a conversation (chatconv.go).
+	conversation string
+	broker       string
+	user         string
 	// retention: see registerRetention.
 	retention time.Duration
 }
@@ -46,6 +51,13 @@ model writes it, tool calls and their results are shown as they happen, and a ca
 needs approval (--mode) is asked about in place: y allows it, n denies it, a allows the
 tool for the rest of the session. Ctrl+C or Esc stops the answer in progress; Ctrl+C
 with nothing running, Ctrl+D or /quit leaves.
+
+With --conversation ID it talks in a conversation (calf conversations create)
+instead: each line is the user's message to the conversation's entry agent,
+the answers are shown as they come back, and the exchanges so far are shown
+first. With --broker, the workers' broker, calf worker --agents serves the
+conversation; without it, this process does, on the prototypes registered
+in --store (--agents FILE registers a file's first). /quit leaves.
 
 The conversation is a session kept in --store: --session ID resumes one. Commands:
   /new              start a new session
@@ -65,6 +77,9 @@ The conversation is a session kept in --store: --session ID resumes one. Command
 	f.registerAgents(fl, true)
 	fl.StringVar(&f.store, "store", defaultStore, storeHelp)
 	fl.StringVar(&f.session, "session", "", "resume the session with this id (default: a new one)")
+	fl.StringVar(&f.conversation, "conversation", "", "talk in the conversation of this `ID` (calf conversations list) instead of a session")
+	fl.StringVar(&f.broker, "broker", "", "with --conversation, "+brokerHelp+"; the workers' (calf worker --agents), or none to serve the conversation in this process")
+	fl.StringVar(&f.user, "user", "", "with --conversation, the user's id on the messages (default: the conversation's user)")
 	registerRetention(fl, &f.retention)
 	return cmd
 }
@@ -104,6 +119,12 @@ func backgroundWorker(ctx context.Context, w *agent.Worker) (stop func()) {
 
 func chat(cmd *cobra.Command, f *chatFlags, getenv func(string) string) error {
 	ctx := cmd.Context()
+	if f.conversation != "" {
+		return chatConversation(cmd, f, getenv)
+	}
+	if f.broker != "" || f.user != "" {
+		return usageError(errors.New("--broker and --user are for a chat in a conversation: give it with --conversation ID"))
+	}
 	if err := checkStore(f.store); err != nil {
 		return err
 	}

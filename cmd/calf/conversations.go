@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,17 +17,18 @@ import (
 	"github.com/calf-go/calf/conversation"
 )
 
-func newConversationsCommand() *cobra.Command {
+func newConversationsCommand(getenv func(string) string) *cobra.Command {
 	var storeURL string
 	cmd := &cobra.Command{
 		Use:   "conversations",
-		Short: "Create, list, show and stop conversations",
-		Long: `Create, list, show and stop conversations.
+		Short: "Create, list, show, stop and send messages in conversations",
+		Long: `Create, list, show, stop and send messages in conversations.
 
 A conversation is one user's exchange with agents made for it from the
 registered prototypes (calf prototypes): the user talks to its entry
 instance, which may start other instances, each pair on a topic of its own
-(docs/conversations.md). calf worker --agents FILE serves them.`,
+(docs/conversations.md). calf worker --agents FILE serves them; calf chat
+--conversation ID talks in one.`,
 		Args: noArgs,
 	}
 	cmd.PersistentFlags().StringVar(&storeURL, "store", defaultStore, storeHelp+"; the workers' store")
@@ -88,7 +90,42 @@ deleted; without it only the records change.`,
 	}
 	stop.Flags().StringVar(&brokerURL, "broker", "", brokerHelp+" (the workers' broker: cancel the runs in progress, delete the channels)")
 	stop.Flags().BoolVar(&stopJSON, "json", false, "print the stopped conversation as JSON")
-	cmd.AddCommand(create, list, show, stop)
+	var lf linkFlags
+	var wait time.Duration
+	var sendJSON bool
+	send := &cobra.Command{
+		Use:   "send ID MESSAGE",
+		Short: "Send the user's message in a conversation and print the answer",
+		Long: `Send the user's message in a conversation and print the answer.
+
+The message goes to the conversation's entry instance on the user's channel,
+as a program or a UI would send it, and the answer that comes back is
+printed; an error answer (the conversation stopped, a failed run) is printed
+on standard error with exit status 1, as is no answer within --wait.
+
+With --broker, the workers' broker, calf worker --agents serves the
+conversation. Without it, the conversation is served in this process, on the
+prototypes registered in --store (--agents FILE registers a file's first),
+their agents made as calf worker makes them: --model, --max-turns,
+--timeout, --hook, --mcp and --root apply.`,
+		Example: `  calf conversations send 0b6f3c3e-8d1a-4c59-9f0e-2a1b3c4d5e6f "Create a docmem called project-notes"
+  calf conversations send --broker nats://127.0.0.1:4222 --store postgres://calf@db:5432/calf ID "What does it say?"`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 || strings.TrimSpace(args[1]) == "" {
+				return usageError(fmt.Errorf("%s needs a conversation id (see calf conversations list) and a message, got %d arguments", cmd.CommandPath(), len(args)))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lf.conversation, lf.store, lf.changed = args[0], storeURL, cmd.Flags().Changed
+			return sendConversation(cmd.Context(), &lf, args[1], wait, sendJSON, getenv, cmd.OutOrStdout())
+		},
+	}
+	lf.registerHost(send.Flags())
+	lf.registerLink(send.Flags())
+	send.Flags().DurationVar(&wait, "wait", 5*time.Minute, "how long to wait for the answer")
+	send.Flags().BoolVar(&sendJSON, "json", false, "print the answer as the conversation message it is, in JSON")
+	cmd.AddCommand(create, list, show, stop, send)
 	return cmd
 }
 
@@ -259,5 +296,32 @@ func stopConversation(ctx context.Context, storeURL, brokerURL, id string, asJSO
 		return printJSON(out, c)
 	}
 	_, err = fmt.Fprintf(out, "stopped %s at %s\n", c.ID, timeOrDash(c.Stopped))
+	return failure(err)
+}
+
+func sendConversation(ctx context.Context, f *linkFlags, text string, wait time.Duration, asJSON bool, getenv func(string) string, out io.Writer) error {
+	if wait <= 0 {
+		return usageError(fmt.Errorf("--wait must be positive, got %s", wait))
+	}
+	l, err := openLink(ctx, f, getenv)
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	m, err := l.ask(ctx, text, wait)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if err := printJSON(out, m); err != nil {
+			return err
+		}
+	}
+	if isRefusal(m) {
+		return failure(fmt.Errorf("%s answered with an error: %s", m.AgentID, strings.TrimPrefix(m.Message, conversation.ErrorPrefix)))
+	}
+	if !asJSON {
+		_, err = fmt.Fprintln(out, m.Message)
+	}
 	return failure(err)
 }

@@ -9,6 +9,7 @@
 //
 //	calf run [AGENT FLAGS] [--store URL] [--broker URL] [--serve] [--wait] [--session ID] [--json | -q] [--record] [--retention D] PROMPT...
 //	calf chat [AGENT FLAGS] [--store URL] [--session ID] [--retention D]
+//	calf chat --conversation ID [--broker URL] [--user U] [--store URL] [--agents FILE] [--root DIR] [--model M] [--max-turns N] [--timeout D] [--hook H] [--mcp S]
 //	calf serve [AGENT FLAGS] [--addr ADDR] [--token TOKEN] [--store URL] [--broker URL] [--serve] [--retention D]
 //	calf worker --broker URL [AGENT FLAGS] [--agent NAME] [--store URL] [--concurrency N] [--max-attempts N] [--drain D] [--record] [--retention D] [-q]
 //	calf mcp serve [AGENT FLAGS] [--http ADDR] [--token T] [--store URL] [--broker URL] [--serve]
@@ -39,6 +40,7 @@
 //	calf conversations list [--json] [--store URL]
 //	calf conversations show [--json] [--store URL] ID
 //	calf conversations stop [--broker URL] [--json] [--store URL] ID
+//	calf conversations send [--broker URL] [--user U] [--wait D] [--json] [--store URL] [--agents FILE] [--root DIR] [--model M] [--max-turns N] [--timeout D] [--hook H] [--mcp S] ID MESSAGE
 //	calf version
 //
 // AGENT FLAGS configure the agent (see calf run): --model, --system,
@@ -177,6 +179,25 @@
 // [MODEL], /help, /quit. It takes the agent flags and --retention of calf
 // run.
 //
+// With --conversation ID it is the user's side of a conversation (calf
+// conversations create) instead: the exchanges so far with the
+// conversation's entry instance are shown first, each line typed is the
+// user's message to it, and what comes back (its answers, and the errors
+// by which a message is refused) is shown as it comes; a stopped
+// conversation takes no message. /history shows the exchanges again,
+// /quit leaves.
+//
+//	--conversation ID  talk in the conversation ID
+//	--broker URL      the workers' broker (calf worker --agents), which
+//	                  serve the conversation; without it, this process
+//	                  serves it on the prototypes registered in --store,
+//	                  after registering those of --agents FILE, their
+//	                  agents made as calf worker makes them (--root,
+//	                  --model, --max-turns, --timeout, --hook, --mcp)
+//	--user U          the user's id on the messages (default: the
+//	                  conversation's user; another user's conversation is
+//	                  refused)
+//
 // # calf serve
 //
 // Serve offers the agent over HTTP (docs/serve.md): the OpenAI-compatible
@@ -214,10 +235,11 @@
 //	                  serve conversations (docs/conversations.md): every
 //	                  conversation channel, the llm instances as agents
 //	                  named conv-PROTOTYPE, a code prototype named
-//	                  docmem-agent as the docmem agent; other code
-//	                  prototypes and llm prototypes with MCP servers are
-//	                  refused in conversations. --root DIR is the directory
-//	                  of their file tools and bash
+//	                  docmem-agent as the docmem agent (other code
+//	                  prototypes are refused in conversations), with the
+//	                  MCP servers of their prototypes and the agent flags
+//	                  --max-turns, --timeout, --hook and --mcp. --root DIR
+//	                  is the directory of their file tools and bash
 //	--record          record the events of the runs in the store (their
 //	                  event logs), for calf trace and event streams
 //	--retention D     remove the runs that ended longer ago than D, checked
@@ -323,6 +345,14 @@
 // instances and, on Kafka, deletes its channels; without it only the
 // records change. --json prints JSON instead of text. calf worker --agents
 // FILE serves the conversations.
+//
+// Send sends MESSAGE as the user's message in the conversation ID and
+// prints the answer of its entry instance (--json: the answer's
+// conversation message as JSON), for scripts. An error answer (a failed
+// run, say) is printed on standard error with status 1, as is a stopped
+// conversation, before anything is sent, and no answer within --wait D
+// (default 5m). --broker and --user, and the flags of a conversation
+// served in this process, are those of calf chat --conversation.
 //
 // # calf version
 //

@@ -188,8 +188,19 @@ func runWorker(ctx context.Context, f workerFlags, agentSet bool, getenv func(st
 		if err := convs.Prototypes().RegisterAll(ctx, protos, true); err != nil {
 			return failure(err)
 		}
+		// The agents of conversations take the agent-wide flags as the
+		// file's agents served above do; the --mcp servers are shared.
+		hooks, err := f.commandHooks()
+		if err != nil {
+			return err
+		}
+		servers, err := f.mcpServers()
+		if err != nil {
+			return err
+		}
 		host := conversation.New(w.Runtime(), convs, &conversation.HostOptions{
-			Model: f.openModel(sctx, getenv), Root: f.root, DeleteChannels: true,
+			Model: f.openModel(sctx, getenv), Root: f.root, DeleteChannels: true, MCP: mcpToolset,
+			Agent:       &agent.Options{MaxTurns: f.maxTurns, Timeout: f.timeout, Hooks: hooks, Toolsets: servers},
 			Code:        map[string]conversation.CodeHandler{docmemPrototype: docmem.New(st, nil).CodeHandler()},
 			Concurrency: f.concurrency, MaxAttempts: f.maxAttempts,
 		})

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/model"
+)
+
+// convAgentsFile is a prototypes file of one conversational agent on the
+// fake model at serverURL, without subagents.
+func convAgentsFile(t *testing.T, serverURL string) string {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "agents.yaml")
+	writeFile(t, name, `prototypes:
+  - name: conversational-agent
+    role: Talks with the user
+    model: `+serverURL+`#conv-model
+    system_prompt: You talk with the user.
+`)
+	return name
+}
+
+// calf conversations send, served in this process: the answer printed,
+// the conversation's earlier exchanges seen by the model of a later
+// process, and a stopped conversation refused with the reason.
+func TestConversationsSend(t *testing.T) {
+	isolate(t)
+	srv, fake := newFakeServer(t)
+	st := "sqlite:" + filepath.Join(t.TempDir(), "calf.db")
+	file := convAgentsFile(t, srv.URL())
+	mustRun(t, exitOK, "prototypes", "add", "--store", st, file)
+	c := decodeConversation(t, mustRun(t, exitOK, "conversations", "create", "--store", st, "--user", "u1", "--json").stdout)
+
+	got := mustRun(t, exitOK, "conversations", "send", "--store", st, c.ID, "hello there")
+	if got.stdout != "You said: hello there\n" {
+		t.Errorf("send printed %q", got.stdout)
+	}
+	// Another process, with the prototypes of --agents: the entry
+	// instance's session holds the first exchange.
+	got = mustRun(t, exitOK, "conversations", "send", "--store", st, "--agents", file, "--json", c.ID, "and again")
+	var m conversation.ConversationMessage
+	if err := json.Unmarshal([]byte(got.stdout), &m); err != nil {
+		t.Fatalf("send --json: %v\n%s", err, got.stdout)
+	}
+	if m.Message != "You said: and again" || m.AgentID != c.Entry || m.ConversationID != c.ID || m.CorrelationID == "" {
+		t.Errorf("send --json answered %+v", m)
+	}
+	reqs := fake.requests()
+	var seen []string
+	for _, msg := range reqs[len(reqs)-1].Messages {
+		if msg.Role != model.RoleSystem {
+			seen = append(seen, string(msg.Role)+": "+msg.Text())
+		}
+	}
+	if want := "user: hello there|assistant: You said: hello there|user: and again"; strings.Join(seen, "|") != want {
+		t.Errorf("the model saw %q, want %q", strings.Join(seen, "|"), want)
+	}
+
+	// Another user's, a bad id, flags of the host with a remote broker.
+	got = mustRun(t, exitUsage, "conversations", "send", "--store", st, "--user", "u2", c.ID, "hi")
+	if !strings.Contains(got.stderr, `conversation `+c.ID+` is user "u1"'s`) {
+		t.Errorf("send as another user: stderr %q", got.stderr)
+	}
+	mustRun(t, exitUsage, "conversations", "send", "--store", st, "not-an-id", "hi")
+	mustRun(t, exitUsage, "conversations", "send", "--store", st, c.ID)
+	got = mustRun(t, exitUsage, "conversations", "send", "--store", st, "--broker", "nats://127.0.0.1:4222", "--agents", file, c.ID, "hi")
+	if !strings.Contains(got.stderr, "--agents configures the agents of a conversation served in this process") {
+		t.Errorf("send --broker --agents: stderr %q", got.stderr)
+	}
+
+	mustRun(t, exitOK, "conversations", "stop", "--store", st, c.ID)
+	n := len(fake.requests())
+	got = mustRun(t, exitFailure, "conversations", "send", "--store", st, c.ID, "still there?")
+	if !strings.Contains(got.stderr, "conversation: stopped: conversation "+c.ID) || got.stdout != "" {
+		t.Errorf("send to a stopped conversation: stdout %q, stderr %q", got.stdout, got.stderr)
+	}
+	if len(fake.requests()) != n {
+		t.Error("a message to a stopped conversation reached the model")
+	}
+}
+
+// calf chat --conversation in a terminal: the exchanges so far shown, a
+// message answered, the conversation's history read back, and a message
+// after the conversation is stopped refused with the reason.
+func TestChatConversationInTmux(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildCalf(t, dir, "test")
+	srv, _ := newFakeServer(t)
+	isolate(t)
+	st := "sqlite:" + filepath.Join(dir, "calf.db")
+	mustRun(t, exitOK, "prototypes", "add", "--store", st, convAgentsFile(t, srv.URL()))
+	c := decodeConversation(t, mustRun(t, exitOK, "conversations", "create", "--store", st, "--user", "u1", "--json").stdout)
+	mustRun(t, exitOK, "conversations", "send", "--store", st, c.ID, "first words")
+
+	script := filepath.Join(dir, "chat.sh")
+	var sb strings.Builder
+	for _, kv := range calfEnv(dir) {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.ContainsAny(k, " ;()") {
+			continue
+		}
+		fmt.Fprintf(&sb, "export %s='%s'\n", k, strings.ReplaceAll(v, "'", `'\''`))
+	}
+	fmt.Fprintf(&sb, "'%s' chat --store '%s' --conversation %s\necho \"chat exited $?\"\nsleep 600\n", bin, st, c.ID)
+	writeFile(t, script, sb.String())
+	x := newTmux(t, script)
+	s := x.waitFor("1 exchanges so far", 1)
+	if !strings.Contains(s, "conversation "+c.ID) || !strings.Contains(s, "› first words") || !strings.Contains(s, "You said: first words") {
+		t.Errorf("the chat's start:\n%s", s)
+	}
+	x.keys("hello chat", "Enter")
+	x.waitFor("You said: hello chat", 1)
+	x.keys("/history", "Enter")
+	x.waitFor("(2 exchanges)", 1)
+
+	mustRun(t, exitOK, "conversations", "stop", "--store", st, c.ID)
+	x.keys("still there?", "Enter")
+	x.waitAfter("› still there?", "not sent: conversation: stopped: conversation "+c.ID, 1)
+	x.keys("C-d")
+	x.waitFor("chat exited 0", 1)
+}
+
+func TestChatConversationUsageErrors(t *testing.T) {
+	isolate(t)
+	id := conversation.NewUUID()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"chat", "--conversation", id, "--session", "s1"}, "--session resumes a chat with the agent"},
+		{[]string{"chat", "--conversation", id, "--system", "x"}, "--system configures the built-in assistant"},
+		{[]string{"chat", "--broker", "nats://127.0.0.1:4222"}, "give it with --conversation ID"},
+		{[]string{"chat", "--conversation", "nope"}, `conversation "nope"`},
+	} {
+		got := mustRun(t, exitUsage, tc.args...)
+		if !strings.Contains(got.stderr, tc.want) {
+			t.Errorf("calf %q: stderr %q, want %q", tc.args, got.stderr, tc.want)
+		}
+	}
+}
