@@ -137,7 +137,7 @@ func TestNilRuntimeIsAnError(t *testing.T) {
 			_, err := team.ResumeRun(ctx, nil, "r1")
 			return err
 		},
-		"Cancel":    func() error { return tm.Cancel(ctx, nil, "r1", "x") },
+		"Cancel": func() error { return tm.Cancel(ctx, nil, "r1", "x") },
 		"CancelRun": func() error {
 			_, err := team.CancelRun(ctx, nil, "r1", "x")
 			return err
