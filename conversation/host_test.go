@@ -15,8 +15,6 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/broker/memory"
-	"github.com/calf-go/calf/broker/nats"
-	"github.com/calf-go/calf/broker/nats/embedded"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
 	"github.com/calf-go/calf/model"
@@ -460,30 +458,6 @@ func TestHostNoTopicParks(t *testing.T) {
 	}
 	if _, err := e.convs.Route(t.Context(), c.ID, conversation.UserParticipant, dm); !errors.Is(err, conversation.ErrNoTopic) {
 		t.Fatal(err)
-	}
-}
-
-// TestHostOnNATS: the seed's flow and a stopped conversation's refusal on
-// NATS JetStream (embedded), whose consumer groups, private subscriptions
-// (the send's wait) and duplicate window the host relies on.
-func TestHostOnNATS(t *testing.T) {
-	b, err := embedded.Open(t.Context(), t.TempDir(), &nats.Options{Backoff: func(int) time.Duration { return time.Millisecond }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	e := newHost(t, b, storemem.New(), docmemModel(), &conversation.HostOptions{DeleteChannels: true})
-	c := e.create()
-	e.say(c, "Create a docmem called project-notes")
-	if got := e.wait(c, 1)[0]; got.Message != "I've created the docmem 'project-notes' for you." {
-		t.Fatalf("answer %+v", got)
-	}
-	if _, err := e.host.Stop(t.Context(), c.ID); err != nil {
-		t.Fatal(err)
-	}
-	e.say(c, "and now?")
-	if got := e.wait(c, 2)[1]; !strings.HasPrefix(got.Message, conversation.ErrorPrefix) || !strings.Contains(got.Message, "stopped") {
-		t.Fatalf("answer %+v", got)
 	}
 }
 
