@@ -66,13 +66,15 @@ func CreateChannels(ctx context.Context, b Broker, channels ...string) error {
 }
 
 // ChannelDeleter is implemented by brokers that keep a resource per
-// channel (see [ChannelCreator]) and can remove it. A [Client] deletes its
-// inbox channel when it shuts down, so that the inboxes of clients that
-// have ended do not pile up. Brokers without such resources need not
-// implement it.
+// channel (see [ChannelCreator]), or messages they can remove by channel,
+// and can remove them. A [Client] deletes its inbox channel when it shuts
+// down, so that the inboxes of clients that have ended do not pile up.
+// Brokers without such resources need not implement it.
 type ChannelDeleter interface {
 	// DeleteChannels removes the broker's resources for channels, with the
-	// messages they hold. Deleting a channel that has none is not an error.
+	// messages they hold, or those messages where the channels have no
+	// resource of their own. Deleting a channel that has none is not an
+	// error.
 	DeleteChannels(ctx context.Context, channels ...string) error
 }
 

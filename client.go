@@ -111,8 +111,8 @@ const InboxPrefix = "calf.inbox."
 // gets its reply delivered to this client alone: callers in many processes
 // then each receive their own replies, instead of every caller receiving
 // every reply on a shared channel. Follow the inbox with [Client.Follow].
-// When the client shuts down, it deletes its inbox on a broker that keeps
-// a resource per channel (a [ChannelDeleter], such as a Kafka topic).
+// When the client shuts down, it deletes its inbox on a broker that can (a
+// [ChannelDeleter]: a Kafka topic, the messages of a NATS stream).
 func (c *Client) Inbox() string {
 	c.inboxUsed.Store(true)
 	return c.inbox

@@ -176,6 +176,23 @@
 // Dead letters are kept only while some group subscribes to
 // [calf.DeadLetterChannel]: run a named group on it to keep them.
 //
+// # Deleting channels
+//
+// A channel is a set of subjects of the stream, not a resource of its
+// own: [Broker.DeleteChannels] ([calf.ChannelDeleter]) purges the stream
+// of the messages on {Prefix}.*.{C}, in every partition, one purge
+// request per channel. A subject token is never split, so purging a.b
+// leaves the messages of a.b.c, a.bc and x.a.b. A [calf.Client] deletes
+// its inbox this way when it shuts down, and a conversation host the
+// channels of a conversation it stops, so that the messages a group has
+// not yet handled do not stay in the stream. Messages a member holds
+// when their channel is purged are handled and acknowledged as usual; one
+// handed back afterwards is not delivered again, though a 2.9 server
+// counts it outstanding for a while, so that a member taking its
+// partition over then waits for it until its takeover gate gives up.
+// The stream and the consumers stay, and messages published on the
+// channel afterwards are kept as any others.
+//
 // # Closing
 //
 // Closing a subscription stops its fetching, cancels its handlers'
