@@ -23,6 +23,11 @@ type RecoverOptions struct {
 	// runs are left alone (a caller that submits an ended run again gets
 	// its output anyway).
 	EndedAfter time.Time
+	// Runs, when not nil, limits recovery to the runs of these ids, each read
+	// by its id rather than by listing every run of the store; an id with
+	// no run record is skipped. WrittenBefore and EndedAfter apply to them
+	// as to the others. Default: every run of the agent.
+	Runs []string
 }
 
 // recoverPage is how many run records Recover reads at a time.
@@ -41,8 +46,8 @@ const recoverPage = 256
 // harmless duplicates: the handlers recognise them and neither the model
 // nor a tool whose outcome is recorded is called again.
 //
-// Recover reads the runs of every agent in the store and skips those of
-// other agents. A record that does not decode is skipped and reported in
+// Recover reads the runs of every agent in the store (or those that
+// RecoverOptions.Runs names) and skips those of other agents. A record that does not decode is skipped and reported in
 // the returned error, after the other runs have been recovered.
 func (a *Agent[Out]) Recover(ctx context.Context, rt *Runtime, opts *RecoverOptions) (int, error) {
 	rt, err := a.onDemand(ctx, rt)
@@ -56,46 +61,67 @@ func (a *Agent[Out]) Recover(ctx context.Context, rt *Runtime, opts *RecoverOpti
 	h := &handlers[Out]{a: a, rt: rt}
 	var n int
 	var errs []error
+	// one recovers the run of rec; it returns an error only when ctx ends.
+	one := func(rec store.Record) error {
+		if !o.WrittenBefore.IsZero() && !rec.UpdatedAt.Before(o.WrittenBefore) {
+			return nil
+		}
+		st, err := decodeRunState(rec.Data)
+		if err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		if st.Agent != a.name {
+			return nil
+		}
+		// The events inherit the run's metadata as if emitted while
+		// handling one of its messages.
+		rctx := calf.ContextWithMessage(ctx, &calf.Message{
+			Metadata: calf.Metadata{CorrelationID: st.correlationID(), RunID: st.RunID, SessionID: st.SessionID},
+		})
+		if st.Status.Terminal() {
+			if o.EndedAfter.IsZero() || st.EndedAt.Before(o.EndedAfter) {
+				return nil
+			}
+			err = h.finish(rctx, st)
+		} else {
+			err = h.next(rctx, st)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("agent %s: recover: %w", a.name, context.Cause(ctx))
+			}
+			errs = append(errs, fmt.Errorf("run %s: %w", st.RunID, err))
+			return nil
+		}
+		n++
+		return nil
+	}
+	if o.Runs != nil {
+		for _, id := range o.Runs {
+			rec, err := rt.store.Get(ctx, store.KindRun, id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return n, fmt.Errorf("agent %s: recover: read run %s: %w", a.name, id, err)
+			}
+			if err := one(rec); err != nil {
+				return n, err
+			}
+		}
+	}
 	after := ""
-	for {
+	for o.Runs == nil {
 		recs, err := rt.store.List(ctx, store.KindRun, "", after, recoverPage)
 		if err != nil {
 			return n, fmt.Errorf("agent %s: recover: list runs: %w", a.name, err)
 		}
 		for _, rec := range recs {
 			after = rec.ID
-			if !o.WrittenBefore.IsZero() && !rec.UpdatedAt.Before(o.WrittenBefore) {
-				continue
+			if err := one(rec); err != nil {
+				return n, err
 			}
-			st, err := decodeRunState(rec.Data)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if st.Agent != a.name {
-				continue
-			}
-			// The events inherit the run's metadata as if emitted while
-			// handling one of its messages.
-			rctx := calf.ContextWithMessage(ctx, &calf.Message{
-				Metadata: calf.Metadata{CorrelationID: st.correlationID(), RunID: st.RunID, SessionID: st.SessionID},
-			})
-			if st.Status.Terminal() {
-				if o.EndedAfter.IsZero() || st.EndedAt.Before(o.EndedAfter) {
-					continue
-				}
-				err = h.finish(rctx, st)
-			} else {
-				err = h.next(rctx, st)
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return n, fmt.Errorf("agent %s: recover: %w", a.name, context.Cause(ctx))
-				}
-				errs = append(errs, fmt.Errorf("run %s: %w", st.RunID, err))
-				continue
-			}
-			n++
 		}
 		if len(recs) < recoverPage {
 			break
