@@ -237,6 +237,19 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 	} else if c.Status != StatusRunning {
 		stopped = true
 	}
+	answer := block == nil || stopped
+	if answer {
+		if stopped && block != nil {
+			text = ErrorPrefix + "conversation " + ref.Conversation + " is stopped"
+		}
+		// The answer goes before the queue moves on: a process that ends
+		// in between leaves the message current, and whoever carries it
+		// on (a redelivery, Host.Recover) sends the same answer, by its
+		// id, rather than none.
+		if err := h.reply(ctx, ref.Conversation, ref.Instance, ref.From, text, ref.Correlation, derive("answer", ref.Base)); err != nil {
+			return err
+		}
+	}
 	var next *inboxEntry
 	var refused []inboxEntry
 	_, err := store.Update(ctx, h.convs.s, KindInbox, ref.Conversation+"/"+ref.Instance, func(data []byte, exists bool) ([]byte, error) {
@@ -256,7 +269,7 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 			}
 			return nil, nil
 		}
-		if block != nil && !stopped {
+		if !answer {
 			b.Round++
 			return json.Marshal(b)
 		}
@@ -275,16 +288,11 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 	if err != nil {
 		return err
 	}
-	if block != nil && !stopped {
+	if !answer {
+		// After the round is recorded: the next round's output must find
+		// it.
 		if _, err := h.rt.Client().Emit(ctx, HostRunBlockChannel, block, calf.WithID(derive("runblock", ref.runID())),
 			calf.WithKey(ref.runID()), calf.WithMetadata(calf.Metadata{CorrelationID: ref.runID()})); err != nil {
-			return err
-		}
-	} else {
-		if stopped && block != nil {
-			text = ErrorPrefix + "conversation " + ref.Conversation + " is stopped"
-		}
-		if err := h.reply(ctx, ref.Conversation, ref.Instance, ref.From, text, ref.Correlation, derive("answer", ref.Base)); err != nil {
 			return err
 		}
 	}
