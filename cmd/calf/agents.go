@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/docmem"
 	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
@@ -147,4 +149,63 @@ func (f *agentFlags) prototypeAgent(ctx context.Context, p conversation.Prototyp
 		return nil, failure(fmt.Errorf("--agents: prototype %s: %w", p.Name, err))
 	}
 	return a, nil
+}
+
+// newHost makes the conversation host of calf worker --agents, calf serve
+// --agents and the conversations served in the process of calf chat
+// --conversation and calf conversations send: the prototypes protos
+// registered in the runtime's store first (replacing those of the same
+// names), then a host of the store's conversations whose agents take the
+// agent-wide flags as the file's agents do (--model for the prototypes
+// that name none, --root, --max-turns, --timeout, --hook, and the --mcp
+// servers shared by all of them), with the prototypes' MCP servers on
+// package mcp and docmem-agent served by package conversation/docmem.
+// opts holds the host's other options (DeleteChannels, Concurrency,
+// MaxAttempts).
+func (f *agentFlags) newHost(ctx context.Context, rt *agent.Runtime, protos []conversation.Prototype, getenv func(string) string,
+	opts conversation.HostOptions) (*conversation.Host, error) {
+	st := rt.Store()
+	convs := conversation.NewConversations(st, nil)
+	if len(protos) > 0 {
+		if err := convs.Prototypes().RegisterAll(ctx, protos, true); err != nil {
+			return nil, failure(err)
+		}
+	}
+	hooks, err := f.commandHooks()
+	if err != nil {
+		return nil, err
+	}
+	servers, err := f.mcpServers()
+	if err != nil {
+		return nil, err
+	}
+	opts.Model, opts.Root, opts.MCP = f.openModel(context.WithoutCancel(ctx), getenv), f.root, mcpToolset
+	opts.Agent = &agent.Options{MaxTurns: f.maxTurns, Timeout: f.timeout, Hooks: hooks, Toolsets: servers}
+	opts.Code = map[string]conversation.CodeHandler{docmemPrototype: docmem.New(st, nil).CodeHandler()}
+	return conversation.New(rt, convs, &opts), nil
+}
+
+// serveHost serves host until the runtime's client shuts down. On a
+// broker inside this process (inProcess), which lost the messages a
+// previous process left in flight, it then carries on the messages whose
+// answers were in progress (Host.Recover); what cannot be carried on is
+// reported on warn, and waits for a process that can.
+func serveHost(ctx context.Context, host *conversation.Host, inProcess bool, warn io.Writer) error {
+	sctx := context.WithoutCancel(ctx)
+	if err := host.Serve(sctx); err != nil {
+		return failure(err)
+	}
+	if !inProcess {
+		return nil
+	}
+	if _, err := host.Recover(ctx); err != nil {
+		if ctx.Err() != nil {
+			return failure(err)
+		}
+		if warn == nil {
+			warn = io.Discard
+		}
+		fmt.Fprintf(warn, "calf: warning: the messages left unanswered by a previous process: %v\n", err)
+	}
+	return nil
 }

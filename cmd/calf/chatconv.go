@@ -29,7 +29,8 @@ func chatConversation(cmd *cobra.Command, f *chatFlags, getenv func(string) stri
 			return usageError(fmt.Errorf("--%s configures the built-in assistant; a conversation's agents are made of its prototypes", b.name))
 		}
 	}
-	lf := &linkFlags{agentFlags: f.agentFlags, conversation: f.conversation, store: f.store, broker: f.broker, user: f.user, changed: cmd.Flags().Changed}
+	lf := &linkFlags{agentFlags: f.agentFlags, conversation: f.conversation, store: f.store, broker: f.broker, user: f.user, changed: cmd.Flags().Changed,
+		stderr: cmd.ErrOrStderr()}
 	l, err := openLink(ctx, lf, getenv)
 	if err != nil {
 		return err

@@ -117,7 +117,7 @@ their agents made as calf worker makes them: --model, --max-turns,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			lf.conversation, lf.store, lf.changed = args[0], storeURL, cmd.Flags().Changed
+			lf.conversation, lf.store, lf.changed, lf.stderr = args[0], storeURL, cmd.Flags().Changed, cmd.ErrOrStderr()
 			return sendConversation(cmd.Context(), &lf, args[1], wait, sendJSON, getenv, cmd.OutOrStdout())
 		},
 	}

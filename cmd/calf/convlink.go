@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -12,7 +13,6 @@ import (
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
-	"github.com/calf-go/calf/conversation/docmem"
 	"github.com/calf-go/calf/store"
 )
 
@@ -28,6 +28,8 @@ type linkFlags struct {
 	user         string
 	// changed reports whether a flag was given.
 	changed func(name string) bool
+	// stderr receives the warnings of a host in this process.
+	stderr io.Writer
 }
 
 // hostFlagNames are the agent flags that apply to the agents of a host: the
@@ -121,11 +123,6 @@ func openLink(ctx context.Context, f *linkFlags, getenv func(string) string) (l 
 		return nil, err
 	}
 	l.convs = conversation.NewConversations(l.st, nil)
-	if len(protos) > 0 {
-		if err := l.convs.Prototypes().RegisterAll(ctx, protos, true); err != nil {
-			return nil, failure(err)
-		}
-	}
 	if l.conv, err = l.convs.Get(ctx, f.conversation); err != nil {
 		return nil, failure(err)
 	}
@@ -147,7 +144,7 @@ func openLink(ctx context.Context, f *linkFlags, getenv func(string) string) (l 
 	}
 	l.client = calf.NewClient(l.broker, nil)
 	if hosted {
-		if err := l.serve(ctx, &f.agentFlags, getenv); err != nil {
+		if err := l.serve(ctx, &f.agentFlags, protos, getenv, f.stderr); err != nil {
 			return nil, err
 		}
 	}
@@ -155,23 +152,15 @@ func openLink(ctx context.Context, f *linkFlags, getenv func(string) string) (l 
 }
 
 // serve runs a host of the conversations on the link's client, its agents
-// made as calf worker --agents makes them.
-func (l *convLink) serve(ctx context.Context, f *agentFlags, getenv func(string) string) error {
-	hooks, err := f.commandHooks()
+// made as calf worker --agents makes them, the prototypes protos
+// registered first, and carries on the messages a previous process left
+// unanswered.
+func (l *convLink) serve(ctx context.Context, f *agentFlags, protos []conversation.Prototype, getenv func(string) string, warn io.Writer) error {
+	host, err := f.newHost(ctx, agent.NewRuntime(l.client, l.st, runtimeOptions(ctx)), protos, getenv, conversation.HostOptions{})
 	if err != nil {
 		return err
 	}
-	servers, err := f.mcpServers()
-	if err != nil {
-		return err
-	}
-	sctx := context.WithoutCancel(ctx)
-	host := conversation.New(agent.NewRuntime(l.client, l.st, runtimeOptions(ctx)), l.convs, &conversation.HostOptions{
-		Model: f.openModel(sctx, getenv), Root: f.root, MCP: mcpToolset,
-		Agent: &agent.Options{MaxTurns: f.maxTurns, Timeout: f.timeout, Hooks: hooks, Toolsets: servers},
-		Code:  map[string]conversation.CodeHandler{docmemPrototype: docmem.New(l.st, nil).CodeHandler()},
-	})
-	return failure(host.Serve(sctx))
+	return serveHost(ctx, host, true, warn)
 }
 
 // close shuts the client down, letting its handlers finish, then closes

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
 )
 
 // convAgentsFile is a prototypes file of one conversational agent on the
@@ -141,5 +147,69 @@ func TestChatConversationUsageErrors(t *testing.T) {
 		if !strings.Contains(got.stderr, tc.want) {
 			t.Errorf("calf %q: stderr %q, want %q", tc.args, got.stderr, tc.want)
 		}
+	}
+}
+
+// calf conversations send killed with SIGKILL while its message is being
+// answered, on the embedded default (the in-process broker, SQLite): the
+// next send carries that message on first (its answer in the entry
+// instance's session before the new message), then answers its own.
+func TestConversationsSendRecoversAfterKill(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildCalf(t, dir, "test")
+	isolate(t)
+	calls := make(chan struct{}, 10)
+	var n atomic.Int32
+	var mu sync.Mutex
+	var last *model.Request
+	srv := modeltest.NewServer(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		calls <- struct{}{}
+		if n.Add(1) == 1 {
+			<-ctx.Done() // the first call never answers: its process is killed
+			return nil, ctx.Err()
+		}
+		mu.Lock()
+		last = req
+		mu.Unlock()
+		return modeltest.Text("You said: " + req.Messages[len(req.Messages)-1].Text()), nil
+	})
+	t.Cleanup(srv.Close)
+	st := "sqlite:" + filepath.Join(dir, "calf.db")
+	mustRun(t, exitOK, "prototypes", "add", "--store", st, convAgentsFile(t, srv.URL()))
+	c := decodeConversation(t, mustRun(t, exitOK, "conversations", "create", "--store", st, "--user", "u1", "--json").stdout)
+
+	first := exec.Command(bin, "conversations", "send", "--store", st, c.ID, "first words")
+	first.Env = calfEnv(dir, envAPIKey+"=test")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = first.Process.Kill(); _ = first.Wait() })
+	select {
+	case <-calls:
+	case <-time.After(time.Minute):
+		t.Fatal("the model was not called")
+	}
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+
+	got := mustRun(t, exitOK, "conversations", "send", "--store", st, "--wait", "30s", c.ID, "second words")
+	if got.stdout != "You said: second words\n" {
+		t.Errorf("send printed %q", got.stdout)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var seen []string
+	for _, msg := range last.Messages {
+		if msg.Role != model.RoleSystem {
+			seen = append(seen, string(msg.Role)+": "+msg.Text())
+		}
+	}
+	if want := "user: first words|assistant: You said: first words|user: second words"; strings.Join(seen, "|") != want {
+		t.Errorf("the model saw %q, want %q", strings.Join(seen, "|"), want)
+	}
+	if k := n.Load(); k != 3 {
+		t.Errorf("%d model calls, want 3 (the first message's twice, the second's once)", k)
 	}
 }

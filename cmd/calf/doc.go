@@ -193,7 +193,10 @@
 //	                  serves it on the prototypes registered in --store,
 //	                  after registering those of --agents FILE, their
 //	                  agents made as calf worker makes them (--root,
-//	                  --model, --max-turns, --timeout, --hook, --mcp)
+//	                  --model, --max-turns, --timeout, --hook, --mcp); it
+//	                  first carries on the messages whose answers an earlier
+//	                  process left in progress, so that those queued behind
+//	                  them follow
 //	--user U          the user's id on the messages (default: the
 //	                  conversation's user; another user's conversation is
 //	                  refused)
@@ -209,6 +212,15 @@
 //	--token TOKEN     require a bearer TOKEN or USER:TOKEN (repeatable;
 //	                  default $CALF_SERVE_TOKEN); required when --addr is not
 //	                  a loopback address
+//
+// With --agents FILE it offers the file's conversations too
+// (docs/conversations.md): the conversations API under /v1/conversations
+// and the conversations of the web chat. It registers the file's
+// prototypes in --store, as calf worker --agents does, and on the
+// in-process broker serves them in this process, carrying on first the
+// messages whose answers a previous process left in progress; on a shared
+// broker it serves them with --serve, and otherwise calf worker --agents
+// processes do.
 //
 // # calf worker
 //

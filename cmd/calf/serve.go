@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/calf-go/calf/adapters"
+	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/server"
 )
@@ -32,6 +35,9 @@ POST /v1/responses, streaming or not. A request is stateless, its messages being
 conversation, unless it carries a Calf-Session-Id header: the run then continues that
 session. Runs are kept in --store; with a shared broker they run in calf worker processes.
 A web chat is at http://ADDR/ and the run inspector at http://ADDR/inspect.html.
+With --agents FILE the file's conversations are offered too, at /v1/conversations and in
+the web chat: the file's prototypes are registered in --store and, on the in-process
+broker or with --serve, served here; otherwise calf worker --agents processes serve them.
 
 It listens on loopback unless --addr says otherwise, and then only with bearer tokens
 (--token, or $` + envServeToken + `, whose entries are separated by commas). A token is
@@ -103,9 +109,33 @@ func serve(cmd *cobra.Command, f serveFlags, getenv func(string) string) error {
 		return err
 	}
 	defer e.close()
-	s, err := server.New(e.rt, []runner.Runner{runner.Agent(e.agent)}, &server.Options{Addr: f.addr, Tokens: tokens, Log: e.log})
+	// With --agents, the file's conversations too: its prototypes
+	// registered and a host, served here when the agent is.
+	var host *conversation.Host
+	if f.agentsFile != "" {
+		protos, err := f.loadAgents()
+		if err != nil {
+			return err
+		}
+		if host, err = f.newHost(ctx, e.rt, protos, getenv, conversation.HostOptions{DeleteChannels: true}); err != nil {
+			return err
+		}
+	}
+	s, err := server.New(e.rt, []runner.Runner{runner.Agent(e.agent)}, &server.Options{Addr: f.addr, Tokens: tokens, Log: e.log, Conversations: host})
 	if err != nil {
 		return failure(err)
+	}
+	if host != nil {
+		// The recorder first, so that the answers of the messages
+		// carried on are in the histories.
+		if err := s.RecordConversations(context.WithoutCancel(ctx)); err != nil {
+			return failure(err)
+		}
+		if f.serve || adapters.InProcess(f.broker) {
+			if err := serveHost(ctx, host, adapters.InProcess(f.broker), cmd.ErrOrStderr()); err != nil {
+				return err
+			}
+		}
 	}
 	l, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -114,6 +144,9 @@ func serve(cmd *cobra.Command, f serveFlags, getenv func(string) string) error {
 	base := "http://" + l.Addr().String()
 	fmt.Fprintf(cmd.ErrOrStderr(), "calf: serving agent %s at %s/v1 (OpenAI-compatible; model %q)\n", e.agent.Name(), base, e.agent.Name())
 	fmt.Fprintf(cmd.ErrOrStderr(), "calf: web chat at %s/\ncalf: run inspector at %s/inspect.html\n", base, base)
+	if host != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "calf: conversations of the --agents prototypes at %s/v1/conversations\n", base)
+	}
 	if err := s.Serve(ctx, l); err != nil {
 		return failure(err)
 	}

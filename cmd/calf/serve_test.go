@@ -212,3 +212,62 @@ func TestServePrintsURLs(t *testing.T) {
 		}
 	}
 }
+
+// calf serve --agents offers the file's conversations: one created over
+// HTTP, a message posted, and the conversation read back with the answer
+// of its entry instance, served in the process on the embedded default.
+func TestServeConversations(t *testing.T) {
+	isolate(t)
+	srv, _ := newFakeServer(t)
+	file := convAgentsFile(t, srv.URL())
+	addr := freeAddr(t)
+	serveInBackground(t, "serve", "--store", "sqlite:"+filepath.Join(t.TempDir(), "calf.db"), "--agents", file, "--addr", addr)
+	waitListening(t, addr)
+	do := func(method, path, body string, want int) []byte {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), method, "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, data, want)
+		}
+		return data
+	}
+	var c struct {
+		ID    string `json:"id"`
+		Entry string `json:"entry"`
+	}
+	if err := json.Unmarshal(do("POST", "/v1/conversations", `{"description":"From the API"}`, http.StatusCreated), &c); err != nil || c.ID == "" {
+		t.Fatalf("created %+v, %v", c, err)
+	}
+	do("POST", "/v1/conversations/"+c.ID+"/messages", `{"message":"hello there"}`, http.StatusAccepted)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var v struct {
+			Messages []struct {
+				From    string `json:"from"`
+				To      string `json:"to"`
+				Message string `json:"message"`
+			} `json:"messages"`
+		}
+		data := do("GET", "/v1/conversations/"+c.ID, "", http.StatusOK)
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Messages) == 2 {
+			if m := v.Messages[1]; m.From != c.Entry || m.To != "user" || m.Message != "You said: hello there" {
+				t.Fatalf("the answer: %+v", m)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer in the conversation: %s", data)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -16,7 +16,6 @@ import (
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
-	"github.com/calf-go/calf/conversation/docmem"
 	"github.com/calf-go/calf/eventlog"
 )
 
@@ -184,28 +183,14 @@ func runWorker(ctx context.Context, f workerFlags, agentSet bool, getenv func(st
 	if protos != nil {
 		// The conversations of the file's prototypes: registered (the
 		// file's version replacing the store's), then served.
-		convs := conversation.NewConversations(st, nil)
-		if err := convs.Prototypes().RegisterAll(ctx, protos, true); err != nil {
-			return failure(err)
-		}
-		// The agents of conversations take the agent-wide flags as the
-		// file's agents served above do; the --mcp servers are shared.
-		hooks, err := f.commandHooks()
-		if err != nil {
-			return err
-		}
-		servers, err := f.mcpServers()
-		if err != nil {
-			return err
-		}
-		host := conversation.New(w.Runtime(), convs, &conversation.HostOptions{
-			Model: f.openModel(sctx, getenv), Root: f.root, DeleteChannels: true, MCP: mcpToolset,
-			Agent:       &agent.Options{MaxTurns: f.maxTurns, Timeout: f.timeout, Hooks: hooks, Toolsets: servers},
-			Code:        map[string]conversation.CodeHandler{docmemPrototype: docmem.New(st, nil).CodeHandler()},
-			Concurrency: f.concurrency, MaxAttempts: f.maxAttempts,
+		host, err := f.newHost(ctx, w.Runtime(), protos, getenv, conversation.HostOptions{
+			DeleteChannels: true, Concurrency: f.concurrency, MaxAttempts: f.maxAttempts,
 		})
-		if err := host.Serve(sctx); err != nil {
-			return failure(err)
+		if err != nil {
+			return err
+		}
+		if err := serveHost(sctx, host, false, stderr); err != nil {
+			return err
 		}
 	}
 	if f.record {
