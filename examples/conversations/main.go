@@ -205,6 +205,14 @@ func start(ctx context.Context, m model.Model, cfg config) (s *system, err error
 	if err != nil {
 		return nil, err
 	}
+	// On a broker inside this process, which lost what the program's
+	// previous run left in flight, the messages it left unanswered in a
+	// durable store (-store sqlite:PATH) are carried on.
+	if calf.IsLocal(s.broker) {
+		if _, err := s.host.Recover(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
