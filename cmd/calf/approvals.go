@@ -118,13 +118,7 @@ func listApprovals(ctx context.Context, storeURL, run string, all, asJSON bool, 
 		return failure(err)
 	}
 	if asJSON {
-		enc := json.NewEncoder(out)
-		for _, r := range reqs {
-			if err := enc.Encode(r); err != nil {
-				return failure(err)
-			}
-		}
-		return nil
+		return failure(jsonLines(out, reqs))
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tAGENT\tTOOL\tKIND\tARGUMENTS\tSTATUS\tREQUESTED")

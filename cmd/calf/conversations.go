@@ -183,13 +183,7 @@ func listConversations(ctx context.Context, storeURL string, asJSON bool, out io
 		return failure(err)
 	}
 	if asJSON {
-		enc := json.NewEncoder(out)
-		for _, c := range cs {
-			if err := enc.Encode(c); err != nil {
-				return failure(err)
-			}
-		}
-		return nil
+		return failure(jsonLines(out, cs))
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUSER\tSTATUS\tCREATED\tENTRY\tDESCRIPTION")

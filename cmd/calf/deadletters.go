@@ -118,13 +118,7 @@ func listDeadLetters(ctx context.Context, storeURL string, asJSON bool, out io.W
 		return cmp.Or(a.Time.Compare(b.Time), strings.Compare(a.ID, b.ID))
 	})
 	if asJSON {
-		enc := json.NewEncoder(out)
-		for _, r := range recs {
-			if err := enc.Encode(r); err != nil {
-				return failure(err)
-			}
-		}
-		return nil
+		return failure(jsonLines(out, recs))
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tCHANNEL\tGROUP\tATTEMPTS\tERROR\tTIME\tREPLAYED")

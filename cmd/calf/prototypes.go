@@ -152,13 +152,7 @@ func listPrototypes(ctx context.Context, storeURL string, asJSON bool, out io.Wr
 		return failure(err)
 	}
 	if asJSON {
-		enc := json.NewEncoder(out)
-		for _, p := range ps {
-			if err := enc.Encode(p); err != nil {
-				return failure(err)
-			}
-		}
-		return nil
+		return failure(jsonLines(out, ps))
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tMODEL\tTOOLS\tSUBAGENTS\tROLE")

@@ -110,13 +110,7 @@ func listRuns(ctx context.Context, storeURL string, f runFilter, asJSON bool, ou
 		return failure(err)
 	}
 	if asJSON {
-		enc := json.NewEncoder(out)
-		for _, r := range runs {
-			if err := enc.Encode(r); err != nil {
-				return failure(err)
-			}
-		}
-		return nil
+		return failure(jsonLines(out, runs))
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tNAME\tSTATUS\tSTEP\tSTARTED\tREASON")

@@ -378,3 +378,14 @@ func (v *jsonView) show(ev agent.Event) error {
 }
 
 func (v *jsonView) close() error { return nil }
+
+// jsonLines writes each item as a line of JSON, for the --json listings.
+func jsonLines[T any](out io.Writer, items []T) error {
+	enc := json.NewEncoder(out)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
