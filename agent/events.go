@@ -253,4 +253,8 @@ type OutputEvent struct {
 	Deltas int `json:"deltas,omitempty"`
 	// Guardrail, for a run a guardrail ended, says which, and why.
 	Guardrail *GuardrailTrip `json:"guardrail,omitempty"`
+	// NotServed, for a run that did not complete, says that no process
+	// serves its agent, or the agent of a run it started (a subagent, the
+	// run a handoff continues into): Error names which.
+	NotServed bool `json:"not_served,omitempty"`
 }

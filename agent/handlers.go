@@ -45,12 +45,26 @@ type ServeOptions struct {
 // The subscriptions last until the runtime's client shuts down. The
 // agent's tools are fixed from then on: [Agent.AddTool] refuses. On a
 // runtime that serves on demand ([RuntimeOptions.ServeOnDemand]), Run,
-// RunStream and Submit then do not serve the agent again. A nil rt
+// RunStream and Submit then do not serve the agent again, and the agents
+// its runs may delegate to (its handoff targets and subagents, and
+// theirs, when they are agents of this process) are served with it. A nil rt
 // returns an error matching [ErrNoRuntime].
 func (a *Agent[Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOptions) error {
 	if rt == nil {
 		return fmt.Errorf("agent %s: serve: %w", a.name, ErrNoRuntime)
 	}
+	if err := a.serveLocked(ctx, rt, opts); err != nil {
+		return err
+	}
+	if rt.serveOnDemand {
+		// What its runs delegate to is served on demand too.
+		return serveDelegates(ctx, rt, a)
+	}
+	return nil
+}
+
+// serveLocked is serve under the agent's served lock, recording rt.
+func (a *Agent[Out]) serveLocked(ctx context.Context, rt *Runtime, opts *ServeOptions) error {
 	a.served.mu.Lock()
 	defer a.served.mu.Unlock()
 	if err := a.serve(ctx, rt, opts); err != nil {
@@ -485,11 +499,16 @@ func (h *handlers[Out]) emitResult(ctx context.Context, run string, ev ToolResul
 // fail marks the run failed (unless it has ended already) and emits its
 // output.
 func (h *handlers[Out]) fail(ctx context.Context, id, reason string) error {
+	return h.failed(ctx, id, reason, false)
+}
+
+// failed is fail, marking the run [runState.NotServed] when notServed.
+func (h *handlers[Out]) failed(ctx context.Context, id, reason string, notServed bool) error {
 	st, err := h.rt.runs.Update(ctx, id, func(st *runState) (bool, error) {
 		if st.Status.Terminal() {
 			return false, nil
 		}
-		st.Status, st.Error, st.EndedAt = RunFailed, reason, h.rt.now()
+		st.Status, st.Error, st.EndedAt, st.NotServed = RunFailed, reason, h.rt.now(), notServed
 		return true, nil
 	})
 	if err != nil {
@@ -602,7 +621,7 @@ func (h *handlers[Out]) endHooks(ctx context.Context, st *runState, event HookEv
 
 func (rt *Runtime) emitOutput(ctx context.Context, st *runState) error {
 	spent := st.spent()
-	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: spent.Usage, Cost: spent.Cost, Steps: st.Step, RunID: st.RunID, Agent: st.Agent, Chain: st.Chain, Deltas: st.Deltas, Guardrail: st.Guardrail}
+	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: spent.Usage, Cost: spent.Cost, Steps: st.Step, RunID: st.RunID, Agent: st.Agent, Chain: st.Chain, Deltas: st.Deltas, Guardrail: st.Guardrail, NotServed: st.NotServed}
 	switch st.Status {
 	case RunComplete:
 		ev.Status = OutputComplete

@@ -335,6 +335,9 @@ func (h *handlers[Out]) emitHandoff(ctx context.Context, st *runState) error {
 	if err != nil {
 		return err
 	}
+	if refused, err := h.rt.refuseUnserved(ctx, to.Agent, m, &in); err != nil || refused {
+		return err
+	}
 	// The next run has an invoke_agent span of its own, in the trace of
 	// the run that handed off: its start, as for a submitted run.
 	_, span := h.rt.tel.Invoke(telemetry.StartedBy(ctx), to.Agent, m)

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
-	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/local"
 	"github.com/calf-go/calf/model/modeltest"
-	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -16,9 +14,10 @@ import (
 // answers: the caller of the triage run gets the billing agent's output.
 func ExampleHandoff() {
 	ctx := context.Background()
-	b := memory.New(nil)
-	defer b.Close()
-	rt := agent.NewRuntime(calf.NewClient(b, nil), storemem.New(), nil)
+	// A runtime of this process, which serves on demand: the first run
+	// serves the agent and every agent it may delegate to.
+	rt := local.New(nil)
+	defer rt.Client().Broker().Close()
 
 	billing := agent.Must(agent.New("billing",
 		modeltest.NewTestModel(modeltest.Text("Your invoice was resent.")),
@@ -29,11 +28,6 @@ func ExampleHandoff() {
 	triage := agent.Must(agent.New("triage",
 		modeltest.NewTestModel(modeltest.ToolCalls(modeltest.Call("c1", "transfer_to_billing", `{"context":"Needs invoice 12 again."}`))),
 		&agent.Options{Tools: []tool.Tool{transfer}}))
-	for _, a := range []*agent.Agent[string]{triage, billing} {
-		if err := a.Serve(ctx, rt, nil); err != nil {
-			panic(err)
-		}
-	}
 	out, err := triage.Run(ctx, rt, "I never got my invoice", &agent.RunOptions{RunID: "r1"})
 	if err != nil {
 		panic(err)

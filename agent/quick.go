@@ -38,8 +38,9 @@ func (s *servedOn) add(rt *Runtime) {
 
 // onDemand returns rt with the agent served on it in this process when rt
 // serves on demand ([RuntimeOptions.ServeOnDemand]; once: not again if
-// [Agent.Serve] served it there), or an error matching [ErrNoRuntime]
-// when rt is nil.
+// [Agent.Serve] served it there), with every agent its runs may delegate
+// to (see [Agent.delegates]), or an error matching [ErrNoRuntime] when rt
+// is nil.
 func (a *Agent[Out]) onDemand(ctx context.Context, rt *Runtime) (*Runtime, error) {
 	if rt == nil {
 		return nil, ErrNoRuntime
@@ -47,16 +48,86 @@ func (a *Agent[Out]) onDemand(ctx context.Context, rt *Runtime) (*Runtime, error
 	if !rt.serveOnDemand {
 		return rt, nil
 	}
+	first, err := a.serveOnce(ctx, rt)
+	if err != nil {
+		return nil, err
+	}
+	if first {
+		if err := serveDelegates(ctx, rt, a); err != nil {
+			return nil, err
+		}
+	}
+	return rt, nil
+}
+
+// serveOnce serves the agent on rt unless it is served there already,
+// and reports whether it served it now.
+func (a *Agent[Out]) serveOnce(ctx context.Context, rt *Runtime) (bool, error) {
 	a.served.mu.Lock()
 	defer a.served.mu.Unlock()
 	if a.served.on[rt] {
-		return rt, nil
+		return false, nil
 	}
 	// The handlers live as long as the runtime's client: not bound to the
 	// context of the first run.
 	if err := a.serve(context.WithoutCancel(ctx), rt, nil); err != nil {
-		return nil, fmt.Errorf("agent %s: serve on demand: %w", a.name, err)
+		return false, fmt.Errorf("agent %s: serve on demand: %w", a.name, err)
 	}
 	a.served.add(rt)
-	return rt, nil
+	return true, nil
+}
+
+// delegator is an agent of this process whose runs may start runs of
+// other agents (handoff targets, subagents), which a runtime that serves
+// on demand serves with it.
+type delegator interface {
+	Target
+	serveOnce(ctx context.Context, rt *Runtime) (bool, error)
+	delegates() []Target
+}
+
+// serveDelegates serves on rt, which serves on demand, every agent of
+// this process that a run of from may reach through handoffs and
+// subagent tools, directly or through the agents it reaches: a run that
+// hands off or delegates on the quick path never waits for an agent no
+// process serves. Targets known by name only ([Named]) are served
+// elsewhere, or not at all: their runs fail with [ErrNotServed].
+func serveDelegates(ctx context.Context, rt *Runtime, from delegator) error {
+	seen := map[delegator]bool{from: true}
+	queue := from.delegates()
+	for len(queue) > 0 {
+		t := queue[0]
+		queue = queue[1:]
+		d, ok := t.(delegator)
+		if !ok || seen[d] {
+			continue
+		}
+		seen[d] = true
+		if _, err := d.serveOnce(ctx, rt); err != nil {
+			return fmt.Errorf("agent %s: serve %s, which its runs may delegate to: %w", from.Name(), d.Name(), err)
+		}
+		queue = append(queue, d.delegates()...)
+	}
+	return nil
+}
+
+// delegates lists the agents a run of a may start runs of: the targets of
+// its handoff tools and of its subagent tools.
+func (a *Agent[Out]) delegates() []Target {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	var out []Target
+	for _, name := range a.tools.Names() {
+		t, ok := a.tools.Get(name)
+		if !ok {
+			continue
+		}
+		switch t := t.(type) {
+		case *handoffTool:
+			out = append(out, t.target)
+		case *subagentTool:
+			out = append(out, t.targets...)
+		}
+	}
+	return out
 }

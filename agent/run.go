@@ -376,6 +376,9 @@ func (a *Agent[Out]) result(ctx context.Context, rt *Runtime, id string, ev *Out
 		}
 		re := agentRunError(name, id, status, ev.Error)
 		re.Guardrail = ev.Guardrail
+		if ev.NotServed {
+			re.Err = ErrNotServed
+		}
 		return nil, re
 	}
 	// The run has ended: read it through an outage of the store rather
@@ -401,6 +404,9 @@ func (a *Agent[Out]) outputOf(st *runState) (*Output[Out], error) {
 	if st.Status != RunComplete {
 		re := agentRunError(st.Agent, st.RunID, st.Status, st.Error)
 		re.Guardrail = st.Guardrail
+		if st.NotServed {
+			re.Err = ErrNotServed
+		}
 		return nil, re
 	}
 	// The output is the caller's to change: it shares nothing with the
@@ -517,6 +523,19 @@ func (a *Agent[Out]) Submit(ctx context.Context, rt *Runtime, prompt string, opt
 	if err != nil {
 		return "", err
 	}
+	if opts != nil && opts.Parent != "" {
+		// A child run (a team member's, a workflow node's): what waits on
+		// it learns at once when no process serves the agent.
+		var in InputEvent
+		if err := msg.Decode(&in); err != nil {
+			return "", err
+		}
+		if refused, err := rt.refuseUnserved(ctx, a.name, msg, &in); err != nil {
+			return "", fmt.Errorf("agent %s: submit run: %w", a.name, err)
+		} else if refused {
+			return msg.Metadata.RunID, nil
+		}
+	}
 	// The span of a submitted run is its start: the caller does not wait.
 	_, span := rt.tel.Invoke(ctx, a.name, msg)
 	err = rt.publishInput(ctx, msg)
@@ -584,6 +603,9 @@ func (a *Agent[Out]) DecodeOutput(ev *OutputEvent) (Out, error) {
 		}
 		re := a.runError(ev.RunID, st, ev.Error)
 		re.Guardrail = ev.Guardrail
+		if ev.NotServed {
+			re.Err = ErrNotServed
+		}
 		return out, re
 	}
 	if err := json.Unmarshal(ev.Content, &out); err != nil {
@@ -635,7 +657,7 @@ func (a *Agent[Out]) startCheck(rt *Runtime, id string, opts *RunOptions) *start
 // reports started when the run exists (a worker took it), and cancels
 // nothing then.
 func (rt *Runtime) cancelUnstarted(ctx context.Context, id, agentName, reason string) (started bool, err error) {
-	st := &runState{RunID: id, Agent: agentName, Status: RunCancelled, Error: reason, StartedAt: rt.now(), EndedAt: rt.now()}
+	st := &runState{RunID: id, Agent: agentName, Status: RunCancelled, Error: reason, NotServed: true, StartedAt: rt.now(), EndedAt: rt.now()}
 	data, err := st.encode()
 	if err != nil {
 		return false, err

@@ -113,6 +113,10 @@ type runState struct {
 	Error string `json:"error,omitempty"`
 	// Guardrail is the guardrail that ended the run, if one did.
 	Guardrail *GuardrailTrip `json:"guardrail,omitempty"`
+	// NotServed marks a run that ended because no process serves its
+	// agent, or the agent of a run it started: its error matches
+	// [ErrNotServed].
+	NotServed bool `json:"not_served,omitempty"`
 	// Deps are the serialized dependencies that travel with the run.
 	Deps   json.RawMessage `json:"deps,omitempty"`
 	Stream bool            `json:"stream,omitempty"`

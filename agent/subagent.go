@@ -183,7 +183,12 @@ func AsTaskAmong(subs []Target, opts *SubagentOptions) (tool.Tool, error) {
 		`"description":{"type":"string","description":"The task in a few words."},` +
 		`"prompt":{"type":"string","description":"The task for the subagent, with everything it needs to know: it does not see this conversation."}},` +
 		`"required":["subagent","description","prompt"],"additionalProperties":false}`)
-	return newSubagentTool(subs[0].Name(), names, o, params, true)
+	st, err := newSubagentTool(subs[0].Name(), names, o, params, true)
+	if err != nil {
+		return nil, err
+	}
+	st.targets = slices.Clone(subs)
+	return st, nil
 }
 
 func asTool(sub Target, opts *SubagentOptions, task bool) (tool.Tool, error) {
@@ -207,7 +212,12 @@ func asTool(sub Target, opts *SubagentOptions, task bool) (tool.Tool, error) {
 	if task {
 		params = taskParams
 	}
-	return newSubagentTool(sub.Name(), nil, o, params, task)
+	st, err := newSubagentTool(sub.Name(), nil, o, params, task)
+	if err != nil {
+		return nil, err
+	}
+	st.targets = []Target{sub}
+	return st, nil
 }
 
 // newSubagentTool makes the tool of the subagent agent, or of the one
@@ -255,6 +265,9 @@ type subagentTool struct {
 	opts    SubagentOptions
 	schema  *tool.Schema
 	task    bool // made by AsTask or AsTaskAmong: its arguments are a description and a prompt
+	// targets are the subagents as given, which a runtime that serves on
+	// demand serves with the agent (see serveDelegates).
+	targets []Target
 }
 
 var taskParams = json.RawMessage(`{"type":"object","properties":{` +
@@ -422,6 +435,9 @@ func (h *handlers[Out]) startSubagent(ctx context.Context, msg *calf.Message, st
 		return err
 	}
 	m.Metadata.SessionID = "" // the subagent does not continue the parent's conversation
+	if refused, err := h.rt.refuseUnserved(ctx, sub.agent, m, &in); err != nil || refused {
+		return err
+	}
 	// The subagent's run has an invoke_agent span of its own, under the
 	// parent's: its start, as for a submitted run.
 	_, span := h.rt.tel.Invoke(telemetry.StartedBy(ctx), sub.agent, m)
@@ -448,6 +464,11 @@ func (h *handlers[Out]) onSubagentCompleted(ctx context.Context, msg *calf.Messa
 	var ref subagentRef
 	if err := json.Unmarshal([]byte(out.Ref), &ref); err != nil || ref.Run == "" || ref.Call == "" {
 		return calf.Permanent(fmt.Errorf("agent %s: subagent reply %s has no valid ref %q", h.a.name, msg.ID, out.Ref))
+	}
+	if out.NotServed {
+		// A deployment's fault, which the model cannot mend: the run
+		// fails, naming the agent that no process serves.
+		return h.failed(ctx, ref.Run, fmt.Sprintf("its subagent (tool %s) could not run: %s", ref.Tool, out.Error), true)
 	}
 	res := subagentResult(ref, &out)
 	if h.a.hasHooks(HookSubagentStop) {

@@ -4,20 +4,19 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
-	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/local"
 	"github.com/calf-go/calf/model/modeltest"
-	storemem "github.com/calf-go/calf/store/memory"
 )
 
 // A writer agent delegates research to a researcher agent through a tool:
 // the researcher runs as a child run, and its output is the tool's result.
 func ExampleAgent_AddSubagent() {
 	ctx := context.Background()
-	b := memory.New(nil)
-	defer b.Close()
-	rt := agent.NewRuntime(calf.NewClient(b, nil), storemem.New(), nil)
+	// A runtime of this process, which serves on demand: the first run
+	// serves the agent and every agent it may delegate to.
+	rt := local.New(nil)
+	defer rt.Client().Broker().Close()
 
 	researcher := agent.Must(agent.New("researcher",
 		modeltest.NewTestModel(modeltest.Text("Lyon has 520,000 inhabitants.")),
@@ -28,11 +27,6 @@ func ExampleAgent_AddSubagent() {
 	), nil))
 	if err := writer.AddSubagent(researcher, &agent.SubagentOptions{MaxTurns: 5}); err != nil {
 		panic(err)
-	}
-	for _, a := range []*agent.Agent[string]{writer, researcher} {
-		if err := a.Serve(ctx, rt, nil); err != nil {
-			panic(err)
-		}
 	}
 	out, err := writer.Run(ctx, rt, "Write one line about Lyon.", &agent.RunOptions{RunID: "w1"})
 	if err != nil {

@@ -300,13 +300,24 @@ func TestSubagentThatHandsOff(t *testing.T) {
 	}
 }
 
-// A parent that waits for a subagent whose input was lost (no process
-// served the subagent, or the broker lost it in a crash) is continued by
-// Recover: the tool call is emitted again and starts the subagent's run.
+// A parent that waits for a subagent whose input was lost (the broker
+// lost it in a crash) is continued by Recover: the tool call is emitted
+// again and starts the subagent's run. (A subagent that no process serves
+// fails its parent fast: TestChildRunNotServedFailsFast.)
 func TestSubagentRecoverAfterLostInput(t *testing.T) {
 	e := newEnv(t, nil)
 	var parentCalls atomic.Int64
 	m := newManager(t, e, &parentCalls, nil)
+	// A member of the researcher's input group that loses what it gets,
+	// as a broker that crashed would, until the test closes it.
+	in := agent.InputChannel("researcher")
+	loseCtx, stopLosing := context.WithCancel(t.Context())
+	b := e.client.Broker()
+	sub, err := b.Subscribe(loseCtx, in, func(context.Context, *calf.Message) error { return nil }, &calf.SubscribeOptions{Group: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopLosing()
 	f, err := e.client.Follow(t.Context(), agent.OutputChannel("manager"), "p1")
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +335,10 @@ func TestSubagentRecoverAfterLostInput(t *testing.T) {
 		t.Fatalf("parent: phase %s, pending %+v; want waiting for the subagent", st.Phase, st.Pending)
 	}
 	if _, err := e.rt.LoadState(t.Context(), "p1/call_1"); err == nil {
-		t.Fatal("the subagent's run exists although nothing served it")
+		t.Fatal("the subagent's run exists although its input was lost")
+	}
+	if err := sub.Close(); err != nil {
+		t.Fatal(err)
 	}
 	serve(t, e, agent.Must(agent.New("researcher", modeltest.NewTestModel(modeltest.Text("42")), nil)))
 	if n, err := m.Recover(t.Context(), e.rt, nil); err != nil || n != 1 {

@@ -7,7 +7,9 @@
 // a fresh one, for a test that wants runs and handlers of its own. Both
 // serve on demand ([agent.RuntimeOptions.ServeOnDemand]): the first Run,
 // RunStream, Submit or Recover of an agent, a team or a workflow on the
-// runtime serves it there, so the quick path needs no Serve:
+// runtime serves it there, with every agent its runs may delegate to (its
+// handoff targets, subagents and task agents, and theirs), so the quick
+// path needs no Serve, for one agent or many:
 //
 //	a := agent.Must(agent.NewText("geographer", m, "Answer briefly."))
 //	out, err := a.Run(ctx, local.Runtime(), "What is the capital of France?", nil)
