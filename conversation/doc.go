@@ -74,5 +74,17 @@
 // [Host.Stop] stops a conversation, cancels its runs and deletes its
 // channels on brokers that can.
 //
+// # Failed instances
+//
+// An instance whose run ends in an error, or that the host cannot serve
+// (its prototype not registered, its agent not made, no [CodeHandler]
+// for it), is marked [StatusError] with the reason ([Conversations.Fail]);
+// the messages queued for it and those sent to it later are refused with
+// that reason until [Host.Restart] ([Conversations.Restart]) puts it back
+// to work, its session kept. A message never restarts an instance.
+//
+// The conversation channels are among the event log's default patterns
+// (package eventlog), each conversation's messages in the log of its id.
+//
 // docs/conversations.md describes it all, and what is still missing.
 package conversation

@@ -154,10 +154,13 @@ type HostOptions struct {
 //     channel ([ExternalChannel]), where that process consumes them, and
 //     relays the answers it sends back on the conversation channel.
 //
-// A message for an instance of a stopped conversation, a stopped or
-// failed instance, or one that does not exist is answered by an error
-// message (text starting with [ErrorPrefix]) from the addressee to the
-// sender; a message that is none (it does not decode, or its two
+// An instance whose run ends in an error ([agent.OutputFailed]), or that
+// the host cannot serve, is marked failed ([Conversations.Fail]) with the
+// reason; its queued messages are refused, and so are later ones until
+// [Host.Restart]. A message for an instance of a stopped conversation, a
+// stopped or failed instance, or one that does not exist is answered by an
+// error message (text starting with [ErrorPrefix]) from the addressee to
+// the sender; a message that is none (it does not decode, or its two
 // participants have no topic) is parked on the dead-letter channel.
 // docs/conversations.md describes it all.
 type Host struct {
@@ -323,6 +326,18 @@ func (h *Host) Stop(ctx context.Context, conversation string) (Conversation, err
 		return conv, fmt.Errorf("conversation %s: delete channels: %w", conversation, err)
 	}
 	return conv, nil
+}
+
+// Restart puts a failed instance of the conversation back to work, as
+// [Conversations.Restart] does: an instance fails when a run of it ends
+// in an error or when the host cannot serve it (its prototype is not
+// registered, its agent cannot be made, no code serves it), and from then
+// on the messages sent to it are refused with the reason, until it is
+// restarted. Messages are never a restart: a failed instance stays failed,
+// visible in the records (calf conversations show), until someone who has
+// fixed the cause restarts it.
+func (h *Host) Restart(ctx context.Context, conversation, instance string) (Instance, error) {
+	return h.convs.Restart(ctx, conversation, instance)
 }
 
 // cancelRuns cancels the current run of each LLM instance of the

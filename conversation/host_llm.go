@@ -37,6 +37,12 @@ type inbox struct {
 	Queue []inboxEntry `json:"queue,omitempty"`
 	// Done are the ids of the latest messages answered, oldest first.
 	Done []string `json:"done,omitempty"`
+	// Failed is why the instance failed, when a run of it did: the
+	// instance takes no message until restarted ([Conversations.Restart]
+	// clears it with the instance's status). It is kept here as well as in
+	// the instance's record so that the queue and the failure change in
+	// one write.
+	Failed string `json:"failed,omitempty"`
 }
 
 type inboxEntry struct {
@@ -115,18 +121,26 @@ func content(m *ConversationMessage) string {
 // the instance has none in progress.
 func (h *Host) enqueue(ctx context.Context, p Prototype, inst Instance, from string, msg *calf.Message, m *ConversationMessage, refuse func(string, ...any) error) error {
 	if _, err := h.agentFor(ctx, p); err != nil {
-		return refuse("%s cannot be served: %v", inst.ID, err)
+		if calf.IsUnavailable(err) {
+			return err
+		}
+		return h.failAndRefuse(ctx, inst, fmt.Sprintf("%s cannot be served: %v", inst.ID, err), refuse)
 	}
 	var start *inboxEntry
 	busy := false
 	round := 0
+	failed := ""
 	_, err := store.Update(ctx, h.convs.s, KindInbox, inst.Conversation+"/"+inst.ID, func(data []byte, exists bool) ([]byte, error) {
-		start, busy, round = nil, false, 0
+		start, busy, round, failed = nil, false, 0, ""
 		var b inbox
 		if exists {
 			if err := json.Unmarshal(data, &b); err != nil {
 				return nil, calf.Permanent(fmt.Errorf("conversation: inbox of %s: %w", inst.ID, err))
 			}
+		}
+		if b.Failed != "" && !b.has(msg.ID) {
+			failed = b.Failed
+			return nil, nil
 		}
 		if b.has(msg.ID) {
 			if b.Current != nil && b.Current.Msg == msg.ID {
@@ -148,6 +162,9 @@ func (h *Host) enqueue(ctx context.Context, p Prototype, inst Instance, from str
 	})
 	if err != nil {
 		return err
+	}
+	if failed != "" {
+		return refuse("%s is %s: %s", inst.ID, StatusError, failed)
 	}
 	if busy {
 		return refuse("%s has %d messages waiting already", inst.ID, h.o.MaxQueue)
@@ -237,6 +254,18 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 	} else if c.Status != StatusRunning {
 		stopped = true
 	}
+	// A run that failed fails its instance (a cancelled one does not: it
+	// was stopped on purpose), which takes no message until restarted.
+	failed := ""
+	if ev.Status == agent.OutputFailed && !stopped {
+		failed = "the run " + ref.runID() + " failed"
+		if ev.Error != "" {
+			failed += ": " + ev.Error
+		}
+		if len(failed) > MaxErrorLen {
+			failed = failed[:MaxErrorLen] + "…"
+		}
+	}
 	answer := block == nil || stopped
 	if answer {
 		if stopped && block != nil {
@@ -247,6 +276,12 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 		// on (a redelivery, Host.Recover) sends the same answer, by its
 		// id, rather than none.
 		if err := h.reply(ctx, ref.Conversation, ref.Instance, ref.From, text, ref.Correlation, derive("answer", ref.Base)); err != nil {
+			return err
+		}
+	}
+	if failed != "" {
+		// Recorded before the queue moves on, as the answer is.
+		if err := h.convs.Fail(ctx, ref.Conversation, ref.Instance, failed); err != nil {
 			return err
 		}
 	}
@@ -274,12 +309,15 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 			return json.Marshal(b)
 		}
 		b.done(b.Current.Msg)
-		if stopped {
+		if stopped || failed != "" {
 			refused = b.Queue
 			for _, e := range b.Queue {
 				b.done(e.Msg)
 			}
 			b.Queue = nil
+		}
+		if failed != "" {
+			b.Failed = failed
 		}
 		b.start(ref.Instance)
 		next = b.Current
@@ -296,8 +334,12 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 			return err
 		}
 	}
+	why := "conversation " + ref.Conversation + " is stopped"
+	if !stopped {
+		why = ref.Instance + " is " + string(StatusError) + ": " + failed
+	}
 	for _, e := range refused {
-		if err := h.reply(ctx, ref.Conversation, ref.Instance, e.From, ErrorPrefix+"conversation "+ref.Conversation+" is stopped",
+		if err := h.reply(ctx, ref.Conversation, ref.Instance, e.From, ErrorPrefix+why,
 			e.Correlation, derive("refuse", e.Msg)); err != nil {
 			return err
 		}

@@ -52,7 +52,7 @@ func (h *Host) onMessage(ctx context.Context, msg *calf.Message) error {
 	}
 	p, err := h.convs.Prototypes().Get(ctx, inst.Prototype)
 	if errors.Is(err, ErrNotFound) {
-		return refuse("the prototype %s of %s is not registered", inst.Prototype, to)
+		return h.failAndRefuse(ctx, inst, fmt.Sprintf("the prototype %s of %s is not registered", inst.Prototype, to), refuse)
 	}
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func (h *Host) onMessage(ctx context.Context, msg *calf.Message) error {
 	case KindCode:
 		handler := h.o.Code[p.Name]
 		if handler == nil {
-			return refuse("no code serves the prototype %s", p.Name)
+			return h.failAndRefuse(ctx, inst, fmt.Sprintf("no code serves the prototype %s", p.Name), refuse)
 		}
 		text, err := handler(ctx, CodeRequest{Instance: inst, From: from, ID: msg.ID, Message: m})
 		if err != nil {
@@ -86,6 +86,15 @@ func (h *Host) onMessage(ctx context.Context, msg *calf.Message) error {
 	default:
 		return h.enqueue(ctx, p, inst, from, msg, &m, refuse)
 	}
+}
+
+// failAndRefuse marks the instance failed for reason, an instance this
+// host cannot serve, and refuses the message with the reason.
+func (h *Host) failAndRefuse(ctx context.Context, inst Instance, reason string, refuse func(string, ...any) error) error {
+	if err := h.convs.Fail(ctx, inst.Conversation, inst.ID, reason); err != nil {
+		return err
+	}
+	return refuse("%s", reason)
 }
 
 // reply sends text from instance from to participant to, with the

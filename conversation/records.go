@@ -432,9 +432,72 @@ func (c *Conversations) stopInstance(ctx context.Context, conversation, id strin
 }
 
 // Fail marks an instance failed ([StatusError]) with the reason; a
-// stopped or failed instance stays as it is.
+// stopped or failed instance stays as it is. A [Host] fails an instance
+// whose run ends in an error or that it cannot serve; a failed instance
+// takes no message until [Conversations.Restart].
 func (c *Conversations) Fail(ctx context.Context, conversation, id, reason string) error {
+	if len(reason) > MaxErrorLen {
+		reason = reason[:MaxErrorLen] + "…"
+	}
 	return c.setInstance(ctx, conversation, id, StatusError, reason)
+}
+
+// MaxErrorLen bounds the reason [Conversations.Fail] records.
+const MaxErrorLen = 2048
+
+// Restart puts a failed instance ([StatusError]) back to work: it is
+// running again, without its error, and takes messages from then on; its
+// session (what it said and heard before) is kept. The messages refused
+// while it was failed are not sent again. Restarting an instance that
+// runs changes nothing; a stopped instance, or one of a stopped
+// conversation, is refused with an error matching [ErrStopped].
+func (c *Conversations) Restart(ctx context.Context, conversation, id string) (Instance, error) {
+	if _, err := c.Open(ctx, conversation); err != nil {
+		return Instance{}, err
+	}
+	var inst Instance
+	_, err := store.Update(ctx, c.s, KindInstance, conversation+"/"+id, func(data []byte, exists bool) ([]byte, error) {
+		if !exists {
+			return nil, fmt.Errorf("%w: instance %s", ErrNotFound, truncate(id))
+		}
+		if err := json.Unmarshal(data, &inst); err != nil {
+			return nil, err
+		}
+		switch inst.Status {
+		case StatusRunning:
+			return nil, nil
+		case StatusError:
+			inst.Status, inst.Stopped, inst.Error = StatusRunning, time.Time{}, ""
+			return json.Marshal(inst)
+		default:
+			return nil, fmt.Errorf("%w: instance %s is %s", ErrStopped, id, inst.Status)
+		}
+	})
+	if errors.Is(err, store.ErrInvalidKey) {
+		return inst, fmt.Errorf("%w: instance %s", ErrNotFound, truncate(id))
+	}
+	if err != nil {
+		return inst, err
+	}
+	// The host's queue of an LLM instance remembers the failure too, so
+	// that no message slips in between the failure and its record: clear
+	// it (after the instance, so that a restart retried after a failure
+	// here clears it then).
+	_, err = store.Update(ctx, c.s, KindInbox, conversation+"/"+id, func(data []byte, exists bool) ([]byte, error) {
+		if !exists {
+			return nil, nil
+		}
+		var b inbox
+		if err := json.Unmarshal(data, &b); err != nil {
+			return nil, fmt.Errorf("conversation: inbox of %s: %w", id, err)
+		}
+		if b.Failed == "" {
+			return nil, nil
+		}
+		b.Failed = ""
+		return json.Marshal(b)
+	})
+	return inst, err
 }
 
 func (c *Conversations) setInstance(ctx context.Context, conversation, id string, st Status, reason string) error {

@@ -35,31 +35,25 @@ type Record struct {
 // Replayed reports whether the record was replayed.
 func (r *Record) Replayed() bool { return !r.ReplayedAt.IsZero() }
 
-// Handler returns the handler that records each dead letter it receives in
-// s. A dead letter already recorded is left as it is, so that a
-// redelivery does not undo a replay mark. A payload that is not a
-// [calf.DeadLetter] is recorded too, with its bytes in RawData, so that
-// nothing parked is invisible.
-func Handler(s store.Store) calf.Handler {
-	return func(ctx context.Context, msg *calf.Message) error {
-		rec := Record{ID: msg.ID}
-		if err := json.Unmarshal(msg.Data, &rec.DeadLetter); err != nil || rec.Message == nil {
-			rec.DeadLetter = calf.DeadLetter{
-				Message: &calf.Message{ID: msg.Metadata.CausationID, Key: msg.Key},
-				RawData: msg.Data,
-				Error:   "deadletter: the dead letter's payload is not a calf.DeadLetter",
-				Time:    msg.Metadata.Time,
-			}
+// record writes the dead letter msg in s, and its index entry.
+func record(ctx context.Context, s store.Store, msg *calf.Message) error {
+	rec := Record{ID: msg.ID}
+	if err := json.Unmarshal(msg.Data, &rec.DeadLetter); err != nil || rec.Message == nil {
+		rec.DeadLetter = calf.DeadLetter{
+			Message: &calf.Message{ID: msg.Metadata.CausationID, Key: msg.Key},
+			RawData: msg.Data,
+			Error:   "deadletter: the dead letter's payload is not a calf.DeadLetter",
+			Time:    msg.Metadata.Time,
 		}
-		data, err := json.Marshal(rec)
-		if err != nil {
-			return calf.Permanent(fmt.Errorf("deadletter: encode %s: %w", msg.ID, err))
-		}
-		if _, err := store.Claim(ctx, s, store.KindDeadLetter, msg.ID, data); err != nil {
-			return fmt.Errorf("deadletter: record %s: %w", msg.ID, err)
-		}
-		return index(ctx, s, msg)
 	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return calf.Permanent(fmt.Errorf("deadletter: encode %s: %w", msg.ID, err))
+	}
+	if _, err := store.Claim(ctx, s, store.KindDeadLetter, msg.ID, data); err != nil {
+		return fmt.Errorf("deadletter: record %s: %w", msg.ID, err)
+	}
+	return index(ctx, s, msg)
 }
 
 // runEntry is a record of the index of dead letters by correlation id.
@@ -132,10 +126,11 @@ func (r *Record) Letter() *calf.Message {
 	return m
 }
 
-// Serve subscribes the recorder ([Handler]) on c, in [RecorderGroup]. The
-// subscription lasts until the client shuts down.
+// Serve subscribes a [Recorder] of s on c, in [RecorderGroup], logging to
+// the client's logger. The subscription lasts until the client shuts down.
 func Serve(ctx context.Context, c *calf.Client, s store.Store) error {
-	if err := c.Handle(ctx, calf.DeadLetterChannel, Handler(s), &calf.SubscribeOptions{Group: RecorderGroup}); err != nil {
+	rec := NewRecorder(s, &RecorderOptions{Logger: c.Logger()})
+	if err := c.Handle(ctx, calf.DeadLetterChannel, rec.Handle, &calf.SubscribeOptions{Group: RecorderGroup}); err != nil {
 		return fmt.Errorf("deadletter: serve: %w", err)
 	}
 	return nil

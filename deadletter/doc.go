@@ -11,6 +11,25 @@
 // recorder: the group gives each dead letter to one of them, and a dead
 // letter delivered twice is recorded once.
 //
+// # While the store is down
+//
+// A dead letter is never parked nor dropped: the broker delivers it again
+// until it is recorded. So that a store outage does not turn the dead
+// letters waiting on it into a storm of connections and of log lines, the
+// recorder ([Recorder], which [Serve] subscribes) keeps what it knows of
+// its store: once a call finds the store unavailable
+// ([calf.IsUnavailable]), only one dead letter at a time goes to the store,
+// as a probe, after a backoff with jitter from [MinProbeBackoff] to
+// [MaxProbeBackoff] that all the dead letters waiting share. Those that
+// arrive while a probe is in flight wait for its result; those that arrive
+// before the next probe is due are turned away at once, with an error
+// matching [ErrStoreUnavailable] and [calf.ErrUnavailable], and delivered
+// again by the broker. The recorder warns when the store becomes
+// unavailable, then at most once every [LogInterval] with the counts of
+// failed calls and of dead letters turned away, and logs at level INFO
+// when the store is back; the brokers limit their own warnings of failed
+// dead letters in the same way.
+//
 // The recorder also indexes each record under the correlation id of the
 // parked message ([store.KindDeadLetterRun]): [OfRun] finds the dead
 // letters, not yet replayed, of a run and of the runs it started, so that

@@ -25,8 +25,17 @@ const KindEvent = "event"
 const NoticeChannel = "calf.eventlog.appended"
 
 // DefaultPatterns are the channels a recorder logs by default: every
-// agent's, team's and workflow's events.
-var DefaultPatterns = []string{"calf.agent.>", "calf.team.>", "calf.workflow.>"}
+// agent's, team's and workflow's events, and every message between the
+// participants of a conversation (calf.conv.{conversation}.{from}.{to},
+// package conversation's channels; not calf.conv.> as a whole, whose
+// calf.conv.external.{prototype} repeats those messages for external
+// agents).
+var DefaultPatterns = []string{"calf.agent.>", "calf.team.>", "calf.workflow.>", ConversationPattern}
+
+// ConversationPattern matches the channels of conversations,
+// calf.conv.{conversation}.{from}.{to}. Their messages go to the log of
+// their conversation ([LogOf]).
+const ConversationPattern = "calf.conv.*.*.*"
 
 // DefaultGroup is the consumer group of recorders.
 const DefaultGroup = "calf.eventlog"
@@ -61,10 +70,17 @@ func ParseID(id string) (log string, seq int64, err error) {
 
 func recordID(log string, seq int64) string { return fmt.Sprintf("%s/%012d", log, seq) }
 
-// LogOf returns the log a message belongs to: its correlation id (an agent
-// run's id, carried on by the runs it starts), else its run id, else its
-// key up to the first "/". Empty for a message of no run.
+// LogOf returns the log a message belongs to: for a message on a
+// conversation's channel ([ConversationPattern]), the conversation's id, so
+// that a conversation's messages between its user and its agents, and
+// between agents, are one log, whichever request or run they answer;
+// otherwise its correlation id (an agent run's id, carried on by the runs
+// it starts), else its run id, else its key up to the first "/". Empty for
+// a message of no run.
 func LogOf(m *calf.Message) string {
+	if conv, ok := conversationOf(m.Channel); ok {
+		return conv
+	}
 	if m.Metadata.CorrelationID != "" {
 		return m.Metadata.CorrelationID
 	}
@@ -288,6 +304,12 @@ func before(m *calf.Message) []string {
 	if run == "" {
 		return nil
 	}
+	if _, ok := conversationOf(m.Channel); ok {
+		// Its log is its conversation's, whose messages the broker
+		// orders by their key, the conversation; the run whose metadata
+		// it carries logs elsewhere.
+		return nil
+	}
 	var need []string
 	if c := m.Metadata.CausationID; strings.HasPrefix(c, run+".") {
 		need = append(need, c)
@@ -308,6 +330,17 @@ func before(m *calf.Message) []string {
 		}
 	}
 	return need
+}
+
+// conversationOf returns the conversation of a conversation channel,
+// calf.conv.{conversation}.{from}.{to}.
+func conversationOf(channel string) (string, bool) {
+	rest, ok := strings.CutPrefix(channel, "calf.conv.")
+	if !ok || strings.Count(rest, ".") != 2 {
+		return "", false
+	}
+	conv, _, _ := strings.Cut(rest, ".")
+	return conv, conv != ""
 }
 
 // notice is the payload of a message on NoticeChannel.

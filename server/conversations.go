@@ -409,6 +409,24 @@ func (s *Server) stopConversation(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, c)
 }
 
+// restartInstance serves POST
+// /v1/conversations/{id}/instances/{instance}/restart: a failed instance of
+// the conversation put back to work (Host.Restart); answered with its
+// record.
+func (s *Server) restartInstance(w http.ResponseWriter, r *http.Request) {
+	c, err := s.conversationOf(r.Context(), userOf(r), r.PathValue("id"))
+	if err != nil {
+		s.conversationError(w, r, err)
+		return
+	}
+	in, err := s.opts.Conversations.Restart(r.Context(), c.ID, r.PathValue("instance"))
+	if err != nil {
+		s.conversationError(w, r, err)
+		return
+	}
+	writeJSON(w, in)
+}
+
 // followConversation streams to the client the history of c after the
 // sequence number after, then each message as it is recorded, and the
 // events of the runs of c's entry instance (whose ids derive from the

@@ -307,6 +307,25 @@ func TestConversationsAPI(t *testing.T) {
 		}
 	}
 
+	// A failed instance: its error in the conversation's instances, then
+	// restarted.
+	if err := conversation.NewConversations(rt.Store(), nil).Fail(t.Context(), c.ID, c.Entry, "the run failed: boom"); err != nil {
+		t.Fatal(err)
+	}
+	v = getConv(t, url, annToken, c.ID)
+	if i := slices.IndexFunc(v.Instances, func(in conversation.Instance) bool { return in.ID == c.Entry }); i < 0 ||
+		v.Instances[i].Status != conversation.StatusError || v.Instances[i].Error != "the run failed: boom" {
+		t.Errorf("the failed instance: %+v", v.Instances)
+	}
+	restart := url + "/v1/conversations/" + c.ID + "/instances/" + c.Entry + "/restart"
+	if status, body, _ := do(t, "POST", restart, bobToken, "", nil); status != 404 {
+		t.Errorf("bob's restart: %d %s", status, body)
+	}
+	status, body, _ = do(t, "POST", restart, annToken, "", nil)
+	if status != 200 || !strings.Contains(body, `"status":"running"`) || strings.Contains(body, "boom") {
+		t.Errorf("restart: %d %s", status, body)
+	}
+
 	// Stopped: messages refused, the history still read.
 	status, body, _ = do(t, "POST", url+"/v1/conversations/"+c.ID+"/stop", annToken, "", nil)
 	if status != 200 || !strings.Contains(body, `"status":"stopped"`) {

@@ -54,7 +54,9 @@
 // with its instances, topics and user-facing history (the user's messages
 // and the messages to the user, [ConversationEntry]); POST
 // /v1/conversations/{id}/messages sends the user's message to the entry
-// instance; POST /v1/conversations/{id}/stop stops it. Another user's
+// instance; POST /v1/conversations/{id}/stop stops it; POST
+// /v1/conversations/{id}/instances/{instance}/restart puts a failed
+// instance (status error, its error in GET's instances) back to work. Another user's
 // conversation is not found (404). The histories are
 // [KindConversationHistory] records, kept by [Server.RecordConversations]
 // from the user's channels whoever sends on them. Over the WebSocket

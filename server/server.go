@@ -168,8 +168,10 @@ func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, er
 //     conversation of the user, GET /v1/conversations lists theirs,
 //     GET /v1/conversations/{id} reads one (record, instances, topics and
 //     the user-facing history), POST /v1/conversations/{id}/messages
-//     sends the user's message to its entry instance and
-//     POST /v1/conversations/{id}/stop stops it.
+//     sends the user's message to its entry instance,
+//     POST /v1/conversations/{id}/stop stops it, and
+//     POST /v1/conversations/{id}/instances/{instance}/restart puts a
+//     failed instance (status error, with its error, in GET) back to work.
 //
 // Every request passes, in order: a check of its Host when the server has
 // no tokens (a page elsewhere cannot reach a loopback server through DNS
@@ -201,6 +203,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /v1/conversations/{id}", s.getConversation)
 		mux.HandleFunc("POST /v1/conversations/{id}/messages", s.postConversationMessage)
 		mux.HandleFunc("POST /v1/conversations/{id}/stop", s.stopConversation)
+		mux.HandleFunc("POST /v1/conversations/{id}/instances/{instance}/restart", s.restartInstance)
 	}
 	allowed := map[string]string{"/v1/models": "GET", "/v1/chat/completions": "POST", "/v1/responses": "POST", "/v1/sessions": "GET", "/v1/ws": "GET", "/v1/runs": "GET", "/v1/deadletters": "GET"}
 	if s.opts.Conversations != nil {

@@ -21,8 +21,8 @@ func newConversationsCommand(getenv func(string) string) *cobra.Command {
 	var storeURL string
 	cmd := &cobra.Command{
 		Use:   "conversations",
-		Short: "Create, list, show, stop and send messages in conversations",
-		Long: `Create, list, show, stop and send messages in conversations.
+		Short: "Create, list, show, stop, restart and send messages in conversations",
+		Long: `Create, list, show, stop, restart and send messages in conversations.
 
 A conversation is one user's exchange with agents made for it from the
 registered prototypes (calf prototypes): the user talks to its entry
@@ -90,6 +90,31 @@ deleted; without it only the records change.`,
 	}
 	stop.Flags().StringVar(&brokerURL, "broker", "", brokerHelp+" (the workers' broker: cancel the runs in progress, delete the channels)")
 	stop.Flags().BoolVar(&stopJSON, "json", false, "print the stopped conversation as JSON")
+	var restartJSON bool
+	restart := &cobra.Command{
+		Use:   "restart ID [INSTANCE...]",
+		Short: "Put the failed instances of a conversation back to work",
+		Long: `Put the failed instances of a conversation back to work.
+
+An instance fails when a run of it ends in an error, or when no worker can
+serve it (its prototype removed, its model or tools unavailable, no code for
+it): calf conversations show lists it with status error and the reason, and
+the messages sent to it are refused with that reason. Messages never restart
+it; once the cause is fixed, restart marks it running again, its session
+kept, and it takes messages from then on. Without INSTANCE every failed
+instance of the conversation is restarted. Only the records change, so no
+--broker is needed.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError(fmt.Errorf("%s needs a conversation id (see calf conversations list)", cmd.CommandPath()))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return restartConversation(cmd.Context(), storeURL, args[0], args[1:], restartJSON, cmd.OutOrStdout())
+		},
+	}
+	restart.Flags().BoolVar(&restartJSON, "json", false, "print each restarted instance as one line of JSON")
 	var lf linkFlags
 	var wait time.Duration
 	var sendJSON bool
@@ -125,7 +150,7 @@ their agents made as calf worker makes them: --model, --max-turns,
 	lf.registerLink(send.Flags())
 	send.Flags().DurationVar(&wait, "wait", 5*time.Minute, "how long to wait for the answer")
 	send.Flags().BoolVar(&sendJSON, "json", false, "print the answer as the conversation message it is, in JSON")
-	cmd.AddCommand(create, list, show, stop, send)
+	cmd.AddCommand(create, list, show, stop, restart, send)
 	return cmd
 }
 
@@ -178,19 +203,92 @@ func listConversations(ctx context.Context, storeURL string, asJSON bool, out io
 		return err
 	}
 	defer st.Close()
-	cs, err := conversation.NewConversations(st, nil).List(ctx, "", 0)
+	convs := conversation.NewConversations(st, nil)
+	cs, err := convs.List(ctx, "", 0)
 	if err != nil {
 		return failure(err)
 	}
+	rows := make([]conversationRow, len(cs))
+	for i, c := range cs {
+		rows[i].Conversation = c
+		insts, err := convs.Instances(ctx, c.ID)
+		if err != nil {
+			return failure(err)
+		}
+		for _, in := range insts {
+			if in.Status == conversation.StatusError {
+				rows[i].Failed = append(rows[i].Failed, in)
+			}
+		}
+	}
 	if asJSON {
-		return failure(jsonLines(out, cs))
+		return failure(jsonLines(out, rows))
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUSER\tSTATUS\tCREATED\tENTRY\tDESCRIPTION")
-	for _, c := range cs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, orDash(c.UserID), c.Status, timeOrDash(c.Created), c.Entry, orDash(oneLine(c.Description, 60)))
+	fmt.Fprintln(tw, "ID\tUSER\tSTATUS\tCREATED\tENTRY\tFAILED\tDESCRIPTION")
+	for _, r := range rows {
+		c := r.Conversation
+		failed := "-"
+		if len(r.Failed) > 0 {
+			failed = fmt.Sprintf("%d: %s", len(r.Failed), oneLine(r.Failed[0].Error, 60))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, orDash(c.UserID), c.Status, timeOrDash(c.Created), c.Entry, failed, orDash(oneLine(c.Description, 60)))
 	}
 	return failure(tw.Flush())
+}
+
+// conversationRow is a line of calf conversations list: the conversation
+// and its failed instances, with their errors.
+type conversationRow struct {
+	conversation.Conversation
+	Failed []conversation.Instance `json:"failed_instances,omitempty"`
+}
+
+func restartConversation(ctx context.Context, storeURL, id string, instances []string, asJSON bool, out io.Writer) error {
+	if err := conversation.CheckConversationID(id); err != nil {
+		return usageError(err)
+	}
+	st, err := openStore(ctx, storeURL, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	convs := conversation.NewConversations(st, nil)
+	if len(instances) == 0 {
+		insts, err := convs.Instances(ctx, id)
+		if err != nil {
+			return failure(err)
+		}
+		for _, in := range insts {
+			if in.Status == conversation.StatusError {
+				instances = append(instances, in.ID)
+			}
+		}
+		if _, err := convs.Get(ctx, id); err != nil {
+			return failure(err)
+		}
+	}
+	var restarted []conversation.Instance
+	for _, in := range instances {
+		inst, err := convs.Restart(ctx, id, in)
+		if err != nil {
+			return failure(err)
+		}
+		restarted = append(restarted, inst)
+	}
+	if asJSON {
+		return failure(jsonLines(out, restarted))
+	}
+	if len(restarted) == 0 {
+		_, err := fmt.Fprintf(out, "no failed instance in %s\n", id)
+		return failure(err)
+	}
+	for _, in := range restarted {
+		if _, err := fmt.Fprintf(out, "restarted %s\n", in.ID); err != nil {
+			return failure(err)
+		}
+	}
+	return nil
 }
 
 // conversationView is what calf conversations show --json prints.

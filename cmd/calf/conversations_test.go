@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/store/sqlite"
 )
 
 // agentsFile is a prototypes file: a conversational agent with a docmem
@@ -211,4 +212,60 @@ func decodeConversation(t *testing.T, out string) conversation.Conversation {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	return c
+}
+
+// TestConversationsRestart: a failed instance shows in list and show with
+// its error, and restart puts it back to work.
+func TestConversationsRestart(t *testing.T) {
+	isolate(t)
+	path := filepath.Join(t.TempDir(), "calf.db")
+	st := "sqlite:" + path
+	mustRun(t, exitOK, "prototypes", "add", "--store", st, agentsFile(t, "http://127.0.0.1:1/v1"))
+	c := decodeConversation(t, mustRun(t, exitOK, "conversations", "create", "--store", st, "--json").stdout)
+
+	db, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conversation.NewConversations(db, nil).Fail(t.Context(), c.ID, c.Entry, "the run failed: model unreachable"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	got := mustRun(t, exitOK, "conversations", "list", "--store", st)
+	if !strings.Contains(got.stdout, "1: the run failed: model unreachable") {
+		t.Errorf("conversations list does not show the failed instance:\n%s", got.stdout)
+	}
+	got = mustRun(t, exitOK, "conversations", "list", "--json", "--store", st)
+	var row struct {
+		ID     string                  `json:"id"`
+		Failed []conversation.Instance `json:"failed_instances"`
+	}
+	if err := json.Unmarshal([]byte(got.stdout), &row); err != nil || row.ID != c.ID || len(row.Failed) != 1 || row.Failed[0].Error != "the run failed: model unreachable" {
+		t.Errorf("conversations list --json = %+v, %v:\n%s", row, err, got.stdout)
+	}
+	got = mustRun(t, exitOK, "conversations", "show", "--store", st, c.ID)
+	if !strings.Contains(got.stdout, "error: the run failed: model unreachable") {
+		t.Errorf("conversations show does not show the error:\n%s", got.stdout)
+	}
+
+	got = mustRun(t, exitOK, "conversations", "restart", "--store", st, c.ID)
+	if got.stdout != "restarted "+c.Entry+"\n" {
+		t.Errorf("conversations restart printed %q", got.stdout)
+	}
+	got = mustRun(t, exitOK, "conversations", "show", "--json", "--store", st, c.ID)
+	var v conversationView
+	if err := json.Unmarshal([]byte(got.stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Instances) != 1 || v.Instances[0].Status != conversation.StatusRunning || v.Instances[0].Error != "" {
+		t.Errorf("after restart: %+v", v.Instances)
+	}
+	got = mustRun(t, exitOK, "conversations", "restart", "--store", st, c.ID)
+	if !strings.HasPrefix(got.stdout, "no failed instance") {
+		t.Errorf("a second restart printed %q", got.stdout)
+	}
+	mustRun(t, exitFailure, "conversations", "restart", "--store", st, c.ID, "ghost-"+c.ID)
+	mustRun(t, exitUsage, "conversations", "restart", "--store", st)
+	mustRun(t, exitFailure, "conversations", "restart", "--store", st, "00000000-0000-4000-8000-000000000000")
 }

@@ -40,6 +40,7 @@
 //	calf conversations list [--json] [--store URL]
 //	calf conversations show [--json] [--store URL] ID
 //	calf conversations stop [--broker URL] [--json] [--store URL] ID
+//	calf conversations restart [--json] [--store URL] ID [INSTANCE...]
 //	calf conversations send [--broker URL] [--user U] [--wait D] [--json] [--store URL] [--agents FILE] [--root DIR] [--model M] [--max-turns N] [--timeout D] [--hook H] [--mcp S] ID MESSAGE
 //	calf version
 //
@@ -351,8 +352,11 @@
 // prototype (default conversational-agent, which must be registered) and
 // the topic between the user and that instance, and prints its id and the
 // channels the user sends on and reads the answers on; list prints them
-// (ID, USER, STATUS, CREATED, ENTRY, DESCRIPTION); show prints one with its
-// instances and topics; stop stops it and its instances. With --broker,
+// (ID, USER, STATUS, CREATED, ENTRY, FAILED: the failed instances, their
+// number and the first one's error, DESCRIPTION); show prints one with its
+// instances (with each failed one's error) and topics; stop stops it and
+// its instances; restart puts its failed instances (or those named) back
+// to work, since messages never restart one. With --broker,
 // the workers' broker, stop also cancels the runs in progress of its
 // instances and, on Kafka, deletes its channels; without it only the
 // records change. --json prints JSON instead of text. calf worker --agents

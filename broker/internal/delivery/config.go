@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/lograte"
 )
 
 // Defaults are a broker's settings of its subscriptions' delivery, the
@@ -64,5 +65,6 @@ func (d *Defaults) Runner(ctx context.Context, o calf.SubscribeOptions, h calf.H
 		},
 		Publish:     publish,
 		ParkBackoff: d.Backoff,
+		deadWarn:    lograte.New(DeadLetterLogInterval),
 	}
 }

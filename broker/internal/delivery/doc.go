@@ -22,7 +22,10 @@
 //   - A dead letter (a message on [calf.DeadLetterChannel]) is never
 //     parked and never dropped: it is retried until its handler (the
 //     dead-letter recorder) succeeds, after a backoff that grows to
-//     [MaxDeadLetterBackoff].
+//     [MaxDeadLetterBackoff]. Its failures are logged at most once every
+//     [DeadLetterLogInterval] per subscription, with the count of those
+//     not logged: while the recorder's store is down every dead letter
+//     fails, again and again.
 //   - An error marked [calf.Permanent] parks the message at once.
 //   - An error of a service that cannot be reached ([calf.IsUnavailable])
 //     is retried after a backoff that grows to [MaxOutageBackoff], without

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/lograte"
 )
 
 // Runner is what a subscription of any broker needs to deliver its
@@ -39,7 +40,17 @@ type Runner struct {
 	// ParkBackoff returns the delay before the next try to park a message
 	// after try tries failed (from 1). Only [Runner.ParkRetried] uses it.
 	ParkBackoff func(try int) time.Duration
+
+	// deadWarn limits the warnings of dead letters whose handler failed
+	// to one every [DeadLetterLogInterval]; nil (a Runner not made by
+	// [Defaults.Runner]) warns every time.
+	deadWarn *lograte.Limiter
 }
+
+// DeadLetterLogInterval is how often, at most, a subscription warns that
+// a dead letter's handler failed: while the dead-letter recorder's store
+// is down every dead letter fails, again and again.
+const DeadLetterLogInterval = 30 * time.Second
 
 // Call calls the handler with msg, turning a panic into an error.
 func (r *Runner) Call(msg *calf.Message) (err error) {
@@ -53,11 +64,19 @@ func (r *Runner) Call(msg *calf.Message) (err error) {
 
 // Failed decides what follows the failure err of the current attempt on
 // msg, tracked by t (see [Policy.After]), and warns when a dead letter's
-// handler failed, since it is kept and retried.
+// handler failed, since it is kept and retried: at most once every
+// [DeadLetterLogInterval], with the number of failures not logged since.
 func (r *Runner) Failed(t *Tracker, msg *calf.Message, err error) Verdict {
 	v := r.Policy.After(t, msg, err)
 	if !v.Park && !Parkable(msg) {
-		r.Log.Warn(r.Broker+": a dead letter's handler failed; it is kept and retried", "group", r.Group, "id", msg.ID, "key", msg.Key, "error", err, "retry_in", v.Wait)
+		warn := func(skipped int64) {
+			r.Log.Warn(r.Broker+": a dead letter's handler failed; it is kept and retried", "group", r.Group, "id", msg.ID, "key", msg.Key, "error", err, "retry_in", v.Wait, "failures_not_logged", skipped)
+		}
+		if r.deadWarn == nil {
+			warn(0)
+		} else {
+			r.deadWarn.Do(warn)
+		}
 	}
 	return v
 }
