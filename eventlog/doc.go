@@ -5,7 +5,9 @@
 // like any handler: it adds each message of the agents', teams' and
 // workflows' channels to the log of its correlation id ([LogOf]: an agent
 // run's id, carried on by the subagent, handoff and member runs it
-// starts), numbered from 1 in the order the log received them, once each
+// starts), and each message of a conversation's channels
+// ([ConversationPattern]) to the log named after the conversation's id,
+// numbered from 1 in the order the log received them, once each
 // however often the broker delivers them ([Log.Append] skips a message id
 // it has, and takes the next number with a create-only write, so that
 // recorders in many processes share the work). Each event is a record of
