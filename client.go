@@ -503,7 +503,10 @@ func (t *tap) deliver(_ context.Context, msg *Message) error {
 
 // Follower collects the messages of one correlation id; see
 // [Client.Follow]. It buffers what arrives until Next takes it, so a slow
-// reader never blocks the broker. The buffer is bounded
+// reader never blocks the broker. A message delivered again with the same
+// channel and id (a durable broker delivers at least once: a delivery
+// whose acknowledgement was lost in a broker's restart comes again) is
+// collected once. The buffer is bounded
 // ([Options.FollowBuffer]): a follower whose reader fell that far behind
 // stops collecting, and its Next returns [ErrFollowerBehind] after the
 // messages it holds.
@@ -517,12 +520,18 @@ type Follower struct {
 	dropped int64 // messages that arrived after the buffer overflowed
 	closed  bool
 	notify  chan struct{}
+	seen    seenMessages // what was collected, so that a redelivery is not
 }
 
 func (f *Follower) push(m *Message) {
 	f.mu.Lock()
 	switch {
 	case f.closed:
+	case !f.seen.add(m):
+		// Delivered again (a durable broker's at-least-once delivery):
+		// collected once.
+		f.mu.Unlock()
+		return
 	case f.dropped > 0 || len(f.queue) >= f.max:
 		// Once one message is dropped, every later one is: what Next
 		// returns stays a prefix of what arrived, without a hole.

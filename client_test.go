@@ -15,6 +15,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/broker/memory"
 )
@@ -495,4 +497,51 @@ func TestFollowerBufferOverflow(t *testing.T) {
 			t.Errorf("the error does not count the 3 messages dropped: %v", err)
 		}
 	})
+}
+
+// A follower collects a message delivered again (same channel and id) once,
+// whether the redelivery comes at once or after many other messages, and a
+// message of the same id on another channel is another message.
+func TestFollowerDropsRedeliveries(t *testing.T) {
+	b := memory.New(nil)
+	defer b.Close()
+	c := calf.NewClient(b, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	f, err := c.Follow(ctx, "dup.>", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	send := func(channel, id string) {
+		t.Helper()
+		if _, err := c.Emit(ctx, channel, id, calf.WithID(id), calf.WithKey("r1"), calf.WithMetadata(calf.Metadata{CorrelationID: "r1"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []string
+	for i := range 100 {
+		id := fmt.Sprintf("m%d", i)
+		send("dup.a", id)
+		want = append(want, "dup.a/"+id)
+		send("dup.a", id) // at once
+		if i >= 20 {
+			send("dup.a", fmt.Sprintf("m%d", i-20)) // later, past the scanned first ones
+		}
+	}
+	send("dup.b", "m0") // the same id on another channel
+	want = append(want, "dup.b/m0")
+	send("dup.end", "end")
+	want = append(want, "dup.end/end")
+	var got []string
+	for len(got) < len(want) {
+		m, err := f.Next(ctx)
+		if err != nil {
+			t.Fatalf("after %d messages: %v", len(got), err)
+		}
+		got = append(got, m.Channel+"/"+m.ID)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("collected (-want +got):\n%s", diff)
+	}
 }
