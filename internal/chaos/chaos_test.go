@@ -179,7 +179,7 @@ func runChaos(t *testing.T, cfg *config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &caller{rt: agent.NewRuntime(client, st, nil), b: b, agent: a, inflight: map[string]time.Time{}, outputs: map[string]int{}}
+	c := &caller{rt: agent.NewRuntime(client, st, nil), b: b, agent: a, inflight: map[string]time.Time{}, outputs: map[string]int{}, outputIDs: map[string]string{}}
 	if err := c.countOutputs(t.Context(), client); err != nil {
 		t.Fatal(err)
 	}

@@ -333,6 +333,12 @@ type caller struct {
 	// outputs counts the completed outputs published on the agent's
 	// output channel, by run.
 	outputs map[string]int
+	// repeats counts, of the outputs delivered more than once, those that
+	// came again with the id of the first (redeliveries) and, of these,
+	// those whose delivery attempt said so (above 1): the broker's
+	// at-least-once delivery after a lost acknowledgement.
+	repeats, repeatAttempts int
+	outputIDs               map[string]string // the first output id, by run
 }
 
 // countOutputs subscribes c to the agent's output channel.
@@ -344,7 +350,16 @@ func (c *caller) countOutputs(ctx context.Context, client *calf.Client) error {
 		}
 		if ev.Status == agent.OutputComplete {
 			c.mu.Lock()
-			c.outputs[m.Metadata.RunID]++
+			run := m.Metadata.RunID
+			c.outputs[run]++
+			if first, ok := c.outputIDs[run]; !ok {
+				c.outputIDs[run] = m.ID
+			} else if first == m.ID {
+				c.repeats++
+				if m.Metadata.Attempt > 1 {
+					c.repeatAttempts++
+				}
+			}
 			c.mu.Unlock()
 		}
 		return nil

@@ -54,6 +54,8 @@ type verdict struct {
 	// the agent's output channel; republished those whose output came
 	// more than once.
 	unpublished, republished int
+	// repeats and repeatAttempts are the caller's (see caller.repeats).
+	repeats, repeatAttempts int
 	// notServed counts the runs cancelled as not served.
 	notServed int
 	loadTook  time.Duration
@@ -193,6 +195,7 @@ func verify(t *testing.T, h *harness, c *caller, st store.Store, outages []outag
 	for {
 		v.unpublished, v.republished = 0, 0
 		c.mu.Lock()
+		v.repeats, v.repeatAttempts = c.repeats, c.repeatAttempts
 		for id := range answered {
 			switch n := c.outputs[id]; {
 			case n == 0:
@@ -378,7 +381,8 @@ func (v *verdict) report(t *testing.T, cfg *config) {
 	fmt.Fprintf(&b, "  without output   unseen (completed in the store) %d, replayed home %d, lost %d %v\n", v.unseen, v.replayed, v.lost, v.lostByStatus)
 	fmt.Fprintf(&b, "  parked           runs with a dead letter %d; dead letters parked %d, recorded %d, missing %d, dropped %d; not parked (kept) %d\n",
 		v.parkedRuns, v.dlParked, v.dlRecorded, v.dlMissing, v.dlDropped, v.dlUnparked)
-	fmt.Fprintf(&b, "  outputs          completed runs whose output was never published %d, published more than once %d\n", v.unpublished, v.republished)
+	fmt.Fprintf(&b, "  outputs          completed runs whose output was never published %d, published more than once %d "+
+		"(%d deliveries again with the first one's id, %d of them with an attempt above 1)\n", v.unpublished, v.republished, v.repeats, v.repeatAttempts)
 	fmt.Fprintf(&b, "  repeats          tool again %d (after its result was recorded %d); model again %d (after its response was recorded %d)\n",
 		v.toolRepeats, v.toolDoubles, v.modelRepeats, v.modelDoubles)
 	fmt.Fprintf(&b, "  callers          past the bound %d (still in Run %d)\n", v.waited, v.stuck)
