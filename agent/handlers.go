@@ -671,6 +671,14 @@ func (h *handlers[Out]) onToolCall(ctx context.Context, msg *calf.Message) error
 // handled.
 func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) (err error) {
 	key := id + "/" + ev.ToolCallID
+	if h.calls.busy(key) && msg.Channel != approval.Channel(h.a.name) {
+		// An approved call in progress, run by its answer: its own
+		// message, delivered again, publishes the answer again (see
+		// below) rather than wait for it.
+		if a, err := approval.Get(ctx, h.rt.store, approval.ID(id, ev.ToolCallID)); err == nil && a.Status != approval.Pending {
+			return approval.Publish(ctx, h.rt.client, a)
+		}
+	}
 	fl, err := h.calls.enter(ctx, key)
 	if err != nil {
 		return err

@@ -74,6 +74,13 @@ func (f *flights[V]) enter(ctx context.Context, key string) (*flight[V], error) 
 	}
 }
 
+// busy reports whether a delivery has or waits for the turn of key.
+func (f *flights[V]) busy(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m[key] != nil && f.m[key].refs > 0
+}
+
 // leave gives the turn of key up. With dropped, the delivery was handled:
 // what the flight kept is no longer needed.
 func (f *flights[V]) leave(key string, fl *flight[V], handled bool) {
