@@ -28,7 +28,7 @@ type config struct {
 	// once checks that no tool ran twice for a call and no model call of
 	// a step was made twice: no worker dies, so none may start a call
 	// that another has in hand.
-	once bool
+	once        bool
 	duration    time.Duration // the load window
 	callers     int
 	workers     int
