@@ -44,6 +44,8 @@ func notLocal(b calf.Broker) calf.Broker { return struct{ calf.Broker }{b} }
 type envOptions struct {
 	wrap    func(calf.Broker) calf.Broker
 	maxSize int
+	// backoff is the broker's wait before a retry. Default: 1 ms.
+	backoff time.Duration
 }
 
 func newEnv(t *testing.T, o *envOptions) *env {
@@ -51,7 +53,11 @@ func newEnv(t *testing.T, o *envOptions) *env {
 	if o == nil {
 		o = &envOptions{}
 	}
-	mb := memory.New(&memory.Options{MaxAttempts: 3, Backoff: func(int) time.Duration { return time.Millisecond }})
+	backoff := o.backoff
+	if backoff == 0 {
+		backoff = time.Millisecond
+	}
+	mb := memory.New(&memory.Options{MaxAttempts: 3, Backoff: func(int) time.Duration { return backoff }})
 	var b calf.Broker = mb
 	if o.wrap != nil {
 		b = o.wrap(mb)

@@ -71,6 +71,28 @@
 // model response is not requested again and a recorded tool result is not
 // executed again.
 //
+// A call not yet recorded is made once too, whatever the redeliveries:
+//
+//   - In a process, one delivery of a tool call (by run and tool-call id)
+//     or of a step's model call acts at a time; another waits for it. What
+//     the call obtained is kept until it is recorded, never evicted, and a
+//     delivery that finds it records it instead of calling again. The
+//     handlers record a result or a response through an outage of the
+//     store in place, for the outage budget. Memory is bounded by refusing
+//     new calls (an outage error, retried without using up an attempt)
+//     while 10,000 results, or responses, of an agent wait to be recorded.
+//   - Across processes (a broker that is not local), a call is claimed
+//     before it is made (a call_claim record naming the process, renewed
+//     every second while the call is made and recorded). A delivery in
+//     another process that finds the claim waits for the outcome, and
+//     takes the call over only once it has seen the claim go unrenewed for
+//     3 s while it could read the store: the holder died, or lost the
+//     store for longer than that. Only then is a call made a second time;
+//     a holder that stops releases its claims, which are taken at once.
+//
+// The claims cost a store write per call on a broker that is not local
+// (three for a W1 run); a run's claims are swept with its other records.
+//
 // # Workers
 //
 // A [Worker] hosts the handlers of any number of agents in a process that

@@ -76,7 +76,11 @@ func (a *Agent[Out]) serveLocked(ctx context.Context, rt *Runtime, opts *ServeOp
 
 // serve is Serve on rt, which is not nil.
 func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions) error {
-	h := &handlers[Out]{a: a, rt: rt, unsaved: newUnsavedResults(), guards: a.guardrailSets()}
+	h := &handlers[Out]{
+		a: a, rt: rt, guards: a.guardrailSets(),
+		calls: newFlights[unsavedResult](maxUnrecorded), steps: newFlights[unsavedResponse](maxUnrecorded),
+		claims: newClaims(rt),
+	}
 	if opts != nil {
 		h.opts = *opts
 	}
@@ -162,9 +166,15 @@ type handlers[Out any] struct {
 	a    *Agent[Out]
 	rt   *Runtime
 	opts ServeOptions
-	// unsaved holds the results of executed tool calls whose recording
-	// failed, for their redelivery.
-	unsaved *unsavedResults
+	// calls are the tool calls in hand, one delivery of a call acting at
+	// a time, with their results until they are recorded; steps the same
+	// for the model calls of runs' steps (once.go).
+	calls *flights[unsavedResult]
+	steps *flights[unsavedResponse]
+	// claims, on a broker that may deliver a message to another process,
+	// tell a delivery that another live process has a call in hand
+	// (claim.go); nil otherwise.
+	claims *claims
 	// stages are the agent's inference stages, in order, and guards its
 	// guardrails as the stages check them: both fixed when it is served.
 	stages []inferenceStage[Out]
@@ -672,8 +682,27 @@ func (h *handlers[Out]) onToolCall(ctx context.Context, msg *calf.Message) error
 // toolCall executes the call ev of run id, carried by msg, unless its
 // result is recorded, the run no longer waits for it, or it waits for
 // approval.
-func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) error {
+//
+// One delivery of a call acts at a time in the process (see flights): a
+// delivery that comes while another is in hand waits for it, then finds
+// the result recorded, or kept unrecorded, which it records. The call's
+// result is kept until it is recorded, and dropped once the call is
+// handled.
+func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) (err error) {
 	key := id + "/" + ev.ToolCallID
+	if h.calls.busy(key) && msg.Channel != approval.Channel(h.a.name) {
+		// An approved call in progress, run by its answer: its own
+		// message, delivered again, publishes the answer again (see
+		// below) rather than wait for it.
+		if a, err := approval.Get(ctx, h.rt.store, approval.ID(id, ev.ToolCallID)); err == nil && a.Status != approval.Pending {
+			return approval.Publish(ctx, h.rt.client, a)
+		}
+	}
+	fl, err := h.calls.enter(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer func() { h.calls.leave(key, fl, err == nil) }()
 	if r, found, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID); err != nil {
 		return err
 	} else if found {
@@ -705,13 +734,11 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 	if r, ok := st.resultFor(ev.Step, ev.ToolCallID); ok && r.ToolName == ev.ToolName {
 		// Recorded in the run's own record (see runstore's localRuns) by
 		// an earlier delivery, whose event may not have gone out.
-		h.unsaved.take(key)
 		return h.emitResult(ctx, id, r)
 	}
 	p := st.pending(ev.ToolCallID)
 	if !waits(st) {
 		h.rt.log.Debug("agent: ignoring tool call that the run does not wait for", "agent", h.a.name, "run", id, "tool_call_id", ev.ToolCallID)
-		h.unsaved.take(key)
 		return nil
 	}
 	if sub, input, ok := h.subagentCall(ev); ok {
@@ -743,8 +770,27 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 	}
 	// A delivery that executed the call but failed to record the result
 	// left it here: record it rather than execute the tool again.
-	r, executed := h.unsaved.take(key)
+	r, executed := h.calls.outcome(fl)
 	if !executed {
+		if err := h.calls.admit(); err != nil {
+			return err
+		}
+		// Another process may have the call in hand: its claim says so.
+		c, done, err := h.claims.take(ctx, claimToolKey(id, ev.ToolCallID), func(ctx context.Context) (bool, error) {
+			_, found, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID)
+			return found, err
+		})
+		if err != nil {
+			return err
+		}
+		defer c.release(ctx)
+		if done {
+			r, _, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID)
+			if err != nil {
+				return err
+			}
+			return h.emitResult(ctx, id, r)
+		}
 		res, waiting, err := h.execute(ctx, st, ev, answer)
 		if ctx.Err() != nil {
 			return ctx.Err() // shutting down: leave the call for redelivery
@@ -765,10 +811,14 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 			data, _ = json.Marshal(res)
 		}
 		r = unsavedResult{ev: res, data: data}
+		h.calls.keep(fl, r)
 	}
-	recorded, err := h.rt.runs.RecordToolResult(ctx, id, r.ev, r.data, h)
+	// The tool ran: its result is recorded through an outage of the store
+	// rather than left to a redelivery, which may go to another process.
+	recorded, err := retryOutage(ctx, func() (ToolResultEvent, error) {
+		return h.rt.runs.RecordToolResult(ctx, id, r.ev, r.data, h)
+	})
 	if err != nil {
-		h.unsaved.keep(key, r)
 		return err
 	}
 	return h.emitResult(ctx, id, recorded)

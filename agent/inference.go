@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -20,6 +21,12 @@ type inference struct {
 	version int64 // st's stored version
 	rc      RunContext
 	req     *model.Request
+	// flight is the step's in the process (see flights): a response
+	// obtained and not yet recorded is kept there.
+	flight *flight[unsavedResponse]
+	// claim is the step's claim, held while the model is called and its
+	// response recorded (see claims).
+	claim *heldClaim
 	// The model call: its answer, the stream deltas it emitted, its error.
 	resp    *model.Response
 	deltas  int
@@ -101,8 +108,19 @@ func (h *handlers[Out]) onInference(ctx context.Context, msg *calf.Message) erro
 }
 
 // infer handles the inference inf of the run id: its stages, in order.
-func (h *handlers[Out]) infer(ctx context.Context, inf *inference, id string) error {
-	var err error
+// One delivery of a step acts at a time in the process (see flights): one
+// that comes while another is in hand waits, then finds the response
+// recorded, or kept unrecorded, which it records rather than ask the model
+// again. A response is kept until the inference is handled.
+func (h *handlers[Out]) infer(ctx context.Context, inf *inference, id string) (err error) {
+	key := id + "/" + strconv.Itoa(inf.ev.Step)
+	if inf.flight, err = h.steps.enter(ctx, key); err != nil {
+		return err
+	}
+	defer func() {
+		inf.claim.release(ctx)
+		h.steps.leave(key, inf.flight, err == nil)
+	}()
 	if inf.st, inf.version, err = h.rt.runs.LoadStep(ctx, id, inf.ev.Step); err != nil {
 		return err
 	}
@@ -152,10 +170,55 @@ func (h *handlers[Out]) buildRequest(ctx context.Context, inf *inference) (bool,
 	return false, nil
 }
 
-// modelCall calls the model.
+// modelCall calls the model, unless an earlier delivery of the step got
+// its response and could not record it, or another process has the step
+// in hand.
 func (h *handlers[Out]) modelCall(ctx context.Context, inf *inference) (bool, error) {
-	inf.resp, inf.deltas, inf.callErr = h.callModel(ctx, inf.st, inf.req)
+	if done, err := h.beforeModelCall(ctx, inf); done || err != nil {
+		return true, err
+	}
+	if inf.resp == nil {
+		inf.resp, inf.deltas, inf.callErr = h.callModel(ctx, inf.st, inf.req)
+		h.keepResponse(inf)
+	}
 	return false, nil
+}
+
+// beforeModelCall takes the response an earlier delivery of the step kept,
+// or else admits a model call and claims the step; done true says another
+// process has recorded the step meanwhile, and what follows it is emitted.
+func (h *handlers[Out]) beforeModelCall(ctx context.Context, inf *inference) (done bool, err error) {
+	if r, ok := h.steps.outcome(inf.flight); ok {
+		inf.resp, inf.deltas = r.resp, r.deltas
+		return false, nil
+	}
+	if err := h.steps.admit(); err != nil {
+		return true, err
+	}
+	id, step := inf.st.RunID, inf.ev.Step
+	var finished bool
+	inf.claim, finished, err = h.claims.take(ctx, claimStepKey(id, step), func(ctx context.Context) (bool, error) {
+		st, _, err := h.rt.runs.Load(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		return st.Status.Terminal() || st.Step != step || st.Phase != phaseInference, nil
+	})
+	if err != nil || !finished {
+		return err != nil, err
+	}
+	if inf.st, inf.version, err = h.rt.runs.Load(ctx, id); err != nil {
+		return true, err
+	}
+	_, err = h.stepDue(ctx, inf)
+	return true, err
+}
+
+// keepResponse keeps the model's response until it is recorded.
+func (h *handlers[Out]) keepResponse(inf *inference) {
+	if inf.callErr == nil && inf.resp != nil {
+		h.steps.keep(inf.flight, unsavedResponse{resp: inf.resp, deltas: inf.deltas})
+	}
 }
 
 // tracedModelCall is modelCall in a chat span, for a runtime that records
@@ -164,12 +227,19 @@ func (h *handlers[Out]) tracedModelCall(ctx context.Context, inf *inference) (bo
 	if h.a.model == nil {
 		return h.modelCall(ctx, inf)
 	}
+	if done, err := h.beforeModelCall(ctx, inf); done || err != nil {
+		return true, err
+	}
+	if inf.resp != nil {
+		return false, nil // kept from an earlier delivery
+	}
 	msg, _ := calf.MessageFromContext(ctx)
 	name := h.a.model.Name()
 	mctx, span := h.rt.tel.Chat(ctx, msg, h.a.name, name, inf.st.Step)
 	began := time.Now()
 	inf.resp, inf.deltas, inf.callErr = h.callModel(mctx, inf.st, inf.req)
 	h.rt.tel.EndChat(ctx, span, name, inf.resp, inf.callErr, time.Since(began), h.rt.prices)
+	h.keepResponse(inf)
 	return false, nil
 }
 

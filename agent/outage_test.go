@@ -124,8 +124,11 @@ func TestRunSurvivesAStoreOutage(t *testing.T) {
 			if n := ds.failed.Load(); n == 0 {
 				t.Error("no operation met the outage")
 			}
-			if st := e.broker.Stats(); st.DeadLettered != 0 || st.OutageRetries == 0 {
-				t.Errorf("broker stats %+v: want outage retries and no dead letter", st)
+			// The model's answer and the tool's result, costly to get,
+			// are recorded through the outage by their handlers, in
+			// place: nothing is delivered again for them.
+			if st := e.broker.Stats(); st.DeadLettered != 0 {
+				t.Errorf("broker stats %+v: want no dead letter", st)
 			}
 		})
 	}

@@ -173,6 +173,11 @@ func (rt *Runtime) sweepRunRecords(ctx context.Context, id string) (int, error) 
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 	}
+	m, err = store.DeletePrefix(ctx, rt.store, kindClaim, id+"/")
+	n += m
+	if err != nil {
+		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
+	}
 	m, err = store.DeletePrefix(ctx, rt.store, kindRunMessages, id+"/")
 	n += m
 	if err != nil {

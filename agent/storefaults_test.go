@@ -46,7 +46,13 @@ func newFaultEnv(t *testing.T, f storetest.Faults, maxAttempts int) *faultEnv {
 // as it is, local).
 func newFaultEnvOn(t *testing.T, f storetest.Faults, maxAttempts int, wrap func(calf.Broker) calf.Broker) *faultEnv {
 	t.Helper()
-	e := newEnv(t, &envOptions{wrap: wrap})
+	return newFaultEnvWith(t, f, maxAttempts, &envOptions{wrap: wrap})
+}
+
+// newFaultEnvWith is newFaultEnv on the environment o describes.
+func newFaultEnvWith(t *testing.T, f storetest.Faults, maxAttempts int, o *envOptions) *faultEnv {
+	t.Helper()
+	e := newEnv(t, o)
 	fs := storetest.WithFaults(e.store, f)
 	worker := agent.NewRuntime(e.client, fs, nil)
 	var modelCalls atomic.Int64

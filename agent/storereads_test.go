@@ -72,7 +72,9 @@ func serveW1On(t *testing.T, e *env, s store.Store, during func(ctx context.Cont
 // that a redelivered inference does not call it again) and never to
 // update a run it has just written; a W1 run takes two reads of the run
 // and one of the tool result (the check that the call has not run yet),
-// and five writes: four of the run, one of the tool's result. On a local
+// and eight writes: four of the run, one of the tool's result, and the
+// claims of its three calls (two of the model, one of the tool: claim.go),
+// which keep another process from making a call this one has in hand. On a local
 // broker, whose deliveries all come to this process, the worker's own copy
 // of a run it created stands for the store: no reads; and the tool's
 // result goes into the run's record with the step's advance, one write
@@ -85,7 +87,7 @@ func TestWorkerStoreOperationsPerRun(t *testing.T) {
 		otherPuts          int64
 	}{
 		{"local", nil, 0, 0, 0},
-		{"not local", notLocal, 2, 1, 1},
+		{"not local", notLocal, 2, 1, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, &envOptions{wrap: tc.wrap})

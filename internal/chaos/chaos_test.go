@@ -25,6 +25,10 @@ type config struct {
 	actions []string
 	// killWorkers is the worker-kill mode.
 	killWorkers bool
+	// once checks that no tool ran twice for a call and no model call of
+	// a step was made twice: no worker dies, so none may start a call
+	// that another has in hand.
+	once        bool
 	duration    time.Duration // the load window
 	callers     int
 	workers     int
@@ -54,8 +58,8 @@ func TestChaos(t *testing.T) {
 	}
 	needServices(t)
 	for _, cfg := range []config{
-		{name: "nats+postgres", store: "postgres", targets: []string{"postgres"}, actions: []string{"stop", "kill", "pause"}},
-		{name: "nats+redis", store: "redis", targets: []string{"redis"}, actions: []string{"stop", "kill", "pause"}},
+		{name: "nats+postgres", store: "postgres", targets: []string{"postgres"}, actions: []string{"stop", "kill", "pause"}, once: true},
+		{name: "nats+redis", store: "redis", targets: []string{"redis"}, actions: []string{"stop", "kill", "pause"}, once: true},
 		{name: "nats-restart", store: "postgres", targets: []string{"nats"}, actions: []string{"kill", "pause"}},
 		{name: "worker-kill", store: "postgres", killWorkers: true, workers: 3, gap: span{3 * time.Second, 8 * time.Second}},
 	} {

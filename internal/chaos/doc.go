@@ -49,7 +49,12 @@
 //     starts after the run's second model call), and no recorded model
 //     response was requested again (a first-step call after add ran, a
 //     second-step call after the output reached the caller); repeats before
-//     a record are counted apart, as the at-least-once delivery allows them;
+//     a record are counted apart, as the at-least-once delivery allows them
+//     only when the worker that made the call died;
+//   - in the store-outage subtests (nats+postgres, nats+redis), where no
+//     worker dies, no repeat at all: add ran once per tool call and the
+//     model was asked once per step, however often a message was delivered
+//     again (agent's flights and claims);
 //   - no dead letter was lost: every message the brokers logged as parked
 //     has its record in the store (package deadletter), and no broker
 //     logged a dropped dead letter;

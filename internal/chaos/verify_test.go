@@ -421,6 +421,9 @@ func (v *verdict) report(t *testing.T, cfg *config) {
 	if v.toolDoubles > 0 || v.modelDoubles > 0 {
 		t.Errorf("recorded steps done again: %d tool executions after the tool's result was recorded, %d model calls after the response was recorded", v.toolDoubles, v.modelDoubles)
 	}
+	if cfg.once && (v.toolRepeats > 0 || v.modelRepeats > 0) {
+		t.Errorf("calls made twice with every worker alive: %d tool executions, %d model requests", v.toolRepeats, v.modelRepeats)
+	}
 	if v.waited > 0 {
 		t.Errorf("%d callers waited past the end of the load plus %s (%d still in Run)", v.waited, cfg.grace, v.stuck)
 	}

@@ -1,0 +1,152 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/model"
+)
+
+// flights makes a costly call (a tool's execution, a model call) happen
+// once in the process for one key (a run's tool call, a run's step),
+// however many deliveries of its message are in hand at once, and keeps
+// what the call obtained until it is recorded in the store.
+//
+// A delivery enters its key's flight before it looks at anything: one
+// delivery of a key acts at a time, the others wait for their turn (a
+// message still being retried through an outage may be delivered again
+// beside itself, after its partition's lease was lost and taken again). A
+// delivery that obtains an outcome keeps it in the flight before it
+// records it, and drops it once it is recorded, or once the run no longer
+// needs it; a delivery that follows finds it there and records it rather
+// than call again. Nothing kept is evicted: memory is bounded by refusing
+// new calls, not by dropping outcomes. Past limit outcomes waiting to be
+// recorded, admit refuses a new call with an outage error, which the
+// broker retries without using up an attempt; the outcomes already kept
+// are recorded meanwhile. The bound is thus limit plus the calls in
+// progress, which the handlers' concurrency bounds.
+type flights[V any] struct {
+	mu    sync.Mutex
+	m     map[string]*flight[V]
+	kept  int // outcomes kept, not yet recorded
+	limit int
+}
+
+// A flight is a key's: its turn and its outcome not yet recorded.
+type flight[V any] struct {
+	turn chan struct{} // holds a token while a delivery has the turn
+	refs int           // deliveries that have or wait for the turn
+	val  V
+	has  bool
+}
+
+// maxUnrecorded is the number of outcomes an agent's handlers keep, of
+// each kind (tool results, model responses), beyond which a new call waits.
+const maxUnrecorded = 10_000
+
+// errTooManyUnrecorded refuses a call while too many outcomes wait for
+// the store.
+var errTooManyUnrecorded = errors.New("agent: too many results wait to be recorded")
+
+func newFlights[V any](limit int) *flights[V] {
+	return &flights[V]{m: map[string]*flight[V]{}, limit: limit}
+}
+
+// enter waits for the turn of key, and returns its flight, which the
+// caller holds until it calls leave.
+func (f *flights[V]) enter(ctx context.Context, key string) (*flight[V], error) {
+	f.mu.Lock()
+	fl := f.m[key]
+	if fl == nil {
+		fl = &flight[V]{turn: make(chan struct{}, 1)}
+		f.m[key] = fl
+	}
+	fl.refs++
+	f.mu.Unlock()
+	select {
+	case fl.turn <- struct{}{}:
+		return fl, nil
+	case <-ctx.Done():
+		f.release(key, fl)
+		return nil, context.Cause(ctx)
+	}
+}
+
+// busy reports whether a delivery has or waits for the turn of key.
+func (f *flights[V]) busy(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m[key] != nil && f.m[key].refs > 0
+}
+
+// leave gives the turn of key up. With dropped, the delivery was handled:
+// what the flight kept is no longer needed.
+func (f *flights[V]) leave(key string, fl *flight[V], handled bool) {
+	if handled {
+		f.drop(fl)
+	}
+	<-fl.turn
+	f.release(key, fl)
+}
+
+func (f *flights[V]) release(key string, fl *flight[V]) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fl.refs--
+	if fl.refs == 0 && !fl.has {
+		delete(f.m, key)
+	}
+}
+
+// outcome returns what fl keeps.
+func (f *flights[V]) outcome(fl *flight[V]) (V, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fl.val, fl.has
+}
+
+// keep keeps v in fl until it is dropped.
+func (f *flights[V]) keep(fl *flight[V], v V) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !fl.has {
+		f.kept++
+	}
+	fl.val, fl.has = v, true
+}
+
+// drop forgets what fl keeps: it is recorded, or no longer needed.
+func (f *flights[V]) drop(fl *flight[V]) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fl.has {
+		f.kept--
+		var zero V
+		fl.val, fl.has = zero, false
+	}
+}
+
+// admit returns an outage error when too many outcomes wait to be
+// recorded.
+func (f *flights[V]) admit() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.kept >= f.limit {
+		return calf.Unavailable(errTooManyUnrecorded)
+	}
+	return nil
+}
+
+// unsavedResult is a tool call's result, kept until it is recorded.
+type unsavedResult struct {
+	ev   ToolResultEvent
+	data []byte // ev encoded
+}
+
+// unsavedResponse is a model's response, kept until it is recorded.
+type unsavedResponse struct {
+	resp   *model.Response
+	deltas int
+}
