@@ -54,7 +54,10 @@ spaces; a PROMPT of "-" is read from standard input.
 
 The answer's text is streamed to standard output as it arrives; each tool
 call and its result are shown on standard error. --json prints every event
-of the run as a line of JSON instead, and --quiet only the final answer.`,
+of the run as a line of JSON instead, and --quiet only the final answer.
+When standard error is a terminal and the run is quiet for a second (a slow
+model, a long tool call), a line there says what it waits for and for how
+long, and is erased when the next event comes.`,
 		Example: `  calf run "What is 17 * 23?"
   calf run --model openai:gpt-4o "Summarize the theory of relativity in two sentences."
   calf run --model http://127.0.0.1:11434/v1#llama3.2 "Hello"
@@ -188,10 +191,18 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 		}
 		return st.ToolCalls, nil
 	}
-	var v view = newHumanView(stdout, stderr, f.quiet, records)
+	hv := newHumanView(stdout, stderr, f.quiet, records)
+	var v view = hv
+	// On a terminal, a line shows that the run is alive while nothing
+	// else does (a slow model, a long tool call).
+	var p *pulse
 	if f.json {
 		v = newJSONView(stdout)
+		p = &pulse{} // shows nothing
+	} else {
+		p = startPulse(stderr, func() bool { return !hv.midLine })
 	}
+	defer p.close()
 	opts := &agent.RunOptions{SessionID: f.session}
 	opts.WaitForWorkers = f.wait
 	// Tool calls that wait for approval are asked about on standard input,
@@ -210,17 +221,18 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 			runID = ev.RunID
 		}
 		if ev.Kind == agent.EventApproval && ev.Approval.Status == approval.Pending {
-			if err := askApproval(ctx, rt, ev.Approval, answers, stderr, f); err != nil {
+			if err := p.do(nil, func() error { return askApproval(ctx, rt, ev.Approval, answers, stderr, f) }); err != nil {
 				runErr = err
 				break
 			}
 		}
-		if err := v.show(ev); err != nil {
+		if err := p.do(&ev, func() error { return v.show(ev) }); err != nil {
 			// Stopping the iteration cancels the run.
 			runErr = fmt.Errorf("write the output: %w", err)
 			break
 		}
 	}
+	p.close()
 	if err := v.close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("write the output: %w", err)
 	}
