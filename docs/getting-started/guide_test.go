@@ -1,6 +1,6 @@
 // Package guide_test keeps docs/getting-started.md in step with the
 // programs it quotes, which the tests of step1 to step7 compile and run
-// with scripted models.
+// with scripted models, and the indexes of docs/ and examples/ complete.
 package guide_test
 
 import (
@@ -78,6 +78,38 @@ func TestGuideQuotesTheCompiledPrograms(t *testing.T) {
 	for _, s := range steps {
 		if !quoted[filepath.ToSlash(s)] {
 			t.Errorf("the guide does not quote %s", s)
+		}
+	}
+}
+
+// TestIndexes checks that docs/README.md links every page of docs/ and
+// examples/README.md every example.
+func TestIndexes(t *testing.T) {
+	for _, tc := range []struct {
+		index, glob string
+	}{
+		{"../README.md", "../*.md"},
+		{"../../examples/README.md", "../../examples/*/main.go"},
+	} {
+		index, err := os.ReadFile(tc.index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found, err := filepath.Glob(tc.glob)
+		if err != nil || len(found) == 0 {
+			t.Fatalf("%s: %v, %d files", tc.glob, err, len(found))
+		}
+		for _, f := range found {
+			name := filepath.Base(f)
+			if name == "main.go" {
+				name = filepath.Base(filepath.Dir(f))
+			}
+			if name == "README.md" {
+				continue
+			}
+			if !strings.Contains(string(index), "]("+name+")") {
+				t.Errorf("%s does not link %s", tc.index, name)
+			}
 		}
 	}
 }
