@@ -49,13 +49,57 @@ type Runner interface {
 
 // Submitter is a Runner that can start a run without waiting for it, for
 // edges whose runs outlive a request (a run that waits for an approval
-// ends the request; its answer comes in another). [Agent]'s runners are
-// Submitters: their runs stream their text, for observers of their events.
+// ends the request; its answer comes in another). [Agent]'s, [Team]'s and
+// [Workflow]'s runners are Submitters: an agent's runs and a team's
+// member agents' runs stream their text, for observers of their events.
 type Submitter interface {
 	Runner
 	// Submit starts a run with prompt and returns its id, as the
 	// runner's own Submit does.
 	Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options) (string, error)
+}
+
+// Kinds of runners, as [KindOf] names them.
+const (
+	KindAgent    = "agent"
+	KindTeam     = "team"
+	KindWorkflow = "workflow"
+)
+
+// KindOf returns the kind of r: [KindAgent], [KindTeam] or [KindWorkflow]
+// for the runners of [Agent], [Team] and [Workflow], "" for another
+// Runner.
+func KindOf(r Runner) string {
+	if k, ok := r.(interface{ kind() string }); ok {
+		return k.kind()
+	}
+	return ""
+}
+
+// InputChannel returns the channel on which the runs of r start, by its
+// kind ([KindOf]), or "" for a Runner of another kind.
+func InputChannel(r Runner) string {
+	switch KindOf(r) {
+	case KindAgent:
+		return agent.InputChannel(r.Name())
+	case KindTeam:
+		return team.InputChannel(r.Name())
+	case KindWorkflow:
+		return workflow.InputChannel(r.Name())
+	}
+	return ""
+}
+
+// Servable is a Runner that subscribes its handlers on a runtime, so
+// that the runtime's process carries out its runs: [Agent]'s, [Team]'s and
+// [Workflow]'s runners are. A team's members and a workflow's agent nodes
+// are served as their runs start on a runtime that serves on demand
+// (agent.RuntimeOptions.ServeOnDemand), or by serving them too.
+type Servable interface {
+	Runner
+	// Serve subscribes the handlers on rt, as the agent's, team's or
+	// workflow's own Serve does with its default options.
+	Serve(ctx context.Context, rt *agent.Runtime) error
 }
 
 // Options say how to start a run.
@@ -157,6 +201,7 @@ func Agent[Out any](a *agent.Agent[Out]) Runner { return &agentRunner[Out]{a: a}
 
 type agentRunner[Out any] struct{ a *agent.Agent[Out] }
 
+func (r *agentRunner[Out]) kind() string        { return KindAgent }
 func (r *agentRunner[Out]) Name() string        { return r.a.Name() }
 func (r *agentRunner[Out]) Description() string { return r.a.Description() }
 
@@ -199,6 +244,10 @@ func (r *agentRunner[Out]) Run(ctx context.Context, rt *agent.Runtime, prompt st
 		}
 	}
 	return nil, errors.New("runner: the run's stream ended without an output")
+}
+
+func (r *agentRunner[Out]) Serve(ctx context.Context, rt *agent.Runtime) error {
+	return r.a.Serve(ctx, rt, nil)
 }
 
 func (r *agentRunner[Out]) Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options) (string, error) {
@@ -299,6 +348,7 @@ func Team(t *team.Team) Runner { return teamRunner{t} }
 
 type teamRunner struct{ t *team.Team }
 
+func (r teamRunner) kind() string        { return KindTeam }
 func (r teamRunner) Name() string        { return r.t.Name() }
 func (r teamRunner) Description() string { return r.t.Description() }
 
@@ -334,6 +384,21 @@ func (r teamRunner) Run(ctx context.Context, rt *agent.Runtime, prompt string, o
 		}
 	}
 	return nil, errors.New("runner: the team run's stream ended without an output")
+}
+
+func (r teamRunner) Serve(ctx context.Context, rt *agent.Runtime) error {
+	return r.t.Serve(ctx, rt, nil)
+}
+
+func (r teamRunner) Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options) (string, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if len(o.Thread) > 0 {
+		return "", fmt.Errorf("team %s: %w", r.t.Name(), ErrThread)
+	}
+	return r.t.Submit(ctx, rt, prompt, &team.RunOptions{RunID: o.RunID, SessionID: o.SessionID, Stream: true})
 }
 
 func (r teamRunner) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
@@ -381,6 +446,7 @@ type workflowRunner[S any] struct {
 	out         func(S) (string, error)
 }
 
+func (r *workflowRunner[S]) kind() string        { return KindWorkflow }
 func (r *workflowRunner[S]) Name() string        { return r.w.Name() }
 func (r *workflowRunner[S]) Description() string { return r.description }
 
@@ -432,6 +498,27 @@ func (r *workflowRunner[S]) Run(ctx context.Context, rt *agent.Runtime, prompt s
 		}
 	}
 	return nil, errors.New("runner: the workflow run's stream ended without an output")
+}
+
+func (r *workflowRunner[S]) Serve(ctx context.Context, rt *agent.Runtime) error {
+	return r.w.Serve(ctx, rt, nil)
+}
+
+// Submit starts a run of the workflow on the input state made of prompt.
+// A workflow has no session: opts.SessionID is not used.
+func (r *workflowRunner[S]) Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *Options) (string, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if len(o.Thread) > 0 {
+		return "", fmt.Errorf("workflow %s: %w", r.w.Name(), ErrThread)
+	}
+	s, err := r.in(prompt)
+	if err != nil {
+		return "", err
+	}
+	return r.w.Submit(ctx, rt, s, &workflow.RunOptions{RunID: o.RunID})
 }
 
 func (r *workflowRunner[S]) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {

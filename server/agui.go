@@ -74,7 +74,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, ok := rn.(runner.Submitter)
-	if !ok {
+	if !ok || runner.KindOf(rn) != runner.KindAgent {
 		s.requestError(w, r, fmt.Errorf("%w: %s is not an agent: AG-UI serves agents", errBadRequest, name))
 		return
 	}

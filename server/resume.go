@@ -115,7 +115,11 @@ func (s *Server) notServed(ctx context.Context, rn runner.Runner, run string) bo
 	if _, err := rn.Status(ctx, s.rt, run); !errors.Is(err, store.ErrNotFound) {
 		return false // started, or the store cannot tell
 	}
-	n, known, err := calf.GroupMembers(ctx, s.rt.Client().Broker(), agent.InputChannel(rn.Name()))
+	input := runner.InputChannel(rn)
+	if input == "" {
+		return false
+	}
+	n, known, err := calf.GroupMembers(ctx, s.rt.Client().Broker(), input)
 	return err == nil && known && n == 0
 }
 

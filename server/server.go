@@ -64,8 +64,11 @@ type Options struct {
 	// one closes the connection (status 1009). Default: 64 KiB.
 	MaxMessageBytes int64
 	// Log is the event log of the runs ([eventlog.New], recording with
-	// [eventlog.Log.Record]): with it, GET /v1/runs/{id}/events streams a
-	// run's events, resumable. Without it, that endpoint is not served.
+	// [eventlog.Log.Record]): the web chat, the run inspector, the
+	// WebSocket bridge, AG-UI and GET /v1/runs/{id}/events read the runs'
+	// events from it, and streamed answers can be resumed. Default: a log
+	// in the runtime's store, its recorder subscribed by [New] on the
+	// runtime's client (recorders in many processes share the work).
 	Log *eventlog.Log
 	// Conversations, when set, serves the conversations of this host
 	// (package conversation) to the users: the API under
@@ -141,6 +144,15 @@ func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, er
 		}
 		s.runners[name] = r
 		s.names = append(s.names, name)
+	}
+	if s.opts.Log == nil {
+		// The web chat and the run inspector follow runs in their log:
+		// without one given, the server records its own. The recorder
+		// lives as long as the runtime's client.
+		s.opts.Log = eventlog.New(rt.Client(), rt.Store())
+		if err := s.opts.Log.Record(context.Background(), nil); err != nil {
+			return nil, fmt.Errorf("server: record the event log: %w", err)
+		}
 	}
 	return s, nil
 }

@@ -161,7 +161,7 @@ func (b *wsBridge) handle(ctx context.Context, in wsIn) error {
 		}
 		st, ok := rn.(runner.Submitter)
 		if !ok {
-			return fmt.Errorf("%w: %s is not an agent", errBadRequest, in.Agent)
+			return fmt.Errorf("%w: %s starts no run without waiting for it: the web chat cannot run it", errBadRequest, in.Agent)
 		}
 		if strings.TrimSpace(in.Text) == "" {
 			return fmt.Errorf("%w: the message is empty", errBadRequest)

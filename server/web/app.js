@@ -83,7 +83,16 @@ function showEvent(run, ev) {
   r.seq = ev.seq;
   const m = ev.message;
   const kind = m.channel.split('.').slice(3).join('.');
-  render(r, kind, m.data || {});
+  const data = m.data || {};
+  if (kind === 'output') {
+    // The answer is the output of the run itself, or of the run it handed
+    // off to; a team member's or a subagent's output is a step of it,
+    // whose text its stream showed.
+    const of = (m.key || '').split('/')[0];
+    if (of && of !== (r.watch || run)) return;
+    if (data.status === 'handoff' && data.handoff && data.handoff.run_id) r.watch = data.handoff.run_id;
+  }
+  render(r, kind, data);
   if (state.current === run) savePending();
   scroll();
 }
@@ -125,7 +134,10 @@ function render(r, kind, data) {
   } else if (kind === 'output') {
     r.el.querySelectorAll('.text:empty').forEach((e) => e !== r.textEl && e.remove());
     if (data.status === 'complete') {
-      const out = typeof data.content === 'string' ? data.content : JSON.stringify(data.content);
+      // An agent's or a team's answer is its content, a workflow's its
+      // final state.
+      const value = data.content !== undefined ? data.content : data.state;
+      const out = typeof value === 'string' ? value : JSON.stringify(value);
       if (r.textEl.src !== out) {
         // The model did not stream the answer: show it whole, last.
         r.textEl = textView(out);
