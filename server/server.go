@@ -381,6 +381,35 @@ func CheckAddr(addr string, tokens map[string]string) error {
 	return nil
 }
 
+// ParseTokens turns entries of TOKEN (user "default") or USER:TOKEN, as
+// given on a command line, into [Options.Tokens]. Empty entries are
+// skipped; a token shorter than 16 characters, or one given to two users,
+// is an error.
+func ParseTokens(entries []string) (map[string]string, error) {
+	tokens := map[string]string{}
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		user, tok, ok := strings.Cut(e, ":")
+		if !ok {
+			user, tok = "default", e
+		}
+		if user == "" || tok == "" {
+			return nil, fmt.Errorf("token %q: give TOKEN or USER:TOKEN", e)
+		}
+		if len(tok) < 16 {
+			return nil, fmt.Errorf("a token of user %s has %d characters: use at least 16", user, len(tok))
+		}
+		if other, dup := tokens[tok]; dup && other != user {
+			return nil, fmt.Errorf("users %s and %s have the same token", other, user)
+		}
+		tokens[tok] = user
+	}
+	return tokens, nil
+}
+
 // ListenAndServe listens on the server's address and serves until ctx
 // ends, then shuts down, giving requests in progress 10 seconds.
 func (s *Server) ListenAndServe(ctx context.Context) error {

@@ -60,28 +60,12 @@ TOKEN (user "default") or USER:TOKEN; a session belongs to the user who started 
 	return cmd
 }
 
-// parseTokens turns TOKEN and USER:TOKEN entries into a token → user map.
+// parseTokens turns TOKEN and USER:TOKEN entries into a token → user map
+// (server.ParseTokens); a malformed entry is a usage error.
 func parseTokens(entries []string) (map[string]string, error) {
-	tokens := map[string]string{}
-	for _, e := range entries {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
-		user, tok, ok := strings.Cut(e, ":")
-		if !ok {
-			user, tok = "default", e
-		}
-		if user == "" || tok == "" {
-			return nil, usageError(fmt.Errorf("--token %q: give TOKEN or USER:TOKEN", e))
-		}
-		if len(tok) < 16 {
-			return nil, usageError(fmt.Errorf("a token of user %s has %d characters: use at least 16", user, len(tok)))
-		}
-		if other, dup := tokens[tok]; dup && other != user {
-			return nil, usageError(fmt.Errorf("users %s and %s have the same token", other, user))
-		}
-		tokens[tok] = user
+	tokens, err := server.ParseTokens(entries)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("--token: %w", err))
 	}
 	return tokens, nil
 }
