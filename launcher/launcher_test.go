@@ -98,7 +98,9 @@ func TestWorker(t *testing.T) {
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	var werrs strings.Builder
-	go func() { done <- launcher.Run(wctx, []string{"worker"}, strings.NewReader(""), &strings.Builder{}, &werrs, worker) }()
+	go func() {
+		done <- launcher.Run(wctx, []string{"worker"}, strings.NewReader(""), &strings.Builder{}, &werrs, worker)
+	}()
 	// The caller's agent has a model that must not be called: the worker's
 	// answers.
 	unused := runner.Agent(agent.Must(agent.New(name, modeltest.NewTestModel(), nil)))
