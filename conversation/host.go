@@ -125,6 +125,11 @@ type HostOptions struct {
 	// DeleteChannels has Stop delete the conversation's channels on a
 	// broker that can ([calf.ChannelDeleter]).
 	DeleteChannels bool
+	// Stream has the runs of LLM instances stream their text as it comes
+	// ([agent.StreamEvent] on their agents' stream channels), for a user's
+	// side that shows it live (calf chat --conversation). It costs a
+	// broker message per chunk of text. Default: no deltas.
+	Stream bool
 	// Concurrency and MaxAttempts are passed to the subscriptions (and to
 	// the agents' [agent.ServeOptions]). Zero means the broker's defaults.
 	Concurrency, MaxAttempts int

@@ -187,7 +187,7 @@ func (h *Host) submit(ctx context.Context, proto string, ref *runRef, text strin
 	return h.rt.Submit(ctx, &agent.SubmitRequest{
 		Run:       agent.RunRef{Name: h.o.AgentPrefix + proto, RunID: id},
 		SessionID: ref.Instance,
-		Input: &agent.InputEvent{Content: text, ReplyTo: &agent.ReplyTo{
+		Input: &agent.InputEvent{Content: text, Stream: h.o.Stream, ReplyTo: &agent.ReplyTo{
 			Channel: HostOutputChannel, Key: ref.Conversation, CorrelationID: id, Ref: string(data),
 		}},
 	})

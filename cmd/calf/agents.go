@@ -182,6 +182,8 @@ func (f *agentFlags) newHost(ctx context.Context, rt *agent.Runtime, protos []co
 	opts.Model, opts.Root, opts.MCP = f.openModel(context.WithoutCancel(ctx), getenv), f.root, mcpToolset
 	opts.Agent = &agent.Options{MaxTurns: f.maxTurns, Timeout: f.timeout, Hooks: hooks, Toolsets: servers}
 	opts.Code = map[string]conversation.CodeHandler{docmemPrototype: docmem.New(st, nil).CodeHandler()}
+	// The terminal chat and the web chat show the answers as they come.
+	opts.Stream = true
 	return conversation.New(rt, convs, &opts), nil
 }
 

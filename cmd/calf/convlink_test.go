@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -115,7 +116,7 @@ func TestChatConversationInTmux(t *testing.T) {
 	fmt.Fprintf(&sb, "'%s' chat --store '%s' --conversation %s\necho \"chat exited $?\"\nsleep 600\n", bin, st, c.ID)
 	writeFile(t, script, sb.String())
 	x := newTmux(t, script)
-	s := x.waitFor("1 exchanges so far", 1)
+	s := x.waitFor("the conversation so far: 1 exchanges", 1)
 	if !strings.Contains(s, "conversation "+c.ID) || !strings.Contains(s, "› first words") || !strings.Contains(s, "You said: first words") {
 		t.Errorf("the chat's start:\n%s", s)
 	}
@@ -127,6 +128,79 @@ func TestChatConversationInTmux(t *testing.T) {
 	mustRun(t, exitOK, "conversations", "stop", "--store", st, c.ID)
 	x.keys("still there?", "Enter")
 	x.waitAfter("› still there?", "not sent: conversation: stopped: conversation "+c.ID, 1)
+	x.keys("C-d")
+	x.waitFor("chat exited 0", 1)
+}
+
+// calf chat --conversation in a terminal shows the history first, each
+// tool call of the entry instance's runs and its result as they come, and
+// answers broken between words at the terminal's width.
+func TestChatConversationShowsToolsAndWraps(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildCalf(t, dir, "test")
+	srv, _ := newFakeServer(t)
+	isolate(t)
+	// The note's first line, which the fake model's answer quotes, is
+	// longer than the terminal's 120 columns.
+	var words []string
+	for i := range 40 {
+		words = append(words, fmt.Sprintf("w%04d", i))
+	}
+	long := strings.Join(words, " ")
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "note.txt"), long+"\nsecond line\n")
+	st := "sqlite:" + filepath.Join(dir, "calf.db")
+	agents := filepath.Join(dir, "agents.yaml")
+	writeFile(t, agents, `prototypes:
+  - name: conversational-agent
+    role: Reads notes
+    model: `+srv.URL()+`#conv-model
+    system_prompt: You read notes.
+    tools: [read_file]
+`)
+	mustRun(t, exitOK, "prototypes", "add", "--store", st, agents)
+	c := decodeConversation(t, mustRun(t, exitOK, "conversations", "create", "--store", st, "--user", "u1", "--json").stdout)
+	mustRun(t, exitOK, "conversations", "send", "--store", st, "--agents", agents, "--root", root, c.ID, "what does the note say?")
+
+	script := filepath.Join(dir, "chat.sh")
+	var sb strings.Builder
+	for _, kv := range calfEnv(dir) {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.ContainsAny(k, " ;()") {
+			continue
+		}
+		fmt.Fprintf(&sb, "export %s='%s'\n", k, strings.ReplaceAll(v, "'", `'\''`))
+	}
+	fmt.Fprintf(&sb, "'%s' chat --store '%s' --agents '%s' --root '%s' --conversation %s\necho \"chat exited $?\"\nsleep 600\n", bin, st, agents, root, c.ID)
+	writeFile(t, script, sb.String())
+	x := newTmux(t, script)
+	s := x.waitFor("now ──", 1)
+	if !strings.Contains(s, "the conversation so far: 1 exchanges") || !strings.Contains(s, "› what does the note say?") ||
+		!strings.Contains(s, "The note says: w0000") {
+		t.Errorf("the history first:\n%s", s)
+	}
+	// The history's answer, longer than a line, is broken between words.
+	words40 := regexp.MustCompile(`w\d{4}`)
+	if got := words40.FindAllString(s, -1); len(got) != 40 {
+		t.Errorf("the history shows %d whole words of 40: broken in a word?\n%s", len(got), s)
+	}
+	x.keys(long+" again", "Enter")
+	s = x.waitAfter("again", "The note says: w0000", 1)
+	after := s[strings.LastIndex(s, "› w0000"):]
+	call, result := strings.Index(after, "→ read_file"), strings.Index(after, "← ")
+	answer := strings.Index(after, "The note says")
+	if call < 0 || result < call || answer < result {
+		t.Errorf("want the tool call, its result, then the answer:\n%s", after)
+	}
+	// The message's echo and the answer: 80 whole words.
+	s = x.waitAfter("The note says: w0000", "› your message", 1)
+	after = s[strings.LastIndex(s, "› w0000"):]
+	if got := words40.FindAllString(after, -1); len(got) != 80 {
+		t.Errorf("the echo and the answer show %d whole words of 80: broken in a word?\n%s", len(got), after)
+	}
+	if strings.Count(after, "The note says") != 1 {
+		t.Errorf("the answer shows other than once (text left from the stream?):\n%s", after)
+	}
 	x.keys("C-d")
 	x.waitFor("chat exited 0", 1)
 }
