@@ -49,3 +49,58 @@ func TestReplay(t *testing.T) {
 		t.Errorf("an unknown run: %d %q", no.code, no.stderr)
 	}
 }
+
+// calf replay leaves nothing in the store it reads the recording from,
+// unless --keep, which records the replay as a run named after its source;
+// a prototype's run is replayed as that prototype with --agents, and
+// without it the command says what to give.
+func TestReplayKeepsOutOfTheStoreAndReplaysPrototypes(t *testing.T) {
+	isolate(t)
+	srv, _ := newFakeServer(t)
+	dir := t.TempDir()
+	storeURL := "sqlite:" + filepath.Join(dir, "calf.db")
+	agents := filepath.Join(dir, "agents.yaml")
+	writeFile(t, agents, `prototypes:
+  - name: echoer
+    role: Says what it was told
+    model: `+srv.URL()+`#m
+    system_prompt: Repeat the user.
+`)
+	got := runMain(t.Context(), "", "run", "--store", storeURL, "--agents", agents, "--json", "hello there")
+	if got.code != exitOK {
+		t.Fatalf("calf run --agents: %d %s", got.code, got.stderr)
+	}
+	run := between(got.stdout, `"run_id":"`, `"`)
+	runs := func() string {
+		t.Helper()
+		r := runMain(t.Context(), "", "runs", "list", "--store", storeURL, "--json")
+		if r.code != exitOK {
+			t.Fatalf("calf runs list: %d %s", r.code, r.stderr)
+		}
+		return r.stdout
+	}
+	before := strings.Count(runs(), `"id"`)
+
+	// Without --agents: what to give, not a replay by the wrong agent.
+	no := runMain(t.Context(), "", "replay", "--store", storeURL, run)
+	if no.code != exitUsage || !strings.Contains(no.stderr, "agent echoer") || !strings.Contains(no.stderr, "--agents FILE") {
+		t.Errorf("replay of a prototype's run without --agents: %d %q", no.code, no.stderr)
+	}
+	rep := runMain(t.Context(), "", "replay", "--store", storeURL, "--agents", agents, run)
+	if rep.code != exitOK || !strings.Contains(rep.stdout, "You said: hello there") || !strings.Contains(rep.stderr, "the answer is the recorded run's") {
+		t.Fatalf("replay --agents: %d %q %q", rep.code, rep.stdout, rep.stderr)
+	}
+	if after := strings.Count(runs(), `"id"`); after != before {
+		t.Errorf("the replay left %d runs in the store, want none", after-before)
+	}
+	kept := runMain(t.Context(), "", "replay", "--store", storeURL, "--agents", agents, "--keep", run)
+	if kept.code != exitOK || !strings.Contains(kept.stderr, "recorded as run "+run+".replay.1") {
+		t.Fatalf("replay --keep: %d %q", kept.code, kept.stderr)
+	}
+	if list := runs(); !strings.Contains(list, run+".replay.1") {
+		t.Errorf("the kept replay is not listed:\n%s", list)
+	}
+	if again := runMain(t.Context(), "", "replay", "--store", storeURL, "--agents", agents, "--keep", run); !strings.Contains(again.stderr, "recorded as run "+run+".replay.2") {
+		t.Errorf("a second kept replay: %d %q", again.code, again.stderr)
+	}
+}
