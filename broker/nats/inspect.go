@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -54,7 +55,40 @@ func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
 	if err != nil {
 		return 0, calf.Unavailable(fmt.Errorf("nats: members of group %s: %w", group, err))
 	}
+	if len(members) == 0 {
+		if err := b.leasesSettled(ctx); err != nil {
+			return 0, calf.Unavailable(fmt.Errorf("nats: members of group %s: %w", group, err))
+		}
+	}
 	return len(members), nil
+}
+
+// errLeasesUnsettled reports a bucket of leases whose leader changed too
+// recently for the absence of an announcement to mean anything.
+var errLeasesUnsettled = errors.New("the bucket of leases has just changed leader; its members may not have announced themselves again yet")
+
+// leasesSettled returns nil when the bucket of leases has had its leader
+// for longer than twice the lease time, so that a group without
+// announcements in it has no live member. On a cluster, electing a new
+// leader after its node died takes longer than an announcement lasts:
+// the members cannot renew theirs meanwhile, they expire, and the group
+// looks empty until the members' next renewals, a moment after the
+// election.
+func (b *Broker) leasesSettled(ctx context.Context) error {
+	st, err := b.js.Stream(ctx, "KV_"+b.opts.Stream+"_leases")
+	if err != nil {
+		return fmt.Errorf("nats: bucket of leases: %w", err)
+	}
+	ci := st.CachedInfo().Cluster
+	switch {
+	case ci == nil:
+		return nil
+	case ci.Leader == "":
+		return fmt.Errorf("%w (no leader)", errLeasesUnsettled)
+	case ci.LeaderSince != nil && time.Since(*ci.LeaderSince) < 2*leaseTTL(b.opts.AckWait):
+		return fmt.Errorf("%w (leader %s since %s)", errLeasesUnsettled, ci.Leader, ci.LeaderSince.Format(time.RFC3339Nano))
+	}
+	return nil
 }
 
 // PrepareGroup creates the consumers of the named group group on pattern,
