@@ -27,9 +27,14 @@ var (
 // stops counting when its announcement expires, and a partition moving
 // from a crashed member to a live one does not make the group look empty.
 // A group some of whose partitions have no consumer yet has none: a
-// message for such a partition would be missed. The call is bounded by
-// [Options.PublishTimeout]; when the server does not answer in that time
-// the error is marked [calf.Unavailable].
+// message for such a partition would be missed. No announcement is taken
+// for no member only once the bucket of leases has had its leader for
+// twice the lease time: on a cluster, the members cannot renew their
+// announcements while the bucket elects a new leader, which takes longer
+// than they last, so until they have announced themselves again the
+// answer is an error marked [calf.Unavailable], not zero. The call is
+// bounded by [Options.PublishTimeout]; when the server does not answer in
+// that time the error is marked [calf.Unavailable].
 func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
 	if b.closed.Load() {
 		return 0, calf.ErrClosed
