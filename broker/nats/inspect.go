@@ -41,8 +41,14 @@ func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.opts.PublishTimeout)
 	defer cancel()
+	pulled := false // a consumer of the group has a member's pull requests waiting
 	for p := range b.opts.Partitions {
-		_, err := b.js.Consumer(ctx, b.opts.Stream, ConsumerName(group, p))
+		cons, err := b.js.Consumer(ctx, b.opts.Stream, ConsumerName(group, p))
+		if errors.Is(err, jetstream.ErrConsumerNotFound) && p > 0 {
+			// The others exist: a server that has just become the
+			// cluster's leader may not know every consumer yet.
+			return 0, calf.Unavailable(fmt.Errorf("nats: consumer %d of group %s not found, those before it found", p, group))
+		}
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			// Never subscribed, or a member is still creating the
 			// consumers: a message for this partition would be missed.
@@ -51,6 +57,7 @@ func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
 		if err != nil {
 			return 0, calf.Unavailable(fmt.Errorf("nats: consumer of group %s: %w", group, err))
 		}
+		pulled = pulled || cons.CachedInfo().NumWaiting > 0
 	}
 	kv, err := b.leaseBucket(ctx)
 	if err != nil {
@@ -59,6 +66,11 @@ func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
 	members, err := listMembers(ctx, kv, leasePrefix(group))
 	if err != nil {
 		return 0, calf.Unavailable(fmt.Errorf("nats: members of group %s: %w", group, err))
+	}
+	if len(members) == 0 && pulled {
+		// Announcements lost (expired while no member could renew them)
+		// while a member still pulls: the next renewals bring them back.
+		return 0, calf.Unavailable(fmt.Errorf("nats: group %s: no member announced, yet its consumers are pulled", group))
 	}
 	if len(members) == 0 {
 		if err := b.leasesSettled(ctx); err != nil {
