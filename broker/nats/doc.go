@@ -27,6 +27,13 @@
 //
 // One stream ([Options.Stream], "CALF" by default) captures Prefix + ".>"
 // in file storage; Open creates it, or updates it to the options. Its
+// creation is safe for processes starting together on a cluster: the
+// stream, the bucket of leases and a group's consumers are looked up
+// first, created only when missing, updated only when their configuration
+// differs, and waited for until they have a leader, each request bounded
+// by 2 s and made again until the caller's context ends (30 s when it
+// has no deadline), since a cluster may leave a request about a stream
+// or consumer that another process is creating unanswered. Its
 // retention is interest-based: a message stays until every consumer
 // group whose pattern matches it has acknowledged it (or parked it), and a
 // message that no group matches is dropped at once, as with an in-memory

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -26,17 +27,28 @@ var (
 // stops counting when its announcement expires, and a partition moving
 // from a crashed member to a live one does not make the group look empty.
 // A group some of whose partitions have no consumer yet has none: a
-// message for such a partition would be missed. The call is bounded by
-// [Options.PublishTimeout]; when the server does not answer in that time
-// the error is marked [calf.Unavailable].
+// message for such a partition would be missed. No announcement is taken
+// for no member only once the bucket of leases has had its leader for
+// twice the lease time: on a cluster, the members cannot renew their
+// announcements while the bucket elects a new leader, which takes longer
+// than they last, so until they have announced themselves again the
+// answer is an error marked [calf.Unavailable], not zero. The call is
+// bounded by [Options.PublishTimeout]; when the server does not answer in
+// that time the error is marked [calf.Unavailable].
 func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
 	if b.closed.Load() {
 		return 0, calf.ErrClosed
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.opts.PublishTimeout)
 	defer cancel()
+	pulled := false // a consumer of the group has a member's pull requests waiting
 	for p := range b.opts.Partitions {
-		_, err := b.js.Consumer(ctx, b.opts.Stream, ConsumerName(group, p))
+		cons, err := b.js.Consumer(ctx, b.opts.Stream, ConsumerName(group, p))
+		if errors.Is(err, jetstream.ErrConsumerNotFound) && p > 0 {
+			// The others exist: a server that has just become the
+			// cluster's leader may not know every consumer yet.
+			return 0, calf.Unavailable(fmt.Errorf("nats: consumer %d of group %s not found, those before it found", p, group))
+		}
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			// Never subscribed, or a member is still creating the
 			// consumers: a message for this partition would be missed.
@@ -45,6 +57,7 @@ func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
 		if err != nil {
 			return 0, calf.Unavailable(fmt.Errorf("nats: consumer of group %s: %w", group, err))
 		}
+		pulled = pulled || cons.CachedInfo().NumWaiting > 0
 	}
 	kv, err := b.leaseBucket(ctx)
 	if err != nil {
@@ -54,7 +67,45 @@ func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
 	if err != nil {
 		return 0, calf.Unavailable(fmt.Errorf("nats: members of group %s: %w", group, err))
 	}
+	if len(members) == 0 && pulled {
+		// Announcements lost (expired while no member could renew them)
+		// while a member still pulls: the next renewals bring them back.
+		return 0, calf.Unavailable(fmt.Errorf("nats: group %s: no member announced, yet its consumers are pulled", group))
+	}
+	if len(members) == 0 {
+		if err := b.leasesSettled(ctx); err != nil {
+			return 0, calf.Unavailable(fmt.Errorf("nats: members of group %s: %w", group, err))
+		}
+	}
 	return len(members), nil
+}
+
+// errLeasesUnsettled reports a bucket of leases whose leader changed too
+// recently for the absence of an announcement to mean anything.
+var errLeasesUnsettled = errors.New("the bucket of leases has just changed leader; its members may not have announced themselves again yet")
+
+// leasesSettled returns nil when the bucket of leases has had its leader
+// for longer than twice the lease time, so that a group without
+// announcements in it has no live member. On a cluster, electing a new
+// leader after its node died takes longer than an announcement lasts:
+// the members cannot renew theirs meanwhile, they expire, and the group
+// looks empty until the members' next renewals, a moment after the
+// election.
+func (b *Broker) leasesSettled(ctx context.Context) error {
+	st, err := b.js.Stream(ctx, "KV_"+b.opts.Stream+"_leases")
+	if err != nil {
+		return fmt.Errorf("nats: bucket of leases: %w", err)
+	}
+	ci := st.CachedInfo().Cluster
+	switch {
+	case ci == nil:
+		return nil
+	case ci.Leader == "":
+		return fmt.Errorf("%w (no leader)", errLeasesUnsettled)
+	case ci.LeaderSince != nil && time.Since(*ci.LeaderSince) < 2*leaseTTL(b.opts.AckWait):
+		return fmt.Errorf("%w (leader %s since %s)", errLeasesUnsettled, ci.Leader, ci.LeaderSince.Format(time.RFC3339Nano))
+	}
+	return nil
 }
 
 // PrepareGroup creates the consumers of the named group group on pattern,

@@ -66,7 +66,7 @@ func (b *Broker) leaseBucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if b.leases != nil {
 		return b.leases, nil
 	}
-	kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := ensureBucket(ctx, b.js, jetstream.KeyValueConfig{
 		Bucket:      b.opts.Stream + "_leases",
 		Description: "calf: leases of consumer group members on partitions",
 		TTL:         leaseTTL(b.opts.AckWait),

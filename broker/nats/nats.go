@@ -278,9 +278,9 @@ func open(ctx context.Context, nc *natsgo.Conn, o Options) (*Broker, error) {
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = -1
 	}
-	st, err := js.CreateOrUpdateStream(ctx, cfg)
+	st, err := ensureStream(ctx, js, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("nats: stream %s: %w", o.Stream, err)
+		return nil, err
 	}
 	return &Broker{opts: o, log: o.Logger, nc: nc, js: js, st: st, subs: map[*subscription]struct{}{}}, nil
 }

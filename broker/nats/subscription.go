@@ -449,7 +449,10 @@ func (s *subscription) join(ctx context.Context, cfg jetstream.ConsumerConfig) (
 	}
 	have.AckWait = cfg.AckWait
 	have.MaxAckPending = cfg.MaxAckPending
-	cons, err = s.b.js.UpdateConsumer(ctx, s.b.opts.Stream, have)
+	err = settle(ctx, apiAttempt, func(ctx context.Context) error {
+		cons, err = s.b.js.UpdateConsumer(ctx, s.b.opts.Stream, have)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("nats: update consumer %s: %w", cfg.Durable, err)
 	}
@@ -469,16 +472,24 @@ func (s *subscription) prepare(ctx context.Context, cfg jetstream.ConsumerConfig
 
 // ensure returns the consumer cfg of a named group, creating it if it
 // does not exist (created), and fails with ErrGroupPattern when it exists
-// with another pattern.
+// with another pattern. On a cluster, a request about a consumer that
+// another process is creating may go unanswered: each attempt is bounded
+// and made again (see settle), as it is when another member created the
+// consumer meanwhile.
 func (s *subscription) ensure(ctx context.Context, cfg jetstream.ConsumerConfig) (cons jetstream.Consumer, created bool, err error) {
+	err = settle(ctx, apiAttempt, func(ctx context.Context) error {
+		cons, created, err = s.ensureOnce(ctx, cfg)
+		return err
+	})
+	return cons, created, err
+}
+
+func (s *subscription) ensureOnce(ctx context.Context, cfg jetstream.ConsumerConfig) (cons jetstream.Consumer, created bool, err error) {
 	b := s.b
 	cons, err = b.js.Consumer(ctx, b.opts.Stream, cfg.Durable)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		cons, err = b.js.CreateConsumer(ctx, b.opts.Stream, cfg)
-		if errors.Is(err, jetstream.ErrConsumerExists) {
-			return s.ensure(ctx, cfg) // another member created it meanwhile
-		}
 		if err != nil {
 			return nil, false, fmt.Errorf("nats: create consumer %s: %w", cfg.Durable, err)
 		}

@@ -25,6 +25,10 @@ type config struct {
 	actions []string
 	// killWorkers is the worker-kill mode.
 	killWorkers bool
+	// cluster runs NATS as a cluster of three nodes (nats-1, nats-2,
+	// nats-3) with the stream and the bucket of leases replicated on all
+	// three; the targets are its nodes.
+	cluster bool
 	// once checks that no tool ran twice for a call and no model call of
 	// a step was made twice: no worker dies, so none may start a call
 	// that another has in hand.
@@ -62,6 +66,8 @@ func TestChaos(t *testing.T) {
 		{name: "nats+redis", store: "redis", targets: []string{"redis"}, actions: []string{"stop", "kill", "pause"}, once: true},
 		{name: "nats-restart", store: "postgres", targets: []string{"nats"}, actions: []string{"kill", "pause"}},
 		{name: "worker-kill", store: "postgres", killWorkers: true, workers: 3, gap: span{3 * time.Second, 8 * time.Second}},
+		{name: "nats-cluster", store: "postgres", cluster: true, targets: []string{"nats-1", "nats-2", "nats-3"}, actions: []string{"kill"},
+			once: true, gap: span{5 * time.Second, 10 * time.Second}, outage: span{2 * time.Second, 6 * time.Second}},
 	} {
 		t.Run(cfg.name, func(t *testing.T) {
 			fromEnv(t, &cfg)
@@ -80,7 +86,9 @@ func fromEnv(t *testing.T, cfg *config) {
 	if cfg.gap == (span{}) {
 		cfg.gap = span{5 * time.Second, 15 * time.Second}
 	}
-	cfg.outage = span{500 * time.Millisecond, 5 * time.Second}
+	if cfg.outage == (span{}) {
+		cfg.outage = span{500 * time.Millisecond, 5 * time.Second}
+	}
 	cfg.seed = uint64(time.Now().UnixNano())
 	durations := map[string]*time.Duration{
 		"CALF_CHAOS_DURATION": &cfg.duration, "CALF_CHAOS_GRACE": &cfg.grace,
@@ -143,7 +151,19 @@ func fromEnv(t *testing.T, cfg *config) {
 // runChaos starts the services, the workers and the injector, runs the
 // load, and verifies every run.
 func runChaos(t *testing.T, cfg *config) {
-	services := map[string]*service{"nats": startNATS(t)}
+	services := map[string]*service{}
+	var brokerURL string
+	var query []string
+	if cfg.cluster {
+		nodes, url := startNATSCluster(t)
+		for _, n := range nodes {
+			services[n.name] = n
+		}
+		brokerURL, query = url, append(query, "replicas=3")
+	} else {
+		services["nats"] = startNATS(t)
+		brokerURL = services["nats"].url
+	}
 	switch cfg.store {
 	case "postgres":
 		services["postgres"] = startPostgres(t)
@@ -151,9 +171,11 @@ func runChaos(t *testing.T, cfg *config) {
 		services["redis"] = startRedis(t)
 	}
 	h := newHarness(t, cfg.modelDelay)
-	brokerURL := services["nats"].url
 	if cfg.outageBudget > 0 {
-		brokerURL += "?outage_budget=" + cfg.outageBudget.String()
+		query = append(query, "outage_budget="+cfg.outageBudget.String())
+	}
+	if len(query) > 0 {
+		brokerURL += "?" + strings.Join(query, "&")
 	}
 	h.cfg = workerConfig{
 		BrokerURL: brokerURL,

@@ -51,8 +51,8 @@
 //     second-step call after the output reached the caller); repeats before
 //     a record are counted apart, as the at-least-once delivery allows them
 //     only when the worker that made the call died;
-//   - in the store-outage subtests (nats+postgres, nats+redis), where no
-//     worker dies, no repeat at all: add ran once per tool call and the
+//   - in the store-outage subtests (nats+postgres, nats+redis) and
+//     nats-cluster, where no worker dies, no repeat at all: add ran once per tool call and the
 //     model was asked once per step, however often a message was delivered
 //     again (agent's flights and claims);
 //   - no dead letter was lost: every message the brokers logged as parked
@@ -60,7 +60,12 @@
 //     logged a dropped dead letter;
 //   - no caller waited past the end of the load window plus the grace
 //     period;
-//   - with the worker-kill mode, no run was cancelled as not served.
+//   - no run was cancelled as not served (workers serve the agent
+//     throughout, so the start check must never conclude otherwise).
+//
+// TestClusterMembersSurviveFailover, beside the suite, kills the node
+// leading the bucket of leases of a three-node cluster twice while a
+// group is served, and checks that GroupMembers never counts it empty.
 //
 // After the load, every dead letter not yet replayed is replayed, and the
 // runs it held up are awaited in the store: they count as replayed, and a
@@ -81,10 +86,16 @@
 //	go test -count=1 -run TestChaos -v ./internal/chaos
 //
 // Its subtests are nats+postgres and nats+redis (the store taken down),
-// nats-restart (NATS taken down, on PostgreSQL) and worker-kill (three
+// nats-restart (NATS taken down, on PostgreSQL), worker-kill (three
 // workers, one killed with SIGKILL every 3 to 8 seconds and started
-// again). The long form is the same test with more load for longer,
-// chosen by environment variables:
+// again) and nats-cluster (NATS as a cluster of three nodes routed to
+// each other, the stream and the bucket of leases with three replicas,
+// as docs/deploy.md runs it; a node killed with SIGKILL every 5 to 10
+// seconds and started again 2 to 6 seconds later; no repeat allowed, as
+// no worker dies). Every service listens on a port between 20000 and
+// 32000, outside the ephemeral range, where a client reconnecting to a
+// killed server could otherwise hold its port. The long form is the same
+// test with more load for longer, chosen by environment variables:
 //
 //	CALF_CHAOS_DURATION  the load window (default 30s)
 //	CALF_CHAOS_CALLERS   concurrent callers (default 30)
@@ -114,4 +125,11 @@
 //
 //	CALF_CHAOS_DURATION=3m CALF_CHAOS_CALLERS=500 \
 //	  go test -count=1 -timeout 60m -run 'TestChaos/nats\+postgres' -v ./internal/chaos
+//
+// and the cluster's long form, a node killed every 10 to 20 seconds (on
+// 2 shared cores: 8 kills, 24,117 runs, every one completed, none
+// cancelled as not served, no tool executed or model step asked twice):
+//
+//	CALF_CHAOS_DURATION=3m CALF_CHAOS_CALLERS=500 CALF_CHAOS_GAP=10s-20s \
+//	  go test -count=1 -timeout 60m -run 'TestChaos/nats-cluster' -v ./internal/chaos
 package chaos

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"sync"
@@ -225,6 +226,12 @@ func isAgentChannel(channel string) bool {
 type natsdConfig struct {
 	Port int    `json:"port"`
 	Dir  string `json:"dir"`
+	// Name, ClusterPort and Routes make the server a node of a cluster
+	// (named calf-chaos), listening for routes on ClusterPort and routed
+	// to the other nodes' cluster ports.
+	Name        string `json:"name,omitempty"`
+	ClusterPort int    `json:"cluster_port,omitempty"`
+	Routes      []int  `json:"routes,omitempty"`
 }
 
 // runNATSD is a NATS server with JetStream on 127.0.0.1:Port, storing in
@@ -236,14 +243,22 @@ func runNATSD(raw string) int {
 		fmt.Fprintf(os.Stderr, "natsd: bad configuration: %v\n", err)
 		return 2
 	}
-	srv, err := server.NewServer(&server.Options{
+	opts := &server.Options{
 		ServerName: "calf-chaos",
 		Host:       "127.0.0.1",
 		Port:       cfg.Port,
 		JetStream:  true,
 		StoreDir:   cfg.Dir,
 		NoSigs:     true,
-	})
+	}
+	if cfg.ClusterPort != 0 {
+		opts.ServerName = cfg.Name
+		opts.Cluster = server.ClusterOpts{Name: "calf-chaos", Host: "127.0.0.1", Port: cfg.ClusterPort}
+		for _, p := range cfg.Routes {
+			opts.Routes = append(opts.Routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+		}
+	}
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "natsd: %v\n", err)
 		return 1

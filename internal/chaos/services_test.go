@@ -2,14 +2,17 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -48,22 +51,37 @@ func needServices(t *testing.T) {
 	}
 }
 
-// freePort returns a port of 127.0.0.1 that nothing listens on, never one
-// of the shared services'.
+// freePort returns a port of 127.0.0.1 that nothing listens on, outside
+// the ephemeral range (32768-60999, where a reconnecting client's own
+// port could take a stopped server's) and never one of the shared
+// services'.
 func freePort(t *testing.T) int {
 	t.Helper()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	portMu.Lock()
+	defer portMu.Unlock()
+	for range 12000 {
+		port := 20000 + rand.IntN(12000)
+		if sharedPorts[port] || portsTaken[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
-		port := l.Addr().(*net.TCPAddr).Port
 		_ = l.Close()
-		if !sharedPorts[port] {
-			return port
-		}
+		portsTaken[port] = true
+		return port
 	}
+	t.Fatal("no free port between 20000 and 32000")
+	return 0
 }
+
+// portsTaken are the ports freePort has given, which the services may not
+// be listening on yet.
+var (
+	portMu     sync.Mutex
+	portsTaken = map[int]bool{}
+)
 
 // service is a server process the test owns: it can be stopped, killed,
 // paused and started again on the same port and data.
@@ -331,18 +349,70 @@ func startRedis(t *testing.T) *service {
 // server process (see runNATSD), the module's nats-server embedded.
 func startNATS(t *testing.T) *service {
 	t.Helper()
-	dir := t.TempDir()
 	port := freePort(t)
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	cfg := fmt.Sprintf(`{"port":%d,"dir":%q}`, port, filepath.Join(dir, "jetstream"))
-	return newService(t, &service{
-		name: "nats",
-		port: port,
+	s := natsService(t, "nats", natsdConfig{Port: port, Dir: filepath.Join(t.TempDir(), "jetstream")})
+	return newService(t, s)
+}
+
+// startNATSCluster starts a cluster of three NATS servers with JetStream,
+// nats-1, nats-2 and nats-3, each the test binary as a server process
+// routed to the other two, and returns them with the URL of the cluster
+// (every node's address) a worker is given. The nodes start together: a
+// node answers only once the cluster has a JetStream leader, which takes
+// two of them.
+func startNATSCluster(t *testing.T) ([]*service, string) {
+	t.Helper()
+	var client, routes [3]int
+	for i := range 3 {
+		client[i], routes[i] = freePort(t), freePort(t)
+	}
+	nodes := make([]*service, 3)
+	var hosts []string
+	for i := range 3 {
+		cfg := natsdConfig{Port: client[i], Dir: filepath.Join(t.TempDir(), "jetstream"),
+			Name: fmt.Sprintf("nats-%d", i+1), ClusterPort: routes[i]}
+		for j := range 3 {
+			if j != i {
+				cfg.Routes = append(cfg.Routes, routes[j])
+			}
+		}
+		nodes[i] = natsService(t, cfg.Name, cfg)
+		t.Cleanup(nodes[i].close)
+		hosts = append(hosts, fmt.Sprintf("127.0.0.1:%d", client[i]))
+	}
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i, s := range nodes {
+		wg.Go(func() { errs[i] = s.start(t.Context()) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range nodes {
+		t.Logf("%s on port %d (log %s)", s.name, s.port, s.log)
+	}
+	return nodes, "nats://" + strings.Join(hosts, ",")
+}
+
+// natsService is the NATS server cfg describes, as a service named name.
+func natsService(t *testing.T, name string, cfg natsdConfig) *service {
+	t.Helper()
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("nats://127.0.0.1:%d", cfg.Port)
+	return &service{
+		name: name,
+		port: cfg.Port,
 		url:  url,
-		log:  filepath.Join(dir, "nats.log"),
+		log:  filepath.Join(filepath.Dir(cfg.Dir), name+".log"),
 		command: func() *exec.Cmd {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), natsdEnv+"="+cfg)
+			cmd.Env = append(os.Environ(), natsdEnv+"="+string(raw))
 			return cmd
 		},
 		ready: func(ctx context.Context) error {
@@ -360,5 +430,5 @@ func startNATS(t *testing.T) *service {
 		},
 		stopSignal: syscall.SIGTERM,
 		termSignal: syscall.SIGTERM,
-	})
+	}
 }
