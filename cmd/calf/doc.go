@@ -17,7 +17,7 @@
 //	calf a2a send [--context ID] [--no-stream] [--token T] URL TEXT
 //	calf events --broker URL [--agent NAME] [--run ID] [--json]
 //	calf trace [--store URL] RUN
-//	calf replay [AGENT FLAGS] [--store URL] RUN
+//	calf replay [AGENT FLAGS] [--store URL] [--keep] RUN
 //	calf runs list [--status S] [--agent NAME] [--limit N] [--json] [--store URL]
 //	calf runs show [--store URL] ID
 //	calf runs pause --broker URL [--store URL] [--reason R] ID
@@ -287,7 +287,9 @@
 // calf serve records it, calf run and calf worker with --record), with
 // timings. replay runs a recorded run again in this process, each model
 // call answered with the response the run recorded, the tools run again
-// with the agent flags given. See docs/observability.md.
+// with the agent flags given (--agents FILE for a prototype's run), on an
+// in-memory store: --store is only read, unless --keep is given: it records the
+// replay there as RUN.replay.N. See docs/observability.md.
 //
 // # calf runs
 //
