@@ -116,6 +116,11 @@ type Options struct {
 	// workflows return an error matching [ErrThread] for a thread with
 	// messages. Not together with SessionID.
 	Thread []model.Message
+	// Deps are the run's dependencies (agent.RunOptions.Deps), which
+	// travel with it to the workers and which its tools read with
+	// agent.Deps.Of. Agents only: teams and workflows ignore them.
+	// Default: none.
+	Deps agent.DepsValue
 }
 
 // ErrThread is returned by the runners of teams and workflows when
@@ -214,7 +219,7 @@ func (r *agentRunner[Out]) Run(ctx context.Context, rt *agent.Runtime, prompt st
 		o = *opts
 	}
 	runID := o.RunID
-	for ev, err := range r.a.RunStream(ctx, rt, prompt, &agent.RunOptions{RunID: o.RunID, SessionID: o.SessionID, Thread: o.Thread}) {
+	for ev, err := range r.a.RunStream(ctx, rt, prompt, &agent.RunOptions{RunID: o.RunID, SessionID: o.SessionID, Thread: o.Thread, Deps: o.Deps}) {
 		if err != nil {
 			return ended(ctx, runID, err)
 		}
@@ -255,7 +260,7 @@ func (r *agentRunner[Out]) Submit(ctx context.Context, rt *agent.Runtime, prompt
 	if opts != nil {
 		o = *opts
 	}
-	return r.a.Submit(ctx, rt, prompt, &agent.RunOptions{RunID: o.RunID, SessionID: o.SessionID, Thread: o.Thread, Stream: true})
+	return r.a.Submit(ctx, rt, prompt, &agent.RunOptions{RunID: o.RunID, SessionID: o.SessionID, Thread: o.Thread, Deps: o.Deps, Stream: true})
 }
 
 func (r *agentRunner[Out]) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {

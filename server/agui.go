@@ -113,7 +113,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 			s.requestError(w, r, fmt.Errorf("%w: no user message", errBadRequest))
 			return
 		}
-		opts := &runner.Options{RunID: calf.NewID(), SessionID: in.ThreadID}
+		opts := s.runOptions(user, runner.Options{RunID: calf.NewID(), SessionID: in.ThreadID})
 		if err := s.ownRun(ctx, user, opts.RunID); err != nil {
 			s.requestError(w, r, err)
 			return

@@ -241,7 +241,7 @@ func (s *Server) begin(r *http.Request, msgs []inMessage, refused error) (string
 	if err != nil {
 		return "", nil, err
 	}
-	o := &runner.Options{RunID: calf.NewID(), Thread: thread}
+	o := s.runOptions(userOf(r), runner.Options{RunID: calf.NewID(), Thread: thread})
 	if id := r.Header.Get(SessionHeader); id != "" {
 		if err := s.claimSession(r.Context(), userOf(r), id); err != nil {
 			return "", nil, err

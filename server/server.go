@@ -78,6 +78,23 @@ type Options struct {
 	// process (any process on the broker may); its user-facing histories
 	// are kept by [Server.RecordConversations].
 	Conversations *conversation.Host
+	// Deps, when set, gives the runs a user starts (by the API, the
+	// WebSocket bridge or AG-UI) the dependencies it returns for that
+	// user: the name [Options.Tokens] maps the request's token to, or
+	// [LocalUser]. They travel with the run to the workers
+	// ([agent.RunOptions.Deps]), where tools read them with
+	// [agent.Deps.Of]: calf serve gives each user's file and bash tools a
+	// directory of their own this way. Default: runs without
+	// dependencies.
+	Deps func(user string) agent.DepsValue
+}
+
+// runOptions returns the options of a run that user starts.
+func (s *Server) runOptions(user string, o runner.Options) *runner.Options {
+	if s.opts.Deps != nil {
+		o.Deps = s.opts.Deps(user)
+	}
+	return &o
 }
 
 // Server offers agents, teams and workflows ([runner.Runner]) over HTTP:

@@ -172,7 +172,7 @@ func (b *wsBridge) handle(ctx context.Context, in wsIn) error {
 		if err := s.claimSession(ctx, b.user, in.Session); err != nil {
 			return err
 		}
-		opts := &runner.Options{RunID: calf.NewID(), SessionID: in.Session}
+		opts := s.runOptions(b.user, runner.Options{RunID: calf.NewID(), SessionID: in.Session})
 		if err := s.ownRun(ctx, b.user, opts.RunID); err != nil {
 			return err
 		}

@@ -187,14 +187,17 @@ func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string
 		return nil, err
 	}
 	if serve {
+		// Each tool works in the directory of the run's user when the
+		// run has one (a run of calf serve with several users), else in
+		// the directory the flag names.
 		if f.read != "" {
-			if tools, err = builtin.ReadOnly(f.read); err != nil {
+			if tools, err = userTools(f.read, builtin.ReadOnly); err != nil {
 				return nil, usageError(fmt.Errorf("--read: %w", err))
 			}
 		}
 		if f.edit != "" {
 			if f.read != f.edit {
-				read, err := builtin.ReadOnly(f.edit)
+				read, err := userTools(f.edit, builtin.ReadOnly)
 				if err != nil {
 					return nil, usageError(fmt.Errorf("--edit: %w", err))
 				}
@@ -203,14 +206,14 @@ func newAssistant(ctx context.Context, f *agentFlags, getenv func(string) string
 				}
 				tools = append(tools, read...)
 			}
-			edit, err := builtin.Edit(f.edit)
+			edit, err := userTools(f.edit, builtin.Edit)
 			if err != nil {
 				return nil, usageError(fmt.Errorf("--edit: %w", err))
 			}
 			tools = append(tools, edit...)
 		}
 		if f.bash != "" {
-			sh, err := builtin.Bash(f.bash, nil)
+			sh, err := bashTool(f.bash)
 			if err != nil {
 				return nil, usageError(fmt.Errorf("--bash: %w", err))
 			}

@@ -214,6 +214,11 @@
 //	                  default $CALF_SERVE_TOKEN); required when --addr is not
 //	                  a loopback address
 //
+// With the tokens of several users, the file and bash tools of each user's
+// runs work in DIR/users/NAME beneath --read, --edit or --bash, a directory
+// of that user's own (mode 0700, the name escaped so that it leads nowhere
+// else), and --bash needs bubblewrap.
+//
 // With --agents FILE it offers the file's conversations too
 // (docs/conversations.md): the conversations API under /v1/conversations
 // and the conversations of the web chat. It registers the file's

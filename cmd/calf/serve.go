@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/calf-go/calf/adapters"
+	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/server"
+	"github.com/calf-go/calf/tool/builtin"
 )
 
 // envServeToken holds the bearer tokens of calf serve, as --token does:
@@ -41,7 +44,10 @@ broker or with --serve, served here; otherwise calf worker --agents processes se
 
 It listens on loopback unless --addr says otherwise, and then only with bearer tokens
 (--token, or $` + envServeToken + `, whose entries are separated by commas). A token is
-TOKEN (user "default") or USER:TOKEN; a session belongs to the user who started it.`,
+TOKEN (user "default") or USER:TOKEN; a session belongs to the user who started it.
+With the tokens of several users, the file and bash tools of each user's runs work in a
+directory of that user's own, DIR/users/NAME beneath --read, --edit or --bash (made on first
+use, readable by this system user only), and --bash needs bubblewrap.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(f.tokens) == 0 {
@@ -70,6 +76,19 @@ func parseTokens(entries []string) (map[string]string, error) {
 	return tokens, nil
 }
 
+// severalUsers reports whether tokens authenticate more than one user.
+func severalUsers(tokens map[string]string) bool {
+	var first string
+	for _, u := range tokens {
+		if first == "" {
+			first = u
+		} else if u != first {
+			return true
+		}
+	}
+	return false
+}
+
 func serve(cmd *cobra.Command, f serveFlags, getenv func(string) string) error {
 	ctx := cmd.Context()
 	tokens, err := parseTokens(f.tokens)
@@ -84,6 +103,16 @@ func serve(cmd *cobra.Command, f serveFlags, getenv func(string) string) error {
 	}
 	if err := server.CheckAddr(f.addr, tokens); err != nil {
 		return usageError(fmt.Errorf("--addr %s listens beyond loopback: give bearer tokens with --token or $%s", f.addr, envServeToken))
+	}
+	if severalUsers(tokens) && f.bash != "" && (f.serve || adapters.InProcess(f.broker)) {
+		// A command run without a sandbox reaches every user's directory.
+		sh, err := builtin.Bash(f.bash, nil)
+		if err != nil {
+			return usageError(fmt.Errorf("--bash: %w", err))
+		}
+		if !sh.Sandboxed() {
+			return usageError(fmt.Errorf("--bash with the tokens of several users needs the bubblewrap sandbox, which keeps each user's commands in a directory of their own (%s): install bubblewrap (bwrap), or serve one user", filepath.Join(f.bash, userRootsDir, "USER")))
+		}
 	}
 	// The event log of the runs, for their event streams: recorded by the
 	// edge, its logs removed with the runs by the retention sweep.
@@ -105,7 +134,13 @@ func serve(cmd *cobra.Command, f serveFlags, getenv func(string) string) error {
 			return err
 		}
 	}
-	s, err := server.New(e.rt, []runner.Runner{runner.Agent(e.agent)}, &server.Options{Addr: f.addr, Tokens: tokens, Log: e.log, Conversations: host})
+	opts := &server.Options{Addr: f.addr, Tokens: tokens, Log: e.log, Conversations: host}
+	if severalUsers(tokens) {
+		// Each user's runs carry the user, so that the tools work in a
+		// directory of the user's own (userRoot).
+		opts.Deps = func(user string) agent.DepsValue { return runUsers.Value(runUser{User: user}) }
+	}
+	s, err := server.New(e.rt, []runner.Runner{runner.Agent(e.agent)}, opts)
 	if err != nil {
 		return failure(err)
 	}
