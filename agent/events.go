@@ -258,3 +258,29 @@ type OutputEvent struct {
 	// run a handoff continues into): Error names which.
 	NotServed bool `json:"not_served,omitempty"`
 }
+
+// Text returns the output as text: Content decoded when it is a JSON
+// string (a text agent's answer), else Content's JSON as it is (a
+// structured output), or "" when there is none.
+func (e OutputEvent) Text() string {
+	var s string
+	if len(e.Content) > 0 && e.Content[0] == '"' && json.Unmarshal(e.Content, &s) == nil {
+		return s
+	}
+	return string(e.Content)
+}
+
+// String returns what a person reading the event wants: the output's text
+// (see [OutputEvent.Text]) for a complete run, else the status and the
+// error ("error: the model failed"), or the run that a handoff continues.
+func (e OutputEvent) String() string {
+	switch {
+	case e.Status == OutputComplete:
+		return e.Text()
+	case e.Status == OutputHandoff && e.Handoff != nil:
+		return "handoff to " + e.Handoff.Agent + " (run " + e.Handoff.RunID + ")"
+	case e.Error != "":
+		return e.Status + ": " + e.Error
+	}
+	return e.Status
+}
