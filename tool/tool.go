@@ -53,6 +53,19 @@ func (r *Result) Text() string {
 	return model.Message{Parts: r.Parts}.Text()
 }
 
+// String returns r's text (see [Result.Text]), or its structured value
+// as JSON when it has no text, so that printing a result shows what the
+// model sees. A nil result is the empty string.
+func (r *Result) String() string {
+	if r == nil {
+		return ""
+	}
+	if t := r.Text(); t != "" || len(r.Structured) == 0 {
+		return t
+	}
+	return string(r.Structured)
+}
+
 // TextResult returns a result with one text part.
 func TextResult(s string) *Result { return &Result{Parts: []model.Part{model.TextPart(s)}} }
 
