@@ -104,3 +104,13 @@ func TestReplayKeepsOutOfTheStoreAndReplaysPrototypes(t *testing.T) {
 		t.Errorf("a second kept replay: %d %q", again.code, again.stderr)
 	}
 }
+
+// calf replay of a run the store does not hold says so, in the user's
+// words, and exits with status 1.
+func TestReplayNoSuchRun(t *testing.T) {
+	isolate(t)
+	got := runMain(t.Context(), "", "replay", "--store", "memory:", "nope")
+	if got.code != exitFailure || !strings.Contains(got.stderr, "no such run: nope") || strings.Contains(got.stderr, "store:") {
+		t.Errorf("exit %d, %s", got.code, got.stderr)
+	}
+}
