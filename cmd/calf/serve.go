@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -76,6 +77,20 @@ func parseTokens(entries []string) (map[string]string, error) {
 	return tokens, nil
 }
 
+// checkAddr refuses an --addr that is not HOST:PORT.
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		if _, perr := strconv.ParseUint(port, 10, 16); perr != nil {
+			err = fmt.Errorf("port %q is not a number from 0 to 65535", port)
+		}
+	}
+	if err != nil {
+		return usageError(fmt.Errorf("--addr %q is not a valid address: %v (give HOST:PORT, such as %s)", addr, err, server.DefaultAddr))
+	}
+	return nil
+}
+
 // severalUsers reports whether tokens authenticate more than one user.
 func severalUsers(tokens map[string]string) bool {
 	var first string
@@ -99,6 +114,9 @@ func serve(cmd *cobra.Command, f serveFlags, getenv func(string) string) error {
 		return err
 	}
 	if err := checkToolDirs(f.store, &f.agentFlags); err != nil {
+		return err
+	}
+	if err := checkAddr(f.addr); err != nil {
 		return err
 	}
 	if err := server.CheckAddr(f.addr, tokens); err != nil {

@@ -27,6 +27,9 @@ func TestServe(t *testing.T) {
 		says string
 	}{
 		{[]string{"--addr", "0.0.0.0:0"}, "bearer tokens"},
+		{[]string{"--addr", "nonsense"}, `--addr "nonsense" is not a valid address`},
+		{[]string{"--addr", "127.0.0.1:http"}, "is not a valid address"},
+		{[]string{"--addr", "127.0.0.1:70000"}, "is not a valid address"},
 		{[]string{"--token", "short"}, "at least 16"},
 		{[]string{"--token", ":0123456789abcdef"}, "USER:TOKEN"},
 		{[]string{"--token", "a:0123456789abcdef", "--token", "b:0123456789abcdef"}, "same token"},
