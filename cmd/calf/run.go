@@ -245,7 +245,22 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 			"start one (calf worker --broker %s --store %s), add --wait to wait for one, or add --serve to serve it in this process",
 			a.Name(), adapters.Redact(f.broker), agent.InputChannel(a.Name()), adapters.Redact(f.broker), adapters.Redact(f.store))
 	}
+	if err := promptTooLarge(runErr, a.Name()); err != nil {
+		return err
+	}
 	return failure(runErr)
+}
+
+// promptTooLarge returns, for err refusing the input of agent's run as
+// over the broker's size limit, a usage error that says the limit and what
+// to do, and nil for any other error.
+func promptTooLarge(err error, agentName string) error {
+	var se *calf.SizeError
+	if !errors.As(err, &se) || se.Channel != agent.InputChannel(agentName) {
+		return nil
+	}
+	return usageError(fmt.Errorf("the prompt is too large: its message to the agent is %d bytes, over the broker's limit of %d bytes a message; "+
+		"shorten it, or save the text in a file and give the agent the file tools (--read DIR) to read it from there", se.Size, se.Limit))
 }
 
 // askApproval asks on answers whether the call of req may run, and answers

@@ -338,3 +338,14 @@ func TestRunTimeout(t *testing.T) {
 		t.Errorf("calf run --timeout 50ms = %d, stderr %q; want %d and a timeout", got.code, got.stderr, exitFailure)
 	}
 }
+
+// calf run refuses a prompt over the broker's size limit in the user's
+// terms: the limit, and what to do.
+func TestRunPromptTooLarge(t *testing.T) {
+	isolate(t)
+	srv, _ := newFakeServer(t)
+	got := runMain(t.Context(), strings.Repeat("a", 10<<20), "run", "--store", "memory:", "--model", srv.URL()+"#m", "-")
+	if got.code != exitUsage || !strings.Contains(got.stderr, "the prompt is too large") || !strings.Contains(got.stderr, "limit of 1048576 bytes") || !strings.Contains(got.stderr, "--read DIR") {
+		t.Errorf("exit %d, %s", got.code, got.stderr[:min(len(got.stderr), 500)])
+	}
+}
