@@ -66,7 +66,7 @@ func Parse(data []byte) ([]Prototype, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, &ValidationError{Problems: []Problem{{Message: "empty file: want a prototypes: list"}}}
 		}
-		return nil, &ValidationError{Problems: []Problem{{Message: err.Error()}}}
+		return nil, &ValidationError{Problems: []Problem{syntaxProblem(data, err)}}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -193,6 +193,44 @@ func decodeStrict(n *yaml.Node, target any) error {
 		return errors.New(stripLine(err.Error()))
 	}
 	return nil
+}
+
+// syntaxProblem returns the problem of err, the error of decoding data as
+// YAML, on the line where it is. The YAML parser reports the line where the
+// construct the error is in begins, or the one before (for an indent
+// error on line 3, "line 1"): the line is rather the first line ending a
+// prefix of data that fails with the same message, found by bisection
+// (the parser reads in order: a prefix that holds the error fails with
+// it, a shorter one does not or fails otherwise, at its end).
+func syntaxProblem(data []byte, err error) Problem {
+	msg := stripLine(err.Error())
+	ends := []int{} // the end of each line
+	for i, c := range data {
+		if c == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		ends = append(ends, len(data))
+	}
+	fails := func(k int) bool { // the first k lines fail with msg
+		var n yaml.Node
+		err := yaml.Unmarshal(data[:ends[k-1]], &n)
+		return err != nil && stripLine(err.Error()) == msg
+	}
+	lo, hi := 1, len(ends)
+	if hi == 0 || !fails(hi) {
+		return Problem{Message: msg}
+	}
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return Problem{Line: lo, Message: msg}
 }
 
 // stripLine drops yaml's "line N: " of a re-encoded node, whose lines are

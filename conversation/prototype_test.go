@@ -268,3 +268,30 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A YAML syntax error is reported on its own line, not on the line where
+// the construct it is in begins.
+func TestParseSyntaxErrorLine(t *testing.T) {
+	for _, tt := range []struct {
+		src  string
+		line int
+	}{
+		{"prototypes:\n  - name: a\n   kind: llm\n", 3},
+		{"prototypes:\n  - name: a\n    kind: llm\n  - name: b\n   kind: code\n", 5},
+		{"prototypes:\n  - name: a\n    role: \"open\n    kind: llm\n  -x: [\n", 0},
+		{"prototypes:\n  - name: a\n\tkind: llm\n", 3},
+	} {
+		_, err := conversation.Parse([]byte(tt.src))
+		var ve *conversation.ValidationError
+		if !errors.As(err, &ve) || len(ve.Problems) != 1 {
+			t.Errorf("Parse(%q): %v", tt.src, err)
+			continue
+		}
+		if tt.line > 0 && ve.Problems[0].Line != tt.line {
+			t.Errorf("Parse(%q): %v, want line %d", tt.src, err, tt.line)
+		}
+		if strings.Contains(ve.Problems[0].Message, "line ") {
+			t.Errorf("Parse(%q): the message names a line of its own: %v", tt.src, err)
+		}
+	}
+}
