@@ -60,8 +60,9 @@ func TestPrototypes(t *testing.T) {
 	if got.stdout != want {
 		t.Errorf("prototypes add printed %q, want %q", got.stdout, want)
 	}
-	// Again: refused, every name listed, unless --replace.
-	got = mustRun(t, exitFailure, "prototypes", "add", "--store", st, file)
+	// Again: refused as docs/conversations.md says (status 2), every name
+	// listed, unless --replace.
+	got = mustRun(t, exitUsage, "prototypes", "add", "--store", st, file)
 	if !strings.Contains(got.stderr, "registered already: conversational-agent, docmem-agent, poet (add --replace") {
 		t.Errorf("prototypes add again: stderr %q", got.stderr)
 	}

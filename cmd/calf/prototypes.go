@@ -117,10 +117,13 @@ func addPrototypes(ctx context.Context, storeURL, file string, replace bool, out
 		}
 	}
 	if len(taken) > 0 && !replace {
-		return failure(fmt.Errorf("%s: prototypes registered already: %s (add --replace to replace them); nothing was registered",
+		return usageError(fmt.Errorf("%s: prototypes registered already: %s (add --replace to replace them); nothing was registered",
 			file, strings.Join(taken, ", ")))
 	}
-	if err := protos.RegisterAll(ctx, ps, replace); err != nil {
+	if err := protos.RegisterAll(ctx, ps, replace); errors.Is(err, conversation.ErrExists) {
+		// Registered meanwhile by another process.
+		return usageError(fmt.Errorf("%s: %w (add --replace to replace them); nothing was registered", file, err))
+	} else if err != nil {
 		return failure(err)
 	}
 	for _, p := range ps {
