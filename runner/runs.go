@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/team"
 	"github.com/calf-go/calf/workflow"
@@ -31,6 +32,11 @@ type RunSummary struct {
 	Ended   time.Time `json:"ended,omitzero"`
 	// Reason is why the run failed, was cancelled or is paused.
 	Reason string `json:"reason,omitempty"`
+	// Prompt is the text the run was started with: an agent run's first
+	// user message of its own (after the session's history), a team
+	// run's task; empty for a workflow run, whose input is its state, and
+	// for an agent run whose stored messages no longer begin with it.
+	Prompt string `json:"prompt,omitempty"`
 }
 
 // Statuses lists the statuses a [RunFilter] may ask for.
@@ -57,6 +63,9 @@ func SummarizeAgentRun(st *agent.RunInfo) RunSummary {
 	if st.Pause != nil {
 		s.pause(st.Paused, st.Status.Terminal(), st.Pause.Reason)
 	}
+	if h := st.HistoryLen; !st.Partial && h >= 0 && h < len(st.Messages) && st.Messages[h].Role == model.RoleUser {
+		s.Prompt = st.Messages[h].Text()
+	}
 	return s
 }
 
@@ -74,7 +83,7 @@ func (s *RunSummary) pause(paused, ended bool, reason string) {
 // SummarizeTeamRun summarizes a team run.
 func SummarizeTeamRun(st *team.RunInfo) RunSummary {
 	s := RunSummary{ID: st.ID, Kind: "team", Name: st.Team, Status: string(st.Status), Step: st.Step, Session: st.SessionID,
-		Parent: st.Parent, Started: st.StartedAt, Ended: st.EndedAt, Reason: st.Error}
+		Parent: st.Parent, Started: st.StartedAt, Ended: st.EndedAt, Reason: st.Error, Prompt: st.Task}
 	if st.Pause != nil {
 		s.pause(st.Paused, st.Status.Terminal(), st.Pause.Reason)
 	}

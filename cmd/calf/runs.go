@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,10 +114,10 @@ func listRuns(ctx context.Context, storeURL string, f runFilter, asJSON bool, ou
 		return failure(jsonLines(out, runs))
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tNAME\tSTATUS\tSTEP\tSTARTED\tREASON")
+	fmt.Fprintln(tw, "ID\tKIND\tNAME\tSTATUS\tSTEP\tSTARTED\tSESSION\tPROMPT\tREASON")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Kind, r.Name, r.Status, r.Step,
-			r.Started.UTC().Format(time.RFC3339), oneLine(r.Reason, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.Kind, r.Name, r.Status, r.Step,
+			r.Started.UTC().Format(time.RFC3339), cmp.Or(r.Session, "-"), cmp.Or(oneLine(r.Prompt, 40), "-"), oneLine(r.Reason, 60))
 	}
 	return failure(tw.Flush())
 }

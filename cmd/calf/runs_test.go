@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -256,4 +257,31 @@ type wfState struct {
 	Done []string `json:"done"`
 	// Hold has the first node wait for the test's hold channel.
 	Hold bool `json:"hold,omitempty"`
+}
+
+// calf runs list shows each run's session and prompt, the prompt on one
+// line and cut short.
+func TestRunsListPromptAndSession(t *testing.T) {
+	isolate(t)
+	srv, _ := newFakeServer(t)
+	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "calf.db")
+	long := "Plan a day in Lyon\nwith a walk along the Saône, a bouchon for lunch and a museum after"
+	mustRun(t, exitOK, "run", "--store", storeURL, "--model", srv.URL()+"#m", "--session", "trip", long)
+	mustRun(t, exitOK, "run", "--store", storeURL, "--model", srv.URL()+"#m", "hello")
+	got := mustRun(t, exitOK, "runs", "list", "--store", storeURL)
+	lines := strings.Split(strings.TrimSpace(got.stdout), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "SESSION") || !strings.Contains(lines[0], "PROMPT") {
+		t.Fatalf("calf runs list:\n%s", got.stdout)
+	}
+	// The newest first.
+	if f := strings.Fields(lines[1]); !slices.Contains(f, "-") || !slices.Contains(f, "hello") {
+		t.Errorf("the run without a session: %q", lines[1])
+	}
+	if !strings.Contains(lines[2], " trip ") || !strings.Contains(lines[2], "Plan a day in Lyon with a walk along th…") || strings.Contains(lines[2], "museum") {
+		t.Errorf("the run in session trip: %q", lines[2])
+	}
+	js := mustRun(t, exitOK, "runs", "list", "--store", storeURL, "--json")
+	if !strings.Contains(js.stdout, `"prompt":"hello"`) || !strings.Contains(js.stdout, `"session":"trip"`) {
+		t.Errorf("calf runs list --json:\n%s", js.stdout)
+	}
 }
