@@ -1,13 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
@@ -488,6 +491,94 @@ func (m *chatModel) View() tea.View {
 	return tea.NewView(b.String())
 }
 
+// resumeShown is how many of a session's last messages /resume shows.
+const resumeShown = 10
+
+// resumeText returns what /resume prints for the session id: its last
+// messages, the user's after "› ", the tool calls on a line each, then
+// how long the session is.
+func resumeText(ctx context.Context, st store.Store, id string) (string, error) {
+	s, err := session.Load(ctx, st, id)
+	if err != nil {
+		return "", err
+	}
+	var shown []string
+	msgs := s.Messages
+	for i := len(msgs) - 1; i >= 0 && len(shown) < resumeShown; i-- {
+		m := msgs[i]
+		var lines []string
+		switch m.Role {
+		case model.RoleUser:
+			if t := strings.TrimSpace(m.Text()); t != "" {
+				lines = append(lines, bold.Render("› ")+clip(t, 2000))
+			}
+		case model.RoleAssistant:
+			if t := strings.TrimSpace(m.Text()); t != "" {
+				lines = append(lines, clip(t, 2000))
+			}
+			for _, c := range m.ToolCalls {
+				lines = append(lines, dim.Render("→ "+c.Name+" "+oneLine(compactJSON(c.Arguments), lineWidth)))
+			}
+		}
+		if len(lines) > 0 {
+			shown = append(shown, strings.Join(lines, "\n"))
+		}
+	}
+	slices.Reverse(shown)
+	var b strings.Builder
+	if n := len(msgs) - len(shown); len(shown) == resumeShown && n > 0 {
+		b.WriteString(dim.Render(fmt.Sprintf("… %d earlier messages", n)) + "\n")
+	}
+	for _, s := range shown {
+		b.WriteString(s + "\n")
+	}
+	fmt.Fprintf(&b, "resumed session %s: %d messages", id, len(msgs))
+	if s.Title != "" {
+		fmt.Fprintf(&b, ", %q", s.Title)
+	}
+	return b.String(), nil
+}
+
+// clip cuts s to at most n runes, marking the cut.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// forkSession copies the session id into a new one, named after it
+// (ID-fork, else ID-fork-2, ...) and titled as it with " (fork)".
+func forkSession(ctx context.Context, st store.Store, id string) (*session.Session, error) {
+	info, err := session.LoadInfo(ctx, st, id)
+	if err != nil {
+		return nil, err
+	}
+	base := id
+	if i := strings.LastIndex(base, "-fork"); i > 0 {
+		if rest := base[i+len("-fork"):]; rest == "" || rest[0] == '-' && strings.Trim(rest[1:], "0123456789") == "" {
+			base = base[:i]
+		}
+	}
+	title := cmp.Or(info.Title, base)
+	if !strings.HasSuffix(title, " (fork)") {
+		title += " (fork)"
+	}
+	for n := 1; ; n++ {
+		name := base + "-fork"
+		if n > 1 {
+			name += fmt.Sprintf("-%d", n)
+		}
+		if len(name) > 128 {
+			name = newSessionID()
+		}
+		s, err := session.Fork(ctx, st, id, &session.ForkOptions{ID: name, Title: title})
+		if !errors.Is(err, session.ErrExists) || n >= 100 {
+			return s, err
+		}
+	}
+}
+
 // command runs a slash command.
 func (m *chatModel) command(line string) (tea.Model, tea.Cmd) {
 	name, arg, _ := strings.Cut(strings.TrimPrefix(line, "/"), " ")
@@ -503,8 +594,8 @@ func (m *chatModel) command(line string) (tea.Model, tea.Cmd) {
 		return say(strings.Join([]string{
 			"/new              start a new session",
 			"/sessions         list the sessions, newest first",
-			"/resume ID        continue the session ID",
-			"/fork             continue in a copy of this session",
+			"/resume ID        continue the session ID, its last messages shown",
+			"/fork             continue in a copy of this session (ID-fork)",
 			"/cost             the session's tokens and cost",
 			"/model [MODEL]    show the model, or switch to MODEL",
 			"/quit             leave (also Ctrl+D)",
@@ -533,7 +624,7 @@ func (m *chatModel) command(line string) (tea.Model, tea.Cmd) {
 		if arg == "" {
 			return say("usage: /resume ID (/sessions lists them)")
 		}
-		info, err := session.LoadInfo(ctx, rt.Store(), arg)
+		text, err := resumeText(ctx, rt.Store(), arg)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return say(failed.Render("no session " + arg))
@@ -541,18 +632,18 @@ func (m *chatModel) command(line string) (tea.Model, tea.Cmd) {
 			return say(failed.Render("resume: " + err.Error()))
 		}
 		m.session = arg
-		return say(fmt.Sprintf("resumed session %s: %d messages, %d runs", arg, info.Messages, info.Runs))
+		return say(text)
 	case "fork":
 		if _, err := session.LoadInfo(ctx, rt.Store(), m.session); err != nil {
 			return say("nothing to fork yet: this session has no messages")
 		}
-		s, err := session.Fork(ctx, rt.Store(), m.session, nil)
+		s, err := forkSession(ctx, rt.Store(), m.session)
 		if err != nil {
 			return say(failed.Render("fork: " + err.Error()))
 		}
 		old := m.session
 		m.session = s.ID
-		return say(fmt.Sprintf("forked %s into %s, now current", old, s.ID))
+		return say(fmt.Sprintf("forked %s into %s (%q), now current", old, s.ID, s.Title))
 	case "cost":
 		info, err := session.LoadInfo(ctx, rt.Store(), m.session)
 		if err != nil {

@@ -134,11 +134,14 @@ func TestChatInTmux(t *testing.T) {
 	x.waitFor("* talk-1", 1)
 	x.keys("/fork", "Enter")
 	s = x.waitFor("now current", 1)
-	if !strings.Contains(s, "forked talk-1 into ") {
+	if !strings.Contains(s, "forked talk-1 into talk-1-fork ") {
 		t.Errorf("fork:\n%s", s)
 	}
 	x.keys("/resume talk-1", "Enter")
-	x.waitFor("resumed session talk-1: ", 1)
+	s = x.waitFor("resumed session talk-1: ", 1)
+	if !strings.Contains(s, "› what does the note say?") {
+		t.Errorf("resume shows no conversation:\n%s", s)
+	}
 	x.keys("/model", "Enter")
 	x.waitFor("model openai:", 1)
 	x.keys("/bogus", "Enter")

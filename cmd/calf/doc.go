@@ -176,9 +176,10 @@
 // and a call that needs approval is asked about in place (y allows it, n
 // denies it, a allows the tool for the rest of the session). The
 // conversation is a session kept in --store; --session ID resumes one.
-// Slash commands: /new, /sessions, /resume ID, /fork, /cost, /model
-// [MODEL], /help, /quit. It takes the agent flags and --retention of calf
-// run.
+// Slash commands: /new, /sessions, /resume ID (which shows the session's
+// last messages), /fork (a copy named ID-fork, titled as the session with
+// " (fork)"), /cost, /model [MODEL], /help, /quit. It takes the agent flags
+// and --retention of calf run.
 //
 // With --conversation ID it is the user's side of a conversation (calf
 // conversations create) instead: the exchanges so far with the
