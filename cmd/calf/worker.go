@@ -138,20 +138,8 @@ func runWorker(ctx context.Context, f workerFlags, agentSet bool, getenv func(st
 	if f.drain <= 0 {
 		return usageError(fmt.Errorf("--drain must be positive, got %s", f.drain))
 	}
-	var agents []*agent.Agent[string]
-	for _, name := range f.agents {
-		var a *agent.Agent[string]
-		var err error
-		if protos == nil {
-			a, err = newAssistant(ctx, &f.agentFlags, getenv, true)
-		} else {
-			p, _ := pickPrototype(protos, name)
-			a, err = f.prototypeAgent(context.WithoutCancel(ctx), p, getenv, true)
-		}
-		if err != nil {
-			return err
-		}
-		agents = append(agents, a)
+	if err := f.check(); err != nil {
+		return err
 	}
 	level := slog.LevelInfo
 	if f.quiet {
@@ -169,6 +157,22 @@ func runWorker(ctx context.Context, f workerFlags, agentSet bool, getenv func(st
 		return err
 	}
 	defer b.Close()
+	// The agents after the broker and the store: a broker or a store that
+	// cannot be reached is what to fix first, not the model.
+	var agents []*agent.Agent[string]
+	for _, name := range f.agents {
+		var a *agent.Agent[string]
+		if protos == nil {
+			a, err = newAssistant(ctx, &f.agentFlags, getenv, true)
+		} else {
+			p, _ := pickPrototype(protos, name)
+			a, err = f.prototypeAgent(context.WithoutCancel(ctx), p, getenv, true)
+		}
+		if err != nil {
+			return err
+		}
+		agents = append(agents, a)
+	}
 
 	w := agent.NewWorker(b, st, &agent.WorkerOptions{Client: &calf.Options{Name: calf.ProcessName()}, Logger: log, DrainTimeout: f.drain, Concurrency: f.concurrency, Retention: f.retention, Runtime: runtimeOptions(ctx)})
 	// The event logs that calf serve records go with the runs.

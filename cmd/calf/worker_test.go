@@ -427,3 +427,18 @@ func waitResult(t *testing.T, done <-chan result) result {
 		return result{}
 	}
 }
+
+// calf worker without a model, on a broker it cannot reach, says first
+// that the broker cannot be reached: that is what to fix first.
+func TestWorkerDeadBrokerBeforeModel(t *testing.T) {
+	isolate(t)
+	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "calf.db")
+	got := runMain(t.Context(), "", "worker", "--broker", "nats://127.0.0.1:1", "--store", storeURL)
+	if got.code == exitOK || !strings.Contains(got.stderr, "--broker") || strings.Contains(got.stderr, "no model") {
+		t.Errorf("exit %d, %s", got.code, got.stderr)
+	}
+	// A bad flag is still refused before any I/O.
+	if got := runMain(t.Context(), "", "worker", "--broker", "nats://127.0.0.1:1", "--store", storeURL, "--mode", "nonsense"); got.code != exitUsage || !strings.Contains(got.stderr, "--mode") {
+		t.Errorf("a bad flag is still refused before any I/O: exit %d, %s", got.code, got.stderr)
+	}
+}
