@@ -1,14 +1,17 @@
 package agent
 
 import (
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
+	"context"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/agent/internal/telemetry"
 	"github.com/calf-go/calf/model"
@@ -124,6 +127,20 @@ func (rt *Runtime) Client() *calf.Client { return rt.client }
 
 // Store returns the runtime's state store.
 func (rt *Runtime) Store() store.Store { return rt.store }
+
+// Respond answers the approval request id of one of the runtime's runs:
+// it records the answer in the runtime's store and publishes it with the
+// runtime's client, as [approval.Respond] does with them, so that the
+// worker serving the run carries it out, in this process or another on
+// the same broker. Its errors are approval.Respond's ([approval.ErrAnswered],
+// [approval.ErrNotFound], [approval.ErrMismatch], [approval.ErrExpired], an
+// error matching [approval.ErrRunEnded]), and a nil runtime's is [ErrNoRuntime].
+func (rt *Runtime) Respond(ctx context.Context, id string, ans approval.Answer) (*approval.Approval, error) {
+	if rt == nil {
+		return nil, ErrNoRuntime
+	}
+	return approval.Respond(ctx, rt.store, rt.client, id, ans)
+}
 
 // ServesOnDemand reports whether the runtime serves agents, teams and
 // workflows on demand ([RuntimeOptions.ServeOnDemand]); false for a nil

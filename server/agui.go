@@ -250,7 +250,7 @@ func (s *Server) aguiResume(r *http.Request, in aguiInput) (string, int64, error
 		if e.Status != "resolved" && e.Status != "cancelled" {
 			return "", 0, fmt.Errorf("%w: resume status %q is not resolved or cancelled", errBadRequest, e.Status)
 		}
-		if _, err := approval.Respond(ctx, s.rt.Store(), s.rt.Client(), a.ID, ans); err != nil && !errors.Is(err, approval.ErrAnswered) {
+		if _, err := s.rt.Respond(ctx, a.ID, ans); err != nil && !errors.Is(err, approval.ErrAnswered) {
 			return "", 0, fmt.Errorf("%w: answer %s: %v", errBadRequest, a.ID, err)
 		}
 	}

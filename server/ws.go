@@ -197,7 +197,7 @@ func (b *wsBridge) handle(ctx context.Context, in wsIn) error {
 		if err != nil {
 			return err
 		}
-		if _, err := approval.Respond(ctx, s.rt.Store(), s.rt.Client(), a.ID, approval.Answer{
+		if _, err := s.rt.Respond(ctx, a.ID, approval.Answer{
 			Approve: in.Approve, Message: in.Message, Arguments: in.Arguments, Digest: a.Digest, ForSession: in.ForSession,
 		}); err != nil {
 			return fmt.Errorf("%w: %v", errBadRequest, err)

@@ -341,7 +341,7 @@ func (m *chatModel) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		rt, id := m.eng.rt, a.ID
 		ctx := m.ctx
 		return m, func() tea.Msg {
-			_, err := approval.Respond(ctx, rt.Store(), rt.Client(), id, ans)
+			_, err := rt.Respond(ctx, id, ans)
 			return approvalAnswered{text: text, err: err}
 		}
 	}

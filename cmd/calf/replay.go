@@ -124,7 +124,7 @@ func replay(ctx context.Context, f *replayFlags, runID string, getenv func(strin
 		}
 		if ev.Kind == agent.EventApproval && ev.Approval.Status == approval.Pending {
 			fmt.Fprintf(stderr, "? %s needs approval: the replay denies it (give --mode to allow it)\n", ev.Approval.ToolName)
-			if _, err := approval.Respond(ctx, rt.Store(), rt.Client(), ev.Approval.ID, approval.Answer{Message: "the replay denies what needs approval", Digest: ev.Approval.Digest}); err != nil {
+			if _, err := rt.Respond(ctx, ev.Approval.ID, approval.Answer{Message: "the replay denies what needs approval", Digest: ev.Approval.Digest}); err != nil {
 				runErr = err
 				break
 			}

@@ -289,7 +289,7 @@ func askApproval(ctx context.Context, rt *agent.Runtime, req *approval.Approval,
 			return nil
 		case adapters.InProcess(f.broker):
 			fmt.Fprintln(stderr, "no answer on standard input: denied")
-			_, err := approval.Respond(ctx, rt.Store(), rt.Client(), req.ID, approval.Answer{Message: "no one was there to approve it", Digest: req.Digest})
+			_, err := rt.Respond(ctx, req.ID, approval.Answer{Message: "no one was there to approve it", Digest: req.Digest})
 			return err
 		}
 		fmt.Fprintf(stderr, "\nwaiting: answer with calf approvals approve (or deny) --store %s --broker %s %s\n",
@@ -301,7 +301,7 @@ func askApproval(ctx context.Context, rt *agent.Runtime, req *approval.Approval,
 	case "y", "yes":
 		ans.Approve, ans.Message = true, ""
 	}
-	_, err = approval.Respond(ctx, rt.Store(), rt.Client(), req.ID, ans)
+	_, err = rt.Respond(ctx, req.ID, ans)
 	return err
 }
 

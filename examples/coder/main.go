@@ -104,7 +104,7 @@ func run(ctx context.Context, m model.Model, dir, task string, in io.Reader, out
 			if err != nil {
 				return "", err
 			}
-			if _, err := approval.Respond(ctx, rt.Store(), rt.Client(), ev.Approval.ID, ans); err != nil {
+			if _, err := rt.Respond(ctx, ev.Approval.ID, ans); err != nil {
 				return "", err
 			}
 		case agent.EventOutput:
