@@ -39,8 +39,11 @@ type Options struct {
 	Instructions string
 	// InstructionsFunc computes the system prompt for each model call; it
 	// takes precedence over Instructions. It reads the run's dependencies
-	// through their [Deps] handle.
-	InstructionsFunc func(rc RunContext) string
+	// through their [Deps] handle. An error it returns fails the run, the
+	// error's message in the run's error ("instructions: ..."), unless it
+	// marks an outage ([calf.IsUnavailable]): the step is then retried as
+	// for a store that cannot be reached.
+	InstructionsFunc func(rc RunContext) (string, error)
 	// Tools the agent may call. More can be added with [Agent.AddTool].
 	Tools []tool.Tool
 	// Toolsets are groups of tools that may change while the agent is

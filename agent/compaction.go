@@ -96,7 +96,9 @@ func (h *handlers[Out]) compactStage(ctx context.Context, inf *inference) (bool,
 	if inf.st, inf.version, err = h.compact(ctx, inf.st, inf.version, inf.req); err != nil {
 		return true, err
 	}
-	inf.req = h.request(inf.rc, inf.st)
+	if inf.req, err = h.request(inf.rc, inf.st); err != nil {
+		return true, h.requestFailed(ctx, inf.st, err)
+	}
 	return false, nil
 }
 

@@ -165,6 +165,9 @@
 //	// in a tool made by NewTool, or in Options.InstructionsFunc:
 //	s, err := shop.Of(rc)
 //
+// A tool's error goes back to the model; an error of InstructionsFunc, which
+// returns (string, error), fails the run, its message in the run's error.
+//
 // The dependencies are not part of the agent's type: a run carries them,
 // and an agent (or a handoff chain of agents, or a team) needs no type
 // parameter for them. Values that can be serialized travel with the run,

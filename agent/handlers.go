@@ -326,7 +326,9 @@ func (h *handlers[Out]) deps(st *runState) *runDeps {
 	return &runDeps{raw: st.Deps}
 }
 
-func (h *handlers[Out]) request(rc RunContext, st *runState) *model.Request {
+// request makes the model request of the run st's step. Its error is
+// the instructions' (Options.InstructionsFunc).
+func (h *handlers[Out]) request(rc RunContext, st *runState) (*model.Request, error) {
 	o := &h.a.opts
 	req := &model.Request{
 		Tools:       h.a.toolDefinitions(rc, h.rt.log, h.permissions(st)),
@@ -340,7 +342,10 @@ func (h *handlers[Out]) request(rc RunContext, st *runState) *model.Request {
 	}
 	instr := o.Instructions
 	if o.InstructionsFunc != nil {
-		instr = o.InstructionsFunc(rc)
+		var err error
+		if instr, err = o.InstructionsFunc(rc); err != nil {
+			return nil, err
+		}
 	}
 	view := st.view()
 	req.Messages = make([]model.Message, 0, len(view)+1)
@@ -351,7 +356,16 @@ func (h *handlers[Out]) request(rc RunContext, st *runState) *model.Request {
 	if h.a.output != nil {
 		req.Output = &model.OutputSchema{Name: "output", Schema: h.a.output.JSON()}
 	}
-	return req
+	return req, nil
+}
+
+// requestFailed handles the error of request: an outage is returned, for
+// the step to be retried; any other error fails the run.
+func (h *handlers[Out]) requestFailed(ctx context.Context, st *runState, err error) error {
+	if calf.IsUnavailable(err) {
+		return err
+	}
+	return h.fail(ctx, st.RunID, "instructions: "+err.Error())
 }
 
 // callModel calls the model with the agent's timeout, streaming deltas on

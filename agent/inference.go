@@ -166,7 +166,10 @@ func (h *handlers[Out]) limits(ctx context.Context, inf *inference) (bool, error
 
 // buildRequest makes the model request of the step.
 func (h *handlers[Out]) buildRequest(ctx context.Context, inf *inference) (bool, error) {
-	inf.req = h.request(inf.rc, inf.st)
+	var err error
+	if inf.req, err = h.request(inf.rc, inf.st); err != nil {
+		return true, h.requestFailed(ctx, inf.st, err)
+	}
 	return false, nil
 }
 

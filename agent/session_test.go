@@ -104,9 +104,9 @@ func TestDepsReachTools(t *testing.T) {
 		}
 		return agent.Must(agent.New("deps", oneCall("echo", `{"text":"hi"}`), &agent.Options{
 			Tools: []tool.Tool{echo},
-			InstructionsFunc: func(rc agent.RunContext) string {
-				d, _ := search.Of(rc)
-				return "prefix is " + d.Prefix
+			InstructionsFunc: func(rc agent.RunContext) (string, error) {
+				d, err := search.Of(rc)
+				return "prefix is " + d.Prefix, err
 			},
 		}))
 	}

@@ -120,8 +120,8 @@ func newAgent(name, modelURL string, rep *reporter) (*agent.Agent[string], error
 		return nil, err
 	}
 	return agent.New(name, m, &agent.Options{
-		InstructionsFunc: func(rc agent.RunContext) string {
-			return "Use the add tool. " + runMarker + rc.RunID
+		InstructionsFunc: func(rc agent.RunContext) (string, error) {
+			return "Use the add tool. " + runMarker + rc.RunID, nil
 		},
 		Tools: []tool.Tool{add},
 	})

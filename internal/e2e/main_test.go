@@ -266,8 +266,8 @@ func newAgent(name, modelURL string, rep *reporter, crash, crashDir string, appr
 		perms = &agent.Permissions{Mode: agent.PermissionAcceptReads}
 	}
 	return agent.New(name, m, &agent.Options{
-		InstructionsFunc: func(rc agent.RunContext) string {
-			return "Use the add tool. " + runMarker + rc.RunID
+		InstructionsFunc: func(rc agent.RunContext) (string, error) {
+			return "Use the add tool. " + runMarker + rc.RunID, nil
 		},
 		Tools:       []tool.Tool{add},
 		Permissions: perms,
