@@ -37,8 +37,11 @@ func InputChannel(agent string) string { return channelPrefix + agent + "." + su
 // inferenceChannel returns the channel that triggers the agent's next model call.
 func inferenceChannel(agent string) string { return channelPrefix + agent + "." + suffixInference }
 
-// toolCallChannel returns the channel on which the agent's tool is called.
-func toolCallChannel(agent, tool string) string {
+// ToolCallChannel returns the channel on which the agent calls its tool
+// tool, with a [ToolCallEvent]: calf.agent.{agent}.tool_call.{tool}. A tool
+// served in another process, or in another language, subscribes to it
+// (see docs/channels.md).
+func ToolCallChannel(agent, tool string) string {
 	return channelPrefix + agent + "." + suffixToolCall + "." + tool
 }
 

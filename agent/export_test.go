@@ -36,7 +36,6 @@ func (rt *Runtime) LoadState(ctx context.Context, runID string) (*RunState, erro
 // Channels and names of the engine that the tests address directly.
 var (
 	InferenceChannel  = inferenceChannel
-	ToolCallChannel   = toolCallChannel
 	ToolResultChannel = toolResultChannel
 	SubagentRunID     = subagentRunID
 )

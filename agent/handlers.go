@@ -97,7 +97,7 @@ func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions)
 		names = append(names, ts.Name())
 	}
 	for _, name := range names {
-		channels = append(channels, toolCallChannel(a.name, name))
+		channels = append(channels, ToolCallChannel(a.name, name))
 	}
 	if a.opts.Compaction != nil {
 		channels = append(channels, contextCompactedChannel(a.name))
@@ -142,7 +142,7 @@ func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions)
 		}
 	}
 	for _, name := range names {
-		if err := sub(toolCallChannel(a.name, name), h.onToolCall); err != nil {
+		if err := sub(ToolCallChannel(a.name, name), h.onToolCall); err != nil {
 			return fmt.Errorf("agent %s: serve tool %s: %w", a.name, name, err)
 		}
 	}
@@ -496,7 +496,7 @@ func (h *handlers[Out]) next(ctx context.Context, st *runState) error {
 			err = h.emitResult(ctx, st.RunID, undispatched(st.Step, p, fmt.Errorf("arguments of %d bytes exceed the limit of %d", len(p.Arguments), limit-1024)))
 		default:
 			ev := ToolCallEvent{Step: st.Step, ToolCallID: p.ID, ToolName: p.Name, Arguments: p.Arguments, Deltas: st.Deltas}
-			err = h.emit(ctx, toolCallChannel(h.a.name, channel), ev, toolCallID(st.RunID, st.Step, p.ID), st.RunID+"/"+p.ID)
+			err = h.emit(ctx, ToolCallChannel(h.a.name, channel), ev, toolCallID(st.RunID, st.Step, p.ID), st.RunID+"/"+p.ID)
 		}
 		if err != nil {
 			return err

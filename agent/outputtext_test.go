@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 )
 
@@ -31,5 +32,21 @@ func TestOutputEventText(t *testing.T) {
 		if got := fmt.Sprint(&tt.ev); got != tt.repr {
 			t.Errorf("%+v: Sprint of a pointer = %q, want %q", tt.ev, got, tt.repr)
 		}
+	}
+}
+
+func TestChannels(t *testing.T) {
+	for got, want := range map[string]string{
+		agent.InputChannel("calc"):           "calf.agent.calc.input",
+		agent.ToolCallChannel("calc", "add"): "calf.agent.calc.tool_call.add",
+		agent.StreamChannel("calc"):          "calf.agent.calc.stream",
+		agent.OutputChannel("calc"):          "calf.agent.calc.output",
+	} {
+		if got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
+	if !calf.MatchChannel(agent.AllChannels("calc"), agent.ToolCallChannel("calc", "add")) {
+		t.Error("AllChannels does not match ToolCallChannel")
 	}
 }
