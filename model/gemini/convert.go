@@ -286,9 +286,11 @@ func modelParts(msg model.Message, i int, calls map[string]callInfo) ([]wirePart
 		}
 	}
 	for _, c := range msg.ToolCalls {
-		// The model's own call ids go back; ids this package made up, and
-		// those of other providers' calls, do not.
-		send := c.Provider == provider && c.ID != "" && !generatedID.MatchString(c.ID)
+		// A call's id goes back, with its response's, whoever gave it (the
+		// model, a conversation built by hand, another provider): the
+		// API pairs calls and responses by it. Only the ids this package
+		// made up for calls the model gave without one do not.
+		send := c.ID != "" && !generatedID.MatchString(c.ID)
 		calls[c.ID] = callInfo{name: c.Name, sendID: send}
 		fc := &wireFunctionCall{Name: c.Name, Args: argsObject(c.Arguments)}
 		if send {

@@ -27,7 +27,10 @@
 // gs://, files of the Files API) as fileData. A tool call is a
 // functionCall part with its arguments as an object (arguments that are
 // not a JSON object, such as a malformed call of another provider's model,
-// go as {"arguments": text}); its id goes back only when Gemini gave it.
+// go as {"arguments": text}) and its id, whoever gave it (Gemini, another
+// provider, a conversation built by hand), on the call and on its
+// functionResponse; only an id this package made for a call Gemini gave
+// without one (call_ and 16 hex digits) is left out, as the model sent it.
 // Tool results are functionResponse parts, the results of one turn
 // together in one "user" content, their images after them. The response
 // object of a result is the result itself when its text is a JSON object,

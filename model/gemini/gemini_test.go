@@ -211,8 +211,8 @@ func TestEncodeConversation(t *testing.T) {
 			{Role: model.RoleTool, ToolCallID: "call_0123456789abcdef", IsError: true,
 				Parts: []model.Part{model.TextPart("no camera"), model.ImagePart("image/png", png)}},
 			model.UserMessage("thanks; once more"),
-			// Another provider's turn: its thinking goes, its signatures
-			// and call ids too.
+			// Another provider's turn: its thinking goes, its signatures too;
+			// its call ids go, for the responses to be paired with the calls.
 			{Role: model.RoleAssistant,
 				Parts:     []model.Part{{Type: model.PartThinking, Text: "hmm", Signature: "s", Provider: "anthropic"}, model.TextPart("ok")},
 				ToolCalls: []model.ToolCall{{ID: "call_x", Name: "add", Arguments: `{"a":1,"b":0}`, Signature: "other", Provider: "openai"}}},
@@ -246,8 +246,8 @@ func TestEncodeConversation(t *testing.T) {
 			{"functionResponse": {"name": "describe", "response": {"error": "no camera"}}},
 			{"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgpmYWtl"}}]},
 		{"role": "user", "parts": [{"text": "thanks; once more"}]},
-		{"role": "model", "parts": [{"text": "ok"}, {"functionCall": {"name": "add", "args": {"a": 1, "b": 0}}}]},
-		{"role": "user", "parts": [{"functionResponse": {"name": "add", "response": {"sum": 1}}}]}
+		{"role": "model", "parts": [{"text": "ok"}, {"functionCall": {"id": "call_x", "name": "add", "args": {"a": 1, "b": 0}}}]},
+		{"role": "user", "parts": [{"functionResponse": {"id": "call_x", "name": "add", "response": {"sum": 1}}}]}
 	],
 	"tools": [{"functionDeclarations": [
 		{"name": "add", "description": "Add two integers.", "parameters": {"type": "OBJECT",

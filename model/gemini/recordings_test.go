@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -765,5 +766,83 @@ func replayEmbeddings(t *testing.T, base, name string, ex []exchange, rp *replay
 				}
 			}
 		}
+	}
+}
+
+// A conversation built by hand, its calls with no provider, sends the
+// call ids back as the recorded clients did: every functionCall and
+// functionResponse id of the recorded requests is in the request this
+// package makes of the same conversation.
+func TestRecordedIDsOfHandBuiltConversation(t *testing.T) {
+	dir := recordingsDir(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.httprr"))
+	checked := 0
+	for _, file := range files {
+		for i, e := range readRecording(t, file) {
+			var w struct {
+				Contents []wireContent `json:"contents"`
+			}
+			if json.Unmarshal(e.reqBody, &w) != nil {
+				continue
+			}
+			var msgs []model.Message
+			var want []string
+			for _, c := range w.Contents {
+				if c.Role == "model" {
+					m := model.Message{Role: model.RoleAssistant}
+					for _, p := range c.Parts {
+						if fc := p.FunctionCall; fc != nil {
+							m.ToolCalls = append(m.ToolCalls, model.ToolCall{ID: fc.ID, Name: fc.Name, Arguments: string(fc.Args)})
+							want = append(want, "call "+fc.ID)
+						} else if p.Text != "" && !p.Thought {
+							m.Parts = append(m.Parts, model.TextPart(p.Text))
+						}
+					}
+					msgs = append(msgs, m)
+					continue
+				}
+				u := model.Message{Role: model.RoleUser}
+				for _, p := range c.Parts {
+					if fr := p.FunctionResponse; fr != nil {
+						msgs = append(msgs, model.Message{Role: model.RoleTool, ToolCallID: fr.ID, ToolName: fr.Name, Parts: []model.Part{model.TextPart(string(fr.Response))}})
+						want = append(want, "response "+fr.ID)
+					} else if p.Text != "" {
+						u.Parts = append(u.Parts, model.TextPart(p.Text))
+					}
+				}
+				if len(u.Parts) > 0 {
+					msgs = append(msgs, u)
+				}
+			}
+			if !slices.ContainsFunc(want, func(s string) bool { return !strings.HasSuffix(s, " ") }) {
+				continue // no call with an id
+			}
+			m, err := New(Options{Model: "gemini-2.5-flash", APIKey: "k"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wr, err := m.request(&model.Request{Messages: msgs}, false)
+			if err != nil {
+				t.Fatalf("%s, exchange %d: %v", filepath.Base(file), i+1, err)
+			}
+			var got []string
+			for _, c := range wr.Contents {
+				for _, p := range c.Parts {
+					if p.FunctionCall != nil {
+						got = append(got, "call "+p.FunctionCall.ID)
+					}
+					if p.FunctionResponse != nil {
+						got = append(got, "response "+p.FunctionResponse.ID)
+					}
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s, exchange %d: ids (-recorded +sent):\n%s", filepath.Base(file), i+1, diff)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Error("no recorded request has a call with an id")
 	}
 }
