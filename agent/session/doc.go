@@ -1,8 +1,9 @@
 // Package session reads and changes the sessions agents keep in a
 // [store.Store]: conversations that outlive their runs. A run names its
-// session with agent's RunOptions.SessionID (or Agent.InSession); it
-// starts from the session's messages, and when it completes it adds its
-// own. The functions here take the store the runtime was made with
+// session with agent's RunOptions.SessionID (a team's run with team's
+// RunOptions.SessionID, a run at the protocol edges with runner's
+// Options.SessionID); it starts from the session's messages, and when it
+// completes it adds its own. The functions here take the store the runtime was made with
 // (agent's Runtime.Store) and work the same on every store.
 //
 //	s, err := session.Load(ctx, rt.Store(), "chat-1")      // with its messages
