@@ -288,7 +288,7 @@ func (r *activation[S, C]) act(ctx context.Context, as AgentState[C], c Choice) 
 	case !slices.Contains(as.CurrentlyAvailableActions, c.Action) || !slices.Contains(as.AvailableActions, c.Action):
 		return fmt.Sprintf("the action %q is not available now; the currently available actions are: %s", c.Action, strings.Join(as.CurrentlyAvailableActions, ", ")), false
 	}
-	_, err := r.st.dispatchIf(ctx, c.Action, c.Payload, func(s S) error {
+	_, err := r.st.dispatchIf(ctx, "", c.Action, c.Payload, func(s S) error {
 		as, err := r.a.state(s)
 		if err != nil {
 			return err

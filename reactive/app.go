@@ -135,7 +135,12 @@ func RulesGroup(storeName string) string { return DeltaChannel(storeName) + ".ru
 // Serve serves the app on rt: its agents' handlers (each agent is also a
 // Calf agent, whose model calls are runs) and its rules, until ctx ends
 // or rt's client shuts down. Serve it in as many processes as wanted:
-// each change triggers each agent and each rule once.
+// each change triggers each agent and each rule once. A change's message
+// may be delivered again (a worker that failed or crashed before
+// acknowledging it): the rules then run again, but each of their
+// dispatches takes effect once, known by the change's version, the rule
+// and its place among the rule's dispatches, and kept with the state
+// among the store's last 1,024 such dispatches.
 func (app *App[S]) Serve(ctx context.Context, rt *agent.Runtime) error {
 	for _, sa := range app.agents {
 		if err := sa.serve(ctx, rt, app.store); err != nil {
@@ -155,8 +160,9 @@ func (app *App[S]) Serve(ctx context.Context, rt *agent.Runtime) error {
 		}
 		s := app.store.Get()
 		for i, rule := range app.rules {
-			for _, do := range rule(s, &d) {
-				if _, err := app.store.Dispatch(ctx, do.Action, do.Payload); err != nil {
+			for j, do := range rule(s, &d) {
+				id := "rule/" + strconv.FormatInt(d.Version, 10) + "/" + strconv.Itoa(i) + "/" + strconv.Itoa(j)
+				if _, err := app.store.dispatchOnce(ctx, id, do.Action, do.Payload); err != nil {
 					if errors.Is(err, ErrUnknownAction) || errors.Is(err, ErrPayload) {
 						app.store.log.Warn("reactive: a rule's dispatch", "store", app.store.name, "rule", strconv.Itoa(i), "action", do.Action, "err", err)
 						continue

@@ -93,6 +93,9 @@ type Store[S any] struct {
 	ticket, delivered int64
 	cond              *sync.Cond
 	seen              map[int64]bool
+	// dispatched are the ids of the latest dispatches made once, for a
+	// state kept in this process (see dispatchOnce).
+	dispatched []string
 }
 
 // change is a change this process made, kept for Undo and Redo: its
@@ -197,14 +200,25 @@ var ErrNoHistory = errors.New("reactive: nothing to undo or redo")
 // action is an error matching [ErrUnknownAction]; an action's error is
 // returned as is and changes nothing.
 func (s *Store[S]) Dispatch(ctx context.Context, name string, payload any) (*Delta, error) {
-	return s.dispatchIf(ctx, name, payload, nil)
+	return s.dispatchIf(ctx, "", name, payload, nil)
 }
+
+// dispatchOnce is Dispatch, but the action runs at most once for id: a
+// dispatch whose id the store has seen among its last [keptDispatches]
+// changes nothing and returns a nil delta. The ids are kept with the
+// state, in the same compare-and-swap as the change.
+func (s *Store[S]) dispatchOnce(ctx context.Context, id, name string, payload any) (*Delta, error) {
+	return s.dispatchIf(ctx, id, name, payload, nil)
+}
+
+// keptDispatches is how many ids of dispatches made once a store keeps.
+const keptDispatches = 1024
 
 // dispatchIf is Dispatch, but the action runs only if cond, when set,
 // accepts the state it is about to change (the latest, read in the same
 // compare-and-swap as the write); cond's error is returned otherwise, and
 // nothing changes.
-func (s *Store[S]) dispatchIf(ctx context.Context, name string, payload any, cond func(S) error) (*Delta, error) {
+func (s *Store[S]) dispatchIf(ctx context.Context, id, name string, payload any, cond func(S) error) (*Delta, error) {
 	a, ok := s.actions.byName[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q in store %s", ErrUnknownAction, name, s.name)
@@ -225,7 +239,7 @@ func (s *Store[S]) dispatchIf(ctx context.Context, name string, payload any, con
 			return a.run(st, raw)
 		}
 	}
-	c, ticket, err := s.apply(ctx, name, raw, run)
+	c, ticket, err := s.apply(ctx, id, name, raw, run)
 	if err != nil || c == nil {
 		return nil, err
 	}
@@ -281,7 +295,7 @@ func (s *Store[S]) replay(ctx context.Context, undo bool) (*Delta, error) {
 	// In the order of indexes: the elements a slice gets back are added
 	// at its end one after the other.
 	paths := slices.SortedFunc(slices.Values(orig.d.Paths), comparePaths)
-	c, ticket, err := s.apply(ctx, name, nil, func(st S, _ json.RawMessage) (S, []string, error) {
+	c, ticket, err := s.apply(ctx, "", name, nil, func(st S, _ json.RawMessage) (S, []string, error) {
 		var err error
 		for _, p := range paths {
 			if a := none[p]; a != nil {
@@ -322,7 +336,9 @@ func (s *Store[S]) replay(ctx context.Context, undo bool) (*Delta, error) {
 
 // apply runs run on the state (the latest persisted one, for a persisted
 // store) and records the result: the change, nil when nothing changed.
-func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, run func(S, json.RawMessage) (S, []string, error)) (*change, int64, error) {
+// apply runs the action name on the state; with an id, only if no
+// dispatch of that id ran (see dispatchOnce).
+func (s *Store[S]) apply(ctx context.Context, id, name string, raw json.RawMessage, run func(S, json.RawMessage) (S, []string, error)) (*change, int64, error) {
 	var c *change
 	var d *Delta
 	step := func(cur S, version int64) (S, error) {
@@ -360,11 +376,17 @@ func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, 
 	if s.opts.State == nil {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if id != "" && slices.Contains(s.dispatched, id) {
+			return nil, 0, nil
+		}
 		next, err := step(s.state, s.version)
 		if err != nil || d == nil {
 			return nil, 0, err
 		}
 		s.state, s.version = next, d.Version
+		if id != "" {
+			s.dispatched = keepDispatched(s.dispatched, id)
+		}
 		return c, s.take(d.Version), nil
 	}
 	s.mu.Lock()
@@ -376,6 +398,16 @@ func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, 
 		if err != nil {
 			return nil, err
 		}
+		var ids []string
+		if exists {
+			var st stored
+			_ = json.Unmarshal(data, &st) // decoded above
+			ids = st.Dispatched
+		}
+		if id != "" && slices.Contains(ids, id) {
+			c, d = nil, nil
+			return nil, nil
+		}
 		if next, err = step(cur, version); err != nil || d == nil {
 			return nil, err
 		}
@@ -383,7 +415,10 @@ func (s *Store[S]) apply(ctx context.Context, name string, raw json.RawMessage, 
 		if err != nil {
 			return nil, fmt.Errorf("reactive: store %s: encode the state: %w", s.name, err)
 		}
-		return json.Marshal(stored{Version: d.Version, State: state})
+		if id != "" {
+			ids = keepDispatched(ids, id)
+		}
+		return json.Marshal(stored{Version: d.Version, State: state, Dispatched: ids})
 	}
 	var rec store.Record
 	var err error
@@ -452,6 +487,19 @@ const maxConflictRounds = 20
 type stored struct {
 	Version int64           `json:"version"`
 	State   json.RawMessage `json:"state"`
+	// Dispatched are the ids of the latest dispatches made once (see
+	// dispatchOnce), oldest first.
+	Dispatched []string `json:"dispatched,omitempty"`
+}
+
+// keepDispatched returns ids with id added, the oldest dropped past
+// keptDispatches.
+func keepDispatched(ids []string, id string) []string {
+	ids = append(ids, id)
+	if len(ids) > keptDispatches {
+		ids = slices.Clone(ids[len(ids)-keptDispatches:])
+	}
+	return ids
 }
 
 // decode reads a persisted state, or the initial state when there is
