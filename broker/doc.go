@@ -18,6 +18,16 @@
 //   - [github.com/calf-go/calf/broker/memory]: the in-process default, with
 //     consumer groups, per-key ordering, redelivery with backoff, dead
 //     letters and backpressure. It keeps nothing across a restart.
+//   - [github.com/calf-go/calf/broker/nats]: NATS JetStream, on an external
+//     server (nats://) or a connection of the caller's: durable consumers
+//     per partition, each owned by one member at a time through leases.
+//   - [github.com/calf-go/calf/broker/nats/embedded]: a NATS server with
+//     JetStream inside the process, storing in a directory
+//     (nats+embedded://).
+//   - [github.com/calf-go/calf/broker/kafka]: Kafka, on franz-go: a topic
+//     per channel, the partition key the run id, a dead-letter topic.
+//
+// Package [github.com/calf-go/calf/adapters] opens any of them by URL.
 //
 // Every adapter passes the conformance suite in
 // [github.com/calf-go/calf/broker/brokertest], which also provides

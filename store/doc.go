@@ -8,6 +8,17 @@
 // sessions (conversation history), tool results, idempotency records and
 // workflow checkpoints are all records of their own kind.
 //
-// Adapters live in subpackages named after what they wrap: store/memory,
-// store/sqlite. Each passes the conformance suite in store/storetest.
+// Adapters live in subpackages named after what they wrap:
+//
+//   - [github.com/calf-go/calf/store/memory]: in memory, for tests and
+//     single processes; nothing survives a restart.
+//   - [github.com/calf-go/calf/store/sqlite]: the embedded durable default,
+//     a SQLite file (modernc.org/sqlite, no cgo).
+//   - [github.com/calf-go/calf/store/postgres]: PostgreSQL, on pgx.
+//   - [github.com/calf-go/calf/store/redis]: Redis, compare-and-swap in Lua.
+//
+// Each passes the conformance suite in
+// [github.com/calf-go/calf/store/storetest], which also provides a
+// fault-injecting wrapper. Package [github.com/calf-go/calf/adapters]
+// opens any of them by URL.
 package store
