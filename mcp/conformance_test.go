@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -396,7 +397,66 @@ func TestClientConformance(t *testing.T) {
 		summary = out[i:]
 	}
 	t.Logf("client conformance (core suite): %d checks passed, %d failed (expected failures in the baseline)\n%s", passed, failed, summary)
-	if failed != 0 || strings.Contains(strings.ToLower(out), "unexpected failures") {
-		t.Errorf("results differ from the baseline:\n%s", out)
+	if failed == 0 && !strings.Contains(strings.ToLower(out), "unexpected failures") {
+		return
+	}
+	// sse-retry times the client's reconnection against the server's
+	// retry field (500 ms, late past 700 ms): on a loaded machine the
+	// client can be late for want of CPU, not for a fault. That scenario
+	// alone off the baseline is run again, up to three times; a real fault
+	// (no reconnection, too early, no Last-Event-ID) fails every time.
+	if unexpected := unexpectedScenarios(out); slices.Equal(unexpected, []string{"sse-retry"}) {
+		for try := 1; try <= 3; try++ {
+			ok, again := conformanceScenario(t, "client", "--command", exe, "--scenario", "sse-retry", "--expected-failures", baseline)
+			if ok {
+				t.Logf("sse-retry failed in the suite, probably late for want of CPU, and passed when run again (try %d):\n%s", try, again)
+				return
+			}
+			out += "\n=== sse-retry again ===\n" + again
+		}
+	}
+	t.Errorf("results differ from the baseline:\n%s", out)
+}
+
+// unexpectedRE matches a scenario the conformance suite lists among its
+// unexpected failures.
+var unexpectedRE = regexp.MustCompile(`(?m)^\s*✗ (\S+)\s*$`)
+
+// unexpectedScenarios returns the scenarios that out, the output of a
+// conformance run with a baseline, lists as unexpected failures.
+func unexpectedScenarios(out string) []string {
+	i := strings.Index(strings.ToLower(out), "unexpected failures (not in baseline)")
+	if i < 0 {
+		return nil
+	}
+	var names []string
+	for _, m := range unexpectedRE.FindAllStringSubmatch(out[i:], -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+// conformanceScenario runs the conformance suite with args, for one
+// scenario, and reports whether it passed (its exit status).
+func conformanceScenario(t *testing.T, args ...string) (bool, string) {
+	t.Helper()
+	node := peers.Node(t)
+	suite := peers.Package(t, "@modelcontextprotocol/conformance/dist/index.js")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{suite}, args...)...)
+	cmd.Dir = t.TempDir()
+	b, err := cmd.CombinedOutput()
+	return err == nil, string(b)
+}
+
+func TestUnexpectedScenarios(t *testing.T) {
+	out := "✗ sse-retry: 3 passed, 0 failed, 1 warnings\n\nTotal: 30 passed, 0 failed, 1 warnings\n\n" +
+		"\x1b[31mUnexpected failures (not in baseline):\x1b[0m\n  ✗ sse-retry\n\n\x1b[31mUnexpected failures detected: these scenarios are not in your expected-failures baseline.\x1b[0m\n"
+	if got := unexpectedScenarios(out); !slices.Equal(got, []string{"sse-retry"}) {
+		t.Errorf("unexpectedScenarios = %q", got)
+	}
+	if got := unexpectedScenarios("Total: 31 passed, 0 failed, 0 warnings\nBaseline check passed"); got != nil {
+		t.Errorf("unexpectedScenarios of a pass = %q", got)
 	}
 }
