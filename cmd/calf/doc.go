@@ -218,7 +218,8 @@
 // With the tokens of several users, the file and bash tools of each user's
 // runs work in DIR/users/NAME beneath --read, --edit or --bash, a directory
 // of that user's own (mode 0700, the name escaped so that it leads nowhere
-// else), and --bash needs bubblewrap.
+// else), --bash needs bubblewrap, and --root (whose directory the --agents
+// prototypes' tools share) is refused.
 //
 // With --agents FILE it offers the file's conversations too
 // (docs/conversations.md): the conversations API under /v1/conversations

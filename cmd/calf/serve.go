@@ -122,6 +122,12 @@ func serve(cmd *cobra.Command, f serveFlags, getenv func(string) string) error {
 	if err := server.CheckAddr(f.addr, tokens); err != nil {
 		return usageError(fmt.Errorf("--addr %s listens beyond loopback: give bearer tokens with --token or $%s", f.addr, envServeToken))
 	}
+	if severalUsers(tokens) && f.agentsFile != "" && f.root != "" {
+		// The prototypes' tools are made on --root alone: every user's
+		// runs and conversations would share it.
+		return usageError(fmt.Errorf("--root %s with the tokens of several users: the --agents prototypes' file tools and bash would share it among the users, "+
+			"whose files would be each other's; serve one user, or serve the prototypes without tools that need --root", f.root))
+	}
 	if severalUsers(tokens) && f.bash != "" && (f.serve || adapters.InProcess(f.broker)) {
 		// A command run without a sandbox reaches every user's directory.
 		sh, err := builtin.Bash(f.bash, nil)

@@ -155,3 +155,15 @@ func TestUserDirName(t *testing.T) {
 		seen[d] = u
 	}
 }
+
+// The tools of --agents prototypes work in --root alone: calf serve
+// refuses it with the tokens of several users, saying what to do.
+func TestServeRefusesSharedRoot(t *testing.T) {
+	isolate(t)
+	file := agentsFile(t, "http://127.0.0.1:1/v1")
+	got := runMain(t.Context(), "", "serve", "--store", "memory:", "--agents", file, "--root", t.TempDir(),
+		"--token", "ann:ann-0123456789abcdef", "--token", "bob:bob-0123456789abcdef", "--addr", "127.0.0.1:0")
+	if got.code != exitUsage || !strings.Contains(got.stderr, "serve one user") {
+		t.Errorf("exit %d, %s", got.code, got.stderr)
+	}
+}
