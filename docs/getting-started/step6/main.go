@@ -69,7 +69,7 @@ func run(ctx context.Context, m model.Model, in io.Reader, w io.Writer) error {
 			if !yes {
 				ans.Message = "The person in charge refused the refund."
 			}
-			if _, err := approval.Respond(ctx, rt.Store(), rt.Client(), ev.Approval.ID, ans); err != nil {
+			if _, err := rt.Respond(ctx, ev.Approval.ID, ans); err != nil {
 				return err
 			}
 		case ev.Kind == agent.EventToolResult:
