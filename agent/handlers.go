@@ -703,7 +703,7 @@ func (h *handlers[Out]) onToolCall(ctx context.Context, msg *calf.Message) error
 // result is kept until it is recorded, and dropped once the call is
 // handled.
 func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) (err error) {
-	key := id + "/" + ev.ToolCallID
+	key := flightKey{run: id, call: ev.ToolCallID}
 	if h.calls.busy(key) && msg.Channel != approval.Channel(h.a.name) {
 		// An approved call in progress, run by its answer: its own
 		// message, delivered again, publishes the answer again (see
@@ -790,14 +790,18 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 			return err
 		}
 		// Another process may have the call in hand: its claim says so.
-		c, done, err := h.claims.take(ctx, claimToolKey(id, ev.ToolCallID), func(ctx context.Context) (bool, error) {
-			_, found, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID)
-			return found, err
-		})
-		if err != nil {
-			return err
+		var c *heldClaim
+		var done bool
+		if h.claims != nil { // none on a local broker, whose flights suffice
+			c, done, err = h.claims.take(ctx, claimToolKey(id, ev.ToolCallID), func(ctx context.Context) (bool, error) {
+				_, found, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID)
+				return found, err
+			})
+			if err != nil {
+				return err
+			}
+			defer c.release(ctx)
 		}
-		defer c.release(ctx)
 		if done {
 			r, _, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID)
 			if err != nil {

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -113,7 +112,7 @@ func (h *handlers[Out]) onInference(ctx context.Context, msg *calf.Message) erro
 // recorded, or kept unrecorded, which it records rather than ask the model
 // again. A response is kept until the inference is handled.
 func (h *handlers[Out]) infer(ctx context.Context, inf *inference, id string) (err error) {
-	key := id + "/" + strconv.Itoa(inf.ev.Step)
+	key := flightKey{run: id, step: inf.ev.Step}
 	if inf.flight, err = h.steps.enter(ctx, key); err != nil {
 		return err
 	}
@@ -197,6 +196,9 @@ func (h *handlers[Out]) beforeModelCall(ctx context.Context, inf *inference) (do
 	}
 	if err := h.steps.admit(); err != nil {
 		return true, err
+	}
+	if h.claims == nil {
+		return false, nil // a local broker: this process's flights suffice
 	}
 	id, step := inf.st.RunID, inf.ev.Step
 	var finished bool

@@ -29,10 +29,22 @@ import (
 // progress, which the handlers' concurrency bounds.
 type flights[V any] struct {
 	mu    sync.Mutex
-	m     map[string]*flight[V]
+	m     map[flightKey]*flight[V]
 	kept  int // outcomes kept, not yet recorded
 	limit int
+	// free holds the flights of keys no longer in hand, with their turn
+	// channels, for the next keys: a W1 run takes three.
+	free []*flight[V]
 }
+
+// flightKey names a run's tool call (call set) or a run's step.
+type flightKey struct {
+	run, call string
+	step      int
+}
+
+// maxFreeFlights bounds the flights kept for reuse.
+const maxFreeFlights = 256
 
 // A flight is a key's: its turn and its outcome not yet recorded.
 type flight[V any] struct {
@@ -51,16 +63,22 @@ const maxUnrecorded = 10_000
 var errTooManyUnrecorded = errors.New("agent: too many results wait to be recorded")
 
 func newFlights[V any](limit int) *flights[V] {
-	return &flights[V]{m: map[string]*flight[V]{}, limit: limit}
+	return &flights[V]{m: map[flightKey]*flight[V]{}, limit: limit}
 }
 
 // enter waits for the turn of key, and returns its flight, which the
 // caller holds until it calls leave.
-func (f *flights[V]) enter(ctx context.Context, key string) (*flight[V], error) {
+func (f *flights[V]) enter(ctx context.Context, key flightKey) (*flight[V], error) {
 	f.mu.Lock()
 	fl := f.m[key]
 	if fl == nil {
-		fl = &flight[V]{turn: make(chan struct{}, 1)}
+		if n := len(f.free); n > 0 {
+			fl = f.free[n-1]
+			f.free[n-1] = nil
+			f.free = f.free[:n-1]
+		} else {
+			fl = &flight[V]{turn: make(chan struct{}, 1)}
+		}
 		f.m[key] = fl
 	}
 	fl.refs++
@@ -75,7 +93,7 @@ func (f *flights[V]) enter(ctx context.Context, key string) (*flight[V], error) 
 }
 
 // busy reports whether a delivery has or waits for the turn of key.
-func (f *flights[V]) busy(key string) bool {
+func (f *flights[V]) busy(key flightKey) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.m[key] != nil && f.m[key].refs > 0
@@ -83,7 +101,7 @@ func (f *flights[V]) busy(key string) bool {
 
 // leave gives the turn of key up. With dropped, the delivery was handled:
 // what the flight kept is no longer needed.
-func (f *flights[V]) leave(key string, fl *flight[V], handled bool) {
+func (f *flights[V]) leave(key flightKey, fl *flight[V], handled bool) {
 	if handled {
 		f.drop(fl)
 	}
@@ -91,12 +109,16 @@ func (f *flights[V]) leave(key string, fl *flight[V], handled bool) {
 	f.release(key, fl)
 }
 
-func (f *flights[V]) release(key string, fl *flight[V]) {
+func (f *flights[V]) release(key flightKey, fl *flight[V]) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fl.refs--
 	if fl.refs == 0 && !fl.has {
 		delete(f.m, key)
+		// No delivery holds it now: its turn is free, its outcome none.
+		if len(f.free) < maxFreeFlights {
+			f.free = append(f.free, fl)
+		}
 	}
 }
 
