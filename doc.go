@@ -31,4 +31,28 @@
 // event ids deterministically from the run, the step and the tool call, and
 // they record every effect in the store with a versioned compare-and-swap
 // before they emit what follows from it.
+//
+// # Following, inboxes and shutdown
+//
+// [Client.Request] waits for the reply whose correlation id matches;
+// [Client.Inbox] is the channel of this client's replies; [Client.Follow]
+// yields the messages of a channel as a [Follower], whose buffer is
+// bounded by [Options.FollowBuffer]: past it, Next returns
+// [ErrFollowerBehind] after the messages it holds. [Client.Shutdown] stops
+// the handlers once those in progress have finished.
+//
+// # Optional abilities
+//
+// A broker may do more than the contract asks, each ability an interface
+// of its own checked with a type assertion: [ChannelCreator],
+// [ChannelDeleter], [GroupInspector] (who serves a group) and
+// [GroupPreparer] (a group that keeps messages before its first member).
+//
+// # Outages
+//
+// An error of a service that cannot be reached is marked with
+// [Unavailable] (it matches [ErrUnavailable] and [IsUnavailable]). Brokers
+// retry such a failure for the outage budget ([DefaultOutageBudget])
+// without using up an attempt; handlers return these errors as they are,
+// never wrapped by [Permanent].
 package calf

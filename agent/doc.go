@@ -237,4 +237,46 @@
 // [Options.MaxRepairs] times. [Agent.RunStream] yields the output as it
 // streams, as [EventPartialOutput] events whose [PartialOutput] holds an
 // Out with the fields streamed so far.
+//
+// # Hooks, guardrails, budgets and retention
+//
+// A [Hook] runs at its [HookEvent] (a tool call's, or one about the
+// agent) and returns a [HookDecision] made by [Allow], [Deny], [Skip],
+// [Ask] (the call goes to approval), [TransformArguments],
+// [TransformResult] or [TransformPrompt]. A [Guardrail] checks the input or
+// the output, [JudgeGuardrail] with a model. A [Budget] bounds a run's
+// usage and cost; [Runtime.SetBudget] and [Runtime.SetSessionBudget]
+// change it while runs are in progress. [Options.SessionAnswersOnly] keeps
+// in the session only the messages and the answers, not the tool traffic.
+// [Runtime.Sweep] removes ended runs older than a retention, with the
+// other records of the [store.Sweeper]s given to [Runtime.AddSweeper];
+// [Runtime.Recording] reads a run's recorded model responses for a replay.
+//
+// Agents, teams and workflows share the run vocabulary (Submit, Wait, Run,
+// RunStream, Cancel, Pause, Resume, DecodeOutput) and one error,
+// [RunError], whose [RunRef] names the kind of runner; [SubmitRequest] and
+// [RunRef] let [Runtime] control a run known only by name.
+//
+// # The engine
+//
+// For those who change it: the handlers are unexported, one file per
+// concern. handlers.go has the input, tool call, tool result and approval
+// handlers; inference.go's onInference runs the agent's stages in the
+// order written once in inferenceStages, each stage in its feature's file
+// (pause.go, guardrails.go, compaction.go, memory.go, budget.go,
+// custom.go), and the stages of features an agent does not use are left
+// out when it is served. once.go makes a call once in a process and
+// claim.go across processes (the rules under "Idempotency"). Runs are read
+// and written only through agent/internal/runstore, whose protocol is
+// picked once per runtime (the fault tests run both, the other through a
+// broker that does not say it is local). The stored run state (state.go)
+// keeps a run's last messages and tool calls, older ones archived in
+// chunk records (run_messages); its JSON is a stored format that
+// TestStoredRecords reads from testdata/records. session.go records a
+// run's start and end in its session through agent/internal/sessionstore;
+// approval.go makes and carries out approval requests, and on an
+// in-process broker approvalwatch.go reads from the store the answers
+// other processes recorded; customcalls.go records a custom step's calls
+// (kind custom_call); quick.go serves on demand. OpenTelemetry goes
+// through agent/internal/telemetry.
 package agent

@@ -63,4 +63,24 @@
 // bridge, a page follows a conversation (its history, then each message,
 // and its entry instance's run events as progress) and talks to it; the
 // web chat opens conversations (?conversation=ID).
+//
+// # The web chat, the inspector and event streams
+//
+// The web chat at / talks to agents, teams and workflows (server/web:
+// plain JavaScript embedded in the binary; common.js holds the token, the
+// API calls and the WebSocket bridge over GET /v1/ws, which queues
+// messages until the socket opens and reconnects; markdown.js renders
+// answers as DOM nodes, never as HTML). GET /v1/sessions and
+// GET /v1/sessions/{id} list the user's sessions and read one, its runs as
+// turns with their usage and approvals. The run inspector at /inspect.html
+// lists runs (GET /v1/runs, GET /v1/runs/{id}), draws the live topology of
+// a run's events with their payloads, and shows dead letters
+// (GET /v1/deadletters) with replay (POST /v1/deadletters/{id}/replay).
+// POST /agui/{agent} speaks AG-UI from the event log, approvals as
+// interrupts; GET /v1/runs/{id}/events streams a run's events. These
+// streams, and the OpenAI-compatible API's, are read from the event log
+// and resume from a Last-Event-ID; the [OnDisconnectHeader] (Calf-On-Disconnect)
+// chooses what a closed connection does to the run. Without [Options.Log] the
+// server records an event log of its own from New. [Options.Deps] gives
+// the dependencies of a user's runs.
 package server

@@ -406,4 +406,19 @@
 // fails (calf prints "calf: <error>" on standard error); 2 for bad
 // arguments or missing configuration; 130 when interrupted (Ctrl-C, which
 // cancels the run).
+//
+// # Inside the command
+//
+// For those who change it: every command is listed above
+// (TestDocListsEveryCommand checks it). The conversation commands are in
+// prototypes.go and conversations.go; chat --conversation in chatconv.go,
+// which with conversations send uses convlink.go (the user-to-entry and
+// entry-to-user channels: with --broker the workers', without it a
+// conversation.Host in the process). One function, newHost in agents.go,
+// makes the host of worker, serve and the in-process commands, its agents
+// made by conversation.NewAgent with the prototypes' MCP servers and the
+// agent flags; serveHost serves it and, on the in-process broker, calls
+// Host.Recover. userroot.go gives each user of serve a directory of their
+// own, the user travelling with the run as its dependencies. --retention
+// sets the workers' WorkerOptions.Retention.
 package main

@@ -82,14 +82,16 @@ func TestGuideQuotesTheCompiledPrograms(t *testing.T) {
 	}
 }
 
-// TestIndexes checks that docs/README.md links every page of docs/ and
-// examples/README.md every example.
+// TestIndexes checks that docs/README.md links every page of docs/,
+// examples/README.md every example, and docs/benchmarks.md every study of
+// docs/benchmarks/.
 func TestIndexes(t *testing.T) {
 	for _, tc := range []struct {
-		index, glob string
+		index, glob, prefix string
 	}{
-		{"../README.md", "../*.md"},
-		{"../../examples/README.md", "../../examples/*/main.go"},
+		{"../README.md", "../*.md", ""},
+		{"../../examples/README.md", "../../examples/*/main.go", ""},
+		{"../benchmarks.md", "../benchmarks/*.md", "benchmarks/"},
 	} {
 		index, err := os.ReadFile(tc.index)
 		if err != nil {
@@ -107,7 +109,7 @@ func TestIndexes(t *testing.T) {
 			if name == "README.md" {
 				continue
 			}
-			if !strings.Contains(string(index), "]("+name+")") {
+			if !strings.Contains(string(index), "]("+tc.prefix+name+")") {
 				t.Errorf("%s does not link %s", tc.index, name)
 			}
 		}

@@ -69,8 +69,8 @@ func (storedRuns[S, R]) recordToolResult(ctx context.Context, s *Store[S, R], id
 // and a tool call's missing result from the cache instead of reading the
 // store, and records a tool's result in the run's own record, with the
 // step's advance: one write where a result recorded on its own, then taken
-// into the run by the tool-result handler, takes two (docs/benchmarks.md,
-// "the local shortcut"). The result is as durable as in a record of its
+// into the run by the tool-result handler, takes two
+// (docs/benchmarks/2026-11-27-local-shortcut.md). The result is as durable as in a record of its
 // own, and what the tool-result handler then finds in the process's copy
 // of the run leaves it nothing to write (see Store.Answered).
 type localRuns[S comparable, R any] struct{}
