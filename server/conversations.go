@@ -212,19 +212,19 @@ func (s *Server) conversationOf(ctx context.Context, user, id string) (conversat
 	if convs == nil {
 		return conversation.Conversation{}, errNoConversations
 	}
-	notFound := notFound(fmt.Sprintf("no conversation %q", id))
+	missing := notFound(fmt.Sprintf("no conversation %q", id))
 	if conversation.CheckConversationID(id) != nil {
-		return conversation.Conversation{}, notFound
+		return conversation.Conversation{}, missing
 	}
 	c, err := convs.Get(ctx, id)
 	if errors.Is(err, conversation.ErrNotFound) {
-		return conversation.Conversation{}, notFound
+		return conversation.Conversation{}, missing
 	}
 	if err != nil {
 		return conversation.Conversation{}, err
 	}
 	if len(s.opts.Tokens) > 0 && c.UserID != user {
-		return conversation.Conversation{}, notFound
+		return conversation.Conversation{}, missing
 	}
 	return c, nil
 }
