@@ -16,6 +16,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/httperr"
 	"github.com/calf-go/calf/internal/httpheader"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
@@ -121,8 +122,7 @@ func (s *Server) Card() *spec.AgentCard {
 // under /).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Token != "" && r.URL.Path != a2asrv.WellKnownAgentCardPath && !httpheader.Bearer(r, s.opts.Token) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="calf"`)
-		http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+		httperr.Write(w, fmt.Errorf("%w: missing or wrong bearer token", httperr.ErrUnauthorized))
 		return
 	}
 	if v := r.Header.Get(spec.SvcParamVersion); v != "" && v != "1" && !strings.HasPrefix(v, "1.") {
@@ -139,8 +139,11 @@ func refuseVersion(w http.ResponseWriter, r *http.Request, v string) {
 	msg := fmt.Sprintf("A2A version %q is not supported: this server speaks 1.0", v)
 	w.Header().Set("Content-Type", "application/json")
 	if r.URL.Path != "/" {
-		w.WriteHeader(http.StatusBadRequest)
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": http.StatusBadRequest, "status": "FAILED_PRECONDITION", "message": msg}})
+		// REST's error body is A2A's (google.rpc.Status); its status, the
+		// table's for a request the client must change.
+		status := httperr.Of(fmt.Errorf("%w: %s", httperr.ErrBadRequest, msg)).Status
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": status, "status": "FAILED_PRECONDITION", "message": msg}})
 		return
 	}
 	var req struct {

@@ -239,8 +239,8 @@ func TestServerRefusals(t *testing.T) {
 		return resp.StatusCode, b.String()
 	}
 	get := `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"nope"}}`
-	if code, _ := post(get, nil); code != 401 {
-		t.Errorf("no token: %d", code)
+	if code, body := post(get, nil); code != 401 || !strings.Contains(body, `"code":"invalid_api_key"`) {
+		t.Errorf("no token: %d %s; want 401 invalid_api_key", code, body)
 	}
 	if code, _ := post(get, map[string]string{"Authorization": "Bearer nope"}); code != 401 {
 		t.Errorf("wrong token: %d", code)

@@ -1,11 +1,16 @@
 package conversation
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/calf-go/calf/store"
+)
 
 // Errors of the package, for errors.Is.
 var (
-	// ErrNotFound: no prototype, conversation or instance has the name or id.
-	ErrNotFound = errors.New("conversation: not found")
+	// ErrNotFound: no prototype, conversation or instance has the name or
+	// id. It also matches [store.ErrNotFound].
+	ErrNotFound = store.NotFound("conversation: not found")
 	// ErrExists: a prototype of that name is registered already, and the
 	// caller did not ask to replace it.
 	ErrExists = errors.New("conversation: already exists")

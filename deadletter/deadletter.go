@@ -16,8 +16,8 @@ import (
 const RecorderGroup = "calf.deadletter.recorder"
 
 // ErrNotFound is returned (wrapped) for an id that names no recorded dead
-// letter.
-var ErrNotFound = errors.New("deadletter: no such dead letter")
+// letter. It also matches [store.ErrNotFound].
+var ErrNotFound = store.NotFound("deadletter: no such dead letter")
 
 // Record is a dead letter as kept in the store.
 type Record struct {

@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/httperr"
 	"github.com/calf-go/calf/internal/httpheader"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
@@ -268,13 +269,14 @@ func (s *Server) AddRunner(r runner.Runner) error {
 func ptr[T any](v T) *T { return &v }
 
 // BearerToken wraps h so that a request must carry "Authorization: Bearer
-// token" (compared in constant time); others get 401. Use it for a
+// token" (compared in constant time); others get 401 with
+// WWW-Authenticate and a JSON error body, as the server package answers
+// (one table of error answers, internal/httperr). Use it for a
 // server that listens beyond the loopback interface.
 func BearerToken(h http.Handler, token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !httpheader.Bearer(r, token) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="calf"`)
-			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			httperr.Write(w, fmt.Errorf("%w: missing or wrong bearer token", httperr.ErrUnauthorized))
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -251,8 +251,12 @@ func TestServerHTTPRefusals(t *testing.T) {
 		"bad JSON":     {`{"jsonrpc":`, map[string]string{"Authorization": "Bearer s3cret"}, 400},
 		"good":         {init, map[string]string{"Authorization": "Bearer s3cret"}, 200},
 	} {
-		if resp := post(tc.body, tc.hdr); resp.StatusCode != tc.want {
+		resp := post(tc.body, tc.hdr)
+		if resp.StatusCode != tc.want {
 			t.Errorf("%s: status %d, want %d", name, resp.StatusCode, tc.want)
+		}
+		if tc.want == 401 && (resp.Header.Get("WWW-Authenticate") == "" || resp.Header.Get("Content-Type") != "application/json") {
+			t.Errorf("%s: 401 with WWW-Authenticate %q, Content-Type %q; want a challenge and the JSON error body", name, resp.Header.Get("WWW-Authenticate"), resp.Header.Get("Content-Type"))
 		}
 	}
 	// Our client passes the token as a header.

@@ -11,7 +11,9 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/httperr"
 	"github.com/calf-go/calf/runner"
+	"github.com/calf-go/calf/store"
 )
 
 // aguiInput is the part of an AG-UI RunAgentInput that the server reads.
@@ -70,7 +72,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("agent")
 	rn, ok := s.runners[name]
 	if !ok {
-		apiError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("no agent %q here", name))
+		httperr.Write(w, &httperr.Error{Kind: store.ErrNotFound, Code: "model_not_found", Message: fmt.Sprintf("no agent %q here", name)})
 		return
 	}
 	st, ok := rn.(runner.Submitter)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/calf-go/calf/internal/httperr"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
 )
@@ -167,9 +168,9 @@ func runError(res *runner.Result) errorObject {
 // runFailed answers a request whose run did not complete.
 func (s *Server) runFailed(w http.ResponseWriter, res *runner.Result) {
 	e := runError(res)
-	status := http.StatusInternalServerError
+	var kind error // a failed or cancelled run: 500
 	if res.Status == runner.Waiting {
-		status = http.StatusConflict
+		kind = httperr.ErrConflict
 	}
-	apiError(w, status, e.Type, e.Code, e.Message)
+	httperr.Write(w, &httperr.Error{Kind: kind, Type: e.Type, Code: e.Code, Message: e.Message})
 }

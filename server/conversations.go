@@ -15,6 +15,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/httperr"
 	"github.com/calf-go/calf/store"
 )
 
@@ -211,28 +212,27 @@ func (s *Server) conversationOf(ctx context.Context, user, id string) (conversat
 	if convs == nil {
 		return conversation.Conversation{}, errNoConversations
 	}
-	notFound := &notFoundError{fmt.Sprintf("no conversation %q", id)}
+	missing := notFound(fmt.Sprintf("no conversation %q", id))
 	if conversation.CheckConversationID(id) != nil {
-		return conversation.Conversation{}, notFound
+		return conversation.Conversation{}, missing
 	}
 	c, err := convs.Get(ctx, id)
 	if errors.Is(err, conversation.ErrNotFound) {
-		return conversation.Conversation{}, notFound
+		return conversation.Conversation{}, missing
 	}
 	if err != nil {
 		return conversation.Conversation{}, err
 	}
 	if len(s.opts.Tokens) > 0 && c.UserID != user {
-		return conversation.Conversation{}, notFound
+		return conversation.Conversation{}, missing
 	}
 	return c, nil
 }
 
-// errConversationStopped is a message to a stopped conversation.
-type errConversationStopped struct{ id string }
-
-func (e *errConversationStopped) Error() string {
-	return fmt.Sprintf("conversation %s is stopped: it takes no more messages", e.id)
+// conversationStopped is the error of a message to the stopped
+// conversation id: 409 conversation_stopped.
+func conversationStopped(id string) error {
+	return &httperr.Error{Kind: httperr.ErrConflict, Code: "conversation_stopped", Message: fmt.Sprintf("conversation %s is stopped: it takes no more messages", id)}
 }
 
 // say sends the user's message text (and command) to the entry instance
@@ -255,11 +255,11 @@ func (s *Server) say(ctx context.Context, user, id, text string, command []strin
 		return ConversationEntry{}, fmt.Errorf("%w: a command has at most %d words", errBadRequest, conversation.MaxCommandArgs)
 	}
 	if c.Status != conversation.StatusRunning {
-		return ConversationEntry{}, &errConversationStopped{c.ID}
+		return ConversationEntry{}, conversationStopped(c.ID)
 	}
 	ch, err := s.conversations().Route(ctx, c.ID, conversation.UserParticipant, c.Entry)
 	if errors.Is(err, conversation.ErrStopped) {
-		return ConversationEntry{}, &errConversationStopped{c.ID}
+		return ConversationEntry{}, conversationStopped(c.ID)
 	}
 	if err != nil {
 		return ConversationEntry{}, err
@@ -282,17 +282,19 @@ func (s *Server) say(ctx context.Context, user, id, text string, command []strin
 	return e, nil
 }
 
-// conversationError reports err of a conversation endpoint.
+// conversationError reports err of a conversation endpoint: the errors of
+// package conversation that the table of error answers cannot know (it
+// sits below that package) take the edge's kinds first.
 func (s *Server) conversationError(w http.ResponseWriter, r *http.Request, err error) {
-	var stopped *errConversationStopped
 	switch {
-	case errors.As(err, &stopped):
-		apiError(w, http.StatusConflict, "invalid_request_error", "conversation_stopped", stopped.Error())
-	case errors.Is(err, conversation.ErrInvalidID), errors.Is(err, conversation.ErrExists):
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error())
-	default:
-		s.requestError(w, r, err)
+	case errors.Is(err, conversation.ErrInvalidID):
+		err = &httperr.Error{Kind: errBadRequest, Message: err.Error()}
+	case errors.Is(err, conversation.ErrExists):
+		err = &httperr.Error{Kind: httperr.ErrConflict, Message: err.Error()}
+	case errors.Is(err, conversation.ErrStopped):
+		err = &httperr.Error{Kind: httperr.ErrConflict, Code: "conversation_stopped", Message: err.Error()}
 	}
+	s.requestError(w, r, err)
 }
 
 // createConversation serves POST /v1/conversations: a new conversation of

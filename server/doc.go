@@ -34,7 +34,12 @@
 // a request refused for its token, host or rate being answered before its
 // body is read; and each user's requests are rate-limited
 // ([Options.RateLimit]). Errors have the OpenAI API's shape:
-// {"error": {"message", "type", "code"}}.
+// {"error": {"message", "type", "code"}}, their status chosen by one table
+// for every endpoint: 400 for a request to change, 404 for what does not
+// exist (or is another user's), 409 for a conflict, a run waiting for
+// approvals or held up by a parked message, 503 with Retry-After while the
+// store or the broker cannot be reached, 500 for a failure (docs/serve.md,
+// "Errors", lists them all).
 //
 // Closing a request's connection before its run ends cancels the run.
 //

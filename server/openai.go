@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,62 +12,21 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/httperr"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
+	"github.com/calf-go/calf/store"
 )
 
 // errBadRequest marks the errors of a request the client must change.
-var errBadRequest = errors.New("bad request")
+var errBadRequest = httperr.ErrBadRequest
 
-// apiError writes an error in the OpenAI API's shape.
-func apiError(w http.ResponseWriter, status int, typ, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(errorBody{Error: errorObject{Message: msg, Type: typ, Code: code}})
-}
-
-type errorBody struct {
-	Error errorObject `json:"error"`
-}
-
-type errorObject struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    string  `json:"code,omitempty"`
-	// RunID and Approvals, for a run parked on approval requests.
-	RunID     string            `json:"run_id,omitempty"`
-	Approvals []pendingApproval `json:"approvals,omitempty"`
-}
-
-// pendingApproval is an approval request a run waits for, in an error.
-type pendingApproval struct {
-	ID        string          `json:"id"`
-	RunID     string          `json:"run_id"`
-	ToolName  string          `json:"tool_name"`
-	Arguments json.RawMessage `json:"arguments"`
-	Reason    string          `json:"reason,omitempty"`
-}
-
-// approvalPending answers a request that does not stream, whose run parked
-// on approval requests: 409 approval_pending, with the run, the requests,
-// and how to answer them. The run waits for the answers.
-func approvalPending(w http.ResponseWriter, e *approvalPendingError) {
-	var ids []string
-	obj := errorObject{Type: "invalid_request_error", Code: "approval_pending", RunID: e.run}
-	for _, a := range e.approvals {
-		ids = append(ids, fmt.Sprintf("%s (%s %s)", a.ID, a.ToolName, a.Arguments))
-		obj.Approvals = append(obj.Approvals, pendingApproval{ID: a.ID, RunID: a.RunID, ToolName: a.ToolName, Arguments: a.Arguments, Reason: a.Reason})
-	}
-	first := e.approvals[0].ID
-	obj.Message = fmt.Sprintf("run %s waits for approval: %s. Answer over the WebSocket bridge (GET /v1/ws, {\"type\":\"approve\",\"approval\":%q,\"approve\":true}) or with calf approvals approve %s (or deny); the run then goes on, its answer in GET /v1/runs/%s/events",
-		e.run, strings.Join(ids, ", "), first, first, e.run)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusConflict)
-	_ = json.NewEncoder(w).Encode(errorBody{Error: obj})
-}
+// errorBody and errorObject are the error answers of every endpoint, also
+// sent as events of a stream.
+type (
+	errorBody   = httperr.Body
+	errorObject = httperr.Object
+)
 
 // writeJSON writes v as a 200 JSON response.
 func writeJSON(w http.ResponseWriter, v any) {
@@ -77,27 +35,22 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// requestError reports err, from reading a request or starting its run.
+// requestError reports err, from reading a request or starting its run,
+// by the one table of error answers ([httperr.Of]): among others 404 for
+// what does not exist, 409 for a conflict or a parked run, 503 with
+// Retry-After for an outage, 500 (logged) for a failure of the server.
 func (s *Server) requestError(w http.ResponseWriter, r *http.Request, err error) {
-	var tooBig *http.MaxBytesError
-	var notFound *notFoundError
-	var pending *approvalPendingError
+	if r.Context().Err() != nil {
+		return // the client went away: there is nobody to answer
+	}
+	a := httperr.Write(w, err)
 	switch {
-	case r.Context().Err() != nil:
-		// The client went away: there is nobody to answer.
-	case errors.As(err, &tooBig):
-		apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("the request body is over %d bytes", tooBig.Limit))
-	case errors.As(err, &pending):
-		approvalPending(w, pending)
-	case errors.As(err, &notFound):
-		apiError(w, http.StatusNotFound, "invalid_request_error", "not_found", notFound.msg)
-	case errors.Is(err, errNotYours):
-		apiError(w, http.StatusNotFound, "invalid_request_error", "not_found", "no such session or run")
-	case errors.Is(err, errBadRequest), errors.Is(err, runner.ErrThread):
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", strings.TrimPrefix(err.Error(), "bad request: "))
-	default:
+	case a.Unexpected:
 		s.log.Error("server: request failed", "err", err)
-		apiError(w, http.StatusInternalServerError, "server_error", "internal", "the server failed: "+err.Error())
+	case a.Status == http.StatusServiceUnavailable:
+		s.outageLog.Do(func(skipped int64) {
+			s.log.Warn("server: answered 503: a service is unavailable", "err", err, "skipped", skipped)
+		})
 	}
 }
 
@@ -139,12 +92,12 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 // runner returns the runner a request names as its model.
 func (s *Server) runner(w http.ResponseWriter, name string) (runner.Runner, bool) {
 	if name == "" {
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "missing_model", "the request names no model: give an agent's name (GET /v1/models lists them)")
+		httperr.Write(w, &httperr.Error{Kind: errBadRequest, Code: "missing_model", Message: "the request names no model: give an agent's name (GET /v1/models lists them)"})
 		return nil, false
 	}
 	r, ok := s.runners[name]
 	if !ok {
-		apiError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("the model %q does not exist: GET /v1/models lists the agents served", name))
+		httperr.Write(w, &httperr.Error{Kind: store.ErrNotFound, Code: "model_not_found", Message: fmt.Sprintf("the model %q does not exist: GET /v1/models lists the agents served", name)})
 		return nil, false
 	}
 	return r, true

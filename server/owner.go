@@ -10,6 +10,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/session"
+	"github.com/calf-go/calf/internal/httperr"
 	"github.com/calf-go/calf/store"
 )
 
@@ -38,17 +39,18 @@ var sessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 // letter or digit.
 func ValidSessionID(id string) bool { return sessionID.MatchString(id) }
 
-// errNotYours is returned for a session that exists and belongs to
-// another user (or to no user of a server with tokens). It is reported as
-// "not found", so that a user cannot learn which ids others use.
-var errNotYours = errors.New("server: no such session")
+// errNotYours is returned for a session or run that does not exist, or
+// exists and belongs to another user (or to no user of a server with
+// tokens). It matches store.ErrNotFound, so that a user cannot learn which
+// ids others use: a 404 "not_found".
+var errNotYours = notFound("no such session or run")
 
-// notFoundError is something the request names that does not exist or
-// is another user's, the two told apart by nothing: a 404 "not_found"
-// with the message, or the message alone over the WebSocket bridge.
-type notFoundError struct{ msg string }
-
-func (e *notFoundError) Error() string { return e.msg }
+// notFound is something the request names that does not exist or is
+// another user's, the two told apart by nothing: a 404 "not_found" with
+// the message msg, or the message alone over the WebSocket bridge.
+func notFound(msg string) error {
+	return &httperr.Error{Kind: store.ErrNotFound, Message: msg}
+}
 
 // approvalOf returns the approval request id when user may answer it (it
 // belongs to a run user may read); the error for one that does not exist
@@ -59,8 +61,8 @@ func (s *Server) approvalOf(ctx context.Context, user, what, id string) (*approv
 	if err == nil {
 		err = s.checkRun(ctx, user, a.RunID)
 	}
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, approval.ErrNotFound) || errors.Is(err, errNotYours) {
-		return nil, &notFoundError{fmt.Sprintf("no %s %q", what, id)}
+	if errors.Is(err, store.ErrNotFound) { // approval.ErrNotFound and errNotYours among them
+		return nil, notFound(fmt.Sprintf("no %s %q", what, id))
 	}
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/httperr"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/store"
@@ -153,15 +154,9 @@ func (s *Server) await(r *http.Request, rn runner.Runner, prompt string, opts *r
 }
 
 // approvalPendingError ends the wait of a request whose run parked on
-// approval requests.
-type approvalPendingError struct {
-	run       string
-	approvals []approval.Approval
-}
-
-func (e *approvalPendingError) Error() string {
-	return fmt.Sprintf("run %s waits for %d approval(s)", e.run, len(e.approvals))
-}
+// approval requests: answered 409 approval_pending, with the run, the
+// requests, and how to answer them.
+type approvalPendingError = httperr.ApprovalPendingError
 
 // follow is stream and await with a runner that starts runs and an event
 // log: heartbeats on ev when not nil, and, with park, an end at the first
@@ -273,5 +268,5 @@ func (s *Server) parked(ctx context.Context, run string, e eventlog.Event) (*app
 	if err != nil || len(pending) == 0 {
 		return nil, err // answered already: the run goes on
 	}
-	return &approvalPendingError{run: run, approvals: pending}, nil
+	return &approvalPendingError{RunID: run, Approvals: pending}, nil
 }

@@ -19,7 +19,9 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/httperr"
 	"github.com/calf-go/calf/internal/httpheader"
+	"github.com/calf-go/calf/internal/lograte"
 	"github.com/calf-go/calf/runner"
 )
 
@@ -106,6 +108,9 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	started time.Time
+	// outageLog lets one warning of the 503s of an outage through every
+	// 10 s, with the count of those left out.
+	outageLog *lograte.Limiter
 
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter
@@ -150,7 +155,7 @@ func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, er
 			return nil, errors.New("server: a token and its user must not be empty")
 		}
 	}
-	s := &Server{rt: rt, runners: map[string]runner.Runner{}, opts: o, log: o.Logger, started: time.Now(), limiters: map[string]*rate.Limiter{}}
+	s := &Server{rt: rt, runners: map[string]runner.Runner{}, opts: o, log: o.Logger, started: time.Now(), limiters: map[string]*rate.Limiter{}, outageLog: lograte.New(10 * time.Second)}
 	for _, r := range runners {
 		name := r.Name()
 		if name == "" {
@@ -241,14 +246,14 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		if method, ok := allowed[r.URL.Path]; ok {
 			w.Header().Set("Allow", method)
-			apiError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", fmt.Sprintf("%s takes %s, not %s", r.URL.Path, method, r.Method))
+			httperr.Write(w, fmt.Errorf("%w: %s takes %s, not %s", httperr.ErrMethodNotAllowed, r.URL.Path, method, r.Method))
 			return
 		}
-		apiError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
+		httperr.Write(w, notFound(fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path)))
 	})
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		apiError(w, http.StatusForbidden, "invalid_request_error", "cross_origin", "cross-origin request refused")
+		httperr.Write(w, &httperr.Error{Kind: httperr.ErrForbidden, Code: "cross_origin", Message: "cross-origin request refused"})
 	}))
 	api := s.bodyDeadline(s.guard(cop.Handler(mux)))
 	if s.opts.Log == nil {
@@ -303,7 +308,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if len(s.opts.Tokens) == 0 {
 			if !loopbackHost(r.Host) {
 				dropBody(w, r)
-				apiError(w, http.StatusForbidden, "invalid_request_error", "host", "this server answers requests to a loopback host only (it has no tokens)")
+				httperr.Write(w, &httperr.Error{Kind: httperr.ErrForbidden, Code: "host", Message: "this server answers requests to a loopback host only (it has no tokens)"})
 				return
 			}
 		} else {
@@ -315,15 +320,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 			if user == "" {
 				dropBody(w, r)
-				w.Header().Set("WWW-Authenticate", `Bearer realm="calf"`)
-				apiError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing or wrong bearer token")
+				httperr.Write(w, fmt.Errorf("%w: missing or wrong bearer token", httperr.ErrUnauthorized))
 				return
 			}
 		}
 		if l := s.limiter(user); l != nil && !l.Allow() {
 			dropBody(w, r)
-			w.Header().Set("Retry-After", "1")
-			apiError(w, http.StatusTooManyRequests, "rate_limit_exceeded", "rate_limit_exceeded", "too many requests: slow down")
+			httperr.Write(w, &httperr.Error{Kind: httperr.ErrTooManyRequests, Message: "too many requests: slow down", RetryAfter: time.Second})
 			return
 		}
 		if r.ContentLength != 0 {
@@ -345,15 +348,18 @@ func (s *Server) guard(next http.Handler) http.Handler {
 // its connection.
 func (s *Server) bodyError(w http.ResponseWriter, r *http.Request, err error) {
 	dropBody(w, r)
+	// The causes are the client's connection's, never an outage of the
+	// server's own services: they are reported with %v, not wrapped.
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		apiError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", fmt.Sprintf("the request body is over %d bytes", tooBig.Limit))
+		err = tooBig
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		apiError(w, http.StatusRequestTimeout, "invalid_request_error", "request_timeout", fmt.Sprintf("the request body did not arrive within %s", s.opts.BodyTimeout))
+		err = fmt.Errorf("%w: the request body did not arrive within %s", httperr.ErrRequestTimeout, s.opts.BodyTimeout)
 	default:
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", "the request body could not be read: "+err.Error())
+		err = fmt.Errorf("%w: the request body could not be read: %v", errBadRequest, err)
 	}
+	httperr.Write(w, err)
 }
 
 // limiter returns the rate limiter of user, or nil when there is no limit.

@@ -2,8 +2,11 @@ package server
 
 import (
 	"embed"
+	"fmt"
 	"io/fs"
 	"net/http"
+
+	"github.com/calf-go/calf/internal/httperr"
 )
 
 // web holds the web chat: a page and its script, with no dependency and
@@ -21,7 +24,7 @@ func webHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			httperr.Write(w, fmt.Errorf("%w: %s takes GET or HEAD, not %s", httperr.ErrMethodNotAllowed, r.URL.Path, r.Method))
 			return
 		}
 		h := w.Header()

@@ -25,6 +25,20 @@ var (
 	ErrInvalidKey = errors.New("store: invalid key")
 )
 
+// NotFound returns a sentinel error with the text msg that matches
+// [ErrNotFound] with errors.Is, for a package whose own not-found error
+// (an approval request, a dead letter, a conversation) should also be
+// what every store's is: one test for "not found" across packages, and
+// one HTTP status for it. Two calls return distinct errors.
+func NotFound(msg string) error { return &notFoundError{msg} }
+
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
+// Is reports whether target is [ErrNotFound].
+func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
+
 // Kinds of records Calf itself keeps.
 const (
 	KindRun        = "run"         // one agent run's state

@@ -122,8 +122,9 @@ type Answer struct {
 
 // Errors of [Get], [List] and [Respond].
 var (
-	// ErrNotFound: no request has the id.
-	ErrNotFound = errors.New("approval: no such approval request")
+	// ErrNotFound: no request has the id. It also matches
+	// [store.ErrNotFound].
+	ErrNotFound = store.NotFound("approval: no such approval request")
 	// ErrAnswered: the request was answered already.
 	ErrAnswered = errors.New("approval: the approval request was answered already")
 	// ErrMismatch: the answer's digest is not the request's, so the
