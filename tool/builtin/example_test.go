@@ -78,9 +78,11 @@ func ExampleBash() {
 		panic(err)
 	}
 	res, err := sh.Call(context.Background(), json.RawMessage(`{"command":"echo hello | tr a-z A-Z; exit 2"}`))
-	fmt.Println(res, err != nil)
+	// A command that exits with another status than 0 is an error, which
+	// goes back to the model; it has no result.
+	fmt.Println(res == nil, err != nil)
 	fmt.Println(tool.KindOf(sh), sh.Sandboxed())
 	// Output:
-	// <nil> true
+	// true true
 	// execute false
 }
