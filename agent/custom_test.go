@@ -298,7 +298,8 @@ func TestCustomAgentAsSubagentAndHandoffTarget(t *testing.T) {
 // id.
 func TestToolEmitEventInRunStream(t *testing.T) {
 	e := newEnv(t, nil)
-	progress, err := agent.NewTool("work", "Works.", func(rc agent.RunContext, in struct{}) (string, error) {
+	progress, err := tool.New("work", "Works.", func(ctx context.Context, in struct{}) (string, error) {
+		rc, _ := agent.FromContext(ctx)
 		for i := range 2 {
 			if err := rc.EmitEvent("progress", i); err != nil {
 				return "", err
