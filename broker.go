@@ -36,7 +36,10 @@ type Broker interface {
 	Publish(ctx context.Context, msg *Message) error
 	// Subscribe starts delivering messages whose channel matches pattern to
 	// h. Delivery begins with messages published after Subscribe returns
-	// (durable brokers resume a named group where it left off).
+	// (durable brokers resume a named group where it left off). A panic
+	// in h is recovered by the broker and is a failure of that attempt,
+	// retried and parked like an error: the one recovery on the handler
+	// path, which every subscriber goes through.
 	Subscribe(ctx context.Context, pattern string, h Handler, opts *SubscribeOptions) (Subscription, error)
 	// Close stops every subscription, waits for handlers in progress, and
 	// releases the broker's resources. Publish fails with [ErrClosed] after.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -268,10 +267,11 @@ func (c *Client) publish(ctx context.Context, msg *Message, validJSON bool) erro
 }
 
 // Handle subscribes h to pattern. The handler's context carries the message
-// (so that [Client.Emit] inside it propagates correlation), and a panic in h
-// is turned into an error, so that the message is retried and then
-// dead-lettered rather than crashing the process. The subscription lasts
-// until the client is shut down.
+// (so that [Client.Emit] inside it propagates correlation). A panic in h is
+// the broker's to recover, as for every subscriber ([Broker]): it is a
+// failure, so that the message is retried and then dead-lettered rather
+// than crashing the process. The subscription lasts until the client is
+// shut down.
 func (c *Client) Handle(ctx context.Context, pattern string, h Handler, opts *SubscribeOptions) error {
 	if err := ValidatePattern(pattern); err != nil {
 		return err
@@ -297,12 +297,7 @@ func (c *Client) Handle(ctx context.Context, pattern string, h Handler, opts *Su
 }
 
 func (c *Client) wrap(h Handler) Handler {
-	return func(ctx context.Context, msg *Message) (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("calf: handler panicked on %s: %v\n%s", msg.Channel, r, debug.Stack())
-			}
-		}()
+	return func(ctx context.Context, msg *Message) error {
 		if in, ok := MessageFromContext(ctx); !ok || in != msg {
 			ctx = ContextWithMessage(ctx, msg) // the broker did not
 		}

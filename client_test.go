@@ -232,6 +232,63 @@ func TestHandlerPanicIsRetriedNotFatal(t *testing.T) {
 	}
 }
 
+// A handler that always panics is recovered once, by the broker: each
+// attempt fails, the message is parked after its last attempt, and its
+// dead letter tells of one panic with one stack.
+func TestHandlerPanicRecoveredOnceAndParked(t *testing.T) {
+	b := memory.New(&memory.Options{MaxAttempts: 2, Backoff: func(int) time.Duration { return time.Millisecond }})
+	t.Cleanup(func() { _ = b.Close() })
+	c := calf.NewClient(b, nil)
+	t.Cleanup(func() { _ = c.Close() })
+	dead := make(chan calf.DeadLetter, 1)
+	if err := c.Handle(t.Context(), calf.DeadLetterChannel, func(_ context.Context, m *calf.Message) error {
+		var dl calf.DeadLetter
+		if err := json.Unmarshal(m.Data, &dl); err != nil {
+			return err
+		}
+		dead <- dl
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var attempts []int
+	if err := c.Handle(t.Context(), "p.y", func(_ context.Context, m *calf.Message) error {
+		mu.Lock()
+		attempts = append(attempts, m.Metadata.Attempt)
+		mu.Unlock()
+		panic("always explodes")
+	}, &calf.SubscribeOptions{Group: "g"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Emit(t.Context(), "p.y", 1); err != nil {
+		t.Fatal(err)
+	}
+	var dl calf.DeadLetter
+	select {
+	case dl = <-dead:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the panicking message was not parked")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]int{1, 2}, attempts); diff != "" {
+		t.Errorf("attempts (-want +got):\n%s", diff)
+	}
+	if dl.Attempts != 2 || dl.Group != "g" {
+		t.Errorf("dead letter: %d attempts in group %q; want 2 in g", dl.Attempts, dl.Group)
+	}
+	if !strings.HasPrefix(dl.Error, "memory: handler panicked on p.y: always explodes\n") {
+		t.Errorf("dead letter error %q; want the broker's recovery of the panic", dl.Error)
+	}
+	if n := strings.Count(dl.Error, "handler panicked"); n != 1 {
+		t.Errorf("the panic was recovered %d times; want once:\n%s", n, dl.Error)
+	}
+	if n := strings.Count(dl.Error, "runtime/debug.Stack"); n != 1 {
+		t.Errorf("dead letter error holds %d stacks; want 1:\n%s", n, dl.Error)
+	}
+}
+
 func TestShutdownStopsDelivery(t *testing.T) {
 	c := newClient(t, nil)
 	got := make(chan struct{}, 10)

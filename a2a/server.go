@@ -18,6 +18,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/internal/httperr"
 	"github.com/calf-go/calf/internal/httpheader"
+	"github.com/calf-go/calf/internal/sweep"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/store"
@@ -413,7 +414,7 @@ func (ts *taskStore) List(ctx context.Context, req *spec.ListTasksRequest) (*spe
 // rejected) before before, as a runtime's sweep ([agent.Runtime.Sweep])
 // does for their runs.
 func sweepTasks(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
-	return store.SweepEnded(ctx, s, KindTask, before, 0, func(data []byte) (time.Time, bool) {
+	return sweep.Ended(ctx, s, KindTask, before, 0, func(data []byte) (time.Time, bool) {
 		var st storedTask
 		if json.Unmarshal(data, &st) != nil || st.Task == nil {
 			return time.Time{}, false

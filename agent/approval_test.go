@@ -78,7 +78,7 @@ func approvalAgent(t *testing.T, e *env, rt *agent.Runtime, perms agent.Permissi
 		last.Store(in)
 		return in.A + in.B, nil
 	}))
-	peek := tool.WithKind(tool.Must(tool.New("peek", "Read the display.", func(context.Context, addArgs) (string, error) {
+	peek := tool.Classify(tool.Must(tool.New("peek", "Read the display.", func(context.Context, addArgs) (string, error) {
 		return "42", nil
 	})), tool.KindRead)
 	m := func(_ context.Context, req *model.Request) (*model.Response, error) {

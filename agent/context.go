@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"sync/atomic"
-
-	"github.com/calf-go/calf/tool"
 )
 
 // RunContext is what an agent's tools and dynamic instructions see of the
@@ -56,8 +54,8 @@ type runDeps struct {
 //	var shopDeps agent.Deps[Shop]
 //
 //	opts := &agent.RunOptions{Deps: shopDeps.Value(Shop{Currency: "EUR"})}
-//	// in a tool made by NewTool:
-//	shop, err := shopDeps.Of(rc)
+//	// in a tool made by tool.New, from the context it is called with:
+//	shop, err := shopDeps.Of(ctx)
 type Deps[D any] struct{}
 
 // Value wraps d as a run's dependencies.
@@ -65,11 +63,19 @@ func (Deps[D]) Value(d D) DepsValue { return DepsValue{v: d, set: true} }
 
 // Of returns the run's dependencies: those the serving process gives
 // ([ServeOptions.LocalDeps]), or else those that travelled with the run,
-// decoded from JSON. A run given none has the zero D. The error says that
-// the run's dependencies are not a D (they were given through another
-// handle) or do not decode as one.
-func (Deps[D]) Of(rc RunContext) (D, error) {
+// decoded from JSON. A run given none has the zero D. ctx is the run's:
+// the [RunContext] that dynamic instructions get, or the context a tool is
+// called with ([FromContext]). The error says that ctx belongs to no agent
+// run, or that the run's dependencies are not a D (they were given through
+// another handle) or do not decode as one.
+func (Deps[D]) Of(ctx context.Context) (D, error) {
 	var d D
+	rc, ok := ctx.(RunContext)
+	if !ok {
+		if rc, ok = FromContext(ctx); !ok {
+			return d, errors.New("agent: dependencies read outside an agent run")
+		}
+	}
 	if rc.deps == nil {
 		return d, nil
 	}
@@ -105,26 +111,13 @@ func (v DepsValue) isZero() bool {
 type runContextKey struct{}
 
 // FromContext returns the [RunContext] of the tool call that ctx belongs
-// to. A tool made with [tool.New] uses it to reach the run and its
-// dependencies. It reports false outside a tool call of an agent.
+// to: a tool made with [github.com/calf-go/calf/tool.New] reaches its run through the context it
+// is called with (its dependencies also through [Deps.Of] of that
+// context). It reports false outside a tool call of an agent.
 func FromContext(ctx context.Context) (RunContext, bool) {
 	rc, ok := ctx.Value(runContextKey{}).(RunContext)
 	if ok {
 		rc.Context = ctx
 	}
 	return rc, ok
-}
-
-// NewTool returns a typed tool whose function receives the run's
-// [RunContext]. The arguments' JSON Schema is inferred from In, as in
-// [tool.New].
-func NewTool[In, Out any](name, description string, fn func(rc RunContext, in In) (Out, error)) (tool.Tool, error) {
-	return tool.New(name, description, func(ctx context.Context, in In) (Out, error) {
-		rc, ok := FromContext(ctx)
-		if !ok {
-			var zero Out
-			return zero, errors.New("agent: tool called outside an agent run")
-		}
-		return fn(rc, in)
-	})
 }

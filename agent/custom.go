@@ -283,7 +283,8 @@ func (c *Custom[State, Out]) stateRecord(ctx context.Context, rt *Runtime, sessi
 }
 
 // SetState replaces the agent's state in session with s: the session's
-// next run starts from it.
+// next run starts from it. A stored record that does not decode is left
+// unchanged and is an error matching [ErrCorruptState].
 func (c *Custom[State, Out]) SetState(ctx context.Context, rt *Runtime, session string, s State) error {
 	if err := checkSession(session); err != nil {
 		return err
@@ -299,8 +300,11 @@ func (c *Custom[State, Out]) SetState(ctx context.Context, rt *Runtime, session 
 		var rec stateRecord
 		if exists {
 			// Keep the last step's record: a redelivered step must not
-			// run again over the new state.
-			_ = json.Unmarshal(data, &rec)
+			// run again over the new state. A record that does not decode
+			// is left as it is: replacing it would lose that record.
+			if err := json.Unmarshal(data, &rec); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrCorruptState, err)
+			}
 		}
 		rec.State = raw
 		return json.Marshal(rec)

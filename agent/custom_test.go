@@ -298,7 +298,8 @@ func TestCustomAgentAsSubagentAndHandoffTarget(t *testing.T) {
 // id.
 func TestToolEmitEventInRunStream(t *testing.T) {
 	e := newEnv(t, nil)
-	progress, err := agent.NewTool("work", "Works.", func(rc agent.RunContext, in struct{}) (string, error) {
+	progress, err := tool.New("work", "Works.", func(ctx context.Context, in struct{}) (string, error) {
+		rc, _ := agent.FromContext(ctx)
 		for i := range 2 {
 			if err := rc.EmitEvent("progress", i); err != nil {
 				return "", err
@@ -378,5 +379,36 @@ func TestCustomAgentStateForkAndDelete(t *testing.T) {
 	}
 	if s, _ := c.State(ctx, e.rt, "src"); s.Runs != 2 {
 		t.Errorf("deleting the fork changed its source: %+v", s)
+	}
+}
+
+// A custom agent's state record that does not decode is an error matching
+// ErrCorruptState in State, SetState and a run of the session, and
+// SetState leaves it as it is rather than replacing it with a record that
+// forgot the last step.
+func TestCustomAgentCorruptState(t *testing.T) {
+	e := newEnv(t, nil)
+	var steps atomic.Int64
+	c := newCounter(t, e, &steps)
+	ctx := runCtx(t)
+	const id = "2:s1/counter" // the state record of counter in session s1
+	if _, err := e.store.Put(ctx, "agent_state", id, []byte(`{"state":`), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.State(ctx, e.rt, "s1"); !errors.Is(err, agent.ErrCorruptState) {
+		t.Errorf("State of a corrupt record: %v; want ErrCorruptState", err)
+	}
+	if err := c.SetState(ctx, e.rt, "s1", tally{Runs: 7}); !errors.Is(err, agent.ErrCorruptState) {
+		t.Errorf("SetState over a corrupt record: %v; want ErrCorruptState", err)
+	}
+	r, err := e.store.Get(ctx, "agent_state", id)
+	if err != nil || string(r.Data) != `{"state":` {
+		t.Errorf("the corrupt record after SetState: %q, %v; want it unchanged", r.Data, err)
+	}
+	if _, err := c.Run(ctx, e.rt, "one", &agent.RunOptions{SessionID: "s1"}); err == nil {
+		t.Error("a run over a corrupt state record: no error")
+	}
+	if n := steps.Load(); n != 0 {
+		t.Errorf("the step ran %d times over a corrupt state; want 0", n)
 	}
 }

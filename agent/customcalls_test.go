@@ -12,6 +12,7 @@ import (
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/tool"
 )
 
 // callingAgent is a custom agent whose step asks the model, runs the tool
@@ -27,7 +28,8 @@ func callingAgent(t *testing.T, rt *agent.Runtime, ask bool, steps, modelCalls, 
 			Usage:   model.Usage{InputTokens: 10, OutputTokens: 4},
 		}, nil
 	})
-	add, err := agent.NewTool("add", "Adds a and b.", func(rc agent.RunContext, in addArgs) (int, error) {
+	add, err := tool.New("add", "Adds a and b.", func(ctx context.Context, in addArgs) (int, error) {
+		rc, _ := agent.FromContext(ctx)
 		toolRuns.Add(1)
 		if err := rc.EmitEvent("adding", in); err != nil {
 			return 0, err

@@ -136,10 +136,10 @@
 //
 // # Types and options
 //
-// Type parameters appear only at the typed edges, as in [tool.New]: an
-// agent's output type ([Agent] is Agent[Out]), a tool's arguments and
-// result ([NewTool]), a custom agent's state ([NewCustom]) and the type of
-// a run's dependencies ([Deps]). [Options], [RunOptions] and
+// Type parameters appear only at the typed edges: a tool's arguments and
+// result ([tool.New]), an agent's output type ([Agent] is Agent[Out]), a
+// custom agent's state ([NewCustom]) and the type of a run's dependencies
+// ([Deps]). [Options], [RunOptions] and
 // [ServeOptions] are plain structs where nil means the defaults, so an
 // agent that answers in text and needs no dependencies is written without
 // a type argument:
@@ -162,8 +162,9 @@
 //
 //	var shop agent.Deps[Shop]
 //	opts := &agent.RunOptions{Deps: shop.Value(Shop{Currency: "EUR"})}
-//	// in a tool made by NewTool, or in Options.InstructionsFunc:
-//	s, err := shop.Of(rc)
+//	// in a tool, from the context it is called with (or the RunContext
+//	// of Options.InstructionsFunc):
+//	s, err := shop.Of(ctx)
 //
 // A tool's error goes back to the model; an error of InstructionsFunc, which
 // returns (string, error), fails the run, its message in the run's error.

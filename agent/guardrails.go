@@ -258,14 +258,27 @@ func (h *handlers[Out]) trip(ctx context.Context, id string, step int, t *Guardr
 	return h.next(ctx, st)
 }
 
+// JudgeOptions configures a guardrail made by [JudgeGuardrail].
+type JudgeOptions struct {
+	// Parallel, for an input guardrail, asks the judge alongside the
+	// first model call instead of before it ([Guardrail.Parallel]).
+	// Default false: before it.
+	Parallel bool
+}
+
 // JudgeGuardrail returns a guardrail that asks the agent judge (a model as
 // judge, with the policy in its instructions) whether the text breaks the
 // policy: judge gets the text as its prompt and answers with a
 // [GuardrailResult]. The judge runs as a run of its own (of id
 // "{run}/guardrail-{name}-{stage}", so that a check made again after a
 // crash reuses its answer), carried out by any process that serves judge,
-// while the checking handler waits for it.
-func JudgeGuardrail(name string, judge *Agent[GuardrailResult], parallel bool) Guardrail {
+// while the checking handler waits for it. Nil opts runs it before the
+// model call.
+func JudgeGuardrail(name string, judge *Agent[GuardrailResult], opts *JudgeOptions) Guardrail {
+	var parallel bool
+	if opts != nil {
+		parallel = opts.Parallel
+	}
 	return Guardrail{Name: name, Parallel: parallel, Func: func(ctx context.Context, in GuardrailInput) (GuardrailResult, error) {
 		if in.rt == nil {
 			return GuardrailResult{}, errors.New("no runtime to run the judge on")

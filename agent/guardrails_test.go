@@ -170,7 +170,7 @@ func TestJudgeGuardrail(t *testing.T) {
 		return modeltest.Text(`{"tripped": false, "reason": "fine"}`), nil
 	}), &agent.Options{Instructions: "Say whether the text is rude."})))
 	a, calls := guarded(t, e, "hello", agent.Options{
-		InputGuardrails: []agent.Guardrail{agent.JudgeGuardrail("politeness", judge, false)},
+		InputGuardrails: []agent.Guardrail{agent.JudgeGuardrail("politeness", judge, nil)},
 	})
 	_, err := a.Run(runCtx(t), e.rt, "an insult", &agent.RunOptions{RunID: "j1"})
 	tripped(t, err, "politeness", agent.GuardrailOnInput)

@@ -54,8 +54,8 @@ func readmeDeps(ctx context.Context, m model.Model) (*agent.Output[string], erro
 	type Shop struct{ Currency string }
 	var shop agent.Deps[Shop] // the one place that names the type
 
-	price := tool.Must(agent.NewTool("price", "Price an item.", func(rc agent.RunContext, in struct{ Item string }) (string, error) {
-		s, err := shop.Of(rc) // the run's dependencies, decoded
+	price := tool.Must(tool.New("price", "Price an item.", func(ctx context.Context, in struct{ Item string }) (string, error) {
+		s, err := shop.Of(ctx) // the run's dependencies, decoded
 		return "12 " + s.Currency, err
 	}))
 	seller := agent.Must(agent.New("seller", m, &agent.Options{Tools: []tool.Tool{price}}))

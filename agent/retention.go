@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent/approval"
+	"github.com/calf-go/calf/internal/sweep"
 	"github.com/calf-go/calf/store"
 )
 
@@ -142,7 +143,7 @@ func (rt *Runtime) Sweep(ctx context.Context, opts SweepOptions) (*SweepResult, 
 			return res, fmt.Errorf("agent: sweep: %w", err)
 		}
 	}
-	runs, records, err := store.SweepEnded(ctx, rt.store, store.KindRun, opts.Before, opts.Limit, func(data []byte) (time.Time, bool) {
+	runs, records, err := sweep.Ended(ctx, rt.store, store.KindRun, opts.Before, opts.Limit, func(data []byte) (time.Time, bool) {
 		var head struct {
 			Status  RunStatus `json:"status"`
 			EndedAt time.Time `json:"ended_at"`

@@ -90,13 +90,25 @@ type echoArgs struct {
 // search is the handle of searchDeps, shared by the tools and the callers.
 var search agent.Deps[searchDeps]
 
+// Deps.Of of a context that belongs to no agent run, such as a tool's
+// called directly, is an error.
+func TestDepsOfOutsideARun(t *testing.T) {
+	if _, err := search.Of(t.Context()); err == nil || !strings.Contains(err.Error(), "outside an agent run") {
+		t.Errorf("Of outside a run: %v; want an error saying so", err)
+	}
+	if _, ok := agent.FromContext(t.Context()); ok {
+		t.Error("FromContext outside a run reports a run")
+	}
+}
+
 func TestDepsReachTools(t *testing.T) {
 	mk := func(t *testing.T) *agent.Agent[string] {
-		echo, err := agent.NewTool("echo", "Echo with the prefix.", func(rc agent.RunContext, in echoArgs) (string, error) {
-			if rc.ToolCallID != "c1" || rc.Agent != "deps" || rc.RunID == "" || rc.Step != 1 {
+		echo, err := tool.New("echo", "Echo with the prefix.", func(ctx context.Context, in echoArgs) (string, error) {
+			rc, ok := agent.FromContext(ctx)
+			if !ok || rc.ToolCallID != "c1" || rc.Agent != "deps" || rc.RunID == "" || rc.Step != 1 {
 				return "", errors.New("run context incomplete")
 			}
-			d, err := search.Of(rc)
+			d, err := search.Of(ctx)
 			return d.Prefix + in.Text, err
 		})
 		if err != nil {
@@ -174,8 +186,8 @@ type otherDeps struct {
 func TestDepsOfAnotherTypeAreAnError(t *testing.T) {
 	var other agent.Deps[otherDeps]
 	var seen atomic.Value
-	check, err := agent.NewTool("echo", "Echo.", func(rc agent.RunContext, in echoArgs) (string, error) {
-		_, err := other.Of(rc)
+	check, err := tool.New("echo", "Echo.", func(ctx context.Context, in echoArgs) (string, error) {
+		_, err := other.Of(ctx)
 		if err != nil {
 			seen.Store(err.Error())
 		}
@@ -231,8 +243,8 @@ type localDeps struct {
 func TestRunWithoutDepsCarriesNone(t *testing.T) {
 	e := newEnv(t, nil)
 	var local agent.Deps[localDeps]
-	lookup, err := agent.NewTool("lookup", "Look a word up.", func(rc agent.RunContext, in echoArgs) (string, error) {
-		d, err := local.Of(rc)
+	lookup, err := tool.New("lookup", "Look a word up.", func(ctx context.Context, in echoArgs) (string, error) {
+		d, err := local.Of(ctx)
 		if err != nil {
 			return "", err
 		}

@@ -353,7 +353,7 @@ func TestLongRunArchivesMessages(t *testing.T) {
 			var seen []model.Message
 			serve := func() *agent.Runtime {
 				add := tool.Must(tool.New("add", "Add two integers.", func(_ context.Context, in addArgs) (int, error) { return in.A + in.B, nil }))
-				peek := tool.WithKind(tool.Must(tool.New("peek", "Read the display.", func(context.Context, addArgs) (string, error) { return "42", nil })), tool.KindRead)
+				peek := tool.Classify(tool.Must(tool.New("peek", "Read the display.", func(context.Context, addArgs) (string, error) { return "42", nil })), tool.KindRead)
 				m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 					mu.Lock()
 					seen = req.Messages

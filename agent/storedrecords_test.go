@@ -217,8 +217,8 @@ func TestStoredRecords(t *testing.T) {
 		listed(t, s, "run-paused=paused", "run-cancelled=cancelled", "run-in-flight=running")
 
 		var deps agent.Deps[fixtureDeps]
-		echo := tool.Must(agent.NewTool("echo", "Echo with the prefix.", func(rc agent.RunContext, in echoArgs) (string, error) {
-			d, err := deps.Of(rc)
+		echo := tool.Must(tool.New("echo", "Echo with the prefix.", func(ctx context.Context, in echoArgs) (string, error) {
+			d, err := deps.Of(ctx)
 			return d.Prefix + in.Text, err
 		}))
 		pending := agent.Must(agent.New("pending", modeltest.FunctionModel(lastText), &agent.Options{Tools: []tool.Tool{echo}}))
@@ -279,8 +279,8 @@ func TestStoredRecords(t *testing.T) {
 		// arguments the hook left and the deps the run was given, and
 		// allows the tool for the session.
 		var deps agent.Deps[fixtureDeps]
-		echo := tool.Must(agent.NewTool("echo", "Echo with the prefix.", func(rc agent.RunContext, in echoArgs) (string, error) {
-			d, err := deps.Of(rc)
+		echo := tool.Must(tool.New("echo", "Echo with the prefix.", func(ctx context.Context, in echoArgs) (string, error) {
+			d, err := deps.Of(ctx)
 			return d.Prefix + in.Text, err
 		}))
 		guarded := agent.Must(agent.New("guarded", modeltest.FunctionModel(lastText), &agent.Options{

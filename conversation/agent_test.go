@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/local"
 	"github.com/calf-go/calf/model"
@@ -64,7 +63,7 @@ func TestNewAgent(t *testing.T) {
 	})
 	t.Run("root", func(t *testing.T) {
 		opened = nil
-		extra, err := agent.NewTool("extra", "An extra tool.", func(agent.RunContext, struct{}) (string, error) { return "", nil })
+		extra, err := tool.New("extra", "An extra tool.", func(context.Context, struct{}) (string, error) { return "", nil })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,42 +37,47 @@ type sendArgs struct {
 // find their conversation and their instance from the run: its session id
 // is the instance's id.
 func (h *Host) conversationTools() (start, send tool.Tool, err error) {
-	start, err = agent.NewTool(startToolName,
+	start, err = tool.New(startToolName,
 		"Start an agent of the given prototype in this conversation (once; starting it again returns the same agent). Returns its id, for send.",
-		func(rc agent.RunContext, in startArgs) (startResult, error) {
-			conv, self, err := runInstance(rc)
+		func(ctx context.Context, in startArgs) (startResult, error) {
+			_, conv, self, err := runInstance(ctx)
 			if err != nil {
 				return startResult{}, err
 			}
-			id, err := h.start(rc, conv, self, in.Prototype)
+			id, err := h.start(ctx, conv, self, in.Prototype)
 			return startResult{Agent: id}, err
 		})
 	if err != nil {
 		return nil, nil, err
 	}
-	send, err = agent.NewTool(sendToolName,
+	send, err = tool.New(sendToolName,
 		"Send a command to an agent of this conversation that you started, and return its answer.",
-		func(rc agent.RunContext, in sendArgs) (string, error) {
-			conv, self, err := runInstance(rc)
+		func(ctx context.Context, in sendArgs) (string, error) {
+			rc, conv, self, err := runInstance(ctx)
 			if err != nil {
 				return "", err
 			}
 			if len(in.Command) == 0 && in.Message == "" {
 				return "", errors.New("give a command or a message")
 			}
-			return h.send(rc, conv, self, in.Agent, in.Command, in.Message, derive("send", rc.RunID, rc.ToolCallID))
+			return h.send(ctx, conv, self, in.Agent, in.Command, in.Message, derive("send", rc.RunID, rc.ToolCallID))
 		})
 	return start, send, err
 }
 
-// runInstance returns the conversation and the instance of a run the host
-// started: its session id is the instance's id.
-func runInstance(rc agent.RunContext) (conv, instance string, err error) {
-	_, conv, ok := SplitInstanceID(rc.SessionID)
+// runInstance returns the run of a tool call's ctx, and the conversation
+// and the instance of that run, one the host started: its session id is
+// the instance's id.
+func runInstance(ctx context.Context) (rc agent.RunContext, conv, instance string, err error) {
+	rc, ok := agent.FromContext(ctx)
 	if !ok {
-		return "", "", fmt.Errorf("the run %s is not one of a conversation's instances", rc.RunID)
+		return rc, "", "", errors.New("called outside an agent run")
 	}
-	return conv, rc.SessionID, nil
+	_, conv, ok = SplitInstanceID(rc.SessionID)
+	if !ok {
+		return rc, "", "", fmt.Errorf("the run %s is not one of a conversation's instances", rc.RunID)
+	}
+	return rc, conv, rc.SessionID, nil
 }
 
 // start spawns prototype in the conversation for instance parent.

@@ -1,8 +1,10 @@
 package conversation
 
 import (
-	"crypto/rand"
 	"fmt"
+	"strings"
+
+	"github.com/calf-go/calf"
 )
 
 // Bounds of names and ids. They keep every conversation channel,
@@ -66,13 +68,15 @@ func CheckConversationID(id string) error {
 	return nil
 }
 
-// NewUUID returns a random (version 4) UUID.
-func NewUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+// newID returns a new conversation id: the 128 random bits of
+// [calf.NewID], Calf's one id function, written as a canonical lowercase
+// UUID of version 4 (its version and variant digits set, 122 bits left
+// random). Conversation ids are UUIDs, a choice of their format: an
+// instance id ends with one at a fixed length ([SplitInstanceID]).
+func newID() string {
+	h := calf.NewID()
+	variant := "89ab"[strings.IndexByte("0123456789abcdef", h[16])&3]
+	return h[:8] + "-" + h[8:12] + "-4" + h[13:16] + "-" + string(variant) + h[17:20] + "-" + h[20:]
 }
 
 // InstanceID returns the id of the instance of prototype in conversation:

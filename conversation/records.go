@@ -98,7 +98,9 @@ type Options struct {
 	Entry string
 	// Now returns the time. Default time.Now.
 	Now func() time.Time
-	// NewID returns a new conversation id, a UUID. Default [NewUUID].
+	// NewID returns a new conversation id, a canonical lowercase UUID
+	// ([CheckConversationID]). Default: the random bits of [calf.NewID]
+	// written as a version 4 UUID.
 	NewID func() string
 }
 
@@ -115,7 +117,7 @@ type Conversations struct {
 // NewConversations returns the conversations kept in s, made of the
 // prototypes registered in s.
 func NewConversations(s store.Store, opts *Options) *Conversations {
-	c := &Conversations{s: s, protos: NewPrototypes(s), entry: "conversational-agent", now: time.Now, newID: NewUUID}
+	c := &Conversations{s: s, protos: NewPrototypes(s), entry: "conversational-agent", now: time.Now, newID: newID}
 	if opts != nil {
 		if opts.Entry != "" {
 			c.entry = opts.Entry

@@ -114,7 +114,7 @@ func TestConversationLifecycle(t *testing.T) {
 		if _, err := c.Stop(ctx, conv.ID); err != nil {
 			t.Errorf("Stop again: %v", err)
 		}
-		if _, err := c.Stop(ctx, conversation.NewUUID()); !errors.Is(err, conversation.ErrNotFound) {
+		if _, err := c.Stop(ctx, conversation.NewID()); !errors.Is(err, conversation.ErrNotFound) {
 			t.Errorf("Stop of an unknown conversation: %v, want ErrNotFound", err)
 		}
 		list, err := c.List(ctx, "", 0)
@@ -131,7 +131,7 @@ func TestCreateErrors(t *testing.T) {
 	if _, err := c.Create(ctx, conversation.NewConversation{ID: "not-a-uuid"}); !errors.Is(err, conversation.ErrInvalidID) {
 		t.Errorf("Create with a bad id: %v", err)
 	}
-	id := conversation.NewUUID()
+	id := conversation.NewID()
 	a, err := c.Create(ctx, conversation.NewConversation{ID: id, UserID: "u1"})
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +290,7 @@ func TestFailInstance(t *testing.T) {
 }
 
 func TestIDs(t *testing.T) {
-	id := conversation.NewUUID()
+	id := conversation.NewID()
 	if err := conversation.CheckConversationID(id); err != nil {
 		t.Fatal(err)
 	}
@@ -322,13 +322,13 @@ func TestIDs(t *testing.T) {
 	if _, err := conversation.Channel(id, "user", "user"); err == nil {
 		t.Error("a channel from the user to itself")
 	}
-	if _, err := conversation.Channel(id, "user", conversation.InstanceID("a", conversation.NewUUID())); err == nil {
+	if _, err := conversation.Channel(id, "user", conversation.InstanceID("a", conversation.NewID())); err == nil {
 		t.Error("a channel to an instance of another conversation")
 	}
 }
 
 func TestMessageWire(t *testing.T) {
-	id := conversation.NewUUID()
+	id := conversation.NewID()
 	ts := time.Date(2026, 11, 27, 23, 40, 0, 0, time.UTC)
 	user := conversation.ConversationMessage{ConversationID: id, UserID: "u1", Message: "Hello", Timestamp: ts}
 	b, err := json.Marshal(user)
@@ -356,7 +356,7 @@ func TestMessageWire(t *testing.T) {
 		"no conversation":      `{"user_id":"u","message":"x","timestamp":"2026-11-27T23:40:00Z"}`,
 		"both":                 `{"conversation_id":"` + id + `","user_id":"u","agent_id":"conversational-agent-` + id + `","message":"x","timestamp":"2026-11-27T23:40:00Z"}`,
 		"neither":              `{"conversation_id":"` + id + `","user_id":null,"agent_id":null,"message":"x","timestamp":"2026-11-27T23:40:00Z"}`,
-		"agent of another":     `{"conversation_id":"` + id + `","agent_id":"conversational-agent-` + conversation.NewUUID() + `","message":"x","timestamp":"2026-11-27T23:40:00Z"}`,
+		"agent of another":     `{"conversation_id":"` + id + `","agent_id":"conversational-agent-` + conversation.NewID() + `","message":"x","timestamp":"2026-11-27T23:40:00Z"}`,
 		"no timestamp":         `{"conversation_id":"` + id + `","user_id":"u","message":"x"}`,
 		"timestamp not string": `{"conversation_id":"` + id + `","user_id":"u","message":"x","timestamp":5}`,
 	} {

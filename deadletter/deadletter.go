@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/sweep"
 	"github.com/calf-go/calf/store"
 )
 
@@ -273,7 +274,7 @@ func Replay(ctx context.Context, b calf.Broker, s store.Store, id string, now ti
 // records dead letters registers. A dead letter never replayed is kept:
 // its run waits for it.
 func Sweep(ctx context.Context, s store.Store, before time.Time) (runs, records int, err error) {
-	return store.SweepEnded(ctx, s, store.KindDeadLetter, before, 0, func(data []byte) (time.Time, bool) {
+	return sweep.Ended(ctx, s, store.KindDeadLetter, before, 0, func(data []byte) (time.Time, bool) {
 		var r Record
 		if json.Unmarshal(data, &r) != nil {
 			return time.Time{}, false

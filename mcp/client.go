@@ -424,7 +424,7 @@ func (c *Client) wrap(t *sdk.Tool) (tool.Tool, error) {
 	ct := tool.NewRaw(def, func(ctx context.Context, args json.RawMessage) (*tool.Result, error) {
 		return c.call(ctx, name, args)
 	})
-	return tool.WithKind(ct, c.kind(t)), nil
+	return tool.Classify(ct, c.kind(t)), nil
 }
 
 // kind classifies the server's tool t: Config.Kinds, else its

@@ -29,7 +29,7 @@ type addIn struct {
 func newServer(t *testing.T, m model.Model, token string) (url string, rt *agent.Runtime) {
 	t.Helper()
 	rt = newRuntime(t)
-	add := tool.WithKind(tool.Must(tool.New("add", "Adds two integers.", func(ctx context.Context, in addIn) (int, error) {
+	add := tool.Classify(tool.Must(tool.New("add", "Adds two integers.", func(ctx context.Context, in addIn) (int, error) {
 		return in.A + in.B, nil
 	})), tool.KindRead)
 	helper := agent.Must(agent.New("helper", m, &agent.Options{

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/calf-go/calf/agent"
-	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/adapter"
 )
 
 // Memory stores items and finds them again.
@@ -54,7 +54,7 @@ func checkNamespace(ns string) error {
 	if ns == "" || strings.ContainsAny(ns, "/\x00") || len(ns) > 128 {
 		return fmt.Errorf("recall: namespace %q: give 1 to 128 characters, without '/'", ns)
 	}
-	return store.CheckKey("recall", ns)
+	return adapter.CheckKey("recall", ns)
 }
 
 // render turns matches into the text of a context message.

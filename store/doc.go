@@ -20,5 +20,7 @@
 // Each passes the conformance suite in
 // [github.com/calf-go/calf/store/storetest], which also provides a
 // fault-injecting wrapper. Package [github.com/calf-go/calf/adapters]
-// opens any of them by URL.
+// opens any of them by URL. An adapter is built with
+// [github.com/calf-go/calf/store/adapter]: the key checks, the closed
+// state, the errors and the prefix ranges every adapter shares.
 package store

@@ -89,7 +89,7 @@ func (t *Team) serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions)
 		o = *opts
 	}
 	c := &coordinator{t: t, rt: rt}
-	rt.AddSweeper("team", sweep)
+	rt.AddSweeper("team", sweepRuns)
 	for _, s := range []struct {
 		channel string
 		h       calf.Handler

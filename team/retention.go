@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/sweep"
 	"github.com/calf-go/calf/store"
 )
 
-// sweep removes the team runs that ended before before; their member runs
+// sweepRuns removes the team runs that ended before before; their member runs
 // are agent runs, which the agent sweep removes.
-func sweep(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
-	return store.SweepEnded(ctx, s, store.KindTeam, before, 0, func(data []byte) (time.Time, bool) {
+func sweepRuns(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
+	return sweep.Ended(ctx, s, store.KindTeam, before, 0, func(data []byte) (time.Time, bool) {
 		var head struct {
 			Status  agent.RunStatus `json:"status"`
 			EndedAt time.Time       `json:"ended_at"`

@@ -52,11 +52,12 @@ func KindOf(t Tool) Kind {
 	return KindExecute
 }
 
-// WithKind returns t declaring kind k. It panics if k is not one of the
-// four kinds, a programming error.
-func WithKind(t Tool, k Kind) Tool {
+// Classify returns t declaring kind k ([KindOf] t is k), for the
+// permission modes; t itself is unchanged. It panics if k is not one of
+// the four kinds, a programming error.
+func Classify(t Tool, k Kind) Tool {
 	if !k.Valid() {
-		panic(fmt.Sprintf("tool: WithKind(%q): unknown kind %q", t.Definition().Name, k))
+		panic(fmt.Sprintf("tool: Classify(%q): unknown kind %q", t.Definition().Name, k))
 	}
 	return &classified{t: t, kind: k}
 }

@@ -20,22 +20,22 @@ func TestKindOf(t *testing.T) {
 		t.Errorf("an unclassified tool is %q, want %q", k, tool.KindExecute)
 	}
 	for _, k := range []tool.Kind{tool.KindRead, tool.KindEdit, tool.KindExecute, tool.KindNetwork} {
-		c := tool.WithKind(echo, k)
+		c := tool.Classify(echo, k)
 		if got := tool.KindOf(c); got != k {
-			t.Errorf("KindOf(WithKind(%q)) = %q", k, got)
+			t.Errorf("KindOf(Classify(%q)) = %q", k, got)
 		}
 		if c.Definition().Name != "echo" {
-			t.Errorf("WithKind changed the definition: %+v", c.Definition())
+			t.Errorf("Classify changed the definition: %+v", c.Definition())
 		}
 		res, err := c.Call(t.Context(), []byte(`{"s":"hi"}`))
 		if err != nil || res.Text() != "hi" {
-			t.Errorf("WithKind(%q).Call = %+v, %v", k, res, err)
+			t.Errorf("Classify(%q).Call = %+v, %v", k, res, err)
 		}
 	}
 	defer func() {
 		if recover() == nil {
-			t.Error("WithKind with an unknown kind did not panic")
+			t.Error("Classify with an unknown kind did not panic")
 		}
 	}()
-	tool.WithKind(echo, "delete")
+	tool.Classify(echo, "delete")
 }

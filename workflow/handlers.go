@@ -85,7 +85,7 @@ func (w *Workflow[S]) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.R
 // serve is Serve on rt, which is not nil.
 func (w *Workflow[S]) serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions) error {
 	h := &handlers[S]{w: w, rt: rt}
-	rt.AddSweeper("workflow", sweep)
+	rt.AddSweeper("workflow", sweepRuns)
 	var o ServeOptions
 	if opts != nil {
 		o = *opts

@@ -5,14 +5,15 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/calf-go/calf/internal/sweep"
 	"github.com/calf-go/calf/store"
 )
 
-// sweep removes the workflow runs that ended before before, with their
+// sweepRuns removes the workflow runs that ended before before, with their
 // checkpoints; their agent nodes' runs are agent runs, which the agent
-// sweep removes.
-func sweep(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
-	return store.SweepEnded(ctx, s, store.KindWorkflow, before, 0, func(data []byte) (time.Time, bool) {
+// sweepRuns removes.
+func sweepRuns(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
+	return sweep.Ended(ctx, s, store.KindWorkflow, before, 0, func(data []byte) (time.Time, bool) {
 		var head struct {
 			Status  RunStatus `json:"status"`
 			EndedAt time.Time `json:"ended_at"`

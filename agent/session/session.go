@@ -15,6 +15,7 @@ import (
 	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/adapter"
 )
 
 // Status says what a session is doing.
@@ -412,7 +413,7 @@ func decodeExport(data []byte) (*Session, error) {
 	if sess.ID == "" {
 		return nil, fmt.Errorf("%w: the session has no id", ErrFormat)
 	}
-	if err := store.CheckKey(store.KindSession, sess.ID); err != nil {
+	if err := adapter.CheckKey(store.KindSession, sess.ID); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
 	if err := sessionstore.CheckConversation(sess.Messages); err != nil {

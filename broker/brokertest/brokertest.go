@@ -108,6 +108,7 @@ func Run(t *testing.T, newBroker func(t *testing.T) calf.Broker, f Features) {
 		{"PublishFromHandler", testPublishFromHandler, false},
 		{"Redelivery", testRedelivery, false},
 		{"DeadLetter", testDeadLetter, false},
+		{"HandlerPanic", testHandlerPanic, false},
 		{"Outage", testOutage, false},
 		{"DeadLetterKept", testDeadLetterKept, false},
 		{"SubscriptionClose", testSubscriptionClose, false},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -165,6 +166,55 @@ func testDeadLetter(e *env) {
 				t.Error("dead letter has no time")
 			}
 		})
+	}
+}
+
+// testHandlerPanic checks that the broker recovers a handler's panic as a
+// failure of that attempt: the message is retried, then parked with the
+// panic in its dead letter's error, and the subscription goes on handling
+// the other messages. The broker is the one place a panic is recovered on
+// the handler path (calf.Client does not).
+func testHandlerPanic(e *env) {
+	t := e.t
+	ch := e.channel("panic")
+	group := e.group("panic")
+	dead := newCollector()
+	e.subscribe(calf.DeadLetterChannel, func(ctx context.Context, m *calf.Message) error {
+		var dl calf.DeadLetter
+		if err := json.Unmarshal(m.Data, &dl); err == nil && dl.Message != nil && dl.Message.Channel == ch {
+			dead.add(m)
+		}
+		return nil
+	}, nil)
+	poison, next := e.msg(ch, "k", e.id("panics")), e.msg(ch, "k", e.id("after"))
+	var (
+		mu       sync.Mutex
+		attempts []int
+	)
+	got := newCollector()
+	e.subscribe(ch, func(ctx context.Context, m *calf.Message) error {
+		if m.ID != poison.ID {
+			return got.handle(ctx, m)
+		}
+		mu.Lock()
+		attempts = append(attempts, m.Metadata.Attempt)
+		mu.Unlock()
+		panic("handler explodes")
+	}, &calf.SubscribeOptions{Group: group, MaxAttempts: 2})
+	e.publish(poison, next)
+	got.waitID(t, "the message after the panicking one", next.ID)
+	dls := dead.waitN(t, "dead letter", 1)
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]int{1, 2}, attempts); diff != "" {
+		t.Errorf("attempts of the panicking message (-want +got):\n%s", diff)
+	}
+	var dl calf.DeadLetter
+	if err := json.Unmarshal(dls[0].Data, &dl); err != nil {
+		t.Fatal(err)
+	}
+	if dl.Attempts != 2 || !strings.Contains(dl.Error, "handler explodes") {
+		t.Errorf("dead letter: %d attempts, error %q; want 2 attempts and the panic's value", dl.Attempts, dl.Error)
 	}
 }
 

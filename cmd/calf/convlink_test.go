@@ -207,7 +207,7 @@ func TestChatConversationShowsToolsAndWraps(t *testing.T) {
 
 func TestChatConversationUsageErrors(t *testing.T) {
 	isolate(t)
-	id := conversation.NewUUID()
+	const id = "0b6f3c3e-8d1a-4c59-9f0e-2a1b3c4d5e6f" // a conversation id that no conversation has
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
 	storemem "github.com/calf-go/calf/store/memory"
 )
@@ -25,7 +24,7 @@ func BenchmarkChange(b *testing.B) {
 				s := storemem.New()
 				defer s.Close()
 				m := docmem.New(s, nil)
-				conv := conversation.NewUUID()
+				conv := newConversationID()
 				ctx := b.Context()
 				if _, err := m.Apply(ctx, conv, docmem.Command{Command: docmem.CmdCreate, ID: "c", Doc: "d"}); err != nil {
 					b.Fatal(err)

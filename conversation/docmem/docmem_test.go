@@ -10,13 +10,20 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/conversation/docmem"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/storetest"
 )
 
 // run handles a JSON command and fails the test on a store error.
+// newConversationID returns a conversation id of the test's own: a new
+// calf.NewID in the UUID format of conversation ids.
+func newConversationID() string {
+	h := calf.NewID()
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
 func run(t *testing.T, m *docmem.Memory, conv, cmd string) docmem.Result {
 	t.Helper()
 	res, err := m.Handle(t.Context(), conv, []byte(cmd))
@@ -39,7 +46,7 @@ func ok(t *testing.T, m *docmem.Memory, conv, cmd string) docmem.Result {
 func TestCommands(t *testing.T) {
 	eachStore(t, func(t *testing.T, s store.Store) {
 		m := docmem.New(s, nil)
-		conv := conversation.NewUUID()
+		conv := newConversationID()
 		if r := ok(t, m, conv, `{"command":"create","id":"c1","doc":"project-notes","text":"Project notes"}`); r.Node != docmem.Root {
 			t.Errorf("create: %+v", r)
 		}
@@ -80,7 +87,7 @@ func TestCommands(t *testing.T) {
 		if r := ok(t, m, conv, `{"command":"list"}`); !slices(r.Docs, "b-doc", "project-notes") {
 			t.Errorf("list: %q", r.Docs)
 		}
-		if r := ok(t, m, conversation.NewUUID(), `{"command":"list"}`); len(r.Docs) != 0 {
+		if r := ok(t, m, newConversationID(), `{"command":"list"}`); len(r.Docs) != 0 {
 			t.Errorf("another conversation lists %q", r.Docs)
 		}
 	})
@@ -90,7 +97,7 @@ func slices(got []string, want ...string) bool { return cmp.Equal(got, want) }
 
 func TestCommandErrors(t *testing.T) {
 	m := docmem.New(stores()["memory"](t), nil)
-	conv := conversation.NewUUID()
+	conv := newConversationID()
 	ok(t, m, conv, `{"command":"create","id":"c1","doc":"d","text":"T"}`)
 	ok(t, m, conv, `{"command":"append","id":"c2","doc":"d","parent":"root","text":"a"}`)
 	ok(t, m, conv, `{"command":"append","id":"c3","doc":"d","parent":"n1","text":"b"}`)
@@ -175,7 +182,7 @@ func TestCommandErrors(t *testing.T) {
 // past one is refused, and the document stays as it was.
 func TestDepthAndSizeBounds(t *testing.T) {
 	m := docmem.New(stores()["memory"](t), nil)
-	conv := conversation.NewUUID()
+	conv := newConversationID()
 	ok(t, m, conv, `{"command":"create","id":"c","doc":"deep"}`)
 	parent := docmem.Root
 	for i := range docmem.MaxDepth {
@@ -213,7 +220,7 @@ func TestDepthAndSizeBounds(t *testing.T) {
 func TestRedelivery(t *testing.T) {
 	eachStore(t, func(t *testing.T, s store.Store) {
 		m := docmem.New(s, nil)
-		conv := conversation.NewUUID()
+		conv := newConversationID()
 		create := `{"command":"create","id":"c1","doc":"d","text":"T"}`
 		ok(t, m, conv, create)
 		if r := ok(t, m, conv, create); !r.Duplicate {
@@ -258,7 +265,7 @@ func TestRedelivery(t *testing.T) {
 func TestConcurrentWriters(t *testing.T) {
 	eachStore(t, func(t *testing.T, s store.Store) {
 		m := docmem.New(s, nil)
-		conv := conversation.NewUUID()
+		conv := newConversationID()
 		ok(t, m, conv, `{"command":"create","id":"c","doc":"d"}`)
 		const writers, each = 4, 15
 		var wg sync.WaitGroup
@@ -295,7 +302,7 @@ func TestFaultyStore(t *testing.T) {
 		base := stores()["memory"](t)
 		fs := storetest.WithFaults(base, storetest.Faults{Seed: seed, WriteFailRate: 0.2, LostReplyRate: 0.3, ConcurrentWriteRate: 0.2, ReadFailRate: 0.1})
 		m := docmem.New(fs, nil)
-		conv := conversation.NewUUID()
+		conv := newConversationID()
 		cmds := []docmem.Command{{Command: docmem.CmdCreate, ID: "c", Doc: "d", Text: "T"}}
 		for i := range 10 {
 			cmds = append(cmds, docmem.Command{Command: docmem.CmdAppend, ID: fmt.Sprint("a", i), Doc: "d", Parent: docmem.Root, Text: fmt.Sprint("item ", i)})

@@ -178,11 +178,8 @@ func start(ctx context.Context, m model.Model, cfg config) (s *system, err error
 	if err := s.host.Serve(ctx); err != nil {
 		return nil, err
 	}
-	id := cfg.Conversation
-	if id == "" {
-		id = conversation.NewUUID()
-	}
-	if s.conv, err = convs.Create(ctx, conversation.NewConversation{ID: id, UserID: cfg.User, Description: "conversations example"}); err != nil {
+	// Without an id, Create gives the conversation a new one.
+	if s.conv, err = convs.Create(ctx, conversation.NewConversation{ID: cfg.Conversation, UserID: cfg.User, Description: "conversations example"}); err != nil {
 		return nil, err
 	}
 	if s.conv.Status != conversation.StatusRunning {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/adapter"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -65,7 +66,7 @@ func New() *Store {
 
 // Get returns a copy of the record, or [store.ErrNotFound].
 func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) {
-	if err := store.CheckKey(kind, id); err != nil {
+	if err := adapter.CheckKey(kind, id); err != nil {
 		return store.Record{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -87,7 +88,7 @@ func (s *Store) Get(ctx context.Context, kind, id string) (store.Record, error) 
 // Put stores a copy of data if the record's version is version (0: the
 // record must not exist) and returns the new version.
 func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error) {
-	if err := store.CheckKey(kind, id); err != nil {
+	if err := adapter.CheckKey(kind, id); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -128,7 +129,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 // Delete removes the record if its version is version, or whatever its
 // version when version is 0. Deleting a missing record is not an error.
 func (s *Store) Delete(ctx context.Context, kind, id string, version int64) error {
-	if err := store.CheckKey(kind, id); err != nil {
+	if err := adapter.CheckKey(kind, id); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -162,7 +163,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 // ordered by id, at most limit of them (0 or less: no limit), starting after
 // the id after.
 func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int) ([]store.Record, error) {
-	if err := store.CheckKind(kind); err != nil {
+	if err := adapter.CheckKind(kind); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/adapter"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -84,7 +85,7 @@ type Store struct {
 	insert, update, remove, removeVersion, versionOf, get string
 	list                                                  [2][2]string
 
-	guard     store.Guard
+	guard     adapter.Guard
 	closeOnce sync.Once
 }
 
@@ -170,7 +171,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
 
-	s := &Store{guard: store.Guard{Name: "postgres", Unavailable: unavailable}, pool: pool, now: o.Now, log: o.Logger}
+	s := &Store{guard: adapter.Guard{Name: "postgres", Unavailable: unavailable}, pool: pool, now: o.Now, log: o.Logger}
 	s.ops = newCoalescer(s, coalescerLimit(o.MaxConns))
 	r := t.records
 	s.insert = `INSERT INTO ` + r + ` (kind, id, version, data, updated_at) VALUES ($1, $2, 1, $3, $4)
@@ -214,7 +215,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		return 0, err
 	}
 	if version < 0 {
-		return 0, store.ConflictError(kind, id, version)
+		return 0, adapter.ConflictError(kind, id, version)
 	}
 	if data == nil {
 		data = []byte{} // the column is NOT NULL; nil would bind as NULL
@@ -224,7 +225,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		return 0, s.guard.Fail(ctx, "put", r.err)
 	}
 	if r.affected == 0 {
-		return 0, store.ConflictError(kind, id, version)
+		return 0, adapter.ConflictError(kind, id, version)
 	}
 	return version + 1, nil
 }
@@ -271,7 +272,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 		case err != nil:
 			return s.guard.Fail(ctx, "delete", err)
 		case stored != version:
-			return store.ConflictError(kind, id, version)
+			return adapter.ConflictError(kind, id, version)
 		}
 	}
 }
@@ -280,7 +281,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 // id byte by byte, at most limit of them (0 or less: no limit), starting
 // after the id after.
 func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int) ([]store.Record, error) {
-	if err := store.CheckKind(kind); err != nil {
+	if err := adapter.CheckKind(kind); err != nil {
 		return nil, err
 	}
 	if err := s.guard.Live(ctx); err != nil {
@@ -292,7 +293,7 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 	if after != "" && after >= prefix {
 		lower, strict = after, 1
 	}
-	end, bounded := store.PrefixEnd(prefix)
+	end, bounded := adapter.PrefixEnd(prefix)
 	upper := []byte(end)
 	args := []any{[]byte(kind), []byte(lower), nil}
 	if limit > 0 {

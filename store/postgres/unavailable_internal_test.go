@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/calf-go/calf"
-	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/adapter"
 )
 
 func TestUnavailable(t *testing.T) {
@@ -28,7 +28,7 @@ func TestUnavailable(t *testing.T) {
 		{errors.New("conn closed"), true},
 		{errors.New("syntax error"), false},
 	}
-	g := store.Guard{Name: "postgres", Unavailable: unavailable}
+	g := adapter.Guard{Name: "postgres", Unavailable: unavailable}
 	for _, tt := range tests {
 		if got := unavailable(tt.err); got != tt.want {
 			t.Errorf("unavailable(%v) = %v, want %v", tt.err, got, tt.want)

@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/adapter"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -49,7 +50,7 @@ type Store struct {
 	now    func() time.Time
 	log    *slog.Logger
 
-	guard     store.Guard
+	guard     adapter.Guard
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -99,7 +100,7 @@ func New(client goredis.UniversalClient, opts *Options) *Store {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Store{guard: store.Guard{Name: "store/redis", Unavailable: unavailable}, client: client, prefix: o.KeyPrefix, now: o.Now, log: o.Logger}
+	return &Store{guard: adapter.Guard{Name: "store/redis", Unavailable: unavailable}, client: client, prefix: o.KeyPrefix, now: o.Now, log: o.Logger}
 }
 
 // Keys: every record is a hash at recordKey, and every kind has a sorted
@@ -205,7 +206,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		return 0, err
 	}
 	if version < 0 {
-		return 0, store.ConflictError(kind, id, version)
+		return 0, adapter.ConflictError(kind, id, version)
 	}
 	keys := []string{s.recordKey(kind, id), s.indexKey(kind)}
 	// The token tells a retry of this write, after a reply lost with a
@@ -226,7 +227,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 	}
 	switch res {
 	case 0:
-		return 0, store.ConflictError(kind, id, version)
+		return 0, adapter.ConflictError(kind, id, version)
 	case 2:
 		s.log.Info("store/redis: write was applied by an earlier attempt", "kind", kind, "id", id, "version", version+1)
 	}
@@ -240,7 +241,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 		return err
 	}
 	if version < 0 {
-		return store.ConflictError(kind, id, version)
+		return adapter.ConflictError(kind, id, version)
 	}
 	keys := []string{s.recordKey(kind, id), s.indexKey(kind)}
 	var res int64
@@ -253,7 +254,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 		return s.guard.Fail(ctx, "delete", err)
 	}
 	if res == 0 {
-		return store.ConflictError(kind, id, version)
+		return adapter.ConflictError(kind, id, version)
 	}
 	return nil
 }
@@ -262,7 +263,7 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 // id, at most limit of them (0 or less: no limit), starting after the id
 // after. One List reads one consistent snapshot of the kind.
 func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int) ([]store.Record, error) {
-	if err := store.CheckKind(kind); err != nil {
+	if err := adapter.CheckKind(kind); err != nil {
 		return nil, err
 	}
 	if err := s.guard.Live(ctx); err != nil {
@@ -374,7 +375,7 @@ func lexRange(prefix, after string) (lower, upper string) {
 		lower = "-"
 	}
 	upper = "+"
-	if end, ok := store.PrefixEnd(prefix); ok {
+	if end, ok := adapter.PrefixEnd(prefix); ok {
 		upper = "(" + end
 	}
 	return lower, upper

@@ -10,7 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/calf-go/calf"
-	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/adapter"
 )
 
 // replyError is an error reply of the server, as go-redis returns it.
@@ -34,7 +34,7 @@ func TestUnavailable(t *testing.T) {
 		{replyError("ERR wrong number of arguments"), false},
 		{replyError("NOSCRIPT No matching script"), false},
 	}
-	g := store.Guard{Name: "store/redis", Unavailable: unavailable}
+	g := adapter.Guard{Name: "store/redis", Unavailable: unavailable}
 	for _, tt := range tests {
 		if got := unavailable(tt.err); got != tt.want {
 			t.Errorf("unavailable(%v) = %v, want %v", tt.err, got, tt.want)

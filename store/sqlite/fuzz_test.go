@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/adapter"
 	"github.com/calf-go/calf/store/sqlite"
 )
 
@@ -42,7 +43,7 @@ func FuzzList(f *testing.F) {
 		kind := "fuzz" + strconv.FormatInt(n.Add(1), 10)
 		want := map[string]store.Record{}
 		for id := range strings.SplitSeq(lines, "\n") {
-			if store.CheckKey(kind, id) != nil || len(want) == 20 {
+			if adapter.CheckKey(kind, id) != nil || len(want) == 20 {
 				continue
 			}
 			if _, ok := want[id]; ok {

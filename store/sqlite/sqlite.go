@@ -17,6 +17,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/adapter"
 	"github.com/calf-go/calf/store/internal/coalesce"
 )
 
@@ -65,7 +66,7 @@ type Store struct {
 	// puts commits the Puts that wait for the write connection together.
 	puts *coalesce.Coalescer[put, putResult]
 
-	guard     store.Guard
+	guard     adapter.Guard
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -116,7 +117,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 
-	s := &Store{guard: store.Guard{Name: "sqlite"}, now: o.Now}
+	s := &Store{guard: adapter.Guard{Name: "sqlite"}, now: o.Now}
 	s.puts = coalesce.New(1, maxBatch, coalesce.Funcs[put, putResult]{
 		Single: func(o *coalesce.Op[put, putResult]) putResult { return s.exec(o.Ctx, nil, o.In) },
 		Batch:  s.commitBatch,
@@ -225,7 +226,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		return 0, err
 	}
 	if version < 0 {
-		return 0, store.ConflictError(kind, id, version)
+		return 0, adapter.ConflictError(kind, id, version)
 	}
 	if data == nil {
 		data = []byte{} // the column is NOT NULL; nil would bind as NULL
@@ -235,7 +236,7 @@ func (s *Store) Put(ctx context.Context, kind, id string, data []byte, version i
 		return 0, s.guard.Fail(ctx, "put", r.err)
 	}
 	if r.affected == 0 {
-		return 0, store.ConflictError(kind, id, version)
+		return 0, adapter.ConflictError(kind, id, version)
 	}
 	return version + 1, nil
 }
@@ -355,7 +356,7 @@ func (s *Store) deleteSlow(ctx context.Context, kind, id string, version int64) 
 	case err != nil:
 		return err
 	case stored != version:
-		return store.ConflictError(kind, id, version)
+		return adapter.ConflictError(kind, id, version)
 	}
 	if _, err := tx.StmtContext(ctx, s.removeVersion).ExecContext(ctx, kind, id, version); err != nil {
 		return err
@@ -367,7 +368,7 @@ func (s *Store) deleteSlow(ctx context.Context, kind, id string, version int64) 
 // id, at most limit of them (0 or less: no limit), starting after the id
 // after.
 func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int) ([]store.Record, error) {
-	if err := store.CheckKind(kind); err != nil {
+	if err := adapter.CheckKind(kind); err != nil {
 		return nil, err
 	}
 	if err := s.guard.Live(ctx); err != nil {
@@ -379,7 +380,7 @@ func (s *Store) List(ctx context.Context, kind, prefix, after string, limit int)
 	if after != "" && after >= prefix {
 		lower, strict = after, 1
 	}
-	upper, bounded := store.PrefixEnd(prefix)
+	upper, bounded := adapter.PrefixEnd(prefix)
 	args := []any{kind, lower, nil, -1}
 	if bounded {
 		args[2] = upper

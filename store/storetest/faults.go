@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/adapter"
 )
 
 // ErrInjected is the error a [FaultyStore] returns for the failures it
@@ -55,7 +56,7 @@ const (
 	// landed but its reply was lost, so the caller cannot tell. Reads
 	// treat it as Fail.
 	LostReply
-	// Conflict makes a Put return a conflict ([store.ConflictError])
+	// Conflict makes a Put return a conflict ([adapter.ConflictError])
 	// without writing, as if another writer had been first, even though
 	// the expected version matched. Other operations treat it as NoFault.
 	Conflict
@@ -280,7 +281,7 @@ func (s *FaultyStore) Put(ctx context.Context, kind, id string, data []byte, ver
 		return 0, fmt.Errorf("%w: put %s/%s: the write landed but its reply was lost", ErrInjected, kind, id)
 	case Conflict:
 		s.conflicts.Add(1)
-		return 0, store.ConflictError(kind, id, version)
+		return 0, adapter.ConflictError(kind, id, version)
 	case ConcurrentWrite:
 		if err := s.writeFirst(ctx, kind, id, data); err != nil {
 			return 0, err

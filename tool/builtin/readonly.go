@@ -187,6 +187,6 @@ func classify(k tool.Kind) func(tool.Tool, error) (tool.Tool, error) {
 		if err != nil {
 			return nil, err
 		}
-		return tool.WithKind(t, k), nil
+		return tool.Classify(t, k), nil
 	}
 }

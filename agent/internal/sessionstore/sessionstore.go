@@ -29,6 +29,7 @@ import (
 	"github.com/calf-go/calf/agent/internal/records"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/adapter"
 )
 
 // Record kinds of sessions, besides [store.KindSession], which holds a
@@ -712,7 +713,7 @@ func (ss *Sessions) Allows(ctx context.Context, id, name string) (bool, error) {
 // keeps the description (title, runs, compaction, allowed tools, usage,
 // cost, budget, origin, creation time: now when zero) and sets the rest.
 func (ss *Sessions) Write(ctx context.Context, r *Record, msgs []model.Message, name string, replace bool) error {
-	if err := store.CheckKey(store.KindSession, r.ID); err != nil {
+	if err := adapter.CheckKey(store.KindSession, r.ID); err != nil {
 		return err
 	}
 	defer ss.cache.forget(r.ID)

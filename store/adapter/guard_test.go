@@ -1,4 +1,4 @@
-package store_test
+package adapter_test
 
 import (
 	"context"
@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/store/adapter"
 )
 
 func TestGuard(t *testing.T) {
-	g := &store.Guard{Name: "test"}
+	g := &adapter.Guard{Name: "test"}
 	ctx, cancel := context.WithCancel(t.Context())
 	if err := g.Check(ctx, "k", "id"); err != nil {
 		t.Errorf("Check on an open store = %v", err)
