@@ -181,25 +181,34 @@ func TestChatConversationShowsToolsAndWraps(t *testing.T) {
 	}
 	// The history's answer, longer than a line, is broken between words.
 	words40 := regexp.MustCompile(`w\d{4}`)
-	if got := words40.FindAllString(s, -1); len(got) != 40 {
+	history := s[strings.Index(s, "the conversation so far"):strings.Index(s, "── now ──")]
+	if got := words40.FindAllString(history, -1); len(got) != 40 {
 		t.Errorf("the history shows %d whole words of 40: broken in a word?\n%s", len(got), s)
 	}
 	x.keys(long+" again", "Enter")
-	s = x.waitAfter("again", "The note says: w0000", 1)
-	after := s[strings.LastIndex(s, "› w0000"):]
-	call, result := strings.Index(after, "→ read_file"), strings.Index(after, "← ")
-	answer := strings.Index(after, "The note says")
-	if call < 0 || result < call || answer < result {
-		t.Errorf("want the tool call, its result, then the answer:\n%s", after)
+	// The tool call's events and the answer come on channels of their own,
+	// in either order: wait for the screen to settle with all of them, the
+	// text streamed meanwhile replaced by the answer.
+	var after string
+	settled := func() bool {
+		s := x.screen()
+		i := strings.LastIndex(s, "› w0000")
+		if i < 0 {
+			return false
+		}
+		after = s[i:]
+		return strings.Contains(after, "→ read_file") && strings.Contains(after, "← ") &&
+			strings.Count(after, "The note says") == 1 && len(words40.FindAllString(after, -1)) == 80
 	}
-	// The message's echo and the answer: 80 whole words.
-	s = x.waitAfter("The note says: w0000", "› your message", 1)
-	after = s[strings.LastIndex(s, "› w0000"):]
-	if got := words40.FindAllString(after, -1); len(got) != 80 {
-		t.Errorf("the echo and the answer show %d whole words of 80: broken in a word?\n%s", len(got), after)
-	}
-	if strings.Count(after, "The note says") != 1 {
-		t.Errorf("the answer shows other than once (text left from the stream?):\n%s", after)
+	deadline := time.Now().Add(30 * time.Second)
+	for !settled() {
+		if time.Now().After(deadline) {
+			// The message's echo and the answer: 80 whole words, else one
+			// was broken; the answer once; the call and its result shown.
+			t.Fatalf("the screen did not settle with the tool call, its result and the answer, each word whole (%d of 80):\n%s",
+				len(words40.FindAllString(after, -1)), after)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	x.keys("C-d")
 	x.waitFor("chat exited 0", 1)
