@@ -1,6 +1,7 @@
 package conversation_test
 
 import (
+	"github.com/calf-go/calf/internal/convid"
 	"slices"
 	"testing"
 
@@ -24,7 +25,7 @@ func TestConversationInEventLog(t *testing.T) {
 	e.say(c, "Create a docmem called project-notes")
 	e.wait(c, 1)
 
-	docmem := conversation.InstanceID("docmem-agent", c.ID)
+	docmem := convid.InstanceID("docmem-agent", c.ID)
 	ch := func(from, to string) string {
 		s, err := conversation.Channel(c.ID, from, to)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/calf-go/calf/internal/convid"
 	"strings"
 	"sync"
 	"time"
@@ -40,11 +41,6 @@ const (
 	// the handler that carries them out, keyed by run.
 	HostRunBlockChannel = "calf.convhost.runblock"
 )
-
-// ErrorPrefix starts the text of every message by which the host refuses a
-// message or reports a failure (a stopped conversation, a failed run), so
-// that a sender tells an error from an answer.
-const ErrorPrefix = "error: "
 
 // Defaults of [HostOptions].
 const (
@@ -164,7 +160,7 @@ type HostOptions struct {
 // reason; its queued messages are refused, and so are later ones until
 // [Host.Restart]. A message for an instance of a stopped conversation, a
 // stopped or failed instance, or one that does not exist is answered by an
-// error message (text starting with [ErrorPrefix]) from the addressee to
+// error message ([ConversationMessage.IsError]) from the addressee to
 // the sender; a message that is none (it does not decode, or its two
 // participants have no topic) is parked on the dead-letter channel.
 // docs/conversations.md describes it all.
@@ -348,7 +344,7 @@ func (h *Host) Restart(ctx context.Context, conversation, instance string) (Inst
 // cancelRuns cancels the current run of each LLM instance of the
 // conversation.
 func (h *Host) cancelRuns(ctx context.Context, conversation string) error {
-	recs, err := h.convs.s.List(ctx, KindInbox, conversation+"/", "", 0)
+	recs, err := h.convs.Store().List(ctx, kindInbox, conversation+"/", "", 0)
 	if err != nil {
 		return err
 	}
@@ -360,7 +356,7 @@ func (h *Host) cancelRuns(ctx context.Context, conversation string) error {
 		if b.Current == nil {
 			continue
 		}
-		proto, _, ok := SplitInstanceID(strings.TrimPrefix(rec.ID, conversation+"/"))
+		proto, _, ok := convid.SplitInstanceID(strings.TrimPrefix(rec.ID, conversation+"/"))
 		if !ok {
 			continue
 		}

@@ -2,6 +2,7 @@ package conversation_test
 
 import (
 	"context"
+	"github.com/calf-go/calf/internal/convid"
 	"strings"
 	"sync"
 	"testing"
@@ -37,7 +38,7 @@ func externalModel() modeltest.FunctionModel {
 func TestHostForwardsToExternal(t *testing.T) {
 	e := newHost(t, memory.New(nil), storemem.New(), externalModel(), nil)
 	c := e.create()
-	ext := conversation.InstanceID("ext-agent", c.ID)
+	ext := convid.InstanceID("ext-agent", c.ID)
 	var mu sync.Mutex
 	var got []conversation.ExternalRequest
 	var envelopes []*calf.Message
@@ -109,7 +110,7 @@ func TestHostRefusesForExternal(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.say(c, "hello?")
-	if a := e.wait(c, 1)[0]; !strings.HasPrefix(a.Message, conversation.ErrorPrefix) || !strings.Contains(a.Message, "stopped") {
+	if a := e.wait(c, 1)[0]; !strings.HasPrefix(a.Message, convid.ErrorPrefix) || !strings.Contains(a.Message, "stopped") {
 		t.Fatalf("answer %+v", a)
 	}
 	select {

@@ -3,6 +3,7 @@ package conversation_test
 import (
 	"context"
 	"errors"
+	"github.com/calf-go/calf/internal/convid"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -47,10 +48,10 @@ func TestHostFailedRunFailsInstance(t *testing.T) {
 	close(release)
 
 	got := e.wait(c, 2)
-	if !strings.HasPrefix(got[0].Message, conversation.ErrorPrefix) || !strings.Contains(got[0].Message, "the model exploded") {
+	if !strings.HasPrefix(got[0].Message, convid.ErrorPrefix) || !strings.Contains(got[0].Message, "the model exploded") {
 		t.Errorf("answer to the failing message: %q", got[0].Message)
 	}
-	if want := c.Entry + " is error: "; !strings.HasPrefix(got[1].Message, conversation.ErrorPrefix+want) || !strings.Contains(got[1].Message, "the model exploded") {
+	if want := c.Entry + " is error: "; !strings.HasPrefix(got[1].Message, convid.ErrorPrefix+want) || !strings.Contains(got[1].Message, "the model exploded") {
 		t.Errorf("answer to the queued message: %q, want %q and the reason", got[1].Message, want)
 	}
 	in, err := e.convs.Instance(ctx, c.ID, c.Entry)
@@ -59,7 +60,7 @@ func TestHostFailedRunFailsInstance(t *testing.T) {
 	}
 
 	e.say(c, "hello?")
-	if got := e.wait(c, 3)[2]; !strings.HasPrefix(got.Message, conversation.ErrorPrefix+c.Entry+" is error: ") {
+	if got := e.wait(c, 3)[2]; !strings.HasPrefix(got.Message, convid.ErrorPrefix+c.Entry+" is error: ") {
 		t.Errorf("answer to a message for the failed instance: %q", got.Message)
 	}
 	if n := calls.Load(); n != 1 {
@@ -108,10 +109,10 @@ func TestRestartInstance(t *testing.T) {
 	if in, err := c.Restart(ctx, conv.ID, conv.Entry); err != nil || in.Status != conversation.StatusRunning {
 		t.Errorf("Restart of a running instance = %+v, %v", in, err)
 	}
-	if err := c.Fail(ctx, conv.ID, conv.Entry, strings.Repeat("x", 3*conversation.MaxErrorLen)); err != nil {
+	if err := c.Fail(ctx, conv.ID, conv.Entry, strings.Repeat("x", 3*maxErrorLen)); err != nil {
 		t.Fatal(err)
 	}
-	if in, _ := c.Instance(ctx, conv.ID, conv.Entry); len(in.Error) > conversation.MaxErrorLen+len("…") {
+	if in, _ := c.Instance(ctx, conv.ID, conv.Entry); len(in.Error) > maxErrorLen+len("…") {
 		t.Errorf("a reason of %d bytes recorded", len(in.Error))
 	}
 	in, err := c.Restart(ctx, conv.ID, conv.Entry)
@@ -128,3 +129,6 @@ func TestRestartInstance(t *testing.T) {
 		t.Errorf("Restart in a stopped conversation: %v", err)
 	}
 }
+
+// maxErrorLen is the bound of the reason Conversations.Fail records.
+const maxErrorLen = 2048

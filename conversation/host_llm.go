@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/calf-go/calf/conversation/internal/runblock"
+	"github.com/calf-go/calf/internal/convid"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,10 +17,10 @@ import (
 	"github.com/calf-go/calf/tool"
 )
 
-// KindInbox is the record kind of an LLM instance's queue of messages:
+// kindInbox is the record kind of an LLM instance's queue of messages:
 // one record per instance that has received a message, id
 // "{conversation}/{instance id}".
-const KindInbox = "conversation_inbox"
+const kindInbox = "conversation_inbox"
 
 // maxDone bounds the ids of handled messages an inbox remembers, to
 // recognise a message delivered again.
@@ -130,7 +132,7 @@ func (h *Host) enqueue(ctx context.Context, p Prototype, inst Instance, from str
 	busy := false
 	round := 0
 	failed := ""
-	_, err := store.Update(ctx, h.convs.s, KindInbox, inst.Conversation+"/"+inst.ID, func(data []byte, exists bool) ([]byte, error) {
+	_, err := store.Update(ctx, h.convs.Store(), kindInbox, inst.Conversation+"/"+inst.ID, func(data []byte, exists bool) ([]byte, error) {
 		start, busy, round, failed = nil, false, 0, ""
 		var b inbox
 		if exists {
@@ -196,8 +198,8 @@ func (h *Host) submit(ctx context.Context, proto string, ref *runRef, text strin
 // runBlock is the payload of HostRunBlockChannel: the "# Run" commands of
 // a run's answer, to carry out before the next round.
 type runBlock struct {
-	Ref      runRef       `json:"ref"`
-	Commands []RunCommand `json:"commands,omitempty"`
+	Ref      runRef             `json:"ref"`
+	Commands []runblock.Command `json:"commands,omitempty"`
 	// Problems, when the block could not be parsed, go back to the model
 	// in place of results.
 	Problems string `json:"problems,omitempty"`
@@ -225,8 +227,8 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 		case !ref.Blocks:
 			// A prototype without subagents has no blocks to carry out.
 		case ref.Round < h.o.MaxRunRounds:
-			cmds, rest, err := ParseRun(text)
-			var rerr *RunError
+			cmds, rest, err := runblock.Parse(text)
+			var rerr *runblock.Error
 			switch {
 			case errors.As(err, &rerr):
 				block = &runBlock{Ref: ref, Problems: rerr.Error()}
@@ -235,15 +237,15 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 			}
 			text = rest
 		default:
-			if _, rest, err := ParseRun(text); err == nil {
+			if _, rest, err := runblock.Parse(text); err == nil {
 				text = rest
 			}
 		}
 		if text == "" && block == nil {
-			text = ErrorPrefix + "the agent gave no answer"
+			text = convid.ErrorPrefix + "the agent gave no answer"
 		}
 	} else {
-		text = ErrorPrefix + "the run of " + ref.Instance + " ended " + ev.Status
+		text = convid.ErrorPrefix + "the run of " + ref.Instance + " ended " + ev.Status
 		if ev.Error != "" {
 			text += ": " + ev.Error
 		}
@@ -262,14 +264,14 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 		if ev.Error != "" {
 			failed += ": " + ev.Error
 		}
-		if len(failed) > MaxErrorLen {
-			failed = failed[:MaxErrorLen] + "…"
+		if len(failed) > maxErrorLen {
+			failed = failed[:maxErrorLen] + "…"
 		}
 	}
 	answer := block == nil || stopped
 	if answer {
 		if stopped && block != nil {
-			text = ErrorPrefix + "conversation " + ref.Conversation + " is stopped"
+			text = convid.ErrorPrefix + "conversation " + ref.Conversation + " is stopped"
 		}
 		// The answer goes before the queue moves on: a process that ends
 		// in between leaves the message current, and whoever carries it
@@ -287,7 +289,7 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 	}
 	var next *inboxEntry
 	var refused []inboxEntry
-	_, err := store.Update(ctx, h.convs.s, KindInbox, ref.Conversation+"/"+ref.Instance, func(data []byte, exists bool) ([]byte, error) {
+	_, err := store.Update(ctx, h.convs.Store(), kindInbox, ref.Conversation+"/"+ref.Instance, func(data []byte, exists bool) ([]byte, error) {
 		next, refused = nil, nil
 		if !exists {
 			return nil, nil
@@ -339,7 +341,7 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 		why = ref.Instance + " is " + string(StatusError) + ": " + failed
 	}
 	for _, e := range refused {
-		if err := h.reply(ctx, ref.Conversation, ref.Instance, e.From, ErrorPrefix+why,
+		if err := h.reply(ctx, ref.Conversation, ref.Instance, e.From, convid.ErrorPrefix+why,
 			e.Correlation, derive("refuse", e.Msg)); err != nil {
 			return err
 		}
@@ -364,16 +366,16 @@ func (h *Host) onRunBlock(ctx context.Context, msg *calf.Message) error {
 	ref := rb.Ref
 	var sb strings.Builder
 	if rb.Problems != "" {
-		sb.WriteString(runProblemsPrefix + rb.Problems)
+		sb.WriteString(runblock.ProblemsPrefix + rb.Problems)
 	} else {
-		sb.WriteString(runResultsPrefix)
+		sb.WriteString(runblock.ResultsPrefix)
 		for i, c := range rb.Commands {
 			var res string
 			var err error
 			switch c.Verb {
-			case VerbStartConversation:
+			case runblock.VerbStartConversation:
 				res, err = h.start(ctx, ref.Conversation, ref.Instance, c.Target)
-			case VerbSend:
+			case runblock.VerbSend:
 				res, err = h.send(ctx, ref.Conversation, ref.Instance, c.Target, c.Args, "", derive("run", ref.runID(), strconv.Itoa(i)))
 			default:
 				err = fmt.Errorf("unknown verb %q", c.Verb)

@@ -2,6 +2,7 @@ package conversation_test
 
 import (
 	"context"
+	"github.com/calf-go/calf/internal/convid"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,7 +102,7 @@ func TestHostMCP(t *testing.T) {
 		e, c := start(t, nil)
 		e.say(c, "hello")
 		got := e.wait(c, 1)[0]
-		if !strings.HasPrefix(got.Message, conversation.ErrorPrefix+c.Entry+" cannot be served: ") || !strings.Contains(got.Message, "MCP servers") {
+		if !strings.HasPrefix(got.Message, convid.ErrorPrefix+c.Entry+" cannot be served: ") || !strings.Contains(got.Message, "MCP servers") {
 			t.Fatalf("answer %+v, want a refusal naming the MCP servers", got)
 		}
 	})

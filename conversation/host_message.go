@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/calf-go/calf/internal/convid"
 
 	"github.com/calf-go/calf"
 )
@@ -28,8 +29,8 @@ func (h *Host) onMessage(ctx context.Context, msg *calf.Message) error {
 	if (from == UserParticipant) != (m.UserID != "") || (from != UserParticipant && m.AgentID != from) {
 		return calf.Permanent(fmt.Errorf("conversation: message %s on %s: its sender is not %s", msg.ID, msg.Channel, from))
 	}
-	var t Topic
-	if _, err := h.convs.get(ctx, KindTopic, conv+"/"+TopicName(from, to), "topic "+TopicName(from, to), &t); err != nil {
+	t, err := h.convs.Topic(ctx, conv, from, to)
+	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return calf.Permanent(fmt.Errorf("%w: %s and %s in conversation %s (message %s)", ErrNoTopic, from, to, conv, msg.ID))
 		}
@@ -41,7 +42,7 @@ func (h *Host) onMessage(ctx context.Context, msg *calf.Message) error {
 		return h.relay(ctx, msg, &m)
 	}
 	refuse := func(format string, args ...any) error {
-		return h.reply(ctx, conv, to, from, ErrorPrefix+fmt.Sprintf(format, args...), m.CorrelationID, derive("refuse", msg.Channel, msg.ID))
+		return h.reply(ctx, conv, to, from, convid.ErrorPrefix+fmt.Sprintf(format, args...), m.CorrelationID, derive("refuse", msg.Channel, msg.ID))
 	}
 	inst, err := h.convs.Instance(ctx, conv, to)
 	if errors.Is(err, ErrNotFound) {

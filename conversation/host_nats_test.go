@@ -1,6 +1,7 @@
 package conversation_test
 
 import (
+	"github.com/calf-go/calf/internal/convid"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ func TestHostStopPurgesChannelsOnNATS(t *testing.T) {
 	}
 
 	e.say(c, "and now?")
-	if got := e.wait(c, 2)[1]; !strings.HasPrefix(got.Message, conversation.ErrorPrefix) || !strings.Contains(got.Message, "stopped") {
+	if got := e.wait(c, 2)[1]; !strings.HasPrefix(got.Message, convid.ErrorPrefix) || !strings.Contains(got.Message, "stopped") {
 		t.Fatalf("answer %+v", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/calf-go/calf/internal/convid"
 	"net"
 	"net/url"
 	"os"
@@ -238,7 +239,7 @@ func TestExternalAgentInNode(t *testing.T) {
 	const sendTimeout = 4 * time.Second
 	e := newHost(t, b, st, calcModel(1500), &conversation.HostOptions{SendTimeout: sendTimeout})
 	c := e.create()
-	calc := conversation.InstanceID("calc-agent", c.ID)
+	calc := convid.InstanceID("calc-agent", c.ID)
 
 	// Every answer of the calculator, as the conversation channel carries
 	// it.

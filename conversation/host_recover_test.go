@@ -51,7 +51,7 @@ func lastUserText(req *model.Request) string {
 // inboxOf reads the queue record of the conversation's entry instance.
 func inboxOf(t *testing.T, st store.Store, c conversation.Conversation) (current bool, queued int) {
 	t.Helper()
-	rec, err := st.Get(t.Context(), conversation.KindInbox, c.ID+"/"+c.Entry)
+	rec, err := st.Get(t.Context(), "conversation_inbox", c.ID+"/"+c.Entry)
 	if err != nil {
 		return false, 0
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/calf-go/calf/internal/convid"
 	"slices"
 	"strings"
 	"sync"
@@ -252,7 +253,7 @@ func TestHostStartTwice(t *testing.T) {
 	c := e.create()
 	e.say(c, "start it")
 	got := e.wait(c, 1)[0].Message
-	want := `{"agent":"` + conversation.InstanceID("docmem-agent", c.ID) + `"}`
+	want := `{"agent":"` + convid.InstanceID("docmem-agent", c.ID) + `"}`
 	if got != want+" "+want+" "+want {
 		t.Fatalf("answer %q", got)
 	}
@@ -301,7 +302,7 @@ func TestHostStoppedRefuses(t *testing.T) {
 	b.mu.Unlock()
 	e.say(c, "hello?")
 	got := e.wait(c, 1)[0]
-	if !strings.HasPrefix(got.Message, conversation.ErrorPrefix) || !strings.Contains(got.Message, "stopped") || got.AgentID != c.Entry {
+	if !strings.HasPrefix(got.Message, convid.ErrorPrefix) || !strings.Contains(got.Message, "stopped") || got.AgentID != c.Entry {
 		t.Fatalf("answer %+v", got)
 	}
 	if called {
@@ -331,7 +332,7 @@ func TestHostSendTimeout(t *testing.T) {
 	e := newHost(t, memory.New(nil), storemem.New(), m, &conversation.HostOptions{SendTimeout: 300 * time.Millisecond})
 	c := e.create()
 	// The external agent's channel gets the request; nobody answers.
-	ext := conversation.InstanceID("ext-agent", c.ID)
+	ext := convid.InstanceID("ext-agent", c.ID)
 	requests := make(chan conversation.ConversationMessage, 4)
 	if err := e.client.Handle(t.Context(), "calf.conv."+c.ID+"."+c.Entry+"."+ext, func(_ context.Context, msg *calf.Message) error {
 		m, err := conversation.DecodeMessage(msg.Data)
@@ -419,7 +420,7 @@ func TestHostRunBlock(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	dm := conversation.InstanceID("docmem-agent", c.ID)
+	dm := convid.InstanceID("docmem-agent", c.ID)
 	if !strings.Contains(results, "start-conversation docmem-agent: "+dm) || !strings.Contains(results, `"ok":true`) {
 		t.Errorf("results %q", results)
 	}
@@ -441,7 +442,7 @@ func TestHostNoTopicParks(t *testing.T) {
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	dm := conversation.InstanceID("docmem-agent", c.ID)
+	dm := convid.InstanceID("docmem-agent", c.ID)
 	ch, _ := conversation.Channel(c.ID, conversation.UserParticipant, dm)
 	m := conversation.ConversationMessage{ConversationID: c.ID, UserID: "u1", Command: []string{"docmem-list"}, Timestamp: time.Now()}
 	if _, err := e.client.Emit(t.Context(), ch, m, calf.WithKey(c.ID)); err != nil {
@@ -529,7 +530,7 @@ func TestHostStopCancels(t *testing.T) {
 		t.Fatalf("answers %+v", got)
 	}
 	for _, a := range got {
-		if !strings.HasPrefix(a.Message, conversation.ErrorPrefix) {
+		if !strings.HasPrefix(a.Message, convid.ErrorPrefix) {
 			t.Errorf("answer %q is no error", a.Message)
 		}
 	}

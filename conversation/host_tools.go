@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/calf-go/calf/internal/convid"
 	"strings"
 
 	"github.com/calf-go/calf"
@@ -68,7 +69,7 @@ func (h *Host) conversationTools() (start, send tool.Tool, err error) {
 // runInstance returns the conversation and the instance of a run the host
 // started: its session id is the instance's id.
 func runInstance(rc agent.RunContext) (conv, instance string, err error) {
-	_, conv, ok := SplitInstanceID(rc.SessionID)
+	_, conv, ok := convid.SplitInstanceID(rc.SessionID)
 	if !ok {
 		return "", "", fmt.Errorf("the run %s is not one of a conversation's instances", rc.RunID)
 	}
@@ -88,14 +89,14 @@ func (h *Host) start(ctx context.Context, conv, parent, prototype string) (strin
 // conversation, named by its id or its prototype's name, with the
 // correlation id corr, and returns the text of its answer. The wait is
 // bounded by HostOptions.SendTimeout; an answer that is an error
-// ([ErrorPrefix]) is returned as an error.
+// ([ConversationMessage.IsError]) is returned as an error.
 func (h *Host) send(ctx context.Context, conv, from, target string, command []string, message, corr string) (string, error) {
 	to := target
-	if _, c, ok := SplitInstanceID(target); !ok || c != conv {
-		if err := CheckName(target); err != nil {
+	if _, c, ok := convid.SplitInstanceID(target); !ok || c != conv {
+		if err := convid.CheckName(target); err != nil {
 			return "", fmt.Errorf("no agent %q in this conversation", target)
 		}
-		to = InstanceID(target, conv)
+		to = convid.InstanceID(target, conv)
 	}
 	ch, err := h.convs.Route(ctx, conv, from, to)
 	if err != nil {
@@ -128,7 +129,7 @@ func (h *Host) send(ctx context.Context, conv, from, target string, command []st
 	if err != nil {
 		return "", fmt.Errorf("the answer of %s: %w", to, err)
 	}
-	if text, ok := strings.CutPrefix(rm.Message, ErrorPrefix); ok {
+	if text, ok := strings.CutPrefix(rm.Message, convid.ErrorPrefix); ok {
 		return "", fmt.Errorf("%s: %s", to, text)
 	}
 	return rm.Message, nil

@@ -425,7 +425,7 @@ func benchIdle(b *testing.B, st *idleStore, n int) {
 		b.Fatalf("%d answers (%d wrong); want %d", got, e.wrong.Load(), n)
 	}
 	last := points[len(points)-1]
-	if got := last.kinds[conversation.KindInstance][0]; got != int64(3*n) {
+	if got := last.kinds["conversation_instance"][0]; got != int64(3*n) {
 		b.Fatalf("%d instances; want %d", got, 3*n)
 	}
 

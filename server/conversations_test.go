@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/calf-go/calf/internal/convid"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -225,7 +226,7 @@ func TestConversationsAPI(t *testing.T) {
 	url := hs.URL
 
 	c := createConv(t, url, annToken)
-	if c.UserID != "ann" || c.Status != conversation.StatusRunning || c.Entry != conversation.InstanceID("conversational-agent", c.ID) || c.Description != "notes" {
+	if c.UserID != "ann" || c.Status != conversation.StatusRunning || c.Entry != convid.InstanceID("conversational-agent", c.ID) || c.Description != "notes" {
 		t.Fatalf("created %+v", c)
 	}
 	// Created without a body too.

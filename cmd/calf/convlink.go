@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/calf-go/calf/internal/convid"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -76,11 +76,11 @@ type convLink struct {
 // registered first). A conversation that does not exist is a failure; one
 // that is stopped opens (its history is readable), and send refuses.
 func openLink(ctx context.Context, f *linkFlags, getenv func(string) string) (l *convLink, err error) {
-	if err := conversation.CheckConversationID(f.conversation); err != nil {
+	if err := convid.CheckConversationID(f.conversation); err != nil {
 		return nil, usageError(fmt.Errorf("conversation %q: %w", f.conversation, err))
 	}
-	if len(f.user) > conversation.MaxUserIDLen {
-		return nil, usageError(fmt.Errorf("--user is at most %d bytes", conversation.MaxUserIDLen))
+	if len(f.user) > convid.MaxUserIDLen {
+		return nil, usageError(fmt.Errorf("--user is at most %d bytes", convid.MaxUserIDLen))
 	}
 	if err := checkStore(f.store); err != nil {
 		return nil, err
@@ -249,5 +249,5 @@ func (l *convLink) answers(ctx context.Context) (<-chan conversation.Conversatio
 
 // isRefusal reports whether an answer is an error message of the host.
 func isRefusal(m conversation.ConversationMessage) bool {
-	return strings.HasPrefix(m.Message, conversation.ErrorPrefix)
+	return m.IsError()
 }

@@ -237,7 +237,7 @@ func (s *system) say(ctx context.Context, text string) (string, error) {
 			if a.CorrelationID != corr {
 				continue // the answer to an earlier message, delivered again
 			}
-			if strings.HasPrefix(a.Message, conversation.ErrorPrefix) {
+			if a.IsError() {
 				return "", errors.New(a.Message)
 			}
 			return a.Message, nil
