@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/calf-go/calf/conversation/internal/runblock"
 	"strings"
 
 	"github.com/calf-go/calf/agent/session"
+	"github.com/calf-go/calf/conversation/internal/runblock"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 )

@@ -3,9 +3,10 @@ package conversation
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/calf-go/calf/internal/convid"
 	"strings"
 	"time"
+
+	"github.com/calf-go/calf/internal/convid"
 )
 
 // ConversationMessage is the message on every conversation channel, as

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/calf-go/calf/internal/convid"
 	"path"
 	"slices"
 	"strings"
 
-	"github.com/calf-go/calf/model/models"
+	"github.com/calf-go/calf/internal/convid"
+	"github.com/calf-go/calf/internal/modelspec"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool/builtin"
 )
@@ -225,7 +225,7 @@ func (p *Prototype) problems(l *lines) []Problem {
 		}
 	}
 	if p.Model != "" {
-		if _, err := models.Parse(p.Model); err != nil {
+		if _, err := modelspec.Parse(p.Model); err != nil {
 			add("model", "%v", err)
 		} else if strings.ContainsAny(p.Model, " \t\r\n") {
 			add("model", "%q holds white space", p.Model)

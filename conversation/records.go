@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/calf-go/calf/internal/convid"
 	"time"
 
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store"
 )
 
@@ -446,14 +446,11 @@ func (c *Conversations) stopInstance(ctx context.Context, conversation, id strin
 // whose run ends in an error or that it cannot serve; a failed instance
 // takes no message until [Conversations.Restart].
 func (c *Conversations) Fail(ctx context.Context, conversation, id, reason string) error {
-	if len(reason) > maxErrorLen {
-		reason = reason[:maxErrorLen] + "…"
+	if len(reason) > convid.MaxErrorLen {
+		reason = reason[:convid.MaxErrorLen] + "…"
 	}
 	return c.setInstance(ctx, conversation, id, StatusError, reason)
 }
-
-// maxErrorLen bounds the reason [Conversations.Fail] records.
-const maxErrorLen = 2048
 
 // Restart puts a failed instance ([StatusError]) back to work: it is
 // running again, without its error, and takes messages from then on; its
@@ -492,19 +489,20 @@ func (c *Conversations) Restart(ctx context.Context, conversation, id string) (I
 	// The host's queue of an LLM instance remembers the failure too, so
 	// that no message slips in between the failure and its record: clear
 	// it (after the instance, so that a restart retried after a failure
-	// here clears it then).
-	_, err = store.Update(ctx, c.s, kindInbox, conversation+"/"+id, func(data []byte, exists bool) ([]byte, error) {
+	// here clears it then). The queue is the host's record: only its
+	// "failed" field is read and cleared here, the others kept as they are.
+	_, err = store.Update(ctx, c.s, convid.KindInbox, conversation+"/"+id, func(data []byte, exists bool) ([]byte, error) {
 		if !exists {
 			return nil, nil
 		}
-		var b inbox
+		var b map[string]json.RawMessage
 		if err := json.Unmarshal(data, &b); err != nil {
 			return nil, fmt.Errorf("conversation: inbox of %s: %w", id, err)
 		}
-		if b.Failed == "" {
+		if _, failed := b["failed"]; !failed {
 			return nil, nil
 		}
-		b.Failed = ""
+		delete(b, "failed")
 		return json.Marshal(b)
 	})
 	return inst, err

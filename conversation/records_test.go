@@ -3,7 +3,6 @@ package conversation_test
 import (
 	"encoding/json"
 	"errors"
-	"github.com/calf-go/calf/internal/convid"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/storetest"
 )
@@ -428,3 +428,39 @@ func TestStopOnAFaultyStore(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartInstance: Restart brings a failed instance back, leaves a
+// running one as it is, and refuses a stopped one or an unknown one.
+func TestRestartInstance(t *testing.T) {
+	ctx := t.Context()
+	c := setup(t, stores()["memory"](t))
+	conv, err := c.Create(ctx, conversation.NewConversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := c.Restart(ctx, conv.ID, conv.Entry); err != nil || in.Status != conversation.StatusRunning {
+		t.Errorf("Restart of a running instance = %+v, %v", in, err)
+	}
+	if err := c.Fail(ctx, conv.ID, conv.Entry, strings.Repeat("x", 3*maxErrorLen)); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := c.Instance(ctx, conv.ID, conv.Entry); len(in.Error) > maxErrorLen+len("…") {
+		t.Errorf("a reason of %d bytes recorded", len(in.Error))
+	}
+	in, err := c.Restart(ctx, conv.ID, conv.Entry)
+	if err != nil || in.Status != conversation.StatusRunning || in.Error != "" || in.Stopped != (time.Time{}) {
+		t.Errorf("Restart of a failed instance = %+v, %v", in, err)
+	}
+	if _, err := c.Restart(ctx, conv.ID, "ghost-"+conv.ID); !errors.Is(err, conversation.ErrNotFound) {
+		t.Errorf("Restart of an unknown instance: %v", err)
+	}
+	if _, err := c.Stop(ctx, conv.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Restart(ctx, conv.ID, conv.Entry); !errors.Is(err, conversation.ErrStopped) {
+		t.Errorf("Restart in a stopped conversation: %v", err)
+	}
+}
+
+// maxErrorLen is the bound of the reason Conversations.Fail records.
+const maxErrorLen = 2048

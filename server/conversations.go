@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/calf-go/calf/internal/convid"
 	"net/http"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/internal/httperr"
 	"github.com/calf-go/calf/store"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/calf-go/calf/internal/convid"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -16,6 +15,8 @@ import (
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 )
 
 func newConversationsCommand(getenv func(string) string) *cobra.Command {
@@ -379,8 +380,8 @@ func stopConversation(ctx context.Context, storeURL, brokerURL, id string, asJSO
 			defer cancel()
 			_ = client.Shutdown(sctx)
 		}()
-		host := conversation.New(agent.NewRuntime(client, st, nil), convs, &conversation.HostOptions{DeleteChannels: true})
-		c, err = host.Stop(ctx, id)
+		h := host.New(agent.NewRuntime(client, st, nil), convs, &host.Options{DeleteChannels: true})
+		c, err = h.Stop(ctx, id)
 	}
 	if err != nil {
 		return failure(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/calf-go/calf/internal/convid"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store/sqlite"
 )
 

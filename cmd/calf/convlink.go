@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/calf-go/calf/internal/convid"
 	"io"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store"
 )
 
@@ -156,7 +157,7 @@ func openLink(ctx context.Context, f *linkFlags, getenv func(string) string) (l 
 // registered first, and carries on the messages a previous process left
 // unanswered.
 func (l *convLink) serve(ctx context.Context, f *agentFlags, protos []conversation.Prototype, getenv func(string) string, warn io.Writer) error {
-	host, err := f.newHost(ctx, agent.NewRuntime(l.client, l.st, runtimeOptions(ctx)), protos, getenv, conversation.HostOptions{})
+	host, err := f.newHost(ctx, agent.NewRuntime(l.client, l.st, runtimeOptions(ctx)), protos, getenv, host.Options{})
 	if err != nil {
 		return err
 	}

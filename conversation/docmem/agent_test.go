@@ -2,12 +2,13 @@ package docmem_test
 
 import (
 	"encoding/json"
-	"github.com/calf-go/calf/internal/convid"
 	"testing"
 	"time"
 
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 	storemem "github.com/calf-go/calf/store/memory"
 )
 
@@ -22,7 +23,7 @@ func TestCodeHandler(t *testing.T) {
 	call := func(id string, m conversation.ConversationMessage) docmem.Result {
 		t.Helper()
 		m.ConversationID, m.AgentID, m.Timestamp = conv, convid.InstanceID("chat", conv), time.Now()
-		text, err := h(t.Context(), conversation.CodeRequest{Instance: inst, From: m.AgentID, ID: id, Message: m})
+		text, err := h(t.Context(), host.CodeRequest{Instance: inst, From: m.AgentID, ID: id, Message: m})
 		if err != nil {
 			t.Fatal(err)
 		}

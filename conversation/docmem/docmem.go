@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/calf-go/calf/internal/convid"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store"
 )
 

@@ -1,7 +1,8 @@
 // Package convid holds what package conversation, its host and the
 // command line share about the names and ids of conversations without
 // exporting it to users: their bounds and checks, instance ids, topic
-// names, and the prefix of the host's error messages.
+// names, the prefix of the host's error messages, and the record kind of
+// the host's queues, which package conversation clears on a restart.
 package convid
 
 import (
@@ -32,11 +33,19 @@ const (
 	MaxDescriptionLen = 1024
 	// MaxCommandArgs bounds the arguments of a message's command.
 	MaxCommandArgs = 64
+	// MaxErrorLen bounds the reason recorded of a failed instance.
+	MaxErrorLen = 2048
 )
 
 // UserParticipant is the participant that stands for the user's side of a
 // conversation (the UI) on its topics and channels.
 const UserParticipant = "user"
+
+// KindInbox is the record kind of an LLM instance's queue of messages
+// (package conversation/host): one record per instance that has received a
+// message, id "{conversation}/{instance id}". Its value is that of records
+// already stored: never change it.
+const KindInbox = "conversation_inbox"
 
 // ErrorPrefix starts the text of every message by which the host refuses a
 // message or reports a failure (a stopped conversation, a failed run), so

@@ -5,8 +5,9 @@ package runblock
 
 import (
 	"fmt"
-	"github.com/calf-go/calf/internal/convid"
 	"strings"
+
+	"github.com/calf-go/calf/internal/convid"
 )
 
 // The verbs of a "# Run" block.

@@ -2,13 +2,13 @@ package runblock_test
 
 import (
 	"errors"
-	"github.com/calf-go/calf/internal/convid"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/calf-go/calf/conversation/internal/runblock"
+	"github.com/calf-go/calf/internal/convid"
 )
 
 func TestParse(t *testing.T) {

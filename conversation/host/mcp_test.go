@@ -1,8 +1,7 @@
-package conversation_test
+package host_test
 
 import (
 	"context"
-	"github.com/calf-go/calf/internal/convid"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +10,8 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/internal/peers"
 	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
@@ -54,7 +55,7 @@ func TestHostMCP(t *testing.T) {
 	server := []string{peers.Node(t), peers.Package(t, "@modelcontextprotocol/server-everything/dist/index.js")}
 	proto := conversation.Prototype{Name: "mcp-agent", Role: "Echoes", SystemPrompt: "Use the echo tool.",
 		MCPServers: []conversation.MCPServer{{Name: "ev", Command: server}}}
-	start := func(t *testing.T, opts *conversation.HostOptions) (*hostEnv, conversation.Conversation) {
+	start := func(t *testing.T, opts *host.Options) (*hostEnv, conversation.Conversation) {
 		st := storemem.New()
 		e := newHost(t, memory.New(nil), st, echoModel(), opts)
 		if err := e.convs.Prototypes().Register(t.Context(), proto, false); err != nil {
@@ -77,7 +78,7 @@ func TestHostMCP(t *testing.T) {
 			mu.Unlock()
 			return agent.HookDecision{}, nil
 		}}
-		e, c := start(t, &conversation.HostOptions{MCP: mcpOpener(&opened), Agent: &agent.Options{Hooks: []agent.Hook{hook}}})
+		e, c := start(t, &host.Options{MCP: mcpOpener(&opened), Agent: &agent.Options{Hooks: []agent.Hook{hook}}})
 		e.say(c, "hello from the user")
 		got := e.wait(c, 1)[0]
 		if got.Message != "the server said: Echo: hello from the user" || got.AgentID != c.Entry {

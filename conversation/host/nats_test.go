@@ -1,7 +1,6 @@
-package conversation_test
+package host_test
 
 import (
-	"github.com/calf-go/calf/internal/convid"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,8 @@ import (
 	"github.com/calf-go/calf/broker/nats"
 	"github.com/calf-go/calf/broker/nats/embedded"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 	storemem "github.com/calf-go/calf/store/memory"
 )
 
@@ -62,7 +63,7 @@ func TestHostStopPurgesChannelsOnNATS(t *testing.T) {
 		return n
 	}
 
-	e := newHost(t, b, storemem.New(), docmemModel(), &conversation.HostOptions{DeleteChannels: true})
+	e := newHost(t, b, storemem.New(), docmemModel(), &host.Options{DeleteChannels: true})
 	c, other := e.create(), e.create()
 	for _, conv := range []conversation.Conversation{c, other} {
 		e.say(conv, "Create a docmem called project-notes")

@@ -1,14 +1,15 @@
-package conversation
+package host
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/calf-go/calf/internal/convid"
 	"strings"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -88,8 +89,8 @@ func (h *Host) start(ctx context.Context, conv, parent, prototype string) (strin
 // send sends a message from instance from to an instance of the
 // conversation, named by its id or its prototype's name, with the
 // correlation id corr, and returns the text of its answer. The wait is
-// bounded by HostOptions.SendTimeout; an answer that is an error
-// ([ConversationMessage.IsError]) is returned as an error.
+// bounded by Options.SendTimeout; an answer that is an error
+// ([.ConversationMessage.IsError]) is returned as an error.
 func (h *Host) send(ctx context.Context, conv, from, target string, command []string, message, corr string) (string, error) {
 	to := target
 	if _, c, ok := convid.SplitInstanceID(target); !ok || c != conv {
@@ -103,7 +104,7 @@ func (h *Host) send(ctx context.Context, conv, from, target string, command []st
 		return "", err
 	}
 	c := h.rt.Client()
-	m := ConversationMessage{ConversationID: conv, AgentID: from, Message: message, Command: command,
+	m := conversation.ConversationMessage{ConversationID: conv, AgentID: from, Message: message, Command: command,
 		Timestamp: c.Now().UTC(), CorrelationID: corr}
 	if err := m.Validate(); err != nil {
 		return "", err
@@ -117,7 +118,7 @@ func (h *Host) send(ctx context.Context, conv, from, target string, command []st
 	// (TestKillConversationWorker in internal/e2e).
 	rctx, cancel := context.WithTimeout(ctx, h.o.SendTimeout)
 	defer cancel()
-	reply, err := c.Request(rctx, ch, m, HostReplyChannel, calf.WithID(derive("request", corr, calf.NewID())), calf.WithKey(conv),
+	reply, err := c.Request(rctx, ch, m, replyChannel, calf.WithID(derive("request", corr, calf.NewID())), calf.WithKey(conv),
 		calf.WithMetadata(calf.Metadata{CorrelationID: corr}))
 	if err != nil {
 		if ctx.Err() == nil && rctx.Err() != nil {
@@ -125,7 +126,7 @@ func (h *Host) send(ctx context.Context, conv, from, target string, command []st
 		}
 		return "", err
 	}
-	rm, err := DecodeMessage(reply.Data)
+	rm, err := conversation.DecodeMessage(reply.Data)
 	if err != nil {
 		return "", fmt.Errorf("the answer of %s: %w", to, err)
 	}

@@ -1,11 +1,10 @@
-package conversation_test
+package host_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/calf-go/calf/internal/convid"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,8 @@ import (
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -40,7 +41,7 @@ type hostEnv struct {
 	st     store.Store
 	client *calf.Client
 	convs  *conversation.Conversations
-	host   *conversation.Host
+	host   *host.Host
 
 	mu      sync.Mutex
 	answers map[string][]conversation.ConversationMessage
@@ -49,7 +50,7 @@ type hostEnv struct {
 
 // newHost serves a host of hostPrototypes on b with model m (for every
 // LLM prototype) and the docmem agent.
-func newHost(t *testing.T, b calf.Broker, st store.Store, m model.Model, opts *conversation.HostOptions) *hostEnv {
+func newHost(t *testing.T, b calf.Broker, st store.Store, m model.Model, opts *host.Options) *hostEnv {
 	t.Helper()
 	ctx := t.Context()
 	client := calf.NewClient(b, nil)
@@ -63,13 +64,13 @@ func newHost(t *testing.T, b calf.Broker, st store.Store, m model.Model, opts *c
 	if err := convs.Prototypes().RegisterAll(ctx, hostPrototypes, false); err != nil && !errors.Is(err, conversation.ErrExists) {
 		t.Fatal(err)
 	}
-	var o conversation.HostOptions
+	var o host.Options
 	if opts != nil {
 		o = *opts
 	}
 	o.Model = func(string) (model.Model, error) { return m, nil }
-	o.Code = map[string]conversation.CodeHandler{"docmem-agent": docmem.New(st, nil).CodeHandler()}
-	h := conversation.New(rt, convs, &o)
+	o.Code = map[string]host.CodeHandler{"docmem-agent": docmem.New(st, nil).CodeHandler()}
+	h := host.New(rt, convs, &o)
 	if err := h.Serve(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestHostStoppedRefuses(t *testing.T) {
 		return modeltest.Text("hello"), nil
 	})
 	b := &deleter{Broker: memory.New(nil)}
-	e := newHost(t, b, storemem.New(), m, &conversation.HostOptions{DeleteChannels: true})
+	e := newHost(t, b, storemem.New(), m, &host.Options{DeleteChannels: true})
 	c := e.create()
 	if _, err := e.host.Stop(t.Context(), c.ID); err != nil {
 		t.Fatal(err)
@@ -329,7 +330,7 @@ func TestHostSendTimeout(t *testing.T) {
 		mu.Unlock()
 		return modeltest.Text("The external agent did not answer."), nil
 	})
-	e := newHost(t, memory.New(nil), storemem.New(), m, &conversation.HostOptions{SendTimeout: 300 * time.Millisecond})
+	e := newHost(t, memory.New(nil), storemem.New(), m, &host.Options{SendTimeout: 300 * time.Millisecond})
 	c := e.create()
 	// The external agent's channel gets the request; nobody answers.
 	ext := convid.InstanceID("ext-agent", c.ID)

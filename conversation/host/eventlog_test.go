@@ -1,13 +1,13 @@
-package conversation_test
+package host_test
 
 import (
-	"github.com/calf-go/calf/internal/convid"
 	"slices"
 	"testing"
 
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/convid"
 	storemem "github.com/calf-go/calf/store/memory"
 )
 

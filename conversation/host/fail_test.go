@@ -1,16 +1,15 @@
-package conversation_test
+package host_test
 
 import (
 	"context"
 	"errors"
-	"github.com/calf-go/calf/internal/convid"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
@@ -96,39 +95,3 @@ func TestHostCannotServeFailsInstance(t *testing.T) {
 		return err == nil && in.Status == conversation.StatusError && strings.Contains(in.Error, "no code serves")
 	})
 }
-
-// TestRestartInstance: Restart brings a failed instance back, leaves a
-// running one as it is, and refuses a stopped one or an unknown one.
-func TestRestartInstance(t *testing.T) {
-	ctx := t.Context()
-	c := setup(t, stores()["memory"](t))
-	conv, err := c.Create(ctx, conversation.NewConversation{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if in, err := c.Restart(ctx, conv.ID, conv.Entry); err != nil || in.Status != conversation.StatusRunning {
-		t.Errorf("Restart of a running instance = %+v, %v", in, err)
-	}
-	if err := c.Fail(ctx, conv.ID, conv.Entry, strings.Repeat("x", 3*maxErrorLen)); err != nil {
-		t.Fatal(err)
-	}
-	if in, _ := c.Instance(ctx, conv.ID, conv.Entry); len(in.Error) > maxErrorLen+len("…") {
-		t.Errorf("a reason of %d bytes recorded", len(in.Error))
-	}
-	in, err := c.Restart(ctx, conv.ID, conv.Entry)
-	if err != nil || in.Status != conversation.StatusRunning || in.Error != "" || in.Stopped != (time.Time{}) {
-		t.Errorf("Restart of a failed instance = %+v, %v", in, err)
-	}
-	if _, err := c.Restart(ctx, conv.ID, "ghost-"+conv.ID); !errors.Is(err, conversation.ErrNotFound) {
-		t.Errorf("Restart of an unknown instance: %v", err)
-	}
-	if _, err := c.Stop(ctx, conv.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Restart(ctx, conv.ID, conv.Entry); !errors.Is(err, conversation.ErrStopped) {
-		t.Errorf("Restart in a stopped conversation: %v", err)
-	}
-}
-
-// maxErrorLen is the bound of the reason Conversations.Fail records.
-const maxErrorLen = 2048

@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"context"

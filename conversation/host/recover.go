@@ -1,15 +1,15 @@
-package conversation
+package host
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/calf-go/calf/internal/convid"
 	"strings"
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store"
 )
 

@@ -1,26 +1,25 @@
-package conversation
+package host
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/calf-go/calf/conversation/internal/runblock"
-	"github.com/calf-go/calf/internal/convid"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/internal/runblock"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
 )
 
-// kindInbox is the record kind of an LLM instance's queue of messages:
-// one record per instance that has received a message, id
-// "{conversation}/{instance id}".
-const kindInbox = "conversation_inbox"
+// kindInbox is the record kind of an LLM instance's queue, [inbox].
+const kindInbox = convid.KindInbox
 
 // maxDone bounds the ids of handled messages an inbox remembers, to
 // recognise a message delivered again.
@@ -40,7 +39,7 @@ type inbox struct {
 	// Done are the ids of the latest messages answered, oldest first.
 	Done []string `json:"done,omitempty"`
 	// Failed is why the instance failed, when a run of it did: the
-	// instance takes no message until restarted ([Conversations.Restart]
+	// instance takes no message until restarted ([.Conversations.Restart]
 	// clears it with the instance's status). It is kept here as well as in
 	// the instance's record so that the queue and the failure change in
 	// one write.
@@ -110,7 +109,7 @@ func (r *runRef) runID() string {
 
 // content is what a message asks of an LLM instance: its text, and its
 // command as a JSON array.
-func content(m *ConversationMessage) string {
+func content(m *conversation.ConversationMessage) string {
 	s := m.Message
 	if len(m.Command) > 0 {
 		cmd, _ := json.Marshal(m.Command)
@@ -121,7 +120,7 @@ func content(m *ConversationMessage) string {
 
 // enqueue queues a message for an LLM instance and starts its run when
 // the instance has none in progress.
-func (h *Host) enqueue(ctx context.Context, p Prototype, inst Instance, from string, msg *calf.Message, m *ConversationMessage, refuse func(string, ...any) error) error {
+func (h *Host) enqueue(ctx context.Context, p conversation.Prototype, inst conversation.Instance, from string, msg *calf.Message, m *conversation.ConversationMessage, refuse func(string, ...any) error) error {
 	if _, err := h.agentFor(ctx, p); err != nil {
 		if calf.IsUnavailable(err) {
 			return err
@@ -166,7 +165,7 @@ func (h *Host) enqueue(ctx context.Context, p Prototype, inst Instance, from str
 		return err
 	}
 	if failed != "" {
-		return refuse("%s is %s: %s", inst.ID, StatusError, failed)
+		return refuse("%s is %s: %s", inst.ID, conversation.StatusError, failed)
 	}
 	if busy {
 		return refuse("%s has %d messages waiting already", inst.ID, h.o.MaxQueue)
@@ -179,7 +178,7 @@ func (h *Host) enqueue(ctx context.Context, p Prototype, inst Instance, from str
 }
 
 // submit starts the run ref names, of the agent of its prototype, in the
-// instance's session, with its output sent to HostOutputChannel.
+// instance's session, with its output sent to outputChannel.
 func (h *Host) submit(ctx context.Context, proto string, ref *runRef, text string) error {
 	data, err := json.Marshal(ref)
 	if err != nil {
@@ -190,12 +189,12 @@ func (h *Host) submit(ctx context.Context, proto string, ref *runRef, text strin
 		Run:       agent.RunRef{Name: h.o.AgentPrefix + proto, RunID: id},
 		SessionID: ref.Instance,
 		Input: &agent.InputEvent{Content: text, Stream: h.o.Stream, ReplyTo: &agent.ReplyTo{
-			Channel: HostOutputChannel, Key: ref.Conversation, CorrelationID: id, Ref: string(data),
+			Channel: outputChannel, Key: ref.Conversation, CorrelationID: id, Ref: string(data),
 		}},
 	})
 }
 
-// runBlock is the payload of HostRunBlockChannel: the "# Run" commands of
+// runBlock is the payload of runBlockChannel: the "# Run" commands of
 // a run's answer, to carry out before the next round.
 type runBlock struct {
 	Ref      runRef             `json:"ref"`
@@ -253,7 +252,7 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 	stopped := false
 	if c, err := h.convs.Get(ctx, ref.Conversation); err != nil {
 		return err
-	} else if c.Status != StatusRunning {
+	} else if c.Status != conversation.StatusRunning {
 		stopped = true
 	}
 	// A run that failed fails its instance (a cancelled one does not: it
@@ -264,8 +263,8 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 		if ev.Error != "" {
 			failed += ": " + ev.Error
 		}
-		if len(failed) > maxErrorLen {
-			failed = failed[:maxErrorLen] + "…"
+		if len(failed) > convid.MaxErrorLen {
+			failed = failed[:convid.MaxErrorLen] + "…"
 		}
 	}
 	answer := block == nil || stopped
@@ -331,14 +330,14 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 	if !answer {
 		// After the round is recorded: the next round's output must find
 		// it.
-		if _, err := h.rt.Client().Emit(ctx, HostRunBlockChannel, block, calf.WithID(derive("runblock", ref.runID())),
+		if _, err := h.rt.Client().Emit(ctx, runBlockChannel, block, calf.WithID(derive("runblock", ref.runID())),
 			calf.WithKey(ref.runID()), calf.WithMetadata(calf.Metadata{CorrelationID: ref.runID()})); err != nil {
 			return err
 		}
 	}
 	why := "conversation " + ref.Conversation + " is stopped"
 	if !stopped {
-		why = ref.Instance + " is " + string(StatusError) + ": " + failed
+		why = ref.Instance + " is " + string(conversation.StatusError) + ": " + failed
 	}
 	for _, e := range refused {
 		if err := h.reply(ctx, ref.Conversation, ref.Instance, e.From, convid.ErrorPrefix+why,
@@ -395,14 +394,14 @@ func (h *Host) onRunBlock(ctx context.Context, msg *calf.Message) error {
 
 // agentFor returns the agent that serves the LLM prototype p, serving it
 // on the host's runtime the first time.
-func (h *Host) agentFor(ctx context.Context, p Prototype) (*agent.Agent[string], error) {
+func (h *Host) agentFor(ctx context.Context, p conversation.Prototype) (*agent.Agent[string], error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if a := h.agents[p.Name]; a != nil {
 		return a, nil
 	}
 	if len(p.MCPServers) > 0 && h.o.MCP == nil {
-		return nil, errors.New("it lists MCP servers, and this host connects none (HostOptions.MCP)")
+		return nil, errors.New("it lists MCP servers, and this host connects none (Options.MCP)")
 	}
 	var extra []tool.Tool
 	var sb strings.Builder
