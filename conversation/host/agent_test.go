@@ -78,6 +78,12 @@ func TestNewAgent(t *testing.T) {
 			t.Errorf("agent %s, models opened %q", a.Name(), opened)
 		}
 	})
+	t.Run("no model opener", func(t *testing.T) {
+		_, err := host.NewAgent(conversation.Prototype{Name: "m"}, &host.AgentOptions{})
+		if err == nil || !strings.Contains(err.Error(), "no model opener") {
+			t.Fatalf("NewAgent without AgentOptions.Model = %v, want an error naming it", err)
+		}
+	})
 	t.Run("code prototype", func(t *testing.T) {
 		_, err := host.NewAgent(conversation.Prototype{Name: "code", Kind: conversation.KindCode}, nil)
 		if err == nil {

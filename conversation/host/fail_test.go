@@ -95,3 +95,19 @@ func TestHostCannotServeFailsInstance(t *testing.T) {
 		return err == nil && in.Status == conversation.StatusError && strings.Contains(in.Error, "no code serves")
 	})
 }
+
+// TestHostWithoutModelFailsInstance: a host given no model opener links
+// no provider and serves no LLM prototype; the sender is told why.
+func TestHostWithoutModelFailsInstance(t *testing.T) {
+	st := storemem.New()
+	e := newHost(t, memory.New(nil), st, nil, nil)
+	c := e.create()
+	e.say(c, "hello")
+	if got := e.wait(c, 1)[0]; !got.IsError() || !strings.Contains(got.Message, "opens no model (host.Options.Model)") {
+		t.Errorf("answer %q", got.Message)
+	}
+	waitFor(t, "the instance failed", func() bool {
+		in, err := e.convs.Instance(t.Context(), c.ID, c.Entry)
+		return err == nil && in.Status == conversation.StatusError && strings.Contains(in.Error, "opens no model")
+	})
+}

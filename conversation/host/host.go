@@ -215,7 +215,7 @@ func builtinTool(name, root string) (tool.Tool, error) {
 		return builtin.WebFetch(nil)
 	case "read_file", "list_dir", "glob", "grep", "write_file", "edit_file", "bash":
 		if root == "" {
-			return nil, fmt.Errorf("the built-in tool %s needs Options.Root", name)
+			return nil, fmt.Errorf("the built-in tool %s needs host.Options.Root", name)
 		}
 	default:
 		return nil, fmt.Errorf("the built-in tool %s is not available here", name)
@@ -311,23 +311,23 @@ func kindOf(p *conversation.Prototype) conversation.Kind {
 // message, as do the senders of the messages still queued) and, with
 // Options.DeleteChannels on a broker that can, deletes the channels
 // of its topics. Messages sent to it from then on are refused.
-func (h *Host) Stop(ctx context.Context, conversation string) (conversation.Conversation, error) {
-	conv, err := h.convs.Stop(ctx, conversation)
+func (h *Host) Stop(ctx context.Context, id string) (conversation.Conversation, error) {
+	conv, err := h.convs.Stop(ctx, id)
 	if err != nil {
 		return conv, err
 	}
-	if err := h.cancelRuns(ctx, conversation); err != nil {
+	if err := h.cancelRuns(ctx, id); err != nil {
 		return conv, err
 	}
 	if !h.o.DeleteChannels {
 		return conv, nil
 	}
-	chs, err := h.Channels(ctx, conversation)
+	chs, err := h.Channels(ctx, id)
 	if err != nil {
 		return conv, err
 	}
 	if err := calf.DeleteChannels(ctx, h.rt.Client().Broker(), chs...); err != nil {
-		return conv, fmt.Errorf("conversation %s: delete channels: %w", conversation, err)
+		return conv, fmt.Errorf("conversation %s: delete channels: %w", id, err)
 	}
 	return conv, nil
 }
@@ -340,14 +340,14 @@ func (h *Host) Stop(ctx context.Context, conversation string) (conversation.Conv
 // restarted. Messages are never a restart: a failed instance stays failed,
 // visible in the records (calf conversations show), until someone who has
 // fixed the cause restarts it.
-func (h *Host) Restart(ctx context.Context, conversation, instance string) (conversation.Instance, error) {
-	return h.convs.Restart(ctx, conversation, instance)
+func (h *Host) Restart(ctx context.Context, conv, instance string) (conversation.Instance, error) {
+	return h.convs.Restart(ctx, conv, instance)
 }
 
 // cancelRuns cancels the current run of each LLM instance of the
 // conversation.
-func (h *Host) cancelRuns(ctx context.Context, conversation string) error {
-	recs, err := h.convs.Store().List(ctx, kindInbox, conversation+"/", "", 0)
+func (h *Host) cancelRuns(ctx context.Context, id string) error {
+	recs, err := h.convs.Store().List(ctx, kindInbox, id+"/", "", 0)
 	if err != nil {
 		return err
 	}
@@ -359,14 +359,14 @@ func (h *Host) cancelRuns(ctx context.Context, conversation string) error {
 		if b.Current == nil {
 			continue
 		}
-		proto, _, ok := convid.SplitInstanceID(strings.TrimPrefix(rec.ID, conversation+"/"))
+		proto, _, ok := convid.SplitInstanceID(strings.TrimPrefix(rec.ID, id+"/"))
 		if !ok {
 			continue
 		}
 		ref := runRef{Base: b.Current.Run, Round: b.Round}
-		_, err := h.rt.Cancel(ctx, agent.RunRef{Name: h.o.AgentPrefix + proto, RunID: ref.runID()}, "conversation "+conversation+" stopped")
+		_, err := h.rt.Cancel(ctx, agent.RunRef{Name: h.o.AgentPrefix + proto, RunID: ref.runID()}, "conversation "+id+" stopped")
 		if err != nil && !errors.Is(err, agent.ErrRunEnded) && !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("conversation %s: cancel run %s: %w", conversation, ref.runID(), err)
+			return fmt.Errorf("conversation %s: cancel run %s: %w", id, ref.runID(), err)
 		}
 	}
 	return nil
@@ -374,8 +374,8 @@ func (h *Host) cancelRuns(ctx context.Context, conversation string) error {
 
 // Channels returns the channels of the conversation's topics, both
 // directions of each.
-func (h *Host) Channels(ctx context.Context, conversation string) ([]string, error) {
-	topics, err := h.convs.Topics(ctx, conversation)
+func (h *Host) Channels(ctx context.Context, id string) ([]string, error) {
+	topics, err := h.convs.Topics(ctx, id)
 	if err != nil {
 		return nil, err
 	}

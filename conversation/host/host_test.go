@@ -49,7 +49,7 @@ type hostEnv struct {
 }
 
 // newHost serves a host of hostPrototypes on b with model m (for every
-// LLM prototype) and the docmem agent.
+// LLM prototype; no model opener when m is nil) and the docmem agent.
 func newHost(t *testing.T, b calf.Broker, st store.Store, m model.Model, opts *host.Options) *hostEnv {
 	t.Helper()
 	ctx := t.Context()
@@ -68,7 +68,9 @@ func newHost(t *testing.T, b calf.Broker, st store.Store, m model.Model, opts *h
 	if opts != nil {
 		o = *opts
 	}
-	o.Model = func(string) (model.Model, error) { return m, nil }
+	if m != nil {
+		o.Model = func(string) (model.Model, error) { return m, nil }
+	}
 	o.Code = map[string]host.CodeHandler{"docmem-agent": docmem.New(st, nil).CodeHandler()}
 	h := host.New(rt, convs, &o)
 	if err := h.Serve(ctx); err != nil {

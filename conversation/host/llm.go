@@ -401,7 +401,10 @@ func (h *Host) agentFor(ctx context.Context, p conversation.Prototype) (*agent.A
 		return a, nil
 	}
 	if len(p.MCPServers) > 0 && h.o.MCP == nil {
-		return nil, errors.New("it lists MCP servers, and this host connects none (Options.MCP)")
+		return nil, errors.New("it lists MCP servers, and this host connects none (host.Options.MCP)")
+	}
+	if h.o.Model == nil {
+		return nil, errors.New("this host opens no model (host.Options.Model)")
 	}
 	var extra []tool.Tool
 	var sb strings.Builder

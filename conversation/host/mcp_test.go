@@ -47,7 +47,7 @@ func mcpOpener(n *atomic.Int32) func(conversation.MCPServer) (tool.Toolset, erro
 }
 
 // TestHostMCP: an LLM prototype that lists an MCP server is served with
-// the server's tools when HostOptions.MCP connects them: the model calls
+// the server's tools when Options.MCP connects them: the model calls
 // the server's echo tool in a conversation, through the hooks of
 // HostOptions.Agent, and the user gets the answer. Without an opener, the
 // messages for its instances are refused with the reason.
