@@ -56,31 +56,4 @@
 // (package eventlog), each conversation's messages in the log of its id.
 //
 // docs/conversations.md describes it all, and what is still missing.
-//
-// # Inside the host
-//
-// [HostOptions] gives the host what it does not make itself: the options
-// every agent of the host starts from (Agent), the opener of the
-// prototypes' MCP servers (MCP; this package imports no MCP client), and
-// KeepToolTraffic, which keeps the tool calls in the instances' sessions
-// too (by default they keep only the messages and the answers,
-// [agent.Options.SessionAnswersOnly]). An LLM prototype is made an agent
-// named conv-{prototype} by [NewAgent], which the calf command's --agents
-// uses too; its instance's messages wait in an inbox record
-// (conversation_inbox) and run one at a time in the session named by the
-// instance's id. The host's own channels carry what its handlers hand each
-// other: calf.convhost.reply (answers to requests), calf.convhost.output
-// (runs' outputs, through [agent.ReplyTo]) and calf.convhost.runblock
-// ("# Run" blocks). The start_conversation and send tools are
-// request-reply with a correlation id derived from the call and a
-// timeout. The host prepares the consumer group of an external
-// prototype's channel, so that its messages wait for its first process
-// (TestExternalAgentInNode runs internal/peers/convagent on NATS, killed
-// and started again). [Conversations.History] reads the user-facing
-// history, [Host.ToolContext] the tool context from the runs' records.
-//
-// After a restart on an in-memory broker, [Host.Recover] carries each
-// instance's current message on once: its run resumed through
-// [agent.Agent.Recover], its output emitted again, or the message
-// submitted again.
 package conversation

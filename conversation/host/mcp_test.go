@@ -49,7 +49,7 @@ func mcpOpener(n *atomic.Int32) func(conversation.MCPServer) (tool.Toolset, erro
 // TestHostMCP: an LLM prototype that lists an MCP server is served with
 // the server's tools when Options.MCP connects them: the model calls
 // the server's echo tool in a conversation, through the hooks of
-// HostOptions.Agent, and the user gets the answer. Without an opener, the
+// Options.Agent, and the user gets the answer. Without an opener, the
 // messages for its instances are refused with the reason.
 func TestHostMCP(t *testing.T) {
 	server := []string{peers.Node(t), peers.Package(t, "@modelcontextprotocol/server-everything/dist/index.js")}
@@ -95,7 +95,7 @@ func TestHostMCP(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if strings.Join(hooked, ",") != "ev__echo,ev__echo" {
-			t.Errorf("the hook of HostOptions.Agent saw %q, want both echo calls", hooked)
+			t.Errorf("the hook of Options.Agent saw %q, want both echo calls", hooked)
 		}
 	})
 
