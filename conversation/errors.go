@@ -3,6 +3,7 @@ package conversation
 import (
 	"errors"
 
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store"
 )
 
@@ -17,10 +18,12 @@ var (
 	// ErrStopped: the conversation is stopped; it takes no new instances
 	// and no messages.
 	ErrStopped = errors.New("conversation: stopped")
-	// ErrInvalidName: a prototype's name is not one (see [CheckName]).
-	ErrInvalidName = errors.New("conversation: invalid name")
+	// ErrInvalidName: a prototype's name is not one: 1 to 48 bytes, a
+	// lowercase letter first, then lowercase letters, digits, '-' and '_',
+	// and not "user".
+	ErrInvalidName = convid.ErrInvalidName
 	// ErrInvalidID: a conversation id, instance id or participant is not one.
-	ErrInvalidID = errors.New("conversation: invalid id")
+	ErrInvalidID = convid.ErrInvalidID
 	// ErrInvalid is matched by a [*ValidationError]: prototypes with problems.
 	ErrInvalid = errors.New("conversation: invalid prototypes")
 	// ErrNotSubagent: an instance asked for an instance of a prototype its

@@ -7,15 +7,9 @@ import (
 	"strings"
 
 	"github.com/calf-go/calf/agent/session"
+	"github.com/calf-go/calf/conversation/internal/runblock"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
-)
-
-// The inputs of the runs that carry on after a "# Run" block: the block's
-// results, or its problems. They are the framework's, not the sender's.
-const (
-	runResultsPrefix  = "Results of your # Run block:\n"
-	runProblemsPrefix = "Your # Run block was not carried out:\n"
 )
 
 // Exchange is a message an LLM instance answered and the answer the sender
@@ -58,7 +52,7 @@ func exchanges(msgs []model.Message) []Exchange {
 		switch m.Role {
 		case model.RoleUser:
 			text := m.Text()
-			if len(out) > 0 && (strings.HasPrefix(text, runResultsPrefix) || strings.HasPrefix(text, runProblemsPrefix)) {
+			if len(out) > 0 && (strings.HasPrefix(text, runblock.ResultsPrefix) || strings.HasPrefix(text, runblock.ProblemsPrefix)) {
 				continue // a round of the message before
 			}
 			out = append(out, Exchange{Message: text})
@@ -67,7 +61,7 @@ func exchanges(msgs []model.Message) []Exchange {
 				continue
 			}
 			text := m.Text()
-			if _, rest, err := ParseRun(text); err == nil {
+			if _, rest, err := runblock.Parse(text); err == nil {
 				text = rest
 			}
 			if text = strings.TrimSpace(text); text != "" {

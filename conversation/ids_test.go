@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/internal/convid"
 )
 
 // A new conversation id is a canonical lowercase UUID of version 4 and
@@ -13,7 +14,7 @@ func TestNewIDIsAVersion4UUID(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
 		id := conversation.NewID()
-		if err := conversation.CheckConversationID(id); err != nil {
+		if err := convid.CheckConversationID(id); err != nil {
 			t.Fatal(err)
 		}
 		if id[14] != '4' {

@@ -12,8 +12,8 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// MaxFileSize bounds a prototypes file.
-const MaxFileSize = 4 << 20
+// maxFileSize bounds a prototypes file.
+const maxFileSize = 4 << 20
 
 // LoadFile reads the prototypes of a YAML file (see [Parse]).
 func LoadFile(name string) ([]Prototype, error) {
@@ -22,7 +22,7 @@ func LoadFile(name string) ([]Prototype, error) {
 		return nil, fmt.Errorf("conversation: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("conversation: %s: %w", name, err)
 	}
@@ -57,8 +57,8 @@ func LoadFile(name string) ([]Prototype, error) {
 // fields and values of the wrong type too: the error, a
 // [*ValidationError], lists every problem at once, each with its line.
 func Parse(data []byte) ([]Prototype, error) {
-	if len(data) > MaxFileSize {
-		return nil, &ValidationError{Problems: []Problem{{Message: fmt.Sprintf("larger than %d bytes", MaxFileSize)}}}
+	if len(data) > maxFileSize {
+		return nil, &ValidationError{Problems: []Problem{{Message: fmt.Sprintf("larger than %d bytes", maxFileSize)}}}
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))

@@ -3,11 +3,11 @@ package conversation
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
-)
 
-// MaxCommandArgs bounds the arguments of a message's command.
-const MaxCommandArgs = 64
+	"github.com/calf-go/calf/internal/convid"
+)
 
 // ConversationMessage is the message on every conversation channel, as
 // JSON (docs/channels.md):
@@ -52,30 +52,37 @@ func (m ConversationMessage) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
+// IsError reports whether m refuses a message or reports a failure (a
+// stopped conversation, a failed run) rather than answers: its text
+// starts with "error: ", as the host's refusals do.
+func (m ConversationMessage) IsError() bool {
+	return strings.HasPrefix(m.Message, convid.ErrorPrefix)
+}
+
 // Validate reports what makes m not a conversation message: no
 // conversation id, neither or both of a user and an agent, an agent id
 // that is no instance of the conversation, a missing timestamp, or a
-// command of more than [MaxCommandArgs] arguments.
+// command of more than 64 arguments.
 func (m *ConversationMessage) Validate() error {
-	if err := CheckConversationID(m.ConversationID); err != nil {
+	if err := convid.CheckConversationID(m.ConversationID); err != nil {
 		return fmt.Errorf("conversation: message: conversation_id: %w", err)
 	}
 	if (m.UserID == "") == (m.AgentID == "") {
 		return fmt.Errorf("%w: message: want exactly one of user_id and agent_id", ErrInvalidID)
 	}
 	if m.AgentID != "" {
-		if _, conv, ok := SplitInstanceID(m.AgentID); !ok || conv != m.ConversationID {
-			return fmt.Errorf("%w: message: agent_id %q is no instance of conversation %s", ErrInvalidID, truncate(m.AgentID), m.ConversationID)
+		if _, conv, ok := convid.SplitInstanceID(m.AgentID); !ok || conv != m.ConversationID {
+			return fmt.Errorf("%w: message: agent_id %q is no instance of conversation %s", ErrInvalidID, convid.Truncate(m.AgentID), m.ConversationID)
 		}
 	}
-	if len(m.UserID) > MaxUserIDLen {
-		return fmt.Errorf("%w: message: user_id longer than %d bytes", ErrInvalidID, MaxUserIDLen)
+	if len(m.UserID) > convid.MaxUserIDLen {
+		return fmt.Errorf("%w: message: user_id longer than %d bytes", ErrInvalidID, convid.MaxUserIDLen)
 	}
 	if m.Timestamp.IsZero() {
 		return fmt.Errorf("%w: message: no timestamp", ErrInvalidID)
 	}
-	if len(m.Command) > MaxCommandArgs {
-		return fmt.Errorf("%w: message: a command of %d arguments (at most %d)", ErrInvalidID, len(m.Command), MaxCommandArgs)
+	if len(m.Command) > convid.MaxCommandArgs {
+		return fmt.Errorf("%w: message: a command of %d arguments (at most %d)", ErrInvalidID, len(m.Command), convid.MaxCommandArgs)
 	}
 	return nil
 }

@@ -9,14 +9,15 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/calf-go/calf/model/models"
+	"github.com/calf-go/calf/internal/convid"
+	"github.com/calf-go/calf/internal/modelspec"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool/builtin"
 )
 
-// KindPrototype is the record kind of prototypes: one record per prototype,
+// kindPrototype is the record kind of prototypes: one record per prototype,
 // its id the prototype's name, its data the [Prototype] as JSON.
-const KindPrototype = "conversation_prototype"
+const kindPrototype = "conversation_prototype"
 
 // Kind says what serves a prototype's instances.
 type Kind string
@@ -35,17 +36,19 @@ const (
 
 // Bounds of a prototype's text fields.
 const (
-	MaxRoleLen         = 256
-	MaxDescriptionLen  = 4 << 10
-	MaxSystemPromptLen = 64 << 10
+	maxRoleLen         = 256
+	maxDescriptionLen  = 4 << 10
+	maxSystemPromptLen = 64 << 10
 )
 
 // Prototype is a named template of agents: each conversation that needs
 // one has its own instance of it. Prototypes are data: stored as records
-// of kind [KindPrototype], registered from Go or loaded from a YAML file
+// of kind [kindPrototype], registered from Go or loaded from a YAML file
 // ([LoadFile]).
 type Prototype struct {
-	// Name names the prototype: see [CheckName]. Required.
+	// Name names the prototype: 1 to 48 bytes, a lowercase letter
+	// first, then lowercase letters, digits, '-' and '_', not "user" (it
+	// is a channel token on every broker). Required.
 	Name string `json:"name"`
 	// Role says in a line what its instances do.
 	Role string `json:"role,omitempty"`
@@ -190,7 +193,7 @@ func (p *Prototype) problems(l *lines) []Problem {
 	}
 	if p.Name == "" {
 		add("name", "missing name")
-	} else if err := CheckName(p.Name); err != nil {
+	} else if err := convid.CheckName(p.Name); err != nil {
 		add("name", "%s", strings.TrimPrefix(err.Error(), "conversation: "))
 	}
 	kind := p.Kind
@@ -202,14 +205,14 @@ func (p *Prototype) problems(l *lines) []Problem {
 	default:
 		add("kind", "unknown kind %q (want llm, code or external)", p.Kind)
 	}
-	if len(p.Role) > MaxRoleLen {
-		add("role", "longer than %d bytes", MaxRoleLen)
+	if len(p.Role) > maxRoleLen {
+		add("role", "longer than %d bytes", maxRoleLen)
 	}
-	if len(p.Description) > MaxDescriptionLen {
-		add("description", "longer than %d bytes", MaxDescriptionLen)
+	if len(p.Description) > maxDescriptionLen {
+		add("description", "longer than %d bytes", maxDescriptionLen)
 	}
-	if len(p.SystemPrompt) > MaxSystemPromptLen {
-		add("system_prompt", "longer than %d bytes", MaxSystemPromptLen)
+	if len(p.SystemPrompt) > maxSystemPromptLen {
+		add("system_prompt", "longer than %d bytes", maxSystemPromptLen)
 	}
 	if kind == KindCode || kind == KindExternal {
 		for _, f := range []struct {
@@ -222,7 +225,7 @@ func (p *Prototype) problems(l *lines) []Problem {
 		}
 	}
 	if p.Model != "" {
-		if _, err := models.Parse(p.Model); err != nil {
+		if _, err := modelspec.Parse(p.Model); err != nil {
 			add("model", "%v", err)
 		} else if strings.ContainsAny(p.Model, " \t\r\n") {
 			add("model", "%q holds white space", p.Model)
@@ -258,7 +261,7 @@ func (p *Prototype) problems(l *lines) []Problem {
 	subs := map[string]bool{}
 	for _, s := range p.Subagents {
 		switch {
-		case CheckName(s) != nil:
+		case convid.CheckName(s) != nil:
 			add("subagents", "%q is not a prototype name", s)
 		case s == p.Name:
 			add("subagents", "%q names the prototype itself", s)
@@ -319,7 +322,7 @@ func validateSet(ps []Prototype, ls []*lines) []Problem {
 	}
 	for i, p := range ps {
 		for _, s := range p.Subagents {
-			if _, ok := index[s]; !ok && CheckName(s) == nil && s != p.Name {
+			if _, ok := index[s]; !ok && convid.CheckName(s) == nil && s != p.Name {
 				out = append(out, Problem{Line: lineOf(i, "").of("subagents"), Prototype: p.Name, Field: "subagents", Message: fmt.Sprintf("%q names no prototype", s)})
 			}
 		}
@@ -370,7 +373,7 @@ func validateSet(ps []Prototype, ls []*lines) []Problem {
 }
 
 // Prototypes keeps prototypes in a store, as records of kind
-// [KindPrototype].
+// [kindPrototype].
 type Prototypes struct {
 	s store.Store
 }
@@ -395,13 +398,13 @@ func (r *Prototypes) Register(ctx context.Context, p Prototype, replace bool) er
 		return err
 	}
 	if !replace {
-		_, err := r.s.Put(ctx, KindPrototype, p.Name, data, 0)
+		_, err := r.s.Put(ctx, kindPrototype, p.Name, data, 0)
 		if errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("%w: prototype %s", ErrExists, p.Name)
 		}
 		return err
 	}
-	_, err = store.Update(ctx, r.s, KindPrototype, p.Name, func([]byte, bool) ([]byte, error) { return data, nil })
+	_, err = store.Update(ctx, r.s, kindPrototype, p.Name, func([]byte, bool) ([]byte, error) { return data, nil })
 	return err
 }
 
@@ -421,9 +424,9 @@ func (r *Prototypes) RegisterAll(ctx context.Context, ps []Prototype, replace bo
 
 // Get returns the prototype named name, or an error matching [ErrNotFound].
 func (r *Prototypes) Get(ctx context.Context, name string) (Prototype, error) {
-	rec, err := r.s.Get(ctx, KindPrototype, name)
+	rec, err := r.s.Get(ctx, kindPrototype, name)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalidKey) {
-		return Prototype{}, fmt.Errorf("%w: prototype %q", ErrNotFound, truncate(name))
+		return Prototype{}, fmt.Errorf("%w: prototype %q", ErrNotFound, convid.Truncate(name))
 	}
 	if err != nil {
 		return Prototype{}, err
@@ -439,7 +442,7 @@ func (r *Prototypes) Get(ctx context.Context, name string) (Prototype, error) {
 func (r *Prototypes) List(ctx context.Context) ([]Prototype, error) {
 	var out []Prototype
 	for after := ""; ; {
-		recs, err := r.s.List(ctx, KindPrototype, "", after, 100)
+		recs, err := r.s.List(ctx, kindPrototype, "", after, 100)
 		if err != nil {
 			return nil, err
 		}
@@ -460,12 +463,12 @@ func (r *Prototypes) List(ctx context.Context) ([]Prototype, error) {
 // Remove removes the prototype named name, or returns an error matching
 // [ErrNotFound]. Its instances already started keep their records.
 func (r *Prototypes) Remove(ctx context.Context, name string) error {
-	rec, err := r.s.Get(ctx, KindPrototype, name)
+	rec, err := r.s.Get(ctx, kindPrototype, name)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalidKey) {
-		return fmt.Errorf("%w: prototype %q", ErrNotFound, truncate(name))
+		return fmt.Errorf("%w: prototype %q", ErrNotFound, convid.Truncate(name))
 	}
 	if err != nil {
 		return err
 	}
-	return r.s.Delete(ctx, KindPrototype, name, rec.Version)
+	return r.s.Delete(ctx, kindPrototype, name, rec.Version)
 }

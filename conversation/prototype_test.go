@@ -203,7 +203,7 @@ func TestPrototypesInStore(t *testing.T) {
 		if len(all) != 2 || all[0].Name != "conversational-agent" || all[1].Role != "changed" {
 			t.Errorf("List: %+v", all)
 		}
-		rec, err := s.Get(ctx, conversation.KindPrototype, "docmem-agent")
+		rec, err := s.Get(ctx, "conversation_prototype", "docmem-agent")
 		if err != nil || rec.Version != 2 {
 			t.Errorf("the record after a replace: version %d, %v; want version 2", rec.Version, err)
 		}

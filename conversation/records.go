@@ -7,20 +7,22 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store"
 )
 
-// Record kinds of conversations, instances and topics.
+// Record kinds of conversations, instances and topics. Their values are
+// those of the records already stored: never change them.
 const (
-	// KindConversation: one record per conversation, id the conversation's
+	// kindConversation: one record per conversation, id the conversation's
 	// UUID, data a [Conversation].
-	KindConversation = "conversation"
-	// KindInstance: one record per instance, id
+	kindConversation = "conversation"
+	// kindInstance: one record per instance, id
 	// "{conversation}/{instance id}", data an [Instance].
-	KindInstance = "conversation_instance"
-	// KindTopic: one record per pair of participants, id
+	kindInstance = "conversation_instance"
+	// kindTopic: one record per pair of participants, id
 	// "{conversation}/{topic name}", data a [Topic].
-	KindTopic = "conversation_topic"
+	kindTopic = "conversation_topic"
 )
 
 // Status is the status of a conversation or an instance.
@@ -32,13 +34,6 @@ const (
 	StatusStopped Status = "stopped"
 	// StatusError: an instance that failed (instances only).
 	StatusError Status = "error"
-)
-
-// MaxUserIDLen and MaxConversationDescriptionLen bound a conversation's
-// fields.
-const (
-	MaxUserIDLen                  = 256
-	MaxConversationDescriptionLen = 1024
 )
 
 // Conversation is the record of one conversation.
@@ -57,7 +52,9 @@ type Conversation struct {
 // Instance is the record of one instance of a prototype in a
 // conversation. An idle instance is this record and nothing else.
 type Instance struct {
-	// ID is [InstanceID] of the prototype and the conversation.
+	// ID is "{prototype}-{conversation}", as in
+	// conversational-agent-{conversation}: a conversation holds at most one
+	// instance of each prototype, so the id is its address.
 	ID           string `json:"id"`
 	Prototype    string `json:"prototype"`
 	Conversation string `json:"conversation"`
@@ -74,7 +71,7 @@ type Instance struct {
 // Topic is the record of the pair of participants that talk in a
 // conversation. Each direction has its channel ([Channel]).
 type Topic struct {
-	// Name is [TopicName] of the participants.
+	// Name is the two participants' ids in byte order joined by a '.'.
 	Name         string `json:"name"`
 	Conversation string `json:"conversation"`
 	// Participants are the participant that opened the topic, then the
@@ -135,6 +132,9 @@ func NewConversations(s store.Store, opts *Options) *Conversations {
 // Prototypes returns the prototypes the conversations are made of.
 func (c *Conversations) Prototypes() *Prototypes { return c.protos }
 
+// Store returns the store the conversations are kept in.
+func (c *Conversations) Store() store.Store { return c.s }
+
 // NewConversation says what conversation [Conversations.Create] creates.
 type NewConversation struct {
 	// ID is the conversation's UUID. Default: a new one. Creating again
@@ -152,21 +152,21 @@ func (c *Conversations) Create(ctx context.Context, nc NewConversation) (Convers
 	if nc.ID == "" {
 		nc.ID = c.newID()
 	}
-	if err := CheckConversationID(nc.ID); err != nil {
+	if err := convid.CheckConversationID(nc.ID); err != nil {
 		return Conversation{}, err
 	}
-	if len(nc.UserID) > MaxUserIDLen || len(nc.Description) > MaxConversationDescriptionLen {
-		return Conversation{}, fmt.Errorf("%w: a user id is at most %d bytes, a description at most %d", ErrInvalidID, MaxUserIDLen, MaxConversationDescriptionLen)
+	if len(nc.UserID) > convid.MaxUserIDLen || len(nc.Description) > convid.MaxDescriptionLen {
+		return Conversation{}, fmt.Errorf("%w: a user id is at most %d bytes, a description at most %d", ErrInvalidID, convid.MaxUserIDLen, convid.MaxDescriptionLen)
 	}
 	if _, err := c.protos.Get(ctx, c.entry); err != nil {
 		return Conversation{}, fmt.Errorf("conversation: the entry prototype: %w", err)
 	}
-	conv := Conversation{ID: nc.ID, UserID: nc.UserID, Description: nc.Description, Created: c.now().UTC(), Status: StatusRunning, Entry: InstanceID(c.entry, nc.ID)}
+	conv := Conversation{ID: nc.ID, UserID: nc.UserID, Description: nc.Description, Created: c.now().UTC(), Status: StatusRunning, Entry: convid.InstanceID(c.entry, nc.ID)}
 	data, err := json.Marshal(conv)
 	if err != nil {
 		return Conversation{}, err
 	}
-	if _, err := c.s.Put(ctx, KindConversation, conv.ID, data, 0); err != nil {
+	if _, err := c.s.Put(ctx, kindConversation, conv.ID, data, 0); err != nil {
 		if !errors.Is(err, store.ErrConflict) {
 			return Conversation{}, err
 		}
@@ -188,7 +188,7 @@ func (c *Conversations) Create(ctx context.Context, nc NewConversation) (Convers
 // Get returns the conversation, or an error matching [ErrNotFound].
 func (c *Conversations) Get(ctx context.Context, id string) (Conversation, error) {
 	var conv Conversation
-	_, err := c.get(ctx, KindConversation, id, "conversation "+truncate(id), &conv)
+	_, err := c.get(ctx, kindConversation, id, "conversation "+convid.Truncate(id), &conv)
 	return conv, err
 }
 
@@ -209,7 +209,7 @@ func (c *Conversations) get(ctx context.Context, kind, id, what string, v any) (
 // List returns the conversations, by id, at most limit of them (0: all)
 // after the id after.
 func (c *Conversations) List(ctx context.Context, after string, limit int) ([]Conversation, error) {
-	return list[Conversation](ctx, c.s, KindConversation, "", after, limit)
+	return list[Conversation](ctx, c.s, kindConversation, "", after, limit)
 }
 
 func list[T any](ctx context.Context, s store.Store, kind, prefix, after string, limit int) ([]T, error) {
@@ -254,7 +254,7 @@ func (c *Conversations) Open(ctx context.Context, id string) (Conversation, erro
 // parent, an instance of the conversation whose prototype lists prototype
 // among its subagents, and opens the topic between them. It is
 // idempotent: a conversation holds one instance per prototype
-// ([InstanceID]), so spawning again, from the same parent or another,
+// ("{prototype}-{conversation}"), so spawning again, from the same parent or another,
 // returns the instance that exists (its record keeps the parent that
 // started it) and opens the topic of the new pair if there is none. A
 // stopped conversation refuses with an error matching [ErrStopped].
@@ -274,7 +274,7 @@ func (c *Conversations) Spawn(ctx context.Context, conversation, parent, prototy
 		return Instance{}, err
 	}
 	if !contains(pp.Subagents, prototype) {
-		return Instance{}, fmt.Errorf("%w: prototype %s lists no subagent %q", ErrNotSubagent, pp.Name, truncate(prototype))
+		return Instance{}, fmt.Errorf("%w: prototype %s lists no subagent %q", ErrNotSubagent, pp.Name, convid.Truncate(prototype))
 	}
 	return c.spawn(ctx, conversation, parent, prototype)
 }
@@ -295,7 +295,7 @@ func (c *Conversations) spawn(ctx context.Context, conversation, parent, prototy
 	if _, err := c.protos.Get(ctx, prototype); err != nil {
 		return Instance{}, err
 	}
-	inst := Instance{ID: InstanceID(prototype, conversation), Prototype: prototype, Conversation: conversation, Parent: parent, Status: StatusRunning, Created: c.now().UTC()}
+	inst := Instance{ID: convid.InstanceID(prototype, conversation), Prototype: prototype, Conversation: conversation, Parent: parent, Status: StatusRunning, Created: c.now().UTC()}
 	data, err := json.Marshal(inst)
 	if err != nil {
 		return Instance{}, err
@@ -303,7 +303,7 @@ func (c *Conversations) spawn(ctx context.Context, conversation, parent, prototy
 	key := conversation + "/" + inst.ID
 	// Create if absent: of concurrent or repeated creators one writes,
 	// the others find its record.
-	if _, err := c.s.Put(ctx, KindInstance, key, data, 0); err != nil {
+	if _, err := c.s.Put(ctx, kindInstance, key, data, 0); err != nil {
 		if !errors.Is(err, store.ErrConflict) {
 			return Instance{}, err
 		}
@@ -329,7 +329,7 @@ func (c *Conversations) spawn(ctx context.Context, conversation, parent, prototy
 }
 
 func (c *Conversations) openTopic(ctx context.Context, conversation, from, to string) error {
-	t := Topic{Name: TopicName(from, to), Conversation: conversation, Participants: [2]string{from, to}, Created: c.now().UTC()}
+	t := Topic{Name: convid.TopicName(from, to), Conversation: conversation, Participants: [2]string{from, to}, Created: c.now().UTC()}
 	if _, err := Channel(conversation, from, to); err != nil {
 		return err
 	}
@@ -337,7 +337,7 @@ func (c *Conversations) openTopic(ctx context.Context, conversation, from, to st
 	if err != nil {
 		return err
 	}
-	_, err = c.s.Put(ctx, KindTopic, conversation+"/"+t.Name, data, 0)
+	_, err = c.s.Put(ctx, kindTopic, conversation+"/"+t.Name, data, 0)
 	if errors.Is(err, store.ErrConflict) {
 		return nil // opened before
 	}
@@ -348,24 +348,34 @@ func (c *Conversations) openTopic(ctx context.Context, conversation, from, to st
 // matching [ErrNotFound].
 func (c *Conversations) Instance(ctx context.Context, conversation, id string) (Instance, error) {
 	var inst Instance
-	_, err := c.get(ctx, KindInstance, conversation+"/"+id, "instance "+truncate(id), &inst)
+	_, err := c.get(ctx, kindInstance, conversation+"/"+id, "instance "+convid.Truncate(id), &inst)
 	return inst, err
 }
 
 // Instances returns the instances of the conversation, by id.
 func (c *Conversations) Instances(ctx context.Context, conversation string) ([]Instance, error) {
-	if err := CheckConversationID(conversation); err != nil {
+	if err := convid.CheckConversationID(conversation); err != nil {
 		return nil, err
 	}
-	return list[Instance](ctx, c.s, KindInstance, conversation+"/", "", 0)
+	return list[Instance](ctx, c.s, kindInstance, conversation+"/", "", 0)
 }
 
 // Topics returns the topics of the conversation, by name.
 func (c *Conversations) Topics(ctx context.Context, conversation string) ([]Topic, error) {
-	if err := CheckConversationID(conversation); err != nil {
+	if err := convid.CheckConversationID(conversation); err != nil {
 		return nil, err
 	}
-	return list[Topic](ctx, c.s, KindTopic, conversation+"/", "", 0)
+	return list[Topic](ctx, c.s, kindTopic, conversation+"/", "", 0)
+}
+
+// Topic returns the topic between participants a and b of the
+// conversation, whichever of them opened it, or an error matching
+// [ErrNotFound] when they have none.
+func (c *Conversations) Topic(ctx context.Context, conversation, a, b string) (Topic, error) {
+	var t Topic
+	name := convid.TopicName(a, b)
+	_, err := c.get(ctx, kindTopic, conversation+"/"+name, "topic "+name, &t)
+	return t, err
 }
 
 // Route returns the channel of a message from participant from to
@@ -381,7 +391,7 @@ func (c *Conversations) Route(ctx context.Context, conversation, from, to string
 		return "", err
 	}
 	var t Topic
-	if _, err := c.get(ctx, KindTopic, conversation+"/"+TopicName(from, to), "topic "+TopicName(from, to), &t); err != nil {
+	if _, err := c.get(ctx, kindTopic, conversation+"/"+convid.TopicName(from, to), "topic "+convid.TopicName(from, to), &t); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return "", fmt.Errorf("%w: %s and %s in conversation %s", ErrNoTopic, from, to, conversation)
 		}
@@ -396,9 +406,9 @@ func (c *Conversations) Route(ctx context.Context, conversation, from, to string
 // any instance still marked running and is otherwise no change.
 func (c *Conversations) Stop(ctx context.Context, id string) (Conversation, error) {
 	var conv Conversation
-	_, err := store.Update(ctx, c.s, KindConversation, id, func(data []byte, exists bool) ([]byte, error) {
+	_, err := store.Update(ctx, c.s, kindConversation, id, func(data []byte, exists bool) ([]byte, error) {
 		if !exists {
-			return nil, fmt.Errorf("%w: conversation %s", ErrNotFound, truncate(id))
+			return nil, fmt.Errorf("%w: conversation %s", ErrNotFound, convid.Truncate(id))
 		}
 		if err := json.Unmarshal(data, &conv); err != nil {
 			return nil, err
@@ -410,7 +420,7 @@ func (c *Conversations) Stop(ctx context.Context, id string) (Conversation, erro
 		return json.Marshal(conv)
 	})
 	if errors.Is(err, store.ErrInvalidKey) {
-		return conv, fmt.Errorf("%w: conversation %s", ErrNotFound, truncate(id))
+		return conv, fmt.Errorf("%w: conversation %s", ErrNotFound, convid.Truncate(id))
 	}
 	if err != nil {
 		return conv, err
@@ -438,14 +448,11 @@ func (c *Conversations) stopInstance(ctx context.Context, conversation, id strin
 // whose run ends in an error or that it cannot serve; a failed instance
 // takes no message until [Conversations.Restart].
 func (c *Conversations) Fail(ctx context.Context, conversation, id, reason string) error {
-	if len(reason) > MaxErrorLen {
-		reason = reason[:MaxErrorLen] + "…"
+	if len(reason) > convid.MaxErrorLen {
+		reason = reason[:convid.MaxErrorLen] + "…"
 	}
 	return c.setInstance(ctx, conversation, id, StatusError, reason)
 }
-
-// MaxErrorLen bounds the reason [Conversations.Fail] records.
-const MaxErrorLen = 2048
 
 // Restart puts a failed instance ([StatusError]) back to work: it is
 // running again, without its error, and takes messages from then on; its
@@ -458,9 +465,9 @@ func (c *Conversations) Restart(ctx context.Context, conversation, id string) (I
 		return Instance{}, err
 	}
 	var inst Instance
-	_, err := store.Update(ctx, c.s, KindInstance, conversation+"/"+id, func(data []byte, exists bool) ([]byte, error) {
+	_, err := store.Update(ctx, c.s, kindInstance, conversation+"/"+id, func(data []byte, exists bool) ([]byte, error) {
 		if !exists {
-			return nil, fmt.Errorf("%w: instance %s", ErrNotFound, truncate(id))
+			return nil, fmt.Errorf("%w: instance %s", ErrNotFound, convid.Truncate(id))
 		}
 		if err := json.Unmarshal(data, &inst); err != nil {
 			return nil, err
@@ -476,7 +483,7 @@ func (c *Conversations) Restart(ctx context.Context, conversation, id string) (I
 		}
 	})
 	if errors.Is(err, store.ErrInvalidKey) {
-		return inst, fmt.Errorf("%w: instance %s", ErrNotFound, truncate(id))
+		return inst, fmt.Errorf("%w: instance %s", ErrNotFound, convid.Truncate(id))
 	}
 	if err != nil {
 		return inst, err
@@ -484,28 +491,29 @@ func (c *Conversations) Restart(ctx context.Context, conversation, id string) (I
 	// The host's queue of an LLM instance remembers the failure too, so
 	// that no message slips in between the failure and its record: clear
 	// it (after the instance, so that a restart retried after a failure
-	// here clears it then).
-	_, err = store.Update(ctx, c.s, KindInbox, conversation+"/"+id, func(data []byte, exists bool) ([]byte, error) {
+	// here clears it then). The queue is the host's record: only its
+	// "failed" field is read and cleared here, the others kept as they are.
+	_, err = store.Update(ctx, c.s, convid.KindInbox, conversation+"/"+id, func(data []byte, exists bool) ([]byte, error) {
 		if !exists {
 			return nil, nil
 		}
-		var b inbox
+		var b map[string]json.RawMessage
 		if err := json.Unmarshal(data, &b); err != nil {
 			return nil, fmt.Errorf("conversation: inbox of %s: %w", id, err)
 		}
-		if b.Failed == "" {
+		if _, failed := b["failed"]; !failed {
 			return nil, nil
 		}
-		b.Failed = ""
+		delete(b, "failed")
 		return json.Marshal(b)
 	})
 	return inst, err
 }
 
 func (c *Conversations) setInstance(ctx context.Context, conversation, id string, st Status, reason string) error {
-	_, err := store.Update(ctx, c.s, KindInstance, conversation+"/"+id, func(data []byte, exists bool) ([]byte, error) {
+	_, err := store.Update(ctx, c.s, kindInstance, conversation+"/"+id, func(data []byte, exists bool) ([]byte, error) {
 		if !exists {
-			return nil, fmt.Errorf("%w: instance %s", ErrNotFound, truncate(id))
+			return nil, fmt.Errorf("%w: instance %s", ErrNotFound, convid.Truncate(id))
 		}
 		var inst Instance
 		if err := json.Unmarshal(data, &inst); err != nil {
@@ -518,7 +526,7 @@ func (c *Conversations) setInstance(ctx context.Context, conversation, id string
 		return json.Marshal(inst)
 	})
 	if errors.Is(err, store.ErrInvalidKey) {
-		return fmt.Errorf("%w: instance %s", ErrNotFound, truncate(id))
+		return fmt.Errorf("%w: instance %s", ErrNotFound, convid.Truncate(id))
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/storetest"
 )
@@ -36,7 +37,7 @@ func TestConversationLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := conversation.CheckConversationID(conv.ID); err != nil {
+		if err := convid.CheckConversationID(conv.ID); err != nil {
 			t.Fatalf("a new conversation's id: %v", err)
 		}
 		entry := "conversational-agent-" + conv.ID
@@ -179,7 +180,7 @@ func TestSpawnConcurrently(t *testing.T) {
 		if len(insts) != 2 || len(topics) != 2 {
 			t.Errorf("%d instances and %d topics, want 2 and 2", len(insts), len(topics))
 		}
-		rec, err := s.Get(ctx, conversation.KindInstance, conv.ID+"/docmem-agent-"+conv.ID)
+		rec, err := s.Get(ctx, "conversation_instance", conv.ID+"/docmem-agent-"+conv.ID)
 		if err != nil || rec.Version != 1 {
 			t.Errorf("the instance's record: version %d, %v; want written once", rec.Version, err)
 		}
@@ -291,38 +292,38 @@ func TestFailInstance(t *testing.T) {
 
 func TestIDs(t *testing.T) {
 	id := conversation.NewID()
-	if err := conversation.CheckConversationID(id); err != nil {
+	if err := convid.CheckConversationID(id); err != nil {
 		t.Fatal(err)
 	}
-	p, conv, ok := conversation.SplitInstanceID(conversation.InstanceID("docmem-agent", id))
+	p, conv, ok := convid.SplitInstanceID(convid.InstanceID("docmem-agent", id))
 	if !ok || p != "docmem-agent" || conv != id {
 		t.Errorf("SplitInstanceID: %q %q %v", p, conv, ok)
 	}
 	for _, bad := range []string{"", "x", id, "-" + id, "Bad-" + id, "a." + id} {
-		if _, _, ok := conversation.SplitInstanceID(bad); ok {
+		if _, _, ok := convid.SplitInstanceID(bad); ok {
 			t.Errorf("SplitInstanceID(%q) ok", bad)
 		}
 	}
-	for _, bad := range []string{"", "A", "1a", "a.b", "a b", "a\x00", "user", strings.Repeat("a", conversation.MaxNameLen+1)} {
-		if err := conversation.CheckName(bad); !errors.Is(err, conversation.ErrInvalidName) {
+	for _, bad := range []string{"", "A", "1a", "a.b", "a b", "a\x00", "user", strings.Repeat("a", convid.MaxNameLen+1)} {
+		if err := convid.CheckName(bad); !errors.Is(err, conversation.ErrInvalidName) {
 			t.Errorf("CheckName(%q): %v", bad, err)
 		}
 	}
 	for _, bad := range []string{"", strings.ToUpper(id), strings.Replace(id, "-", "_", 1), id + "0"} {
-		if err := conversation.CheckConversationID(bad); !errors.Is(err, conversation.ErrInvalidID) {
+		if err := convid.CheckConversationID(bad); !errors.Is(err, conversation.ErrInvalidID) {
 			t.Errorf("CheckConversationID(%q): %v", bad, err)
 		}
 	}
 	// The longest channel fits a Kafka topic name.
-	long := strings.Repeat("a", conversation.MaxNameLen)
-	ch, err := conversation.Channel(id, conversation.InstanceID(long, id), conversation.InstanceID(long[1:]+"b", id))
+	long := strings.Repeat("a", convid.MaxNameLen)
+	ch, err := conversation.Channel(id, convid.InstanceID(long, id), convid.InstanceID(long[1:]+"b", id))
 	if err != nil || len(ch) > 249 || calf.ValidateChannel(ch) != nil {
 		t.Errorf("the longest channel: %d bytes, %v", len(ch), err)
 	}
 	if _, err := conversation.Channel(id, "user", "user"); err == nil {
 		t.Error("a channel from the user to itself")
 	}
-	if _, err := conversation.Channel(id, "user", conversation.InstanceID("a", conversation.NewID())); err == nil {
+	if _, err := conversation.Channel(id, "user", convid.InstanceID("a", conversation.NewID())); err == nil {
 		t.Error("a channel to an instance of another conversation")
 	}
 }
@@ -427,3 +428,39 @@ func TestStopOnAFaultyStore(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartInstance: Restart brings a failed instance back, leaves a
+// running one as it is, and refuses a stopped one or an unknown one.
+func TestRestartInstance(t *testing.T) {
+	ctx := t.Context()
+	c := setup(t, stores()["memory"](t))
+	conv, err := c.Create(ctx, conversation.NewConversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := c.Restart(ctx, conv.ID, conv.Entry); err != nil || in.Status != conversation.StatusRunning {
+		t.Errorf("Restart of a running instance = %+v, %v", in, err)
+	}
+	if err := c.Fail(ctx, conv.ID, conv.Entry, strings.Repeat("x", 3*maxErrorLen)); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := c.Instance(ctx, conv.ID, conv.Entry); len(in.Error) > maxErrorLen+len("…") {
+		t.Errorf("a reason of %d bytes recorded", len(in.Error))
+	}
+	in, err := c.Restart(ctx, conv.ID, conv.Entry)
+	if err != nil || in.Status != conversation.StatusRunning || in.Error != "" || in.Stopped != (time.Time{}) {
+		t.Errorf("Restart of a failed instance = %+v, %v", in, err)
+	}
+	if _, err := c.Restart(ctx, conv.ID, "ghost-"+conv.ID); !errors.Is(err, conversation.ErrNotFound) {
+		t.Errorf("Restart of an unknown instance: %v", err)
+	}
+	if _, err := c.Stop(ctx, conv.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Restart(ctx, conv.ID, conv.Entry); !errors.Is(err, conversation.ErrStopped) {
+		t.Errorf("Restart in a stopped conversation: %v", err)
+	}
+}
+
+// maxErrorLen is the bound of the reason Conversations.Fail records.
+const maxErrorLen = 2048

@@ -15,6 +15,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/internal/httperr"
 	"github.com/calf-go/calf/store"
 )
@@ -63,7 +64,7 @@ type ConversationEntry struct {
 	// the message it answers.
 	CorrelationID string `json:"correlation_id,omitempty"`
 	// Error says a message to the user reports a failure or a refusal
-	// (its text starts with [conversation.ErrorPrefix]).
+	// ([conversation.ConversationMessage.IsError]).
 	Error bool      `json:"error,omitempty"`
 	Time  time.Time `json:"time"`
 }
@@ -134,7 +135,7 @@ func (s *Server) recordConversationMessage(ctx context.Context, msg *calf.Messag
 		return nil
 	}
 	_, _, err = s.appendHistory(ctx, conv, ConversationEntry{ID: msg.ID, From: from, To: to, Message: m.Message, Command: m.Command,
-		CorrelationID: m.CorrelationID, Error: from != conversation.UserParticipant && strings.HasPrefix(m.Message, conversation.ErrorPrefix), Time: m.Timestamp}, true)
+		CorrelationID: m.CorrelationID, Error: from != conversation.UserParticipant && m.IsError(), Time: m.Timestamp}, true)
 	return err
 }
 
@@ -213,7 +214,7 @@ func (s *Server) conversationOf(ctx context.Context, user, id string) (conversat
 		return conversation.Conversation{}, errNoConversations
 	}
 	missing := notFound(fmt.Sprintf("no conversation %q", id))
-	if conversation.CheckConversationID(id) != nil {
+	if convid.CheckConversationID(id) != nil {
 		return conversation.Conversation{}, missing
 	}
 	c, err := convs.Get(ctx, id)
@@ -251,8 +252,8 @@ func (s *Server) say(ctx context.Context, user, id, text string, command []strin
 		return ConversationEntry{}, fmt.Errorf("%w: the message is over %d bytes", errBadRequest, MaxConversationText)
 	case !utf8.ValidString(text):
 		return ConversationEntry{}, fmt.Errorf("%w: the message is not UTF-8", errBadRequest)
-	case len(command) > conversation.MaxCommandArgs:
-		return ConversationEntry{}, fmt.Errorf("%w: a command has at most %d words", errBadRequest, conversation.MaxCommandArgs)
+	case len(command) > convid.MaxCommandArgs:
+		return ConversationEntry{}, fmt.Errorf("%w: a command has at most %d words", errBadRequest, convid.MaxCommandArgs)
 	}
 	if c.Status != conversation.StatusRunning {
 		return ConversationEntry{}, conversationStopped(c.ID)

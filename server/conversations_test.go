@@ -19,7 +19,9 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
+	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/internal/peers"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -126,11 +128,11 @@ func convServer(t *testing.T, m model.Model, wrap func(http.Handler) http.Handle
 	if err := convs.Prototypes().RegisterAll(ctx, convPrototypes, false); err != nil {
 		t.Fatal(err)
 	}
-	host := conversation.New(rt, convs, &conversation.HostOptions{
+	ch := host.New(rt, convs, &host.Options{
 		Model: func(string) (model.Model, error) { return m, nil },
-		Code:  map[string]conversation.CodeHandler{"docmem-agent": docmem.New(st, nil).CodeHandler()},
+		Code:  map[string]host.CodeHandler{"docmem-agent": docmem.New(st, nil).CodeHandler()},
 	})
-	if err := host.Serve(ctx); err != nil {
+	if err := ch.Serve(ctx); err != nil {
 		t.Fatal(err)
 	}
 	log := eventlog.New(rt.Client(), st)
@@ -142,7 +144,7 @@ func convServer(t *testing.T, m model.Model, wrap func(http.Handler) http.Handle
 		t.Fatal(err)
 	}
 	s, err := server.New(rt, []runner.Runner{runner.Agent(echo)}, &server.Options{
-		Log: log, Conversations: host, Tokens: map[string]string{annToken: "ann", bobToken: "bob"}, RateLimit: -1,
+		Log: log, Conversations: ch, Tokens: map[string]string{annToken: "ann", bobToken: "bob"}, RateLimit: -1,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +227,7 @@ func TestConversationsAPI(t *testing.T) {
 	url := hs.URL
 
 	c := createConv(t, url, annToken)
-	if c.UserID != "ann" || c.Status != conversation.StatusRunning || c.Entry != conversation.InstanceID("conversational-agent", c.ID) || c.Description != "notes" {
+	if c.UserID != "ann" || c.Status != conversation.StatusRunning || c.Entry != convid.InstanceID("conversational-agent", c.ID) || c.Description != "notes" {
 		t.Fatalf("created %+v", c)
 	}
 	// Created without a body too.

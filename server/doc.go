@@ -51,7 +51,7 @@
 //
 // # Conversations
 //
-// With [Options.Conversations] (a conversation.Host, serving in this
+// With [Options.Conversations] (a host.Host, serving in this
 // process or in others on the same broker), the server offers the
 // conversations of package conversation to its users: POST
 // /v1/conversations creates one, owned by the token's user; GET

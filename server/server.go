@@ -17,7 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/calf-go/calf/agent"
-	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/internal/httperr"
 	"github.com/calf-go/calf/internal/httpheader"
@@ -79,7 +79,7 @@ type Options struct {
 	// to the user who created it. The host need not serve in this
 	// process (any process on the broker may); its user-facing histories
 	// are kept by [Server.RecordConversations].
-	Conversations *conversation.Host
+	Conversations *host.Host
 	// Deps, when set, gives the runs a user starts (by the API, the
 	// WebSocket bridge or AG-UI) the dependencies it returns for that
 	// user: the name [Options.Tokens] maps the request's token to, or

@@ -14,6 +14,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
+	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
@@ -141,7 +142,7 @@ func (f *agentFlags) prototypeAgent(ctx context.Context, p conversation.Prototyp
 	if err != nil {
 		return nil, err
 	}
-	a, err := conversation.NewAgent(p, &conversation.AgentOptions{
+	a, err := host.NewAgent(p, &host.AgentOptions{
 		Model: f.openModel(ctx, getenv), Root: f.root, MCP: mcpToolset,
 		Agent: &agent.Options{MaxTurns: f.maxTurns, Timeout: f.timeout, Hooks: hooks, Toolsets: servers},
 	})
@@ -163,7 +164,7 @@ func (f *agentFlags) prototypeAgent(ctx context.Context, p conversation.Prototyp
 // opts holds the host's other options (DeleteChannels, Concurrency,
 // MaxAttempts).
 func (f *agentFlags) newHost(ctx context.Context, rt *agent.Runtime, protos []conversation.Prototype, getenv func(string) string,
-	opts conversation.HostOptions) (*conversation.Host, error) {
+	opts host.Options) (*host.Host, error) {
 	st := rt.Store()
 	convs := conversation.NewConversations(st, nil)
 	if len(protos) > 0 {
@@ -181,10 +182,10 @@ func (f *agentFlags) newHost(ctx context.Context, rt *agent.Runtime, protos []co
 	}
 	opts.Model, opts.Root, opts.MCP = f.openModel(context.WithoutCancel(ctx), getenv), f.root, mcpToolset
 	opts.Agent = &agent.Options{MaxTurns: f.maxTurns, Timeout: f.timeout, Hooks: hooks, Toolsets: servers}
-	opts.Code = map[string]conversation.CodeHandler{docmemPrototype: docmem.New(st, nil).CodeHandler()}
+	opts.Code = map[string]host.CodeHandler{docmemPrototype: docmem.New(st, nil).CodeHandler()}
 	// The terminal chat and the web chat show the answers as they come.
 	opts.Stream = true
-	return conversation.New(rt, convs, &opts), nil
+	return host.New(rt, convs, &opts), nil
 }
 
 // serveHost serves host until the runtime's client shuts down. On a
@@ -192,7 +193,7 @@ func (f *agentFlags) newHost(ctx context.Context, rt *agent.Runtime, protos []co
 // previous process left in flight, it then carries on the messages whose
 // answers were in progress (Host.Recover); what cannot be carried on is
 // reported on warn, and waits for a process that can.
-func serveHost(ctx context.Context, host *conversation.Host, inProcess bool, warn io.Writer) error {
+func serveHost(ctx context.Context, host *host.Host, inProcess bool, warn io.Writer) error {
 	sctx := context.WithoutCancel(ctx)
 	if err := host.Serve(sctx); err != nil {
 		return failure(err)

@@ -15,6 +15,8 @@ import (
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 )
 
 func newConversationsCommand(getenv func(string) string) *cobra.Command {
@@ -173,11 +175,11 @@ func timeOrDash(t time.Time) string {
 }
 
 func createConversation(ctx context.Context, storeURL, entry string, nc conversation.NewConversation, asJSON bool, out io.Writer) error {
-	if err := conversation.CheckName(entry); err != nil {
+	if err := convid.CheckName(entry); err != nil {
 		return usageError(fmt.Errorf("--entry %q: %w", entry, err))
 	}
-	if len(nc.UserID) > conversation.MaxUserIDLen || len(nc.Description) > conversation.MaxConversationDescriptionLen {
-		return usageError(fmt.Errorf("--user is at most %d bytes, --description %d", conversation.MaxUserIDLen, conversation.MaxConversationDescriptionLen))
+	if len(nc.UserID) > convid.MaxUserIDLen || len(nc.Description) > convid.MaxDescriptionLen {
+		return usageError(fmt.Errorf("--user is at most %d bytes, --description %d", convid.MaxUserIDLen, convid.MaxDescriptionLen))
 	}
 	st, err := openStore(ctx, storeURL, nil)
 	if err != nil {
@@ -245,7 +247,7 @@ type conversationRow struct {
 }
 
 func restartConversation(ctx context.Context, storeURL, id string, instances []string, asJSON bool, out io.Writer) error {
-	if err := conversation.CheckConversationID(id); err != nil {
+	if err := convid.CheckConversationID(id); err != nil {
 		return usageError(err)
 	}
 	st, err := openStore(ctx, storeURL, nil)
@@ -299,7 +301,7 @@ type conversationView struct {
 }
 
 func showConversation(ctx context.Context, storeURL, id string, asJSON bool, out io.Writer) error {
-	if err := conversation.CheckConversationID(id); err != nil {
+	if err := convid.CheckConversationID(id); err != nil {
 		return usageError(err)
 	}
 	st, err := openStore(ctx, storeURL, nil)
@@ -345,7 +347,7 @@ func showConversation(ctx context.Context, storeURL, id string, asJSON bool, out
 }
 
 func stopConversation(ctx context.Context, storeURL, brokerURL, id string, asJSON bool, out io.Writer) error {
-	if err := conversation.CheckConversationID(id); err != nil {
+	if err := convid.CheckConversationID(id); err != nil {
 		return usageError(err)
 	}
 	if brokerURL != "" {
@@ -378,8 +380,8 @@ func stopConversation(ctx context.Context, storeURL, brokerURL, id string, asJSO
 			defer cancel()
 			_ = client.Shutdown(sctx)
 		}()
-		host := conversation.New(agent.NewRuntime(client, st, nil), convs, &conversation.HostOptions{DeleteChannels: true})
-		c, err = host.Stop(ctx, id)
+		h := host.New(agent.NewRuntime(client, st, nil), convs, &host.Options{DeleteChannels: true})
+		c, err = h.Stop(ctx, id)
 	}
 	if err != nil {
 		return failure(err)
@@ -410,7 +412,7 @@ func sendConversation(ctx context.Context, f *linkFlags, text string, wait time.
 		}
 	}
 	if isRefusal(m) {
-		return failure(fmt.Errorf("%s answered with an error: %s", m.AgentID, strings.TrimPrefix(m.Message, conversation.ErrorPrefix)))
+		return failure(fmt.Errorf("%s answered with an error: %s", m.AgentID, strings.TrimPrefix(m.Message, convid.ErrorPrefix)))
 	}
 	if !asJSON {
 		_, err = fmt.Fprintln(out, m.Message)

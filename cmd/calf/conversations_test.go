@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store/sqlite"
 )
 
@@ -152,12 +153,12 @@ func TestConversations(t *testing.T) {
 	if err := json.Unmarshal([]byte(got.stdout), &c); err != nil {
 		t.Fatalf("conversations create --json: %v\n%s", err, got.stdout)
 	}
-	if c.UserID != "u1" || c.Description != "User chat" || c.Status != conversation.StatusRunning || c.Entry != conversation.InstanceID("conversational-agent", c.ID) {
+	if c.UserID != "u1" || c.Description != "User chat" || c.Status != conversation.StatusRunning || c.Entry != convid.InstanceID("conversational-agent", c.ID) {
 		t.Errorf("created %+v", c)
 	}
 	got = mustRun(t, exitOK, "conversations", "create", "--store", st, "--entry", "poet")
 	id2, _, _ := strings.Cut(strings.TrimPrefix(got.stdout, "conversation "), "\n")
-	in, _ := conversation.Channel(id2, conversation.UserParticipant, conversation.InstanceID("poet", id2))
+	in, _ := conversation.Channel(id2, conversation.UserParticipant, convid.InstanceID("poet", id2))
 	if !strings.Contains(got.stdout, "send on      "+in+"\n") {
 		t.Errorf("conversations create printed:\n%s", got.stdout)
 	}
@@ -172,7 +173,7 @@ func TestConversations(t *testing.T) {
 	}
 
 	got = mustRun(t, exitOK, "conversations", "show", "--store", st, c.ID)
-	for _, s := range []string{"status        running", c.Entry + "  conversational-agent  user", conversation.TopicName("user", c.Entry)} {
+	for _, s := range []string{"status        running", c.Entry + "  conversational-agent  user", convid.TopicName("user", c.Entry)} {
 		if !strings.Contains(got.stdout, s) {
 			t.Errorf("conversations show lacks %q:\n%s", s, got.stdout)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -13,6 +12,8 @@ import (
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store"
 )
 
@@ -76,11 +77,11 @@ type convLink struct {
 // registered first). A conversation that does not exist is a failure; one
 // that is stopped opens (its history is readable), and send refuses.
 func openLink(ctx context.Context, f *linkFlags, getenv func(string) string) (l *convLink, err error) {
-	if err := conversation.CheckConversationID(f.conversation); err != nil {
+	if err := convid.CheckConversationID(f.conversation); err != nil {
 		return nil, usageError(fmt.Errorf("conversation %q: %w", f.conversation, err))
 	}
-	if len(f.user) > conversation.MaxUserIDLen {
-		return nil, usageError(fmt.Errorf("--user is at most %d bytes", conversation.MaxUserIDLen))
+	if len(f.user) > convid.MaxUserIDLen {
+		return nil, usageError(fmt.Errorf("--user is at most %d bytes", convid.MaxUserIDLen))
 	}
 	if err := checkStore(f.store); err != nil {
 		return nil, err
@@ -156,7 +157,7 @@ func openLink(ctx context.Context, f *linkFlags, getenv func(string) string) (l 
 // registered first, and carries on the messages a previous process left
 // unanswered.
 func (l *convLink) serve(ctx context.Context, f *agentFlags, protos []conversation.Prototype, getenv func(string) string, warn io.Writer) error {
-	host, err := f.newHost(ctx, agent.NewRuntime(l.client, l.st, runtimeOptions(ctx)), protos, getenv, conversation.HostOptions{})
+	host, err := f.newHost(ctx, agent.NewRuntime(l.client, l.st, runtimeOptions(ctx)), protos, getenv, host.Options{})
 	if err != nil {
 		return err
 	}
@@ -249,5 +250,5 @@ func (l *convLink) answers(ctx context.Context) (<-chan conversation.Conversatio
 
 // isRefusal reports whether an answer is an error message of the host.
 func isRefusal(m conversation.ConversationMessage) bool {
-	return strings.HasPrefix(m.Message, conversation.ErrorPrefix)
+	return m.IsError()
 }

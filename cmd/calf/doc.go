@@ -414,9 +414,9 @@
 // prototypes.go and conversations.go; chat --conversation in chatconv.go,
 // which with conversations send uses convlink.go (the user-to-entry and
 // entry-to-user channels: with --broker the workers', without it a
-// conversation.Host in the process). One function, newHost in agents.go,
+// host.Host in the process). One function, newHost in agents.go,
 // makes the host of worker, serve and the in-process commands, its agents
-// made by conversation.NewAgent with the prototypes' MCP servers and the
+// made by host.NewAgent with the prototypes' MCP servers and the
 // agent flags; serveHost serves it and, on the in-process broker, calls
 // Host.Recover. userroot.go gives each user of serve a directory of their
 // own, the user travelling with the run as its dependencies. --retention

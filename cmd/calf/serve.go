@@ -12,7 +12,7 @@ import (
 
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
-	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/server"
 	"github.com/calf-go/calf/tool/builtin"
@@ -148,17 +148,17 @@ func serve(cmd *cobra.Command, f serveFlags, getenv func(string) string) error {
 	defer e.close()
 	// With --agents, the file's conversations too: its prototypes
 	// registered and a host, served here when the agent is.
-	var host *conversation.Host
+	var convHost *host.Host
 	if f.agentsFile != "" {
 		protos, err := f.loadAgents()
 		if err != nil {
 			return err
 		}
-		if host, err = f.newHost(ctx, e.rt, protos, getenv, conversation.HostOptions{DeleteChannels: true}); err != nil {
+		if convHost, err = f.newHost(ctx, e.rt, protos, getenv, host.Options{DeleteChannels: true}); err != nil {
 			return err
 		}
 	}
-	opts := &server.Options{Addr: f.addr, Tokens: tokens, Log: e.log, Conversations: host}
+	opts := &server.Options{Addr: f.addr, Tokens: tokens, Log: e.log, Conversations: convHost}
 	if severalUsers(tokens) {
 		// Each user's runs carry the user, so that the tools work in a
 		// directory of the user's own (userRoot).
@@ -168,14 +168,14 @@ func serve(cmd *cobra.Command, f serveFlags, getenv func(string) string) error {
 	if err != nil {
 		return failure(err)
 	}
-	if host != nil {
+	if convHost != nil {
 		// The recorder first, so that the answers of the messages
 		// carried on are in the histories.
 		if err := s.RecordConversations(context.WithoutCancel(ctx)); err != nil {
 			return failure(err)
 		}
 		if f.serve || adapters.InProcess(f.broker) {
-			if err := serveHost(ctx, host, adapters.InProcess(f.broker), cmd.ErrOrStderr()); err != nil {
+			if err := serveHost(ctx, convHost, adapters.InProcess(f.broker), cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 		}
@@ -187,7 +187,7 @@ func serve(cmd *cobra.Command, f serveFlags, getenv func(string) string) error {
 	base := "http://" + l.Addr().String()
 	fmt.Fprintf(cmd.ErrOrStderr(), "calf: serving agent %s at %s/v1 (OpenAI-compatible; model %q)\n", e.agent.Name(), base, e.agent.Name())
 	fmt.Fprintf(cmd.ErrOrStderr(), "calf: web chat at %s/\ncalf: run inspector at %s/inspect.html\n", base, base)
-	if host != nil {
+	if convHost != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "calf: conversations of the --agents prototypes at %s/v1/conversations\n", base)
 	}
 	if err := s.Serve(ctx, l); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/eventlog"
 )
 
@@ -187,7 +188,7 @@ func runWorker(ctx context.Context, f workerFlags, agentSet bool, getenv func(st
 	if protos != nil {
 		// The conversations of the file's prototypes: registered (the
 		// file's version replacing the store's), then served.
-		host, err := f.newHost(ctx, w.Runtime(), protos, getenv, conversation.HostOptions{
+		host, err := f.newHost(ctx, w.Runtime(), protos, getenv, host.Options{
 			DeleteChannels: true, Concurrency: f.concurrency, MaxAttempts: f.maxAttempts,
 		})
 		if err != nil {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
 )
 
-// CodeHandler returns the docmem agent: the [conversation.CodeHandler] that
-// serves the instances of the docmem prototype on a [conversation.Host].
+// CodeHandler returns the docmem agent: the [host.CodeHandler] that
+// serves the instances of the docmem prototype on a [host.Host].
 // A message's command, in the argument form (["docmem-create",
 // "project-notes"], see [CommandFromArgs]), or else its text, a JSON
 // command, is applied to the documents of the message's conversation; the
@@ -16,8 +16,8 @@ import (
 // correlation id (or, without one, its id on the broker), so that a
 // message delivered again has one effect: it answers with the first
 // result, marked duplicate.
-func (m *Memory) CodeHandler() conversation.CodeHandler {
-	return func(ctx context.Context, req conversation.CodeRequest) (string, error) {
+func (m *Memory) CodeHandler() host.CodeHandler {
+	return func(ctx context.Context, req host.CodeRequest) (string, error) {
 		id := req.Message.CorrelationID
 		if id == "" {
 			id = req.ID

@@ -7,6 +7,8 @@ import (
 
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 	storemem "github.com/calf-go/calf/store/memory"
 )
 
@@ -17,11 +19,11 @@ import (
 func TestCodeHandler(t *testing.T) {
 	const conv = "0b6f3c3e-8d1a-4c59-9f0e-2a1b3c4d5e6f"
 	h := docmem.New(storemem.New(), nil).CodeHandler()
-	inst := conversation.Instance{ID: conversation.InstanceID("docmem-agent", conv), Prototype: "docmem-agent", Conversation: conv}
+	inst := conversation.Instance{ID: convid.InstanceID("docmem-agent", conv), Prototype: "docmem-agent", Conversation: conv}
 	call := func(id string, m conversation.ConversationMessage) docmem.Result {
 		t.Helper()
-		m.ConversationID, m.AgentID, m.Timestamp = conv, conversation.InstanceID("chat", conv), time.Now()
-		text, err := h(t.Context(), conversation.CodeRequest{Instance: inst, From: m.AgentID, ID: id, Message: m})
+		m.ConversationID, m.AgentID, m.Timestamp = conv, convid.InstanceID("chat", conv), time.Now()
+		text, err := h(t.Context(), host.CodeRequest{Instance: inst, From: m.AgentID, ID: id, Message: m})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,7 @@
 // Package docmem is a hierarchical document memory per conversation,
 // durable in a [store.Store]: the docmem agent of the conversation
 // architecture, as data and commands, served on a broker by a
-// [conversation.Host] through [Memory.CodeHandler].
+// [host.Host] through [Memory.CodeHandler].
 //
 // A document is a tree of nodes, each a text; its root's text is the
 // title. A conversation has any number of documents, each a record of kind
@@ -44,7 +44,7 @@
 //
 // # The docmem agent
 //
-// [Memory.CodeHandler] is the [conversation.CodeHandler] of the docmem
+// [Memory.CodeHandler] is the [host.CodeHandler] of the docmem
 // prototype: a conversation message's command (the argument form) or text
 // (a JSON command) is applied with the message's correlation id as the
 // command's id, and the answer is the [Result] as JSON.

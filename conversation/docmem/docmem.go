@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store"
 )
 
@@ -122,7 +122,7 @@ func (m *Memory) Handle(ctx context.Context, conv string, data []byte) (Result, 
 // applied again: changes are idempotent by their command id. Two writers
 // on one document take turns by compare-and-swap.
 func (m *Memory) Apply(ctx context.Context, conv string, c Command) (Result, error) {
-	if err := conversation.CheckConversationID(conv); err != nil {
+	if err := convid.CheckConversationID(conv); err != nil {
 		return Result{}, err
 	}
 	if err := c.Validate(); err != nil {

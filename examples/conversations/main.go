@@ -46,6 +46,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
+	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/examples/internal/excli"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
@@ -139,7 +140,7 @@ type system struct {
 	broker  calf.Broker
 	st      store.Store
 	client  *calf.Client
-	host    *conversation.Host
+	host    *host.Host
 	conv    conversation.Conversation
 	user    string
 	timeout time.Duration
@@ -171,9 +172,9 @@ func start(ctx context.Context, m model.Model, cfg config) (s *system, err error
 	if err := convs.Prototypes().RegisterAll(ctx, protos, true); err != nil {
 		return nil, err
 	}
-	s.host = conversation.New(rt, convs, &conversation.HostOptions{
+	s.host = host.New(rt, convs, &host.Options{
 		Model: func(string) (model.Model, error) { return m, nil },
-		Code:  map[string]conversation.CodeHandler{"docmem-agent": docmem.New(s.st, nil).CodeHandler()},
+		Code:  map[string]host.CodeHandler{"docmem-agent": docmem.New(s.st, nil).CodeHandler()},
 	})
 	if err := s.host.Serve(ctx); err != nil {
 		return nil, err
@@ -234,7 +235,7 @@ func (s *system) say(ctx context.Context, text string) (string, error) {
 			if a.CorrelationID != corr {
 				continue // the answer to an earlier message, delivered again
 			}
-			if strings.HasPrefix(a.Message, conversation.ErrorPrefix) {
+			if a.IsError() {
 				return "", errors.New(a.Message)
 			}
 			return a.Message, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
+	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 )
@@ -232,9 +233,9 @@ func serveConversationWorker(cfg *workerConfig, ccfg *convWorkerConfig) error {
 	convs := conversation.NewConversations(st, &conversation.Options{Entry: ccfg.entry()})
 	dm := docmem.New(st, nil).CodeHandler()
 	m := convModel(ccfg, cfg.CrashDir, rep)
-	h := conversation.New(rt, convs, &conversation.HostOptions{
+	h := host.New(rt, convs, &host.Options{
 		Model: func(string) (model.Model, error) { return m, nil },
-		Code: map[string]conversation.CodeHandler{ccfg.docmem(): func(ctx context.Context, req conversation.CodeRequest) (string, error) {
+		Code: map[string]host.CodeHandler{ccfg.docmem(): func(ctx context.Context, req host.CodeRequest) (string, error) {
 			out, err := dm(ctx, req)
 			if err == nil {
 				rep.report(event{Ev: "docmem", ID: req.Message.CorrelationID, Content: out})

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
 
+	"github.com/calf-go/calf/internal/modelspec"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/anthropic"
 	"github.com/calf-go/calf/model/gemini"
@@ -117,17 +117,10 @@ func Providers() []string {
 // prefix names no provider.
 var ErrUnknownProvider = errors.New("models: unknown provider")
 
-// Spec is a parsed model spec.
-type Spec struct {
-	// Provider is the prefix of the spec ("openai", "anthropic"); a URL
-	// spec has "openai".
-	Provider string
-	// Name is the model's name; empty for a URL spec without one.
-	Name string
-	// BaseURL is the URL of a URL spec, without its "#NAME" and trailing
-	// slash; empty otherwise.
-	BaseURL string
-}
+// Spec is a parsed model spec: its Provider (the prefix, "openai" for a
+// URL spec), its model's Name (empty for a URL spec without one) and the
+// BaseURL of a URL spec (without its "#NAME" and trailing slash).
+type Spec = modelspec.Spec
 
 // Parse parses spec: "PROVIDER:NAME" for a known provider; the base URL of
 // an OpenAI-compatible server followed by '#' and the model's name
@@ -135,29 +128,7 @@ type Spec struct {
 // caller to ask the server); or a bare name, an OpenAI model. A bare name
 // may hold ':' ("llama3.2:1b"): only a known provider before the first ':'
 // is taken as one.
-func Parse(spec string) (Spec, error) {
-	spec = strings.TrimSpace(spec)
-	if spec == "" {
-		return Spec{}, errors.New("models: empty model spec")
-	}
-	if strings.HasPrefix(spec, "http://") || strings.HasPrefix(spec, "https://") {
-		base, name, _ := strings.Cut(spec, "#")
-		u, err := url.Parse(base)
-		if err != nil || u.Host == "" {
-			return Spec{}, fmt.Errorf("models: invalid base URL %q: want http(s)://HOST[:PORT]/PATH, such as http://127.0.0.1:11434/v1", base)
-		}
-		return Spec{Provider: "openai", BaseURL: strings.TrimRight(base, "/"), Name: strings.TrimSpace(name)}, nil
-	}
-	if p, name, ok := strings.Cut(spec, ":"); ok {
-		if _, known := providers[p]; known {
-			if name == "" {
-				return Spec{}, fmt.Errorf("models: %q has no model name after %q", spec, p+":")
-			}
-			return Spec{Provider: p, Name: name}, nil
-		}
-	}
-	return Spec{Provider: "openai", Name: spec}, nil
-}
+func Parse(spec string) (Spec, error) { return modelspec.Parse(spec) }
 
 // Open returns the model spec names (see [Parse] and the package
 // documentation), configured from the environment. A missing key is an

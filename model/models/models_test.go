@@ -6,11 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/calf-go/calf/internal/modelspec"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/models"
 )
@@ -164,5 +166,13 @@ func TestOpenNativeProviders(t *testing.T) {
 		if resp.Message.Text() != "hi" || got != tc.want {
 			t.Errorf("%s: answered %q after a request %+v; want hi after %+v", tc.spec, resp.Message.Text(), got, tc.want)
 		}
+	}
+}
+
+// TestProvidersOfSpecs checks that the specs are parsed with the
+// providers of the table.
+func TestProvidersOfSpecs(t *testing.T) {
+	if got := models.Providers(); !slices.Equal(got, modelspec.Providers) {
+		t.Errorf("Providers() = %v, modelspec.Providers = %v", got, modelspec.Providers)
 	}
 }

@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
@@ -37,17 +39,17 @@ func externalModel() modeltest.FunctionModel {
 func TestHostForwardsToExternal(t *testing.T) {
 	e := newHost(t, memory.New(nil), storemem.New(), externalModel(), nil)
 	c := e.create()
-	ext := conversation.InstanceID("ext-agent", c.ID)
+	ext := convid.InstanceID("ext-agent", c.ID)
 	var mu sync.Mutex
-	var got []conversation.ExternalRequest
+	var got []host.ExternalRequest
 	var envelopes []*calf.Message
-	ch := conversation.ExternalChannel("ext-agent")
+	ch := host.ExternalChannel("ext-agent")
 	if ch != "calf.conv.external.ext-agent" {
 		t.Fatalf("ExternalChannel = %q", ch)
 	}
 	// An external process, as any language would write it.
 	err := e.client.Handle(t.Context(), ch, func(ctx context.Context, msg *calf.Message) error {
-		var req conversation.ExternalRequest
+		var req host.ExternalRequest
 		if err := msg.Decode(&req); err != nil {
 			return calf.Permanent(err)
 		}
@@ -80,7 +82,7 @@ func TestHostForwardsToExternal(t *testing.T) {
 		r.Message.AgentID != c.Entry || r.Message.CorrelationID == "" {
 		t.Errorf("request %+v", r)
 	}
-	if env.Key != c.ID || env.Metadata.CorrelationID != r.Message.CorrelationID || env.ID != conversation.ExternalRequestID(r.Channel, r.ID) {
+	if env.Key != c.ID || env.Metadata.CorrelationID != r.Message.CorrelationID || env.ID != host.ExternalRequestID(r.Channel, r.ID) {
 		t.Errorf("envelope %+v", env)
 	}
 }
@@ -97,7 +99,7 @@ func TestHostRefusesForExternal(t *testing.T) {
 	}
 	e := newHost(t, memory.New(nil), st, modeltest.NewTestModel(), nil)
 	forwarded := make(chan *calf.Message, 1)
-	ch := conversation.ExternalChannel("conversational-agent")
+	ch := host.ExternalChannel("conversational-agent")
 	if err := e.client.Handle(t.Context(), ch, func(_ context.Context, msg *calf.Message) error {
 		forwarded <- msg
 		return nil
@@ -109,7 +111,7 @@ func TestHostRefusesForExternal(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.say(c, "hello?")
-	if a := e.wait(c, 1)[0]; !strings.HasPrefix(a.Message, conversation.ErrorPrefix) || !strings.Contains(a.Message, "stopped") {
+	if a := e.wait(c, 1)[0]; !strings.HasPrefix(a.Message, convid.ErrorPrefix) || !strings.Contains(a.Message, "stopped") {
 		t.Fatalf("answer %+v", a)
 	}
 	select {

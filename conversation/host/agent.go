@@ -1,4 +1,4 @@
-package conversation
+package host
 
 import (
 	"errors"
@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/model"
-	"github.com/calf-go/calf/model/models"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -16,7 +16,10 @@ type AgentOptions struct {
 	// Name names the agent. Default: the prototype's name.
 	Name string
 	// Model opens the prototype's model by its Model field (empty when the
-	// prototype names none). Default: [models.Open] of the name.
+	// prototype names none). Required: this package links no model
+	// provider; package model/models opens them all by name:
+	//
+	//	Model: func(name string) (model.Model, error) { return models.Open(name, nil) }
 	Model func(name string) (model.Model, error)
 	// Tools makes the built-in tool of that name. Default: web_fetch; the
 	// file tools and bash only when Root is set, confined to it;
@@ -26,7 +29,7 @@ type AgentOptions struct {
 	Root string
 	// MCP makes the toolset of one of the prototype's MCP servers.
 	// Default: none, and a prototype that lists MCP servers is refused.
-	MCP func(s MCPServer) (tool.Toolset, error)
+	MCP func(s conversation.MCPServer) (tool.Toolset, error)
 	// ExtraTools are given to the agent besides the prototype's, and
 	// allowed by its permissions whatever their mode (the host gives the
 	// start_conversation and send tools this way).
@@ -49,19 +52,19 @@ type AgentOptions struct {
 // conversations this way, with the start_conversation and send tools
 // added for a prototype with subagents; an agent made here without them
 // runs alone, outside any conversation.
-func NewAgent(p Prototype, opts *AgentOptions) (*agent.Agent[string], error) {
+func NewAgent(p conversation.Prototype, opts *AgentOptions) (*agent.Agent[string], error) {
 	var o AgentOptions
 	if opts != nil {
 		o = *opts
 	}
-	if k := p.kind(); k != KindLLM {
-		return nil, fmt.Errorf("conversation: prototype %s is of kind %s, not %s: no agent is made of it", p.Name, k, KindLLM)
+	if k := kindOf(&p); k != conversation.KindLLM {
+		return nil, fmt.Errorf("conversation: prototype %s is of kind %s, not %s: no agent is made of it", p.Name, k, conversation.KindLLM)
 	}
 	if o.Name == "" {
 		o.Name = p.Name
 	}
 	if o.Model == nil {
-		o.Model = func(name string) (model.Model, error) { return models.Open(name, nil) }
+		return nil, fmt.Errorf("conversation: prototype %s: no model opener (AgentOptions.Model)", p.Name)
 	}
 	if o.Tools == nil {
 		root := o.Root

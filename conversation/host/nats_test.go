@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"strings"
@@ -11,6 +11,8 @@ import (
 	"github.com/calf-go/calf/broker/nats"
 	"github.com/calf-go/calf/broker/nats/embedded"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 	storemem "github.com/calf-go/calf/store/memory"
 )
 
@@ -61,7 +63,7 @@ func TestHostStopPurgesChannelsOnNATS(t *testing.T) {
 		return n
 	}
 
-	e := newHost(t, b, storemem.New(), docmemModel(), &conversation.HostOptions{DeleteChannels: true})
+	e := newHost(t, b, storemem.New(), docmemModel(), &host.Options{DeleteChannels: true})
 	c, other := e.create(), e.create()
 	for _, conv := range []conversation.Conversation{c, other} {
 		e.say(conv, "Create a docmem called project-notes")
@@ -90,7 +92,7 @@ func TestHostStopPurgesChannelsOnNATS(t *testing.T) {
 	}
 
 	e.say(c, "and now?")
-	if got := e.wait(c, 2)[1]; !strings.HasPrefix(got.Message, conversation.ErrorPrefix) || !strings.Contains(got.Message, "stopped") {
+	if got := e.wait(c, 2)[1]; !strings.HasPrefix(got.Message, convid.ErrorPrefix) || !strings.Contains(got.Message, "stopped") {
 		t.Fatalf("answer %+v", got)
 	}
 }

@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func TestHistory(t *testing.T) {
 	if diff := cmp.Diff(want, h); diff != "" {
 		t.Errorf("History (-want +got):\n%s", diff)
 	}
-	if _, err := e.convs.History(t.Context(), conversation.NewID()); !errors.Is(err, conversation.ErrNotFound) {
+	if _, err := e.convs.History(t.Context(), "00000000-0000-4000-8000-000000000000"); !errors.Is(err, conversation.ErrNotFound) {
 		t.Errorf("History of an unknown conversation: %v, want ErrNotFound", err)
 	}
 }

@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/local"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -30,7 +31,7 @@ func ExampleNewAgent() {
 	m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		return modeltest.Text("system prompt: " + req.Messages[0].Text()), nil
 	})
-	a, err := conversation.NewAgent(ps[0], &conversation.AgentOptions{
+	a, err := host.NewAgent(ps[0], &host.AgentOptions{
 		Model: func(string) (model.Model, error) { return m, nil },
 	})
 	if err != nil {
@@ -56,7 +57,7 @@ func TestNewAgent(t *testing.T) {
 		return modeltest.NewTestModel(modeltest.Text("ok")), nil
 	}
 	t.Run("file tools need a root", func(t *testing.T) {
-		_, err := conversation.NewAgent(p, &conversation.AgentOptions{Model: open})
+		_, err := host.NewAgent(p, &host.AgentOptions{Model: open})
 		if err == nil || !strings.Contains(err.Error(), "read_file") {
 			t.Fatalf("NewAgent without a root = %v, want an error naming read_file", err)
 		}
@@ -67,7 +68,7 @@ func TestNewAgent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := conversation.NewAgent(p, &conversation.AgentOptions{Name: "x-reader", Model: open, Root: t.TempDir(),
+		a, err := host.NewAgent(p, &host.AgentOptions{Name: "x-reader", Model: open, Root: t.TempDir(),
 			ExtraTools: []tool.Tool{extra}, Instructions: "More."})
 		if err != nil {
 			t.Fatal(err)
@@ -76,19 +77,25 @@ func TestNewAgent(t *testing.T) {
 			t.Errorf("agent %s, models opened %q", a.Name(), opened)
 		}
 	})
+	t.Run("no model opener", func(t *testing.T) {
+		_, err := host.NewAgent(conversation.Prototype{Name: "m"}, &host.AgentOptions{})
+		if err == nil || !strings.Contains(err.Error(), "no model opener") {
+			t.Fatalf("NewAgent without AgentOptions.Model = %v, want an error naming it", err)
+		}
+	})
 	t.Run("code prototype", func(t *testing.T) {
-		_, err := conversation.NewAgent(conversation.Prototype{Name: "code", Kind: conversation.KindCode}, nil)
+		_, err := host.NewAgent(conversation.Prototype{Name: "code", Kind: conversation.KindCode}, nil)
 		if err == nil {
 			t.Fatal("NewAgent of a code prototype succeeded")
 		}
 	})
 	t.Run("MCP servers", func(t *testing.T) {
 		q := conversation.Prototype{Name: "m", MCPServers: []conversation.MCPServer{{Name: "files", Command: []string{"srv"}}}}
-		if _, err := conversation.NewAgent(q, &conversation.AgentOptions{Model: open}); err == nil {
+		if _, err := host.NewAgent(q, &host.AgentOptions{Model: open}); err == nil {
 			t.Fatal("NewAgent with MCP servers and no AgentOptions.MCP succeeded")
 		}
 		boom := errors.New("boom")
-		_, err := conversation.NewAgent(q, &conversation.AgentOptions{Model: open, MCP: func(conversation.MCPServer) (tool.Toolset, error) { return nil, boom }})
+		_, err := host.NewAgent(q, &host.AgentOptions{Model: open, MCP: func(conversation.MCPServer) (tool.Toolset, error) { return nil, boom }})
 		if !errors.Is(err, boom) {
 			t.Fatalf("NewAgent = %v, want the MCP error", err)
 		}

@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
+	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
@@ -26,7 +27,7 @@ func ExampleHost() {
 	rt := agent.NewRuntime(client, st, nil)
 
 	const id = "0b6f3c3e-8d1a-4c59-9f0e-2a1b3c4d5e6f"
-	ps, err := conversation.LoadFile("testdata/conversations.yaml")
+	ps, err := conversation.LoadFile("../testdata/conversations.yaml")
 	if err != nil {
 		panic(err)
 	}
@@ -39,9 +40,9 @@ func ExampleHost() {
 		modeltest.ToolCalls(modeltest.Call("call_2", "send", `{"agent":"docmem-agent","command":["docmem-create","project-notes"]}`)),
 		modeltest.Text("I've created the docmem 'project-notes' for you."),
 	)
-	host := conversation.New(rt, convs, &conversation.HostOptions{
+	host := host.New(rt, convs, &host.Options{
 		Model: func(string) (model.Model, error) { return m, nil },
-		Code:  map[string]conversation.CodeHandler{"docmem-agent": docmem.New(st, nil).CodeHandler()},
+		Code:  map[string]host.CodeHandler{"docmem-agent": docmem.New(st, nil).CodeHandler()},
 	})
 	if err := host.Serve(ctx); err != nil {
 		panic(err)

@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"context"
@@ -6,10 +6,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
@@ -47,10 +47,10 @@ func TestHostFailedRunFailsInstance(t *testing.T) {
 	close(release)
 
 	got := e.wait(c, 2)
-	if !strings.HasPrefix(got[0].Message, conversation.ErrorPrefix) || !strings.Contains(got[0].Message, "the model exploded") {
+	if !strings.HasPrefix(got[0].Message, convid.ErrorPrefix) || !strings.Contains(got[0].Message, "the model exploded") {
 		t.Errorf("answer to the failing message: %q", got[0].Message)
 	}
-	if want := c.Entry + " is error: "; !strings.HasPrefix(got[1].Message, conversation.ErrorPrefix+want) || !strings.Contains(got[1].Message, "the model exploded") {
+	if want := c.Entry + " is error: "; !strings.HasPrefix(got[1].Message, convid.ErrorPrefix+want) || !strings.Contains(got[1].Message, "the model exploded") {
 		t.Errorf("answer to the queued message: %q, want %q and the reason", got[1].Message, want)
 	}
 	in, err := e.convs.Instance(ctx, c.ID, c.Entry)
@@ -59,7 +59,7 @@ func TestHostFailedRunFailsInstance(t *testing.T) {
 	}
 
 	e.say(c, "hello?")
-	if got := e.wait(c, 3)[2]; !strings.HasPrefix(got.Message, conversation.ErrorPrefix+c.Entry+" is error: ") {
+	if got := e.wait(c, 3)[2]; !strings.HasPrefix(got.Message, convid.ErrorPrefix+c.Entry+" is error: ") {
 		t.Errorf("answer to a message for the failed instance: %q", got.Message)
 	}
 	if n := calls.Load(); n != 1 {
@@ -96,35 +96,18 @@ func TestHostCannotServeFailsInstance(t *testing.T) {
 	})
 }
 
-// TestRestartInstance: Restart brings a failed instance back, leaves a
-// running one as it is, and refuses a stopped one or an unknown one.
-func TestRestartInstance(t *testing.T) {
-	ctx := t.Context()
-	c := setup(t, stores()["memory"](t))
-	conv, err := c.Create(ctx, conversation.NewConversation{})
-	if err != nil {
-		t.Fatal(err)
+// TestHostWithoutModelFailsInstance: a host given no model opener links
+// no provider and serves no LLM prototype; the sender is told why.
+func TestHostWithoutModelFailsInstance(t *testing.T) {
+	st := storemem.New()
+	e := newHost(t, memory.New(nil), st, nil, nil)
+	c := e.create()
+	e.say(c, "hello")
+	if got := e.wait(c, 1)[0]; !got.IsError() || !strings.Contains(got.Message, "opens no model (host.Options.Model)") {
+		t.Errorf("answer %q", got.Message)
 	}
-	if in, err := c.Restart(ctx, conv.ID, conv.Entry); err != nil || in.Status != conversation.StatusRunning {
-		t.Errorf("Restart of a running instance = %+v, %v", in, err)
-	}
-	if err := c.Fail(ctx, conv.ID, conv.Entry, strings.Repeat("x", 3*conversation.MaxErrorLen)); err != nil {
-		t.Fatal(err)
-	}
-	if in, _ := c.Instance(ctx, conv.ID, conv.Entry); len(in.Error) > conversation.MaxErrorLen+len("…") {
-		t.Errorf("a reason of %d bytes recorded", len(in.Error))
-	}
-	in, err := c.Restart(ctx, conv.ID, conv.Entry)
-	if err != nil || in.Status != conversation.StatusRunning || in.Error != "" || in.Stopped != (time.Time{}) {
-		t.Errorf("Restart of a failed instance = %+v, %v", in, err)
-	}
-	if _, err := c.Restart(ctx, conv.ID, "ghost-"+conv.ID); !errors.Is(err, conversation.ErrNotFound) {
-		t.Errorf("Restart of an unknown instance: %v", err)
-	}
-	if _, err := c.Stop(ctx, conv.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Restart(ctx, conv.ID, conv.Entry); !errors.Is(err, conversation.ErrStopped) {
-		t.Errorf("Restart in a stopped conversation: %v", err)
-	}
+	waitFor(t, "the instance failed", func() bool {
+		in, err := e.convs.Instance(t.Context(), c.ID, c.Entry)
+		return err == nil && in.Status == conversation.StatusError && strings.Contains(in.Error, "opens no model")
+	})
 }

@@ -1,4 +1,4 @@
-package conversation
+package host
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -73,7 +75,7 @@ func runInstance(ctx context.Context) (rc agent.RunContext, conv, instance strin
 	if !ok {
 		return rc, "", "", errors.New("called outside an agent run")
 	}
-	_, conv, ok = SplitInstanceID(rc.SessionID)
+	_, conv, ok = convid.SplitInstanceID(rc.SessionID)
 	if !ok {
 		return rc, "", "", fmt.Errorf("the run %s is not one of a conversation's instances", rc.RunID)
 	}
@@ -92,22 +94,22 @@ func (h *Host) start(ctx context.Context, conv, parent, prototype string) (strin
 // send sends a message from instance from to an instance of the
 // conversation, named by its id or its prototype's name, with the
 // correlation id corr, and returns the text of its answer. The wait is
-// bounded by HostOptions.SendTimeout; an answer that is an error
-// ([ErrorPrefix]) is returned as an error.
+// bounded by Options.SendTimeout; an answer that is an error
+// ([.ConversationMessage.IsError]) is returned as an error.
 func (h *Host) send(ctx context.Context, conv, from, target string, command []string, message, corr string) (string, error) {
 	to := target
-	if _, c, ok := SplitInstanceID(target); !ok || c != conv {
-		if err := CheckName(target); err != nil {
+	if _, c, ok := convid.SplitInstanceID(target); !ok || c != conv {
+		if err := convid.CheckName(target); err != nil {
 			return "", fmt.Errorf("no agent %q in this conversation", target)
 		}
-		to = InstanceID(target, conv)
+		to = convid.InstanceID(target, conv)
 	}
 	ch, err := h.convs.Route(ctx, conv, from, to)
 	if err != nil {
 		return "", err
 	}
 	c := h.rt.Client()
-	m := ConversationMessage{ConversationID: conv, AgentID: from, Message: message, Command: command,
+	m := conversation.ConversationMessage{ConversationID: conv, AgentID: from, Message: message, Command: command,
 		Timestamp: c.Now().UTC(), CorrelationID: corr}
 	if err := m.Validate(); err != nil {
 		return "", err
@@ -121,7 +123,7 @@ func (h *Host) send(ctx context.Context, conv, from, target string, command []st
 	// (TestKillConversationWorker in internal/e2e).
 	rctx, cancel := context.WithTimeout(ctx, h.o.SendTimeout)
 	defer cancel()
-	reply, err := c.Request(rctx, ch, m, HostReplyChannel, calf.WithID(derive("request", corr, calf.NewID())), calf.WithKey(conv),
+	reply, err := c.Request(rctx, ch, m, replyChannel, calf.WithID(derive("request", corr, calf.NewID())), calf.WithKey(conv),
 		calf.WithMetadata(calf.Metadata{CorrelationID: corr}))
 	if err != nil {
 		if ctx.Err() == nil && rctx.Err() != nil {
@@ -129,11 +131,11 @@ func (h *Host) send(ctx context.Context, conv, from, target string, command []st
 		}
 		return "", err
 	}
-	rm, err := DecodeMessage(reply.Data)
+	rm, err := conversation.DecodeMessage(reply.Data)
 	if err != nil {
 		return "", fmt.Errorf("the answer of %s: %w", to, err)
 	}
-	if text, ok := strings.CutPrefix(rm.Message, ErrorPrefix); ok {
+	if text, ok := strings.CutPrefix(rm.Message, convid.ErrorPrefix); ok {
 		return "", fmt.Errorf("%s: %s", to, text)
 	}
 	return rm.Message, nil

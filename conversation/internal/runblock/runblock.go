@@ -1,8 +1,13 @@
-package conversation
+// Package runblock reads the "# Run" blocks of a model's text: the form in
+// which a model without tool calling asks the conversation host for what
+// the start_conversation and send tools do.
+package runblock
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/calf-go/calf/internal/convid"
 )
 
 // The verbs of a "# Run" block.
@@ -18,14 +23,23 @@ const (
 // Bounds of a "# Run" block, so that a model's text cannot make the
 // framework do unbounded work.
 const (
-	// MaxRunCommands bounds the commands of one text's blocks.
-	MaxRunCommands = 32
-	// MaxRunLine bounds a command line, in bytes.
-	MaxRunLine = 8 << 10
+	// MaxCommands bounds the commands of one text's blocks.
+	MaxCommands = 32
+	// MaxLine bounds a command line, in bytes.
+	MaxLine = 8 << 10
 )
 
-// RunCommand is one command of a "# Run" block ([ParseRun]).
-type RunCommand struct {
+// The inputs of the runs that carry on after a "# Run" block: the block's
+// results, or its problems. They are the framework's, not the sender's.
+const (
+	ResultsPrefix  = "Results of your # Run block:\n"
+	ProblemsPrefix = "Your # Run block was not carried out:\n"
+)
+
+// Command is one command of a "# Run" block ([Parse]). Its fields are
+// on the wire without tags (the host's runblock channel): do not rename
+// them.
+type Command struct {
 	// Verb is [VerbStartConversation] or [VerbSend].
 	Verb string
 	// Target is the prototype to start, or the agent to send to.
@@ -37,14 +51,21 @@ type RunCommand struct {
 	Line int
 }
 
-// RunError lists what is wrong with the "# Run" blocks of a text, every
+// Error lists what is wrong with the "# Run" blocks of a text, every
 // problem with its line; nothing of the blocks is to be carried out.
-type RunError struct {
+type Error struct {
 	Problems []Problem
 }
 
+// Problem is one thing wrong with a block: its line in the text, from 1,
+// and what is wrong.
+type Problem struct {
+	Line    int
+	Message string
+}
+
 // Error implements error.
-func (e *RunError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("conversation: # Run block: ")
 	for i, p := range e.Problems {
@@ -56,7 +77,7 @@ func (e *RunError) Error() string {
 	return b.String()
 }
 
-// ParseRun finds the "# Run" blocks of a model's text: the form in which a
+// Parse finds the "# Run" blocks of a model's text: the form in which a
 // model without tool calling asks for what the start_conversation and
 // send tools do. A block is a line "# Run" (any heading level, any case),
 // then one command a line, up to a blank line, another heading or the
@@ -74,11 +95,11 @@ func (e *RunError) Error() string {
 // character. rest is the text without its blocks (trimmed): what the user
 // sees. A text without blocks gives no commands and itself as rest.
 //
-// err is a [*RunError] listing every problem (an unknown verb, a missing
+// err is a [*Error] listing every problem (an unknown verb, a missing
 // target or command, an unterminated quote, a line longer than
-// [MaxRunLine], more than [MaxRunCommands] commands, or more than
-// [MaxCommandArgs] words sent); cmds is then nil.
-func ParseRun(text string) (cmds []RunCommand, rest string, err error) {
+// [MaxLine], more than [MaxCommands] commands, or more than
+// [convid.MaxCommandArgs] words sent); cmds is then nil.
+func Parse(text string) (cmds []Command, rest string, err error) {
 	lines := strings.Split(text, "\n")
 	var kept []string
 	var problems []Problem
@@ -114,8 +135,8 @@ func ParseRun(text string) (cmds []RunCommand, rest string, err error) {
 				continue
 			}
 			n := j + 1
-			if len(raw) > MaxRunLine {
-				bad(n, "the command is longer than %d bytes", MaxRunLine)
+			if len(raw) > MaxLine {
+				bad(n, "the command is longer than %d bytes", MaxLine)
 				continue
 			}
 			words, err := splitWords(trimmed)
@@ -123,7 +144,7 @@ func ParseRun(text string) (cmds []RunCommand, rest string, err error) {
 				bad(n, "%v", err)
 				continue
 			}
-			c := RunCommand{Verb: words[0], Line: n}
+			c := Command{Verb: words[0], Line: n}
 			switch c.Verb {
 			case VerbStartConversation:
 				if len(words) != 2 {
@@ -136,8 +157,8 @@ func ParseRun(text string) (cmds []RunCommand, rest string, err error) {
 					bad(n, "send needs an agent and a command: send AGENT WORD...")
 					continue
 				}
-				if len(words)-2 > MaxCommandArgs {
-					bad(n, "the command sent has %d words, more than %d", len(words)-2, MaxCommandArgs)
+				if len(words)-2 > convid.MaxCommandArgs {
+					bad(n, "the command sent has %d words, more than %d", len(words)-2, convid.MaxCommandArgs)
 					continue
 				}
 				c.Target, c.Args = words[1], words[2:]
@@ -145,8 +166,8 @@ func ParseRun(text string) (cmds []RunCommand, rest string, err error) {
 				bad(n, "unknown command %q (want %s or %s)", clipWord(c.Verb), VerbStartConversation, VerbSend)
 				continue
 			}
-			if len(cmds) == MaxRunCommands {
-				bad(n, "more than %d commands", MaxRunCommands)
+			if len(cmds) == MaxCommands {
+				bad(n, "more than %d commands", MaxCommands)
 				continue
 			}
 			cmds = append(cmds, c)
@@ -160,7 +181,7 @@ func ParseRun(text string) (cmds []RunCommand, rest string, err error) {
 	}
 	rest = strings.TrimSpace(strings.Join(kept, "\n"))
 	if len(problems) > 0 {
-		return nil, rest, &RunError{Problems: problems}
+		return nil, rest, &Error{Problems: problems}
 	}
 	return cmds, rest, nil
 }

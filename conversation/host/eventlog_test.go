@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"slices"
@@ -7,6 +7,7 @@ import (
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/convid"
 	storemem "github.com/calf-go/calf/store/memory"
 )
 
@@ -24,7 +25,7 @@ func TestConversationInEventLog(t *testing.T) {
 	e.say(c, "Create a docmem called project-notes")
 	e.wait(c, 1)
 
-	docmem := conversation.InstanceID("docmem-agent", c.ID)
+	docmem := convid.InstanceID("docmem-agent", c.ID)
 	ch := func(from, to string) string {
 		s, err := conversation.Channel(c.ID, from, to)
 		if err != nil {

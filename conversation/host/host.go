@@ -1,4 +1,4 @@
-package conversation
+package host
 
 import (
 	"context"
@@ -13,8 +13,9 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/model"
-	"github.com/calf-go/calf/model/models"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
 	"github.com/calf-go/calf/tool/builtin"
@@ -26,27 +27,22 @@ const (
 	// calf.conv.{conversation}.{from}.{to}; the host's handler subscribes
 	// to it in the consumer group ChannelPattern.
 	ChannelPattern = "calf.conv.*.*.*"
-	// HostOutputChannel receives the output of the runs the host starts
+	// outputChannel receives the output of the runs the host starts
 	// for the messages of LLM instances (their [agent.ReplyTo]), keyed by
 	// conversation.
-	HostOutputChannel = "calf.convhost.output"
-	// HostReplyChannel carries the replies to the requests of the send tool
+	outputChannel = "calf.convhost.output"
+	// replyChannel carries the replies to the requests of the send tool
 	// and of "# Run" blocks: the host's handler republishes there each
 	// message an instance receives from an instance it started, with the
 	// message's correlation id as the envelope's, for the waiting request
 	// to read (every process that sends reads this channel).
-	HostReplyChannel = "calf.convhost.reply"
-	// HostRunBlockChannel carries the "# Run" blocks of a run's answer to
+	replyChannel = "calf.convhost.reply"
+	// runBlockChannel carries the "# Run" blocks of a run's answer to
 	// the handler that carries them out, keyed by run.
-	HostRunBlockChannel = "calf.convhost.runblock"
+	runBlockChannel = "calf.convhost.runblock"
 )
 
-// ErrorPrefix starts the text of every message by which the host refuses a
-// message or reports a failure (a stopped conversation, a failed run), so
-// that a sender tells an error from an answer.
-const ErrorPrefix = "error: "
-
-// Defaults of [HostOptions].
+// Defaults of [Options].
 const (
 	// DefaultSendTimeout bounds the wait for an answer to a send.
 	DefaultSendTimeout = 2 * time.Minute
@@ -60,8 +56,8 @@ const (
 // CodeRequest is a message for an instance of a code prototype.
 type CodeRequest struct {
 	// Instance is the instance the message is for.
-	Instance Instance
-	// From is the sender: [UserParticipant] or an instance id.
+	Instance conversation.Instance
+	// From is the sender: [.UserParticipant] or an instance id.
 	From string
 	// ID is the message's id on the broker: the same when it is delivered
 	// again.
@@ -69,7 +65,7 @@ type CodeRequest struct {
 	// Message is the message. Its CorrelationID, when set, identifies the
 	// request: a message delivered again has the same one, so a handler
 	// that changes state uses it as its idempotency key.
-	Message ConversationMessage
+	Message conversation.ConversationMessage
 }
 
 // CodeHandler serves the instances of a code prototype: it answers a
@@ -81,10 +77,15 @@ type CodeRequest struct {
 // when wrapped with [calf.Permanent].
 type CodeHandler func(ctx context.Context, req CodeRequest) (string, error)
 
-// HostOptions configure a [Host]. Nil means the defaults.
-type HostOptions struct {
+// Options configure a [Host]. Nil means the defaults.
+type Options struct {
 	// Model opens the model of an LLM prototype by its Model field (empty
-	// when the prototype names none). Default: [models.Open] of the name.
+	// when the prototype names none), as [AgentOptions.Model] does. This
+	// package links no model provider: without Model, the instances of LLM
+	// prototypes cannot be served and their messages are refused. Package
+	// model/models opens every provider's models by name:
+	//
+	//	Model: func(name string) (model.Model, error) { return models.Open(name, nil) }
 	Model func(name string) (model.Model, error)
 	// Tools makes the built-in tool of that name for an LLM prototype.
 	// Default: web_fetch; the file tools and bash only when Root is set,
@@ -98,7 +99,7 @@ type HostOptions struct {
 	// The command line passes an opener on package mcp's client; this
 	// package connects no server itself. Default: none, and the messages
 	// for the instances of a prototype that lists MCP servers are refused.
-	MCP func(s MCPServer) (tool.Toolset, error)
+	MCP func(s conversation.MCPServer) (tool.Toolset, error)
 	// Agent holds the options every agent the host makes of an LLM
 	// prototype starts from, as [AgentOptions.Agent] (MaxTurns, Timeout,
 	// Hooks, Toolsets that every agent shares...). The host sets its
@@ -160,18 +161,18 @@ type HostOptions struct {
 //     relays the answers it sends back on the conversation channel.
 //
 // An instance whose run ends in an error ([agent.OutputFailed]), or that
-// the host cannot serve, is marked failed ([Conversations.Fail]) with the
+// the host cannot serve, is marked failed ([.Conversations.Fail]) with the
 // reason; its queued messages are refused, and so are later ones until
 // [Host.Restart]. A message for an instance of a stopped conversation, a
 // stopped or failed instance, or one that does not exist is answered by an
-// error message (text starting with [ErrorPrefix]) from the addressee to
+// error message ([.ConversationMessage.IsError]) from the addressee to
 // the sender; a message that is none (it does not decode, or its two
 // participants have no topic) is parked on the dead-letter channel.
 // docs/conversations.md describes it all.
 type Host struct {
 	rt    *agent.Runtime
-	convs *Conversations
-	o     HostOptions
+	convs *conversation.Conversations
+	o     Options
 
 	mu       sync.Mutex
 	agents   map[string]*agent.Agent[string] // by prototype
@@ -182,13 +183,10 @@ type Host struct {
 
 // New returns a host of the conversations convs on the runtime rt.
 // Its records (the instances' queues) go to the conversations' store.
-func New(rt *agent.Runtime, convs *Conversations, opts *HostOptions) *Host {
-	var o HostOptions
+func New(rt *agent.Runtime, convs *conversation.Conversations, opts *Options) *Host {
+	var o Options
 	if opts != nil {
 		o = *opts
-	}
-	if o.Model == nil {
-		o.Model = func(name string) (model.Model, error) { return models.Open(name, nil) }
 	}
 	if o.Tools == nil {
 		root := o.Root
@@ -217,7 +215,7 @@ func builtinTool(name, root string) (tool.Tool, error) {
 		return builtin.WebFetch(nil)
 	case "read_file", "list_dir", "glob", "grep", "write_file", "edit_file", "bash":
 		if root == "" {
-			return nil, fmt.Errorf("the built-in tool %s needs HostOptions.Root", name)
+			return nil, fmt.Errorf("the built-in tool %s needs host.Options.Root", name)
 		}
 	default:
 		return nil, fmt.Errorf("the built-in tool %s is not available here", name)
@@ -248,7 +246,7 @@ func builtinTool(name, root string) (tool.Tool, error) {
 }
 
 // Conversations returns the conversations the host serves.
-func (h *Host) Conversations() *Conversations { return h.convs }
+func (h *Host) Conversations() *conversation.Conversations { return h.convs }
 
 // Serve subscribes the host's handlers on its runtime, serves the agents
 // of the LLM prototypes registered so far and prepares the groups of the
@@ -268,13 +266,13 @@ func (h *Host) Serve(ctx context.Context) error {
 		return fmt.Errorf("conversation: serve: %w", err)
 	}
 	for _, p := range protos {
-		if p.kind() == KindExternal {
+		if kindOf(&p) == conversation.KindExternal {
 			if err := h.prepareExternal(ctx, p.Name); err != nil {
 				return fmt.Errorf("conversation: serve: %w", err)
 			}
 			continue
 		}
-		if p.kind() != KindLLM {
+		if kindOf(&p) != conversation.KindLLM {
 			continue
 		}
 		if _, err := h.agentFor(ctx, p); err != nil {
@@ -287,8 +285,8 @@ func (h *Host) Serve(ctx context.Context) error {
 		pattern string
 		h       calf.Handler
 	}{
-		{HostOutputChannel, h.onOutput},
-		{HostRunBlockChannel, h.onRunBlock},
+		{outputChannel, h.onOutput},
+		{runBlockChannel, h.onRunBlock},
 		{ChannelPattern, h.onMessage},
 	} {
 		if err := c.Handle(ctx, s.pattern, s.h, &calf.SubscribeOptions{
@@ -300,9 +298,10 @@ func (h *Host) Serve(ctx context.Context) error {
 	return nil
 }
 
-func (p *Prototype) kind() Kind {
+// kindOf returns the kind of p, an LLM prototype's when it names none.
+func kindOf(p *conversation.Prototype) conversation.Kind {
 	if p.Kind == "" {
-		return KindLLM
+		return conversation.KindLLM
 	}
 	return p.Kind
 }
@@ -310,45 +309,45 @@ func (p *Prototype) kind() Kind {
 // Stop stops the conversation (Conversations.Stop), cancels the run in
 // progress of each of its LLM instances (whose sender gets an error
 // message, as do the senders of the messages still queued) and, with
-// HostOptions.DeleteChannels on a broker that can, deletes the channels
+// Options.DeleteChannels on a broker that can, deletes the channels
 // of its topics. Messages sent to it from then on are refused.
-func (h *Host) Stop(ctx context.Context, conversation string) (Conversation, error) {
-	conv, err := h.convs.Stop(ctx, conversation)
+func (h *Host) Stop(ctx context.Context, id string) (conversation.Conversation, error) {
+	conv, err := h.convs.Stop(ctx, id)
 	if err != nil {
 		return conv, err
 	}
-	if err := h.cancelRuns(ctx, conversation); err != nil {
+	if err := h.cancelRuns(ctx, id); err != nil {
 		return conv, err
 	}
 	if !h.o.DeleteChannels {
 		return conv, nil
 	}
-	chs, err := h.Channels(ctx, conversation)
+	chs, err := h.Channels(ctx, id)
 	if err != nil {
 		return conv, err
 	}
 	if err := calf.DeleteChannels(ctx, h.rt.Client().Broker(), chs...); err != nil {
-		return conv, fmt.Errorf("conversation %s: delete channels: %w", conversation, err)
+		return conv, fmt.Errorf("conversation %s: delete channels: %w", id, err)
 	}
 	return conv, nil
 }
 
 // Restart puts a failed instance of the conversation back to work, as
-// [Conversations.Restart] does: an instance fails when a run of it ends
+// [.Conversations.Restart] does: an instance fails when a run of it ends
 // in an error or when the host cannot serve it (its prototype is not
 // registered, its agent cannot be made, no code serves it), and from then
 // on the messages sent to it are refused with the reason, until it is
 // restarted. Messages are never a restart: a failed instance stays failed,
 // visible in the records (calf conversations show), until someone who has
 // fixed the cause restarts it.
-func (h *Host) Restart(ctx context.Context, conversation, instance string) (Instance, error) {
-	return h.convs.Restart(ctx, conversation, instance)
+func (h *Host) Restart(ctx context.Context, conv, instance string) (conversation.Instance, error) {
+	return h.convs.Restart(ctx, conv, instance)
 }
 
 // cancelRuns cancels the current run of each LLM instance of the
 // conversation.
-func (h *Host) cancelRuns(ctx context.Context, conversation string) error {
-	recs, err := h.convs.s.List(ctx, KindInbox, conversation+"/", "", 0)
+func (h *Host) cancelRuns(ctx context.Context, id string) error {
+	recs, err := h.convs.Store().List(ctx, kindInbox, id+"/", "", 0)
 	if err != nil {
 		return err
 	}
@@ -360,14 +359,14 @@ func (h *Host) cancelRuns(ctx context.Context, conversation string) error {
 		if b.Current == nil {
 			continue
 		}
-		proto, _, ok := SplitInstanceID(strings.TrimPrefix(rec.ID, conversation+"/"))
+		proto, _, ok := convid.SplitInstanceID(strings.TrimPrefix(rec.ID, id+"/"))
 		if !ok {
 			continue
 		}
 		ref := runRef{Base: b.Current.Run, Round: b.Round}
-		_, err := h.rt.Cancel(ctx, agent.RunRef{Name: h.o.AgentPrefix + proto, RunID: ref.runID()}, "conversation "+conversation+" stopped")
+		_, err := h.rt.Cancel(ctx, agent.RunRef{Name: h.o.AgentPrefix + proto, RunID: ref.runID()}, "conversation "+id+" stopped")
 		if err != nil && !errors.Is(err, agent.ErrRunEnded) && !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("conversation %s: cancel run %s: %w", conversation, ref.runID(), err)
+			return fmt.Errorf("conversation %s: cancel run %s: %w", id, ref.runID(), err)
 		}
 	}
 	return nil
@@ -375,8 +374,8 @@ func (h *Host) cancelRuns(ctx context.Context, conversation string) error {
 
 // Channels returns the channels of the conversation's topics, both
 // directions of each.
-func (h *Host) Channels(ctx context.Context, conversation string) ([]string, error) {
-	topics, err := h.convs.Topics(ctx, conversation)
+func (h *Host) Channels(ctx context.Context, id string) ([]string, error) {
+	topics, err := h.convs.Topics(ctx, id)
 	if err != nil {
 		return nil, err
 	}

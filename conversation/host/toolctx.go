@@ -1,4 +1,4 @@
-package conversation
+package host
 
 import (
 	"context"
@@ -30,7 +30,7 @@ type ToolCall struct {
 // runs made and the results they got, oldest first, from the records of
 // the last runs of its session (at most runs of them; all when runs is 0).
 // These are what the instance's user-facing context, its session, leaves
-// out (see [HostOptions.KeepToolTraffic]); the runs' records stay until
+// out (see [Options.KeepToolTraffic]); the runs' records stay until
 // the runtime's retention sweeps them (agent's Runtime.Sweep), and a run
 // swept is skipped. An instance that has answered nothing has none.
 func (h *Host) ToolContext(ctx context.Context, instance string, runs int) ([]ToolCall, error) {

@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
-	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/model/tokens"
@@ -94,7 +94,7 @@ func TestHostTwoContexts(t *testing.T) {
 		t.Run(fmt.Sprint("keep=", keep), func(t *testing.T) {
 			st := storemem.New()
 			p := &planModel{}
-			e := newHost(t, memory.New(nil), st, p.model(), &conversation.HostOptions{KeepToolTraffic: keep})
+			e := newHost(t, memory.New(nil), st, p.model(), &host.Options{KeepToolTraffic: keep})
 			c := e.create()
 			e.say(c, "Create a docmem called project-notes with a section on decisions")
 			e.wait(c, 1)

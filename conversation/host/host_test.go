@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -39,7 +41,7 @@ type hostEnv struct {
 	st     store.Store
 	client *calf.Client
 	convs  *conversation.Conversations
-	host   *conversation.Host
+	host   *host.Host
 
 	mu      sync.Mutex
 	answers map[string][]conversation.ConversationMessage
@@ -47,8 +49,8 @@ type hostEnv struct {
 }
 
 // newHost serves a host of hostPrototypes on b with model m (for every
-// LLM prototype) and the docmem agent.
-func newHost(t *testing.T, b calf.Broker, st store.Store, m model.Model, opts *conversation.HostOptions) *hostEnv {
+// LLM prototype; no model opener when m is nil) and the docmem agent.
+func newHost(t *testing.T, b calf.Broker, st store.Store, m model.Model, opts *host.Options) *hostEnv {
 	t.Helper()
 	ctx := t.Context()
 	client := calf.NewClient(b, nil)
@@ -62,13 +64,15 @@ func newHost(t *testing.T, b calf.Broker, st store.Store, m model.Model, opts *c
 	if err := convs.Prototypes().RegisterAll(ctx, hostPrototypes, false); err != nil && !errors.Is(err, conversation.ErrExists) {
 		t.Fatal(err)
 	}
-	var o conversation.HostOptions
+	var o host.Options
 	if opts != nil {
 		o = *opts
 	}
-	o.Model = func(string) (model.Model, error) { return m, nil }
-	o.Code = map[string]conversation.CodeHandler{"docmem-agent": docmem.New(st, nil).CodeHandler()}
-	h := conversation.New(rt, convs, &o)
+	if m != nil {
+		o.Model = func(string) (model.Model, error) { return m, nil }
+	}
+	o.Code = map[string]host.CodeHandler{"docmem-agent": docmem.New(st, nil).CodeHandler()}
+	h := host.New(rt, convs, &o)
 	if err := h.Serve(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +256,7 @@ func TestHostStartTwice(t *testing.T) {
 	c := e.create()
 	e.say(c, "start it")
 	got := e.wait(c, 1)[0].Message
-	want := `{"agent":"` + conversation.InstanceID("docmem-agent", c.ID) + `"}`
+	want := `{"agent":"` + convid.InstanceID("docmem-agent", c.ID) + `"}`
 	if got != want+" "+want+" "+want {
 		t.Fatalf("answer %q", got)
 	}
@@ -288,7 +292,7 @@ func TestHostStoppedRefuses(t *testing.T) {
 		return modeltest.Text("hello"), nil
 	})
 	b := &deleter{Broker: memory.New(nil)}
-	e := newHost(t, b, storemem.New(), m, &conversation.HostOptions{DeleteChannels: true})
+	e := newHost(t, b, storemem.New(), m, &host.Options{DeleteChannels: true})
 	c := e.create()
 	if _, err := e.host.Stop(t.Context(), c.ID); err != nil {
 		t.Fatal(err)
@@ -301,7 +305,7 @@ func TestHostStoppedRefuses(t *testing.T) {
 	b.mu.Unlock()
 	e.say(c, "hello?")
 	got := e.wait(c, 1)[0]
-	if !strings.HasPrefix(got.Message, conversation.ErrorPrefix) || !strings.Contains(got.Message, "stopped") || got.AgentID != c.Entry {
+	if !strings.HasPrefix(got.Message, convid.ErrorPrefix) || !strings.Contains(got.Message, "stopped") || got.AgentID != c.Entry {
 		t.Fatalf("answer %+v", got)
 	}
 	if called {
@@ -328,10 +332,10 @@ func TestHostSendTimeout(t *testing.T) {
 		mu.Unlock()
 		return modeltest.Text("The external agent did not answer."), nil
 	})
-	e := newHost(t, memory.New(nil), storemem.New(), m, &conversation.HostOptions{SendTimeout: 300 * time.Millisecond})
+	e := newHost(t, memory.New(nil), storemem.New(), m, &host.Options{SendTimeout: 300 * time.Millisecond})
 	c := e.create()
 	// The external agent's channel gets the request; nobody answers.
-	ext := conversation.InstanceID("ext-agent", c.ID)
+	ext := convid.InstanceID("ext-agent", c.ID)
 	requests := make(chan conversation.ConversationMessage, 4)
 	if err := e.client.Handle(t.Context(), "calf.conv."+c.ID+"."+c.Entry+"."+ext, func(_ context.Context, msg *calf.Message) error {
 		m, err := conversation.DecodeMessage(msg.Data)
@@ -419,7 +423,7 @@ func TestHostRunBlock(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	dm := conversation.InstanceID("docmem-agent", c.ID)
+	dm := convid.InstanceID("docmem-agent", c.ID)
 	if !strings.Contains(results, "start-conversation docmem-agent: "+dm) || !strings.Contains(results, `"ok":true`) {
 		t.Errorf("results %q", results)
 	}
@@ -441,7 +445,7 @@ func TestHostNoTopicParks(t *testing.T) {
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	dm := conversation.InstanceID("docmem-agent", c.ID)
+	dm := convid.InstanceID("docmem-agent", c.ID)
 	ch, _ := conversation.Channel(c.ID, conversation.UserParticipant, dm)
 	m := conversation.ConversationMessage{ConversationID: c.ID, UserID: "u1", Command: []string{"docmem-list"}, Timestamp: time.Now()}
 	if _, err := e.client.Emit(t.Context(), ch, m, calf.WithKey(c.ID)); err != nil {
@@ -529,7 +533,7 @@ func TestHostStopCancels(t *testing.T) {
 		t.Fatalf("answers %+v", got)
 	}
 	for _, a := range got {
-		if !strings.HasPrefix(a.Message, conversation.ErrorPrefix) {
+		if !strings.HasPrefix(a.Message, convid.ErrorPrefix) {
 			t.Errorf("answer %q is no error", a.Message)
 		}
 	}

@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"strings"
@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/calf-go/calf/broker/kafka"
-	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
 	storemem "github.com/calf-go/calf/store/memory"
 )
 
@@ -28,7 +28,7 @@ func TestHostStopDeletesTopicsOnKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	e := newHost(t, b, storemem.New(), docmemModel(), &conversation.HostOptions{DeleteChannels: true})
+	e := newHost(t, b, storemem.New(), docmemModel(), &host.Options{DeleteChannels: true})
 	c := e.create()
 	e.say(c, "Create a docmem called project-notes")
 	if got := e.wait(c, 1)[0]; got.Message != "I've created the docmem 'project-notes' for you." {

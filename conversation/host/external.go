@@ -1,10 +1,11 @@
-package conversation
+package host
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/conversation"
 )
 
 // ExternalChannelPrefix starts the channel of each external prototype:
@@ -47,10 +48,10 @@ type ExternalRequest struct {
 	ReplyChannel string `json:"reply_channel"`
 	// Instance is the instance the message is for.
 	Instance string `json:"instance"`
-	// From is the sender: [UserParticipant] or an instance id.
+	// From is the sender: [.UserParticipant] or an instance id.
 	From string `json:"from"`
 	// Message is the message, as it was sent.
-	Message ConversationMessage `json:"message"`
+	Message conversation.ConversationMessage `json:"message"`
 }
 
 // ExternalRequestID returns the id of the [ExternalRequest] a host
@@ -61,12 +62,12 @@ func ExternalRequestID(channel, msgID string) string { return derive("external",
 
 // forward sends a message for the external instance to, from from, on its
 // prototype's channel, after preparing the channel's group.
-func (h *Host) forward(ctx context.Context, prototype, to, from string, msg *calf.Message, m *ConversationMessage) error {
+func (h *Host) forward(ctx context.Context, prototype, to, from string, msg *calf.Message, m *conversation.ConversationMessage) error {
 	ch := ExternalChannel(prototype)
 	if err := h.prepareExternal(ctx, prototype); err != nil {
 		return err
 	}
-	reply, err := Channel(m.ConversationID, to, from)
+	reply, err := conversation.Channel(m.ConversationID, to, from)
 	if err != nil {
 		return calf.Permanent(err)
 	}

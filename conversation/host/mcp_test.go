@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/internal/peers"
 	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
@@ -45,15 +47,15 @@ func mcpOpener(n *atomic.Int32) func(conversation.MCPServer) (tool.Toolset, erro
 }
 
 // TestHostMCP: an LLM prototype that lists an MCP server is served with
-// the server's tools when HostOptions.MCP connects them: the model calls
+// the server's tools when Options.MCP connects them: the model calls
 // the server's echo tool in a conversation, through the hooks of
-// HostOptions.Agent, and the user gets the answer. Without an opener, the
+// Options.Agent, and the user gets the answer. Without an opener, the
 // messages for its instances are refused with the reason.
 func TestHostMCP(t *testing.T) {
 	server := []string{peers.Node(t), peers.Package(t, "@modelcontextprotocol/server-everything/dist/index.js")}
 	proto := conversation.Prototype{Name: "mcp-agent", Role: "Echoes", SystemPrompt: "Use the echo tool.",
 		MCPServers: []conversation.MCPServer{{Name: "ev", Command: server}}}
-	start := func(t *testing.T, opts *conversation.HostOptions) (*hostEnv, conversation.Conversation) {
+	start := func(t *testing.T, opts *host.Options) (*hostEnv, conversation.Conversation) {
 		st := storemem.New()
 		e := newHost(t, memory.New(nil), st, echoModel(), opts)
 		if err := e.convs.Prototypes().Register(t.Context(), proto, false); err != nil {
@@ -76,7 +78,7 @@ func TestHostMCP(t *testing.T) {
 			mu.Unlock()
 			return agent.HookDecision{}, nil
 		}}
-		e, c := start(t, &conversation.HostOptions{MCP: mcpOpener(&opened), Agent: &agent.Options{Hooks: []agent.Hook{hook}}})
+		e, c := start(t, &host.Options{MCP: mcpOpener(&opened), Agent: &agent.Options{Hooks: []agent.Hook{hook}}})
 		e.say(c, "hello from the user")
 		got := e.wait(c, 1)[0]
 		if got.Message != "the server said: Echo: hello from the user" || got.AgentID != c.Entry {
@@ -93,7 +95,7 @@ func TestHostMCP(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if strings.Join(hooked, ",") != "ev__echo,ev__echo" {
-			t.Errorf("the hook of HostOptions.Agent saw %q, want both echo calls", hooked)
+			t.Errorf("the hook of Options.Agent saw %q, want both echo calls", hooked)
 		}
 	})
 
@@ -101,7 +103,7 @@ func TestHostMCP(t *testing.T) {
 		e, c := start(t, nil)
 		e.say(c, "hello")
 		got := e.wait(c, 1)[0]
-		if !strings.HasPrefix(got.Message, conversation.ErrorPrefix+c.Entry+" cannot be served: ") || !strings.Contains(got.Message, "MCP servers") {
+		if !strings.HasPrefix(got.Message, convid.ErrorPrefix+c.Entry+" cannot be served: ") || !strings.Contains(got.Message, "MCP servers") {
 			t.Fatalf("answer %+v, want a refusal naming the MCP servers", got)
 		}
 	})

@@ -1,4 +1,4 @@
-package conversation
+package host
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store"
 )
 
@@ -18,7 +19,7 @@ const recoverPage = 256
 // Recover carries on the message each LLM instance was answering when the
 // processes that served it ended, so that its answer comes and the
 // messages queued behind it follow. For each instance whose queue (its
-// [KindInbox] record) has a current message, it takes the message's run
+// [kindInbox] record) has a current message, it takes the message's run
 // (ids are derived from the queue, "{instance}.{n}", and ".r{round}" for
 // a "# Run" round):
 //
@@ -56,7 +57,7 @@ func (h *Host) Recover(ctx context.Context) (int, error) {
 	var errs []error
 	after := ""
 	for {
-		recs, err := h.convs.s.List(ctx, KindInbox, "", after, recoverPage)
+		recs, err := h.convs.Store().List(ctx, kindInbox, "", after, recoverPage)
 		if err != nil {
 			return n, fmt.Errorf("conversation: recover: list inboxes: %w", err)
 		}
@@ -95,7 +96,7 @@ func (h *Host) recoverInbox(ctx context.Context, rec store.Record) (bool, error)
 		return false, nil
 	}
 	conv, inst, _ := strings.Cut(rec.ID, "/")
-	proto, _, ok := SplitInstanceID(inst)
+	proto, _, ok := convid.SplitInstanceID(inst)
 	if !ok {
 		return false, fmt.Errorf("%q names no instance", inst)
 	}

@@ -1,4 +1,4 @@
-package conversation
+package host
 
 import (
 	"context"
@@ -11,14 +11,15 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/internal/runblock"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
 )
 
-// KindInbox is the record kind of an LLM instance's queue of messages:
-// one record per instance that has received a message, id
-// "{conversation}/{instance id}".
-const KindInbox = "conversation_inbox"
+// kindInbox is the record kind of an LLM instance's queue, [inbox].
+const kindInbox = convid.KindInbox
 
 // maxDone bounds the ids of handled messages an inbox remembers, to
 // recognise a message delivered again.
@@ -38,7 +39,7 @@ type inbox struct {
 	// Done are the ids of the latest messages answered, oldest first.
 	Done []string `json:"done,omitempty"`
 	// Failed is why the instance failed, when a run of it did: the
-	// instance takes no message until restarted ([Conversations.Restart]
+	// instance takes no message until restarted ([.Conversations.Restart]
 	// clears it with the instance's status). It is kept here as well as in
 	// the instance's record so that the queue and the failure change in
 	// one write.
@@ -108,7 +109,7 @@ func (r *runRef) runID() string {
 
 // content is what a message asks of an LLM instance: its text, and its
 // command as a JSON array.
-func content(m *ConversationMessage) string {
+func content(m *conversation.ConversationMessage) string {
 	s := m.Message
 	if len(m.Command) > 0 {
 		cmd, _ := json.Marshal(m.Command)
@@ -119,7 +120,7 @@ func content(m *ConversationMessage) string {
 
 // enqueue queues a message for an LLM instance and starts its run when
 // the instance has none in progress.
-func (h *Host) enqueue(ctx context.Context, p Prototype, inst Instance, from string, msg *calf.Message, m *ConversationMessage, refuse func(string, ...any) error) error {
+func (h *Host) enqueue(ctx context.Context, p conversation.Prototype, inst conversation.Instance, from string, msg *calf.Message, m *conversation.ConversationMessage, refuse func(string, ...any) error) error {
 	if _, err := h.agentFor(ctx, p); err != nil {
 		if calf.IsUnavailable(err) {
 			return err
@@ -130,7 +131,7 @@ func (h *Host) enqueue(ctx context.Context, p Prototype, inst Instance, from str
 	busy := false
 	round := 0
 	failed := ""
-	_, err := store.Update(ctx, h.convs.s, KindInbox, inst.Conversation+"/"+inst.ID, func(data []byte, exists bool) ([]byte, error) {
+	_, err := store.Update(ctx, h.convs.Store(), kindInbox, inst.Conversation+"/"+inst.ID, func(data []byte, exists bool) ([]byte, error) {
 		start, busy, round, failed = nil, false, 0, ""
 		var b inbox
 		if exists {
@@ -164,7 +165,7 @@ func (h *Host) enqueue(ctx context.Context, p Prototype, inst Instance, from str
 		return err
 	}
 	if failed != "" {
-		return refuse("%s is %s: %s", inst.ID, StatusError, failed)
+		return refuse("%s is %s: %s", inst.ID, conversation.StatusError, failed)
 	}
 	if busy {
 		return refuse("%s has %d messages waiting already", inst.ID, h.o.MaxQueue)
@@ -177,7 +178,7 @@ func (h *Host) enqueue(ctx context.Context, p Prototype, inst Instance, from str
 }
 
 // submit starts the run ref names, of the agent of its prototype, in the
-// instance's session, with its output sent to HostOutputChannel.
+// instance's session, with its output sent to outputChannel.
 func (h *Host) submit(ctx context.Context, proto string, ref *runRef, text string) error {
 	data, err := json.Marshal(ref)
 	if err != nil {
@@ -188,16 +189,16 @@ func (h *Host) submit(ctx context.Context, proto string, ref *runRef, text strin
 		Run:       agent.RunRef{Name: h.o.AgentPrefix + proto, RunID: id},
 		SessionID: ref.Instance,
 		Input: &agent.InputEvent{Content: text, Stream: h.o.Stream, ReplyTo: &agent.ReplyTo{
-			Channel: HostOutputChannel, Key: ref.Conversation, CorrelationID: id, Ref: string(data),
+			Channel: outputChannel, Key: ref.Conversation, CorrelationID: id, Ref: string(data),
 		}},
 	})
 }
 
-// runBlock is the payload of HostRunBlockChannel: the "# Run" commands of
+// runBlock is the payload of runBlockChannel: the "# Run" commands of
 // a run's answer, to carry out before the next round.
 type runBlock struct {
-	Ref      runRef       `json:"ref"`
-	Commands []RunCommand `json:"commands,omitempty"`
+	Ref      runRef             `json:"ref"`
+	Commands []runblock.Command `json:"commands,omitempty"`
 	// Problems, when the block could not be parsed, go back to the model
 	// in place of results.
 	Problems string `json:"problems,omitempty"`
@@ -225,8 +226,8 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 		case !ref.Blocks:
 			// A prototype without subagents has no blocks to carry out.
 		case ref.Round < h.o.MaxRunRounds:
-			cmds, rest, err := ParseRun(text)
-			var rerr *RunError
+			cmds, rest, err := runblock.Parse(text)
+			var rerr *runblock.Error
 			switch {
 			case errors.As(err, &rerr):
 				block = &runBlock{Ref: ref, Problems: rerr.Error()}
@@ -235,15 +236,15 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 			}
 			text = rest
 		default:
-			if _, rest, err := ParseRun(text); err == nil {
+			if _, rest, err := runblock.Parse(text); err == nil {
 				text = rest
 			}
 		}
 		if text == "" && block == nil {
-			text = ErrorPrefix + "the agent gave no answer"
+			text = convid.ErrorPrefix + "the agent gave no answer"
 		}
 	} else {
-		text = ErrorPrefix + "the run of " + ref.Instance + " ended " + ev.Status
+		text = convid.ErrorPrefix + "the run of " + ref.Instance + " ended " + ev.Status
 		if ev.Error != "" {
 			text += ": " + ev.Error
 		}
@@ -251,7 +252,7 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 	stopped := false
 	if c, err := h.convs.Get(ctx, ref.Conversation); err != nil {
 		return err
-	} else if c.Status != StatusRunning {
+	} else if c.Status != conversation.StatusRunning {
 		stopped = true
 	}
 	// A run that failed fails its instance (a cancelled one does not: it
@@ -262,14 +263,14 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 		if ev.Error != "" {
 			failed += ": " + ev.Error
 		}
-		if len(failed) > MaxErrorLen {
-			failed = failed[:MaxErrorLen] + "…"
+		if len(failed) > convid.MaxErrorLen {
+			failed = failed[:convid.MaxErrorLen] + "…"
 		}
 	}
 	answer := block == nil || stopped
 	if answer {
 		if stopped && block != nil {
-			text = ErrorPrefix + "conversation " + ref.Conversation + " is stopped"
+			text = convid.ErrorPrefix + "conversation " + ref.Conversation + " is stopped"
 		}
 		// The answer goes before the queue moves on: a process that ends
 		// in between leaves the message current, and whoever carries it
@@ -287,7 +288,7 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 	}
 	var next *inboxEntry
 	var refused []inboxEntry
-	_, err := store.Update(ctx, h.convs.s, KindInbox, ref.Conversation+"/"+ref.Instance, func(data []byte, exists bool) ([]byte, error) {
+	_, err := store.Update(ctx, h.convs.Store(), kindInbox, ref.Conversation+"/"+ref.Instance, func(data []byte, exists bool) ([]byte, error) {
 		next, refused = nil, nil
 		if !exists {
 			return nil, nil
@@ -329,17 +330,17 @@ func (h *Host) onOutput(ctx context.Context, msg *calf.Message) error {
 	if !answer {
 		// After the round is recorded: the next round's output must find
 		// it.
-		if _, err := h.rt.Client().Emit(ctx, HostRunBlockChannel, block, calf.WithID(derive("runblock", ref.runID())),
+		if _, err := h.rt.Client().Emit(ctx, runBlockChannel, block, calf.WithID(derive("runblock", ref.runID())),
 			calf.WithKey(ref.runID()), calf.WithMetadata(calf.Metadata{CorrelationID: ref.runID()})); err != nil {
 			return err
 		}
 	}
 	why := "conversation " + ref.Conversation + " is stopped"
 	if !stopped {
-		why = ref.Instance + " is " + string(StatusError) + ": " + failed
+		why = ref.Instance + " is " + string(conversation.StatusError) + ": " + failed
 	}
 	for _, e := range refused {
-		if err := h.reply(ctx, ref.Conversation, ref.Instance, e.From, ErrorPrefix+why,
+		if err := h.reply(ctx, ref.Conversation, ref.Instance, e.From, convid.ErrorPrefix+why,
 			e.Correlation, derive("refuse", e.Msg)); err != nil {
 			return err
 		}
@@ -364,16 +365,16 @@ func (h *Host) onRunBlock(ctx context.Context, msg *calf.Message) error {
 	ref := rb.Ref
 	var sb strings.Builder
 	if rb.Problems != "" {
-		sb.WriteString(runProblemsPrefix + rb.Problems)
+		sb.WriteString(runblock.ProblemsPrefix + rb.Problems)
 	} else {
-		sb.WriteString(runResultsPrefix)
+		sb.WriteString(runblock.ResultsPrefix)
 		for i, c := range rb.Commands {
 			var res string
 			var err error
 			switch c.Verb {
-			case VerbStartConversation:
+			case runblock.VerbStartConversation:
 				res, err = h.start(ctx, ref.Conversation, ref.Instance, c.Target)
-			case VerbSend:
+			case runblock.VerbSend:
 				res, err = h.send(ctx, ref.Conversation, ref.Instance, c.Target, c.Args, "", derive("run", ref.runID(), strconv.Itoa(i)))
 			default:
 				err = fmt.Errorf("unknown verb %q", c.Verb)
@@ -393,14 +394,17 @@ func (h *Host) onRunBlock(ctx context.Context, msg *calf.Message) error {
 
 // agentFor returns the agent that serves the LLM prototype p, serving it
 // on the host's runtime the first time.
-func (h *Host) agentFor(ctx context.Context, p Prototype) (*agent.Agent[string], error) {
+func (h *Host) agentFor(ctx context.Context, p conversation.Prototype) (*agent.Agent[string], error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if a := h.agents[p.Name]; a != nil {
 		return a, nil
 	}
 	if len(p.MCPServers) > 0 && h.o.MCP == nil {
-		return nil, errors.New("it lists MCP servers, and this host connects none (HostOptions.MCP)")
+		return nil, errors.New("it lists MCP servers, and this host connects none (host.Options.MCP)")
+	}
+	if h.o.Model == nil {
+		return nil, errors.New("this host opens no model (host.Options.Model)")
 	}
 	var extra []tool.Tool
 	var sb strings.Builder

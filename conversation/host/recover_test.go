@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/calf-go/calf/broker/nats/embedded"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
+	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -30,7 +31,7 @@ import (
 type dropOutputs struct{ calf.Broker }
 
 func (d dropOutputs) Publish(ctx context.Context, msg *calf.Message) error {
-	if msg.Channel == conversation.HostOutputChannel {
+	if msg.Channel == "calf.convhost.output" {
 		return nil
 	}
 	return d.Broker.Publish(ctx, msg)
@@ -51,7 +52,7 @@ func lastUserText(req *model.Request) string {
 // inboxOf reads the queue record of the conversation's entry instance.
 func inboxOf(t *testing.T, st store.Store, c conversation.Conversation) (current bool, queued int) {
 	t.Helper()
-	rec, err := st.Get(t.Context(), conversation.KindInbox, c.ID+"/"+c.Entry)
+	rec, err := st.Get(t.Context(), "conversation_inbox", c.ID+"/"+c.Entry)
 	if err != nil {
 		return false, 0
 	}
@@ -167,15 +168,15 @@ func TestHostRecover(t *testing.T) {
 				return modeltest.Text("answer to " + text), nil
 			})
 			e2 := newHost(t, b2, st2, m2, nil)
-			hosts := []*conversation.Host{e2.host}
+			hosts := []*host.Host{e2.host}
 			for range tc.hosts - 1 {
 				// Another host on the same broker and store, without a
 				// user's side of its own.
 				client := calf.NewClient(b2, nil)
 				t.Cleanup(func() { _ = client.Shutdown(context.Background()) })
-				h := conversation.New(agent.NewRuntime(client, st2, nil), conversation.NewConversations(st2, nil), &conversation.HostOptions{
+				h := host.New(agent.NewRuntime(client, st2, nil), conversation.NewConversations(st2, nil), &host.Options{
 					Model: func(string) (model.Model, error) { return m2, nil },
-					Code:  map[string]conversation.CodeHandler{"docmem-agent": docmem.New(st2, nil).CodeHandler()},
+					Code:  map[string]host.CodeHandler{"docmem-agent": docmem.New(st2, nil).CodeHandler()},
 				})
 				if err := h.Serve(ctx); err != nil {
 					t.Fatal(err)

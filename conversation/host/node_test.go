@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"bufio"
@@ -22,6 +22,8 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/broker/nats"
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/internal/peers"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -236,9 +238,9 @@ func TestExternalAgentInNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	const sendTimeout = 4 * time.Second
-	e := newHost(t, b, st, calcModel(1500), &conversation.HostOptions{SendTimeout: sendTimeout})
+	e := newHost(t, b, st, calcModel(1500), &host.Options{SendTimeout: sendTimeout})
 	c := e.create()
-	calc := conversation.InstanceID("calc-agent", c.ID)
+	calc := convid.InstanceID("calc-agent", c.ID)
 
 	// Every answer of the calculator, as the conversation channel carries
 	// it.

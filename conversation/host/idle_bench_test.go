@@ -1,4 +1,4 @@
-package conversation_test
+package host_test
 
 import (
 	"bufio"
@@ -24,6 +24,7 @@ import (
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
+	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -97,10 +98,10 @@ func newIdleHost(tb testing.TB, st store.Store) *idleHost {
 	if err := convs.Prototypes().RegisterAll(ctx, idlePrototypes, false); err != nil {
 		tb.Fatal(err)
 	}
-	echo := func(_ context.Context, req conversation.CodeRequest) (string, error) { return req.Message.Message, nil }
-	h := conversation.New(rt, convs, &conversation.HostOptions{
+	echo := func(_ context.Context, req host.CodeRequest) (string, error) { return req.Message.Message, nil }
+	h := host.New(rt, convs, &host.Options{
 		Model: func(string) (model.Model, error) { return idleModel(), nil },
-		Code:  map[string]conversation.CodeHandler{"docmem-agent": docmem.New(st, nil).CodeHandler(), "echo-agent": echo},
+		Code:  map[string]host.CodeHandler{"docmem-agent": docmem.New(st, nil).CodeHandler(), "echo-agent": echo},
 	})
 	if err := h.Serve(ctx); err != nil {
 		tb.Fatal(err)
@@ -425,7 +426,7 @@ func benchIdle(b *testing.B, st *idleStore, n int) {
 		b.Fatalf("%d answers (%d wrong); want %d", got, e.wrong.Load(), n)
 	}
 	last := points[len(points)-1]
-	if got := last.kinds[conversation.KindInstance][0]; got != int64(3*n) {
+	if got := last.kinds["conversation_instance"][0]; got != int64(3*n) {
 		b.Fatalf("%d instances; want %d", got, 3*n)
 	}
 
