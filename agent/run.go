@@ -278,7 +278,7 @@ func (a *Agent[Out]) Run(ctx context.Context, rt *Runtime, prompt string, opts *
 	defer cancel()
 	// The output comes back on this client's inbox: callers in other
 	// processes do not receive it.
-	msg, err := a.input(ctx, rt, prompt, opts, false, rt.client.Inbox())
+	msg, _, err := a.input(ctx, rt, prompt, opts, false, rt.client.Inbox())
 	if err != nil {
 		return nil, err
 	}
@@ -457,7 +457,7 @@ func cloneToolCalls(rs []ToolCallRecord) []ToolCallRecord {
 
 // input builds the input message of a new run.
 // inbox, when set, is the caller's inbox, where the output is to go.
-func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions, stream bool, inbox string) (*calf.Message, error) {
+func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions, stream bool, inbox string) (*calf.Message, InputEvent, error) {
 	var o RunOptions
 	if opts != nil {
 		o = *opts
@@ -469,19 +469,19 @@ func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts
 	in := InputEvent{Content: prompt, Parts: o.Parts, Stream: stream, ReplyTo: o.ReplyTo, Parent: o.Parent, Messages: o.Thread, Deadline: o.Deadline}
 	if b := o.Budget; b != nil {
 		if err := b.validate(); err != nil {
-			return nil, fmt.Errorf("agent %s: RunOptions.Budget: %w", a.name, err)
+			return nil, InputEvent{}, fmt.Errorf("agent %s: RunOptions.Budget: %w", a.name, err)
 		}
 		in.Budget = b
 	}
 	if o.Thread != nil && o.SessionID != "" {
-		return nil, fmt.Errorf("agent %s: RunOptions.Thread and SessionID both name the conversation to continue: give one", a.name)
+		return nil, InputEvent{}, fmt.Errorf("agent %s: RunOptions.Thread and SessionID both name the conversation to continue: give one", a.name)
 	}
 	if o.Permissions != nil {
 		if a.opts.Permissions == nil {
-			return nil, fmt.Errorf("agent %s: RunOptions.Permissions needs an agent with permissions of its own (Options.Permissions), whose workers carry out approvals", a.name)
+			return nil, InputEvent{}, fmt.Errorf("agent %s: RunOptions.Permissions needs an agent with permissions of its own (Options.Permissions), whose workers carry out approvals", a.name)
 		}
 		if err := o.Permissions.validate(); err != nil {
-			return nil, fmt.Errorf("agent %s: RunOptions.Permissions: %w", a.name, err)
+			return nil, InputEvent{}, fmt.Errorf("agent %s: RunOptions.Permissions: %w", a.name, err)
 		}
 		in.Permissions = o.Permissions
 	}
@@ -493,7 +493,7 @@ func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts
 	if !o.Deps.isZero() {
 		d, err := json.Marshal(o.Deps.v)
 		if err != nil {
-			return nil, fmt.Errorf("agent %s: RunOptions.Deps of type %T cannot travel with the run, which carries them as JSON: %v; "+
+			return nil, InputEvent{}, fmt.Errorf("agent %s: RunOptions.Deps of type %T cannot travel with the run, which carries them as JSON: %v; "+
 				"leave RunOptions.Deps unset and give the dependencies to each process that serves the agent as ServeOptions.LocalDeps", a.name, o.Deps.v, err)
 		}
 		in.Deps = d
@@ -501,10 +501,10 @@ func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts
 	msg, err := rt.client.NewMessage(ctx, InputChannel(a.name), in, calf.WithID(inputID(id)), calf.WithKey(id),
 		calf.WithMetadata(calf.Metadata{CorrelationID: id, RunID: id}))
 	if err != nil {
-		return nil, err
+		return nil, InputEvent{}, err
 	}
 	msg.Metadata.SessionID = o.SessionID
-	return msg, nil
+	return msg, in, nil
 }
 
 // Submit starts a run without waiting for it and returns its id. The run
@@ -519,17 +519,13 @@ func (a *Agent[Out]) Submit(ctx context.Context, rt *Runtime, prompt string, opt
 	if err != nil {
 		return "", err
 	}
-	msg, err := a.input(ctx, rt, prompt, opts, opts != nil && opts.Stream, "")
+	msg, in, err := a.input(ctx, rt, prompt, opts, opts != nil && opts.Stream, "")
 	if err != nil {
 		return "", err
 	}
 	if opts != nil && opts.Parent != "" {
 		// A child run (a team member's, a workflow node's): what waits on
 		// it learns at once when no process serves the agent.
-		var in InputEvent
-		if err := msg.Decode(&in); err != nil {
-			return "", err
-		}
 		if refused, err := rt.refuseUnserved(ctx, a.name, msg, &in); err != nil {
 			return "", fmt.Errorf("agent %s: submit run: %w", a.name, err)
 		} else if refused {
@@ -994,7 +990,7 @@ func (a *Agent[Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, 
 			yield(Event{}, err)
 			return
 		}
-		msg, err := a.input(ctx, rt, prompt, opts, true, "")
+		msg, _, err := a.input(ctx, rt, prompt, opts, true, "")
 		if err != nil {
 			yield(Event{}, err)
 			return
