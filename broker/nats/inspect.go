@@ -29,10 +29,12 @@ var (
 // A group some of whose partitions have no consumer yet has none: a
 // message for such a partition would be missed. No announcement is taken
 // for no member only once the bucket of leases has had its leader for
-// twice the lease time: on a cluster, the members cannot renew their
-// announcements while the bucket elects a new leader, which takes longer
-// than they last, so until they have announced themselves again the
-// answer is an error marked [calf.Unavailable], not zero. The call is
+// twice the lease time and this broker's connection has not come back
+// from a lost server within that time: while a cluster elects the
+// bucket's new leader, or a single server restarts, the members cannot
+// renew their announcements, which expire, so until they have announced
+// themselves again the answer is an error marked [calf.Unavailable], not
+// zero. The call is
 // bounded by [Options.PublishTimeout]; when the server does not answer in
 // that time the error is marked [calf.Unavailable].
 func (b *Broker) GroupMembers(ctx context.Context, group string) (int, error) {
@@ -90,11 +92,19 @@ var errLeasesUnsettled = errors.New("the bucket of leases has just changed leade
 // leader after its node died takes longer than an announcement lasts:
 // the members cannot renew theirs meanwhile, they expire, and the group
 // looks empty until the members' next renewals, a moment after the
-// election.
+// election. A single server that restarts does the same to every member,
+// with no leader to show it: the broker's own connection coming back
+// within twice the lease time counts as unsettled too.
 func (b *Broker) leasesSettled(ctx context.Context) error {
 	st, err := b.js.Stream(ctx, "KV_"+b.opts.Stream+"_leases")
 	if err != nil {
 		return fmt.Errorf("nats: bucket of leases: %w", err)
+	}
+	settle := 2 * leaseTTL(b.opts.AckWait)
+	if at := b.reconnected.Load(); at != 0 && time.Since(time.Unix(0, at)) < settle {
+		// The server this connection had went away: if it restarted, every
+		// member lost it too, and their announcements expired meanwhile.
+		return fmt.Errorf("%w (this connection came back %s ago)", errLeasesUnsettled, time.Since(time.Unix(0, at)).Round(time.Millisecond))
 	}
 	ci := st.CachedInfo().Cluster
 	switch {
@@ -102,7 +112,7 @@ func (b *Broker) leasesSettled(ctx context.Context) error {
 		return nil
 	case ci.Leader == "":
 		return fmt.Errorf("%w (no leader)", errLeasesUnsettled)
-	case ci.LeaderSince != nil && time.Since(*ci.LeaderSince) < 2*leaseTTL(b.opts.AckWait):
+	case ci.LeaderSince != nil && time.Since(*ci.LeaderSince) < settle:
 		return fmt.Errorf("%w (leader %s since %s)", errLeasesUnsettled, ci.Leader, ci.LeaderSince.Format(time.RFC3339Nano))
 	}
 	return nil

@@ -170,6 +170,10 @@ type Broker struct {
 	mu     sync.Mutex
 	subs   map[*subscription]struct{}
 	closed atomic.Bool
+
+	// reconnected is when the connection last came back after losing its
+	// server (UnixNano; zero before any), see Broker.leasesSettled.
+	reconnected atomic.Int64
 }
 
 var _ calf.Broker = (*Broker)(nil)
@@ -282,7 +286,17 @@ func open(ctx context.Context, nc *natsgo.Conn, o Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Broker{opts: o, log: o.Logger, nc: nc, js: js, st: st, subs: map[*subscription]struct{}{}}, nil
+	b := &Broker{opts: o, log: o.Logger, nc: nc, js: js, st: st, subs: map[*subscription]struct{}{}}
+	// Note each reconnection, keeping the handler the connection came
+	// with (OpenConn's caller may have set one).
+	prev := nc.ReconnectHandler()
+	nc.SetReconnectHandler(func(c *natsgo.Conn) {
+		b.reconnected.Store(time.Now().UnixNano())
+		if prev != nil {
+			prev(c)
+		}
+	})
+	return b, nil
 }
 
 func firstToken(s string) string {
