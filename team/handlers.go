@@ -9,6 +9,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/workflow"
 )
 
 // ServeOptions configures [Team.Serve]. A nil *ServeOptions means the
@@ -65,6 +66,7 @@ func (t *Team) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.Runtime,
 	if rt == nil {
 		return nil, fmt.Errorf("team %s: %w", t.name, agent.ErrNoRuntime)
 	}
+	rt.AddKind(Kind, workflow.Kind) // for the runtime's controls by name
 	if !rt.ServesOnDemand() {
 		return rt, nil
 	}
@@ -90,6 +92,7 @@ func (t *Team) serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions)
 	}
 	c := &coordinator{t: t, rt: rt}
 	rt.AddSweeper("team", sweepRuns)
+	rt.AddKind(Kind, workflow.Kind)
 	for _, s := range []struct {
 		channel string
 		h       calf.Handler

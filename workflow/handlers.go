@@ -65,6 +65,7 @@ func (w *Workflow[S]) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.R
 	if rt == nil {
 		return nil, fmt.Errorf("workflow %s: %w", w.name, agent.ErrNoRuntime)
 	}
+	rt.AddKind(Kind) // for the runtime's controls by name
 	if !rt.ServesOnDemand() {
 		return rt, nil
 	}
@@ -86,6 +87,7 @@ func (w *Workflow[S]) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.R
 func (w *Workflow[S]) serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions) error {
 	h := &handlers[S]{w: w, rt: rt}
 	rt.AddSweeper("workflow", sweepRuns)
+	rt.AddKind(Kind)
 	var o ServeOptions
 	if opts != nil {
 		o = *opts

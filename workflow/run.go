@@ -418,7 +418,7 @@ const (
 	EventOutput   EventKind = "output"
 	// EventPause is a pause of the run taking effect, or its resume.
 	EventPause EventKind = "pause"
-	// EventCancel is a request to cancel the run ([CancelRun]); the
+	// EventCancel is a request to cancel the run (a cancel by name, [Kind]); the
 	// output that follows says that it ended.
 	EventCancel EventKind = "cancel"
 )
