@@ -40,22 +40,7 @@ func (t *Team) Serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions)
 	if rt == nil {
 		return fmt.Errorf("team %s: serve: %w", t.name, agent.ErrNoRuntime)
 	}
-	t.served.mu.Lock()
-	defer t.served.mu.Unlock()
-	if err := t.serve(ctx, rt, opts); err != nil {
-		return err
-	}
-	t.markServed(rt)
-	return nil
-}
-
-// markServed records that the team is served on rt; the caller holds
-// t.served.mu.
-func (t *Team) markServed(rt *agent.Runtime) {
-	if t.served.on == nil {
-		t.served.on = map[*agent.Runtime]bool{}
-	}
-	t.served.on[rt] = true
+	return t.served.Serve(rt, func() error { return t.serve(ctx, rt, opts) })
 }
 
 // onDemand returns rt with the team served on it in this process when rt
@@ -70,17 +55,11 @@ func (t *Team) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.Runtime,
 	if !rt.ServesOnDemand() {
 		return rt, nil
 	}
-	t.served.mu.Lock()
-	defer t.served.mu.Unlock()
-	if t.served.on[rt] {
-		return rt, nil
-	}
 	// The handlers live as long as the runtime's client: not bound to the
 	// context of the first run.
-	if err := t.serve(context.WithoutCancel(ctx), rt, nil); err != nil {
+	if _, err := t.served.Once(rt, func() error { return t.serve(context.WithoutCancel(ctx), rt, nil) }); err != nil {
 		return nil, fmt.Errorf("team %s: serve on demand: %w", t.name, err)
 	}
-	t.markServed(rt)
 	return rt, nil
 }
 

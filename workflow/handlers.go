@@ -40,22 +40,7 @@ func (w *Workflow[S]) Serve(ctx context.Context, rt *agent.Runtime, opts *ServeO
 	if rt == nil {
 		return fmt.Errorf("workflow %s: serve: %w", w.name, agent.ErrNoRuntime)
 	}
-	w.served.mu.Lock()
-	defer w.served.mu.Unlock()
-	if err := w.serve(ctx, rt, opts); err != nil {
-		return err
-	}
-	w.markServed(rt)
-	return nil
-}
-
-// markServed records that the workflow is served on rt; the caller holds
-// w.served.mu.
-func (w *Workflow[S]) markServed(rt *agent.Runtime) {
-	if w.served.on == nil {
-		w.served.on = map[*agent.Runtime]bool{}
-	}
-	w.served.on[rt] = true
+	return w.served.Serve(rt, func() error { return w.serve(ctx, rt, opts) })
 }
 
 // onDemand returns rt with the workflow served on it in this process when
@@ -69,17 +54,11 @@ func (w *Workflow[S]) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.R
 	if !rt.ServesOnDemand() {
 		return rt, nil
 	}
-	w.served.mu.Lock()
-	defer w.served.mu.Unlock()
-	if w.served.on[rt] {
-		return rt, nil
-	}
 	// The handlers live as long as the runtime's client: not bound to the
 	// context of the first run.
-	if err := w.serve(context.WithoutCancel(ctx), rt, nil); err != nil {
+	if _, err := w.served.Once(rt, func() error { return w.serve(context.WithoutCancel(ctx), rt, nil) }); err != nil {
 		return nil, fmt.Errorf("workflow %s: serve on demand: %w", w.name, err)
 	}
-	w.markServed(rt)
 	return rt, nil
 }
 
