@@ -83,7 +83,27 @@ type subject struct {
 	kind, runner string
 	// build serves the subject on rt and returns how to submit a run and
 	// wait for its end.
-	build func(t *testing.T, rt *agent.Runtime, child *agent.Agent[string]) (submit, wait func(ctx context.Context, id string) error)
+	build func(t *testing.T, rt *agent.Runtime, child *agent.Agent[string]) *ops
+}
+
+// ops are a subject's calls on one runtime: submit a run, wait for its
+// end, and recover the runs of the subject and its children (after the
+// process that carried them died).
+type ops struct {
+	submit, wait func(ctx context.Context, id string) error
+	recover      func(ctx context.Context) error
+}
+
+// recoverAll recovers the runs of each recoverer in turn.
+func recoverAll(rs ...func(ctx context.Context) (int, error)) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		for _, r := range rs {
+			if _, err := r(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 var subjects = []subject{
@@ -93,7 +113,7 @@ var subjects = []subject{
 	{name: "workflow", kind: "workflow", runner: "flow", build: buildWorkflow},
 }
 
-func buildAgent(t *testing.T, rt *agent.Runtime, child *agent.Agent[string]) (submit, wait func(context.Context, string) error) {
+func buildAgent(t *testing.T, rt *agent.Runtime, child *agent.Agent[string]) *ops {
 	lead := agent.Must(agent.New("lead", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
 		last := req.Messages[len(req.Messages)-1]
 		if last.Role == model.RoleTool && strings.Contains(last.Text(), "refuses") {
@@ -108,21 +128,35 @@ func buildAgent(t *testing.T, rt *agent.Runtime, child *agent.Agent[string]) (su
 		t.Fatal(err)
 	}
 	serveAll(t, rt, lead, child)
-	return func(ctx context.Context, id string) error {
+	return &ops{
+		submit: func(ctx context.Context, id string) error {
 			_, err := lead.Submit(ctx, rt, "go", &agent.RunOptions{RunID: id})
 			return err
-		}, func(ctx context.Context, id string) error {
+		},
+		wait: func(ctx context.Context, id string) error {
 			_, err := lead.Wait(ctx, rt, id)
 			return err
-		}
+		},
+		recover: recoverAll(
+			func(ctx context.Context) (int, error) { return child.Recover(ctx, rt, nil) },
+			func(ctx context.Context) (int, error) { return lead.Recover(ctx, rt, nil) }),
+	}
 }
 
-func buildTeam(t *testing.T, rt *agent.Runtime, child *agent.Agent[string]) (submit, wait func(context.Context, string) error) {
+func buildTeam(t *testing.T, rt *agent.Runtime, child *agent.Agent[string]) *ops {
 	serveAll(t, rt, child)
-	return teamOf(t, rt, team.AgentMember(child))
+	o := teamOf(t, rt, team.AgentMember(child))
+	recoverTeam := o.recover
+	o.recover = func(ctx context.Context) error {
+		if _, err := child.Recover(ctx, rt, nil); err != nil {
+			return err
+		}
+		return recoverTeam(ctx)
+	}
+	return o
 }
 
-func buildTeamOfWorkflow(t *testing.T, rt *agent.Runtime, child *agent.Agent[string]) (submit, wait func(context.Context, string) error) {
+func buildTeamOfWorkflow(t *testing.T, rt *agent.Runtime, child *agent.Agent[string]) *ops {
 	serveAll(t, rt, child)
 	w := childWorkflow(t, "inner", child)
 	if err := w.Serve(t.Context(), rt, nil); err != nil {
@@ -131,12 +165,23 @@ func buildTeamOfWorkflow(t *testing.T, rt *agent.Runtime, child *agent.Agent[str
 	m := team.WorkflowMember(w, "the inner workflow",
 		func(prompt string) (flowState, error) { return flowState{Prompt: prompt}, nil },
 		func(s flowState) (string, error) { return s.Out, nil })
-	return teamOf(t, rt, m)
+	o := teamOf(t, rt, m)
+	recoverTeam := o.recover
+	o.recover = func(ctx context.Context) error {
+		if _, err := child.Recover(ctx, rt, nil); err != nil {
+			return err
+		}
+		if _, err := w.Recover(ctx, rt, nil); err != nil {
+			return err
+		}
+		return recoverTeam(ctx)
+	}
+	return o
 }
 
 // teamOf serves a sequential team of m then a finisher, so that a step
 // boundary follows m's run.
-func teamOf(t *testing.T, rt *agent.Runtime, m team.Member) (submit, wait func(context.Context, string) error) {
+func teamOf(t *testing.T, rt *agent.Runtime, m team.Member) *ops {
 	finisher := agent.Must(agent.New("finisher", modeltest.FunctionModel(func(context.Context, *model.Request) (*model.Response, error) {
 		return modeltest.Text("finished"), nil
 	}), &agent.Options{Description: "finishes"}))
@@ -145,13 +190,19 @@ func teamOf(t *testing.T, rt *agent.Runtime, m team.Member) (submit, wait func(c
 	if err := tm.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	return func(ctx context.Context, id string) error {
+	return &ops{
+		submit: func(ctx context.Context, id string) error {
 			_, err := tm.Submit(ctx, rt, "go", &team.RunOptions{RunID: id})
 			return err
-		}, func(ctx context.Context, id string) error {
+		},
+		wait: func(ctx context.Context, id string) error {
 			_, err := tm.Wait(ctx, rt, id)
 			return err
-		}
+		},
+		recover: recoverAll(
+			func(ctx context.Context) (int, error) { return finisher.Recover(ctx, rt, nil) },
+			func(ctx context.Context) (int, error) { return tm.Recover(ctx, rt, nil) }),
+	}
 }
 
 type flowState struct{ Prompt, Out string }
@@ -168,19 +219,25 @@ func childWorkflow(t *testing.T, name string, child *agent.Agent[string]) *workf
 	return w
 }
 
-func buildWorkflow(t *testing.T, rt *agent.Runtime, child *agent.Agent[string]) (submit, wait func(context.Context, string) error) {
+func buildWorkflow(t *testing.T, rt *agent.Runtime, child *agent.Agent[string]) *ops {
 	serveAll(t, rt, child)
 	w := childWorkflow(t, "flow", child)
 	if err := w.Serve(t.Context(), rt, nil); err != nil {
 		t.Fatal(err)
 	}
-	return func(ctx context.Context, id string) error {
+	return &ops{
+		submit: func(ctx context.Context, id string) error {
 			_, err := w.Submit(ctx, rt, flowState{Prompt: "go"}, &workflow.RunOptions{RunID: id})
 			return err
-		}, func(ctx context.Context, id string) error {
+		},
+		wait: func(ctx context.Context, id string) error {
 			_, err := w.Wait(ctx, rt, id)
 			return err
-		}
+		},
+		recover: recoverAll(
+			func(ctx context.Context) (int, error) { return child.Recover(ctx, rt, nil) },
+			func(ctx context.Context) (int, error) { return w.Recover(ctx, rt, nil) }),
+	}
 }
 
 func serveAll(t *testing.T, rt *agent.Runtime, as ...*agent.Agent[string]) {
@@ -192,14 +249,21 @@ func serveAll(t *testing.T, rt *agent.Runtime, as ...*agent.Agent[string]) {
 	}
 }
 
-// env is a subject served on an in-memory runtime, with a record of every
-// message sent.
+// env is a subject served on an in-memory runtime (a process), with a
+// record of every message sent. Its store outlives the process: restart
+// starts another on a new broker, as after a crash that lost what the
+// broker held.
 type env struct {
-	rt     *agent.Runtime
-	g      *gate
-	ref    func(id string) agent.RunRef
-	submit func(ctx context.Context, id string) error
-	wait   func(ctx context.Context, id string) error
+	t   *testing.T
+	s   subject
+	st  store.Store
+	rt  *agent.Runtime
+	g   *gate
+	ops *ops
+	ref func(id string) agent.RunRef
+
+	b *memory.Broker
+	c *calf.Client
 
 	mu   sync.Mutex
 	msgs []*calf.Message
@@ -207,11 +271,23 @@ type env struct {
 
 func newEnv(t *testing.T, s subject, shut bool) *env {
 	t.Helper()
-	b := memory.New(&memory.Options{Backoff: func(int) time.Duration { return time.Millisecond }})
 	st := storemem.New()
+	t.Cleanup(func() { _ = st.Close() })
+	e := &env{t: t, s: s, st: st, g: newGate(shut)}
+	e.ref = func(id string) agent.RunRef { return agent.RunRef{Kind: s.kind, Name: s.runner, RunID: id} }
+	e.start()
+	return e
+}
+
+// start starts a process: a broker, a runtime on it and the subject
+// served there.
+func (e *env) start() {
+	t := e.t
+	t.Helper()
+	b := memory.New(&memory.Options{Backoff: func(int) time.Duration { return time.Millisecond }})
 	c := calf.NewClient(b, nil)
-	t.Cleanup(func() { _ = c.Close(); _ = b.Close(); _ = st.Close() })
-	e := &env{rt: agent.NewRuntime(c, st, nil), g: newGate(shut)}
+	t.Cleanup(func() { _ = c.Close(); _ = b.Close() })
+	e.b, e.c, e.rt = b, c, agent.NewRuntime(c, e.st, nil)
 	if _, err := b.Subscribe(t.Context(), "calf.>", func(_ context.Context, m *calf.Message) error {
 		e.mu.Lock()
 		e.msgs = append(e.msgs, m)
@@ -221,10 +297,23 @@ func newEnv(t *testing.T, s subject, shut bool) *env {
 		t.Fatal(err)
 	}
 	child := agent.Must(agent.New("child", e.g.model(), &agent.Options{Description: "does the work"}))
-	e.submit, e.wait = s.build(t, e.rt, child)
-	e.ref = func(id string) agent.RunRef { return agent.RunRef{Kind: s.kind, Name: s.runner, RunID: id} }
-	return e
+	e.ops = e.s.build(t, e.rt, child)
 }
+
+// restart kills the process (its runtime, broker and the messages in
+// flight) and starts another on the same store.
+func (e *env) restart() {
+	e.t.Helper()
+	_ = e.c.Close()
+	_ = e.b.Close()
+	e.start()
+}
+
+func (e *env) submit(ctx context.Context, id string) error { return e.ops.submit(ctx, id) }
+func (e *env) wait(ctx context.Context, id string) error   { return e.ops.wait(ctx, id) }
+
+// drain waits until the broker has handled every message.
+func (e *env) drain(ctx context.Context) error { return e.b.Drain(ctx) }
 
 // outputs counts the distinct output events of the run id on its kind's
 // output channel.
@@ -368,7 +457,7 @@ func TestLifecycle(t *testing.T) {
 				child := e.childRuns(t)[0]
 				// The child's model call, let go, changes nothing.
 				eventually(t, "the child's output", func() bool { return e.outputs("agent", child.ID) >= 1 })
-				if err := e.rt.Client().Broker().(*memory.Broker).Drain(ctx); err != nil {
+				if err := e.drain(ctx); err != nil {
 					t.Fatal(err)
 				}
 				if n := e.outputs(s.kind, "r1"); n != 1 {
@@ -410,7 +499,7 @@ func TestLifecycle(t *testing.T) {
 				if got := e.status(t, "r1"); got != "complete" {
 					t.Errorf("view status %q, want complete", got)
 				}
-				if err := e.rt.Client().Broker().(*memory.Broker).Drain(ctx); err != nil {
+				if err := e.drain(ctx); err != nil {
 					t.Fatal(err)
 				}
 				if n := e.outputs(s.kind, "r1"); n != 1 {
@@ -421,6 +510,77 @@ func TestLifecycle(t *testing.T) {
 				}
 				if _, err := e.rt.Pause(ctx, e.ref("r1"), "late"); !errors.Is(err, agent.ErrRunEnded) {
 					t.Errorf("Pause of an ended run = %v, want ErrRunEnded", err)
+				}
+			})
+			t.Run("pause and resume across a restart", func(t *testing.T) {
+				e := newEnv(t, s, true)
+				ctx := ctxFor(t)
+				if err := e.submit(ctx, "r1"); err != nil {
+					t.Fatal(err)
+				}
+				<-e.g.entered
+				if _, err := e.rt.Pause(ctx, e.ref("r1"), "maintenance"); err != nil {
+					t.Fatalf("Pause: %v", err)
+				}
+				e.g.release()
+				eventually(t, "the pause in effect", func() bool { return e.status(t, "r1") == "paused" })
+				if err := e.drain(ctx); err != nil {
+					t.Fatal(err)
+				}
+				// The paused run is its record alone: another process
+				// resumes it.
+				e.restart()
+				if got := e.status(t, "r1"); got != "paused" {
+					t.Fatalf("view status %q after the restart, want paused", got)
+				}
+				if _, err := e.rt.Resume(ctx, e.ref("r1")); err != nil {
+					t.Fatalf("Resume: %v", err)
+				}
+				if err := e.wait(ctx, "r1"); err != nil {
+					t.Fatalf("Wait after Resume: %v", err)
+				}
+				if n := e.g.calls.Load(); n != 1 {
+					t.Errorf("the child's model was called %d times, want 1", n)
+				}
+				if err := e.drain(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if n := e.outputs(s.kind, "r1"); n != 1 {
+					t.Errorf("%d output events, want 1", n)
+				}
+			})
+			t.Run("recover after kill", func(t *testing.T) {
+				e := newEnv(t, s, true)
+				ctx := ctxFor(t)
+				if err := e.submit(ctx, "r1"); err != nil {
+					t.Fatal(err)
+				}
+				<-e.g.entered
+				// The process dies in the child's model call, with the
+				// broker's messages: the store alone knows the runs.
+				e.restart()
+				e.g.release()
+				if err := e.ops.recover(ctx); err != nil {
+					t.Fatalf("Recover: %v", err)
+				}
+				if err := e.wait(ctx, "r1"); err != nil {
+					t.Fatalf("Wait after Recover: %v", err)
+				}
+				if got := e.status(t, "r1"); got != "complete" {
+					t.Errorf("view status %q, want complete", got)
+				}
+				if err := e.drain(ctx); err != nil {
+					t.Fatal(err)
+				}
+				// The call cut short by the kill, and the one after it.
+				if n := e.g.calls.Load(); n != 2 {
+					t.Errorf("the child's model was called %d times, want 2", n)
+				}
+				if n := e.outputs(s.kind, "r1"); n != 1 {
+					t.Errorf("%d output events, want 1", n)
+				}
+				if runs := e.childRuns(t); len(runs) != 1 || runs[0].Status != agent.RunComplete {
+					t.Errorf("child runs %d (first %+v), want one, complete", len(runs), runs)
 				}
 			})
 			t.Run("budget", func(t *testing.T) {
