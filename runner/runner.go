@@ -185,13 +185,15 @@ func outputResult(runID string, content json.RawMessage) *Result {
 }
 
 // ended turns the error that ended a stream into a Result when it is a
-// run's failure or cancellation.
+// run's failure or cancellation. A run held up by a parked message has
+// neither failed nor ended: its error (matching [agent.ErrRunParked]) is
+// returned, for the caller to say what to do (replay the dead letter).
 func ended(ctx context.Context, runID string, err error) (*Result, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	var re *agent.RunError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && !errors.Is(err, agent.ErrRunParked) {
 		st := Failed
 		if re.Status == agent.RunCancelled {
 			st = Cancelled
