@@ -20,13 +20,17 @@ import (
 //
 // By name, a cancel ends the team run and every member run in flight, of
 // any kind (agents, teams, workflows), as [Team.Cancel] does for the
-// members that are [Canceller]s; a run not started yet cannot be
-// cancelled by name (an error matching [store.ErrNotFound]). A team run
+// members that are [Canceller]s; a run not started yet (its input may be
+// on its way) is recorded cancelled, when the RunRef names its team, so
+// that it never starts. A team run
 // has no budget of its own: SetBudget fails with [errors.ErrUnsupported],
 // and budgets are set on member runs.
 var Kind agent.RunKind = kind{}
 
 type kind struct{}
+
+// errOtherTeam is the error of a RunRef whose run is another team's.
+var errOtherTeam = fmt.Errorf("a run of another team: %w", store.ErrNotFound)
 
 func (kind) Name() string { return "team" }
 
@@ -38,7 +42,7 @@ func (kind) run(ctx context.Context, rt *agent.Runtime, ref agent.RunRef) (*runS
 		return nil, err
 	}
 	if ref.Name != "" && st.Team != ref.Name {
-		return nil, fmt.Errorf("team %s: run %s is a run of team %s: %w", ref.Name, ref.RunID, st.Team, store.ErrNotFound)
+		return nil, fmt.Errorf("team %s: run %s is a run of team %s: %w", ref.Name, ref.RunID, st.Team, errOtherTeam)
 	}
 	return st, nil
 }
@@ -52,12 +56,19 @@ func (k kind) Load(ctx context.Context, rt *agent.Runtime, ref agent.RunRef) (ag
 }
 
 func (k kind) Cancel(ctx context.Context, rt *agent.Runtime, ref agent.RunRef, reason string) (agent.RunView, error) {
+	var placeholder *runState
 	st, err := k.run(ctx, rt, ref)
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrNotFound) && ref.Name != "" && !errors.Is(err, errOtherTeam):
+		// Not started yet (its input may be on its way): recorded
+		// cancelled, it never starts.
+		placeholder = &runState{RunID: ref.RunID, Team: ref.Name}
+		st = placeholder
+	case err != nil:
 		return nil, err
 	}
 	why := fmt.Sprintf("team %s: run %s was cancelled: %s", st.Team, ref.RunID, reason)
-	err = cancelRun(ctx, rt, ref.RunID, reason, nil, func(c memberCall) error {
+	err = cancelRun(ctx, rt, ref.RunID, reason, placeholder, func(c memberCall) error {
 		return cancelMemberRun(ctx, rt, c, why)
 	})
 	if err != nil {

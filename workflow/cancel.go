@@ -33,13 +33,25 @@ func cancelID(run string) string { return run + ".cancel" }
 // returns the run as it stands, which is still running until that worker
 // handles the request (a request whose publish fails returns the error,
 // and may be made again). Cancelling a run that has ended changes
-// nothing; an unknown run, or one whose input has not been handled yet,
-// returns an error matching [store.ErrNotFound].
+// nothing; a run not recorded yet (its input may be on its way) is
+// recorded cancelled, so that it never starts.
 func requestCancel(ctx context.Context, rt *agent.Runtime, workflow, runID, reason string) (*RunInfo, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("workflow %s: cancel run %s: %w", workflow, runID, agent.ErrNoRuntime)
 	}
 	rec, err := rt.Store().Get(ctx, store.KindWorkflow, recordID(workflow, runID))
+	if errors.Is(err, store.ErrNotFound) {
+		// Not started yet (its input may be on its way): recorded
+		// cancelled, it never starts.
+		created, cerr := createCancelled(ctx, rt, workflow, runID, reason, rt.Client().Now())
+		if cerr != nil {
+			return nil, fmt.Errorf("workflow %s: cancel run %s: %w", workflow, runID, cerr)
+		}
+		if created {
+			return loadRun(ctx, rt, workflow, runID)
+		}
+		rec, err = rt.Store().Get(ctx, store.KindWorkflow, recordID(workflow, runID))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: cancel run %s: %w", workflow, runID, err)
 	}

@@ -416,13 +416,20 @@ func (h *handlers[S]) onInput(ctx context.Context, msg *calf.Message) error {
 // as cancelled before it started. It reports false when the run exists
 // (its input was handled meanwhile).
 func (h *handlers[S]) createCancelled(ctx context.Context, run, reason string, now time.Time) (bool, error) {
-	st := &runState{Workflow: h.w.name, RunID: run, Status: RunCancelled, Error: reason, Seq: 1, Emitted: 1,
+	return createCancelled(ctx, h.rt, h.w.name, run, reason, now)
+}
+
+// createCancelled records the run run of the workflow named workflow
+// cancelled, unless it is recorded: its input, when it comes, finds it
+// ended. It reports whether it recorded it.
+func createCancelled(ctx context.Context, rt *agent.Runtime, workflow, run, reason string, now time.Time) (bool, error) {
+	st := &runState{Workflow: workflow, RunID: run, Status: RunCancelled, Error: reason, Seq: 1, Emitted: 1,
 		StartedAt: now, EndedAt: now}
 	data, err := json.Marshal(st)
 	if err != nil {
 		return false, err
 	}
-	if _, err := h.rt.Store().Put(ctx, store.KindWorkflow, recordID(h.w.name, run), data, 0); err != nil {
+	if _, err := rt.Store().Put(ctx, store.KindWorkflow, recordID(workflow, run), data, 0); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return false, nil
 		}

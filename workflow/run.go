@@ -274,13 +274,14 @@ func (w *Workflow[S]) result(ev *OutputEvent) (S, error) {
 // and sub-workflows) are cancelled too: their model call or tool in
 // progress finishes, but they take no step after it; a sub-workflow run
 // whose input is still on its way never starts. Cancelling an ended run
-// changes nothing; cancelling an unknown run returns an error matching
-// store.ErrNotFound.
+// changes nothing; a run not recorded yet (its input may be on its way:
+// Submit returns before a worker takes it) is recorded cancelled, so that
+// it never starts, as an agent's or a team's.
 func (w *Workflow[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	if rt == nil {
 		return fmt.Errorf("workflow %s: cancel: %w", w.name, agent.ErrNoRuntime)
 	}
-	return w.cancel(ctx, rt, runID, reason, false)
+	return w.cancel(ctx, rt, runID, reason, true)
 }
 
 // cancel is Cancel. With unstarted set, a run whose input has not been

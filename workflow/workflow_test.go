@@ -1202,8 +1202,13 @@ func TestCancel(t *testing.T) {
 	if err := w.Answer(t.Context(), rt, "c", nil); err == nil {
 		t.Error("resumed a cancelled run")
 	}
-	if err := w.Cancel(t.Context(), rt, "nope", "x"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("cancel an unknown run: %v", err)
+	// A run not recorded yet is recorded cancelled: its input, if it
+	// comes, starts nothing.
+	if err := w.Cancel(t.Context(), rt, "nope", "x"); err != nil {
+		t.Errorf("cancel a run not started: %v", err)
+	}
+	if info, err := w.LoadRun(t.Context(), rt, "nope"); err != nil || info.Status != workflow.RunCancelled || info.Error != "x" {
+		t.Errorf("run cancelled before it started: %+v, %v", info, err)
 	}
 }
 
@@ -1712,7 +1717,7 @@ func TestCancelRunWithoutDefinition(t *testing.T) {
 	if info, err := cancelWorkflowRun(ctx, nodef, "poet", "w1", "again"); err != nil || info.Status != workflow.RunCancelled {
 		t.Errorf("CancelRun of a cancelled run = %+v, %v", info, err)
 	}
-	if _, err := cancelWorkflowRun(ctx, nodef, "poet", "nope", ""); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("CancelRun of an unknown run: %v", err)
+	if info, err := cancelWorkflowRun(ctx, nodef, "poet", "nope", "not wanted"); err != nil || info.Status != workflow.RunCancelled {
+		t.Errorf("cancel by name of a run not started = %+v, %v; want it recorded cancelled", info, err)
 	}
 }

@@ -470,6 +470,33 @@ func TestLifecycle(t *testing.T) {
 					t.Errorf("child run %s after its model answered, want cancelled", got)
 				}
 			})
+			t.Run("cancel before it starts", func(t *testing.T) {
+				e := newEnv(t, s, false)
+				ctx := ctxFor(t)
+				// Cancelled by name before its input is handled (here:
+				// sent): recorded cancelled, it never starts.
+				if _, err := e.rt.Cancel(ctx, e.ref("r1"), "not wanted"); err != nil {
+					t.Fatalf("Cancel before the run started: %v", err)
+				}
+				if got := e.status(t, "r1"); got != "cancelled" {
+					t.Errorf("view status %q, want cancelled", got)
+				}
+				if err := e.submit(ctx, "r1"); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.wait(ctx, "r1"); !errors.Is(err, agent.ErrRunCancelled) {
+					t.Fatalf("Wait = %v, want ErrRunCancelled", err)
+				}
+				if err := e.drain(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if n := e.g.calls.Load(); n != 0 {
+					t.Errorf("the child's model was called %d times, want 0", n)
+				}
+				if n := e.outputs(s.kind, "r1"); n > 1 {
+					t.Errorf("%d output events, want at most 1", n)
+				}
+			})
 			t.Run("pause and resume at a boundary", func(t *testing.T) {
 				e := newEnv(t, s, true)
 				ctx := ctxFor(t)
@@ -621,8 +648,10 @@ func TestUnknownKind(t *testing.T) {
 		t.Fatalf("Cancel of a team run on a runtime without the kind = %v, want an error that says to add it", err)
 	}
 	rt.AddKind(team.Kind, workflow.Kind)
-	if _, err := rt.Cancel(t.Context(), agent.RunRef{Kind: "team", Name: "crew", RunID: "r1"}, "x"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("Cancel of an unknown team run = %v, want store.ErrNotFound", err)
+	// Without the team's name, a run not recorded cannot be recorded
+	// cancelled.
+	if _, err := rt.Cancel(t.Context(), agent.RunRef{Kind: "team", RunID: "r1"}, "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Cancel of an unknown team run without its team = %v, want store.ErrNotFound", err)
 	}
 	if _, err := rt.LoadRun(t.Context(), agent.RunRef{Kind: "workflow", RunID: "r1"}); err == nil {
 		t.Fatal("LoadRun of a workflow run without the workflow's name succeeded")
