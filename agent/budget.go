@@ -250,7 +250,7 @@ func (rt *Runtime) setAgentBudget(ctx context.Context, run RunRef, b *Budget) (*
 		}
 		if resumed {
 			st.Pause = nil
-			st.Resumes++
+			st.resumed()
 		}
 		return true, nil
 	})

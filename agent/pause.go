@@ -74,8 +74,10 @@ func (a *Agent[Out]) Pause(ctx context.Context, rt *Runtime, runID, reason strin
 // Resume lets the paused run runID go on: a run whose pause is in effect
 // makes the model call it waits for, in whichever process serves its
 // agent; a run whose pause has not taken effect yet goes on as if it had
-// not been paused. Resuming a run that is not paused changes nothing; a
-// run that has ended returns an error matching [ErrRunEnded].
+// not been paused. The resume is recorded before its events are sent:
+// when sending them fails (the broker unreachable), Resume called again
+// sends them again. Resuming a run that is not paused changes nothing
+// else; a run that has ended returns an error matching [ErrRunEnded].
 // [Runtime.Resume] does the same for an agent known by name.
 func (a *Agent[Out]) Resume(ctx context.Context, rt *Runtime, runID string) error {
 	_, err := rt.Resume(ctx, RunRef{Kind: "agent", Name: a.name, RunID: runID})
@@ -147,20 +149,34 @@ func (rt *Runtime) resumeAgentRun(ctx context.Context, run RunRef) (*RunInfo, er
 		waiting = st.Paused()
 		st.Pause = nil
 		if waiting {
-			st.Resumes++
+			st.resumed()
 		}
 		return true, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: resume run %s: %w", agentName, runID, err)
 	}
-	if waiting {
+	if waiting || st.resumeUnsent() {
 		if err := rt.emitResume(ctx, st); err != nil {
 			d, _ := st.info()
 			return d, fmt.Errorf("agent %s: resume run %s: %w", agentName, runID, err)
 		}
 	}
 	return st.info()
+}
+
+// resumed records a resume of the pause in effect: the step it lets go on.
+func (s *runState) resumed() {
+	s.Resumes++
+	s.ResumedStep = s.Step
+}
+
+// resumeUnsent reports whether the events of the run's last resume may not
+// all have been sent: the step it let go on still waits for its model
+// call's answer (a resume whose broker was unreachable). Sending them
+// again is harmless: the step's model call is made once.
+func (s *runState) resumeUnsent() bool {
+	return s.Pause == nil && s.Resumes > 0 && s.ResumedStep == s.Step && s.Phase == phaseInference && !s.Status.Terminal()
 }
 
 // emitResume publishes the resume of st and the inference event its step

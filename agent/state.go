@@ -157,8 +157,10 @@ type runState struct {
 	// Pause, when set, is the run's pause: asked for, or in effect; see
 	// [Agent.Pause].
 	Pause *PauseState `json:"pause,omitempty"`
-	// Resumes counts the times the run was resumed from a pause in effect.
-	Resumes int `json:"resumes,omitempty"`
+	// Resumes counts the times the run was resumed from a pause in effect;
+	// ResumedStep is the step the last resume let go on.
+	Resumes     int `json:"resumes,omitempty"`
+	ResumedStep int `json:"resumed_step,omitempty"`
 	// SessionSaved reports that the run's messages were appended to its session.
 	SessionSaved bool      `json:"session_saved,omitempty"`
 	StartedAt    time.Time `json:"started_at"`

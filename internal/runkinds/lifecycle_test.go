@@ -262,8 +262,9 @@ type env struct {
 	ops *ops
 	ref func(id string) agent.RunRef
 
-	b *memory.Broker
-	c *calf.Client
+	b     *memory.Broker
+	c     *calf.Client
+	flaky *flaky
 
 	mu   sync.Mutex
 	msgs []*calf.Message
@@ -285,7 +286,8 @@ func (e *env) start() {
 	t := e.t
 	t.Helper()
 	b := memory.New(&memory.Options{Backoff: func(int) time.Duration { return time.Millisecond }})
-	c := calf.NewClient(b, nil)
+	e.flaky = &flaky{Broker: b, prefix: "calf." + e.s.kind + "." + e.s.runner + "."}
+	c := calf.NewClient(e.flaky, nil)
 	t.Cleanup(func() { _ = c.Close(); _ = b.Close() })
 	e.b, e.c, e.rt = b, c, agent.NewRuntime(c, e.st, nil)
 	if _, err := b.Subscribe(t.Context(), "calf.>", func(_ context.Context, m *calf.Message) error {
@@ -298,6 +300,21 @@ func (e *env) start() {
 	}
 	child := agent.Must(agent.New("child", e.g.model(), &agent.Options{Description: "does the work"}))
 	e.ops = e.s.build(t, e.rt, child)
+}
+
+// flaky is a broker whose publishes to the subject's own channels fail,
+// as to an unreachable broker, while down is set.
+type flaky struct {
+	calf.Broker
+	prefix string
+	down   atomic.Bool
+}
+
+func (f *flaky) Publish(ctx context.Context, m *calf.Message) error {
+	if f.down.Load() && strings.HasPrefix(m.Channel, f.prefix) {
+		return calf.Unavailable(errors.New("the broker is unreachable"))
+	}
+	return f.Broker.Publish(ctx, m)
 }
 
 // restart kills the process (its runtime, broker and the messages in
@@ -537,6 +554,37 @@ func TestLifecycle(t *testing.T) {
 				}
 				if _, err := e.rt.Pause(ctx, e.ref("r1"), "late"); !errors.Is(err, agent.ErrRunEnded) {
 					t.Errorf("Pause of an ended run = %v, want ErrRunEnded", err)
+				}
+			})
+			t.Run("resume whose events were not sent", func(t *testing.T) {
+				e := newEnv(t, s, true)
+				ctx := ctxFor(t)
+				if err := e.submit(ctx, "r1"); err != nil {
+					t.Fatal(err)
+				}
+				<-e.g.entered
+				if _, err := e.rt.Pause(ctx, e.ref("r1"), "lunch"); err != nil {
+					t.Fatalf("Pause: %v", err)
+				}
+				e.g.release()
+				eventually(t, "the pause in effect", func() bool { return e.status(t, "r1") == "paused" })
+				e.flaky.down.Store(true)
+				if _, err := e.rt.Resume(ctx, e.ref("r1")); err == nil {
+					t.Fatal("Resume with the broker down succeeded")
+				}
+				e.flaky.down.Store(false)
+				// Recorded, not sent: the next Resume sends it.
+				if _, err := e.rt.Resume(ctx, e.ref("r1")); err != nil {
+					t.Fatalf("Resume again: %v", err)
+				}
+				if err := e.wait(ctx, "r1"); err != nil {
+					t.Fatalf("Wait after the second Resume: %v", err)
+				}
+				if err := e.drain(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if n := e.outputs(s.kind, "r1"); n != 1 {
+					t.Errorf("%d output events, want 1", n)
 				}
 			})
 			t.Run("pause and resume across a restart", func(t *testing.T) {
