@@ -186,7 +186,7 @@ func NewTyped[Out any](name string, m model.Model, opts *Options) (*Agent[Out], 
 	}
 	o.Memory = slices.Clone(o.Memory)
 	if b := o.Budget; b != nil {
-		if err := b.validate(); err != nil {
+		if err := b.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: Budget: %v", ErrInvalidAgent, err)
 		}
 	}

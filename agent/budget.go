@@ -14,7 +14,9 @@ import (
 // When the next call would pass a bound, the run pauses durably (see
 // [Agent.Pause]) with a pause event that names the budget, and goes on
 // once the budget is raised ([Runtime.SetBudget]) or is cancelled; with
-// Fail set, it fails instead. The zero value of a bound means no bound.
+// Fail set, it fails instead. The zero value of a bound means no bound,
+// and -1 a bound used up (see [Budget.Remaining]): the run stops before
+// its next model call.
 type Budget struct {
 	// MaxModelCalls bounds the model calls.
 	MaxModelCalls int64 `json:"max_model_calls,omitempty"`
@@ -30,10 +32,11 @@ type Budget struct {
 	Fail bool `json:"fail,omitempty"`
 }
 
-// remaining returns what is left of b once spent is spent, for a run
-// that b's run starts: a bound used up becomes -1, which stops that run
-// before its first model call.
-func (b *Budget) remaining(spent Spent) *Budget {
+// Remaining returns what is left of b once spent is spent, for a run that
+// b's run starts (a subagent's, a team member's, a workflow node's): each
+// bound less what was spent, and a bound used up -1, which stops that run
+// before its next model call.
+func (b *Budget) Remaining(spent Spent) *Budget {
 	r := *b
 	if b.MaxModelCalls > 0 {
 		r.MaxModelCalls = max(b.MaxModelCalls-spent.Usage.Requests, 0)
@@ -109,9 +112,11 @@ func (st *runState) keepPaused(b *Budget) {
 	st.Pause = &p
 }
 
-func (b *Budget) validate() error {
-	if b.MaxModelCalls < 0 || b.MaxTokens < 0 || b.MaxCostUSD < 0 {
-		return fmt.Errorf("a budget's bounds must not be negative: %+v", *b)
+// Validate reports a budget whose bounds are negative, but for -1, the
+// mark of a bound used up that [Budget.Remaining] gives.
+func (b *Budget) Validate() error {
+	if b.MaxModelCalls < -1 || b.MaxTokens < -1 || (b.MaxCostUSD < 0 && b.MaxCostUSD != -1) {
+		return fmt.Errorf("a budget's bounds must not be negative (but for -1, a bound used up): %+v", *b)
 	}
 	return nil
 }
@@ -236,7 +241,7 @@ func (rt *Runtime) setAgentBudget(ctx context.Context, run RunRef, b *Budget) (*
 	}
 	agentName, runID := run.Name, run.RunID
 	if b != nil {
-		if err := b.validate(); err != nil {
+		if err := b.Validate(); err != nil {
 			return nil, fmt.Errorf("agent %s: set the budget of run %s: %w", agentName, runID, err)
 		}
 	}

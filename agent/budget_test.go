@@ -120,7 +120,7 @@ func TestBudgetPausesALoopingAgent(t *testing.T) {
 	if pause == nil || pause.Budget == nil || pause.Budget.Spent.Usage.Requests != 3 {
 		t.Errorf("pause event in the stream: %+v", pause)
 	}
-	if _, err := e.rt.SetBudget(t.Context(), agent.RunRef{Name: "ticker", RunID: "b1"}, &agent.Budget{MaxModelCalls: -1}); err == nil {
+	if _, err := e.rt.SetBudget(t.Context(), agent.RunRef{Name: "ticker", RunID: "b1"}, &agent.Budget{MaxModelCalls: -2}); err == nil {
 		t.Error("a negative budget was taken")
 	}
 }

@@ -37,7 +37,8 @@ type RunKind interface {
 	Pause(ctx context.Context, rt *Runtime, run RunRef, reason string) (RunView, error)
 	// Resume lets a paused run go on.
 	Resume(ctx context.Context, rt *Runtime, run RunRef) (RunView, error)
-	// SetBudget replaces the budget of the run (nil: none).
+	// SetBudget replaces the budget of the run (nil: none), and of its
+	// child runs in flight, which get what the new budget leaves them.
 	SetBudget(ctx context.Context, rt *Runtime, run RunRef, b *Budget) (RunView, error)
 }
 

@@ -468,7 +468,7 @@ func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts
 	}
 	in := InputEvent{Content: prompt, Parts: o.Parts, Stream: stream, ReplyTo: o.ReplyTo, Parent: o.Parent, Messages: o.Thread, Deadline: o.Deadline}
 	if b := o.Budget; b != nil {
-		if err := b.validate(); err != nil {
+		if err := b.Validate(); err != nil {
 			return nil, InputEvent{}, fmt.Errorf("agent %s: RunOptions.Budget: %w", a.name, err)
 		}
 		in.Budget = b

@@ -79,7 +79,7 @@ func (rt *Runtime) SetSessionBudget(ctx context.Context, id string, b *Budget) e
 		return ErrNoRuntime
 	}
 	if b != nil {
-		if err := b.validate(); err != nil {
+		if err := b.Validate(); err != nil {
 			return fmt.Errorf("agent: set the budget of session %s: %w", id, err)
 		}
 	}

@@ -427,7 +427,7 @@ func (h *handlers[Out]) startSubagent(ctx context.Context, msg *calf.Message, st
 		Deadline: start.Add(sub.opts.Timeout), MaxTurns: sub.opts.MaxTurns, Depth: st.Depth + 1, Root: st.root(h.a.name),
 	}
 	if b := st.Budget; b != nil {
-		in.Budget = b.remaining(st.spent()) // what the parent has left
+		in.Budget = b.Remaining(st.spent()) // what the parent has left
 	}
 	m, err := h.rt.client.NewMessage(ctx, InputChannel(sub.agent), in, calf.WithID(inputID(child)), calf.WithKey(child),
 		calf.WithMetadata(calf.Metadata{CorrelationID: child, RunID: child}))

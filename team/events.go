@@ -75,6 +75,9 @@ type InputEvent struct {
 	Parent string `json:"parent,omitempty"`
 	// Stream asks the members' agents to emit their model deltas.
 	Stream bool `json:"stream,omitempty"`
+	// Budget, when set, bounds what the run spends; see
+	// [RunOptions.Budget].
+	Budget *agent.Budget `json:"budget,omitempty"`
 }
 
 // StepEvent is the payload of a team's step channel: start the member runs

@@ -130,7 +130,7 @@ func (c *coordinator) onInput(ctx context.Context, msg *calf.Message) error {
 		st = &runState{
 			RunID: id, Team: c.t.name, Process: c.t.process, Status: agent.RunRunning, Task: in.Content,
 			ReplyTo: in.ReplyTo, Parent: in.Parent, SessionID: msg.Metadata.SessionID, Stream: in.Stream,
-			StartedAt: msg.Metadata.Time,
+			StartedAt: msg.Metadata.Time, Budget: in.Budget,
 		}
 		if err := c.t.start(ctx, st, now); err != nil {
 			return nil, err
@@ -201,7 +201,7 @@ func (c *coordinator) startCalls(ctx context.Context, st *runState, all bool) er
 			return permanent(fmt.Errorf("team %s: run %s: member %q is not in this team", c.t.name, id, call.Member))
 		}
 		_, err := m.Submit(ctx, c.rt, call.Prompt, &RunOptions{
-			RunID: call.RunID, Parent: id, Stream: st.Stream, Deadline: call.Deadline,
+			RunID: call.RunID, Parent: id, Stream: st.Stream, Deadline: call.Deadline, Budget: st.childBudget(),
 			ReplyTo: &agent.ReplyTo{Channel: MemberDoneChannel(c.t.name), Key: id, CorrelationID: id, Ref: callRef(st.Step, call.Member)},
 		})
 		if err != nil {

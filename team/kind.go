@@ -22,9 +22,14 @@ import (
 // any kind (agents, teams, workflows), as [Team.Cancel] does for the
 // members that are [Canceller]s; a run not started yet (its input may be
 // on its way) is recorded cancelled, when the RunRef names its team, so
-// that it never starts. A team run
-// has no budget of its own: SetBudget fails with [errors.ErrUnsupported],
-// and budgets are set on member runs.
+// that it never starts. SetBudget
+// records the run's new budget (nil: none; see [RunOptions.Budget]),
+// from which the member runs started after it get their part, then sets
+// on each member run in flight, of any kind, what the new budget leaves
+// it once the member runs that have answered are counted (nil when it is
+// nil): an agent's run that its part paused goes on if the new one lets
+// it. A member run not started yet, or ended meanwhile, is left alone; a
+// run that has ended returns an error matching [agent.ErrRunEnded].
 var Kind agent.RunKind = kind{}
 
 type kind struct{}
@@ -80,25 +85,38 @@ func (k kind) Cancel(ctx context.Context, rt *agent.Runtime, ref agent.RunRef, r
 // cancelMemberRun cancels the member run c, of whichever kind its record
 // says, by name: a team run's definition is not needed.
 func cancelMemberRun(ctx context.Context, rt *agent.Runtime, c memberCall, reason string) error {
+	ref, ok, err := memberRef(ctx, rt, c)
+	if err != nil || !ok {
+		return err // a run of another kind, or not started: its reply is ignored
+	}
+	_, err = rt.Cancel(ctx, ref, reason)
+	return err
+}
+
+// memberRef names the member run c by the kind its record says, for the
+// runtime's controls by name (whose kinds it adds to rt); it reports false
+// for a run not started, or of a kind other than an agent's, a team's or
+// a workflow's.
+func memberRef(ctx context.Context, rt *agent.Runtime, c memberCall) (agent.RunRef, bool, error) {
 	rt.AddKind(Kind, workflow.Kind)
 	if rec, err := rt.Store().Get(ctx, store.KindRun, c.RunID); err == nil {
 		run, err := agent.DecodeRunInfo(rec.Data)
 		if err != nil {
-			return err
+			return agent.RunRef{}, false, err
 		}
-		_, err = rt.Cancel(ctx, agent.RunRef{Kind: "agent", Name: run.Agent, RunID: c.RunID}, reason)
-		return err
+		return agent.RunRef{Kind: "agent", Name: run.Agent, RunID: c.RunID}, true, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return agent.RunRef{}, false, err
 	}
 	for _, kind := range []string{"team", "workflow"} {
 		ref := agent.RunRef{Kind: kind, Name: c.Member, RunID: c.RunID}
 		if _, err := rt.LoadRun(ctx, ref); err == nil {
-			_, err = rt.Cancel(ctx, ref, reason)
-			return err
+			return ref, true, nil
 		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
+			return agent.RunRef{}, false, err
 		}
 	}
-	return nil // a run of another kind, or not started: its reply is ignored
+	return agent.RunRef{}, false, nil
 }
 
 func (k kind) Pause(ctx context.Context, rt *agent.Runtime, ref agent.RunRef, reason string) (agent.RunView, error) {
@@ -115,11 +133,47 @@ func (k kind) Resume(ctx context.Context, rt *agent.Runtime, ref agent.RunRef) (
 	return view(resumeRun(ctx, rt, ref.RunID))
 }
 
-func (k kind) SetBudget(ctx context.Context, rt *agent.Runtime, ref agent.RunRef, _ *agent.Budget) (agent.RunView, error) {
+func (k kind) SetBudget(ctx context.Context, rt *agent.Runtime, ref agent.RunRef, b *agent.Budget) (agent.RunView, error) {
 	if _, err := k.run(ctx, rt, ref); err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("team: set the budget of run %s: a team run has no budget of its own; set it on its member runs: %w", ref.RunID, errors.ErrUnsupported)
+	if b != nil {
+		if err := b.Validate(); err != nil {
+			return nil, fmt.Errorf("team: set the budget of run %s: %w", ref.RunID, err)
+		}
+	}
+	st, err := updatePause(ctx, rt, ref.RunID, func(st *runState) bool {
+		st.Budget = b
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("team: set the budget of run %s: %w", ref.RunID, err)
+	}
+	if err := setMemberBudgets(ctx, rt, st); err != nil {
+		return st.info(), fmt.Errorf("team %s: set the budget of run %s: %w", st.Team, ref.RunID, err)
+	}
+	return k.Load(ctx, rt, ref)
+}
+
+// setMemberBudgets sets on each member run in flight of the run st what
+// st's budget leaves it (nil when st has none), through the runtime's
+// controls by name. A member run not started, or ended, is left alone.
+func setMemberBudgets(ctx context.Context, rt *agent.Runtime, st *runState) error {
+	b := st.childBudget()
+	var errs []error
+	for _, c := range st.Calls {
+		if c.Done {
+			continue
+		}
+		ref, ok, err := memberRef(ctx, rt, c)
+		if err == nil && ok {
+			_, err = rt.SetBudget(ctx, ref, b)
+		}
+		if err != nil && !errors.Is(err, agent.ErrRunEnded) && !errors.Is(err, store.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("member %s (run %s): %w", c.Member, c.RunID, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // view returns info as a view, nil when info is nil (not a view holding

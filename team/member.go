@@ -26,8 +26,10 @@ type Member interface {
 	// waiting for it, and returns its id. A team gives opts.RunID
 	// (deterministic, so that a redelivered step starts nothing new),
 	// opts.Parent, and opts.ReplyTo: when the run ends the member must
-	// publish its [agent.OutputEvent] as ReplyTo asks. Submitting the same
-	// run id again must not start a second run.
+	// publish its [agent.OutputEvent] as ReplyTo asks. A team run with a
+	// budget gives opts.Budget, what is left of it, which the member run
+	// should be bounded by. Submitting the same run id again must not start
+	// a second run.
 	Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) (string, error)
 	// DecodeOutput returns the text that a completed run's output passes on
 	// to the team, or the error of a run that failed or was cancelled (an
@@ -76,7 +78,7 @@ func (m *agentMember[Out]) Description() string { return m.a.Description() }
 func (m *agentMember[Out]) Submit(ctx context.Context, rt *agent.Runtime, prompt string, opts *RunOptions) (string, error) {
 	o := options(opts)
 	return m.a.Submit(ctx, rt, prompt, &agent.RunOptions{RunID: o.RunID, SessionID: o.SessionID, ReplyTo: o.ReplyTo,
-		Stream: o.Stream, Parent: o.Parent, Deadline: o.Deadline})
+		Stream: o.Stream, Parent: o.Parent, Deadline: o.Deadline, Budget: o.Budget})
 }
 
 func (m *agentMember[Out]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
@@ -123,7 +125,7 @@ func (m *remoteAgent) DecodeOutput(ev *agent.OutputEvent) (string, error) {
 
 func submitAgent(ctx context.Context, rt *agent.Runtime, name, prompt string, opts *RunOptions) (string, error) {
 	o := options(opts)
-	in := &agent.InputEvent{Content: prompt, Stream: o.Stream, ReplyTo: o.ReplyTo, Parent: o.Parent, Deadline: o.Deadline}
+	in := &agent.InputEvent{Content: prompt, Stream: o.Stream, ReplyTo: o.ReplyTo, Parent: o.Parent, Deadline: o.Deadline, Budget: o.Budget}
 	req := &agent.SubmitRequest{Run: agent.RunRef{Kind: "agent", Name: name, RunID: o.RunID}, SessionID: o.SessionID, Input: in}
 	if err := rt.Submit(ctx, req); err != nil {
 		return "", err

@@ -41,6 +41,17 @@ type RunOptions struct {
 	// [agent.InputEvent.Deadline]); a team sets it on the runs of its
 	// members from its Options.MemberTimeout.
 	Deadline time.Time
+	// Budget, when set, bounds what the run spends: the model calls of
+	// every run it starts, of any kind. Each member run gets what is left
+	// of it once the member runs that have answered are counted
+	// ([agent.Budget.Remaining]), in place of its agent's own budget;
+	// members that run at once (a concurrent step) each get all of that,
+	// so together they may pass it by up to their number of calls. A member
+	// run that would pass its part pauses (or fails, with Fail), as an
+	// agent's run does; [agent.Runtime.SetBudget] with the team run's
+	// [agent.RunRef] changes the budget, and the parts of the member runs
+	// in flight (see [Kind]).
+	Budget *agent.Budget
 }
 
 // Output is the result of a completed team run.
@@ -88,6 +99,12 @@ func (t *Team) Submit(ctx context.Context, rt *agent.Runtime, prompt string, opt
 // input builds the input message of the run o names (o.RunID is set).
 func (t *Team) input(ctx context.Context, rt *agent.Runtime, prompt string, o *RunOptions) (*calf.Message, error) {
 	in := InputEvent{Content: prompt, ReplyTo: o.ReplyTo, Parent: o.Parent, Stream: o.Stream}
+	if b := o.Budget; b != nil {
+		if err := b.Validate(); err != nil {
+			return nil, fmt.Errorf("team %s: RunOptions.Budget: %w", t.name, err)
+		}
+		in.Budget = b
+	}
 	msg, err := rt.Client().NewMessage(ctx, InputChannel(t.name), in, calf.WithID(inputID(o.RunID)), calf.WithKey(o.RunID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: o.RunID, RunID: o.RunID}))
 	if err != nil {

@@ -52,6 +52,8 @@ type RunInfo struct {
 	Pause     *agent.PauseState `json:"pause,omitempty"`
 	StartedAt time.Time         `json:"started_at"`
 	EndedAt   time.Time         `json:"ended_at,omitzero"`
+	// Budget is the run's budget, if it has one (see [RunOptions.Budget]).
+	Budget *agent.Budget `json:"budget,omitempty"`
 }
 
 // MemberRun is a member run of a team run's current step, in
@@ -115,6 +117,10 @@ func (s *runState) info() *RunInfo {
 	if s.Pause != nil {
 		p := *s.Pause
 		r.Pause = &p
+	}
+	if s.Budget != nil {
+		b := *s.Budget
+		r.Budget = &b
 	}
 	if !s.Status.Terminal() {
 		for _, c := range s.Calls {

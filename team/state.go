@@ -112,6 +112,9 @@ type runState struct {
 	// with the same ids (see pause.go).
 	Resumes     int `json:"resumes,omitempty"`
 	ResumedStep int `json:"resumed_step,omitempty"`
+	// Budget, when set, bounds what the run's member runs spend: each
+	// gets what is left of it once Usage and Cost are counted.
+	Budget *agent.Budget `json:"budget,omitempty"`
 }
 
 // decodeRunState decodes a stored team state, rejecting data that is not
@@ -152,6 +155,16 @@ func (s *runState) call(runID string) *memberCall {
 		}
 	}
 	return nil
+}
+
+// childBudget returns the budget of a member run started now: what is
+// left of the run's budget once the member runs that have answered are
+// counted, or nil for a run without one.
+func (s *runState) childBudget() *agent.Budget {
+	if s.Budget == nil {
+		return nil
+	}
+	return s.Budget.Remaining(agent.Spent{Usage: s.Usage, Cost: s.Cost})
 }
 
 func (s *runState) allDone() bool {

@@ -34,7 +34,7 @@ func (m *workflowMember[S]) Submit(ctx context.Context, rt *agent.Runtime, promp
 	if err != nil {
 		return "", fmt.Errorf("team: workflow %s: initial state: %w", m.w.Name(), err)
 	}
-	return m.w.Submit(ctx, rt, s, &workflow.RunOptions{RunID: o.RunID, ReplyTo: o.ReplyTo, Parent: o.Parent})
+	return m.w.Submit(ctx, rt, s, &workflow.RunOptions{RunID: o.RunID, ReplyTo: o.ReplyTo, Parent: o.Parent, Budget: o.Budget})
 }
 
 func (m *workflowMember[S]) workflowName() string { return m.w.Name() }

@@ -108,6 +108,9 @@ type InputEvent struct {
 	ReplyTo *agent.ReplyTo `json:"reply_to,omitempty"`
 	// Parent is the id of the run that started this one, if any.
 	Parent string `json:"parent,omitempty"`
+	// Budget, when set, bounds what the run spends; see
+	// [RunOptions.Budget].
+	Budget *agent.Budget `json:"budget,omitempty"`
 }
 
 // ForkFrom names the checkpoint a forked run starts from.

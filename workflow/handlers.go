@@ -359,7 +359,7 @@ func (h *handlers[S]) onInput(ctx context.Context, msg *calf.Message) error {
 	}
 	now := h.rt.Client().Now()
 	st := &runState{Workflow: h.w.name, RunID: run, Status: RunRunning, Seq: 1, StartedAt: now, CheckpointAt: now, From: ev.From,
-		ReplyTo: ev.ReplyTo, Parent: ev.Parent}
+		ReplyTo: ev.ReplyTo, Parent: ev.Parent, Budget: ev.Budget}
 	if ev.From != nil {
 		cp, err := h.w.loadCheckpoint(ctx, h.rt, ev.From.Run, ev.From.Seq)
 		if err != nil {
@@ -379,6 +379,9 @@ func (h *handlers[S]) onInput(ctx context.Context, msg *calf.Message) error {
 	}
 	if ev.State != nil {
 		st.State = ev.State
+	}
+	if st.Status == RunRunning {
+		st.Children = h.w.stepChildren(st)
 	}
 	var s S
 	if err := json.Unmarshal(st.State, &s); err != nil {
@@ -521,7 +524,7 @@ func (h *handlers[S]) execute(ctx context.Context, st *runState, node string) er
 	}
 	if n.agent != nil {
 		reply := &agent.ReplyTo{Channel: ReplyChannel(h.w.name), Key: st.RunID, CorrelationID: st.RunID, Ref: replyRef(st.Step, node)}
-		err := n.agent.submit(ctx, h.rt, s, childRunID(st.RunID, st.Step, node), st.RunID, reply)
+		err := n.agent.submit(ctx, h.rt, s, childRunID(st.RunID, st.Step, node), st.RunID, reply, st.childBudget())
 		var pe *promptError
 		if errors.As(err, &pe) {
 			return h.fail(ctx, st.RunID, st.Step, fmt.Sprintf("agent node %q: %v", node, pe.err), "")
@@ -631,7 +634,7 @@ func (h *handlers[S]) complete(ctx context.Context, run string, step int, node s
 func (st *runState) failed(reason, kind string, now time.Time) {
 	st.Seq++
 	st.Status, st.Error, st.ErrorKind, st.EndedAt = RunFailed, reason, kind, now
-	st.Branches, st.ResumeInput = nil, nil
+	st.Branches, st.ResumeInput, st.Children = nil, nil, nil
 }
 
 // Error kinds of a failed run, in [OutputEvent.ErrorKind].
@@ -649,7 +652,7 @@ func (w *Workflow[S]) moveOn(st *runState, label string, data json.RawMessage, n
 	st.LastStep, st.LastNode = st.Step, label
 	st.Checkpoint++
 	st.CheckpointAt = now
-	st.Branches, st.ResumeInput, st.Resumed = nil, nil, 0
+	st.Branches, st.ResumeInput, st.Resumed, st.Children = nil, nil, 0, nil
 	var s S
 	if err := json.Unmarshal(data, &s); err != nil {
 		st.failed(fmt.Sprintf("after %s: decode state: %v", label, err), "", now)
@@ -685,6 +688,7 @@ func (w *Workflow[S]) moveOn(st *runState, label string, data json.RawMessage, n
 			return
 		}
 	}
+	st.Children = w.stepChildren(st)
 	// A pause asked takes effect here, before the next step starts.
 	st.pauseHere(now)
 }

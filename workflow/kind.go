@@ -22,9 +22,17 @@ import (
 // process that serves the workflow cancels the run as [Workflow.Cancel]
 // does, its child runs of every kind with it; the view returned is still
 // running until then. A resume records the resume and publishes its
-// event, from which a process that serves the workflow starts the step. A
-// workflow run has no budget of its own: SetBudget fails with
-// [errors.ErrUnsupported], and budgets are set on its agents' runs.
+// event, from which a process that serves the workflow starts the step.
+// SetBudget records the run's new budget (nil: none; see
+// [RunOptions.Budget]), from which the child runs started after it get
+// their part, then sets on each child run in flight of the current step
+// (of an agent node or a sub-workflow) what the new budget leaves it once
+// the child runs that have finished are counted (nil when it is nil): an
+// agent's run that its part paused goes on if the new one lets it. A
+// child run not started yet, or ended meanwhile, is left alone, and so
+// are those of a run recorded by a version that did not name its step's
+// child runs; a run that has ended returns an error matching
+// [agent.ErrRunEnded].
 var Kind agent.RunKind = kind{}
 
 type kind struct{}
@@ -67,11 +75,48 @@ func (k kind) Resume(ctx context.Context, rt *agent.Runtime, ref agent.RunRef) (
 	return view(resumeByName(ctx, rt, ref.Name, ref.RunID))
 }
 
-func (k kind) SetBudget(ctx context.Context, rt *agent.Runtime, ref agent.RunRef, _ *agent.Budget) (agent.RunView, error) {
-	if _, err := k.Load(ctx, rt, ref); err != nil {
+func (k kind) SetBudget(ctx context.Context, rt *agent.Runtime, ref agent.RunRef, b *agent.Budget) (agent.RunView, error) {
+	if err := k.check(ref, "set the budget of"); err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("workflow %s: set the budget of run %s: a workflow run has no budget of its own; set it on its agents' runs: %w", ref.Name, ref.RunID, errors.ErrUnsupported)
+	if b != nil {
+		if err := b.Validate(); err != nil {
+			return nil, fmt.Errorf("workflow %s: set the budget of run %s: %w", ref.Name, ref.RunID, err)
+		}
+	}
+	st, err := updatePause(ctx, rt, ref.Name, ref.RunID, func(st *runState) bool {
+		st.Budget = b
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: set the budget of run %s: %w", ref.Name, ref.RunID, err)
+	}
+	if err := setChildBudgets(ctx, rt, st); err != nil {
+		return st.info(), fmt.Errorf("workflow %s: set the budget of run %s: %w", ref.Name, ref.RunID, err)
+	}
+	return k.Load(ctx, rt, ref)
+}
+
+// setChildBudgets sets on each child run in flight of the run st's
+// current step what st's budget leaves it (nil when st has none), through
+// the runtime's controls by name. A child run not started, or ended, is
+// left alone.
+func setChildBudgets(ctx context.Context, rt *agent.Runtime, st *runState) error {
+	if st.Status != RunRunning || st.paused() {
+		return nil // a paused step has started nothing
+	}
+	b := st.childBudget()
+	var errs []error
+	for _, c := range st.Children {
+		if bs := st.Branches[c.Node]; bs != nil && bs.Done {
+			continue
+		}
+		ref := agent.RunRef{Kind: c.Kind, Name: c.Name, RunID: childRunID(st.RunID, st.Step, c.Node)}
+		if _, err := rt.SetBudget(ctx, ref, b); err != nil && !errors.Is(err, agent.ErrRunEnded) && !errors.Is(err, store.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("node %q (%s %s, run %s): %w", c.Node, c.Kind, c.Name, ref.RunID, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // loadRun returns the view of the run runID of the workflow named

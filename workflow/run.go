@@ -33,6 +33,17 @@ type RunOptions struct {
 	// Parent is the id of the run that starts this one, if any; it is
 	// recorded in the run's state.
 	Parent string
+	// Budget, when set, bounds what the run spends: the model calls of
+	// its agent nodes' runs and its sub-workflows' runs, and of every run
+	// they start. Each such child run gets what is left of it once the
+	// child runs that have finished are counted ([agent.Budget.Remaining]),
+	// in place of its agent's own budget; the branches of a parallel step
+	// each get all of that, so together they may pass it by up to their
+	// number of calls. A child run that would pass its part pauses (or
+	// fails, with Fail), as an agent's run does; [agent.Runtime.SetBudget]
+	// with the run's [agent.RunRef] changes the budget, and the parts of
+	// the child runs in flight (see [Kind]). A fork has no budget.
+	Budget *agent.Budget
 }
 
 // input builds the input message of a new run.
@@ -53,7 +64,12 @@ func (w *Workflow[S]) newInput(ctx context.Context, rt *agent.Runtime, s S, opts
 	if opts != nil {
 		o = *opts
 	}
-	return w.input(ctx, rt, &InputEvent{State: data, ReplyTo: o.ReplyTo, Parent: o.Parent}, o.RunID)
+	if b := o.Budget; b != nil {
+		if err := b.Validate(); err != nil {
+			return nil, fmt.Errorf("workflow %s: RunOptions.Budget: %w", w.name, err)
+		}
+	}
+	return w.input(ctx, rt, &InputEvent{State: data, ReplyTo: o.ReplyTo, Parent: o.Parent, Budget: o.Budget}, o.RunID)
 }
 
 // Submit starts a run on state s without waiting for it, and returns its

@@ -67,6 +67,8 @@ type RunInfo struct {
 	Cost      model.Cost  `json:"cost"`
 	StartedAt time.Time   `json:"started_at"`
 	EndedAt   time.Time   `json:"ended_at,omitzero"`
+	// Budget is the run's budget, if it has one (see [RunOptions.Budget]).
+	Budget *agent.Budget `json:"budget,omitempty"`
 }
 
 // LoadRun returns the view of the run runID, or an error matching
@@ -129,6 +131,10 @@ func (st *runState) info() *RunInfo {
 	if st.Pause != nil {
 		p := *st.Pause
 		r.Pause, r.Paused = &p, st.paused()
+	}
+	if st.Budget != nil {
+		b := *st.Budget
+		r.Budget = &b
 	}
 	return r
 }

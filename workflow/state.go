@@ -101,6 +101,52 @@ type runState struct {
 	// those emitted before the pause.
 	Unpaused     int `json:"unpaused,omitempty"`
 	UnpausedStep int `json:"unpaused_step,omitempty"`
+	// Budget, when set, bounds what the run's child runs spend: each gets
+	// what is left of it once Usage and Cost are counted.
+	Budget *agent.Budget `json:"budget,omitempty"`
+	// Children names the child runs of the current step (of its agent
+	// nodes and sub-workflows), so that a process without the workflow's
+	// definition reaches them by name (see [Kind]). Records of earlier
+	// versions have none.
+	Children []stepChild `json:"children,omitempty"`
+}
+
+// stepChild is a node of a run's current step that starts a child run:
+// of the agent or the workflow (Kind) named Name.
+type stepChild struct {
+	Node string `json:"node"`
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// childBudget returns the budget of a child run started now: what is
+// left of the run's budget once the child runs that have finished are
+// counted, or nil for a run without one.
+func (st *runState) childBudget() *agent.Budget {
+	if st.Budget == nil {
+		return nil
+	}
+	return st.Budget.Remaining(agent.Spent{Usage: st.Usage, Cost: st.Cost})
+}
+
+// stepChildren returns the nodes of the run's current step that start a
+// child run.
+func (w *Workflow[S]) stepChildren(st *runState) []stepChild {
+	nodes := []string{st.Node}
+	if st.FanOut != "" {
+		f := w.fanOuts[st.FanOut]
+		if f == nil {
+			return nil
+		}
+		nodes = f.branches
+	}
+	var out []stepChild
+	for _, n := range nodes {
+		if c := w.nodes[n].agent; c != nil {
+			out = append(out, stepChild{Node: n, Kind: c.kind, Name: c.name})
+		}
+	}
+	return out
 }
 
 // Checkpoint is the state of a run after one of its steps, as stored (kind

@@ -68,7 +68,12 @@ func Func[S any](fn func(ctx context.Context, s S) (S, error)) Node[S] {
 // childCall is a node that starts a child run (of an agent or a
 // workflow) and completes when the child's reply arrives.
 type childCall[S any] struct {
-	submit func(ctx context.Context, rt *agent.Runtime, s S, runID, parent string, reply *agent.ReplyTo) error
+	// kind is the kind of the child runs ("agent" or "workflow"), name
+	// their agent's or workflow's name.
+	kind, name string
+	// submit starts the child run runID, bounded by budget when it is not
+	// nil.
+	submit func(ctx context.Context, rt *agent.Runtime, s S, runID, parent string, reply *agent.ReplyTo, budget *agent.Budget) error
 	apply  func(s S, ev *agent.OutputEvent) (S, error)
 	// cancel cancels the child run runID.
 	cancel func(ctx context.Context, rt *agent.Runtime, runID, reason string) error
@@ -84,12 +89,13 @@ type childCall[S any] struct {
 // an agent that needs some must get them from ServeOptions.LocalDeps.
 func AgentNode[S, Out any](a *agent.Agent[Out], prompt func(s S) (string, error), apply func(s S, out Out) (S, error)) Node[S] {
 	return Node[S]{agent: &childCall[S]{
-		submit: func(ctx context.Context, rt *agent.Runtime, s S, runID, parent string, reply *agent.ReplyTo) error {
+		kind: "agent", name: a.Name(),
+		submit: func(ctx context.Context, rt *agent.Runtime, s S, runID, parent string, reply *agent.ReplyTo, budget *agent.Budget) error {
 			p, err := prompt(s)
 			if err != nil {
 				return &promptError{err}
 			}
-			_, err = a.Submit(ctx, rt, p, &agent.RunOptions{RunID: runID, ReplyTo: reply, Parent: parent})
+			_, err = a.Submit(ctx, rt, p, &agent.RunOptions{RunID: runID, ReplyTo: reply, Parent: parent, Budget: budget})
 			return err
 		},
 		cancel: func(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
@@ -145,7 +151,8 @@ func (e *promptError) Error() string { return e.err.Error() }
 // then the node serves it there.
 func SubWorkflow[S, T any](sub *Workflow[T], in func(s S) (T, error), out func(s S, final T) (S, error)) Node[S] {
 	return Node[S]{agent: &childCall[S]{
-		submit: func(ctx context.Context, rt *agent.Runtime, s S, runID, parent string, reply *agent.ReplyTo) error {
+		kind: "workflow", name: sub.name,
+		submit: func(ctx context.Context, rt *agent.Runtime, s S, runID, parent string, reply *agent.ReplyTo, budget *agent.Budget) error {
 			t, err := in(s)
 			if err != nil {
 				return &promptError{err}
@@ -153,7 +160,7 @@ func SubWorkflow[S, T any](sub *Workflow[T], in func(s S) (T, error), out func(s
 			if _, err := sub.onDemand(ctx, rt); err != nil {
 				return err
 			}
-			msg, err := sub.newInput(ctx, rt, t, &RunOptions{RunID: runID, ReplyTo: reply, Parent: parent})
+			msg, err := sub.newInput(ctx, rt, t, &RunOptions{RunID: runID, ReplyTo: reply, Parent: parent, Budget: budget})
 			if err != nil {
 				return &promptError{err}
 			}

@@ -380,6 +380,19 @@ func (e *env) status(t *testing.T, id string) string {
 	return runner.SummarizeView(v).Status
 }
 
+// viewBudget returns the budget a view of any kind shows.
+func viewBudget(v agent.RunView) *agent.Budget {
+	switch v := v.(type) {
+	case *agent.RunInfo:
+		return v.Budget
+	case *team.RunInfo:
+		return v.Budget
+	case *workflow.RunInfo:
+		return v.Budget
+	}
+	return nil
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
@@ -399,7 +412,7 @@ func ctxFor(t *testing.T) context.Context {
 
 // TestLifecycle runs the same lifecycle cases on a run of each kind,
 // through each kind's own calls (Submit, Wait) and the runtime's one
-// by-name surface (LoadRun, Cancel, Pause, Resume).
+// by-name surface (LoadRun, Cancel, Pause, Resume, SetBudget).
 func TestLifecycle(t *testing.T) {
 	for _, s := range subjects {
 		t.Run(s.name, func(t *testing.T) {
@@ -665,20 +678,36 @@ func TestLifecycle(t *testing.T) {
 					t.Fatal(err)
 				}
 				<-e.g.entered
-				_, err := e.rt.SetBudget(ctx, e.ref("r1"), &agent.Budget{MaxModelCalls: 5})
-				e.g.release()
-				if werr := e.wait(ctx, "r1"); werr != nil {
-					t.Fatal(werr)
+				want := agent.Budget{MaxModelCalls: 5}
+				v, err := e.rt.SetBudget(ctx, e.ref("r1"), &want)
+				if err != nil {
+					e.g.release()
+					t.Fatalf("SetBudget of a %s run: %v", s.kind, err)
 				}
-				switch s.kind {
-				case "agent":
-					if err != nil {
-						t.Errorf("SetBudget of an agent's run: %v", err)
+				if got := viewBudget(v); got == nil || *got != want {
+					t.Errorf("the view SetBudget returned has budget %+v, want %+v", got, want)
+				}
+				if v, err := e.rt.LoadRun(ctx, e.ref("r1")); err != nil || viewBudget(v) == nil || *viewBudget(v) != want {
+					t.Errorf("the run's recorded budget is not the one set (%v)", err)
+				}
+				// A team's or a workflow's child run in flight gets what the
+				// budget leaves it (all of it: nothing has answered); an
+				// agent's subagent in flight keeps the part it started with.
+				if s.kind != "agent" {
+					runs := e.childRuns(t)
+					if len(runs) != 1 || runs[0].Budget == nil || *runs[0].Budget != want {
+						t.Errorf("the child run's budget is not the run's: %+v", runs)
 					}
-				default:
-					if !errors.Is(err, errors.ErrUnsupported) {
-						t.Errorf("SetBudget of a %s run = %v, want errors.ErrUnsupported", s.kind, err)
-					}
+				}
+				e.g.release()
+				if err := e.wait(ctx, "r1"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.rt.SetBudget(ctx, e.ref("r1"), nil); !errors.Is(err, agent.ErrRunEnded) {
+					t.Errorf("SetBudget of an ended run = %v, want ErrRunEnded", err)
+				}
+				if _, err := e.rt.SetBudget(ctx, e.ref("nobody"), nil); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("SetBudget of an unknown run = %v, want store.ErrNotFound", err)
 				}
 			})
 		})
