@@ -2,11 +2,11 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/runlife"
 	"github.com/calf-go/calf/store"
 )
 
@@ -29,9 +29,6 @@ type RecoverOptions struct {
 	// as to the others. Default: every run of the agent.
 	Runs []string
 }
-
-// recoverPage is how many run records Recover reads at a time.
-const recoverPage = 256
 
 // Recover emits again, for every unfinished run of the agent recorded in
 // rt's store, the event that continues it: the inference of its current
@@ -59,76 +56,27 @@ func (a *Agent[Out]) Recover(ctx context.Context, rt *Runtime, opts *RecoverOpti
 		o = *opts
 	}
 	h := &handlers[Out]{a: a, rt: rt}
-	var n int
-	var errs []error
-	// one recovers the run of rec; it returns an error only when ctx ends.
-	one := func(rec store.Record) error {
-		if !o.WrittenBefore.IsZero() && !rec.UpdatedAt.Before(o.WrittenBefore) {
-			return nil
-		}
-		st, err := decodeRunState(rec.Data)
-		if err != nil {
-			errs = append(errs, err)
-			return nil
-		}
-		if st.Agent != a.name {
-			return nil
-		}
-		// The events inherit the run's metadata as if emitted while
-		// handling one of its messages.
-		rctx := calf.ContextWithMessage(ctx, &calf.Message{
-			Metadata: calf.Metadata{CorrelationID: st.correlationID(), RunID: st.RunID, SessionID: st.SessionID},
-		})
-		if st.Status.Terminal() {
+	r := runlife.Recovery{
+		What: fmt.Sprintf("agent %s: recover", a.name), Store: rt.store, Kind: store.KindRun,
+		Runs: o.Runs, WrittenBefore: o.WrittenBefore,
+		One: func(ctx context.Context, rec store.Record) (bool, error) {
+			st, err := decodeRunState(rec.Data)
+			if err != nil || st.Agent != a.name {
+				return false, err
+			}
+			// The events inherit the run's metadata as if emitted while
+			// handling one of its messages.
+			rctx := calf.ContextWithMessage(ctx, &calf.Message{
+				Metadata: calf.Metadata{CorrelationID: st.correlationID(), RunID: st.RunID, SessionID: st.SessionID},
+			})
+			if !st.Status.Terminal() {
+				return true, h.next(rctx, st)
+			}
 			if o.EndedAfter.IsZero() || st.EndedAt.Before(o.EndedAfter) {
-				return nil
+				return false, nil
 			}
-			err = h.finish(rctx, st)
-		} else {
-			err = h.next(rctx, st)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("agent %s: recover: %w", a.name, context.Cause(ctx))
-			}
-			errs = append(errs, fmt.Errorf("run %s: %w", st.RunID, err))
-			return nil
-		}
-		n++
-		return nil
+			return true, h.finish(rctx, st)
+		},
 	}
-	if o.Runs != nil {
-		for _, id := range o.Runs {
-			rec, err := rt.store.Get(ctx, store.KindRun, id)
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return n, fmt.Errorf("agent %s: recover: read run %s: %w", a.name, id, err)
-			}
-			if err := one(rec); err != nil {
-				return n, err
-			}
-		}
-	}
-	after := ""
-	for o.Runs == nil {
-		recs, err := rt.store.List(ctx, store.KindRun, "", after, recoverPage)
-		if err != nil {
-			return n, fmt.Errorf("agent %s: recover: list runs: %w", a.name, err)
-		}
-		for _, rec := range recs {
-			after = rec.ID
-			if err := one(rec); err != nil {
-				return n, err
-			}
-		}
-		if len(recs) < recoverPage {
-			break
-		}
-	}
-	if len(errs) > 0 {
-		return n, fmt.Errorf("agent %s: recover: %w", a.name, errors.Join(errs...))
-	}
-	return n, nil
+	return r.Run(ctx)
 }

@@ -82,6 +82,9 @@ func (rt *Runtime) claimSweep(ctx context.Context, every time.Duration) (bool, e
 	return true, nil
 }
 
+// sweepPage is how many records a sweep reads at a time.
+const sweepPage = 256
+
 // AddSweeper registers fn under name, once, so that [Runtime.Sweep]
 // removes what it sweeps too: a second registration under
 // the same name changes nothing.
@@ -192,7 +195,7 @@ func (rt *Runtime) sweepRunRecords(ctx context.Context, id string) (int, error) 
 	// Approval ids start with the run's id, and so do those of the runs it
 	// started: keep those, which are their runs' to sweep.
 	for after := ""; ; {
-		recs, err := rt.store.List(ctx, approval.Kind, id, after, recoverPage)
+		recs, err := rt.store.List(ctx, approval.Kind, id, after, sweepPage)
 		if err != nil {
 			return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 		}
@@ -206,7 +209,7 @@ func (rt *Runtime) sweepRunRecords(ctx context.Context, id string) (int, error) 
 			}
 			n++
 		}
-		if len(recs) < recoverPage {
+		if len(recs) < sweepPage {
 			return n, nil
 		}
 	}

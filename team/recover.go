@@ -2,29 +2,17 @@ package team
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/runlife"
 	"github.com/calf-go/calf/store"
 )
 
-// RecoverOptions configures [Team.Recover]. A nil *RecoverOptions means
-// the defaults.
-type RecoverOptions struct {
-	// WrittenBefore, when set, limits recovery to runs whose state was
-	// last written before it, so that a sweep leaves alone the runs that
-	// live workers are moving forward. Default: every unfinished run.
-	WrittenBefore time.Time
-	// EndedAfter, when set, also emits again the output of every run that
-	// ended at or after it, for callers left waiting by a process that
-	// recorded a run's end and died before publishing its output. Default:
-	// ended runs are left alone.
-	EndedAfter time.Time
-}
-
-const recoverPage = 256
+// RecoverOptions configures [Team.Recover], as [agent.RecoverOptions]
+// does an agent's (Runs names team runs). A nil *RecoverOptions means the
+// defaults.
+type RecoverOptions = agent.RecoverOptions
 
 // Recover starts again, for every unfinished run of the team recorded in
 // rt's store, the member runs its current step waits for. Call it when a
@@ -48,46 +36,23 @@ func (t *Team) Recover(ctx context.Context, rt *agent.Runtime, opts *RecoverOpti
 		o = *opts
 	}
 	c := &coordinator{t: t, rt: rt}
-	n, after := 0, ""
-	var errs []error
-	for {
-		recs, err := rt.Store().List(ctx, store.KindTeam, "", after, recoverPage)
-		if err != nil {
-			return n, fmt.Errorf("team %s: recover: %w", t.name, errors.Join(append(errs, err)...))
-		}
-		for _, r := range recs {
-			if !o.WrittenBefore.IsZero() && !r.UpdatedAt.Before(o.WrittenBefore) {
-				continue
-			}
-			st, err := decodeRunState(r.Data)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", r.ID, err))
-				continue
-			}
-			if st.Team != t.name {
-				continue
-			}
+	r := runlife.Recovery{
+		What: fmt.Sprintf("team %s: recover", t.name), Store: rt.Store(), Kind: store.KindTeam,
+		Runs: o.Runs, WrittenBefore: o.WrittenBefore,
+		One: func(ctx context.Context, rec store.Record) (bool, error) {
+			st, err := decodeRunState(rec.Data)
 			switch {
+			case err != nil || st.Team != t.name:
+				return false, err
 			case st.Status == agent.RunRunning:
-				err = c.recoverRun(ctx, st)
+				return true, c.recoverRun(ctx, st)
 			case st.Status.Terminal() && !o.EndedAfter.IsZero() && !st.EndedAt.Before(o.EndedAfter):
-				err = emitOutput(ctx, rt, st)
-			default:
-				continue
+				return true, emitOutput(ctx, rt, st)
 			}
-			if err != nil {
-				return n, fmt.Errorf("team %s: recover run %s: %w", t.name, st.RunID, err)
-			}
-			n++
-		}
-		if len(recs) < recoverPage {
-			if len(errs) > 0 {
-				return n, fmt.Errorf("team %s: recover: %w", t.name, errors.Join(errs...))
-			}
-			return n, nil
-		}
-		after = recs[len(recs)-1].ID
+			return false, nil
+		},
 	}
+	return r.Run(ctx)
 }
 
 // recoverRun sends again what the running run st waits for: the events of

@@ -85,15 +85,6 @@ func (t *Team) LoadRun(ctx context.Context, rt *agent.Runtime, runID string) (*R
 	return v.(*RunInfo), nil
 }
 
-// loadRun returns the view of the team run runID.
-func loadRun(ctx context.Context, rt *agent.Runtime, runID string) (*RunInfo, error) {
-	st, err := loadRunState(ctx, rt, runID)
-	if err != nil {
-		return nil, err
-	}
-	return st.info(), nil
-}
-
 // DecodeRunInfo makes the view of a team run from its stored record (a
 // record of kind [store.KindTeam]). It rejects data that is not a team
 // run's record with an error matching [agent.ErrCorruptState].

@@ -12,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/runlife"
 	"github.com/calf-go/calf/store"
 )
 
@@ -91,19 +92,10 @@ func (w *Workflow[S]) serve(ctx context.Context, rt *agent.Runtime, opts *ServeO
 	return nil
 }
 
-// RecoverOptions configures [Workflow.Recover]. A nil *RecoverOptions
+// RecoverOptions configures [Workflow.Recover], as [agent.RecoverOptions]
+// does an agent's (Runs names the workflow's runs). A nil *RecoverOptions
 // means the defaults.
-type RecoverOptions struct {
-	// WrittenBefore, when set, limits recovery to runs whose state was
-	// last written before it, so that a sweep leaves alone the runs that
-	// live workers are moving forward. Default: every unfinished run.
-	WrittenBefore time.Time
-	// EndedAfter, when set, also emits again the output of every run that
-	// ended at or after it, for callers left waiting by a process that
-	// recorded a run's end and died before publishing its output. Default:
-	// ended runs are left alone.
-	EndedAfter time.Time
-}
+type RecoverOptions = agent.RecoverOptions
 
 // Recover emits again, for every unfinished run of the workflow recorded
 // in rt's store, what the run waits for: the step events of the nodes its
@@ -127,43 +119,32 @@ func (w *Workflow[S]) Recover(ctx context.Context, rt *agent.Runtime, opts *Reco
 		o = *opts
 	}
 	h := &handlers[S]{w: w, rt: rt}
-	n, after := 0, ""
-	var errs []error
-	for {
-		recs, err := rt.Store().List(ctx, store.KindWorkflow, w.name+"/", after, 100)
-		if err != nil {
-			return n, fmt.Errorf("workflow %s: recover: %w", w.name, errors.Join(append(errs, err)...))
+	var ids []string // nil: every run of the workflow
+	if o.Runs != nil {
+		ids = make([]string, 0, len(o.Runs))
+		for _, id := range o.Runs {
+			ids = append(ids, recordID(w.name, id))
 		}
-		for _, r := range recs {
-			if !o.WrittenBefore.IsZero() && !r.UpdatedAt.Before(o.WrittenBefore) {
-				continue
-			}
-			st, err := decodeRunState(r.Data)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", r.ID, err))
-				continue
-			}
+	}
+	r := runlife.Recovery{
+		What: fmt.Sprintf("workflow %s: recover", w.name), Store: rt.Store(), Kind: store.KindWorkflow, Prefix: w.name + "/",
+		Runs: ids, WrittenBefore: o.WrittenBefore,
+		One: func(ctx context.Context, rec store.Record) (bool, error) {
+			st, err := decodeRunState(rec.Data)
 			switch {
+			case err != nil:
+				return false, err
 			case st.paused() && st.Emitted >= st.Seq:
-				continue // it waits for its resume
+				return false, nil // it waits for its resume
 			case st.Status == RunRunning:
 			case st.Status.Terminal() && !o.EndedAfter.IsZero() && !st.EndedAt.Before(o.EndedAfter):
 			default:
-				continue
+				return false, nil
 			}
-			if err := h.emitPending(ctx, st); err != nil {
-				return n, fmt.Errorf("workflow %s: recover run %s: %w", w.name, st.RunID, err)
-			}
-			n++
-		}
-		if len(recs) < 100 {
-			if len(errs) > 0 {
-				return n, fmt.Errorf("workflow %s: recover: %w", w.name, errors.Join(errs...))
-			}
-			return n, nil
-		}
-		after = recs[len(recs)-1].ID
+			return true, h.emitPending(ctx, st)
+		},
 	}
+	return r.Run(ctx)
 }
 
 type handlers[S any] struct {
