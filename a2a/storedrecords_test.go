@@ -49,11 +49,18 @@ func storedStore(t *testing.T, name string) store.Store {
 	return s
 }
 
+// What the A2A server and remote agents of an earlier version stored is
+// read by this version: see storedTasks and storedRemote.
+func TestStoredRecords(t *testing.T) {
+	t.Run("tasks", storedTasks)
+	t.Run("remote", storedRemote)
+}
+
 // A2A tasks stored by an earlier version's server are answered by this
 // one: each state read through the SDK's client, listed by context, the
 // working task's run recovered and the task then reported completed from
 // it, a context continued with its history, and the ended tasks swept.
-func TestStoredRecords(t *testing.T) {
+func storedTasks(t *testing.T) {
 	const (
 		completed = "01a24f25-4d54-7dd1-a9c3-99ae541cb0c0"
 		failed    = "01a24f25-4d57-7630-9c9d-ae0994aa6ae3"
@@ -153,5 +160,45 @@ func TestStoredRecords(t *testing.T) {
 		if _, err := s.Get(ctx, a2a.KindTask, id); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("task %s after the sweep: %v", id, err)
 		}
+	}
+}
+
+// The state a remote agent of an earlier version kept for its session
+// names the remote context it continues: read as stored, and continued by
+// this version's remote agent, whose server (this version's, on the stored
+// tasks and sessions) answers with the context's history.
+func storedRemote(t *testing.T) {
+	const remoteContext = "01a24f31-166c-7648-8190-67f46eef65a9"
+	s := storedStore(t, "remote")
+	rt := newRuntime(t, s)
+	var seen []string
+	helper := agent.Must(agent.New("helper", modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		seen = seen[:0]
+		for _, m := range req.Messages {
+			seen = append(seen, m.Text())
+		}
+		return modeltest.Text("done: " + req.Messages[len(req.Messages)-1].Text()), nil
+	}), &agent.Options{Description: "Does things."}))
+	if err := helper.Serve(t.Context(), rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	srv := newA2AServer(t, rt, helper, "")
+	ctx := runCtx(t)
+	remote, err := a2a.NewRemote(ctx, "remote", srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := remote.State(ctx, rt, "s-remote"); err != nil || st.ContextID != remoteContext || st.TaskID != "" {
+		t.Errorf("the stored remote state: %+v, %v", st, err)
+	}
+	if err := remote.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err := remote.Run(ctx, rt, "second", &agent.RunOptions{SessionID: "s-remote"})
+	if err != nil || out.Output != "done: second" || strings.Join(seen, "|") != "first|done: first|second" {
+		t.Errorf("the remote session continued: %+v, %v; the remote model saw %q", out, err, seen)
+	}
+	if st, err := remote.State(ctx, rt, "s-remote"); err != nil || st.ContextID != remoteContext {
+		t.Errorf("the remote state after the run: %+v, %v", st, err)
 	}
 }
