@@ -15,6 +15,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
@@ -161,10 +162,11 @@ func TestTelemetrySubagentAndHandoff(t *testing.T) {
 	// The span of a run's start ends once its input is published, on the
 	// goroutine that published it, which the runs may outpace: wait for
 	// the spans of the three runs and the five model calls.
-	all := spans.GetSpans()
-	for deadline := time.Now().Add(10 * time.Second); len(all) < 8 && time.Now().Before(deadline); all = spans.GetSpans() {
-		time.Sleep(5 * time.Millisecond)
-	}
+	var all tracetest.SpanStubs
+	testwait.For(t, 10*time.Second, "eight spans", func() bool {
+		all = spans.GetSpans()
+		return len(all) >= 8
+	})
 	byName := map[string]tracetest.SpanStub{}
 	byID := map[string]tracetest.SpanStub{}
 	var chats []tracetest.SpanStub
