@@ -28,7 +28,8 @@ func TestRuleDispatchesOnceOnRedelivery(t *testing.T) {
 	for _, persisted := range []bool{false, true} {
 		t.Run(map[bool]string{false: "in process", true: "persisted"}[persisted], func(t *testing.T) {
 			// Every delivery calls the handler three times.
-			b := brokertest.DuplicateDeliveries(memory.New(nil), 3)
+			mb := memory.New(nil)
+			b := brokertest.DuplicateDeliveries(mb, 3)
 			c := calf.NewClient(b, nil)
 			st := storemem.New()
 			t.Cleanup(func() { _ = c.Close(); _ = b.Close(); _ = st.Close() })
@@ -88,8 +89,10 @@ func TestRuleDispatchesOnceOnRedelivery(t *testing.T) {
 				case <-time.After(10 * time.Millisecond):
 				}
 			}
-			// Deliveries still in progress would show now.
-			time.Sleep(200 * time.Millisecond)
+			// Deliveries still in progress would show once all are handled.
+			if err := mb.Drain(ctx); err != nil {
+				t.Fatal(err)
+			}
 			if err := s.Refresh(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
@@ -251,11 +252,7 @@ func TestPauseBeforeTheNextNodeStarts(t *testing.T) {
 	if _, err := w.Submit(ctx, rt, doc{}, &workflow.RunOptions{RunID: "d"}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); b.count() == 0; time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the step of b was not emitted")
-		}
-	}
+	testwait.For(t, 10*time.Second, "the step of b", func() bool { return b.count() > 0 })
 	if err := w.Pause(ctx, rt, "d", "hold on"); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/deadletter"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -1380,16 +1381,13 @@ func TestAgentNodeParkedMessage(t *testing.T) {
 	}
 	// Wait, called after the message was parked, finds the recorded dead
 	// letter instead of waiting for an output that will not come.
-	for {
+	testwait.ForErr(t, 10*time.Second, "the dead letter of w1", func() error {
 		recs, err := deadletter.OfRun(ctx, st, "w1")
-		if err != nil {
-			t.Fatal(err)
+		if err == nil && len(recs) == 0 {
+			err = errors.New("none recorded")
 		}
-		if len(recs) > 0 || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err
+	})
 	waitCtx, waitCancel := context.WithTimeout(ctx, 5*time.Second)
 	defer waitCancel()
 	_, err = w.Wait(waitCtx, rt, "w1")
@@ -1630,15 +1628,13 @@ func TestCancelEndsChildApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reqs []approval.Approval
-	for deadline := time.Now().Add(10 * time.Second); len(reqs) == 0; time.Sleep(5 * time.Millisecond) {
-		var err error
-		if reqs, err = approval.List(t.Context(), rt.Store(), "w1", approval.Pending); err != nil {
-			t.Fatal(err)
+	testwait.ForErr(t, 10*time.Second, "a request under the workflow run", func() (err error) {
+		reqs, err = approval.List(t.Context(), rt.Store(), "w1", approval.Pending)
+		if err == nil && len(reqs) == 0 {
+			err = errors.New("none pending")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no request under the workflow run")
-		}
-	}
+		return err
+	})
 	if err := w.Cancel(t.Context(), rt, "w1", "no longer needed"); err != nil {
 		t.Fatal(err)
 	}
