@@ -22,6 +22,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 const timeout = brokertest.Timeout
@@ -301,13 +302,12 @@ func TestIdleKeysHoldNoGoroutine(t *testing.T) {
 	}
 	close(release)
 	drain(t, b)
-	deadline := time.Now().Add(timeout)
-	for runtime.NumGoroutine() > baseline {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines after Drain, want at most %d", runtime.NumGoroutine(), baseline)
+	testwait.ForErr(t, timeout, fmt.Sprintf("at most %d goroutines after Drain", baseline), func() error {
+		if n := runtime.NumGoroutine(); n > baseline {
+			return fmt.Errorf("%d goroutines", n)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestRetryFreesTheWorkerSlot(t *testing.T) {
