@@ -6,7 +6,9 @@
 // an error saying what is still missing; both poll at short intervals
 // that grow to a bound, stop at the test's end, and fail the test with
 // what was waited for when the time allowed passes. Call them from the
-// test's goroutine: they end the test with [testing.TB.Fatalf].
+// test's goroutine: they end the test with [testing.TB.Fatalf]. [Until]
+// polls the same way and reports whether the condition came true, for a
+// test that reports a wait's outcome itself.
 //
 // Inside a [testing/synctest] bubble they poll on the bubble's clock.
 //

@@ -47,6 +47,19 @@ func ForErr(t testing.TB, within time.Duration, what string, cond func() error) 
 	t.Fatalf("%s waiting for %s: %v", why, what, err)
 }
 
+// Until calls cond as For does, until it returns true or within passes
+// or the test's context ends, and reports whether it returned true. It
+// does not fail the test: it is for a wait whose outcome the test reports
+// in its own way, and may be called from any goroutine.
+func Until(t testing.TB, within time.Duration, cond func() bool) bool {
+	return poll(t, within, func() error {
+		if cond() {
+			return nil
+		}
+		return errNotYet
+	}) == nil
+}
+
 // errNotYet is what For's condition returns while it is false.
 var errNotYet = errors.New("not yet")
 

@@ -138,3 +138,19 @@ func TestForStopsWhenTheTestEnds(t *testing.T) {
 		t.Errorf("waited %v after the test ended", d)
 	}
 }
+
+func TestUntilReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		if !testwait.Until(t, time.Minute, func() bool { return calls.Add(1) == 3 }) {
+			t.Error("Until = false for a condition that came true")
+		}
+		start := time.Now()
+		if testwait.Until(t, time.Second, func() bool { return false }) {
+			t.Error("Until = true for a condition that never held")
+		}
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("Until gave up after %v, want 1s", d)
+		}
+	})
+}
