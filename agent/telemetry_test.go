@@ -264,13 +264,7 @@ func TestTelemetryCountsOverdueTools(t *testing.T) {
 		t.Fatalf("calf.tool.overdue = %d {%s} while the tool hangs, want 1 {gen_ai.agent.name=waiter,gen_ai.tool.name=stubborn}", n, attrs)
 	}
 	close(release)
-	for rt.LateToolResults() != 1 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("the tool's late return was never counted")
-		case <-time.After(time.Millisecond):
-		}
-	}
+	testwait.For(t, 30*time.Second, "the tool's late return to be counted", func() bool { return rt.LateToolResults() == 1 })
 	if n, _ := overdue(); n != 0 {
 		t.Errorf("calf.tool.overdue = %d after the tool returned, want 0", n)
 	}

@@ -1429,20 +1429,15 @@ func TestCancelCancelsChildRun(t *testing.T) {
 		t.Errorf("Wait = %v, want ErrCancelled", err)
 	}
 	var st *agent.RunInfo
-	for {
-		var err error
+	testwait.ForErr(t, 20*time.Second, "the agent run to end after the workflow run was cancelled", func() (err error) {
 		if st, err = rt.LoadRun(ctx, "w1.1.write"); err != nil {
 			t.Fatal(err)
 		}
-		if st.Status.Terminal() {
-			break
+		if !st.Status.Terminal() {
+			return fmt.Errorf("it is still %s", st.Status)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the agent run is still %s after the workflow run was cancelled", st.Status)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 	if st.Status != agent.RunCancelled || !strings.Contains(st.Error, "workflow poet: run w1 was cancelled: no longer needed") {
 		t.Errorf("agent run: status %s, error %q; want cancelled by the workflow", st.Status, st.Error)
 	}
@@ -1688,22 +1683,18 @@ func TestCancelRunWithoutDefinition(t *testing.T) {
 		t.Errorf("Wait = %v, want ErrRunCancelled", err)
 	}
 	close(release)
-	for {
-		st, err := rt.LoadRun(ctx, "w1.1.write")
-		if err != nil {
+	var st *agent.RunInfo
+	testwait.ForErr(t, 20*time.Second, "the agent run to end after the workflow run was cancelled", func() (err error) {
+		if st, err = rt.LoadRun(ctx, "w1.1.write"); err != nil {
 			t.Fatal(err)
 		}
-		if st.Status.Terminal() {
-			if st.Status != agent.RunCancelled || !strings.Contains(st.Error, "workflow poet: run w1 was cancelled: no longer needed") {
-				t.Errorf("agent run: status %s, error %q; want cancelled by the workflow", st.Status, st.Error)
-			}
-			break
+		if !st.Status.Terminal() {
+			return fmt.Errorf("it is still %s", st.Status)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the agent run is still %s after the workflow run was cancelled", st.Status)
-		case <-time.After(5 * time.Millisecond):
-		}
+		return nil
+	})
+	if st.Status != agent.RunCancelled || !strings.Contains(st.Error, "workflow poet: run w1 was cancelled: no longer needed") {
+		t.Errorf("agent run: status %s, error %q; want cancelled by the workflow", st.Status, st.Error)
 	}
 	if info, err := workflow.CancelRun(ctx, nodef, "poet", "w1", "again"); err != nil || info.Status != workflow.RunCancelled {
 		t.Errorf("CancelRun of a cancelled run = %+v, %v", info, err)
