@@ -121,7 +121,7 @@ func TestServerWithSDKClient(t *testing.T) {
 				t.Fatalf("send: %#v", res)
 			}
 			// The task is a Calf run with the task's id.
-			st, err := rt.LoadRun(ctx, string(task.ID))
+			st, err := rt.LoadAgentRun(ctx, string(task.ID))
 			if err != nil || st.Status != agent.RunComplete {
 				t.Errorf("run %s: %+v, %v", task.ID, st, err)
 			}
@@ -160,14 +160,14 @@ func TestServerWithSDKClient(t *testing.T) {
 			}
 			waiting := res.(*spec.Task)
 			testwait.ForErr(t, 10*time.Second, "the waiting task's run to start", func() error {
-				_, err := rt.LoadRun(ctx, string(waiting.ID))
+				_, err := rt.LoadAgentRun(ctx, string(waiting.ID))
 				return err
 			})
 			cancelled, err := c.CancelTask(ctx, &spec.CancelTaskRequest{ID: waiting.ID})
 			if err != nil || cancelled.Status.State != spec.TaskStateCanceled {
 				t.Fatalf("cancel: %+v, %v", cancelled, err)
 			}
-			st, err = rt.LoadRun(ctx, string(waiting.ID))
+			st, err = rt.LoadAgentRun(ctx, string(waiting.ID))
 			if err != nil || st.Status != agent.RunCancelled {
 				t.Errorf("the cancelled task's run: %+v, %v", st, err)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent/compaction"
+	"github.com/calf-go/calf/internal/runlife"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
 )
@@ -143,7 +144,7 @@ type Agent[Out any] struct {
 	// fixed from then on.
 	serving bool
 	// served records the runtimes the agent is served on (see onDemand).
-	served servedOn
+	served runlife.Served[*Runtime]
 	// step is a custom agent's step ([NewCustom]), called in place of
 	// the model.
 	step func(call *stepCall) (*stepReply, error)

@@ -122,7 +122,7 @@ func TestRunEventsResume(t *testing.T) {
 	close(gate)
 	// The run goes on to its end while nobody listens.
 	testwait.ForErr(t, 30*time.Second, "the run to end", func() error {
-		st, err := rt.LoadRun(t.Context(), run)
+		st, err := rt.LoadAgentRun(t.Context(), run)
 		if err == nil && !st.Status.Terminal() {
 			err = fmt.Errorf("status %s", st.Status)
 		}

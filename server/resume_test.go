@@ -206,7 +206,7 @@ func TestOpenAIStreamResume(t *testing.T) {
 			drop3()
 			resp3.Body.Close()
 			testwait.ForErr(t, 10*time.Second, "the run of a dropped stream to be cancelled", func() error {
-				st, err := rt.LoadRun(t.Context(), run3)
+				st, err := rt.LoadAgentRun(t.Context(), run3)
 				if err == nil && st.Status != agent.RunCancelled {
 					err = fmt.Errorf("run %+v", st)
 				}
@@ -237,7 +237,7 @@ func TestStreamNotServed(t *testing.T) {
 	if status != 200 || !strings.Contains(body, "no process serves the agent") || strings.Contains(body, "[DONE]") {
 		t.Fatalf("%d %s", status, body)
 	}
-	st, err := rt.LoadRun(t.Context(), h.Get(server.RunHeader))
+	st, err := rt.LoadAgentRun(t.Context(), h.Get(server.RunHeader))
 	if err != nil || st.Status != agent.RunCancelled {
 		t.Errorf("the run: %+v %v", st, err)
 	}

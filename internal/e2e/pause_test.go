@@ -33,7 +33,7 @@ func TestPauseResumeAcrossRestartNATSPostgres(t *testing.T) {
 	done := c.run(t, id)
 	var st *agent.RunInfo
 	testwait.ForErr(t, waitTimeout, "run "+id+" to pause", func() (err error) {
-		if st, err = c.rt.LoadRun(t.Context(), id); err == nil && !st.Paused {
+		if st, err = c.rt.LoadAgentRun(t.Context(), id); err == nil && !st.Paused {
 			err = fmt.Errorf("run %+v", st)
 		}
 		return err
