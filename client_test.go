@@ -23,7 +23,12 @@ import (
 
 func newClient(t *testing.T, opts *calf.Options) *calf.Client {
 	t.Helper()
-	b := memory.New(&memory.Options{Backoff: func(int) time.Duration { return time.Millisecond }})
+	return newClientOn(t, memory.New(&memory.Options{Backoff: func(int) time.Duration { return time.Millisecond }}), opts)
+}
+
+// newClientOn returns a client on b; both close when the test ends.
+func newClientOn(t *testing.T, b *memory.Broker, opts *calf.Options) *calf.Client {
+	t.Helper()
 	t.Cleanup(func() { _ = b.Close() })
 	c := calf.NewClient(b, opts)
 	t.Cleanup(func() { _ = c.Close() })
@@ -290,7 +295,8 @@ func TestHandlerPanicRecoveredOnceAndParked(t *testing.T) {
 }
 
 func TestShutdownStopsDelivery(t *testing.T) {
-	c := newClient(t, nil)
+	b := memory.New(nil)
+	c := newClientOn(t, b, nil)
 	got := make(chan struct{}, 10)
 	if err := c.Handle(t.Context(), "s.x", func(context.Context, *calf.Message) error {
 		got <- struct{}{}
@@ -307,10 +313,15 @@ func TestShutdownStopsDelivery(t *testing.T) {
 	if _, err := c.Emit(t.Context(), "s.x", 1); err != nil {
 		t.Fatal(err)
 	}
+	// Once the broker has handled every message, a delivery would have
+	// come.
+	if err := b.Drain(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case <-got:
 		t.Fatal("delivered after shutdown")
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 }
 

@@ -3,6 +3,7 @@ package a2a_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"github.com/calf-go/calf/a2a"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/internal/peers"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/team"
@@ -208,8 +210,7 @@ func TestRemoteCalfAgentAndTimeout(t *testing.T) {
 		t.Errorf("a run past its timeout: %v", err)
 	}
 	// The remote task was cancelled: its Calf run ends cancelled.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.ForErr(t, 20*time.Second, "the remote task to be cancelled", func() error {
 		recs, _ := rt.Store().List(ctx, "run", "", "", 0)
 		cancelled := 0
 		for _, rec := range recs {
@@ -217,14 +218,11 @@ func TestRemoteCalfAgentAndTimeout(t *testing.T) {
 				cancelled++
 			}
 		}
-		if cancelled == 1 {
-			break
+		if cancelled != 1 {
+			return fmt.Errorf("%d runs cancelled of %d", cancelled, len(recs))
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the remote task was not cancelled")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // A card URL that is not one: a clear error.

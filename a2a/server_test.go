@@ -19,6 +19,7 @@ import (
 	"github.com/calf-go/calf/a2a"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/runner"
@@ -158,14 +159,10 @@ func TestServerWithSDKClient(t *testing.T) {
 				t.Fatal(err)
 			}
 			waiting := res.(*spec.Task)
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-				if _, err := rt.LoadAgentRun(ctx, string(waiting.ID)); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the waiting task's run did not start")
-				}
-			}
+			testwait.ForErr(t, 10*time.Second, "the waiting task's run to start", func() error {
+				_, err := rt.LoadAgentRun(ctx, string(waiting.ID))
+				return err
+			})
 			cancelled, err := c.CancelTask(ctx, &spec.CancelTaskRequest{ID: waiting.ID})
 			if err != nil || cancelled.Status.State != spec.TaskStateCanceled {
 				t.Fatalf("cancel: %+v, %v", cancelled, err)

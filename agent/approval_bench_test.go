@@ -17,6 +17,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/store/sqlite"
 	"github.com/calf-go/calf/tool"
 )
@@ -56,18 +57,13 @@ func BenchmarkApprovalsWaiting(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+	testwait.ForErr(b, 10*time.Minute, "every run to wait for approval", func() error {
 		reqs, err := approval.List(ctx, rt.Store(), "", approval.Pending)
-		if err != nil {
-			b.Fatal(err)
+		if err == nil && len(reqs) != b.N {
+			err = fmt.Errorf("%d of %d runs are waiting for approval", len(reqs), b.N)
 		}
-		if len(reqs) == b.N {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d runs are waiting for approval", len(reqs), b.N)
-		}
-	}
+		return err
+	})
 	b.StopTimer()
 	// Let the handlers that published the requests return.
 	drain, cancel := context.WithTimeout(ctx, time.Minute)

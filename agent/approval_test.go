@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/session"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -121,17 +123,17 @@ func startRun(t *testing.T, a *agent.Agent[string], rt *agent.Runtime, id string
 // pending waits for the run's one pending approval request.
 func pending(t *testing.T, rt *agent.Runtime, run string) approval.Approval {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		as, err := approval.List(t.Context(), rt.Store(), run, approval.Pending)
-		if err != nil {
-			t.Fatal(err)
+	var as []approval.Approval
+	testwait.ForErr(t, 10*time.Second, "the approval request of run "+run, func() (err error) {
+		if as, err = approval.List(t.Context(), rt.Store(), run, approval.Pending); err != nil {
+			return err
 		}
-		if len(as) == 1 {
-			return as[0]
+		if len(as) != 1 {
+			return fmt.Errorf("%d requests pending", len(as))
 		}
-	}
-	t.Fatalf("no approval request of run %s", run)
-	return approval.Approval{}
+		return nil
+	})
+	return as[0]
 }
 
 func wait(t *testing.T, done <-chan runResult) runResult {
@@ -154,7 +156,8 @@ func TestApprovalApproved(t *testing.T) {
 		string(req.Arguments) != `{"a":2,"b":3}` || req.Digest == "" || !strings.Contains(req.Reason, "accept_reads") {
 		t.Errorf("request %+v", req)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Once every message is handled, the tool has had its chance to run.
+	e.settle(t)
 	if runs.Load() != 0 {
 		t.Fatal("the tool ran before its approval")
 	}

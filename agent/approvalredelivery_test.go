@@ -13,6 +13,7 @@ import (
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store/sqlite"
@@ -128,13 +129,13 @@ func TestApprovalAnsweredWhileDownIsRecovered(t *testing.T) {
 	if n, err := a2.Recover(t.Context(), rt2, nil); err != nil || n != 1 {
 		t.Fatalf("Recover = %d, %v", n, err)
 	}
-	out, err := a2.Wait(runCtx(t), rt2, "r1")
-	for i := 0; err != nil && i < 200; i++ {
-		time.Sleep(20 * time.Millisecond)
+	var out *agent.Output[string]
+	testwait.ForErr(t, 10*time.Second, "the result of r1", func() (err error) {
 		out, err = a2.Wait(runCtx(t), rt2, "r1")
-	}
-	if err != nil || out.Output != "The result is 5" {
-		t.Fatalf("Result = %+v, %v", out, err)
+		return err
+	})
+	if out.Output != "The result is 5" {
+		t.Fatalf("Result = %+v", out)
 	}
 	if n := runs1.Load() + runs2.Load(); n != 1 {
 		t.Errorf("the approved tool ran %d times, want 1", n)

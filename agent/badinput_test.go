@@ -10,6 +10,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/model/openai"
@@ -143,10 +144,7 @@ func TestToolThatIgnoresItsContextTimesOut(t *testing.T) {
 	}
 	close(release)
 	<-returned
-	deadline := time.Now().Add(10 * time.Second)
-	for e.rt.LateToolResults() != 1 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "one late result", func() bool { return e.rt.LateToolResults() >= 1 })
 	if n := e.rt.LateToolResults(); n != 1 {
 		t.Fatalf("late results = %d, want 1", n)
 	}

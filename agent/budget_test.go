@@ -12,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/session"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -58,15 +59,14 @@ func looper(t *testing.T, e *env, name string, n int, opts *agent.Options) (*age
 
 func waitPaused(t *testing.T, e *env, id string) *agent.RunState {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		st, err := e.rt.LoadState(t.Context(), id)
-		if err == nil && st.Paused() {
-			return st
+	var st *agent.RunState
+	testwait.ForErr(t, 10*time.Second, "run "+id+" to pause", func() (err error) {
+		if st, err = e.rt.LoadState(t.Context(), id); err == nil && !st.Paused() {
+			err = fmt.Errorf("run %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s did not pause: %+v, %v", id, st, err)
-		}
-	}
+		return err
+	})
+	return st
 }
 
 // A budget stops a looping agent before the model call that would pass

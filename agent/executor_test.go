@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 // idleCount returns how many goroutines of e wait for a call.
@@ -31,7 +33,7 @@ func TestExecutorKeepsAndEndsGoroutines(t *testing.T) {
 		t.Fatal("a second call waited for a blocked one")
 	}
 	close(release)
-	waitFor(t, func() bool { return e.idleCount() == 2 }, "two goroutines waiting for calls")
+	testwait.For(t, 10*time.Second, "two goroutines waiting for calls", func() bool { return e.idleCount() == 2 })
 
 	// A waiting goroutine takes the next calls: no new one is started.
 	var wg sync.WaitGroup
@@ -39,27 +41,15 @@ func TestExecutorKeepsAndEndsGoroutines(t *testing.T) {
 		wg.Add(1)
 		e.run(wg.Done)
 		wg.Wait()
-		waitFor(t, func() bool { return e.idleCount() >= 2 }, "the goroutine back to waiting")
+		testwait.For(t, 10*time.Second, "the goroutine back to waiting", func() bool { return e.idleCount() >= 2 })
 		if n := e.idleCount(); n != 2 {
 			t.Fatalf("call %d: %d goroutines wait for calls, want the same 2", i, n)
 		}
 	}
 	// With no calls, the goroutines end.
-	waitFor(t, func() bool { return e.idleCount() == 0 }, "the waiting goroutines ended")
+	testwait.For(t, 10*time.Second, "the waiting goroutines ended", func() bool { return e.idleCount() == 0 })
 	// And a later call starts a new one.
 	ran := make(chan struct{})
 	e.run(func() { close(ran) })
 	<-ran
-}
-
-// waitFor polls cond until it holds, failing the test after 10 seconds.
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

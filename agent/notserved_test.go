@@ -116,12 +116,17 @@ func TestRunWaitsForWorkers(t *testing.T) {
 				out, err := a.Run(runCtx(t), rt, "hello?", &agent.RunOptions{RunID: "r1-" + bt.name, WaitForWorkers: true})
 				done <- result{out, err}
 			}()
-			// Nothing takes the run until the agent is served.
-			for range 5 {
-				time.Sleep(20 * time.Millisecond)
-				if _, err := rt.LoadState(t.Context(), "r1-"+bt.name); !errors.Is(err, store.ErrNotFound) {
-					t.Fatalf("the run exists before any process serves the agent: %v", err)
-				}
+			// Nothing takes the run until the agent is served. A run of
+			// another agent with the same start timeout, started after it
+			// and not waiting for workers, is cancelled by its start
+			// check: by then the first run's check, were it made, would
+			// have cancelled it too.
+			control := agent.Must(agent.New("impatient", modeltest.NewTestModel(modeltest.Text("never")), &agent.Options{StartTimeout: 20 * time.Millisecond}))
+			if _, err := control.Run(runCtx(t), rt, "anyone?", &agent.RunOptions{RunID: "r0-" + bt.name}); !errors.Is(err, agent.ErrNotServed) {
+				t.Fatalf("the run of an agent no process serves: %v; want ErrNotServed", err)
+			}
+			if _, err := rt.LoadState(t.Context(), "r1-"+bt.name); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("the run exists before any process serves the agent: %v", err)
 			}
 			select {
 			case r := <-done:

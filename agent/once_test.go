@@ -12,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/storetest"
 )
@@ -123,13 +124,12 @@ func TestManyUnrecordedToolResultsKept(t *testing.T) {
 	}
 	// Every tool has run, and every result is waiting to be recorded.
 	ctx := runCtx(t)
-	for fe.toolCalls.Load() < runs {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d tools ran of %d", fe.toolCalls.Load(), runs)
-		case <-time.After(10 * time.Millisecond):
+	testwait.ForErr(t, 20*time.Second, "every tool to run", func() error {
+		if n := fe.toolCalls.Load(); n < runs {
+			return fmt.Errorf("%d tools ran of %d", n, runs)
 		}
-	}
+		return nil
+	})
 	open.Store(true)
 	for i := range runs {
 		id := fmt.Sprintf("run-%04d", i)

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
@@ -173,17 +172,7 @@ func TestResumeBeforeThePauseTakesEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(pausing)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, err := e.rt.LoadState(t.Context(), id)
-		if err == nil && st.Paused() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not paused: %+v, %v", st, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitPaused(t, e, id)
 	if _, err := e.rt.Cancel(t.Context(), agent.RunRef{Name: "looper", RunID: id}, "enough"); err != nil {
 		t.Fatal(err)
 	}

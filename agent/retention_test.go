@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -126,17 +128,13 @@ func TestWorkerRetention(t *testing.T) {
 	if _, err := a.Run(runCtx(t), w.Runtime(), "hello", &agent.RunOptions{RunID: "short-lived"}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.ForErr(t, 10*time.Second, "the run to be removed", func() error {
 		_, err := st.Get(t.Context(), store.KindRun, "short-lived")
 		if errors.Is(err, store.ErrNotFound) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the run is still there: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("the run is still there: %v", err)
+	})
 }
 
 // With SweepOptions.Every, the processes that share a store sweep it once

@@ -15,6 +15,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
@@ -161,10 +162,11 @@ func TestTelemetrySubagentAndHandoff(t *testing.T) {
 	// The span of a run's start ends once its input is published, on the
 	// goroutine that published it, which the runs may outpace: wait for
 	// the spans of the three runs and the five model calls.
-	all := spans.GetSpans()
-	for deadline := time.Now().Add(10 * time.Second); len(all) < 8 && time.Now().Before(deadline); all = spans.GetSpans() {
-		time.Sleep(5 * time.Millisecond)
-	}
+	var all tracetest.SpanStubs
+	testwait.For(t, 10*time.Second, "eight spans", func() bool {
+		all = spans.GetSpans()
+		return len(all) >= 8
+	})
 	byName := map[string]tracetest.SpanStub{}
 	byID := map[string]tracetest.SpanStub{}
 	var chats []tracetest.SpanStub
@@ -262,13 +264,7 @@ func TestTelemetryCountsOverdueTools(t *testing.T) {
 		t.Fatalf("calf.tool.overdue = %d {%s} while the tool hangs, want 1 {gen_ai.agent.name=waiter,gen_ai.tool.name=stubborn}", n, attrs)
 	}
 	close(release)
-	for rt.LateToolResults() != 1 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("the tool's late return was never counted")
-		case <-time.After(time.Millisecond):
-		}
-	}
+	testwait.For(t, 30*time.Second, "the tool's late return to be counted", func() bool { return rt.LateToolResults() == 1 })
 	if n, _ := overdue(); n != 0 {
 		t.Errorf("calf.tool.overdue = %d after the tool returned, want 0", n)
 	}

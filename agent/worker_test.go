@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -178,77 +179,85 @@ func (h *drainLog) WithGroup(string) slog.Handler      { return h }
 // A worker's Concurrency bounds the handler calls it makes at once across
 // its agents, whatever the broker and the handlers allow: with a bound of
 // 2, five runs whose tool blocks have two tool calls in progress, and all
-// complete once the tool lets go.
+// complete once the tool lets go. The test runs in a synctest bubble (the
+// broker and the store are in memory) so that it can wait until nothing
+// more can start.
 func TestWorkerConcurrencyBoundsHandlerCalls(t *testing.T) {
-	b := memory.New(nil)
-	defer b.Close()
-	st := storemem.New()
-	w := agent.NewWorker(b, st, &agent.WorkerOptions{Concurrency: 2})
-	var (
-		mu          sync.Mutex
-		now, most   int
-		release     = make(chan struct{})
-		twoInFlight = make(chan struct{})
-	)
-	closeTwo := sync.OnceFunc(func() { close(twoInFlight) })
-	wait := tool.Must(tool.New("wait", "Wait.", func(ctx context.Context, _ struct{}) (string, error) {
-		mu.Lock()
-		now++
-		most = max(most, now)
-		if now == 2 {
-			closeTwo()
-		}
-		mu.Unlock()
-		defer func() {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New(nil)
+		defer b.Close()
+		st := storemem.New()
+		w := agent.NewWorker(b, st, &agent.WorkerOptions{Concurrency: 2})
+		var (
+			mu          sync.Mutex
+			now, most   int
+			release     = make(chan struct{})
+			twoInFlight = make(chan struct{})
+		)
+		closeTwo := sync.OnceFunc(func() { close(twoInFlight) })
+		wait := tool.Must(tool.New("wait", "Wait.", func(ctx context.Context, _ struct{}) (string, error) {
 			mu.Lock()
-			now--
+			now++
+			most = max(most, now)
+			if now == 2 {
+				closeTwo()
+			}
 			mu.Unlock()
-		}()
-		select {
-		case <-release:
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-		return "done", nil
-	}))
-	m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
-		if req.Messages[len(req.Messages)-1].Role == model.RoleTool {
-			return modeltest.Text("ok"), nil
-		}
-		return modeltest.ToolCalls(modeltest.Call("c1", "wait", `{}`)), nil
-	})
-	a := agent.Must(agent.New("bounded", m, &agent.Options{Tools: []tool.Tool{wait}}))
-	if err := a.Serve(t.Context(), w.Runtime(), nil); err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(t.Context())
-	defer stop()
-	go func() { _ = w.Run(ctx) }()
-	caller := agent.NewRuntime(calf.NewClient(b, nil), st, nil)
-	var runs sync.WaitGroup
-	errs := make(chan error, 5)
-	for range 5 {
-		runs.Go(func() {
-			_, err := a.Run(t.Context(), caller, "go", nil)
-			errs <- err
+			defer func() {
+				mu.Lock()
+				now--
+				mu.Unlock()
+			}()
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+			return "done", nil
+		}))
+		m := modeltest.FunctionModel(func(_ context.Context, req *model.Request) (*model.Response, error) {
+			if req.Messages[len(req.Messages)-1].Role == model.RoleTool {
+				return modeltest.Text("ok"), nil
+			}
+			return modeltest.ToolCalls(modeltest.Call("c1", "wait", `{}`)), nil
 		})
-	}
-	select {
-	case <-twoInFlight:
-	case <-time.After(10 * time.Second):
-		t.Fatal("two tool calls never ran at once")
-	}
-	// Give a third call the chance to start, were it allowed to.
-	time.Sleep(50 * time.Millisecond)
-	close(release)
-	runs.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
+		a := agent.Must(agent.New("bounded", m, &agent.Options{Tools: []tool.Tool{wait}}))
+		if err := a.Serve(t.Context(), w.Runtime(), nil); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if most != 2 {
-		t.Errorf("at most %d tool calls ran at once, want 2", most)
-	}
+		ctx, stop := context.WithCancel(t.Context())
+		defer stop()
+		go func() { _ = w.Run(ctx) }()
+		caller := agent.NewRuntime(calf.NewClient(b, nil), st, nil)
+		var runs sync.WaitGroup
+		errs := make(chan error, 5)
+		for range 5 {
+			runs.Go(func() {
+				_, err := a.Run(t.Context(), caller, "go", nil)
+				errs <- err
+			})
+		}
+		select {
+		case <-twoInFlight:
+		case <-time.After(10 * time.Second):
+			t.Fatal("two tool calls never ran at once")
+		}
+		// Once every goroutine is blocked, a third call has had its chance
+		// to start, were it allowed to.
+		synctest.Wait()
+		close(release)
+		runs.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		if most != 2 {
+			t.Errorf("at most %d tool calls ran at once, want 2", most)
+		}
+		// The bubble ends once its goroutines have: the executor's idle
+		// ones after a second without calls, on the bubble's clock.
+		time.Sleep(2 * time.Second)
+	})
 }

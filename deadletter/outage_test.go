@@ -15,6 +15,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/deadletter"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/store"
 	storememory "github.com/calf-go/calf/store/memory"
 )
@@ -135,22 +136,13 @@ func TestStoreOutageProbedNotStormed(t *testing.T) {
 
 		// Everything is recorded once the store is back: after the next
 		// probe and each dead letter's next delivery.
-		deadline := time.Now().Add(time.Minute)
-		var recs []*deadletter.Record
-		for {
-			var err error
-			recs, err = deadletter.List(t.Context(), s)
-			if err != nil {
-				t.Fatal(err)
+		testwait.ForErr(t, time.Minute, "every dead letter recorded after the store came back", func() error {
+			recs, err := deadletter.List(t.Context(), s)
+			if err == nil && len(recs) != letters {
+				err = fmt.Errorf("%d recorded, want %d", len(recs), letters)
 			}
-			if len(recs) == letters || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if len(recs) != letters {
-			t.Fatalf("%d dead letters recorded after the store came back, want %d", len(recs), letters)
-		}
+			return err
+		})
 		if recs, err := deadletter.OfRun(t.Context(), s, "run-0999"); err != nil || len(recs) != 1 {
 			t.Errorf("OfRun(run-0999) = %d records, %v; want 1", len(recs), err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -165,17 +166,13 @@ func TestServerOddities(t *testing.T) {
 		t.Fatalf("good: %v, %v", res, err)
 	}
 	// The notification follows the first call: the list is made again.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.ForErr(t, 10*time.Second, "the tool added later", func() error {
 		tools, _ = c.Tools(t.Context())
-		if _, ok := names(tools)["odd__added_later"]; ok {
-			break
+		if _, ok := names(tools)["odd__added_later"]; !ok {
+			return fmt.Errorf("tools after list_changed: %v", names(tools))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tools after list_changed: %v", names(tools))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := c.Close(); err != nil {
 		t.Log(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/internal/peers"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -212,18 +213,13 @@ func TestEverythingStreamableHTTP(t *testing.T) {
 		_ = cmd.Wait()
 	})
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.ForErr(t, 20*time.Second, "server-everything to listen on "+addr, func() error {
 		conn, err := net.Dial("tcp", addr)
 		if err == nil {
 			conn.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server-everything did not listen on %s", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 	c, err := mcp.New(mcp.Config{Name: "everything", URL: "http://" + addr + "/mcp", Headers: map[string][]string{"X-Calf-Test": {"1"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -365,13 +361,9 @@ func TestServerStartsLazilyAndStopsWithTheRuntime(t *testing.T) {
 	if err := rt.Client().Close(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("server process %d still runs after the shutdown", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, 15*time.Second, fmt.Sprintf("server process %d to end after the shutdown", pid), func() bool {
+		return syscall.Kill(pid, 0) != nil
+	})
 }
 
 // everythingWithPIDs returns a client of server-everything started through

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -168,14 +170,15 @@ func TestServerProgressAndCancel(t *testing.T) {
 	}
 	// Notifications are handled apart from the response: wait for them.
 	var got string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	testwait.ForErr(t, 10*time.Second, "the progress of the second model call", func() error {
 		mu.Lock()
 		got = strings.Join(progress, "; ")
 		mu.Unlock()
-		if strings.Contains(got, "model call 2") || time.Now().After(deadline) {
-			break
+		if !strings.Contains(got, "model call 2") {
+			return fmt.Errorf("progress %q", got)
 		}
-	}
+		return nil
+	})
 	for _, want := range []string{"helper: model call 1", "helper: calling add", "helper: add returned (success)", "helper: model call 2"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("progress %q lacks %q", got, want)
@@ -199,8 +202,7 @@ func TestServerProgressAndCancel(t *testing.T) {
 	}
 	// The run is cancelled in the server's store: the model call in
 	// progress finishes, and the run takes no step after it.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.ForErr(t, 20*time.Second, "a run cancelled after the client cancelled its call", func() error {
 		page, err := srvRT.Store().List(ctx, "run", "", "", 0)
 		if err != nil {
 			t.Fatal(err)
@@ -211,14 +213,11 @@ func TestServerProgressAndCancel(t *testing.T) {
 				n++
 			}
 		}
-		if n == 1 {
-			break
+		if n != 1 {
+			return fmt.Errorf("%d runs cancelled of %d", n, len(page))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no run was cancelled after the client cancelled its call (%d runs)", len(page))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // Over HTTP: a missing or wrong token is refused, as is a cross-origin

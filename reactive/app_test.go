@@ -3,6 +3,7 @@ package reactive_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/reactive"
@@ -123,20 +125,17 @@ func newChainEnv(t *testing.T) *chainEnv {
 
 func (e *chainEnv) wait(t *testing.T, what string, ok func(chainState) bool) chainState {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var s chainState
+	testwait.ForErr(t, 20*time.Second, what, func() error {
 		if err := e.store.Refresh(t.Context()); err != nil {
-			t.Fatal(err)
+			return err
 		}
-		s := e.store.Get()
-		if ok(s) {
-			return s
+		if s = e.store.Get(); !ok(s) {
+			return fmt.Errorf("state %+v", s)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: state %+v", what, s)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
+	return s
 }
 
 func summarizerAgent(m model.Model) *reactive.Agent[chainState, agentConfig] {

@@ -3,6 +3,7 @@ package reactive_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/reactive"
 	storemem "github.com/calf-go/calf/store/memory"
 )
@@ -28,7 +30,8 @@ func TestRuleDispatchesOnceOnRedelivery(t *testing.T) {
 	for _, persisted := range []bool{false, true} {
 		t.Run(map[bool]string{false: "in process", true: "persisted"}[persisted], func(t *testing.T) {
 			// Every delivery calls the handler three times.
-			b := brokertest.DuplicateDeliveries(memory.New(nil), 3)
+			mb := memory.New(nil)
+			b := brokertest.DuplicateDeliveries(mb, 3)
 			c := calf.NewClient(b, nil)
 			st := storemem.New()
 			t.Cleanup(func() { _ = c.Close(); _ = b.Close(); _ = st.Close() })
@@ -78,18 +81,19 @@ func TestRuleDispatchesOnceOnRedelivery(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
-			for s.Get().Other < 2 {
+			testwait.ForErr(t, 20*time.Second, "the rules to run", func() error {
 				if err := s.Refresh(ctx); err != nil {
 					t.Fatal(err)
 				}
-				select {
-				case <-ctx.Done():
-					t.Fatalf("the rules did not run: %+v", s.Get())
-				case <-time.After(10 * time.Millisecond):
+				if got := s.Get(); got.Other < 2 {
+					return fmt.Errorf("state %+v", got)
 				}
+				return nil
+			})
+			// Deliveries still in progress would show once all are handled.
+			if err := mb.Drain(ctx); err != nil {
+				t.Fatal(err)
 			}
-			// Deliveries still in progress would show now.
-			time.Sleep(200 * time.Millisecond)
 			if err := s.Refresh(ctx); err != nil {
 				t.Fatal(err)
 			}

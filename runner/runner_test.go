@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/runner"
@@ -303,23 +305,19 @@ func TestRunnerPauseAndResume(t *testing.T) {
 				t.Fatal(err)
 			}
 			close(opened[kind])
-			for {
+			testwait.ForErr(t, 30*time.Second, "the run to pause", func() error {
 				res, err := r.Status(ctx, rt, id)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Status == runner.Waiting {
-					break
-				}
 				if res.Status.Ended() {
 					t.Fatalf("the run ended while paused: %+v", res)
 				}
-				select {
-				case <-ctx.Done():
-					t.Fatal("the run did not pause")
-				case <-time.After(2 * time.Millisecond):
+				if res.Status != runner.Waiting {
+					return fmt.Errorf("status %s", res.Status)
 				}
-			}
+				return nil
+			})
 			if s, err := runner.Summarize(ctx, rt.Store(), id); err != nil || s.Status != "paused" || s.Kind != kind || s.Reason != "check" {
 				t.Errorf("summary: %+v, %v", s, err)
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/internal/peers"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/runner"
@@ -186,17 +187,14 @@ func getConv(t *testing.T, url, token, id string) convView {
 // waitMessages reads the conversation until its history has n messages.
 func waitMessages(t *testing.T, url, token, id string, n int) []server.ConversationEntry {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		v := getConv(t, url, token, id)
-		if len(v.Messages) >= n {
-			return v.Messages
+	var msgs []server.ConversationEntry
+	testwait.ForErr(t, 30*time.Second, fmt.Sprintf("%d messages in the history", n), func() error {
+		if msgs = getConv(t, url, token, id).Messages; len(msgs) < n {
+			return fmt.Errorf("%d messages: %+v", len(msgs), msgs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the history has %d messages, want %d: %+v", len(v.Messages), n, v.Messages)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return msgs
 }
 
 // createConv creates a conversation of token's user through the API.

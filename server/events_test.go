@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/server"
 )
@@ -118,8 +120,14 @@ func TestRunEventsResume(t *testing.T) {
 	}
 	drop()
 	close(gate)
-	// Let the run go on while nobody listens.
-	time.Sleep(100 * time.Millisecond)
+	// The run goes on to its end while nobody listens.
+	testwait.ForErr(t, 30*time.Second, "the run to end", func() error {
+		st, err := rt.LoadAgentRun(t.Context(), run)
+		if err == nil && !st.Status.Terminal() {
+			err = fmt.Errorf("status %s", st.Status)
+		}
+		return err
+	})
 
 	// Resume after the last event seen.
 	resp, evs = getStream(t, t.Context(), url, "tok-ann", got[len(got)-1].id)

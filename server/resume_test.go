@@ -16,6 +16,7 @@ import (
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/runner"
@@ -204,17 +205,13 @@ func TestOpenAIStreamResume(t *testing.T) {
 			<-events3
 			drop3()
 			resp3.Body.Close()
-			deadline := time.Now().Add(10 * time.Second)
-			for {
+			testwait.ForErr(t, 10*time.Second, "the run of a dropped stream to be cancelled", func() error {
 				st, err := rt.LoadAgentRun(t.Context(), run3)
-				if err == nil && st.Status == agent.RunCancelled {
-					break
+				if err == nil && st.Status != agent.RunCancelled {
+					err = fmt.Errorf("run %+v", st)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the run of a dropped stream: %+v %v", st, err)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return err
+			})
 		})
 	}
 }

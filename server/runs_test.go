@@ -10,6 +10,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/deadletter"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/server"
@@ -132,9 +133,14 @@ func TestRunsAndDeadLetters(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the replay was not published")
 	}
+	// Once the broker has handled every message, a second replay would
+	// have come.
+	if err := rt.Client().Broker().(*memory.Broker).Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case m := <-replayed:
 		t.Errorf("replayed twice: %s", m.ID)
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/runner"
@@ -568,8 +570,7 @@ func testDisconnectCancelsRun(t *testing.T, logged bool) {
 	cancel()
 	<-done
 	// The run ends cancelled.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.ForErr(t, 30*time.Second, "the run to end cancelled", func() error {
 		recs, err := st.List(t.Context(), store.KindRun, "", "", 0)
 		if err != nil {
 			t.Fatal(err)
@@ -582,14 +583,11 @@ func testDisconnectCancelsRun(t *testing.T, logged bool) {
 			}
 			status = run.Status
 		}
-		if status == agent.RunCancelled {
-			break
+		if status != agent.RunCancelled {
+			return fmt.Errorf("%d runs, status %q", len(recs), status)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d runs, status %q", len(recs), status)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // A streamed answer read from the event log reports the usage the model

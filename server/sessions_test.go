@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/session"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 )
@@ -37,23 +39,17 @@ type sessionView struct {
 // answers it with ans.
 func answerNext(ctx context.Context, t *testing.T, rt *agent.Runtime, run string, ans approval.Answer) {
 	t.Helper()
-	for {
-		pending, err := approval.List(ctx, rt.Store(), run, approval.Pending)
-		if err != nil {
+	var pending []approval.Approval
+	testwait.For(t, time.Minute, "run "+run+" to ask for an approval", func() bool {
+		var err error
+		if pending, err = approval.List(ctx, rt.Store(), run, approval.Pending); err != nil {
 			t.Fatal(err)
 		}
-		if len(pending) > 0 {
-			ans.Digest = pending[0].Digest
-			if _, err := approval.Respond(ctx, rt.Store(), rt.Client(), pending[0].ID, ans); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("run %s asked for no approval", run)
-		case <-time.After(10 * time.Millisecond):
-		}
+		return len(pending) > 0
+	})
+	ans.Digest = pending[0].Digest
+	if _, err := approval.Respond(ctx, rt.Store(), rt.Client(), pending[0].ID, ans); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -88,20 +84,16 @@ func TestSessionTurns(t *testing.T) {
 			t.Fatalf("%s: %v", run, err)
 		}
 	}
-	for {
+	testwait.ForErr(t, time.Minute, "the session to list 3 runs", func() error {
 		info, err := session.LoadInfo(ctx, rt.Store(), "s1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.Runs == 3 {
-			break
+		if info.Runs != 3 {
+			return fmt.Errorf("it lists %d", info.Runs)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the session lists %d runs", info.Runs)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 
 	get := func() sessionView {
 		t.Helper()

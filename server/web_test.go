@@ -24,6 +24,7 @@ import (
 	"github.com/calf-go/calf/deadletter"
 	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/internal/peers"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/runner"
@@ -355,21 +356,16 @@ func TestRunInspectorInBrowser(t *testing.T) {
 		answered <- err
 	}()
 	var run string
-	for run == "" {
+	testwait.For(t, 2*time.Minute, "the run to start", func() bool {
 		runs, err := runner.Runs(ctx, st, &runner.RunFilter{Status: "running"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(runs) > 0 {
 			run = runs[0].ID
-			break
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the run did not start")
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return run != ""
+	})
 	// A message of the run, parked, as the worker's recorder records it.
 	orig := &calf.Message{ID: "m-1", Channel: "calf.test.parked", Key: run, Data: json.RawMessage(`{"n":1}`),
 		Metadata: calf.Metadata{CorrelationID: run, RunID: run, Time: time.Now()}}

@@ -2,6 +2,7 @@ package team_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/team"
@@ -124,16 +126,13 @@ func TestMemberApprovalAnsweredByTeamRunID(t *testing.T) {
 		done <- err
 	}()
 	var pending []approval.Approval
-	for deadline := time.Now().Add(10 * time.Second); len(pending) == 0; {
-		var err error
-		if pending, err = approval.List(t.Context(), e.rt.Store(), "rel-1", approval.Pending); err != nil {
-			t.Fatal(err)
+	testwait.ForErr(t, 10*time.Second, "a request under the team run", func() (err error) {
+		pending, err = approval.List(t.Context(), e.rt.Store(), "rel-1", approval.Pending)
+		if err == nil && len(pending) == 0 {
+			err = errors.New("none pending")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no request under the team run")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err
+	})
 	if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), pending[0].ID, approval.Answer{Approve: false, Message: "not on a Friday", Digest: pending[0].Digest}); err != nil {
 		t.Fatal(err)
 	}

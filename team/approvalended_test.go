@@ -8,6 +8,7 @@ import (
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/team"
 	"github.com/calf-go/calf/tool"
 )
@@ -38,15 +39,13 @@ func TestMemberApprovalsEndWithCancelledTeamRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			var reqs []approval.Approval
-			for deadline := time.Now().Add(10 * time.Second); len(reqs) == 0; time.Sleep(5 * time.Millisecond) {
-				var err error
-				if reqs, err = approval.List(t.Context(), e.rt.Store(), "rel", approval.Pending); err != nil {
-					t.Fatal(err)
+			testwait.ForErr(t, 10*time.Second, "a request under the team run", func() (err error) {
+				reqs, err = approval.List(t.Context(), e.rt.Store(), "rel", approval.Pending)
+				if err == nil && len(reqs) == 0 {
+					err = errors.New("none pending")
 				}
-				if time.Now().After(deadline) {
-					t.Fatal("no request under the team run")
-				}
-			}
+				return err
+			})
 			if err := tm.Cancel(t.Context(), e.rt, "rel", "release called off"); err != nil {
 				t.Fatal(err)
 			}

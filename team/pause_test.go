@@ -3,6 +3,7 @@ package team_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/brokertest"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/team"
 )
 
@@ -39,11 +41,7 @@ func TestTeamPauseAndResume(t *testing.T) {
 		}
 	}()
 	// Wait for the first member's run to start, then pause.
-	for deadline := time.Now().Add(10 * time.Second); first.calls.Load() == 0; time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the first member did not start")
-		}
-	}
+	testwait.For(t, 10*time.Second, "the first member to start", func() bool { return first.calls.Load() > 0 })
 	if err := tm.Pause(t.Context(), e.rt, "tp", "review"); err != nil {
 		t.Fatalf("pause: %v", err)
 	}
@@ -109,18 +107,13 @@ func (f *failingPublish) Publish(ctx context.Context, msg *calf.Message) error {
 // waitTeamPaused waits for the pause of the team run id to take effect.
 func waitTeamPaused(t *testing.T, e *env, id string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+	testwait.ForErr(t, 10*time.Second, "the pause of "+id+" to take effect", func() error {
 		st, err := loadTeamRun(t.Context(), e.rt, id)
-		if err != nil {
-			t.Fatal(err)
+		if err == nil && !st.Paused {
+			err = fmt.Errorf("run %+v", st)
 		}
-		if st.Paused {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pause of %s did not take effect: %+v", id, st)
-		}
-	}
+		return err
+	})
 }
 
 // A resume whose step event cannot be sent (the broker unreachable) is
@@ -146,11 +139,7 @@ func TestTeamResumeAgain(t *testing.T) {
 			if _, err := tm.Submit(ctx, e.rt, "go", &team.RunOptions{RunID: "ra"}); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(10 * time.Second); first.calls.Load() == 0; time.Sleep(2 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the first member did not start")
-				}
-			}
+			testwait.For(t, 10*time.Second, "the first member to start", func() bool { return first.calls.Load() > 0 })
 			if err := tm.Pause(ctx, e.rt, "ra", "wait"); err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/nats"
 	"github.com/calf-go/calf/broker/nats/embedded"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/store/sqlite"
 	"github.com/calf-go/calf/workflow"
 )
@@ -104,11 +105,7 @@ func TestPauseOnDurableBroker(t *testing.T) {
 	if _, err := w.Submit(t.Context(), rt1, doc{}, &workflow.RunOptions{RunID: "dp"}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); held.count() == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the step of b was not emitted")
-		}
-	}
+	testwait.For(t, 20*time.Second, "the step of b", func() bool { return held.count() > 0 })
 	if err := w.Pause(t.Context(), rt1, "dp", "restart"); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
@@ -71,22 +73,17 @@ func (g *gate) waitStarted(t *testing.T) {
 // returns the run's view then.
 func waitPaused[S any](t *testing.T, w *workflow.Workflow[S], rt *agent.Runtime, id string) *workflow.RunInfo {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	for {
-		info, err := w.LoadRun(ctx, rt, id)
-		if err != nil {
+	var info *workflow.RunInfo
+	testwait.ForErr(t, 10*time.Second, "the pause of "+id+" to take effect", func() (err error) {
+		if info, err = w.LoadRun(t.Context(), rt, id); err != nil {
 			t.Fatal(err)
 		}
-		if info.Paused {
-			return info
+		if !info.Paused {
+			return fmt.Errorf("run %+v", info)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the pause of %s did not take effect: %+v", id, info)
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
+		return nil
+	})
+	return info
 }
 
 func drain(t *testing.T, b *memory.Broker) {
@@ -251,11 +248,7 @@ func TestPauseBeforeTheNextNodeStarts(t *testing.T) {
 	if _, err := w.Submit(ctx, rt, doc{}, &workflow.RunOptions{RunID: "d"}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); b.count() == 0; time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the step of b was not emitted")
-		}
-	}
+	testwait.For(t, 10*time.Second, "the step of b", func() bool { return b.count() > 0 })
 	if err := w.Pause(ctx, rt, "d", "hold on"); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/deadletter"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -1385,16 +1386,13 @@ func TestAgentNodeParkedMessage(t *testing.T) {
 	}
 	// Wait, called after the message was parked, finds the recorded dead
 	// letter instead of waiting for an output that will not come.
-	for {
+	testwait.ForErr(t, 10*time.Second, "the dead letter of w1", func() error {
 		recs, err := deadletter.OfRun(ctx, st, "w1")
-		if err != nil {
-			t.Fatal(err)
+		if err == nil && len(recs) == 0 {
+			err = errors.New("none recorded")
 		}
-		if len(recs) > 0 || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err
+	})
 	waitCtx, waitCancel := context.WithTimeout(ctx, 5*time.Second)
 	defer waitCancel()
 	_, err = w.Wait(waitCtx, rt, "w1")
@@ -1436,20 +1434,15 @@ func TestCancelCancelsChildRun(t *testing.T) {
 		t.Errorf("Wait = %v, want ErrCancelled", err)
 	}
 	var st *agent.RunInfo
-	for {
-		var err error
+	testwait.ForErr(t, 20*time.Second, "the agent run to end after the workflow run was cancelled", func() (err error) {
 		if st, err = rt.LoadAgentRun(ctx, "w1.1.write"); err != nil {
 			t.Fatal(err)
 		}
-		if st.Status.Terminal() {
-			break
+		if !st.Status.Terminal() {
+			return fmt.Errorf("it is still %s", st.Status)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the agent run is still %s after the workflow run was cancelled", st.Status)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 	if st.Status != agent.RunCancelled || !strings.Contains(st.Error, "workflow poet: run w1 was cancelled: no longer needed") {
 		t.Errorf("agent run: status %s, error %q; want cancelled by the workflow", st.Status, st.Error)
 	}
@@ -1635,15 +1628,13 @@ func TestCancelEndsChildApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reqs []approval.Approval
-	for deadline := time.Now().Add(10 * time.Second); len(reqs) == 0; time.Sleep(5 * time.Millisecond) {
-		var err error
-		if reqs, err = approval.List(t.Context(), rt.Store(), "w1", approval.Pending); err != nil {
-			t.Fatal(err)
+	testwait.ForErr(t, 10*time.Second, "a request under the workflow run", func() (err error) {
+		reqs, err = approval.List(t.Context(), rt.Store(), "w1", approval.Pending)
+		if err == nil && len(reqs) == 0 {
+			err = errors.New("none pending")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no request under the workflow run")
-		}
-	}
+		return err
+	})
 	if err := w.Cancel(t.Context(), rt, "w1", "no longer needed"); err != nil {
 		t.Fatal(err)
 	}
@@ -1697,22 +1688,18 @@ func TestCancelRunWithoutDefinition(t *testing.T) {
 		t.Errorf("Wait = %v, want ErrRunCancelled", err)
 	}
 	close(release)
-	for {
-		st, err := rt.LoadAgentRun(ctx, "w1.1.write")
-		if err != nil {
+	var st *agent.RunInfo
+	testwait.ForErr(t, 20*time.Second, "the agent run to end after the workflow run was cancelled", func() (err error) {
+		if st, err = rt.LoadAgentRun(ctx, "w1.1.write"); err != nil {
 			t.Fatal(err)
 		}
-		if st.Status.Terminal() {
-			if st.Status != agent.RunCancelled || !strings.Contains(st.Error, "workflow poet: run w1 was cancelled: no longer needed") {
-				t.Errorf("agent run: status %s, error %q; want cancelled by the workflow", st.Status, st.Error)
-			}
-			break
+		if !st.Status.Terminal() {
+			return fmt.Errorf("it is still %s", st.Status)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the agent run is still %s after the workflow run was cancelled", st.Status)
-		case <-time.After(5 * time.Millisecond):
-		}
+		return nil
+	})
+	if st.Status != agent.RunCancelled || !strings.Contains(st.Error, "workflow poet: run w1 was cancelled: no longer needed") {
+		t.Errorf("agent run: status %s, error %q; want cancelled by the workflow", st.Status, st.Error)
 	}
 	if info, err := cancelWorkflowRun(ctx, nodef, "poet", "w1", "again"); err != nil || info.Status != workflow.RunCancelled {
 		t.Errorf("CancelRun of a cancelled run = %+v, %v", info, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -113,18 +114,13 @@ func TestAppendToSession(t *testing.T) {
 				_, err := a.Run(runCtx(t), rt, "Wait for me.", &agent.RunOptions{SessionID: "s1"})
 				done <- err
 			}()
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			testwait.ForErr(t, 10*time.Second, "the run to start", func() error {
 				info, err := session.LoadInfo(ctx, rt.Store(), "s1")
-				if err != nil {
-					t.Fatal(err)
+				if err == nil && info.Status != session.Running {
+					err = fmt.Errorf("session status %v", info.Status)
 				}
-				if info.Status == session.Running {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the run did not start")
-				}
-			}
+				return err
+			})
 			if err := session.Append(ctx, rt.Store(), "s1", model.UserMessage("too early")); !errors.Is(err, session.ErrBusy) {
 				t.Errorf("append while a run is in progress: %v", err)
 			}

@@ -2,10 +2,11 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 func TestGroupMembers(t *testing.T) {
@@ -34,15 +35,12 @@ func TestGroupMembers(t *testing.T) {
 	defer s2.Close()
 	waitCount := func(want int) {
 		t.Helper()
-		deadline := time.Now().Add(timeout)
-		n := count()
-		for n != want && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-			n = count()
-		}
-		if n != want {
-			t.Fatalf("members = %d, want %d", n, want)
-		}
+		testwait.ForErr(t, timeout, fmt.Sprintf("%d members", want), func() error {
+			if n := count(); n != want {
+				return fmt.Errorf("members = %d", n)
+			}
+			return nil
+		})
 	}
 	waitCount(2)
 	if err := s1.Close(); err != nil {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/broker/brokertest"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 const timeout = brokertest.Timeout
@@ -509,13 +512,9 @@ func (b *Broker) subscriptions() []*subscription {
 // none.
 func waitPaused(t *testing.T, s *subscription, paused bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for (len(s.cl.PauseFetchPartitions(nil)) > 0) != paused {
-		if time.Now().After(deadline) {
-			t.Fatalf("partitions paused: %v, want paused %v", s.cl.PauseFetchPartitions(nil), paused)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, timeout, fmt.Sprintf("partitions paused %v", paused), func() bool {
+		return (len(s.cl.PauseFetchPartitions(nil)) > 0) == paused
+	})
 }
 
 func TestParseURL(t *testing.T) {
@@ -719,29 +718,35 @@ func TestRevokeWaitsForHandler(t *testing.T) {
 	subB := subscribe(t, b, "rv.*", rec.handle, group).(*subscription)
 	// Wait until the group takes one of the two partitions from a: its
 	// worker is gone while its handler still runs.
-	deadline := time.Now().Add(timeout)
-	for {
+	testwait.For(t, timeout, "a partition revoked from the first member", func() bool {
 		subA.mu.Lock()
-		n := len(subA.workers)
-		subA.mu.Unlock()
-		if n < 2 {
-			break
+		defer subA.mu.Unlock()
+		return len(subA.workers) < 2
+	})
+	// The partition must not reach b while a's handler runs. It would
+	// once a rejoined, its revoke done: b would learn of the rebalance at
+	// its next heartbeat and join a later generation. So b's heartbeats
+	// are counted: two more in the generation it joined show that a has
+	// not rejoined meanwhile.
+	var gen int32
+	testwait.For(t, timeout, "the second member to join the group", func() bool {
+		_, gen = subB.cl.GroupMetadata()
+		return gen > 0
+	})
+	memberB, _ := subB.cl.GroupMetadata()
+	var beats atomic.Int32
+	c.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if hb := req.(*kmsg.HeartbeatRequest); hb.MemberID == memberB && hb.Generation == gen {
+			beats.Add(1)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no partition was revoked from the first member")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	// The partition must not reach b while a's handler runs. Give it the
-	// time it would take (the test cannot fail by waiting too little).
-	for range 500 {
-		subB.mu.Lock()
-		n := len(subB.workers)
-		subB.mu.Unlock()
-		if n > 0 {
-			t.Fatal("a partition moved while the handler of its message still ran")
-		}
-		time.Sleep(time.Millisecond)
+		return nil, nil, false
+	})
+	testwait.For(t, timeout, "the second member to heartbeat twice", func() bool { return beats.Load() >= 2 })
+	subB.mu.Lock()
+	n := len(subB.workers)
+	subB.mu.Unlock()
+	if _, genB := subB.cl.GroupMetadata(); n > 0 || genB != gen {
+		t.Fatalf("a partition moved while the handler of its message still ran: the second member has %d partitions, generation %d after %d", n, genB, gen)
 	}
 	if got := rec.get(); len(got) != 2 {
 		t.Fatalf("deliveries before the handlers returned: %v; want the two first", got)
@@ -1062,19 +1067,26 @@ func TestHeldRecordsAreBounded(t *testing.T) {
 		defer mu.Unlock()
 		return started
 	}
-	deadline := time.Now().Add(timeout)
-	for count() < opts.QueueSize && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond) // a chance for more to start, were it allowed
+	testwait.For(t, timeout, "QueueSize handlers started", func() bool { return count() >= opts.QueueSize })
+	// A chance for more to start, were it allowed: the dispatcher has
+	// taken the next record (offset QueueSize, the topic being new) from
+	// the queue and waits for room.
+	s := sub.(*subscription)
+	testwait.For(t, timeout, "the dispatcher to hold the record after QueueSize", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, w := range s.workers {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return len(w.queue) > 0 && w.queue[0].Offset > int64(opts.QueueSize)
+		}
+		return false
+	})
 	if n := count(); n != opts.QueueSize {
 		t.Errorf("%d handlers started with all blocked, want QueueSize = %d", n, opts.QueueSize)
 	}
 	close(release)
-	deadline = time.Now().Add(timeout)
-	for count() < total && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, timeout, "every message handled after the release", func() bool { return count() >= total })
 	if n := count(); n != total {
 		t.Errorf("%d of %d messages handled after the release", n, total)
 	}

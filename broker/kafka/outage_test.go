@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 // TestPrepareGroupDuringOutage checks that preparing a group while the
@@ -51,15 +52,11 @@ func TestPrepareGroupDuringOutage(t *testing.T) {
 		t.Skipf("the address %s could not be taken again: %v", addr, err)
 	}
 	t.Cleanup(back.Close)
-	deadline := time.Now().Add(timeout)
-	for {
-		err = b.PrepareGroup(t.Context(), "o.b", "g1")
-		if err == nil || time.Now().After(deadline) || !calf.IsUnavailable(err) {
-			break
+	testwait.ForErr(t, timeout, "prepare once the cluster is back", func() error {
+		err := b.PrepareGroup(t.Context(), "o.b", "g1")
+		if err != nil && !calf.IsUnavailable(err) {
+			t.Fatalf("prepare once the cluster is back: %v", err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("prepare once the cluster is back: %v", err)
-	}
+		return err
+	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 const timeout = brokertest.Timeout
@@ -126,47 +127,54 @@ func TestGroupPatternMismatch(t *testing.T) {
 	subscribe(t, b, "a.d", nop, nil)
 }
 
+// The test runs in a synctest bubble, so that it can wait until a
+// blocked Publish has had every chance to return.
 func TestBackpressure(t *testing.T) {
-	b := newBroker(t, &memory.Options{QueueSize: 2})
-	started, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	var rec recorder
-	subscribe(t, b, "bp.x", func(ctx context.Context, m *calf.Message) error {
-		once.Do(func() {
-			close(started)
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-		})
-		return rec.handle(ctx, m)
-	}, nil)
-	publish(t, b, msg("bp.x", "k", "m0"))
-	wait(t, "handler start", started)
-	publish(t, b, msg("bp.x", "k", "m1")) // the group now holds m0 and m1
+	synctest.Test(t, func(t *testing.T) {
+		b := newBroker(t, &memory.Options{QueueSize: 2})
+		started, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		var rec recorder
+		subscribe(t, b, "bp.x", func(ctx context.Context, m *calf.Message) error {
+			once.Do(func() {
+				close(started)
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			})
+			return rec.handle(ctx, m)
+		}, nil)
+		publish(t, b, msg("bp.x", "k", "m0"))
+		wait(t, "handler start", started)
+		publish(t, b, msg("bp.x", "k", "m1")) // the group now holds m0 and m1
 
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	err := b.Publish(ctx, msg("bp.x", "k", "refused"))
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Publish to a full group with a cancelled context = %v, want context.Canceled", err)
-	}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		err := b.Publish(ctx, msg("bp.x", "k", "refused"))
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Publish to a full group with a cancelled context = %v, want context.Canceled", err)
+		}
 
-	published := make(chan error, 1)
-	go func() { published <- b.Publish(context.Background(), msg("bp.x", "k", "m2")) }()
-	select {
-	case err := <-published:
-		t.Fatalf("Publish to a full group returned %v before the handler made room", err)
-	case <-time.After(20 * time.Millisecond):
-	}
-	close(release)
-	if err := wait(t, "blocked Publish", published); err != nil {
-		t.Fatal(err)
-	}
-	drain(t, b)
-	if diff := cmp.Diff([]string{"m0", "m1", "m2"}, rec.got()); diff != "" {
-		t.Errorf("handled (-want +got):\n%s", diff)
-	}
+		published := make(chan error, 1)
+		go func() { published <- b.Publish(context.Background(), msg("bp.x", "k", "m2")) }()
+		// Once every goroutine of the bubble is blocked, Publish has had its
+		// chance to return.
+		synctest.Wait()
+		select {
+		case err := <-published:
+			t.Fatalf("Publish to a full group returned %v before the handler made room", err)
+		default:
+		}
+		close(release)
+		if err := wait(t, "blocked Publish", published); err != nil {
+			t.Fatal(err)
+		}
+		drain(t, b)
+		if diff := cmp.Diff([]string{"m0", "m1", "m2"}, rec.got()); diff != "" {
+			t.Errorf("handled (-want +got):\n%s", diff)
+		}
+	})
 }
 
 func TestBackpressureAcrossGroups(t *testing.T) {
@@ -301,13 +309,12 @@ func TestIdleKeysHoldNoGoroutine(t *testing.T) {
 	}
 	close(release)
 	drain(t, b)
-	deadline := time.Now().Add(timeout)
-	for runtime.NumGoroutine() > baseline {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines after Drain, want at most %d", runtime.NumGoroutine(), baseline)
+	testwait.ForErr(t, timeout, fmt.Sprintf("at most %d goroutines after Drain", baseline), func() error {
+		if n := runtime.NumGoroutine(); n > baseline {
+			return fmt.Errorf("%d goroutines", n)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestRetryFreesTheWorkerSlot(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 // testCluster is three NATS servers with JetStream in the process, routed
@@ -115,8 +116,7 @@ func (c *testCluster) stop(i int) {
 // waitReady waits until JetStream has a meta leader.
 func (c *testCluster) waitReady() {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.For(c.t, 30*time.Second, "a JetStream leader in the cluster", func() bool {
 		c.mu.Lock()
 		ok := true
 		for _, s := range c.srvs {
@@ -131,12 +131,8 @@ func (c *testCluster) waitReady() {
 			}
 		}
 		c.mu.Unlock()
-		if ok && leader {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	c.t.Fatal("the cluster has no JetStream leader")
+		return ok && leader
+	})
 }
 
 // url returns the client URL of every server, as a worker is given it.

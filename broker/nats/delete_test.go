@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 // channelCounts returns how many messages b's stream holds on each
@@ -199,12 +200,13 @@ func TestDeleteChannelsUnacknowledged(t *testing.T) {
 		if limit := gateTimeout(b.opts.AckWait) + time.Second; waited > limit {
 			t.Errorf("m2 handled %v after the new member subscribed; want within %v", waited, limit)
 		}
-		time.Sleep(100 * time.Millisecond)
+		// With the stream empty and nothing outstanding, no delivery of
+		// m1 can come any more.
+		waitStreamMsgs(t, b, 0)
+		waitAckPending(t, b, ConsumerName("g", Partition("k", "", b.opts.Partitions)), 0)
 		if diff := cmp.Diff([]handled{{"m2", 1}}, rec.get()); diff != "" {
 			t.Errorf("deliveries (-want +got):\n%s", diff)
 		}
-		waitStreamMsgs(t, b, 0)
-		waitAckPending(t, b, ConsumerName("g", Partition("k", "", b.opts.Partitions)), 0)
 	})
 }
 
@@ -212,19 +214,14 @@ func TestDeleteChannelsUnacknowledged(t *testing.T) {
 // outstanding.
 func waitAckPending(t *testing.T, b *Broker, consumer string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testwait.ForErr(t, timeout, fmt.Sprintf("consumer %s to have %d messages outstanding", consumer, n), func() error {
 		c, err := b.js.Consumer(t.Context(), b.opts.Stream, consumer)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		got := c.CachedInfo().NumAckPending
-		if got == n {
-			return
+		if got := c.CachedInfo().NumAckPending; got != n {
+			return fmt.Errorf("it has %d", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consumer %s has %d messages outstanding, want %d", consumer, got, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }

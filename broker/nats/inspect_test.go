@@ -12,6 +12,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 func TestGroupMembers(t *testing.T) {
@@ -35,10 +36,7 @@ func TestGroupMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for count() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "a member counted", func() bool { return count() > 0 })
 	if n := count(); n != 1 {
 		t.Fatalf("a group with one member has %d", n)
 	}
@@ -56,10 +54,7 @@ func TestGroupMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for count() < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "two members counted", func() bool { return count() >= 2 })
 	if n := count(); n != 2 {
 		t.Fatalf("a group with two members has %d", n)
 	}
@@ -70,13 +65,12 @@ func TestGroupMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The durable consumers stay; the closed member's pull requests end.
-	deadline = time.Now().Add(15 * time.Second)
-	for count() != 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := count(); n != 0 {
-		t.Errorf("members after the only one left: %d", n)
-	}
+	testwait.ForErr(t, 15*time.Second, "no member counted after the only one left", func() error {
+		if n := count(); n != 0 {
+			return fmt.Errorf("%d members", n)
+		}
+		return nil
+	})
 }
 
 // TestMembersAfterServerRestart restarts a single server (no cluster, so
@@ -141,22 +135,17 @@ func TestMembersAfterServerRestart(t *testing.T) {
 		&calf.SubscribeOptions{Group: "g"}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if n, err := inspector.GroupMembers(t.Context(), "g"); err == nil && n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the member was not counted before the restart")
-		}
-	}
+	testwait.For(t, 10*time.Second, "the member counted before the restart", func() bool {
+		n, err := inspector.GroupMembers(t.Context(), "g")
+		return err == nil && n == 1
+	})
 
 	stop()
 	time.Sleep(3 * leaseTTL(0)) // down: the announcement expires
 	start()
 	// Ask until the member has been counted again for a while.
 	counted := 0
-	deadline := time.Now().Add(30 * time.Second)
-	for counted < 20 && time.Now().Before(deadline) {
+	testwait.For(t, 30*time.Second, "the member counted again 20 times after the restart", func() bool {
 		n, err := inspector.GroupMembers(t.Context(), "g")
 		switch {
 		case err == nil && n == 0:
@@ -166,9 +155,6 @@ func TestMembersAfterServerRestart(t *testing.T) {
 		case !errors.Is(err, calf.ErrUnavailable):
 			t.Fatalf("GroupMembers after the restart: %v, want a count or an error marked unavailable", err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if counted < 20 {
-		t.Fatal("the member was not counted again within 30s of the restart")
-	}
+		return counted >= 20
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 // keyLedger records the effects of handlers per key: the message numbers
@@ -244,7 +245,20 @@ func TestCloseWithKeysInFlight(t *testing.T) {
 			l.leave(m, n, true)
 			return nil
 		}, opts)
-		time.Sleep(time.Second) // the second member claims its partitions
+		// The first member, which holds every partition, starts giving
+		// up the second member's share (its handlers still run).
+		la := subOf(a).lease
+		testwait.For(t, timeout, "the first member to give partitions up", func() bool {
+			la.mu.Lock()
+			defer la.mu.Unlock()
+			giving := 0
+			for _, h := range la.owned {
+				if h.drained != nil {
+					giving++
+				}
+			}
+			return giving == b.opts.Partitions/2
+		})
 		if err := a.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -301,16 +315,16 @@ func TestBoundedInFlight(t *testing.T) {
 			}
 			return total, perPart
 		}
-		// Let the member fill its windows.
-		deadline := time.Now().Add(timeout)
-		for {
-			total, _ := heldNow()
-			if total >= 2*b.opts.Window || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		// Let the member fill its windows: the server counts a window of
+		// each partition's messages delivered and not acknowledged, and
+		// more would show there once fetched.
+		for p := range b.opts.Partitions {
+			waitAckPending(t, b, ConsumerName("g", p), b.opts.Window)
 		}
-		time.Sleep(300 * time.Millisecond)
+		testwait.For(t, timeout, "the windows held", func() bool {
+			total, _ := heldNow()
+			return total >= 2*b.opts.Window
+		})
 		total, perPart := heldNow()
 		if perPart > b.opts.Window {
 			t.Errorf("%d messages held of one partition, over the window of %d", perPart, b.opts.Window)
@@ -322,13 +336,12 @@ func TestBoundedInFlight(t *testing.T) {
 			t.Errorf("%d handlers at once, want %d", got, concurrency)
 		}
 		close(release)
-		deadline = time.Now().Add(timeout)
-		for handled.Load() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d messages handled", handled.Load(), n)
+		testwait.ForErr(t, timeout, "every message handled", func() error {
+			if h := handled.Load(); h < n {
+				return fmt.Errorf("%d of %d", h, n)
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 		if got := most.Load(); got > concurrency {
 			t.Errorf("%d handlers at once, over the concurrency of %d", got, concurrency)
 		}

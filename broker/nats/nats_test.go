@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/broker/brokertest"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 const timeout = brokertest.Timeout
@@ -431,7 +433,8 @@ func TestWorkersShareGroup(t *testing.T) {
 		}
 		rec.waitN(t, "every message sent", len(want))
 		if !both() {
-			time.Sleep(100 * time.Millisecond)
+			// The next batch reaches both once they share the partitions.
+			waitShared(t, w1, "workers", 2)
 		}
 	}
 	mu.Lock()
@@ -453,8 +456,7 @@ func waitShared(t *testing.T, b *Broker, group string, n int) {
 		t.Fatal(err)
 	}
 	prefix := leasePrefix(group)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.ForErr(t, 20*time.Second, "the partitions of group "+group+" shared", func() error {
 		holders := map[string]int{}
 		for p := range b.opts.Partitions {
 			if e, err := kv.Get(t.Context(), prefix+"p."+strconv.Itoa(p)); err == nil {
@@ -466,13 +468,10 @@ func waitShared(t *testing.T, b *Broker, group string, n int) {
 			total += c
 		}
 		if len(holders) == n && total == b.opts.Partitions {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %s: partitions held per member %v; want all %d shared by %d members", group, holders, b.opts.Partitions, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("partitions held per member %v; want all %d shared by %d members", holders, b.opts.Partitions, n)
+	})
 }
 
 // TestRestartKeepsUnhandled checks that messages not yet handled by a
@@ -721,21 +720,16 @@ func TestHandledMessagesLeaveTheStream(t *testing.T) {
 // waitStreamMsgs waits until b's stream holds n messages.
 func waitStreamMsgs(t *testing.T, b *Broker, n uint64) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testwait.ForErr(t, timeout, fmt.Sprintf("the stream to hold %d messages", n), func() error {
 		st, err := b.js.Stream(t.Context(), b.opts.Stream)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		got := st.CachedInfo().State.Msgs
-		if got == n {
-			return
+		if got := st.CachedInfo().State.Msgs; got != n {
+			return fmt.Errorf("it holds %d", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the stream holds %d messages, want %d", got, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestPublishFromHandlerNeverBlocks checks that MaxPending does not hold

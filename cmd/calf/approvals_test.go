@@ -13,6 +13,7 @@ import (
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/tool"
@@ -75,13 +76,12 @@ func TestApprovalsCommands(t *testing.T) {
 	}
 	waitListed := func(id string) result {
 		t.Helper()
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if l := runMain(ctx, "", "approvals", "list", "--store", storeURL); strings.Contains(l.stdout, id) {
-				return l
-			}
-		}
-		t.Fatalf("calf approvals list never showed %s", id)
-		return result{}
+		var l result
+		testwait.For(t, 15*time.Second, "calf approvals list to show "+id, func() bool {
+			l = runMain(ctx, "", "approvals", "list", "--store", storeURL)
+			return strings.Contains(l.stdout, id)
+		})
+		return l
 	}
 
 	done := start("r1")
@@ -196,14 +196,9 @@ func TestApprovalsOfEndedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if l := runMain(ctx, "", "approvals", "list", "--store", storeURL); strings.Contains(l.stdout, "r3/c1") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("calf approvals list never showed r3/c1")
-		}
-	}
+	testwait.For(t, 15*time.Second, "calf approvals list to show r3/c1", func() bool {
+		return strings.Contains(runMain(ctx, "", "approvals", "list", "--store", storeURL).stdout, "r3/c1")
+	})
 	if _, err := rt.Cancel(ctx, agent.RunRef{Name: "ops", RunID: id}, "release called off"); err != nil {
 		t.Fatal(err)
 	}

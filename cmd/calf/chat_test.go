@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 // tmux drives a terminal program: a session of its own, keys sent, the
@@ -59,9 +60,9 @@ func (x *tmux) waitFor(want string, count int) string {
 // line that shows mark, and returns the screen.
 func (x *tmux) waitAfter(mark, want string, count int) string {
 	x.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		s := x.screen()
+	var s string
+	testwait.ForErr(x.t, 60*time.Second, fmt.Sprintf("the screen to show %q (%d times)", want, count), func() error {
+		s = x.screen()
 		// Until the mark shows, what the screen shows before it (an
 		// earlier turn's prompt, say) does not count.
 		i := 0
@@ -69,17 +70,15 @@ func (x *tmux) waitAfter(mark, want string, count int) string {
 			i = strings.LastIndex(s, mark)
 		}
 		if i >= 0 && strings.Count(s[i:], want) >= count {
-			return s
+			return nil
 		}
-		if time.Now().After(deadline) {
-			var log []byte
-			if x.log != "" {
-				log, _ = os.ReadFile(x.log)
-			}
-			x.t.Fatalf("the screen does not show %q (%d times):\n%s\nthe program's log:\n%s", want, count, s, log)
+		var log []byte
+		if x.log != "" {
+			log, _ = os.ReadFile(x.log)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("the screen:\n%s\nthe program's log:\n%s", s, log)
+	})
+	return s
 }
 
 // calf chat in a terminal: a conversation with a tool call asked about and

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/conversation"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 )
@@ -200,16 +201,14 @@ func TestChatConversationShowsToolsAndWraps(t *testing.T) {
 		return strings.Contains(after, "→ read_file") && strings.Contains(after, "← ") &&
 			strings.Count(after, "The note says") == 1 && len(words40.FindAllString(after, -1)) == 80
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !settled() {
-		if time.Now().After(deadline) {
-			// The message's echo and the answer: 80 whole words, else one
-			// was broken; the answer once; the call and its result shown.
-			t.Fatalf("the screen did not settle with the tool call, its result and the answer, each word whole (%d of 80):\n%s",
-				len(words40.FindAllString(after, -1)), after)
+	// The message's echo and the answer: 80 whole words, else one was
+	// broken; the answer once; the call and its result shown.
+	testwait.ForErr(t, 30*time.Second, "the screen to settle with the tool call, its result and the answer, each word whole", func() error {
+		if settled() {
+			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("%d words of 80:\n%s", len(words40.FindAllString(after, -1)), after)
+	})
 	x.keys("C-d")
 	x.waitFor("chat exited 0", 1)
 }

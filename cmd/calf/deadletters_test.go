@@ -15,6 +15,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/deadletter"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 // calf deadletters reads what the recorder wrote, and replays on a shared
@@ -157,16 +158,11 @@ func TestDeadLettersReplayMany(t *testing.T) {
 	if r.code == exitOK || !strings.Contains(r.stdout, "deadletter.workers.m2 was replayed already") || !strings.Contains(r.stdout, "deadletter.workers.nope: not replayed") {
 		t.Errorf("replay of a replayed id and an unknown one = %+v", r)
 	}
-	deadline := time.Now().Add(exitWait)
-	for {
+	testwait.For(t, exitWait, "three messages republished", func() bool {
 		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= 3 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(got) >= 3
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	slices.Sort(got)

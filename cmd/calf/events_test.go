@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 // calf run --record keeps the run's events; calf trace prints their tree.
@@ -107,20 +110,22 @@ func TestEventsOnNATS(t *testing.T) {
 			t.Errorf("calf events exited %d: %s", code, errOut.String())
 		}
 	}()
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(errOut.String(), "following"); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("calf events did not start: %s", errOut.String())
+	testwait.ForErr(t, 30*time.Second, "calf events to start", func() error {
+		if s := errOut.String(); !strings.Contains(s, "following") {
+			return fmt.Errorf("it wrote %q", s)
 		}
-	}
+		return nil
+	})
 	got := runMain(t.Context(), "", "run", "--broker", brokerURL, "--serve", "--store", "memory:", "--model", srv.URL()+"#m", "hello there")
 	if got.code != exitOK {
 		t.Fatalf("calf run: %d %s", got.code, got.stderr)
 	}
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "output complete"); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("calf events printed:\n%s", out.String())
+	testwait.ForErr(t, 30*time.Second, "calf events to print the output", func() error {
+		if s := out.String(); !strings.Contains(s, "output complete") {
+			return fmt.Errorf("calf events printed:\n%s", s)
 		}
-	}
+		return nil
+	})
 	s := out.String()
 	for _, w := range []string{"assistant", `input hello there`, "model call 1"} {
 		if !strings.Contains(s, w) {

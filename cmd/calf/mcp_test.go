@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/calf-go/calf/internal/peers"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/mcp"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
@@ -156,13 +157,11 @@ func serveInBackground(t *testing.T, args ...string) context.Context {
 // waitListening waits until something listens on addr.
 func waitListening(t *testing.T, addr string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	testwait.ForErr(t, 20*time.Second, "something to listen on "+addr, func() error {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing listens on %s", addr)
-		}
-	}
+		return err
+	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 )
@@ -162,7 +163,7 @@ func TestRunApprovedFromAnotherProcess(t *testing.T) {
 		done <- runMain(ctx, "", "run", "--model", srv.URL()+"#m", "--edit", dir, "--bash", dir, "--timeout", "1m", "tidy my notes")
 	}()
 	var id string
-	for deadline := time.Now().Add(30 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testwait.For(t, 30*time.Second, "an approval request listed", func() bool {
 		select {
 		case got := <-done:
 			t.Fatalf("calf run ended before its call was approved: %+v", got)
@@ -179,10 +180,8 @@ func TestRunApprovedFromAnotherProcess(t *testing.T) {
 			}
 			id = a.ID
 		}
-	}
-	if id == "" {
-		t.Fatal("no approval request listed")
-	}
+		return id != ""
+	})
 	ans := runMain(ctx, "", "approvals", "approve", id)
 	if ans.code != exitOK || !strings.Contains(ans.stdout, "approved "+id+": bash") || !strings.Contains(ans.stdout, "recorded in the store") {
 		t.Fatalf("calf approvals approve = %+v", ans)

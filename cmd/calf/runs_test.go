@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -60,11 +62,7 @@ func TestRunsCommands(t *testing.T) {
 	if _, err := loop.Submit(ctx, rt, "loop", &agent.RunOptions{RunID: "loop-1"}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ticks.Load() < 12; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the loop did not start")
-		}
-	}
+	testwait.For(t, 20*time.Second, "the loop to tick 12 times", func() bool { return ticks.Load() >= 12 })
 
 	p := runMain(ctx, "", "runs", "pause", "--broker", brokerURL, "--store", storeURL, "--reason", "too many ticks", "loop-1")
 	if p.code != exitOK || !strings.Contains(p.stdout, "pause loop-1: agent looper") {
@@ -72,28 +70,27 @@ func TestRunsCommands(t *testing.T) {
 	}
 	waitStatus := func(id, want string) runSummary {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var found runSummary
+		testwait.ForErr(t, 20*time.Second, "run "+id+" "+want, func() error {
 			l := runMain(ctx, "", "runs", "list", "--store", storeURL, "--json", "--agent", "looper")
 			for line := range strings.SplitSeq(strings.TrimSpace(l.stdout), "\n") {
 				var s runSummary
 				if json.Unmarshal([]byte(line), &s) == nil && s.ID == id && s.Status == want {
-					return s
+					found = s
+					return nil
 				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %s never %s: %+v", id, want, l)
-			}
-		}
+			return fmt.Errorf("calf runs list = %+v", l)
+		})
+		return found
 	}
 	s := waitStatus("loop-1", "paused")
 	if s.Reason != "too many ticks" || s.Kind != "agent" {
 		t.Errorf("paused run listed as %+v", s)
 	}
+	// Listed paused, the run's step handler has declined its next model
+	// call: none may come while the commands below look at the run.
 	atPause := calls.Load()
-	time.Sleep(100 * time.Millisecond)
-	if calls.Load() != atPause {
-		t.Errorf("the model was called while paused: %d, then %d", atPause, calls.Load())
-	}
 	table := runMain(ctx, "", "runs", "list", "--store", storeURL, "--status", "paused")
 	if table.code != exitOK || !strings.Contains(table.stdout, "loop-1") || !strings.Contains(table.stdout, "too many ticks") {
 		t.Errorf("calf runs list --status paused = %+v", table)
@@ -111,16 +108,15 @@ func TestRunsCommands(t *testing.T) {
 	if len(shown.Messages) < 2*shown.Step-1 || shown.Step < 12 || shown.Messages[0].Role != "user" {
 		t.Errorf("calf runs show: %d messages at step %d", len(shown.Messages), shown.Step)
 	}
+	if calls.Load() != atPause {
+		t.Errorf("the model was called while paused: %d, then %d", atPause, calls.Load())
+	}
 
 	r := runMain(ctx, "", "runs", "resume", "--broker", brokerURL, "--store", storeURL, "loop-1")
 	if r.code != exitOK || !strings.Contains(r.stdout, "status: running") {
 		t.Fatalf("calf runs resume = %+v", r)
 	}
-	for deadline := time.Now().Add(20 * time.Second); calls.Load() <= atPause; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the resumed run made no model call")
-		}
-	}
+	testwait.For(t, 20*time.Second, "a model call of the resumed run", func() bool { return calls.Load() > atPause })
 	x := runMain(ctx, "", "runs", "cancel", "--broker", brokerURL, "--store", storeURL, "loop-1")
 	if x.code != exitOK || !strings.Contains(x.stdout, "status: cancelled") {
 		t.Errorf("calf runs cancel = %+v", x)
@@ -152,15 +148,13 @@ func TestRunsCommands(t *testing.T) {
 	}
 	waitTeam := func(id, want string) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		testwait.ForErr(t, 20*time.Second, "team run "+id+" "+want, func() error {
 			l := runMain(ctx, "", "runs", "list", "--store", storeURL, "--json", "--agent", "pair")
 			if strings.Contains(l.stdout, `"id":"`+id+`"`) && strings.Contains(l.stdout, `"status":"`+want+`"`) {
-				return
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("team run %s never %s: %+v", id, want, l)
-			}
-		}
+			return fmt.Errorf("calf runs list = %+v", l)
+		})
 	}
 	waitTeam("team-1", "running")
 	if p := runMain(ctx, "", "runs", "pause", "--broker", brokerURL, "--store", storeURL, "team-1"); p.code != exitOK || !strings.Contains(p.stdout, "team pair") {
@@ -202,15 +196,13 @@ func TestRunsCommands(t *testing.T) {
 	}
 	waitWorkflow := func(id, want string) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		testwait.ForErr(t, 20*time.Second, "workflow run "+id+" "+want, func() error {
 			l := runMain(ctx, "", "runs", "list", "--store", storeURL, "--json", "--agent", "steps")
 			if strings.Contains(l.stdout, `"id":"`+id+`"`) && strings.Contains(l.stdout, `"status":"`+want+`"`) {
-				return
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("workflow run %s never %s: %+v", id, want, l)
-			}
-		}
+			return fmt.Errorf("calf runs list = %+v", l)
+		})
 	}
 	waitWorkflow("wf-1", "running")
 	if p := runMain(ctx, "", "runs", "pause", "--broker", brokerURL, "--store", storeURL, "--reason", "look first", "wf-1"); p.code != exitOK ||

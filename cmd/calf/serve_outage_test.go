@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 // privateRedis starts a Redis server of the test's own on port, keeping
@@ -79,19 +82,14 @@ func TestServeStoreOutage(t *testing.T) {
 	privateRedis(t, port)
 	// The store's client reconnects on its own: a request may still meet
 	// a connection that the outage broke, and is answered 503 again.
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	for {
+	testwait.ForErr(t, 20*time.Second, "GET /v1/runs to answer 200 with the store back", func() error {
 		status, body, retry := get("/v1/runs")
 		if status == 200 && retry == "" {
-			break
+			return nil
 		}
-		if status != 503 || ctx.Err() != nil {
+		if status != 503 {
 			t.Fatalf("GET /v1/runs with the store back: %d, Retry-After %q, %s; want 200", status, retry, body)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return fmt.Errorf("%d, Retry-After %q, %s", status, retry, body)
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 )
@@ -249,8 +251,7 @@ func TestServeConversations(t *testing.T) {
 		t.Fatalf("created %+v, %v", c, err)
 	}
 	do("POST", "/v1/conversations/"+c.ID+"/messages", `{"message":"hello there"}`, http.StatusAccepted)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.ForErr(t, 20*time.Second, "the answer in the conversation", func() error {
 		var v struct {
 			Messages []struct {
 				From    string `json:"from"`
@@ -262,15 +263,12 @@ func TestServeConversations(t *testing.T) {
 		if err := json.Unmarshal(data, &v); err != nil {
 			t.Fatal(err)
 		}
-		if len(v.Messages) == 2 {
-			if m := v.Messages[1]; m.From != c.Entry || m.To != "user" || m.Message != "You said: hello there" {
-				t.Fatalf("the answer: %+v", m)
-			}
-			return
+		if len(v.Messages) != 2 {
+			return fmt.Errorf("the conversation: %s", data)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no answer in the conversation: %s", data)
+		if m := v.Messages[1]; m.From != c.Entry || m.To != "user" || m.Message != "You said: hello there" {
+			t.Fatalf("the answer: %+v", m)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/deadletter"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 )
@@ -137,12 +139,13 @@ func startWorker(t *testing.T, ctx context.Context, args ...string) (<-chan int,
 // waitDeadLetters lists the dead letters of storeURL until there are n.
 func waitDeadLetters(t *testing.T, storeURL string, n int) []*deadletter.Record {
 	t.Helper()
-	for {
+	var recs []*deadletter.Record
+	testwait.ForErr(t, 30*time.Second, fmt.Sprintf("%d dead letters", n), func() error {
 		got := runMain(t.Context(), "", "deadletters", "list", "--json", "--store", storeURL)
 		if got.code != exitOK {
 			t.Fatalf("calf deadletters list = %d, stderr %q", got.code, got.stderr)
 		}
-		var recs []*deadletter.Record
+		recs = nil
 		dec := json.NewDecoder(strings.NewReader(got.stdout))
 		for dec.More() {
 			var r deadletter.Record
@@ -151,15 +154,12 @@ func waitDeadLetters(t *testing.T, storeURL string, n int) []*deadletter.Record 
 			}
 			recs = append(recs, &r)
 		}
-		if len(recs) >= n {
-			return recs
+		if len(recs) < n {
+			return fmt.Errorf("%d recorded", len(recs))
 		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("%d dead letters recorded, want %d", len(recs), n)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return nil
+	})
+	return recs
 }
 
 // kafkaBrokerURL returns a --broker URL on an in-process Kafka cluster

@@ -3,11 +3,13 @@ package host_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/eventlog"
 	"github.com/calf-go/calf/internal/convid"
+	"github.com/calf-go/calf/internal/testwait"
 	storemem "github.com/calf-go/calf/store/memory"
 )
 
@@ -40,7 +42,7 @@ func TestConversationInEventLog(t *testing.T) {
 		ch(c.Entry, conversation.UserParticipant),
 	}
 	var got []string
-	waitFor(t, "the conversation's messages in its event log", func() bool {
+	testwait.For(t, 20*time.Second, "the conversation's messages in its event log", func() bool {
 		evs, err := log.Read(t.Context(), c.ID, 0, 0)
 		if err != nil {
 			t.Fatal(err)

@@ -6,10 +6,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/internal/convid"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
@@ -41,9 +43,9 @@ func TestHostFailedRunFailsInstance(t *testing.T) {
 	ctx := t.Context()
 	c := e.create()
 	e.say(c, "break")
-	waitFor(t, "the failing run's model call", func() bool { return calls.Load() == 1 })
+	testwait.For(t, 20*time.Second, "the failing run's model call", func() bool { return calls.Load() == 1 })
 	e.say(c, "queued")
-	waitFor(t, "the second message queued", func() bool { _, queued := inboxOf(t, st, c); return queued == 1 })
+	testwait.For(t, 20*time.Second, "the second message queued", func() bool { _, queued := inboxOf(t, st, c); return queued == 1 })
 	close(release)
 
 	got := e.wait(c, 2)
@@ -90,7 +92,7 @@ func TestHostCannotServeFailsInstance(t *testing.T) {
 	if got := e.wait(c, 1)[0]; !strings.Contains(got.Message, "no code serves the prototype conversational-agent") {
 		t.Errorf("answer %q", got.Message)
 	}
-	waitFor(t, "the instance failed", func() bool {
+	testwait.For(t, 20*time.Second, "the instance failed", func() bool {
 		in, err := e.convs.Instance(t.Context(), c.ID, c.Entry)
 		return err == nil && in.Status == conversation.StatusError && strings.Contains(in.Error, "no code serves")
 	})
@@ -106,7 +108,7 @@ func TestHostWithoutModelFailsInstance(t *testing.T) {
 	if got := e.wait(c, 1)[0]; !got.IsError() || !strings.Contains(got.Message, "opens no model (host.Options.Model)") {
 		t.Errorf("answer %q", got.Message)
 	}
-	waitFor(t, "the instance failed", func() bool {
+	testwait.For(t, 20*time.Second, "the instance failed", func() bool {
 		in, err := e.convs.Instance(t.Context(), c.ID, c.Entry)
 		return err == nil && in.Status == conversation.StatusError && strings.Contains(in.Error, "opens no model")
 	})

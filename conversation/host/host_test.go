@@ -19,6 +19,7 @@ import (
 	"github.com/calf-go/calf/conversation/docmem"
 	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/internal/convid"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -125,19 +126,17 @@ func (e *hostEnv) say(c conversation.Conversation, text string) {
 // after a while.
 func (e *hostEnv) wait(c conversation.Conversation, n int) []conversation.ConversationMessage {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var got []conversation.ConversationMessage
+	testwait.ForErr(e.t, 20*time.Second, fmt.Sprintf("%d answers to the user", n), func() error {
 		e.mu.Lock()
-		got := slices.Clone(e.answers[c.ID])
+		got = slices.Clone(e.answers[c.ID])
 		e.mu.Unlock()
-		if len(got) >= n {
-			return got
+		if len(got) < n {
+			return fmt.Errorf("%d answers: %+v", len(got), got)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%d answers to the user, want %d: %+v", len(got), n, got)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+	return got
 }
 
 // toolResult returns the text of the tool message answering call id in

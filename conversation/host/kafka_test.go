@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf/broker/kafka"
 	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/testwait"
 	storemem "github.com/calf-go/calf/store/memory"
 )
 
@@ -62,14 +64,10 @@ func TestHostStopDeletesTopicsOnKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The deletion may take a moment to show in the listing.
-	for i := 0; ; i++ {
-		got := convTopics()
-		if len(got) == 0 {
-			break
+	testwait.ForErr(t, 10*time.Second, "the conversation's topics to go", func() error {
+		if got := convTopics(); len(got) != 0 {
+			return fmt.Errorf("topics after the stop: %q", got)
 		}
-		if i == 100 {
-			t.Fatalf("the conversation's topics after the stop: %q", got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

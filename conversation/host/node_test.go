@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/internal/peers"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	storemem "github.com/calf-go/calf/store/memory"
@@ -317,18 +319,13 @@ func TestExternalAgentInNode(t *testing.T) {
 		t.Fatalf("after the restart the agent received %+v, want %+v again", again, req)
 	}
 	for corr, want := range map[string]string{req.CorrelationID: "slept 1500 ms", waiting: "42"} {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if m, ok := answered(corr); ok {
-				if m.Message != want || m.AgentID != calc || m.UserID != "" {
-					t.Fatalf("the answer after the restart %+v, want %q", m, want)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no answer %q after the restart on the conversation channel", want)
-			}
-			time.Sleep(10 * time.Millisecond)
+		var m conversation.ConversationMessage
+		testwait.For(t, 20*time.Second, fmt.Sprintf("the answer %q after the restart on the conversation channel", want), func() (ok bool) {
+			m, ok = answered(corr)
+			return ok
+		})
+		if m.Message != want || m.AgentID != calc || m.UserID != "" {
+			t.Fatalf("the answer after the restart %+v, want %q", m, want)
 		}
 	}
 	mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/docmem"
 	"github.com/calf-go/calf/conversation/host"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -126,9 +127,9 @@ func TestHostRecover(t *testing.T) {
 			e1 := newHost(t, br, st1, m1, nil)
 			c := e1.create()
 			e1.say(c, "first")
-			waitFor(t, "the first run to call the model", started.Load)
+			testwait.For(t, 20*time.Second, "the first run to call the model", started.Load)
 			e1.say(c, "second")
-			waitFor(t, "the second message to be queued", func() bool {
+			testwait.For(t, 20*time.Second, "the second message to be queued", func() bool {
 				cur, q := inboxOf(t, st1, c)
 				return cur && q == 1
 			})
@@ -201,14 +202,21 @@ func TestHostRecover(t *testing.T) {
 				t.Fatalf("Recover carried on %d messages over %d hosts, want 1 each at most and 1 at least on the in-memory broker", n, tc.hosts)
 			}
 			e2.wait(c, 2)
+			// settle waits until the host has nothing in hand: every
+			// message handled on the in-memory broker; on NATS, which
+			// cannot tell, the conversation's queue empty and no message
+			// current.
 			settle := func() {
 				if m, ok := b2.(*memory.Broker); ok {
 					if err := m.Drain(ctx); err != nil {
 						t.Fatal(err)
 					}
-				} else {
-					time.Sleep(500 * time.Millisecond)
+					return
 				}
+				testwait.For(t, 20*time.Second, "the conversation's queue to empty", func() bool {
+					cur, q := inboxOf(t, st2, c)
+					return !cur && q == 0
+				})
 			}
 			settle()
 			// Once more: nothing left to carry on.
@@ -239,17 +247,5 @@ func TestHostRecover(t *testing.T) {
 				t.Fatalf("the queue holds a current message (%v) and %d waiting, want none", cur, q)
 			}
 		})
-	}
-}
-
-// waitFor waits until cond holds, failing after a while.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

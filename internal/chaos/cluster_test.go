@@ -11,6 +11,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/broker/nats"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 // TestClusterMembersSurviveFailover serves a group on a three-node NATS
@@ -57,23 +58,22 @@ func TestClusterMembersSurviveFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leader := func() *service {
-		for {
+	leader := func() (l *service) {
+		testwait.For(t, serviceTimeout, "a leader of the bucket of leases", func() bool {
 			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			st, err := js.Stream(actx, "KV_FAILOVER_leases")
 			cancel()
 			if err == nil && st.CachedInfo().Cluster != nil {
 				for _, n := range nodes {
 					if n.name == st.CachedInfo().Cluster.Leader {
-						return n
+						l = n
+						return true
 					}
 				}
 			}
-			if ctx.Err() != nil {
-				t.Fatal("the bucket of leases has no leader")
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return false
+		})
+		return l
 	}
 
 	var mu sync.Mutex
@@ -112,11 +112,40 @@ func TestClusterMembersSurviveFailover(t *testing.T) {
 		if err := n.down("kill"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(3 * time.Second)
+		time.Sleep(3 * time.Second) // the node's outage
 		if err := n.start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Second)
+		// The failover is over once the bucket has a leader and both
+		// other replicas are current again; the members then announce
+		// themselves within an announcement's life (2 s). The group is
+		// asked 40 more times after that, at 50 ms or more apart.
+		testwait.For(t, serviceTimeout, "the bucket of leases to recover from the kill", func() bool {
+			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			st, err := js.Stream(actx, "KV_FAILOVER_leases")
+			if err != nil {
+				return false
+			}
+			cl := st.CachedInfo().Cluster
+			if cl == nil || cl.Leader == "" || len(cl.Replicas) != 2 {
+				return false
+			}
+			for _, r := range cl.Replicas {
+				if !r.Current || r.Offline {
+					return false
+				}
+			}
+			return true
+		})
+		mu.Lock()
+		after := asked
+		mu.Unlock()
+		testwait.For(t, serviceTimeout, "40 answers after the recovery", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return asked >= after+40
+		})
 	}
 	close(done)
 	wg.Wait()

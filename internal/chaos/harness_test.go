@@ -1,23 +1,20 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/testproc"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 )
@@ -41,11 +38,8 @@ type harness struct {
 
 // worker is a worker process.
 type worker struct {
-	cmd    *exec.Cmd
-	pid    int
-	stdin  io.Closer
-	ready  chan struct{} // closed when it serves
-	exited chan struct{} // closed when it has exited and its output is read
+	*testproc.Process
+	ready chan struct{} // closed when it serves
 }
 
 func newHarness(t *testing.T, delay time.Duration) *harness {
@@ -98,84 +92,57 @@ func (h *harness) answer(ctx context.Context, req *model.Request) (*model.Respon
 
 // startWorker starts a worker process; it does not wait until it serves.
 func (h *harness) startWorker() (*worker, error) {
-	raw, err := json.Marshal(h.cfg)
+	w := &worker{ready: make(chan struct{})}
+	// The log is named after the process once it has started.
+	logf, err := os.CreateTemp(h.logDir, "worker-*.log")
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{ready: make(chan struct{}), exited: make(chan struct{})}
-	w.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	w.cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
-	stdout, err := w.cmd.StdoutPipe()
+	p, err := testproc.Start(workerEnv, h.cfg, &testproc.Options{
+		Stdout: func(line []byte) { h.readEvent(w, line) },
+		Stderr: func(line []byte) {
+			_, _ = logf.Write(append(line[:len(line):len(line)], '\n'))
+			h.mu.Lock()
+			h.logs.add(line)
+			h.mu.Unlock()
+		},
+	})
 	if err != nil {
+		_ = logf.Close()
+		_ = os.Remove(logf.Name())
 		return nil, err
 	}
-	stderr, err := w.cmd.StderrPipe()
-	if err != nil {
+	w.Process = p
+	if err := os.Rename(logf.Name(), filepath.Join(h.logDir, fmt.Sprintf("worker-%d.log", p.PID))); err != nil {
+		p.Stop(0)
 		return nil, err
 	}
-	stdin, err := w.cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	w.stdin = stdin
-	if err := w.cmd.Start(); err != nil {
-		return nil, err
-	}
-	w.pid = w.cmd.Process.Pid
-	logf, err := os.Create(filepath.Join(h.logDir, fmt.Sprintf("worker-%d.log", w.pid)))
-	if err != nil {
-		_ = w.cmd.Process.Kill()
-		_ = w.cmd.Wait()
-		return nil, err
-	}
+	go func() {
+		<-p.Exited()
+		_ = logf.Close()
+	}()
 	h.mu.Lock()
 	h.workers = append(h.workers, w)
 	h.mu.Unlock()
-	var read sync.WaitGroup
-	read.Go(func() { h.readEvents(w, stdout) })
-	read.Go(func() {
-		defer logf.Close()
-		h.readLog(io.TeeReader(stderr, logf))
-	})
-	go func() {
-		read.Wait()
-		_ = w.cmd.Wait()
-		close(w.exited)
-	}()
 	return w, nil
 }
 
-// readEvents reads a worker's events.
-func (h *harness) readEvents(w *worker, r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		var ev event
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
-		}
-		switch ev.Ev {
-		case "ready":
-			close(w.ready)
-		case "tool":
-			h.mu.Lock()
-			h.tools[ev.Run] = append(h.tools[ev.Run], ev.T)
-			h.mu.Unlock()
-		case "handle":
-			h.mu.Lock()
-			h.handles = append(h.handles, ev)
-			h.mu.Unlock()
-		}
+// readEvent reads a line of a worker's events.
+func (h *harness) readEvent(w *worker, line []byte) {
+	var ev event
+	if json.Unmarshal(line, &ev) != nil {
+		return
 	}
-}
-
-// readLog tallies a process's diagnostics, JSON lines of log/slog.
-func (h *harness) readLog(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
+	switch ev.Ev {
+	case "ready":
+		close(w.ready)
+	case "tool":
 		h.mu.Lock()
-		h.logs.add(sc.Bytes())
+		h.tools[ev.Run] = append(h.tools[ev.Run], ev.T)
+		h.mu.Unlock()
+	case "handle":
+		h.mu.Lock()
+		h.handles = append(h.handles, ev)
 		h.mu.Unlock()
 	}
 }
@@ -197,10 +164,10 @@ func (h *harness) waitReady(w *worker) error {
 	select {
 	case <-w.ready:
 		return nil
-	case <-w.exited:
-		return fmt.Errorf("worker %d exited before it served (see %s)", w.pid, h.logDir)
+	case <-w.Exited():
+		return fmt.Errorf("worker %d exited before it served (see %s)", w.PID, h.logDir)
 	case <-time.After(2 * serviceTimeout):
-		return fmt.Errorf("worker %d does not serve", w.pid)
+		return fmt.Errorf("worker %d does not serve", w.PID)
 	}
 }
 
@@ -215,10 +182,10 @@ func (h *harness) killWorker() (int, error) {
 	w := h.workers[0]
 	h.workers = h.workers[1:]
 	h.mu.Unlock()
-	err := syscall.Kill(w.pid, syscall.SIGKILL)
+	err := w.Kill()
 	_, serr := h.startWorker()
-	<-w.exited
-	return w.pid, errors.Join(err, serr)
+	<-w.Exited()
+	return w.PID, errors.Join(err, serr)
 }
 
 // stopWorkers asks every worker to stop (by closing its standard input),
@@ -229,15 +196,10 @@ func (h *harness) stopWorkers() {
 	h.workers = nil
 	h.mu.Unlock()
 	for _, w := range ws {
-		_ = w.stdin.Close()
+		_ = w.CloseStdin()
 	}
 	for _, w := range ws {
-		select {
-		case <-w.exited:
-		case <-time.After(40 * time.Second):
-			_ = w.cmd.Process.Kill()
-			<-w.exited
-		}
+		w.Stop(40 * time.Second)
 	}
 }
 

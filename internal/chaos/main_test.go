@@ -2,15 +2,12 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +18,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/testproc"
 	"github.com/calf-go/calf/model/openai"
 	"github.com/calf-go/calf/tool"
 )
@@ -33,12 +31,8 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if cfg := os.Getenv(workerEnv); cfg != "" {
-		os.Exit(runWorker(cfg))
-	}
-	if cfg := os.Getenv(natsdEnv); cfg != "" {
-		os.Exit(runNATSD(cfg))
-	}
+	testproc.Main(workerEnv, serveWorker)
+	testproc.Main(natsdEnv, runNATSD)
 	// go-redis reports failed dials through a logger of its own; the
 	// verifier counts what matters from the adapters' loggers.
 	goredis.SetLogger(quietRedis{})
@@ -69,21 +63,15 @@ type event struct {
 	Channel string `json:"channel,omitempty"`
 }
 
-// reporter writes events on standard output, one JSON line each; a line
-// is one write, which reaches the parent even if the process is killed
-// right after.
+// reporter writes events on standard output (testproc.Report).
 type reporter struct {
-	mu  sync.Mutex
 	pid int
 }
 
 func (r *reporter) report(ev event) {
 	ev.PID = r.pid
 	ev.T = time.Now().UnixNano()
-	line, _ := json.Marshal(ev)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, _ = os.Stdout.Write(append(line, '\n'))
+	testproc.Report(ev)
 }
 
 // Workload W1: the agent has one tool, add; the model calls add(2, 3),
@@ -127,30 +115,10 @@ func newAgent(name, modelURL string, rep *reporter) (*agent.Agent[string], error
 	})
 }
 
-// runWorker is the worker process: it serves W1's agent until its standard
-// input closes. Its diagnostics (the brokers' parked and dropped messages
-// among them) go to standard error as JSON lines.
-func runWorker(raw string) int {
-	var cfg workerConfig
-	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "worker: bad configuration: %v\n", err)
-		return 2
-	}
-	if err := serveWorker(&cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "worker %d: %v\n", os.Getpid(), err)
-		return 1
-	}
-	return 0
-}
-
-func serveWorker(cfg *workerConfig) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		// The parent holds our standard input: when it closes, stop.
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		cancel()
-	}()
+// serveWorker is the worker process: it serves W1's agent until ctx ends,
+// when its standard input closes. Its diagnostics (the brokers' parked and
+// dropped messages among them) go to standard error as JSON lines.
+func serveWorker(ctx context.Context, cfg *workerConfig) error {
 	level := slog.LevelWarn
 	if os.Getenv("CALF_CHAOS_DEBUG") != "" {
 		level = slog.LevelDebug
@@ -235,14 +203,10 @@ type natsdConfig struct {
 }
 
 // runNATSD is a NATS server with JetStream on 127.0.0.1:Port, storing in
-// Dir, until its standard input closes or it gets SIGTERM or SIGINT, when
-// it shuts down cleanly. It prints "ready" once it takes connections.
-func runNATSD(raw string) int {
-	var cfg natsdConfig
-	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "natsd: bad configuration: %v\n", err)
-		return 2
-	}
+// Dir, until ctx ends (its standard input closes) or it gets SIGTERM or
+// SIGINT, when it shuts down cleanly. It prints "ready" once it takes
+// connections.
+func runNATSD(ctx context.Context, cfg *natsdConfig) error {
 	opts := &server.Options{
 		ServerName: "calf-chaos",
 		Host:       "127.0.0.1",
@@ -260,28 +224,18 @@ func runNATSD(raw string) int {
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "natsd: %v\n", err)
-		return 1
+		return err
 	}
 	srv.ConfigureLogger()
 	srv.Start()
 	if !srv.ReadyForConnections(time.Minute) {
-		fmt.Fprintln(os.Stderr, "natsd: not ready after a minute")
-		return 1
+		return errors.New("not ready after a minute")
 	}
 	fmt.Println("ready")
-	done := make(chan struct{}, 2)
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		done <- struct{}{}
-	}()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case <-done:
-	case <-sig:
-	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	<-ctx.Done()
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	return 0
+	return nil
 }

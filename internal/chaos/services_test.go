@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -22,6 +21,8 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/calf-go/calf/internal/testproc"
 )
 
 // Where the services' programs are.
@@ -400,8 +401,7 @@ func startNATSCluster(t *testing.T) ([]*service, string) {
 // natsService is the NATS server cfg describes, as a service named name.
 func natsService(t *testing.T, name string, cfg natsdConfig) *service {
 	t.Helper()
-	raw, err := json.Marshal(cfg)
-	if err != nil {
+	if _, err := testproc.Command(natsdEnv, cfg); err != nil {
 		t.Fatal(err)
 	}
 	url := fmt.Sprintf("nats://127.0.0.1:%d", cfg.Port)
@@ -411,8 +411,7 @@ func natsService(t *testing.T, name string, cfg natsdConfig) *service {
 		url:  url,
 		log:  filepath.Join(filepath.Dir(cfg.Dir), name+".log"),
 		command: func() *exec.Cmd {
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), natsdEnv+"="+string(raw))
+			cmd, _ := testproc.Command(natsdEnv, cfg) // checked above
 			return cmd
 		},
 		ready: func(ctx context.Context) error {

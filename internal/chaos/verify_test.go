@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/deadletter"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/store"
 )
 
@@ -107,8 +108,7 @@ func verify(t *testing.T, h *harness, c *caller, st store.Store, outages []outag
 	h.mu.Unlock()
 	v.dlParked = len(parked)
 	var records []*deadletter.Record
-	deadline := time.Now().Add(settleTimeout)
-	for {
+	testwait.Until(t, settleTimeout, func() bool {
 		var err error
 		records, err = deadletter.List(ctx, st)
 		if err != nil {
@@ -126,11 +126,8 @@ func verify(t *testing.T, h *harness, c *caller, st store.Store, outages []outag
 				v.dlMissing++
 			}
 		}
-		if v.dlMissing == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return v.dlMissing == 0
+	})
 	v.dlRecorded = len(records)
 
 	// Replay every dead letter not replayed yet, at once, as calf
@@ -191,8 +188,7 @@ func verify(t *testing.T, h *harness, c *caller, st store.Store, outages []outag
 	}
 
 	// Every completed run's output on the agent's output channel, once.
-	deadline = time.Now().Add(settleTimeout)
-	for {
+	testwait.Until(t, settleTimeout, func() bool {
 		v.unpublished, v.republished = 0, 0
 		c.mu.Lock()
 		v.repeats, v.repeatAttempts = c.repeats, c.repeatAttempts
@@ -215,11 +211,8 @@ func verify(t *testing.T, h *harness, c *caller, st store.Store, outages []outag
 			}
 		}
 		c.mu.Unlock()
-		if v.unpublished == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return v.unpublished == 0
+	})
 
 	// Repeats of recorded steps. A run's add runs only after its first
 	// model response is recorded, and its second model call only after

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os/exec"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 )
@@ -59,11 +61,9 @@ func TestA2ATaskAcrossKillNATSPostgres(t *testing.T) {
 		return cmd
 	}
 	worker := start("worker", "--broker", brokerURL, "--store", cfg.StoreURL, "--model", fake.URL()+"#m")
-	for deadline := time.Now().Add(waitTimeout); !strings.Contains(worker.Stdout.(*syncBuffer).String(), "serving"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("calf worker did not start serving")
-		}
-	}
+	testwait.For(t, waitTimeout, "calf worker to start serving", func() bool {
+		return strings.Contains(worker.Stdout.(*syncBuffer).String(), "serving")
+	})
 	var servers []*exec.Cmd
 	serve := func() string {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -73,15 +73,13 @@ func TestA2ATaskAcrossKillNATSPostgres(t *testing.T) {
 		addr := l.Addr().String()
 		l.Close()
 		cmd := start("a2a", "serve", "--broker", brokerURL, "--store", cfg.StoreURL, "--addr", addr)
-		for deadline := time.Now().Add(waitTimeout); ; time.Sleep(20 * time.Millisecond) {
-			if c, err := net.Dial("tcp", addr); err == nil {
+		testwait.ForErr(t, waitTimeout, "calf a2a serve to listen", func() error {
+			c, err := net.Dial("tcp", addr)
+			if err == nil {
 				c.Close()
-				break
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("calf a2a serve did not listen")
-			}
-		}
+			return err
+		})
 		servers = append(servers, cmd)
 		return "http://" + addr
 	}
@@ -118,15 +116,13 @@ func TestA2ATaskAcrossKillNATSPostgres(t *testing.T) {
 
 	c2 := client(serve())
 	var got *spec.Task
-	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(50 * time.Millisecond) {
+	testwait.ForErr(t, waitTimeout, "task "+string(task.ID)+" to end after the restart", func() error {
 		got, err = c2.GetTask(ctx, &spec.GetTaskRequest{ID: task.ID})
-		if err == nil && got.Status.State.Terminal() {
-			break
+		if err == nil && !got.Status.State.Terminal() {
+			err = fmt.Errorf("task %+v", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s after the restart: %+v, %v", task.ID, got, err)
-		}
-	}
+		return err
+	})
 	var text strings.Builder
 	for _, a := range got.Artifacts {
 		for _, p := range a.Parts {

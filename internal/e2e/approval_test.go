@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/approval"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 // A run waits for approval across a kill -9 of its worker: the request
@@ -32,18 +32,17 @@ func TestApprovalAcrossKillNATSPostgres(t *testing.T) {
 	done := c.run(t, id)
 	brokerURL := cfg.BrokerURL + "?stream=E2E_" + cfg.Namespace + "&prefix=e2e" + cfg.Namespace
 	var req approval.Approval
-	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(50 * time.Millisecond) {
+	testwait.For(t, waitTimeout, "calf approvals list to show the request of run "+id, func() bool {
 		out, _ := runCalf(t, calfBin, "approvals", "list", "--store", cfg.StoreURL, "--run", id, "--json")
-		if line, _, _ := strings.Cut(strings.TrimSpace(out), "\n"); line != "" {
-			if err := json.Unmarshal([]byte(line), &req); err != nil {
-				t.Fatalf("calf approvals list printed %q: %v", out, err)
-			}
-			break
+		line, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+		if line == "" {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("calf approvals list shows no request for run %s", id)
+		if err := json.Unmarshal([]byte(line), &req); err != nil {
+			t.Fatalf("calf approvals list printed %q: %v", out, err)
 		}
-	}
+		return true
+	})
 	t.Cleanup(func() { _ = c.store.Delete(context.WithoutCancel(t.Context()), approval.Kind, req.ID, 0) })
 	if req.Status != approval.Pending || req.ToolName != "add" {
 		t.Fatalf("request %+v", req)
@@ -51,7 +50,7 @@ func TestApprovalAcrossKillNATSPostgres(t *testing.T) {
 	if n := h.count("tool_start", id); n != 0 {
 		t.Fatalf("the tool started %d times before its approval", n)
 	}
-	if err := first.cmd.Process.Kill(); err != nil {
+	if err := first.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	h.waitExit(first)

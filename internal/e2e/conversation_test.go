@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -31,16 +30,6 @@ import (
 // workers (h.start passes the environment on), so such a test does not
 // run in parallel with others.
 const conversationEnv = "CALF_E2E_CONVERSATION"
-
-// The worker is chosen before TestMain runs, which serves W1's agent.
-func init() {
-	raw := os.Getenv(conversationEnv)
-	base := os.Getenv(workerEnv)
-	if raw == "" || base == "" {
-		return
-	}
-	os.Exit(runConversationWorker(base, raw))
-}
 
 // The crash points of a conversation worker, in the turn CrashTurn.
 const (
@@ -193,30 +182,9 @@ func (b *convBroker) Subscribe(ctx context.Context, pattern string, h calf.Handl
 	}, opts)
 }
 
-// runConversationWorker is the worker process of a conversation host: it
-// serves the host until its standard input closes.
-func runConversationWorker(base, raw string) int {
-	var cfg workerConfig
-	var ccfg convWorkerConfig
-	if err := errors.Join(json.Unmarshal([]byte(base), &cfg), json.Unmarshal([]byte(raw), &ccfg)); err != nil {
-		fmt.Fprintf(os.Stderr, "conversation worker: bad configuration: %v\n", err)
-		return 2
-	}
-	if err := serveConversationWorker(&cfg, &ccfg); err != nil {
-		fmt.Fprintf(os.Stderr, "conversation worker %d: %v\n", os.Getpid(), err)
-		return 1
-	}
-	return 0
-}
-
-func serveConversationWorker(cfg *workerConfig, ccfg *convWorkerConfig) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		// The parent holds our standard input: when it closes, stop.
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		cancel()
-	}()
+// serveConversationWorker is the worker process of a conversation host: it
+// serves the host until ctx ends, when its standard input closes.
+func serveConversationWorker(ctx context.Context, cfg *workerConfig, ccfg *convWorkerConfig) error {
 	rep := &reporter{pid: os.Getpid()}
 	b, err := openBroker(ctx, cfg)
 	if err != nil {
@@ -410,8 +378,10 @@ func killConversation(t *testing.T, point string) {
 	// The conversation goes on after the crash.
 	say(4)
 	waitAnswers(4)
-	// Anything delivered twice would come within an ack wait or two.
-	time.Sleep(2 * cfg.AckWait)
+	// Anything delivered twice would come again from a message delivered
+	// and not acknowledged, the dead worker's among them: wait until the
+	// stream has none, nor any waiting to be delivered.
+	waitStreamSettled(t, cfg)
 	h.stopAll()
 
 	mu.Lock()

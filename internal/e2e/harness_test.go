@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/testproc"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -38,19 +36,18 @@ type harness struct {
 
 // proc is a worker process.
 type proc struct {
-	cmd    *exec.Cmd
+	*testproc.Process
 	pid    int
-	stdin  interface{ Close() error }
-	exited chan struct{} // closed when the process has exited
-	read   chan struct{} // closed when its output is read to the end
 	mu     sync.Mutex
 	stderr bytes.Buffer
 }
 
-func (p *proc) Write(b []byte) (int, error) {
+// log adds a line to what the process wrote on its standard error.
+func (p *proc) log(line []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stderr.Write(b)
+	p.stderr.Write(line)
+	p.stderr.WriteByte('\n')
 }
 
 func newHarness(t *testing.T) *harness {
@@ -115,52 +112,29 @@ func (h *harness) config(b backend) *workerConfig {
 // start starts a worker process with cfg.
 func (h *harness) start(cfg *workerConfig) *proc {
 	h.t.Helper()
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	p := &proc{exited: make(chan struct{}), read: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
-	p.cmd.Stderr = p
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	stdin, err := p.cmd.StdinPipe()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	p.stdin = stdin
-	if err := p.cmd.Start(); err != nil {
-		h.t.Fatal(err)
-	}
-	p.pid = p.cmd.Process.Pid
-	h.mu.Lock()
-	h.procs = append(h.procs, p)
-	h.mu.Unlock()
-	go func() {
-		defer close(p.read)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
+	p := &proc{}
+	tp, err := testproc.Start(workerEnv, cfg, &testproc.Options{
+		Stdout: func(line []byte) {
 			var ev event
-			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				_, _ = fmt.Fprintf(p, "[stdout] %s\n", sc.Bytes())
-				continue
+			if err := json.Unmarshal(line, &ev); err != nil {
+				p.log(append([]byte("[stdout] "), line...))
+				return
 			}
 			h.mu.Lock()
 			h.events = append(h.events, ev)
 			close(h.changed)
 			h.changed = make(chan struct{})
 			h.mu.Unlock()
-		}
-	}()
-	go func() {
-		<-p.read
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
+		},
+		Stderr: p.log,
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	p.Process, p.pid = tp, tp.PID
+	h.mu.Lock()
+	h.procs = append(h.procs, p)
+	h.mu.Unlock()
 	return p
 }
 
@@ -199,7 +173,7 @@ func (h *harness) ready(p *proc) {
 func (h *harness) waitExit(p *proc) {
 	h.t.Helper()
 	select {
-	case <-p.exited:
+	case <-p.Exited():
 	case <-time.After(waitTimeout):
 		h.t.Fatalf("worker %d did not exit", p.pid)
 	}
@@ -214,15 +188,10 @@ func (h *harness) stopAll() {
 	h.procs = nil
 	h.mu.Unlock()
 	for _, p := range procs {
-		_ = p.stdin.Close()
+		_ = p.CloseStdin()
 	}
 	for _, p := range procs {
-		select {
-		case <-p.exited:
-		case <-time.After(20 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
+		p.Stop(20 * time.Second)
 		if h.t.Failed() {
 			p.mu.Lock()
 			if p.stderr.Len() > 0 {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/testproc"
 	"github.com/calf-go/calf/model/openai"
 	"github.com/calf-go/calf/tool"
 )
@@ -28,9 +29,7 @@ import (
 const workerEnv = "CALF_E2E_WORKER"
 
 func TestMain(m *testing.M) {
-	if cfg := os.Getenv(workerEnv); cfg != "" {
-		os.Exit(runWorker(cfg))
-	}
+	testproc.Main(workerEnv, serveWorker)
 	os.Exit(m.Run())
 }
 
@@ -103,11 +102,8 @@ type event struct {
 	N       int    `json:"n,omitempty"`
 }
 
-// reporter writes events on standard output, one JSON line each; a line
-// is one write, which reaches the parent even if the process is killed
-// right after.
+// reporter writes events on standard output (testproc.Report).
 type reporter struct {
-	mu  sync.Mutex
 	pid int
 }
 
@@ -116,10 +112,7 @@ func (r *reporter) report(ev event) {
 	if ev.T == 0 {
 		ev.T = time.Now().UnixNano()
 	}
-	line, _ := json.Marshal(ev)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, _ = os.Stdout.Write(append(line, '\n'))
+	testproc.Report(ev)
 }
 
 // crash reports the crash and kills the process with SIGKILL: nothing
@@ -274,29 +267,24 @@ func newAgent(name, modelURL string, rep *reporter, crash, crashDir string, appr
 	})
 }
 
-// runWorker is the worker process: it serves the agent until its standard
-// input closes.
-func runWorker(raw string) int {
-	var cfg workerConfig
-	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "worker: bad configuration: %v\n", err)
-		return 2
+// serveWorker is the worker process: it serves the agent until ctx ends,
+// when its standard input closes; or, when the test set conversationEnv or
+// workflowEnv, a conversation host or a workflow.
+func serveWorker(ctx context.Context, cfg *workerConfig) error {
+	if raw := os.Getenv(conversationEnv); raw != "" {
+		var ccfg convWorkerConfig
+		if err := json.Unmarshal([]byte(raw), &ccfg); err != nil {
+			return fmt.Errorf("conversation worker: bad configuration: %w", err)
+		}
+		return serveConversationWorker(ctx, cfg, &ccfg)
 	}
-	if err := serveWorker(&cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "worker %d: %v\n", os.Getpid(), err)
-		return 1
+	if raw := os.Getenv(workflowEnv); raw != "" {
+		var wcfg workflowWorkerConfig
+		if err := json.Unmarshal([]byte(raw), &wcfg); err != nil {
+			return fmt.Errorf("workflow worker: bad configuration: %w", err)
+		}
+		return serveWorkflowWorker(ctx, cfg, &wcfg)
 	}
-	return 0
-}
-
-func serveWorker(cfg *workerConfig) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		// The parent holds our standard input: when it closes, stop.
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		cancel()
-	}()
 	rep := &reporter{pid: os.Getpid()}
 	b, err := openBroker(ctx, cfg)
 	if err != nil {

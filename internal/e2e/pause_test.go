@@ -1,12 +1,13 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 // A run paused on NATS+PostgreSQL waits across a kill -9 of its worker,
@@ -31,15 +32,12 @@ func TestPauseResumeAcrossRestartNATSPostgres(t *testing.T) {
 	}
 	done := c.run(t, id)
 	var st *agent.RunInfo
-	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(20 * time.Millisecond) {
-		var err error
-		if st, err = c.rt.LoadAgentRun(t.Context(), id); err == nil && st.Paused {
-			break
+	testwait.ForErr(t, waitTimeout, "run "+id+" to pause", func() (err error) {
+		if st, err = c.rt.LoadAgentRun(t.Context(), id); err == nil && !st.Paused {
+			err = fmt.Errorf("run %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s did not pause: %+v, %v", id, st, err)
-		}
-	}
+		return err
+	})
 	if st.Step != 1 || len(h.modelCalls(id)) != 0 {
 		t.Fatalf("paused at step %d after model calls %v", st.Step, h.modelCalls(id))
 	}
@@ -47,7 +45,7 @@ func TestPauseResumeAcrossRestartNATSPostgres(t *testing.T) {
 	if err != nil || !strings.Contains(out, id) || !strings.Contains(out, "maintenance") {
 		t.Errorf("calf runs list --status paused: %v\n%s", err, out)
 	}
-	if err := first.cmd.Process.Kill(); err != nil {
+	if err := first.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	h.waitExit(first)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -13,6 +12,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/testwait"
 )
 
 // A run served by two worker processes on NATS with PostgreSQL (the first
@@ -52,15 +52,13 @@ func TestTraceAcrossWorkersNATSPostgres(t *testing.T) {
 	checkW1(t, id, await(t, id, res))
 	// The workers record the event log apart from the run: wait until it
 	// has the run's output before they stop.
-	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(50 * time.Millisecond) {
+	testwait.ForErr(t, waitTimeout, "the output in the event log of "+id, func() error {
 		evs, err := eventlog.Read(t.Context(), c.store, id, 0, 0)
-		if err == nil && len(evs) > 0 && strings.HasSuffix(evs[len(evs)-1].Message.Channel, ".output") {
-			break
+		if err == nil && (len(evs) == 0 || !strings.HasSuffix(evs[len(evs)-1].Message.Channel, ".output")) {
+			err = fmt.Errorf("%d events, none the output last", len(evs))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the event log of %s has no output: %d events, %v", id, len(evs), err)
-		}
-	}
+		return err
+	})
 	h.stopAll()
 
 	var invoke *tracetest.SpanStub

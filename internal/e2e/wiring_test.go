@@ -19,6 +19,7 @@ import (
 	"github.com/calf-go/calf/broker/kafka"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/broker/nats"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/postgres"
 	"github.com/calf-go/calf/store/redis"
@@ -121,6 +122,43 @@ var natsPostgres = backend{name: "nats+postgres", setup: func(t *testing.T, cfg 
 		}
 	})
 }}
+
+// waitStreamSettled waits until no consumer of the NATS stream of cfg
+// has a message waiting for delivery or delivered and not acknowledged:
+// nothing is left to deliver, again or for the first time.
+func waitStreamSettled(t *testing.T, cfg *workerConfig) {
+	t.Helper()
+	nc, err := natsgo.Connect(cfg.BrokerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := "E2E_" + cfg.Namespace
+	testwait.ForErr(t, waitTimeout, "the stream "+stream+" to settle", func() error {
+		s, err := js.Stream(t.Context(), stream)
+		if err != nil {
+			return err
+		}
+		var busy []string
+		infos := s.ListConsumers(t.Context())
+		for ci := range infos.Info() {
+			if ci.NumPending > 0 || ci.NumAckPending > 0 {
+				busy = append(busy, fmt.Sprintf("%s: %d pending, %d acknowledgements pending", ci.Name, ci.NumPending, ci.NumAckPending))
+			}
+		}
+		if err := infos.Err(); err != nil {
+			return err
+		}
+		if len(busy) > 0 {
+			return errors.New(strings.Join(busy, "; "))
+		}
+		return nil
+	})
+}
 
 // kafkaRedis is Kafka (kfake, in this process, on TCP) with Redis.
 var kafkaRedis = backend{name: "kafka+redis", setup: func(t *testing.T, cfg *workerConfig) {

@@ -155,7 +155,7 @@ func TestWorkflowInterruptAcrossWorkers(t *testing.T) {
 		t.Fatalf("stored run: %+v, %v; want it interrupted", st, err)
 	}
 
-	if err := first.cmd.Process.Kill(); err != nil {
+	if err := first.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	h.waitExit(first)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,16 +25,6 @@ import (
 // starts workers (h.start passes the environment on), so such a test does
 // not run in parallel with others.
 const workflowEnv = "CALF_E2E_WORKFLOW"
-
-// The worker is chosen before TestMain runs, which serves W1's agent.
-func init() {
-	raw := os.Getenv(workflowEnv)
-	base := os.Getenv(workerEnv)
-	if raw == "" || base == "" {
-		return
-	}
-	os.Exit(runWorkflowWorker(base, raw))
-}
 
 // workflowWorkerConfig says which workflow a worker serves.
 type workflowWorkerConfig struct {
@@ -142,30 +131,9 @@ func buildWorkflow(cfg *workflowWorkerConfig, r *nodeRecorder) (*workflow.Workfl
 	return b.Build()
 }
 
-// runWorkflowWorker is the worker process of a workflow: it serves the
-// workflow until its standard input closes.
-func runWorkflowWorker(base, raw string) int {
-	var cfg workerConfig
-	var wcfg workflowWorkerConfig
-	if err := errors.Join(json.Unmarshal([]byte(base), &cfg), json.Unmarshal([]byte(raw), &wcfg)); err != nil {
-		fmt.Fprintf(os.Stderr, "workflow worker: bad configuration: %v\n", err)
-		return 2
-	}
-	if err := serveWorkflowWorker(&cfg, &wcfg); err != nil {
-		fmt.Fprintf(os.Stderr, "workflow worker %d: %v\n", os.Getpid(), err)
-		return 1
-	}
-	return 0
-}
-
-func serveWorkflowWorker(cfg *workerConfig, wcfg *workflowWorkerConfig) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		// The parent holds our standard input: when it closes, stop.
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		cancel()
-	}()
+// serveWorkflowWorker is the worker process of a workflow: it serves the
+// workflow until ctx ends, when its standard input closes.
+func serveWorkflowWorker(ctx context.Context, cfg *workerConfig, wcfg *workflowWorkerConfig) error {
 	rep := &reporter{pid: os.Getpid()}
 	w, err := buildWorkflow(wcfg, &nodeRecorder{dir: cfg.CrashDir, crashNode: wcfg.CrashNode, rep: rep})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/runner"
@@ -393,17 +394,6 @@ func viewBudget(v agent.RunView) *agent.Budget {
 	return nil
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for wait := time.Millisecond; !cond(); wait = min(2*wait, 50*time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 15s: %s", what)
-		}
-		time.Sleep(wait)
-	}
-}
-
 func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	t.Cleanup(cancel)
@@ -428,7 +418,7 @@ func TestLifecycle(t *testing.T) {
 				if got := e.status(t, "r1"); got != "complete" {
 					t.Errorf("view status %q, want complete", got)
 				}
-				eventually(t, "one output event", func() bool { return e.outputs(s.kind, "r1") >= 1 })
+				testwait.For(t, 15*time.Second, "one output event", func() bool { return e.outputs(s.kind, "r1") >= 1 })
 				if n := e.outputs(s.kind, "r1"); n != 1 {
 					t.Errorf("%d output events, want 1", n)
 				}
@@ -479,14 +469,14 @@ func TestLifecycle(t *testing.T) {
 				if got := e.status(t, "r1"); got != "cancelled" {
 					t.Errorf("view status %q, want cancelled", got)
 				}
-				eventually(t, "the child run cancelled", func() bool {
+				testwait.For(t, 15*time.Second, "the child run cancelled", func() bool {
 					runs := e.childRuns(t)
 					return len(runs) == 1 && runs[0].Status == agent.RunCancelled
 				})
 				e.g.release()
 				child := e.childRuns(t)[0]
 				// The child's model call, let go, changes nothing.
-				eventually(t, "the child's output", func() bool { return e.outputs("agent", child.ID) >= 1 })
+				testwait.For(t, 15*time.Second, "the child's output", func() bool { return e.outputs("agent", child.ID) >= 1 })
 				if err := e.drain(ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -541,7 +531,7 @@ func TestLifecycle(t *testing.T) {
 					t.Errorf("view status %q after Pause, want pausing or paused", got)
 				}
 				e.g.release() // the step in progress finishes
-				eventually(t, "the pause in effect", func() bool { return e.status(t, "r1") == "paused" })
+				testwait.For(t, 15*time.Second, "the pause in effect", func() bool { return e.status(t, "r1") == "paused" })
 				if _, err := e.rt.Resume(ctx, e.ref("r1")); err != nil {
 					t.Fatalf("Resume: %v", err)
 				}
@@ -580,7 +570,7 @@ func TestLifecycle(t *testing.T) {
 					t.Fatalf("Pause: %v", err)
 				}
 				e.g.release()
-				eventually(t, "the pause in effect", func() bool { return e.status(t, "r1") == "paused" })
+				testwait.For(t, 15*time.Second, "the pause in effect", func() bool { return e.status(t, "r1") == "paused" })
 				e.flaky.down.Store(true)
 				if _, err := e.rt.Resume(ctx, e.ref("r1")); err == nil {
 					t.Fatal("Resume with the broker down succeeded")
@@ -611,7 +601,7 @@ func TestLifecycle(t *testing.T) {
 					t.Fatalf("Pause: %v", err)
 				}
 				e.g.release()
-				eventually(t, "the pause in effect", func() bool { return e.status(t, "r1") == "paused" })
+				testwait.For(t, 15*time.Second, "the pause in effect", func() bool { return e.status(t, "r1") == "paused" })
 				if err := e.drain(ctx); err != nil {
 					t.Fatal(err)
 				}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/postgres"
 	"github.com/calf-go/calf/store/storetest"
@@ -47,6 +48,23 @@ func lockRows(t *testing.T, schema, kind string, ids ...string) (release func())
 	return release
 }
 
+// waitLockWaits waits until n statements on the tables of schema wait
+// for a lock.
+func waitLockWaits(t *testing.T, schema string, n int) {
+	t.Helper()
+	conn := admin(t)
+	testwait.ForErr(t, 10*time.Second, fmt.Sprintf("%d statements waiting for a lock", n), func() error {
+		var got int
+		if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, schema).Scan(&got); err != nil {
+			return err
+		}
+		if got < n {
+			return fmt.Errorf("%d waiting", got)
+		}
+		return nil
+	})
+}
+
 // A batch whose write waits too long for a row lock fails as a whole, and
 // its operations run again alone: the others succeed, and the blocked one
 // reports the lock timeout.
@@ -69,7 +87,7 @@ func TestBatchWithALockedRecord(t *testing.T) {
 	// and go out together once it times out.
 	busy := make(chan error, 1)
 	go func() { _, err := s.Put(ctx, "k", "busy", []byte("1"), 1); busy <- err }()
-	time.Sleep(100 * time.Millisecond)
+	waitLockWaits(t, schema, 1)
 	const others = 10
 	errs := make([]error, others)
 	var lockedErr error
@@ -119,7 +137,7 @@ func TestQueuedOperationCancelled(t *testing.T) {
 	release := lockRows(t, schema, "k", "busy")
 	busy := make(chan error, 1)
 	go func() { _, err := s.Put(ctx, "k", "busy", []byte("1"), 1); busy <- err }()
-	time.Sleep(100 * time.Millisecond)
+	waitLockWaits(t, schema, 1)
 
 	qctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()

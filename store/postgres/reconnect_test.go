@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/postgres"
 )
@@ -54,20 +55,17 @@ func killConnections(t *testing.T, app string) int {
 	if err != nil {
 		t.Fatalf("terminate: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.ForErr(t, 10*time.Second, "the backends of "+app+" to end", func() error {
 		var left int
 		if err := conn.QueryRow(t.Context(), `SELECT COUNT(*) FROM pg_stat_activity WHERE pid = ANY($1)`, pids).Scan(&left); err != nil {
 			t.Fatalf("pg_stat_activity: %v", err)
 		}
-		if left == 0 {
-			return len(pids)
+		if left > 0 {
+			return fmt.Errorf("%d outlived pg_terminate_backend", left)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d backends of %s outlived pg_terminate_backend", left, app)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+	return len(pids)
 }
 
 // TestReconnect has the server terminate every connection of a Store, then

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/postgres"
 )
@@ -205,25 +206,28 @@ func poolConns(t *testing.T, url string, opts *postgres.Options, limit int) int 
 	for range limit + 3 {
 		wg.Go(func() { s.Delete(ctx, kind, "r", 0) })
 	}
-	// Wait until limit connections wait on the lock, then give the others
-	// time to open more if the pool let them.
-	var n int
-	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if err := admin(t).QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n >= limit {
-			break
-		}
+	// Wait until limit connections are open, the deletes waiting on the
+	// lock. Once every delete is done, the pool still holds, idle, each
+	// connection it opened: more, had it let the others open their own.
+	count := func() (n int, err error) {
+		err = admin(t).QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
+		return n, err
 	}
-	time.Sleep(200 * time.Millisecond)
-	if err := admin(t).QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	testwait.ForErr(t, 10*time.Second, fmt.Sprintf("%d connections", limit), func() error {
+		n, err := count()
+		if err == nil && n < limit {
+			err = fmt.Errorf("%d open", n)
+		}
+		return err
+	})
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
+	n, err := count()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return n
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,22 +128,40 @@ func TestBashRefuses(t *testing.T) {
 }
 
 // A command past its timeout is killed with every process it started: a
-// background child that would write a file later never does.
+// background child that would write a file later never does. The
+// children hold a FIFO open for writing while they live: once the test
+// reads its end, none is left to write.
 func TestBashTimeoutKillsTheGroup(t *testing.T) {
 	for _, mode := range bashModes(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			root := t.TempDir()
 			b := newBash(t, root, builtin.BashOptions{Sandbox: mode, Timeout: 500 * time.Millisecond})
+			fifo := filepath.Join(root, "alive")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// Opened without blocking, the reader does not wait for a
+			// writer.
+			alive, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer alive.Close()
 			start := time.Now()
-			_, err := call(t, b, map[string]any{"command": "(sleep 2; echo late > late.txt) & (sh -c 'sleep 2; echo late > late2.txt') & echo started; sleep 30"})
+			_, err = call(t, b, map[string]any{"command": "(exec 3>alive; echo x >&3; sleep 2; echo late > late.txt) & (sh -c 'exec 3>alive; echo y >&3; sleep 2; echo late > late2.txt') & echo started; sleep 30"})
 			if err == nil || !strings.Contains(err.Error(), "stopped after") || !strings.Contains(err.Error(), "started") {
 				t.Fatalf("timed-out command: %v", err)
 			}
 			if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("the timed-out command returned after %s", d)
 			}
-			time.Sleep(2500 * time.Millisecond)
+			if err := alive.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := io.ReadAll(alive); err != nil || len(got) != 4 {
+				t.Fatalf("the children's FIFO: %q, %v; want both to have written to it, and gone", got, err)
+			}
 			for _, name := range []string{"late.txt", "late2.txt"} {
 				if _, err := os.Stat(filepath.Join(root, name)); err == nil {
 					t.Errorf("%s was written: a child outlived the timeout", name)
