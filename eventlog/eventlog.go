@@ -521,10 +521,28 @@ func (l *Log) Follow(ctx context.Context, log string, after int64) iter.Seq2[Eve
 
 // FollowRun is Follow for the events of the run named by the log's id, and
 // of the runs it hands off to: it ends, after yielding it, with the event
-// that [Ended] says ends them.
+// that [Ended] says ends them. A follower that resumes after some events
+// (after > 0) is told where the chain stands from the events it has seen:
+// after a handoff it waits for the output of the run handed off to, and
+// after the end it yields nothing and ends at once.
 func (l *Log) FollowRun(ctx context.Context, run string, after int64) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		watch := run
+		if after > 0 {
+			for e, err := range l.events(ctx, run, 0) {
+				if err != nil {
+					yield(Event{}, err)
+					return
+				}
+				if e.Seq > after {
+					break
+				}
+				var ended bool
+				if ended, watch = Ended(e, watch); ended {
+					return
+				}
+			}
+		}
 		for e, err := range l.Follow(ctx, run, after) {
 			if !yield(e, err) || err != nil {
 				return

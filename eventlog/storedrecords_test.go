@@ -145,8 +145,17 @@ func TestStoredRecords(t *testing.T) {
 	if got := follow("run-triage", 0); !equal(lines(got), wantTriage) {
 		t.Errorf("FollowRun(run-triage) = %v", lines(got))
 	}
-	if got := follow("run-triage", 3); !equal(lines(got), wantTriage[3:]) {
-		t.Errorf("FollowRun(run-triage, after 3) = %v", lines(got))
+	// Resumed after any event, before or past the handoff's output, or
+	// after the end: the rest of the chain's events, and the end.
+	for after := range len(wantTriage) + 1 {
+		if got := follow("run-triage", int64(after)); !equal(lines(got), wantTriage[after:]) {
+			t.Errorf("FollowRun(run-triage, after %d) = %v", after, lines(got))
+		}
+	}
+	for after := range len(wantCalc) + 1 {
+		if got := follow("run-calc", int64(after)); !equal(lines(got), wantCalc[after:]) {
+			t.Errorf("FollowRun(run-calc, after %d) = %v", after, lines(got))
+		}
 	}
 
 	// Appends continue the stored log and skip what it holds.
