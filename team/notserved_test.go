@@ -2,6 +2,7 @@ package team_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,9 @@ func TestMemberNotServedFailsFast(t *testing.T) {
 	if s := err.Error(); !strings.Contains(s, "no process serves the agent unserved_member") || !strings.Contains(s, "calf worker") {
 		t.Errorf("team Run: %v; want the member no process serves named, with what to do", err)
 	}
+	if !errors.Is(err, agent.ErrNotServed) || !errors.Is(err, agent.ErrRunFailed) {
+		t.Errorf("team Run: %v; want it to match agent.ErrNotServed and agent.ErrRunFailed", err)
+	}
 
 	type st struct{ S string }
 	w := workflow.New[st]("lonely_flow", nil).
@@ -51,6 +55,8 @@ func TestMemberNotServedFailsFast(t *testing.T) {
 		t.Fatal("workflow Run: no error")
 	} else if s := err.Error(); !strings.Contains(s, "no process serves the agent unserved_member") {
 		t.Errorf("workflow Run: %v; want the agent no process serves named", err)
+	} else if !errors.Is(err, agent.ErrNotServed) {
+		t.Errorf("workflow Run: %v; want it to match agent.ErrNotServed", err)
 	}
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("the workflow failed after %s", d)

@@ -129,11 +129,17 @@ func (t *Team) ref(runID string) agent.RunRef {
 }
 
 // withKind makes the error of a run failed by an unknown member match
-// ErrUnknownMember.
+// ErrUnknownMember, and that of a run failed by a member no process
+// serves match agent.ErrNotServed.
 func withKind(err error) error {
 	var re *agent.RunError
-	if errors.As(err, &re) && strings.Contains(re.Reason, ErrUnknownMember.Error()) && re.Err == nil {
+	switch {
+	case !errors.As(err, &re) || re.Err != nil:
+	case strings.Contains(re.Reason, ErrUnknownMember.Error()):
 		re.Err = ErrUnknownMember
+	case strings.Contains(re.Reason, agent.ErrNotServed.Error()):
+		// A member (or a member's member) no process serves.
+		re.Err = agent.ErrNotServed
 	}
 	return err
 }
@@ -144,7 +150,8 @@ func withKind(err error) error {
 // team's Timeout passes first, the run is cancelled and Run returns an
 // *agent.RunError matching agent.ErrRunCancelled. A run that fails returns
 // an *agent.RunError matching agent.ErrRunFailed (and [ErrUnknownMember]
-// when a moderator picked a speaker that is not a member). Its Kind is
+// when a moderator picked a speaker that is not a member, agent.ErrNotServed
+// when no process serves a member's agent). Its Kind is
 // "team", and its reason names the participant that failed, its kind and
 // its run, then that run's own reason, nested teams included:
 //

@@ -622,6 +622,9 @@ func (st *runState) failed(reason, kind string, now time.Time) {
 const (
 	// ErrorKindLimit marks a run stopped by MaxSteps or MaxVisits.
 	ErrorKindLimit = "limit"
+	// ErrorKindNotServed marks a run failed because no process serves the
+	// agent of one of its agent nodes (agent.ErrNotServed).
+	ErrorKindNotServed = "not_served"
 )
 
 // moveOn records that the run's current step completed with state data
@@ -799,7 +802,11 @@ func (h *handlers[S]) onReply(ctx context.Context, msg *calf.Message) error {
 	}
 	out, err := n.agent.apply(s, &ev)
 	if err != nil {
-		return h.fail(ctx, run, step, fmt.Sprintf("agent node %q: %v", node, err), "")
+		kind := ""
+		if errors.Is(err, agent.ErrNotServed) {
+			kind = ErrorKindNotServed
+		}
+		return h.fail(ctx, run, step, fmt.Sprintf("agent node %q: %v", node, err), kind)
 	}
 	return h.complete(ctx, run, step, node, out, &agent.Spent{Usage: ev.Usage, Cost: ev.Cost})
 }

@@ -253,8 +253,11 @@ func (w *Workflow[S]) runError(ev *OutputEvent) *agent.RunError {
 	if ev.Status == OutputCancelled {
 		re.Status = agent.RunCancelled
 	}
-	if ev.ErrorKind == ErrorKindLimit {
+	switch ev.ErrorKind {
+	case ErrorKindLimit:
 		re.Err = ErrLimit
+	case ErrorKindNotServed:
+		re.Err = agent.ErrNotServed
 	}
 	return re
 }
