@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -132,10 +133,19 @@ type Options struct {
 // a [Runtime], and [Agent.Run] starts a run that those handlers carry out,
 // in this process or on any worker that serves the agent.
 type Agent[Out any] struct {
+	spec
+}
+
+// spec is an agent apart from the type of its output, which the handlers
+// need only to check that an answer decodes into it: the handlers serve a
+// spec, and an [Agent] is a spec with its output type.
+type spec struct {
 	name   string
 	model  model.Model
 	opts   Options
 	output *tool.Schema // nil for string output
+	// decodes reports whether JSON decodes into the output type.
+	decodes func(json.RawMessage) error
 
 	mu    sync.RWMutex
 	tools *tool.Set
@@ -173,7 +183,7 @@ func NewTyped[Out any](name string, m model.Model, opts *Options) (*Agent[Out], 
 	if !nameRE.MatchString(name) {
 		return nil, fmt.Errorf("%w: name %q must match %s", ErrInvalidAgent, name, nameRE)
 	}
-	a := &Agent[Out]{name: name, model: m, tools: &tool.Set{}}
+	a := &Agent[Out]{spec{name: name, model: m, tools: &tool.Set{}, decodes: decodeInto[Out]}}
 	if opts != nil {
 		a.opts = *opts
 	}
@@ -281,6 +291,12 @@ func Must[T any](v T, err error) T {
 	return v
 }
 
+// decodeInto reports whether v decodes into an Out.
+func decodeInto[Out any](v json.RawMessage) error {
+	var out Out
+	return json.Unmarshal(v, &out)
+}
+
 // outputType returns Out, for the check of handoff tools.
 func (a *Agent[Out]) outputType() reflect.Type { return reflect.TypeFor[Out]() }
 
@@ -331,13 +347,16 @@ func (a *Agent[Out]) AddTool(t tool.Tool) error {
 }
 
 // Tools returns the definitions of the agent's own tools.
-func (a *Agent[Out]) Tools() []model.ToolDefinition {
+func (a *Agent[Out]) Tools() []model.ToolDefinition { return a.definitions() }
+
+// definitions returns the definitions of the agent's own tools.
+func (a *spec) definitions() []model.ToolDefinition {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.tools.Definitions()
 }
 
-func (a *Agent[Out]) tool(name string) (tool.Tool, bool) {
+func (a *spec) tool(name string) (tool.Tool, bool) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.tools.Get(name)
@@ -346,7 +365,7 @@ func (a *Agent[Out]) tool(name string) (tool.Tool, bool) {
 // lookup finds the tool the model called name among the agent's tools and
 // then its toolsets', and returns it with the last token of the channel
 // its calls travel on: its name, or its toolset's.
-func (a *Agent[Out]) lookup(ctx context.Context, name string) (t tool.Tool, channel string, ok bool) {
+func (a *spec) lookup(ctx context.Context, name string) (t tool.Tool, channel string, ok bool) {
 	if t, ok := a.tool(name); ok {
 		return t, name, true
 	}
@@ -366,7 +385,7 @@ func (a *Agent[Out]) lookup(ctx context.Context, name string) (t tool.Tool, chan
 // left out: the model is not offered a tool whose every call would be
 // refused. A toolset's error is logged; its tools that it did return are
 // offered.
-func (a *Agent[Out]) toolDefinitions(ctx context.Context, log *slog.Logger, perms *Permissions) []model.ToolDefinition {
+func (a *spec) toolDefinitions(ctx context.Context, log *slog.Logger, perms *Permissions) []model.ToolDefinition {
 	refused := func(t tool.Tool) bool {
 		if perms == nil {
 			return false
@@ -374,7 +393,7 @@ func (a *Agent[Out]) toolDefinitions(ctx context.Context, log *slog.Logger, perm
 		d, _ := perms.decide(t.Definition().Name, tool.KindOf(t))
 		return d == decideDeny
 	}
-	defs := a.Tools()
+	defs := a.definitions()
 	var taken map[string]bool
 	if len(a.opts.Toolsets) > 0 {
 		// A toolset's tool named as one of the agent's is not offered,

@@ -261,7 +261,9 @@
 // # The engine
 //
 // For those who change it: the handlers are unexported, one file per
-// concern. handlers.go has the input, tool call, tool result and approval
+// concern, and not generic: they serve an agent's spec (agent.go), which
+// is an [Agent] apart from its output type, with a function that checks
+// that an answer decodes into that type. handlers.go has the input, tool call, tool result and approval
 // handlers; inference.go's onInference runs the agent's stages in the
 // order written once in inferenceStages, each stage in its feature's file
 // (pause.go, guardrails.go, compaction.go, memory.go, budget.go,

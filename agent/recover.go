@@ -58,7 +58,7 @@ func (a *Agent[Out]) Recover(ctx context.Context, rt *Runtime, opts *RecoverOpti
 	if opts != nil {
 		o = *opts
 	}
-	h := &handlers[Out]{a: a, rt: rt}
+	h := &handlers{a: &a.spec, rt: rt}
 	var n int
 	var errs []error
 	// one recovers the run of rec; it returns an error only when ctx ends.

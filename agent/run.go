@@ -821,7 +821,7 @@ func (rt *Runtime) cancelRun(ctx context.Context, id, agentName, reason string) 
 }
 
 // validate turns the final response text into the output's JSON.
-func (a *Agent[Out]) validate(text string) (json.RawMessage, error) {
+func (a *spec) validate(text string) (json.RawMessage, error) {
 	if a.output == nil {
 		return json.Marshal(text)
 	}
@@ -839,8 +839,7 @@ func (a *Agent[Out]) validate(text string) (json.RawMessage, error) {
 			return nil, err
 		}
 	}
-	var out Out
-	if err := json.Unmarshal(v, &out); err != nil {
+	if err := a.decodes(v); err != nil {
 		return nil, fmt.Errorf("the response does not decode: %v", err)
 	}
 	return v, nil
@@ -860,7 +859,7 @@ func extractJSON(s string) string {
 
 // unknownTool is the error the model gets for a call of a tool the agent
 // does not have.
-func (a *Agent[Out]) unknownTool(name string) error {
+func (a *spec) unknownTool(name string) error {
 	a.mu.RLock()
 	names := a.tools.Names()
 	a.mu.RUnlock()
