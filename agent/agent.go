@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -426,4 +427,53 @@ func (a *spec) toolDefinitions(ctx context.Context, log *slog.Logger, perms *Per
 		}
 	}
 	return defs
+}
+
+// validate turns the final response text into the output's JSON.
+func (a *spec) validate(text string) (json.RawMessage, error) {
+	if a.output == nil {
+		return json.Marshal(text)
+	}
+	raw := json.RawMessage(extractJSON(text))
+	if !json.Valid(raw) {
+		return nil, errors.New("the response is not valid JSON")
+	}
+	if err := a.output.Validate(raw); err != nil {
+		return nil, err
+	}
+	v := raw
+	if a.output.Wrapped() {
+		var err error
+		if v, err = a.output.Unwrap(raw); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.decodes(v); err != nil {
+		return nil, fmt.Errorf("the response does not decode: %v", err)
+	}
+	return v, nil
+}
+
+// extractJSON strips white space and a Markdown code fence around JSON.
+func extractJSON(s string) string {
+	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(s, "```"); ok {
+		if i := strings.IndexByte(rest, '\n'); i >= 0 {
+			rest = rest[i+1:]
+		}
+		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "```"))
+	}
+	return s
+}
+
+// unknownTool is the error the model gets for a call of a tool the agent
+// does not have.
+func (a *spec) unknownTool(name string) error {
+	a.mu.RLock()
+	names := a.tools.Names()
+	a.mu.RUnlock()
+	if len(names) == 0 {
+		return fmt.Errorf("%w %q; this agent has no tools", tool.ErrUnknownTool, name)
+	}
+	return fmt.Errorf("%w %q; the tools are: %s", tool.ErrUnknownTool, name, strings.Join(names, ", "))
 }

@@ -282,4 +282,10 @@
 // other processes recorded; customcalls.go records a custom step's calls
 // (kind custom_call); quick.go serves on demand. OpenTelemetry goes
 // through agent/internal/telemetry.
+//
+// The caller's side of a run: run.go has Run, its output and Cancel;
+// submit.go the input event and Submit; startcheck.go the check that some
+// process took a run; stream.go RunStream, with streamorder.go restoring
+// causal order and decodeevent.go turning each channel's message into an
+// [Event]; runerror.go the errors of a run and [RunRef].
 package agent
