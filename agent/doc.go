@@ -263,19 +263,21 @@
 // For those who change it: the handlers are unexported, one file per
 // concern, and not generic: they serve an agent's spec (agent.go), which
 // is an [Agent] apart from its output type, with a function that checks
-// that an answer decodes into that type. handlers.go has the input, tool call, tool result and approval
-// handlers; inference.go's onInference runs the agent's stages in the
-// order written once in inferenceStages, each stage in its feature's file
-// (pause.go, guardrails.go, compaction.go, memory.go, budget.go,
-// custom.go), and the stages of features an agent does not use are left
-// out when it is served. once.go makes a call once in a process and
-// claim.go across processes (the rules under "Idempotency"). Runs are read
-// and written only through agent/internal/runstore, whose protocol is
-// picked once per runtime (the fault tests run both, the other through a
-// broker that does not say it is local). The stored run state (state.go)
-// keeps a run's last messages and tool calls, older ones archived in
-// chunk records (run_messages); its JSON is a stored format that
-// TestStoredRecords reads from testdata/records. session.go records a
+// that an answer decodes into that type. handlers.go has the input, tool
+// call, tool result and approval handlers; inference.go's onInference runs
+// the agent's stages in the order written once in inferenceStages, each
+// stage in its feature's file (pause.go, guardrails.go, compaction.go,
+// memory.go, budget.go, custom.go), and the stages of features an agent
+// does not use are left out when it is served. agent/internal/engine holds
+// what the handlers use that needs nothing of an agent: it makes a call
+// once in a process and across processes (the rules under "Idempotency"),
+// runs tool calls on kept goroutines, and retries through outages. Runs
+// are read and written only through agent/internal/runstore, whose
+// protocol is picked once per runtime (the fault tests run both, the other
+// through a broker that does not say it is local). The stored run state
+// (state.go) keeps a run's last messages and tool calls, older ones
+// archived in chunk records (run_messages); its JSON is a stored format
+// that TestStoredRecords reads from testdata/records. session.go records a
 // run's start and end in its session through agent/internal/sessionstore;
 // approval.go makes and carries out approval requests, and on an
 // in-process broker approvalwatch.go reads from the store the answers

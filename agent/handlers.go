@@ -6,14 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"io"
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/compaction"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/runstore"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/model"
@@ -78,8 +80,8 @@ func (a *Agent[Out]) serveLocked(ctx context.Context, rt *Runtime, opts *ServeOp
 func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions) error {
 	h := &handlers{
 		a: &a.spec, rt: rt, guards: a.guardrailSets(),
-		calls: newFlights[unsavedResult](maxUnrecorded), steps: newFlights[unsavedResponse](maxUnrecorded),
-		claims: newClaims(rt),
+		calls: engine.NewFlights[unsavedResult](engine.MaxUnrecorded), steps: engine.NewFlights[unsavedResponse](engine.MaxUnrecorded),
+		claims: engine.NewClaims(rt.client.Broker(), rt.store, rt.now),
 	}
 	if opts != nil {
 		h.opts = *opts
@@ -168,13 +170,13 @@ type handlers struct {
 	opts ServeOptions
 	// calls are the tool calls in hand, one delivery of a call acting at
 	// a time, with their results until they are recorded; steps the same
-	// for the model calls of runs' steps (once.go).
-	calls *flights[unsavedResult]
-	steps *flights[unsavedResponse]
+	// for the model calls of runs' steps (engine.Flights).
+	calls *engine.Flights[unsavedResult]
+	steps *engine.Flights[unsavedResponse]
 	// claims, on a broker that may deliver a message to another process,
 	// tell a delivery that another live process has a call in hand
-	// (claim.go); nil otherwise.
-	claims *claims
+	// (engine.Claims); nil otherwise.
+	claims *engine.Claims
 	// stages are the agent's inference stages, in order, and guards its
 	// guardrails as the stages check them: both fixed when it is served.
 	stages []inferenceStage
@@ -703,8 +705,8 @@ func (h *handlers) onToolCall(ctx context.Context, msg *calf.Message) error {
 // result is kept until it is recorded, and dropped once the call is
 // handled.
 func (h *handlers) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) (err error) {
-	key := flightKey{run: id, call: ev.ToolCallID}
-	if h.calls.busy(key) && msg.Channel != approval.Channel(h.a.name) {
+	key := engine.FlightKey{Run: id, Call: ev.ToolCallID}
+	if h.calls.Busy(key) && msg.Channel != approval.Channel(h.a.name) {
 		// An approved call in progress, run by its answer: its own
 		// message, delivered again, publishes the answer again (see
 		// below) rather than wait for it.
@@ -712,11 +714,11 @@ func (h *handlers) toolCall(ctx context.Context, msg *calf.Message, id string, e
 			return approval.Publish(ctx, h.rt.client, a)
 		}
 	}
-	fl, err := h.calls.enter(ctx, key)
+	fl, err := h.calls.Enter(ctx, key)
 	if err != nil {
 		return err
 	}
-	defer func() { h.calls.leave(key, fl, err == nil) }()
+	defer func() { h.calls.Leave(key, fl, err == nil) }()
 	if r, found, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID); err != nil {
 		return err
 	} else if found {
@@ -784,23 +786,23 @@ func (h *handlers) toolCall(ctx context.Context, msg *calf.Message, id string, e
 	}
 	// A delivery that executed the call but failed to record the result
 	// left it here: record it rather than execute the tool again.
-	r, executed := h.calls.outcome(fl)
+	r, executed := h.calls.Outcome(fl)
 	if !executed {
-		if err := h.calls.admit(); err != nil {
+		if err := h.calls.Admit(); err != nil {
 			return err
 		}
 		// Another process may have the call in hand: its claim says so.
-		var c *heldClaim
+		var c *engine.HeldClaim
 		var done bool
 		if h.claims != nil { // none on a local broker, whose flights suffice
-			c, done, err = h.claims.take(ctx, claimToolKey(id, ev.ToolCallID), func(ctx context.Context) (bool, error) {
+			c, done, err = h.claims.Take(ctx, engine.ClaimToolKey(id, ev.ToolCallID), func(ctx context.Context) (bool, error) {
 				_, found, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID)
 				return found, err
 			})
 			if err != nil {
 				return err
 			}
-			defer c.release(ctx)
+			defer c.Release(ctx)
 		}
 		if done {
 			r, _, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID)
@@ -829,11 +831,11 @@ func (h *handlers) toolCall(ctx context.Context, msg *calf.Message, id string, e
 			data, _ = json.Marshal(res)
 		}
 		r = unsavedResult{ev: res, data: data}
-		h.calls.keep(fl, r)
+		h.calls.Keep(fl, r)
 	}
 	// The tool ran: its result is recorded through an outage of the store
 	// rather than left to a redelivery, which may go to another process.
-	recorded, err := retryOutage(ctx, func() (ToolResultEvent, error) {
+	recorded, err := engine.RetryOutage(ctx, func() (ToolResultEvent, error) {
 		return h.rt.runs.RecordToolResult(ctx, id, r.ev, r.data, h)
 	})
 	if err != nil {
@@ -1042,7 +1044,7 @@ func (h *handlers) callTool(ctx context.Context, st *runState, ev ToolCallEvent)
 	tctx = context.WithValue(tctx, handoffKey{}, handoff)
 	start := time.Now()
 	done := make(chan toolReturn, 1)
-	h.rt.tools.run(func() {
+	h.rt.tools.Run(func() {
 		var r toolReturn
 		defer func() {
 			if v := recover(); v != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/model"
 )
 
@@ -22,10 +23,10 @@ type inference struct {
 	req     *model.Request
 	// flight is the step's in the process (see flights): a response
 	// obtained and not yet recorded is kept there.
-	flight *flight[unsavedResponse]
+	flight *engine.Flight[unsavedResponse]
 	// claim is the step's claim, held while the model is called and its
 	// response recorded (see claims).
-	claim *heldClaim
+	claim *engine.HeldClaim
 	// The model call: its answer, the stream deltas it emitted, its error.
 	resp    *model.Response
 	deltas  int
@@ -112,13 +113,13 @@ func (h *handlers) onInference(ctx context.Context, msg *calf.Message) error {
 // recorded, or kept unrecorded, which it records rather than ask the model
 // again. A response is kept until the inference is handled.
 func (h *handlers) infer(ctx context.Context, inf *inference, id string) (err error) {
-	key := flightKey{run: id, step: inf.ev.Step}
-	if inf.flight, err = h.steps.enter(ctx, key); err != nil {
+	key := engine.FlightKey{Run: id, Step: inf.ev.Step}
+	if inf.flight, err = h.steps.Enter(ctx, key); err != nil {
 		return err
 	}
 	defer func() {
-		inf.claim.release(ctx)
-		h.steps.leave(key, inf.flight, err == nil)
+		inf.claim.Release(ctx)
+		h.steps.Leave(key, inf.flight, err == nil)
 	}()
 	if inf.st, inf.version, err = h.rt.runs.LoadStep(ctx, id, inf.ev.Step); err != nil {
 		return err
@@ -190,11 +191,11 @@ func (h *handlers) modelCall(ctx context.Context, inf *inference) (bool, error) 
 // or else admits a model call and claims the step; done true says another
 // process has recorded the step meanwhile, and what follows it is emitted.
 func (h *handlers) beforeModelCall(ctx context.Context, inf *inference) (done bool, err error) {
-	if r, ok := h.steps.outcome(inf.flight); ok {
+	if r, ok := h.steps.Outcome(inf.flight); ok {
 		inf.resp, inf.deltas = r.resp, r.deltas
 		return false, nil
 	}
-	if err := h.steps.admit(); err != nil {
+	if err := h.steps.Admit(); err != nil {
 		return true, err
 	}
 	if h.claims == nil {
@@ -202,7 +203,7 @@ func (h *handlers) beforeModelCall(ctx context.Context, inf *inference) (done bo
 	}
 	id, step := inf.st.RunID, inf.ev.Step
 	var finished bool
-	inf.claim, finished, err = h.claims.take(ctx, claimStepKey(id, step), func(ctx context.Context) (bool, error) {
+	inf.claim, finished, err = h.claims.Take(ctx, engine.ClaimStepKey(id, step), func(ctx context.Context) (bool, error) {
 		st, _, err := h.rt.runs.Load(ctx, id)
 		if err != nil {
 			return false, err
@@ -222,7 +223,7 @@ func (h *handlers) beforeModelCall(ctx context.Context, inf *inference) (done bo
 // keepResponse keeps the model's response until it is recorded.
 func (h *handlers) keepResponse(inf *inference) {
 	if inf.callErr == nil && inf.resp != nil {
-		h.steps.keep(inf.flight, unsavedResponse{resp: inf.resp, deltas: inf.deltas})
+		h.steps.Keep(inf.flight, unsavedResponse{resp: inf.resp, deltas: inf.deltas})
 	}
 }
 
@@ -268,7 +269,7 @@ func (h *handlers) recordResponse(ctx context.Context, inf *inference) (bool, er
 	// starts from the stored state, read again.
 	prev, first := inf.st, true
 	id, step := inf.st.RunID, inf.ev.Step
-	st, err := retryOutage(ctx, func() (*runState, error) {
+	st, err := engine.RetryOutage(ctx, func() (*runState, error) {
 		from, v := prev, inf.version
 		if !first {
 			var err error

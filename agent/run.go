@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/telemetry"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
@@ -195,7 +196,7 @@ func (a *Agent[Out]) Run(ctx context.Context, rt *Runtime, prompt string, opts *
 // chain: the last run's output and id, with the messages, tool calls,
 // usage and steps of every run of the chain.
 func (a *Agent[Out]) stored(ctx context.Context, rt *Runtime, runID string) (*Output[Out], error) {
-	st, err := untilAvailable(ctx, func() (*runState, error) { return rt.lastOfChain(ctx, runID) })
+	st, err := engine.UntilAvailable(ctx, func() (*runState, error) { return rt.lastOfChain(ctx, runID) })
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +242,7 @@ func (a *Agent[Out]) result(ctx context.Context, rt *Runtime, id string, ev *Out
 	}
 	// The run has ended: read it through an outage of the store rather
 	// than report the outage for a run that completed.
-	st, err := untilAvailable(ctx, func() (*runState, error) {
+	st, err := engine.UntilAvailable(ctx, func() (*runState, error) {
 		st, err := rt.endedRun(ctx, id)
 		if err == nil {
 			st, err = rt.withChain(ctx, st)

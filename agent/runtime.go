@@ -12,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/approval"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/agent/internal/telemetry"
 	"github.com/calf-go/calf/model"
@@ -83,7 +84,7 @@ type Runtime struct {
 	// late counts tool calls that returned after their timeout.
 	late atomic.Int64
 	// tools runs tool calls on goroutines kept for the next call.
-	tools executor
+	tools engine.Executor
 	// approvals are the approval requests its runs wait for, read from
 	// the store on a local broker (see approvalWatch).
 	approvals approvalWatch
