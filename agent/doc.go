@@ -271,13 +271,14 @@
 // does not use are left out when it is served. agent/internal/engine holds
 // what the handlers use that needs nothing of an agent: it makes a call
 // once in a process and across processes (the rules under "Idempotency"),
-// runs tool calls on kept goroutines, and retries through outages. Runs
-// are read and written only through agent/internal/runstore, whose
-// protocol is picked once per runtime (the fault tests run both, the other
-// through a broker that does not say it is local). The stored run state
-// (state.go) keeps a run's last messages and tool calls, older ones
-// archived in chunk records (run_messages); its JSON is a stored format
-// that TestStoredRecords reads from testdata/records. session.go records a
+// runs tool calls on kept goroutines, retries through outages, and
+// completes a streamed structured output into JSON (partial.go). Runs are
+// read and written only through agent/internal/runstore, whose protocol is
+// picked once per runtime (the fault tests run both, the other through a
+// broker that does not say it is local). The stored run state (state.go)
+// keeps a run's last messages and tool calls, older ones archived in chunk
+// records (run_messages); its JSON is a stored format that
+// TestStoredRecords reads from testdata/records. session.go records a
 // run's start and end in its session through agent/internal/sessionstore;
 // approval.go makes and carries out approval requests, and on an
 // in-process broker approvalwatch.go reads from the store the answers
