@@ -59,7 +59,7 @@ func TestServerWithJSClient(t *testing.T) {
 			}
 			if got := s["cancel"]; got["state"] != "TASK_STATE_CANCELED" {
 				t.Errorf("cancel: %v", got)
-			} else if st, err := rt.LoadRun(t.Context(), got["id"].(string)); err != nil || st.Status != "cancelled" {
+			} else if st, err := rt.LoadAgentRun(t.Context(), got["id"].(string)); err != nil || st.Status != "cancelled" {
 				t.Errorf("the cancelled task's run: %+v, %v", st, err)
 			}
 			if got := s["unknown"]; !strings.Contains(strings.ToLower(got["error"].(string)), "not found") {

@@ -120,7 +120,7 @@ func TestServerWithSDKClient(t *testing.T) {
 				t.Fatalf("send: %#v", res)
 			}
 			// The task is a Calf run with the task's id.
-			st, err := rt.LoadRun(ctx, string(task.ID))
+			st, err := rt.LoadAgentRun(ctx, string(task.ID))
 			if err != nil || st.Status != agent.RunComplete {
 				t.Errorf("run %s: %+v, %v", task.ID, st, err)
 			}
@@ -159,7 +159,7 @@ func TestServerWithSDKClient(t *testing.T) {
 			}
 			waiting := res.(*spec.Task)
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-				if _, err := rt.LoadRun(ctx, string(waiting.ID)); err == nil {
+				if _, err := rt.LoadAgentRun(ctx, string(waiting.ID)); err == nil {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -170,7 +170,7 @@ func TestServerWithSDKClient(t *testing.T) {
 			if err != nil || cancelled.Status.State != spec.TaskStateCanceled {
 				t.Fatalf("cancel: %+v, %v", cancelled, err)
 			}
-			st, err = rt.LoadRun(ctx, string(waiting.ID))
+			st, err = rt.LoadAgentRun(ctx, string(waiting.ID))
 			if err != nil || st.Status != agent.RunCancelled {
 				t.Errorf("the cancelled task's run: %+v, %v", st, err)
 			}

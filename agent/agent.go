@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent/compaction"
+	"github.com/calf-go/calf/internal/runlife"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
 )
@@ -154,7 +155,7 @@ type spec struct {
 	// fixed from then on.
 	serving bool
 	// served records the runtimes the agent is served on (see onDemand).
-	served servedOn
+	served runlife.Served[*Runtime]
 	// step is a custom agent's step ([NewCustom]), called in place of
 	// the model.
 	step func(call *stepCall) (*stepReply, error)

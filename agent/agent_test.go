@@ -588,8 +588,8 @@ func TestRuntimeCancel(t *testing.T) {
 	<-started
 	// Another runtime on the same broker and store: an operator's.
 	op := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
-	st, err := op.Cancel(t.Context(), agent.RunRef{Name: "slow", RunID: "r1"}, "stopped by the operator")
-	if err != nil || st.Status != agent.RunCancelled {
+	st, err := agentInfo(op.Cancel(t.Context(), agent.RunRef{Name: "slow", RunID: "r1"}, "stopped by the operator"))
+	if err != nil || st.RunStatus() != agent.RunCancelled {
 		t.Fatalf("Cancel = %+v, %v", st, err)
 	}
 	err = <-done
@@ -605,7 +605,7 @@ func TestRuntimeCancel(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Errorf("model calls = %d, want 1", n)
 	}
-	if st, err := op.Cancel(t.Context(), agent.RunRef{Name: "slow", RunID: "r1"}, "again"); err != nil || st.Error != "stopped by the operator" {
+	if st, err := agentInfo(op.Cancel(t.Context(), agent.RunRef{Name: "slow", RunID: "r1"}, "again")); err != nil || st.Error != "stopped by the operator" {
 		t.Errorf("second Cancel = %+v, %v; want the first cancellation kept", st, err)
 	}
 }

@@ -102,7 +102,7 @@ func TestCallersChangesStayTheirs(t *testing.T) {
 	}
 	// Cancel returns a state of the caller's too (the run has ended: it
 	// is returned as it is).
-	cst, err := e.rt.Cancel(ctx, agent.RunRef{Name: "calculator", RunID: out.RunID}, "late")
+	cst, err := agentInfo(e.rt.Cancel(ctx, agent.RunRef{Name: "calculator", RunID: out.RunID}, "late"))
 	if err != nil {
 		t.Fatal(err)
 	}

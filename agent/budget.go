@@ -210,16 +210,27 @@ func (h *handlers) budgetReached(ctx context.Context, st *runState, version int6
 	return h.rt.emitPaused(ctx, st)
 }
 
-// SetBudget replaces the budget of the run of an agent that run names
-// (nil: no budget). A run that a budget paused goes on at once if the new
-// budget lets it; a run that the new budget still stops (what it spent and
-// the estimated input of the model call it waits for pass a bound) stays
-// paused, with no event, unless the budget has Fail set: the run then goes
-// on to fail.
-func (rt *Runtime) SetBudget(ctx context.Context, run RunRef, b *Budget) (*RunInfo, error) {
+// SetBudget replaces the budget of the run that run names (nil: no
+// budget), and returns the run as it stands. A run that a budget paused
+// goes on at once if the new budget lets it; a run that the new budget
+// still stops (what it spent and the estimated input of the model call it
+// waits for pass a bound) stays paused, with no event, unless the budget
+// has Fail set: the run then goes on to fail. A team's or a workflow's run
+// does as its kind says (see [RunKind]).
+func (rt *Runtime) SetBudget(ctx context.Context, run RunRef, b *Budget) (RunView, error) {
 	if rt == nil {
 		return nil, ErrNoRuntime
 	}
+	if k, err := rt.runKind(run, "set the budget"); k != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return k.SetBudget(ctx, rt, run, b)
+	}
+	return agentView(rt.setAgentBudget(ctx, run, b))
+}
+
+func (rt *Runtime) setAgentBudget(ctx context.Context, run RunRef, b *Budget) (*RunInfo, error) {
 	if err := run.agentRef("set the budget"); err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func TestBudgetStillExceededLeavesRunPaused(t *testing.T) {
 			if calls.Load() != tt.calls || len(events) != 1 {
 				t.Fatalf("paused after %d model calls with pause events %v", calls.Load(), events)
 			}
-			info, err := e.rt.SetBudget(t.Context(), agent.RunRef{Name: "ticker", RunID: id}, &tt.again)
+			info, err := agentInfo(e.rt.SetBudget(t.Context(), agent.RunRef{Name: "ticker", RunID: id}, &tt.again))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -27,7 +27,7 @@ func TestAgentControls(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.settle(t)
-	if info, err := e.rt.LoadRun(ctx, "c1"); err != nil || !info.Paused || info.Status != agent.RunRunning {
+	if info, err := e.rt.LoadAgentRun(ctx, "c1"); err != nil || !info.Paused || info.Status != agent.RunRunning {
 		t.Fatalf("paused run: %+v, %v", info, err)
 	}
 	if err := a.Resume(ctx, e.rt, "c1"); err != nil {

@@ -122,7 +122,7 @@ func TestCustomStepGeneratesAndCallsTools(t *testing.T) {
 	if out == nil || string(out.Content) != `"5"` {
 		t.Fatalf("output %+v", out)
 	}
-	info, err := e.rt.LoadRun(t.Context(), "r1")
+	info, err := e.rt.LoadAgentRun(t.Context(), "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestCustomStepApproval(t *testing.T) {
 			if req.ID != approval.ID("r1", "custom-1-2") || req.ToolName != "add" || string(req.Arguments) != `{"a":2,"b":3}` || req.Reason != "adding needs a person" {
 				t.Errorf("request %+v", req)
 			}
-			info, err := e.rt.LoadRun(ctx, "r1")
+			info, err := e.rt.LoadAgentRun(ctx, "r1")
 			if err != nil || info.Status != agent.RunRunning {
 				t.Fatalf("waiting run %+v, %v", info, err)
 			}
@@ -216,7 +216,7 @@ func TestCustomStepApproval(t *testing.T) {
 			if err != nil || (got.Status == approval.Approved) != approve {
 				t.Errorf("request after the run: %+v, %v", got, err)
 			}
-			info, err = e.rt.LoadRun(ctx, "r1")
+			info, err = e.rt.LoadAgentRun(ctx, "r1")
 			if err != nil || info.Usage.Requests != 1 {
 				t.Errorf("run usage %+v, %v; want one model call", info.Usage, err)
 			}

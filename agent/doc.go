@@ -199,8 +199,9 @@
 //
 // A run is read through its view, [RunInfo]: id, agent, session, status
 // (with a pause in effect), step, messages and tool calls, output or
-// error, usage and cost, handoff chain and timestamps. [Runtime.LoadRun]
-// makes it whole; [DecodeRunInfo] from a stored record alone, for
+// error, usage and cost, handoff chain and timestamps. [Agent.LoadRun]
+// and [Runtime.LoadAgentRun] make it whole; [Runtime.LoadRun] reads a run
+// of any kind by its [RunRef], as a [RunView] (see [RunKind]); [DecodeRunInfo] from a stored record alone, for
 // listings (package runner's Runs, the calf command's "calf runs", the
 // server's inspector). The record the handlers keep, with the protocol's
 // state (phase, pending calls, archived counts, caches), is not exported:

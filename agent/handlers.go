@@ -67,13 +67,7 @@ func (a *Agent[Out]) Serve(ctx context.Context, rt *Runtime, opts *ServeOptions)
 
 // serveLocked is serve under the agent's served lock, recording rt.
 func (a *Agent[Out]) serveLocked(ctx context.Context, rt *Runtime, opts *ServeOptions) error {
-	a.served.mu.Lock()
-	defer a.served.mu.Unlock()
-	if err := a.serve(ctx, rt, opts); err != nil {
-		return err
-	}
-	a.served.add(rt)
-	return nil
+	return a.served.Serve(rt, func() error { return a.serve(ctx, rt, opts) })
 }
 
 // serve is Serve on rt, which is not nil.

@@ -22,7 +22,7 @@ func TestCancelUnstarted(t *testing.T) {
 	if err != nil || started {
 		t.Fatalf("cancelUnstarted of a run nobody took = %v, %v", started, err)
 	}
-	if got, err := rt.LoadRun(ctx, "r1"); err != nil || got.Status != RunCancelled || got.Error != "nobody serves calc" {
+	if got, err := rt.LoadAgentRun(ctx, "r1"); err != nil || got.Status != RunCancelled || got.Error != "nobody serves calc" {
 		t.Fatalf("the run nobody took: %+v, %v", got, err)
 	}
 
@@ -38,7 +38,7 @@ func TestCancelUnstarted(t *testing.T) {
 	if err != nil || !started {
 		t.Fatalf("cancelUnstarted of a run a worker took = %v, %v; want started", started, err)
 	}
-	if got, err := rt.LoadRun(ctx, "r2"); err != nil || got.Status != RunRunning {
+	if got, err := rt.LoadAgentRun(ctx, "r2"); err != nil || got.Status != RunRunning {
 		t.Fatalf("the run a worker took was changed: %+v, %v", got, err)
 	}
 }

@@ -219,7 +219,7 @@ func TestLocalNewIsApart(t *testing.T) {
 		t.Fatalf("Run on a runtime with its own ids: %+v, %v", out, err)
 	}
 	for _, rt := range []*agent.Runtime{rt1, local.Runtime()} {
-		if _, err := rt.LoadRun(ctx, out.RunID); err == nil {
+		if _, err := rt.LoadAgentRun(ctx, out.RunID); err == nil {
 			t.Errorf("a run of one local runtime is found in another")
 		}
 	}
@@ -295,7 +295,7 @@ func TestNilRuntimeIsAnError(t *testing.T) {
 			return err
 		},
 		"Runtime.LoadRun": func() error {
-			_, err := rt.LoadRun(ctx, "r1")
+			_, err := rt.LoadAgentRun(ctx, "r1")
 			return err
 		},
 		"Runtime.Recording": func() error {

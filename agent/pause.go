@@ -82,12 +82,23 @@ func (a *Agent[Out]) Resume(ctx context.Context, rt *Runtime, runID string) erro
 	return err
 }
 
-// Pause pauses the run of an agent that run names, as [Agent.Pause]
-// does, and returns the run as it stands.
-func (rt *Runtime) Pause(ctx context.Context, run RunRef, reason string) (*RunInfo, error) {
+// Pause pauses the run that run names, of any kind: an agent's run as
+// [Agent.Pause] does, a team's or a workflow's as theirs do (see
+// [RunKind]), and returns the run as it stands.
+func (rt *Runtime) Pause(ctx context.Context, run RunRef, reason string) (RunView, error) {
 	if rt == nil {
 		return nil, ErrNoRuntime
 	}
+	if k, err := rt.runKind(run, "pause"); k != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return k.Pause(ctx, rt, run, reason)
+	}
+	return agentView(rt.pauseAgentRun(ctx, run, reason))
+}
+
+func (rt *Runtime) pauseAgentRun(ctx context.Context, run RunRef, reason string) (*RunInfo, error) {
 	if err := run.agentRef("pause"); err != nil {
 		return nil, err
 	}
@@ -107,12 +118,23 @@ func (rt *Runtime) Pause(ctx context.Context, run RunRef, reason string) (*RunIn
 	return st.info()
 }
 
-// Resume resumes the run of an agent that run names, as [Agent.Resume]
-// does, and returns the run as it stands.
-func (rt *Runtime) Resume(ctx context.Context, run RunRef) (*RunInfo, error) {
+// Resume resumes the run that run names, of any kind: an agent's run as
+// [Agent.Resume] does, a team's or a workflow's as theirs do (see
+// [RunKind]), and returns the run as it stands.
+func (rt *Runtime) Resume(ctx context.Context, run RunRef) (RunView, error) {
 	if rt == nil {
 		return nil, ErrNoRuntime
 	}
+	if k, err := rt.runKind(run, "resume"); k != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return k.Resume(ctx, rt, run)
+	}
+	return agentView(rt.resumeAgentRun(ctx, run))
+}
+
+func (rt *Runtime) resumeAgentRun(ctx context.Context, run RunRef) (*RunInfo, error) {
 	if err := run.agentRef("resume"); err != nil {
 		return nil, err
 	}

@@ -53,7 +53,7 @@ func TestPauseAndResume(t *testing.T) {
 		}
 	}()
 	<-inTool
-	info, err := e.rt.Pause(t.Context(), agent.RunRef{Name: "worker", RunID: "p1"}, "lunch")
+	info, err := agentInfo(e.rt.Pause(t.Context(), agent.RunRef{Name: "worker", RunID: "p1"}, "lunch"))
 	if err != nil || info.Pause == nil || info.Paused {
 		t.Fatalf("pause asked during the step: %+v, %v", info, err)
 	}
@@ -73,7 +73,7 @@ func TestPauseAndResume(t *testing.T) {
 		t.Fatalf("paused run: %+v, %v; %d model calls", st, err, calls.Load())
 	}
 	// Nothing moves while it is paused, and pausing again changes nothing.
-	if st, err := e.rt.Pause(t.Context(), agent.RunRef{Name: "worker", RunID: "p1"}, "again"); err != nil || st.Pause.Reason != "lunch" {
+	if st, err := agentInfo(e.rt.Pause(t.Context(), agent.RunRef{Name: "worker", RunID: "p1"}, "again")); err != nil || st.Pause.Reason != "lunch" {
 		t.Errorf("a second pause: %+v, %v", st.Pause, err)
 	}
 	e.settle(t)
@@ -83,7 +83,7 @@ func TestPauseAndResume(t *testing.T) {
 
 	// Resume from another process: a runtime of its own on the broker and store.
 	other := agent.NewRuntime(calf.NewClient(e.broker, nil), e.store, nil)
-	if st, err := other.Resume(t.Context(), agent.RunRef{Name: "worker", RunID: "p1"}); err != nil || st.Pause != nil || st.Paused {
+	if st, err := agentInfo(other.Resume(t.Context(), agent.RunRef{Name: "worker", RunID: "p1"})); err != nil || st.Pause != nil || st.Paused {
 		t.Fatalf("resume: %+v, %v", st, err)
 	}
 	if st, err := e.rt.LoadState(t.Context(), "p1"); err != nil || st.Resumes != 1 {

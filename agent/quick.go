@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
@@ -21,20 +20,6 @@ func NewText(name string, m model.Model, instructions string, tools ...tool.Tool
 // teams and workflows given a nil *Runtime: a runtime is always given,
 // and none is assumed.
 var ErrNoRuntime = errors.New("agent: no runtime: pass local.Runtime() for one in this process, or agent.NewRuntime over a broker and a store")
-
-// servedOn records the runtimes the agent was served on.
-type servedOn struct {
-	mu sync.Mutex // held while the agent is served
-	on map[*Runtime]bool
-}
-
-// add records rt; the caller holds mu.
-func (s *servedOn) add(rt *Runtime) {
-	if s.on == nil {
-		s.on = map[*Runtime]bool{}
-	}
-	s.on[rt] = true
-}
 
 // onDemand returns rt with the agent served on it in this process when rt
 // serves on demand ([RuntimeOptions.ServeOnDemand]; once: not again if
@@ -63,18 +48,13 @@ func (a *Agent[Out]) onDemand(ctx context.Context, rt *Runtime) (*Runtime, error
 // serveOnce serves the agent on rt unless it is served there already,
 // and reports whether it served it now.
 func (a *Agent[Out]) serveOnce(ctx context.Context, rt *Runtime) (bool, error) {
-	a.served.mu.Lock()
-	defer a.served.mu.Unlock()
-	if a.served.on[rt] {
-		return false, nil
-	}
 	// The handlers live as long as the runtime's client: not bound to the
 	// context of the first run.
-	if err := a.serve(context.WithoutCancel(ctx), rt, nil); err != nil {
+	first, err := a.served.Once(rt, func() error { return a.serve(context.WithoutCancel(ctx), rt, nil) })
+	if err != nil {
 		return false, fmt.Errorf("agent %s: serve on demand: %w", a.name, err)
 	}
-	a.served.add(rt)
-	return true, nil
+	return first, nil
 }
 
 // delegator is an agent of this process whose runs may start runs of

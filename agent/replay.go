@@ -32,7 +32,7 @@ type Recording struct {
 // them (the assistant messages of the run, without the session history it
 // continued).
 func (rt *Runtime) Recording(ctx context.Context, runID string) (*Recording, error) {
-	st, err := rt.LoadRun(ctx, runID)
+	st, err := rt.LoadAgentRun(ctx, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -351,13 +351,26 @@ func (a *Agent[Out]) Cancel(ctx context.Context, rt *Runtime, runID, reason stri
 	return err
 }
 
-// Cancel cancels the run of an agent that run names, as [Agent.Cancel]
-// does, and returns the state the run ends with. The agent may be served
-// by any process: Cancel needs only the runtime's broker and store.
-func (rt *Runtime) Cancel(ctx context.Context, run RunRef, reason string) (*RunInfo, error) {
+// Cancel cancels the run that run names, of any kind: an agent's run as
+// [Agent.Cancel] does, a team's or a workflow's as theirs do (see
+// [RunKind]), and returns the run as it stands (an agent's run as it
+// ends). The run may be served by any process: Cancel needs only the
+// runtime's broker and store.
+func (rt *Runtime) Cancel(ctx context.Context, run RunRef, reason string) (RunView, error) {
 	if rt == nil {
 		return nil, ErrNoRuntime
 	}
+	if k, err := rt.runKind(run, "cancel"); k != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return k.Cancel(ctx, rt, run, reason)
+	}
+	return agentView(rt.cancelAgentRun(ctx, run, reason))
+}
+
+// cancelAgentRun is Cancel for an agent's run.
+func (rt *Runtime) cancelAgentRun(ctx context.Context, run RunRef, reason string) (*RunInfo, error) {
 	if err := run.agentRef("cancel"); err != nil {
 		return nil, err
 	}

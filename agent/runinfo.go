@@ -8,7 +8,7 @@ import (
 )
 
 // RunInfo is what a run tells its readers: a read-only view of one run of
-// an agent, made from its stored record. [Runtime.LoadRun] returns it
+// an agent, made from its stored record. [Agent.LoadRun] returns it
 // whole; [DecodeRunInfo] makes it from a record alone. It is a copy: it
 // shares nothing with the runtime, and changing it changes nothing.
 //

@@ -34,7 +34,7 @@ func TestRunInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := e.rt.LoadRun(ctx, out.RunID)
+	info, err := e.rt.LoadAgentRun(ctx, out.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestRunInfo(t *testing.T) {
 	// The view is a copy.
 	info.Messages[0].Parts[0].Text = "changed"
 	info.ToolCalls[0].Name = "changed"
-	again, err := e.rt.LoadRun(ctx, out.RunID)
+	again, err := e.rt.LoadAgentRun(ctx, out.RunID)
 	if err != nil || again.Messages[0].Text() != "tick" || again.ToolCalls[0].Name != "tick" {
 		t.Errorf("LoadRun after changing a view: %v", err)
 	}

@@ -94,6 +94,8 @@ type Runtime struct {
 	prepared  sync.Map
 	preparing chan struct{}
 
+	kindMu     sync.Mutex
+	kinds      map[string]RunKind // by name, see AddKind
 	sweepMu    sync.Mutex
 	sweepers   map[string]store.Sweeper
 	sweepOrder []string

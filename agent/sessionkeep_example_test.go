@@ -44,7 +44,7 @@ func ExampleOptions_sessionAnswersOnly() {
 	if err != nil {
 		panic(err)
 	}
-	info, err := rt.LoadRun(ctx, out.RunID)
+	info, err := rt.LoadAgentRun(ctx, out.RunID)
 	if err != nil {
 		panic(err)
 	}

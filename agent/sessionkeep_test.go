@@ -98,7 +98,7 @@ func TestSessionAnswersOnly(t *testing.T) {
 					t.Errorf("turn 2 sees the answer %q", got)
 				}
 				// The run's record keeps its tool traffic.
-				info, err := rt.LoadRun(t.Context(), "t1")
+				info, err := rt.LoadAgentRun(t.Context(), "t1")
 				if err != nil {
 					t.Fatal(err)
 				}

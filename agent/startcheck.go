@@ -135,7 +135,7 @@ func (a *Agent[Out]) abandon(ctx context.Context, rt *Runtime, id string) error 
 	reason := "the caller stopped waiting: " + cause.Error()
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	st, _ := rt.Cancel(bg, RunRef{Kind: "agent", Name: a.name, RunID: id}, reason)
+	st, _ := rt.cancelAgentRun(bg, RunRef{Kind: "agent", Name: a.name, RunID: id}, reason)
 	if st != nil && st.Status != RunCancelled {
 		// The run ended just before the caller gave up.
 		reason = fmt.Sprintf("the run ended (%s) but the caller stopped waiting: %v", st.Status, cause)

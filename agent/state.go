@@ -344,14 +344,49 @@ func (s *runState) clone() *runState {
 	return &c
 }
 
-// LoadRun returns the view of a run, whole (with the history its session
-// keeps and the messages and tool calls archived apart from its record),
-// or an error matching [store.ErrNotFound]. The view is the caller's: it
-// shares nothing with what the runtime keeps.
-func (rt *Runtime) LoadRun(ctx context.Context, runID string) (*RunInfo, error) {
+// LoadRun returns the view of the run that run names, of any kind, or an
+// error matching [store.ErrNotFound]: an agent's run (Kind "agent" or
+// empty; its Name may be empty) as a [*RunInfo], whole, as [Agent.LoadRun]
+// returns it; a team's or a workflow's run as its kind's view (see
+// [RunKind]). The view is the caller's: it shares nothing with what the
+// runtime keeps.
+func (rt *Runtime) LoadRun(ctx context.Context, run RunRef) (RunView, error) {
 	if rt == nil {
 		return nil, ErrNoRuntime
 	}
+	if k, err := rt.runKind(run, "load"); k != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return k.Load(ctx, rt, run)
+	}
+	if run.RunID == "" {
+		return nil, errors.New("agent: load a run: the run needs a run id")
+	}
+	return agentView(rt.loadRunInfo(ctx, run.RunID))
+}
+
+// LoadRun returns the view of the agent's run runID, whole (with the
+// history its session keeps and the messages and tool calls archived
+// apart from its record), or an error matching [store.ErrNotFound]. The
+// view is the caller's: it shares nothing with what the runtime keeps.
+func (a *Agent[Out]) LoadRun(ctx context.Context, rt *Runtime, runID string) (*RunInfo, error) {
+	if rt == nil {
+		return nil, ErrNoRuntime
+	}
+	return rt.loadRunInfo(ctx, runID)
+}
+
+// LoadAgentRun returns the view of the agent's run runID as
+// [Agent.LoadRun] does, for a caller that knows the run's id alone.
+func (rt *Runtime) LoadAgentRun(ctx context.Context, runID string) (*RunInfo, error) {
+	if rt == nil {
+		return nil, ErrNoRuntime
+	}
+	return rt.loadRunInfo(ctx, runID)
+}
+
+func (rt *Runtime) loadRunInfo(ctx context.Context, runID string) (*RunInfo, error) {
 	st, err := rt.loadRun(ctx, runID)
 	if err != nil {
 		return nil, err

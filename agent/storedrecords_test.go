@@ -79,7 +79,7 @@ func TestStoredRecords(t *testing.T) {
 	ctx := t.Context()
 	whole := func(t *testing.T, rt *agent.Runtime, id string) *agent.RunInfo {
 		t.Helper()
-		info, err := rt.LoadRun(ctx, id)
+		info, err := rt.LoadAgentRun(ctx, id)
 		if err != nil {
 			t.Fatalf("LoadRun(%s): %v", id, err)
 		}

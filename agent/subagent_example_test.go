@@ -34,7 +34,7 @@ func ExampleAgent_AddSubagent() {
 	}
 	fmt.Println(out.Output)
 	fmt.Println("tool result:", out.ToolCalls[0].Result.Text())
-	child, _ := rt.LoadRun(ctx, "w1/c1")
+	child, _ := rt.LoadAgentRun(ctx, "w1/c1")
 	fmt.Println("child run", child.ID, "of", child.Parent, child.Status)
 	// Output:
 	// Lyon, a city of about half a million people.

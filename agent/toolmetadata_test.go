@@ -61,7 +61,7 @@ func TestToolResultMetadata(t *testing.T) {
 			if result == nil || result.Result.Metadata["trace"] != "mdv-7f3a" || result.Result.Metadata["path"] != "notes.txt" {
 				t.Fatalf("tool result in the stream: %+v", result)
 			}
-			info, err := e.rt.LoadRun(t.Context(), runID)
+			info, err := e.rt.LoadAgentRun(t.Context(), runID)
 			if err != nil {
 				t.Fatal(err)
 			}

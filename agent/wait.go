@@ -2,20 +2,10 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/calf-go/calf"
-	"github.com/calf-go/calf/store"
-)
-
-// waitRecheck bounds the time between two reads of the run's state while
-// [Agent.Wait] hears nothing of it: a safety net under the run's output
-// events, which wake it at once.
-const (
-	waitRecheckMin = 250 * time.Millisecond
-	waitRecheckMax = 5 * time.Second
+	"github.com/calf-go/calf/internal/runlife"
 )
 
 // Wait waits until the run runID ends and returns its output, read from
@@ -66,58 +56,32 @@ func (a *Agent[Out]) Wait(ctx context.Context, rt *Runtime, runID string) (*Outp
 		following[agent] = true
 		return f.Add(OutputChannel(agent))
 	}
-	unknownAfter := time.Now().Add(a.opts.StartTimeout)
-	recheck := waitRecheckMin
-	for {
-		// The store says whether the run has ended: the follower, set up
-		// before this read, hears of any end after it.
-		st, lerr := rt.lastOfChain(ctx, runID)
-		switch err := lerr; {
-		case errors.Is(err, store.ErrNotFound):
-			if !time.Now().Before(unknownAfter) {
-				return nil, fmt.Errorf("agent %s: wait for run %s: no run of that id was recorded within %s (the agent's StartTimeout): %w",
-					a.name, runID, a.opts.StartTimeout, err)
+	w := runlife.Wait{
+		What:         fmt.Sprintf("agent %s: wait for run %s", a.name, runID),
+		Follower:     f,
+		StartTimeout: a.opts.StartTimeout,
+		Load: func(ctx context.Context) (bool, error) {
+			st, err := rt.lastOfChain(ctx, runID)
+			if err != nil || st.Status.Terminal() {
+				return err == nil, err
 			}
-		case err != nil:
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("agent %s: wait for run %s: %w", a.name, runID, context.Cause(ctx))
-			}
-			return nil, fmt.Errorf("agent %s: wait for run %s: %w", a.name, runID, err)
-		case st.Status.Terminal():
-			return a.stored(ctx, rt, runID)
-		default:
 			// The run may have handed off: its chain ends on the output
 			// channel of the agent it reached.
-			if err := follow(st.Agent); err != nil {
-				return nil, fmt.Errorf("agent %s: wait for run %s: %w", a.name, runID, err)
-			}
-		}
-		wait := recheck
-		if lerr != nil { // not recorded yet: look again by the deadline
-			wait = min(wait, max(time.Until(unknownAfter), 0))
-		}
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		m, err := f.Next(wctx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("agent %s: wait for run %s: %w", a.name, runID, context.Cause(ctx))
-		case err != nil && wctx.Err() == nil:
-			return nil, fmt.Errorf("agent %s: wait for run %s: %w", a.name, runID, err)
-		case err != nil:
-			recheck = min(2*recheck, waitRecheckMax) // heard nothing
-		case m.Channel == calf.DeadLetterChannel:
-			if err := ParkedError(m, RunRef{Kind: "agent", Name: a.name, RunID: runID}); err != nil {
-				return nil, err
-			}
-		default:
-			recheck = waitRecheckMin
+			return false, follow(st.Agent)
+		},
+		Parked: func(m *calf.Message) error {
+			return ParkedError(m, RunRef{Kind: "agent", Name: a.name, RunID: runID})
+		},
+		Heard: func(m *calf.Message) error {
 			var ev OutputEvent
 			if m.Decode(&ev) == nil && ev.Handoff != nil {
-				if err := follow(ev.Handoff.Agent); err != nil {
-					return nil, fmt.Errorf("agent %s: wait for run %s: %w", a.name, runID, err)
-				}
+				return follow(ev.Handoff.Agent)
 			}
-		}
+			return nil
+		},
 	}
+	if err := w.Run(ctx); err != nil {
+		return nil, err
+	}
+	return a.stored(ctx, rt, runID)
 }

@@ -107,7 +107,7 @@ func TestPoisonMessageParkedAndReplayed(t *testing.T) {
 		t.Fatalf("the poisoned run = %+v, %v; want an error matching agent.ErrRunParked", res.out, res.err)
 	}
 	runID := r.Message.Metadata.RunID
-	if st, err := rt.LoadRun(t.Context(), runID); err == nil && st.Status.Terminal() {
+	if st, err := rt.LoadAgentRun(t.Context(), runID); err == nil && st.Status.Terminal() {
 		t.Fatalf("the poisoned run ended before its replay: %+v", st)
 	}
 

@@ -185,13 +185,15 @@ func outputResult(runID string, content json.RawMessage) *Result {
 }
 
 // ended turns the error that ended a stream into a Result when it is a
-// run's failure or cancellation.
+// run's failure or cancellation. A run held up by a parked message has
+// neither failed nor ended: its error (matching [agent.ErrRunParked]) is
+// returned, for the caller to say what to do (replay the dead letter).
 func ended(ctx context.Context, runID string, err error) (*Result, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	var re *agent.RunError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && !errors.Is(err, agent.ErrRunParked) {
 		st := Failed
 		if re.Status == agent.RunCancelled {
 			st = Cancelled
@@ -267,13 +269,13 @@ func (r *agentRunner[Out]) Status(ctx context.Context, rt *agent.Runtime, runID 
 	if rt == nil {
 		return nil, agent.ErrNoRuntime
 	}
-	st, err := rt.LoadRun(ctx, runID)
+	st, err := rt.LoadAgentRun(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
 	// A run that handed off answers with the end of its chain.
 	for hops := 0; st.Status == agent.RunHandedOff && st.HandedOffTo != nil && hops < 100; hops++ {
-		next, err := rt.LoadRun(ctx, st.HandedOffTo.RunID)
+		next, err := rt.LoadAgentRun(ctx, st.HandedOffTo.RunID)
 		if errors.Is(err, store.ErrNotFound) {
 			return &Result{RunID: runID, Status: Running}, nil
 		}
@@ -407,7 +409,7 @@ func (r teamRunner) Submit(ctx context.Context, rt *agent.Runtime, prompt string
 }
 
 func (r teamRunner) Status(ctx context.Context, rt *agent.Runtime, runID string) (*Result, error) {
-	st, err := team.LoadRun(ctx, rt, runID)
+	st, err := r.t.LoadRun(ctx, rt, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -106,6 +106,21 @@ func SummarizeWorkflowRun(st *workflow.RunInfo) RunSummary {
 	return s
 }
 
+// SummarizeView returns the summary of v, the view of a run of any kind
+// (as the runtime's by-name controls return it).
+func SummarizeView(v agent.RunView) RunSummary {
+	switch v := v.(type) {
+	case *agent.RunInfo:
+		return SummarizeAgentRun(v)
+	case *team.RunInfo:
+		return SummarizeTeamRun(v)
+	case *workflow.RunInfo:
+		return SummarizeWorkflowRun(v)
+	}
+	ref := v.Ref()
+	return RunSummary{ID: ref.RunID, Kind: ref.Kind, Name: ref.Name, Status: string(v.RunStatus())}
+}
+
 // workflowRun returns the view of the workflow run id, whichever
 // workflow's it is: its record is named by both, so the records are read
 // until it is found.
@@ -139,7 +154,7 @@ type Run struct {
 
 // View returns the view the run has, of its kind: an *agent.RunInfo, a
 // *team.RunInfo or a *workflow.RunInfo.
-func (r *Run) View() any {
+func (r *Run) View() agent.RunView {
 	switch {
 	case r.Team != nil:
 		return r.Team

@@ -82,7 +82,7 @@ func TestApprovalPendingNotStreamed(t *testing.T) {
 			if !strings.Contains(string(data), `Done: 5`) {
 				t.Errorf("the run's events after the approval:\n%s", data)
 			}
-			if st, err := rt.LoadRun(ctx, run); err != nil || st.Status != agent.RunComplete {
+			if st, err := rt.LoadAgentRun(ctx, run); err != nil || st.Status != agent.RunComplete {
 				t.Errorf("the run: %+v %v", st, err)
 			}
 		})

@@ -168,7 +168,7 @@ func (s *Server) findRun(ctx context.Context, user, id string) error {
 	if _, err := st.Get(ctx, KindRunOwner, id); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	if _, err := s.rt.LoadRun(ctx, id); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.rt.LoadAgentRun(ctx, id); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	if s.opts.Log == nil {

@@ -206,7 +206,7 @@ func TestOpenAIStreamResume(t *testing.T) {
 			resp3.Body.Close()
 			deadline := time.Now().Add(10 * time.Second)
 			for {
-				st, err := rt.LoadRun(t.Context(), run3)
+				st, err := rt.LoadAgentRun(t.Context(), run3)
 				if err == nil && st.Status == agent.RunCancelled {
 					break
 				}
@@ -240,7 +240,7 @@ func TestStreamNotServed(t *testing.T) {
 	if status != 200 || !strings.Contains(body, "no process serves the agent") || strings.Contains(body, "[DONE]") {
 		t.Fatalf("%d %s", status, body)
 	}
-	st, err := rt.LoadRun(t.Context(), h.Get(server.RunHeader))
+	st, err := rt.LoadAgentRun(t.Context(), h.Get(server.RunHeader))
 	if err != nil || st.Status != agent.RunCancelled {
 		t.Errorf("the run: %+v %v", st, err)
 	}

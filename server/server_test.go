@@ -576,7 +576,7 @@ func testDisconnectCancelsRun(t *testing.T, logged bool) {
 		}
 		var status agent.RunStatus
 		if len(recs) == 1 {
-			run, err := rt.LoadRun(t.Context(), recs[0].ID)
+			run, err := rt.LoadAgentRun(t.Context(), recs[0].ID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -160,7 +160,7 @@ func TestSessionTurns(t *testing.T) {
 	if err := rt.Store().Delete(ctx, store.KindRun, "run-1", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.LoadRun(ctx, "run-1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := rt.LoadAgentRun(ctx, "run-1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("run-1 after its removal: %v", err)
 	}
 	v = get()

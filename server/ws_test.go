@@ -90,7 +90,7 @@ func TestWebSocketBridge(t *testing.T) {
 	if cs := strings.Join(channels, " "); !strings.HasPrefix(cs, "input inference") || !strings.Contains(cs, "approval") || !strings.Contains(cs, "tool_result") || !strings.HasSuffix(cs, "output") {
 		t.Errorf("channels %q", cs)
 	}
-	out, err := rt.LoadRun(ctx, run)
+	out, err := rt.LoadAgentRun(ctx, run)
 	if err != nil || out.Status != agent.RunComplete {
 		t.Fatalf("the run: %+v %v", out, err)
 	}

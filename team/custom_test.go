@@ -60,7 +60,7 @@ func TestCustomAgentMember(t *testing.T) {
 	if got := strings.Join(stampEvents, " "); got != "input inference output" {
 		t.Errorf("the stamp's events in the team stream: %q", got)
 	}
-	st, err := e.rt.LoadRun(t.Context(), out.Transcript[0].RunID)
+	st, err := e.rt.LoadAgentRun(t.Context(), out.Transcript[0].RunID)
 	if err != nil || st.Parent != out.RunID || st.Agent != "stamp" {
 		t.Errorf("member run %+v, %v; want a child of %s", st, err, out.RunID)
 	}

@@ -38,7 +38,7 @@
 // the crash of any worker, and can be carried out by many workers: its
 // state is a store record (of kind [store.KindTeam], id the run id)
 // changed by compare-and-swap. Readers see a run through [RunInfo]
-// ([LoadRun], [DecodeRunInfo]), a copy of what the record says.
+// ([Team.LoadRun], [Kind], [DecodeRunInfo]), a copy of what the record says.
 // Member run ids are derived from the team run id, the step and the
 // member ("{run}.{step}.{member}"), and event ids from the run and the
 // step, so a redelivered message starts no member twice.

@@ -9,6 +9,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/workflow"
 )
 
 // ServeOptions configures [Team.Serve]. A nil *ServeOptions means the
@@ -39,22 +40,7 @@ func (t *Team) Serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions)
 	if rt == nil {
 		return fmt.Errorf("team %s: serve: %w", t.name, agent.ErrNoRuntime)
 	}
-	t.served.mu.Lock()
-	defer t.served.mu.Unlock()
-	if err := t.serve(ctx, rt, opts); err != nil {
-		return err
-	}
-	t.markServed(rt)
-	return nil
-}
-
-// markServed records that the team is served on rt; the caller holds
-// t.served.mu.
-func (t *Team) markServed(rt *agent.Runtime) {
-	if t.served.on == nil {
-		t.served.on = map[*agent.Runtime]bool{}
-	}
-	t.served.on[rt] = true
+	return t.served.Serve(rt, func() error { return t.serve(ctx, rt, opts) })
 }
 
 // onDemand returns rt with the team served on it in this process when rt
@@ -65,20 +51,15 @@ func (t *Team) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.Runtime,
 	if rt == nil {
 		return nil, fmt.Errorf("team %s: %w", t.name, agent.ErrNoRuntime)
 	}
+	rt.AddKind(Kind, workflow.Kind) // for the runtime's controls by name
 	if !rt.ServesOnDemand() {
-		return rt, nil
-	}
-	t.served.mu.Lock()
-	defer t.served.mu.Unlock()
-	if t.served.on[rt] {
 		return rt, nil
 	}
 	// The handlers live as long as the runtime's client: not bound to the
 	// context of the first run.
-	if err := t.serve(context.WithoutCancel(ctx), rt, nil); err != nil {
+	if _, err := t.served.Once(rt, func() error { return t.serve(context.WithoutCancel(ctx), rt, nil) }); err != nil {
 		return nil, fmt.Errorf("team %s: serve on demand: %w", t.name, err)
 	}
-	t.markServed(rt)
 	return rt, nil
 }
 
@@ -90,6 +71,7 @@ func (t *Team) serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions)
 	}
 	c := &coordinator{t: t, rt: rt}
 	rt.AddSweeper("team", sweepRuns)
+	rt.AddKind(Kind, workflow.Kind)
 	for _, s := range []struct {
 		channel string
 		h       calf.Handler

@@ -39,7 +39,7 @@ func TestLocalRuntimeServesOnDemand(t *testing.T) {
 	if got, err := tm.Wait(ctx, rt, out.RunID); err != nil || got.Output != "b1!" {
 		t.Errorf("Wait for an ended run: %+v, %v", got, err)
 	}
-	if st, err := team.LoadRun(ctx, rt, out.RunID); err != nil || st.Status != agent.RunComplete {
+	if st, err := loadTeamRun(ctx, rt, out.RunID); err != nil || st.Status != agent.RunComplete {
 		t.Errorf("LoadRun: %+v, %v", st, err)
 	}
 	var last *agent.OutputEvent
@@ -65,19 +65,19 @@ func TestLocalRuntimeServesOnDemand(t *testing.T) {
 	if err := tm.Pause(ctx, rt, out.RunID, "x"); !errors.Is(err, agent.ErrRunEnded) {
 		t.Errorf("Pause: %v", err)
 	}
-	if _, err := team.PauseRun(ctx, rt, out.RunID, "x"); !errors.Is(err, agent.ErrRunEnded) {
+	if _, err := pauseTeamRun(ctx, rt, out.RunID, "x"); !errors.Is(err, agent.ErrRunEnded) {
 		t.Errorf("PauseRun: %v", err)
 	}
 	if err := tm.Resume(ctx, rt, out.RunID); !errors.Is(err, agent.ErrRunEnded) {
 		t.Errorf("Resume: %v", err)
 	}
-	if _, err := team.ResumeRun(ctx, rt, out.RunID); !errors.Is(err, agent.ErrRunEnded) {
+	if _, err := resumeTeamRun(ctx, rt, out.RunID); !errors.Is(err, agent.ErrRunEnded) {
 		t.Errorf("ResumeRun: %v", err)
 	}
 	if err := tm.Cancel(ctx, rt, out.RunID, "x"); err != nil {
 		t.Errorf("Cancel: %v", err)
 	}
-	if _, err := team.CancelRun(ctx, rt, out.RunID, "x"); err != nil {
+	if _, err := cancelTeamRun(ctx, rt, out.RunID, "x"); err != nil {
 		t.Errorf("CancelRun: %v", err)
 	}
 	if _, err := tm.Recover(ctx, rt, nil); err != nil {
@@ -124,22 +124,22 @@ func TestNilRuntimeIsAnError(t *testing.T) {
 			return err
 		},
 		"LoadRun": func() error {
-			_, err := team.LoadRun(ctx, nil, "r1")
+			_, err := loadTeamRun(ctx, nil, "r1")
 			return err
 		},
 		"Pause":  func() error { return tm.Pause(ctx, nil, "r1", "x") },
 		"Resume": func() error { return tm.Resume(ctx, nil, "r1") },
 		"PauseRun": func() error {
-			_, err := team.PauseRun(ctx, nil, "r1", "x")
+			_, err := pauseTeamRun(ctx, nil, "r1", "x")
 			return err
 		},
 		"ResumeRun": func() error {
-			_, err := team.ResumeRun(ctx, nil, "r1")
+			_, err := resumeTeamRun(ctx, nil, "r1")
 			return err
 		},
 		"Cancel": func() error { return tm.Cancel(ctx, nil, "r1", "x") },
 		"CancelRun": func() error {
-			_, err := team.CancelRun(ctx, nil, "r1", "x")
+			_, err := cancelTeamRun(ctx, nil, "r1", "x")
 			return err
 		},
 		"Recover": func() error {

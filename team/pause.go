@@ -40,14 +40,13 @@ func (s *runState) submitted() bool {
 // [RunInfo.Paused] reports it. Pausing a paused run changes nothing; a run
 // that has ended returns an error matching [agent.ErrRunEnded].
 func (t *Team) Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
-	_, err := PauseRun(ctx, rt, runID, reason)
+	_, err := pauseRun(ctx, rt, runID, reason)
 	return err
 }
 
-// PauseRun pauses the team run runID as [Team.Pause] does, from a process
-// that does not have the team's definition (calf runs pause), and returns
+// pauseRun pauses the team run runID as [Team.Pause] does, and returns
 // the run as it stands.
-func PauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*RunInfo, error) {
+func pauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*RunInfo, error) {
 	if rt == nil {
 		return nil, agent.ErrNoRuntime
 	}
@@ -71,20 +70,19 @@ func PauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*Ru
 // failed halfway (its broker unreachable); a run that has ended returns an
 // error matching [agent.ErrRunEnded].
 func (t *Team) Resume(ctx context.Context, rt *agent.Runtime, runID string) error {
-	_, err := ResumeRun(ctx, rt, runID)
+	_, err := resumeRun(ctx, rt, runID)
 	return err
 }
 
-// ResumeRun resumes the team run runID as [Team.Resume] does, from a
-// process that does not have the team's definition (calf runs resume),
-// and returns the run as it stands.
+// resumeRun resumes the team run runID as [Team.Resume] does, and
+// returns the run as it stands.
 //
 // The resume is recorded first, with the step it lets go on, and its
 // events are sent after: a resume event on [PauseChannel] and the step's
-// event. Until a member run of the step has started, ResumeRun called
-// again and [Team.Recover] send them again, with the same ids, so that a
-// resume whose events were not all sent is not lost.
-func ResumeRun(ctx context.Context, rt *agent.Runtime, runID string) (*RunInfo, error) {
+// event. Until a member run of the step has started, a resume made again
+// and [Team.Recover] send them again, with the same ids, so that a resume
+// whose events were not all sent is not lost.
+func resumeRun(ctx context.Context, rt *agent.Runtime, runID string) (*RunInfo, error) {
 	if rt == nil {
 		return nil, agent.ErrNoRuntime
 	}

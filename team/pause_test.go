@@ -47,7 +47,7 @@ func TestTeamPauseAndResume(t *testing.T) {
 	if err := tm.Pause(t.Context(), e.rt, "tp", "review"); err != nil {
 		t.Fatalf("pause: %v", err)
 	}
-	if st, err := team.LoadRun(t.Context(), e.rt, "tp"); err != nil || st.Pause == nil || st.Paused {
+	if st, err := loadTeamRun(t.Context(), e.rt, "tp"); err != nil || st.Pause == nil || st.Paused {
 		t.Fatalf("paused state: %+v, %v", st, err)
 	}
 	close(release)
@@ -61,7 +61,7 @@ func TestTeamPauseAndResume(t *testing.T) {
 		}
 	}
 	e.settle(t)
-	st, err := team.LoadRun(t.Context(), e.rt, "tp")
+	st, err := loadTeamRun(t.Context(), e.rt, "tp")
 	if err != nil || !st.Paused || second.calls.Load() != 0 || len(st.Transcript) != 1 {
 		t.Fatalf("paused team run: %+v, %v; second called %d times", st, err, second.calls.Load())
 	}
@@ -110,7 +110,7 @@ func (f *failingPublish) Publish(ctx context.Context, msg *calf.Message) error {
 func waitTeamPaused(t *testing.T, e *env, id string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		st, err := team.LoadRun(t.Context(), e.rt, id)
+		st, err := loadTeamRun(t.Context(), e.rt, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,14 +162,14 @@ func TestTeamResumeAgain(t *testing.T) {
 					t.Fatal(err)
 				}
 				e.settle(t)
-				if st, err := team.LoadRun(ctx, e.rt, "ra"); err != nil || !st.Paused || second.calls.Load() != 0 {
+				if st, err := loadTeamRun(ctx, e.rt, "ra"); err != nil || !st.Paused || second.calls.Load() != 0 {
 					t.Fatalf("recovered paused run: %+v, %v; second called %d times", st, err, second.calls.Load())
 				}
 			}
 			if err := tm.Resume(ctx, e.rt, "ra"); err == nil {
 				t.Fatal("the first resume's publish did not fail")
 			}
-			if st, err := team.LoadRun(ctx, e.rt, "ra"); err != nil || st.Paused || st.Pause != nil {
+			if st, err := loadTeamRun(ctx, e.rt, "ra"); err != nil || st.Paused || st.Pause != nil {
 				t.Fatalf("resumed run: %+v, %v", st, err)
 			}
 			e.settle(t)
@@ -184,7 +184,7 @@ func TestTeamResumeAgain(t *testing.T) {
 				// From a process without the definition, after the step
 				// was sent: nothing more, or the run has ended.
 				other := agent.NewRuntime(calf.NewClient(e.broker, nil), e.rt.Store(), nil)
-				if _, err := team.ResumeRun(ctx, other, "ra"); err != nil && !errors.Is(err, agent.ErrRunEnded) {
+				if _, err := resumeTeamRun(ctx, other, "ra"); err != nil && !errors.Is(err, agent.ErrRunEnded) {
 					t.Fatal(err)
 				}
 			case "recover":

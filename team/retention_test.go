@@ -55,10 +55,10 @@ func TestSweepTeamsAndWorkflows(t *testing.T) {
 		if res.Runs != 3 {
 			t.Errorf("sweep %+v; want 3 runs", res)
 		}
-		if _, err := team.LoadRun(ctx, e.rt, "team-old"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := loadTeamRun(ctx, e.rt, "team-old"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("the old team run: %v", err)
 		}
-		if _, err := e.rt.LoadRun(ctx, old.Transcript[0].RunID); !errors.Is(err, store.ErrNotFound) {
+		if _, err := e.rt.LoadAgentRun(ctx, old.Transcript[0].RunID); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("the old member run: %v", err)
 		}
 		if _, err := wf.LoadRun(ctx, e.rt, "wf-old"); !errors.Is(err, store.ErrNotFound) {
@@ -67,7 +67,7 @@ func TestSweepTeamsAndWorkflows(t *testing.T) {
 		if recs, _ := st.List(ctx, store.KindCheckpoint, "wf-old/", "", 0); len(recs) != 0 {
 			t.Errorf("%d checkpoints of the old workflow run remain", len(recs))
 		}
-		if _, err := team.LoadRun(ctx, e.rt, "team-new"); err != nil {
+		if _, err := loadTeamRun(ctx, e.rt, "team-new"); err != nil {
 			t.Errorf("the new team run was removed: %v", err)
 		}
 	})

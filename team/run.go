@@ -225,39 +225,6 @@ func (t *Team) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason stri
 	})
 }
 
-// CancelRun cancels the team run runID, as [Team.Cancel] does, from a
-// process that does not have the team's definition (calf runs cancel): the
-// member runs in flight that are agent or team runs in the store are
-// cancelled too. It returns the run as it stands. Cancelling a run that
-// has ended changes nothing; a run not started yet cannot be cancelled
-// this way: it returns an error matching [store.ErrNotFound].
-func CancelRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*RunInfo, error) {
-	st, err := loadRunState(ctx, rt, runID)
-	if err != nil {
-		return nil, err
-	}
-	why := fmt.Sprintf("team %s: run %s was cancelled: %s", st.Team, runID, reason)
-	err = cancelRun(ctx, rt, runID, reason, nil, func(c memberCall) error {
-		if rec, err := rt.Store().Get(ctx, store.KindRun, c.RunID); err == nil {
-			run, err := agent.DecodeRunInfo(rec.Data)
-			if err != nil {
-				return err
-			}
-			_, err = rt.Cancel(ctx, agent.RunRef{Kind: "agent", Name: run.Agent, RunID: c.RunID}, why)
-			return err
-		}
-		if _, err := rt.Store().Get(ctx, store.KindTeam, c.RunID); err == nil {
-			_, err := CancelRun(ctx, rt, c.RunID, why)
-			return err
-		}
-		return nil // a run of another kind, or not started: its reply is ignored
-	})
-	if err != nil {
-		return nil, err
-	}
-	return LoadRun(ctx, rt, runID)
-}
-
 // cancelRun ends the team run runID cancelled (creating it so, from
 // placeholder, when it has not started and placeholder is not nil), calls
 // cancelCall for each member run in flight, and emits the run's output.

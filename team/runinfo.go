@@ -10,7 +10,7 @@ import (
 )
 
 // RunInfo is what a team run tells its readers: a read-only view of one
-// run, made from its stored record. [LoadRun] reads it from a runtime's
+// run, made from its stored record. [Team.LoadRun] reads it from a runtime's
 // store; [DecodeRunInfo] makes it from a record alone. It is a copy: it
 // shares nothing with the runtime, and changing it changes nothing.
 //
@@ -71,9 +71,20 @@ type MemberRun struct {
 	Deadline time.Time `json:"deadline,omitzero"`
 }
 
-// LoadRun returns the view of the team run runID, or an error matching
-// [store.ErrNotFound]. A nil rt is an error matching [agent.ErrNoRuntime].
-func LoadRun(ctx context.Context, rt *agent.Runtime, runID string) (*RunInfo, error) {
+// LoadRun returns the view of the team's run runID, or an error matching
+// [store.ErrNotFound] (a run of another team among them). A nil rt is an
+// error matching [agent.ErrNoRuntime]. [agent.Runtime.LoadRun] does the
+// same for a team known by name.
+func (t *Team) LoadRun(ctx context.Context, rt *agent.Runtime, runID string) (*RunInfo, error) {
+	v, err := Kind.Load(ctx, rt, t.ref(runID))
+	if err != nil {
+		return nil, err
+	}
+	return v.(*RunInfo), nil
+}
+
+// loadRun returns the view of the team run runID.
+func loadRun(ctx context.Context, rt *agent.Runtime, runID string) (*RunInfo, error) {
 	st, err := loadRunState(ctx, rt, runID)
 	if err != nil {
 		return nil, err

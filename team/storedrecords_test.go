@@ -48,7 +48,7 @@ func storedEnv(t *testing.T, name string) *env {
 // view made from its record alone is the same.
 func loadStored(t *testing.T, e *env, id string) *team.RunInfo {
 	t.Helper()
-	info, err := team.LoadRun(t.Context(), e.rt, id)
+	info, err := loadTeamRun(t.Context(), e.rt, id)
 	if err != nil {
 		t.Fatalf("LoadRun(%s): %v", id, err)
 	}

@@ -7,10 +7,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/runlife"
 )
 
 // Process is how a team's members work together.
@@ -99,10 +99,7 @@ type Team struct {
 	lead       Member // the manager or the swarm's entry agent
 
 	// served records the runtimes the team is served on (see onDemand).
-	served struct {
-		mu sync.Mutex // held while the team is served
-		on map[*agent.Runtime]bool
-	}
+	served runlife.Served[*agent.Runtime]
 }
 
 // Aggregator combines the answers of a concurrent team's members: a

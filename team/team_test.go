@@ -189,7 +189,7 @@ func TestSequential(t *testing.T) {
 		t.Errorf("steps %d, usage %+v", out.Steps, out.Usage)
 	}
 	// Member runs are child runs of the team run.
-	st, err := e.rt.LoadRun(t.Context(), out.Transcript[1].RunID)
+	st, err := e.rt.LoadAgentRun(t.Context(), out.Transcript[1].RunID)
 	if err != nil || st.Parent != out.RunID || st.Agent != "writer" {
 		t.Errorf("member run = %+v, %v; want parent %s", st, err, out.RunID)
 	}
@@ -438,7 +438,7 @@ func TestNestedTeam(t *testing.T) {
 	if in.Member != "drafting" {
 		t.Fatalf("turn 2 = %+v", in)
 	}
-	st, err := team.LoadRun(t.Context(), e.rt, in.RunID)
+	st, err := loadTeamRun(t.Context(), e.rt, in.RunID)
 	if err != nil || st.Parent != out.RunID || len(st.Transcript) != 2 {
 		t.Errorf("inner run = %+v, %v", st, err)
 	}
@@ -625,7 +625,7 @@ func TestRunCancelledWhenCallerStops(t *testing.T) {
 			cancel() // the member's run was submitted
 		}
 	}
-	st, err := team.LoadRun(t.Context(), e.rt, runID)
+	st, err := loadTeamRun(t.Context(), e.rt, runID)
 	if err != nil || st.Status != agent.RunCancelled {
 		t.Errorf("state = %+v, %v; want cancelled", st, err)
 	}
@@ -660,7 +660,7 @@ func TestRecoverStartsLostMemberRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.settle(t) // the writer's input found no subscriber: it is lost
-	st, err := team.LoadRun(t.Context(), e.rt, "run-1")
+	st, err := loadTeamRun(t.Context(), e.rt, "run-1")
 	if err != nil || st.Status != agent.RunRunning || len(st.Current) != 1 || !st.Current[0].Started {
 		t.Fatalf("state = %+v, %v", st, err)
 	}
@@ -976,7 +976,7 @@ func TestCancelCancelsMemberRuns(t *testing.T) {
 	}
 	close(release)
 	e.settle(t)
-	st, err := e.rt.LoadRun(t.Context(), "t1.1.slow")
+	st, err := e.rt.LoadAgentRun(t.Context(), "t1.1.slow")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,21 +2,11 @@ package team
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
-	"github.com/calf-go/calf/store"
-)
-
-// waitRecheck bounds the time between two reads of a run's state while
-// [Team.Wait] hears nothing of it: a safety net under the run's output
-// event, which wakes it at once.
-const (
-	waitRecheckMin = 250 * time.Millisecond
-	waitRecheckMax = 5 * time.Second
+	"github.com/calf-go/calf/internal/runlife"
 )
 
 // Wait waits until the team run runID ends and returns its output, read
@@ -50,46 +40,18 @@ func (t *Team) Wait(ctx context.Context, rt *agent.Runtime, runID string) (*Outp
 	if err := f.AddTree(calf.DeadLetterChannel); err != nil {
 		return nil, fmt.Errorf("team %s: wait for run %s: %w", t.name, runID, err)
 	}
-	unknownAfter := time.Now().Add(agent.DefaultStartTimeout)
-	recheck := waitRecheckMin
-	for {
-		// The store says whether the run has ended: the follower, set up
-		// before this read, hears of any end after it.
-		st, lerr := loadRunState(ctx, rt, runID)
-		switch {
-		case errors.Is(lerr, store.ErrNotFound):
-			if !time.Now().Before(unknownAfter) {
-				return nil, fmt.Errorf("team %s: wait for run %s: no run of that id was recorded within %s: %w",
-					t.name, runID, agent.DefaultStartTimeout, lerr)
-			}
-		case lerr != nil:
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("team %s: wait for run %s: %w", t.name, runID, context.Cause(ctx))
-			}
-			return nil, fmt.Errorf("team %s: wait for run %s: %w", t.name, runID, lerr)
-		case st.Status.Terminal():
-			return t.stored(ctx, rt, runID)
-		}
-		wait := recheck
-		if lerr != nil { // not recorded yet: look again by the deadline
-			wait = min(wait, max(time.Until(unknownAfter), 0))
-		}
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		m, err := f.Next(wctx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("team %s: wait for run %s: %w", t.name, runID, context.Cause(ctx))
-		case err != nil && wctx.Err() == nil:
-			return nil, fmt.Errorf("team %s: wait for run %s: %w", t.name, runID, err)
-		case err != nil:
-			recheck = min(2*recheck, waitRecheckMax) // heard nothing
-		case m.Channel == calf.DeadLetterChannel:
-			if err := agent.ParkedError(m, t.ref(runID)); err != nil {
-				return nil, err
-			}
-		default:
-			recheck = waitRecheckMin
-		}
+	w := runlife.Wait{
+		What:         fmt.Sprintf("team %s: wait for run %s", t.name, runID),
+		Follower:     f,
+		StartTimeout: agent.DefaultStartTimeout,
+		Load: func(ctx context.Context) (bool, error) {
+			st, err := loadRunState(ctx, rt, runID)
+			return err == nil && st.Status.Terminal(), err
+		},
+		Parked: func(m *calf.Message) error { return agent.ParkedError(m, t.ref(runID)) },
 	}
+	if err := w.Run(ctx); err != nil {
+		return nil, err
+	}
+	return t.stored(ctx, rt, runID)
 }

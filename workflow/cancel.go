@@ -11,9 +11,9 @@ import (
 )
 
 // CancelEvent asks a worker that serves the workflow to cancel a run, as
-// [Workflow.Cancel] does: [CancelRun] publishes it from a process that
-// does not have the workflow's definition, which says which child runs
-// the cancel ends.
+// [Workflow.Cancel] does: a cancel by name ([Kind]) publishes it from a
+// process that does not have the workflow's definition, which says which
+// child runs the cancel ends.
 type CancelEvent struct {
 	Reason string `json:"reason,omitempty"`
 }
@@ -26,20 +26,32 @@ const suffixCancel = "cancel"
 
 func cancelID(run string) string { return run + ".cancel" }
 
-// CancelRun cancels the run runID of the workflow named workflow, from a
-// process that does not have the workflow's definition (calf runs
-// cancel): it publishes a [CancelEvent], and a process that serves the
-// workflow cancels the run as [Workflow.Cancel] does, its child runs in
-// progress with it. It returns the run as it stands, which is still
-// running until that worker handles the request (a request whose publish
-// fails returns the error, and may be made again). Cancelling a run that
-// has ended changes nothing; an unknown run, or one whose input has not
-// been handled yet, returns an error matching [store.ErrNotFound].
-func CancelRun(ctx context.Context, rt *agent.Runtime, workflow, runID, reason string) (*RunInfo, error) {
+// requestCancel cancels the run runID of the workflow named workflow by
+// name, with no workflow's definition (see [Kind]): it publishes a
+// [CancelEvent], and a process that serves the workflow cancels the run
+// as [Workflow.Cancel] does, its child runs in progress with it. It
+// returns the run as it stands, which is still running until that worker
+// handles the request (a request whose publish fails returns the error,
+// and may be made again). Cancelling a run that has ended changes
+// nothing; a run not recorded yet (its input may be on its way) is
+// recorded cancelled, so that it never starts.
+func requestCancel(ctx context.Context, rt *agent.Runtime, workflow, runID, reason string) (*RunInfo, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("workflow %s: cancel run %s: %w", workflow, runID, agent.ErrNoRuntime)
 	}
 	rec, err := rt.Store().Get(ctx, store.KindWorkflow, recordID(workflow, runID))
+	if errors.Is(err, store.ErrNotFound) {
+		// Not started yet (its input may be on its way): recorded
+		// cancelled, it never starts.
+		created, cerr := createCancelled(ctx, rt, workflow, runID, reason, rt.Client().Now())
+		if cerr != nil {
+			return nil, fmt.Errorf("workflow %s: cancel run %s: %w", workflow, runID, cerr)
+		}
+		if created {
+			return loadRun(ctx, rt, workflow, runID)
+		}
+		rec, err = rt.Store().Get(ctx, store.KindWorkflow, recordID(workflow, runID))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: cancel run %s: %w", workflow, runID, err)
 	}

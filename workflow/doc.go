@@ -70,9 +70,11 @@
 // next step boundary (the node finishes and its checkpoint is written;
 // the next node does not start), and the run then waits with nothing but
 // its stored record, in no process, until Resume from any process.
-// [PauseRun] and [ResumeRun] do the same by the workflow's name, without
-// its definition, and [CancelRun] asks a worker that serves the workflow
-// to cancel a run. An interrupt is a node's own: the node asks for input,
+// The runtime's controls by name ([agent.Runtime.Pause],
+// [agent.Runtime.Resume], [agent.Runtime.Cancel] with a RunRef of kind
+// "workflow", see [Kind]) do the same by the workflow's name, without its
+// definition; a cancel by name asks a worker that serves the workflow to
+// cancel the run. An interrupt is a node's own: the node asks for input,
 // and [Workflow.Answer] (not Resume) gives it.
 //
 // # Reading runs

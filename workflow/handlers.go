@@ -40,22 +40,7 @@ func (w *Workflow[S]) Serve(ctx context.Context, rt *agent.Runtime, opts *ServeO
 	if rt == nil {
 		return fmt.Errorf("workflow %s: serve: %w", w.name, agent.ErrNoRuntime)
 	}
-	w.served.mu.Lock()
-	defer w.served.mu.Unlock()
-	if err := w.serve(ctx, rt, opts); err != nil {
-		return err
-	}
-	w.markServed(rt)
-	return nil
-}
-
-// markServed records that the workflow is served on rt; the caller holds
-// w.served.mu.
-func (w *Workflow[S]) markServed(rt *agent.Runtime) {
-	if w.served.on == nil {
-		w.served.on = map[*agent.Runtime]bool{}
-	}
-	w.served.on[rt] = true
+	return w.served.Serve(rt, func() error { return w.serve(ctx, rt, opts) })
 }
 
 // onDemand returns rt with the workflow served on it in this process when
@@ -65,20 +50,15 @@ func (w *Workflow[S]) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.R
 	if rt == nil {
 		return nil, fmt.Errorf("workflow %s: %w", w.name, agent.ErrNoRuntime)
 	}
+	rt.AddKind(Kind) // for the runtime's controls by name
 	if !rt.ServesOnDemand() {
-		return rt, nil
-	}
-	w.served.mu.Lock()
-	defer w.served.mu.Unlock()
-	if w.served.on[rt] {
 		return rt, nil
 	}
 	// The handlers live as long as the runtime's client: not bound to the
 	// context of the first run.
-	if err := w.serve(context.WithoutCancel(ctx), rt, nil); err != nil {
+	if _, err := w.served.Once(rt, func() error { return w.serve(context.WithoutCancel(ctx), rt, nil) }); err != nil {
 		return nil, fmt.Errorf("workflow %s: serve on demand: %w", w.name, err)
 	}
-	w.markServed(rt)
 	return rt, nil
 }
 
@@ -86,6 +66,7 @@ func (w *Workflow[S]) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.R
 func (w *Workflow[S]) serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions) error {
 	h := &handlers[S]{w: w, rt: rt}
 	rt.AddSweeper("workflow", sweepRuns)
+	rt.AddKind(Kind)
 	var o ServeOptions
 	if opts != nil {
 		o = *opts
@@ -435,13 +416,20 @@ func (h *handlers[S]) onInput(ctx context.Context, msg *calf.Message) error {
 // as cancelled before it started. It reports false when the run exists
 // (its input was handled meanwhile).
 func (h *handlers[S]) createCancelled(ctx context.Context, run, reason string, now time.Time) (bool, error) {
-	st := &runState{Workflow: h.w.name, RunID: run, Status: RunCancelled, Error: reason, Seq: 1, Emitted: 1,
+	return createCancelled(ctx, h.rt, h.w.name, run, reason, now)
+}
+
+// createCancelled records the run run of the workflow named workflow
+// cancelled, unless it is recorded: its input, when it comes, finds it
+// ended. It reports whether it recorded it.
+func createCancelled(ctx context.Context, rt *agent.Runtime, workflow, run, reason string, now time.Time) (bool, error) {
+	st := &runState{Workflow: workflow, RunID: run, Status: RunCancelled, Error: reason, Seq: 1, Emitted: 1,
 		StartedAt: now, EndedAt: now}
 	data, err := json.Marshal(st)
 	if err != nil {
 		return false, err
 	}
-	if _, err := h.rt.Store().Put(ctx, store.KindWorkflow, recordID(h.w.name, run), data, 0); err != nil {
+	if _, err := rt.Store().Put(ctx, store.KindWorkflow, recordID(workflow, run), data, 0); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return false, nil
 		}

@@ -144,15 +144,15 @@ func TestNilRuntimeIsAnError(t *testing.T) {
 		"Pause":  func() error { return w.Pause(ctx, nil, "r1", "why") },
 		"Resume": func() error { return w.Resume(ctx, nil, "r1") },
 		"PauseRun": func() error {
-			_, err := workflow.PauseRun(ctx, nil, "w", "r1", "why")
+			_, err := pauseWorkflowRun(ctx, nil, "w", "r1", "why")
 			return err
 		},
 		"ResumeRun": func() error {
-			_, err := workflow.ResumeRun(ctx, nil, "w", "r1")
+			_, err := resumeWorkflowRun(ctx, nil, "w", "r1")
 			return err
 		},
 		"CancelRun": func() error {
-			_, err := workflow.CancelRun(ctx, nil, "w", "r1", "why")
+			_, err := cancelWorkflowRun(ctx, nil, "w", "r1", "why")
 			return err
 		},
 		"Checkpoints": func() error {

@@ -70,7 +70,7 @@ func (st *runState) stepEventID(node string) string {
 // pause (RunStream yields its pause events). A nil rt is an error
 // matching [agent.ErrNoRuntime].
 func (w *Workflow[S]) Pause(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
-	_, err := PauseRun(ctx, rt, w.name, runID, reason)
+	_, err := pauseRun(ctx, rt, w.name, runID, reason)
 	return err
 }
 
@@ -99,10 +99,9 @@ func (w *Workflow[S]) Resume(ctx context.Context, rt *agent.Runtime, runID strin
 	return nil
 }
 
-// PauseRun pauses the run runID of the workflow named workflow as
-// [Workflow.Pause] does, from a process that does not have the workflow's
-// definition (calf runs pause), and returns the run as it stands.
-func PauseRun(ctx context.Context, rt *agent.Runtime, workflow, runID, reason string) (*RunInfo, error) {
+// pauseRun pauses the run runID of the workflow named workflow as
+// [Workflow.Pause] does, and returns the run as it stands.
+func pauseRun(ctx context.Context, rt *agent.Runtime, workflow, runID, reason string) (*RunInfo, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("workflow %s: pause run %s: %w", workflow, runID, agent.ErrNoRuntime)
 	}
@@ -119,12 +118,12 @@ func PauseRun(ctx context.Context, rt *agent.Runtime, workflow, runID, reason st
 	return st.info(), nil
 }
 
-// ResumeRun resumes the run runID of the workflow named workflow as
-// [Workflow.Resume] does, from a process that does not have the
-// workflow's definition (calf runs resume): it records the resume and
-// publishes the resume event, from which a process that serves the
-// workflow starts the step. It returns the run as it stands.
-func ResumeRun(ctx context.Context, rt *agent.Runtime, workflow, runID string) (*RunInfo, error) {
+// resumeByName resumes the run runID of the workflow named workflow as
+// [Workflow.Resume] does, with no workflow's definition (see [Kind]): it
+// records the resume and publishes the resume event, from which a process
+// that serves the workflow starts the step. It returns the run as it
+// stands.
+func resumeByName(ctx context.Context, rt *agent.Runtime, workflow, runID string) (*RunInfo, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("workflow %s: resume run %s: %w", workflow, runID, agent.ErrNoRuntime)
 	}
@@ -219,7 +218,7 @@ func (h *handlers[S]) pauseTakesEffect(ctx context.Context, msg *calf.Message, s
 }
 
 // onPause handles the events of the pause channel: a resume published by
-// a process without the workflow's definition (ResumeRun) is followed by
+// a process without the workflow's definition (a resume by name) is followed by
 // the step's events, which need it.
 func (h *handlers[S]) onPause(ctx context.Context, msg *calf.Message) error {
 	run, err := runOf(msg)

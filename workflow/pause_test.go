@@ -361,7 +361,7 @@ func TestResumeAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodef := runtimeOn(t, inner, rt.Store()) // no definition, no service
-	if _, err := workflow.ResumeRun(ctx, nodef, "gated", "ra"); err != nil && !errors.Is(err, agent.ErrRunEnded) {
+	if _, err := resumeWorkflowRun(ctx, nodef, "gated", "ra"); err != nil && !errors.Is(err, agent.ErrRunEnded) {
 		t.Fatal(err)
 	}
 	got, err := w.Wait(ctx, rt, "ra")
@@ -391,14 +391,14 @@ func TestPauseRunAndResumeRun(t *testing.T) {
 	}
 	g.waitStarted(t)
 	nodef := runtimeOn(t, b, rt.Store())
-	info, err := workflow.PauseRun(ctx, nodef, "gated", "r", "ops")
+	info, err := pauseWorkflowRun(ctx, nodef, "gated", "r", "ops")
 	if err != nil || info.Pause == nil || info.Paused || info.ID != "r" {
 		t.Fatalf("PauseRun = %+v, %v", info, err)
 	}
 	close(g.release)
 	waitPaused(t, w, rt, "r")
 	drain(t, b)
-	if info, err = workflow.ResumeRun(ctx, nodef, "gated", "r"); err != nil || info.Paused || info.Pause != nil {
+	if info, err = resumeWorkflowRun(ctx, nodef, "gated", "r"); err != nil || info.Paused || info.Pause != nil {
 		t.Fatalf("ResumeRun = %+v, %v", info, err)
 	}
 	if got, err := w.Wait(ctx, rt, "r"); err != nil || got.N != 3 {
@@ -407,7 +407,7 @@ func TestPauseRunAndResumeRun(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"a": 1, "b": 1, "c": 1}, c.get()); diff != "" {
 		t.Errorf("node runs (-want +got):\n%s", diff)
 	}
-	if _, err := workflow.PauseRun(ctx, nodef, "other", "r", "x"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := pauseWorkflowRun(ctx, nodef, "other", "r", "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("PauseRun of another workflow's run: %v", err)
 	}
 }

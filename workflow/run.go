@@ -11,6 +11,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/deadletter"
+	"github.com/calf-go/calf/internal/runlife"
 	"github.com/calf-go/calf/store"
 )
 
@@ -122,7 +123,13 @@ func (w *Workflow[S]) Run(ctx context.Context, rt *agent.Runtime, s S, opts *Run
 // run held up by a parked message answers at once with an
 // *agent.RunError matching agent.ErrRunParked, whether the message was
 // parked while Wait waits or before (if a dead-letter recorder,
-// deadletter.Serve, recorded it).
+// deadletter.Serve, recorded it). Wait hears of the run's end from the
+// workflow's output channel and reads it from the store, which it also
+// reads again now and then while it hears nothing. A run id of which no
+// run is recorded within agent.DefaultStartTimeout (its input may be on
+// its way: Submit returns before a worker takes it) returns an error
+// matching [store.ErrNotFound]. When ctx ends first, Wait returns an
+// error matching ctx's cause, and the run goes on.
 func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string) (S, error) {
 	var zero S
 	if rt == nil {
@@ -146,7 +153,20 @@ func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string)
 			}
 		}
 	}
-	return w.await(ctx, f)
+	wait := runlife.Wait{
+		What:         fmt.Sprintf("workflow %s: wait for run %s", w.name, runID),
+		Follower:     f,
+		StartTimeout: agent.DefaultStartTimeout,
+		Load: func(ctx context.Context) (bool, error) {
+			st, err = w.loadRunState(ctx, rt, runID)
+			return err == nil && (st.Status.Terminal() || st.Status == RunInterrupted), err
+		},
+		Parked: func(m *calf.Message) error { return agent.ParkedError(m, w.ref(runID)) },
+	}
+	if err := wait.Run(ctx); err != nil {
+		return zero, err
+	}
+	return w.stored(st)
 }
 
 // stored returns the result of a run that has ended or is interrupted,
@@ -254,13 +274,14 @@ func (w *Workflow[S]) result(ev *OutputEvent) (S, error) {
 // and sub-workflows) are cancelled too: their model call or tool in
 // progress finishes, but they take no step after it; a sub-workflow run
 // whose input is still on its way never starts. Cancelling an ended run
-// changes nothing; cancelling an unknown run returns an error matching
-// store.ErrNotFound.
+// changes nothing; a run not recorded yet (its input may be on its way:
+// Submit returns before a worker takes it) is recorded cancelled, so that
+// it never starts, as an agent's or a team's.
 func (w *Workflow[S]) Cancel(ctx context.Context, rt *agent.Runtime, runID, reason string) error {
 	if rt == nil {
 		return fmt.Errorf("workflow %s: cancel: %w", w.name, agent.ErrNoRuntime)
 	}
-	return w.cancel(ctx, rt, runID, reason, false)
+	return w.cancel(ctx, rt, runID, reason, true)
 }
 
 // cancel is Cancel. With unstarted set, a run whose input has not been
@@ -418,7 +439,7 @@ const (
 	EventOutput   EventKind = "output"
 	// EventPause is a pause of the run taking effect, or its resume.
 	EventPause EventKind = "pause"
-	// EventCancel is a request to cancel the run ([CancelRun]); the
+	// EventCancel is a request to cancel the run (a cancel by name, [Kind]); the
 	// output that follows says that it ended.
 	EventCancel EventKind = "cancel"
 )

@@ -8,10 +8,10 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/runlife"
 )
 
 // Start and End are the reserved node names of every graph: an edge from
@@ -324,10 +324,7 @@ type Workflow[S any] struct {
 
 	// served records the runtimes the workflow is served on (see
 	// onDemand).
-	served struct {
-		mu sync.Mutex // held while the workflow is served
-		on map[*agent.Runtime]bool
-	}
+	served runlife.Served[*agent.Runtime]
 }
 
 // Name returns the workflow's name.

@@ -371,7 +371,7 @@ func (m *chatModel) start(prompt string) tea.Cmd {
 	m.out = &lineSink{}
 	rt := m.eng.rt
 	m.view = newHumanView(m.out, m.out, false, func(runID string) ([]agent.ToolCallRecord, error) {
-		st, err := rt.LoadRun(ctx, runID)
+		st, err := rt.LoadAgentRun(ctx, runID)
 		if err != nil {
 			return nil, err
 		}

@@ -68,7 +68,7 @@ func replay(ctx context.Context, f *replayFlags, runID string, getenv func(strin
 	}
 	defer b.Close()
 	src := agent.NewRuntime(calf.NewClient(b, nil), st, runtimeOptions(ctx)) // reads the recording
-	recorded, err := src.LoadRun(ctx, runID)
+	recorded, err := src.LoadAgentRun(ctx, runID)
 	if errors.Is(err, store.ErrNotFound) {
 		return failure(fmt.Errorf("no such run: %s (the store %s holds no agent run with this id; calf runs list shows its runs)", runID, adapters.Redact(f.store)))
 	}
@@ -104,7 +104,7 @@ func replay(ctx context.Context, f *replayFlags, runID string, getenv func(strin
 	_, total := rec.Used()
 	fmt.Fprintf(stderr, "replaying run %s (%d model responses recorded) on %s\n", runID, total, adapters.Redact(f.store))
 	v := newHumanView(stdout, stderr, false, func(id string) ([]agent.ToolCallRecord, error) {
-		st, err := rt.LoadRun(ctx, id)
+		st, err := rt.LoadAgentRun(ctx, id)
 		if err != nil {
 			return nil, err
 		}

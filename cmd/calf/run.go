@@ -185,7 +185,7 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 	}
 
 	records := func(runID string) ([]agent.ToolCallRecord, error) {
-		st, err := rt.LoadRun(ctx, runID)
+		st, err := rt.LoadAgentRun(ctx, runID)
 		if err != nil {
 			return nil, err
 		}

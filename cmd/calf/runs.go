@@ -140,7 +140,7 @@ func showRun(ctx context.Context, storeURL, id string, out io.Writer) error {
 		defer mb.Close()
 		c := calf.NewClient(mb, nil)
 		defer c.Close()
-		if v, err = agent.NewRuntime(c, st, nil).LoadRun(ctx, id); err != nil {
+		if v, err = agent.NewRuntime(c, st, nil).LoadAgentRun(ctx, id); err != nil {
 			return failure(err)
 		}
 	}
@@ -193,52 +193,25 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 	if reason == "" {
 		reason = "asked by calf runs " + what
 	}
-	var s runSummary
-	requested := false // a workflow run's cancel, for a worker to carry out
-	switch rs, ts := run.Agent, run.Team; {
-	case rs != nil:
-		ref := agent.RunRef{Kind: "agent", Name: rs.Agent, RunID: id}
-		switch what {
-		case "pause":
-			rs, err = rt.Pause(ctx, ref, reason)
-		case "resume":
-			rs, err = rt.Resume(ctx, ref)
-		default:
-			rs, err = rt.Cancel(ctx, ref, reason)
-		}
-		if err == nil {
-			s = runner.SummarizeAgentRun(rs)
-		}
-	case ts != nil:
-		switch what {
-		case "pause":
-			ts, err = team.PauseRun(ctx, rt, id, reason)
-		case "resume":
-			ts, err = team.ResumeRun(ctx, rt, id)
-		default:
-			ts, err = team.CancelRun(ctx, rt, id, reason)
-		}
-		if err == nil {
-			s = runner.SummarizeTeamRun(ts)
-		}
+	rt.AddKind(team.Kind, workflow.Kind)
+	ref := run.View().Ref()
+	var v agent.RunView
+	switch what {
+	case "pause":
+		v, err = rt.Pause(ctx, ref, reason)
+	case "resume":
+		v, err = rt.Resume(ctx, ref)
 	default:
-		ws := run.Workflow
-		switch what {
-		case "pause":
-			ws, err = workflow.PauseRun(ctx, rt, ws.Workflow, id, reason)
-		case "resume":
-			ws, err = workflow.ResumeRun(ctx, rt, ws.Workflow, id)
-		default:
-			// Which child runs the cancel ends is for the workflow's
-			// definition to say: a worker that serves the workflow
-			// carries out the request.
-			ws, err = workflow.CancelRun(ctx, rt, ws.Workflow, id, reason)
-			requested = err == nil && !ws.Status.Terminal()
-		}
-		if err == nil {
-			s = runner.SummarizeWorkflowRun(ws)
-		}
+		v, err = rt.Cancel(ctx, ref, reason)
 	}
+	var s runSummary
+	if v != nil {
+		s = runner.SummarizeView(v)
+	}
+	// A workflow run's cancel is a request, for a worker that serves the
+	// workflow to carry out: which child runs it ends is for the
+	// workflow's definition to say.
+	requested := err == nil && what == "cancel" && ref.Kind == "workflow" && !v.RunStatus().Terminal()
 	if err != nil {
 		return failure(err)
 	}

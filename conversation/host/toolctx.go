@@ -47,7 +47,7 @@ func (h *Host) ToolContext(ctx context.Context, instance string, runs int) ([]To
 	}
 	var out []ToolCall
 	for _, id := range ids {
-		info, err := h.rt.LoadRun(ctx, id)
+		info, err := h.rt.LoadAgentRun(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}

@@ -33,7 +33,7 @@ func TestPauseResumeAcrossRestartNATSPostgres(t *testing.T) {
 	var st *agent.RunInfo
 	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(20 * time.Millisecond) {
 		var err error
-		if st, err = c.rt.LoadRun(t.Context(), id); err == nil && st.Paused {
+		if st, err = c.rt.LoadAgentRun(t.Context(), id); err == nil && st.Paused {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -71,7 +71,7 @@ func runBatch(t *testing.T, h *harness, c *caller, cfg *workerConfig, label stri
 		if n := h.count("tool_done", id); n != 1 {
 			t.Errorf("%s: tool ran %d times in run %s; want 1", label, n, id)
 		}
-		st, err := c.rt.LoadRun(t.Context(), id)
+		st, err := c.rt.LoadAgentRun(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,138 @@
+package team
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/workflow"
+)
+
+// Kind is the kind of the team runs, for the runtime's by-name controls
+// ([agent.Runtime.Cancel], [agent.Runtime.Pause], [agent.Runtime.Resume],
+// [agent.Runtime.LoadRun], [agent.Runtime.SetBudget] with a RunRef of
+// kind "team"), which need no team's definition: a team that runs or is
+// served on a runtime adds it, and a program that controls team runs by
+// name alone adds it with rt.AddKind(team.Kind). Its views are
+// [*RunInfo].
+//
+// By name, a cancel ends the team run and every member run in flight, of
+// any kind (agents, teams, workflows), as [Team.Cancel] does for the
+// members that are [Canceller]s; a run not started yet (its input may be
+// on its way) is recorded cancelled, when the RunRef names its team, so
+// that it never starts. A team run
+// has no budget of its own: SetBudget fails with [errors.ErrUnsupported],
+// and budgets are set on member runs.
+var Kind agent.RunKind = kind{}
+
+type kind struct{}
+
+// errOtherTeam is the error of a RunRef whose run is another team's.
+var errOtherTeam = fmt.Errorf("a run of another team: %w", store.ErrNotFound)
+
+func (kind) Name() string { return "team" }
+
+// run loads the team run that ref names, checking its team when ref has
+// a name.
+func (kind) run(ctx context.Context, rt *agent.Runtime, ref agent.RunRef) (*runState, error) {
+	st, err := loadRunState(ctx, rt, ref.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if ref.Name != "" && st.Team != ref.Name {
+		return nil, fmt.Errorf("team %s: run %s is a run of team %s: %w", ref.Name, ref.RunID, st.Team, errOtherTeam)
+	}
+	return st, nil
+}
+
+func (k kind) Load(ctx context.Context, rt *agent.Runtime, ref agent.RunRef) (agent.RunView, error) {
+	st, err := k.run(ctx, rt, ref)
+	if err != nil {
+		return nil, err
+	}
+	return st.info(), nil
+}
+
+func (k kind) Cancel(ctx context.Context, rt *agent.Runtime, ref agent.RunRef, reason string) (agent.RunView, error) {
+	var placeholder *runState
+	st, err := k.run(ctx, rt, ref)
+	switch {
+	case errors.Is(err, store.ErrNotFound) && ref.Name != "" && !errors.Is(err, errOtherTeam):
+		// Not started yet (its input may be on its way): recorded
+		// cancelled, it never starts.
+		placeholder = &runState{RunID: ref.RunID, Team: ref.Name}
+		st = placeholder
+	case err != nil:
+		return nil, err
+	}
+	why := fmt.Sprintf("team %s: run %s was cancelled: %s", st.Team, ref.RunID, reason)
+	err = cancelRun(ctx, rt, ref.RunID, reason, placeholder, func(c memberCall) error {
+		return cancelMemberRun(ctx, rt, c, why)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return k.Load(ctx, rt, ref)
+}
+
+// cancelMemberRun cancels the member run c, of whichever kind its record
+// says, by name: a team run's definition is not needed.
+func cancelMemberRun(ctx context.Context, rt *agent.Runtime, c memberCall, reason string) error {
+	rt.AddKind(Kind, workflow.Kind)
+	if rec, err := rt.Store().Get(ctx, store.KindRun, c.RunID); err == nil {
+		run, err := agent.DecodeRunInfo(rec.Data)
+		if err != nil {
+			return err
+		}
+		_, err = rt.Cancel(ctx, agent.RunRef{Kind: "agent", Name: run.Agent, RunID: c.RunID}, reason)
+		return err
+	}
+	for _, kind := range []string{"team", "workflow"} {
+		ref := agent.RunRef{Kind: kind, Name: c.Member, RunID: c.RunID}
+		if _, err := rt.LoadRun(ctx, ref); err == nil {
+			_, err = rt.Cancel(ctx, ref, reason)
+			return err
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	return nil // a run of another kind, or not started: its reply is ignored
+}
+
+func (k kind) Pause(ctx context.Context, rt *agent.Runtime, ref agent.RunRef, reason string) (agent.RunView, error) {
+	if _, err := k.run(ctx, rt, ref); err != nil {
+		return nil, err
+	}
+	return view(pauseRun(ctx, rt, ref.RunID, reason))
+}
+
+func (k kind) Resume(ctx context.Context, rt *agent.Runtime, ref agent.RunRef) (agent.RunView, error) {
+	if _, err := k.run(ctx, rt, ref); err != nil {
+		return nil, err
+	}
+	return view(resumeRun(ctx, rt, ref.RunID))
+}
+
+func (k kind) SetBudget(ctx context.Context, rt *agent.Runtime, ref agent.RunRef, _ *agent.Budget) (agent.RunView, error) {
+	if _, err := k.run(ctx, rt, ref); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("team: set the budget of run %s: a team run has no budget of its own; set it on its member runs: %w", ref.RunID, errors.ErrUnsupported)
+}
+
+// view returns info as a view, nil when info is nil (not a view holding
+// a nil pointer).
+func view(info *RunInfo, err error) (agent.RunView, error) {
+	if info == nil {
+		return nil, err
+	}
+	return info, err
+}
+
+// Ref names the run: kind "team", its team and its id.
+func (r *RunInfo) Ref() agent.RunRef { return agent.RunRef{Kind: "team", Name: r.Team, RunID: r.ID} }
+
+// RunStatus is the run's status.
+func (r *RunInfo) RunStatus() agent.RunStatus { return r.Status }
