@@ -86,8 +86,8 @@ type Runtime struct {
 	// tools runs tool calls on goroutines kept for the next call.
 	tools engine.Executor
 	// approvals are the approval requests its runs wait for, read from
-	// the store on a local broker (see approvalWatch).
-	approvals approvalWatch
+	// the store on a local broker (see watchApproval).
+	approvals *engine.ApprovalWatch
 	// prepared holds the input channels whose group the broker has
 	// prepared, and preparing is held by the caller preparing one (see
 	// prepareInput).
@@ -122,6 +122,7 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, serveOnDemand: o.ServeOnDemand, preparing: make(chan struct{}, 1),
 		tel: telemetry.New(o.TracerProvider, o.MeterProvider)}
 	rt.runs = newRunStore(rt, calf.IsLocal(client.Broker()))
+	rt.approvals = engine.NewApprovalWatch(client, s, rt.runEnded, o.Logger)
 	return rt
 }
 
