@@ -2,12 +2,14 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -133,10 +135,19 @@ type Options struct {
 // a [Runtime], and [Agent.Run] starts a run that those handlers carry out,
 // in this process or on any worker that serves the agent.
 type Agent[Out any] struct {
+	spec
+}
+
+// spec is an agent apart from the type of its output, which the handlers
+// need only to check that an answer decodes into it: the handlers serve a
+// spec, and an [Agent] is a spec with its output type.
+type spec struct {
 	name   string
 	model  model.Model
 	opts   Options
 	output *tool.Schema // nil for string output
+	// decodes reports whether JSON decodes into the output type.
+	decodes func(json.RawMessage) error
 
 	mu    sync.RWMutex
 	tools *tool.Set
@@ -174,7 +185,7 @@ func NewTyped[Out any](name string, m model.Model, opts *Options) (*Agent[Out], 
 	if !nameRE.MatchString(name) {
 		return nil, fmt.Errorf("%w: name %q must match %s", ErrInvalidAgent, name, nameRE)
 	}
-	a := &Agent[Out]{name: name, model: m, tools: &tool.Set{}}
+	a := &Agent[Out]{spec{name: name, model: m, tools: &tool.Set{}, decodes: decodeInto[Out]}}
 	if opts != nil {
 		a.opts = *opts
 	}
@@ -282,6 +293,12 @@ func Must[T any](v T, err error) T {
 	return v
 }
 
+// decodeInto reports whether v decodes into an Out.
+func decodeInto[Out any](v json.RawMessage) error {
+	var out Out
+	return json.Unmarshal(v, &out)
+}
+
 // outputType returns Out, for the check of handoff tools.
 func (a *Agent[Out]) outputType() reflect.Type { return reflect.TypeFor[Out]() }
 
@@ -332,13 +349,16 @@ func (a *Agent[Out]) AddTool(t tool.Tool) error {
 }
 
 // Tools returns the definitions of the agent's own tools.
-func (a *Agent[Out]) Tools() []model.ToolDefinition {
+func (a *Agent[Out]) Tools() []model.ToolDefinition { return a.definitions() }
+
+// definitions returns the definitions of the agent's own tools.
+func (a *spec) definitions() []model.ToolDefinition {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.tools.Definitions()
 }
 
-func (a *Agent[Out]) tool(name string) (tool.Tool, bool) {
+func (a *spec) tool(name string) (tool.Tool, bool) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.tools.Get(name)
@@ -347,7 +367,7 @@ func (a *Agent[Out]) tool(name string) (tool.Tool, bool) {
 // lookup finds the tool the model called name among the agent's tools and
 // then its toolsets', and returns it with the last token of the channel
 // its calls travel on: its name, or its toolset's.
-func (a *Agent[Out]) lookup(ctx context.Context, name string) (t tool.Tool, channel string, ok bool) {
+func (a *spec) lookup(ctx context.Context, name string) (t tool.Tool, channel string, ok bool) {
 	if t, ok := a.tool(name); ok {
 		return t, name, true
 	}
@@ -367,7 +387,7 @@ func (a *Agent[Out]) lookup(ctx context.Context, name string) (t tool.Tool, chan
 // left out: the model is not offered a tool whose every call would be
 // refused. A toolset's error is logged; its tools that it did return are
 // offered.
-func (a *Agent[Out]) toolDefinitions(ctx context.Context, log *slog.Logger, perms *Permissions) []model.ToolDefinition {
+func (a *spec) toolDefinitions(ctx context.Context, log *slog.Logger, perms *Permissions) []model.ToolDefinition {
 	refused := func(t tool.Tool) bool {
 		if perms == nil {
 			return false
@@ -375,7 +395,7 @@ func (a *Agent[Out]) toolDefinitions(ctx context.Context, log *slog.Logger, perm
 		d, _ := perms.decide(t.Definition().Name, tool.KindOf(t))
 		return d == decideDeny
 	}
-	defs := a.Tools()
+	defs := a.definitions()
 	var taken map[string]bool
 	if len(a.opts.Toolsets) > 0 {
 		// A toolset's tool named as one of the agent's is not offered,
@@ -408,4 +428,53 @@ func (a *Agent[Out]) toolDefinitions(ctx context.Context, log *slog.Logger, perm
 		}
 	}
 	return defs
+}
+
+// validate turns the final response text into the output's JSON.
+func (a *spec) validate(text string) (json.RawMessage, error) {
+	if a.output == nil {
+		return json.Marshal(text)
+	}
+	raw := json.RawMessage(extractJSON(text))
+	if !json.Valid(raw) {
+		return nil, errors.New("the response is not valid JSON")
+	}
+	if err := a.output.Validate(raw); err != nil {
+		return nil, err
+	}
+	v := raw
+	if a.output.Wrapped() {
+		var err error
+		if v, err = a.output.Unwrap(raw); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.decodes(v); err != nil {
+		return nil, fmt.Errorf("the response does not decode: %v", err)
+	}
+	return v, nil
+}
+
+// extractJSON strips white space and a Markdown code fence around JSON.
+func extractJSON(s string) string {
+	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(s, "```"); ok {
+		if i := strings.IndexByte(rest, '\n'); i >= 0 {
+			rest = rest[i+1:]
+		}
+		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "```"))
+	}
+	return s
+}
+
+// unknownTool is the error the model gets for a call of a tool the agent
+// does not have.
+func (a *spec) unknownTool(name string) error {
+	a.mu.RLock()
+	names := a.tools.Names()
+	a.mu.RUnlock()
+	if len(names) == 0 {
+		return fmt.Errorf("%w %q; this agent has no tools", tool.ErrUnknownTool, name)
+	}
+	return fmt.Errorf("%w %q; the tools are: %s", tool.ErrUnknownTool, name, strings.Join(names, ", "))
 }

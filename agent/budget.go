@@ -153,7 +153,7 @@ func (st *runState) spent() Spent {
 // (or fails) before it. A run may be given a budget at any time
 // ([Runtime.SetBudget]): the stage is on every agent's path, and costs a
 // check of two pointers for a run without one.
-func (h *handlers[Out]) budgetStage(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) budgetStage(ctx context.Context, inf *inference) (bool, error) {
 	if stop := h.checkBudget(inf.st, inf.req); stop != nil {
 		return true, h.budgetReached(ctx, inf.st, inf.version, stop)
 	}
@@ -162,7 +162,7 @@ func (h *handlers[Out]) budgetStage(ctx context.Context, inf *inference) (bool, 
 
 // checkBudget reports the budget (the run's or its session's) that the
 // model call req of the run st would pass, if any.
-func (h *handlers[Out]) checkBudget(st *runState, req *model.Request) *BudgetStop {
+func (h *handlers) checkBudget(st *runState, req *model.Request) *BudgetStop {
 	if st.Budget == nil && st.SessionBudget == nil {
 		return nil
 	}
@@ -196,7 +196,7 @@ func (h *handlers[Out]) checkBudget(st *runState, req *model.Request) *BudgetSto
 
 // budgetReached pauses the run st, or fails it if its budget says so,
 // before the model call that would pass the budget stop.
-func (h *handlers[Out]) budgetReached(ctx context.Context, st *runState, version int64, stop *BudgetStop) error {
+func (h *handlers) budgetReached(ctx context.Context, st *runState, version int64, stop *BudgetStop) error {
 	reason := fmt.Sprintf("the %s's budget is reached: %s", stop.Scope, stop.Reason)
 	if stop.Budget.Fail {
 		return h.fail(ctx, st.RunID, reason)

@@ -91,7 +91,7 @@ func contextTokens(c *compaction.Config, st *runState, msgs []model.Message) int
 // compactStage is the inference stage of an agent with compaction: it
 // compacts the run's context when the request passes the threshold, and
 // makes the request again from the compacted context.
-func (h *handlers[Out]) compactStage(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) compactStage(ctx context.Context, inf *inference) (bool, error) {
 	var err error
 	if inf.st, inf.version, err = h.compact(ctx, inf.st, inf.version, inf.req); err != nil {
 		return true, err
@@ -106,7 +106,7 @@ func (h *handlers[Out]) compactStage(ctx context.Context, inf *inference) (bool,
 // current step when it is over the threshold, unless a pre_compact hook
 // denies it, and returns the state the request is made from. A compactor
 // that fails leaves the context as it is: the run goes on.
-func (h *handlers[Out]) compact(ctx context.Context, st *runState, version int64, req *model.Request) (*runState, int64, error) {
+func (h *handlers) compact(ctx context.Context, st *runState, version int64, req *model.Request) (*runState, int64, error) {
 	c := h.a.opts.Compaction
 	if cc := st.Compacted; cc != nil && cc.Step == st.Step {
 		// Compacted by a delivery that did not get to the model call.
@@ -216,7 +216,7 @@ func checkCompacted(res *compaction.Result) error {
 }
 
 // emitCompacted publishes the compaction of the run's current step.
-func (h *handlers[Out]) emitCompacted(ctx context.Context, st *runState) error {
+func (h *handlers) emitCompacted(ctx context.Context, st *runState) error {
 	c := st.Compacted
 	ev := ContextCompactedEvent{Step: c.Step, From: c.From, To: c.To, Replaced: c.Upto, Messages: len(c.Messages)}
 	_, err := h.rt.client.Emit(ctx, contextCompactedChannel(h.a.name), ev,

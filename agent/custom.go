@@ -371,13 +371,13 @@ func newSeq() *atomic.Int64 { return new(atomic.Int64) }
 
 // customStage is a custom agent's inference stage: its step stands in
 // for the model call, and the handling ends with it.
-func (h *handlers[Out]) customStage(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) customStage(ctx context.Context, inf *inference) (bool, error) {
 	return true, h.customStep(ctx, inf.st, inf.version, inf.rc)
 }
 
 // customStep carries out the inference step of a custom agent's run: it
 // calls the step, and records its output as the run's.
-func (h *handlers[Out]) customStep(ctx context.Context, st *runState, version int64, rc RunContext) error {
+func (h *handlers) customStep(ctx context.Context, st *runState, version int64, rc RunContext) error {
 	timeout := h.within(st, h.a.opts.ModelTimeout)
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -262,23 +262,35 @@
 // # The engine
 //
 // For those who change it: the handlers are unexported, one file per
-// concern. handlers.go has the input, tool call, tool result and approval
-// handlers; inference.go's onInference runs the agent's stages in the
-// order written once in inferenceStages, each stage in its feature's file
-// (pause.go, guardrails.go, compaction.go, memory.go, budget.go,
-// custom.go), and the stages of features an agent does not use are left
-// out when it is served. once.go makes a call once in a process and
-// claim.go across processes (the rules under "Idempotency"). Runs are read
-// and written only through agent/internal/runstore, whose protocol is
-// picked once per runtime (the fault tests run both, the other through a
-// broker that does not say it is local). The stored run state (state.go)
-// keeps a run's last messages and tool calls, older ones archived in
-// chunk records (run_messages); its JSON is a stored format that
-// TestStoredRecords reads from testdata/records. session.go records a
-// run's start and end in its session through agent/internal/sessionstore;
-// approval.go makes and carries out approval requests, and on an
-// in-process broker approvalwatch.go reads from the store the answers
-// other processes recorded; customcalls.go records a custom step's calls
-// (kind custom_call); quick.go serves on demand. OpenTelemetry goes
-// through agent/internal/telemetry.
+// concern, and not generic: they serve an agent's spec (agent.go), which
+// is an [Agent] apart from its output type, with a function that checks
+// that an answer decodes into that type. handlers.go has the input, tool
+// call, tool result and approval handlers; inference.go's onInference runs
+// the agent's stages in the order written once in inferenceStages, each
+// stage in its feature's file (pause.go, guardrails.go, compaction.go,
+// memory.go, budget.go, custom.go), and the stages of features an agent
+// does not use are left out when it is served. agent/internal/engine holds
+// what the handlers use that needs nothing of an agent: it makes a call
+// once in a process and across processes (the rules under "Idempotency"),
+// runs tool calls on kept goroutines, retries through outages, completes a
+// streamed structured output into JSON (partial.go), and watches approval
+// requests. Runs are read and written only through
+// agent/internal/runstore, whose protocol is picked once per runtime (the
+// fault tests run both, the other through a broker that does not say it is
+// local). The stored run state (state.go) keeps a run's last messages and
+// tool calls, older ones archived in chunk records (run_messages); its
+// JSON is a stored format that TestStoredRecords reads from
+// testdata/records. session.go records a run's start and end in its
+// session through agent/internal/sessionstore; approval.go makes and
+// carries out approval requests, and on an in-process broker the approval
+// watch of agent/internal/engine reads from the store the answers other
+// processes recorded (approvalwatch.go starts it); customcalls.go records
+// a custom step's calls (kind custom_call); quick.go serves on demand.
+// OpenTelemetry goes through agent/internal/telemetry.
+//
+// The caller's side of a run: run.go has Run, its output and Cancel;
+// submit.go the input event and Submit; startcheck.go the check that some
+// process took a run; stream.go RunStream, with streamorder.go restoring
+// causal order and decodeevent.go turning each channel's message into an
+// [Event]; runerror.go the errors of a run and [RunRef].
 package agent

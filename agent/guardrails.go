@@ -165,7 +165,7 @@ func (a *Agent[Out]) guardrailSets() guardrailSets {
 
 // inputGuardrails is the inference stage of the input guardrails checked
 // before the first model call: a trip ends the run.
-func (h *handlers[Out]) inputGuardrails(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) inputGuardrails(ctx context.Context, inf *inference) (bool, error) {
 	if inf.st.Step != 1 {
 		return false, nil
 	}
@@ -181,7 +181,7 @@ func (h *handlers[Out]) inputGuardrails(ctx context.Context, inf *inference) (bo
 
 // startParallelGuardrails is the inference stage that starts the input
 // guardrails checked alongside the first model call.
-func (h *handlers[Out]) startParallelGuardrails(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) startParallelGuardrails(ctx context.Context, inf *inference) (bool, error) {
 	if inf.st.Step != 1 {
 		return false, nil
 	}
@@ -195,7 +195,7 @@ func (h *handlers[Out]) startParallelGuardrails(ctx context.Context, inf *infere
 // awaitParallelGuardrails is the inference stage that waits, after the
 // model call, for the guardrails checked alongside it: a trip ends the
 // run, and the model's answer is discarded.
-func (h *handlers[Out]) awaitParallelGuardrails(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) awaitParallelGuardrails(ctx context.Context, inf *inference) (bool, error) {
 	inf.checks.Wait()
 	if t := inf.parallel; t != nil {
 		if ctx.Err() != nil {
@@ -208,7 +208,7 @@ func (h *handlers[Out]) awaitParallelGuardrails(ctx context.Context, inf *infere
 
 // outputGuardrails is the inference stage of the output guardrails: they
 // check a final answer before the run completes, and a trip ends the run.
-func (h *handlers[Out]) outputGuardrails(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) outputGuardrails(ctx context.Context, inf *inference) (bool, error) {
 	msg := inf.resp.Message
 	if len(msg.ToolCalls) > 0 {
 		return false, nil
@@ -226,7 +226,7 @@ func (h *handlers[Out]) outputGuardrails(ctx context.Context, inf *inference) (b
 }
 
 // guardrailInput returns the input of the run's guardrails at stage.
-func (h *handlers[Out]) guardrailInput(st *runState, stage GuardrailStage, text string) GuardrailInput {
+func (h *handlers) guardrailInput(st *runState, stage GuardrailStage, text string) GuardrailInput {
 	return GuardrailInput{Stage: stage, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Text: text, Messages: model.CloneMessages(st.Messages), rt: h.rt}
 }
 
@@ -241,7 +241,7 @@ func lastUserText(msgs []model.Message) string {
 }
 
 // trip ends the run at step as failed by a guardrail and emits its output.
-func (h *handlers[Out]) trip(ctx context.Context, id string, step int, t *GuardrailTrip) error {
+func (h *handlers) trip(ctx context.Context, id string, step int, t *GuardrailTrip) error {
 	st, err := h.rt.runs.Update(ctx, id, func(st *runState) (bool, error) {
 		if st.Status.Terminal() || st.Step != step || st.Phase != phaseInference {
 			return false, nil

@@ -6,14 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"io"
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/compaction"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/runstore"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/model"
@@ -70,10 +72,10 @@ func (a *Agent[Out]) serveLocked(ctx context.Context, rt *Runtime, opts *ServeOp
 
 // serve is Serve on rt, which is not nil.
 func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions) error {
-	h := &handlers[Out]{
-		a: a, rt: rt, guards: a.guardrailSets(),
-		calls: newFlights[unsavedResult](maxUnrecorded), steps: newFlights[unsavedResponse](maxUnrecorded),
-		claims: newClaims(rt),
+	h := &handlers{
+		a: &a.spec, rt: rt, guards: a.guardrailSets(),
+		calls: engine.NewFlights[unsavedResult](engine.MaxUnrecorded), steps: engine.NewFlights[unsavedResponse](engine.MaxUnrecorded),
+		claims: engine.NewClaims(rt.client.Broker(), rt.store, rt.now),
 	}
 	if opts != nil {
 		h.opts = *opts
@@ -156,22 +158,22 @@ func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions)
 	return nil
 }
 
-type handlers[Out any] struct {
-	a    *Agent[Out]
+type handlers struct {
+	a    *spec
 	rt   *Runtime
 	opts ServeOptions
 	// calls are the tool calls in hand, one delivery of a call acting at
 	// a time, with their results until they are recorded; steps the same
-	// for the model calls of runs' steps (once.go).
-	calls *flights[unsavedResult]
-	steps *flights[unsavedResponse]
+	// for the model calls of runs' steps (engine.Flights).
+	calls *engine.Flights[unsavedResult]
+	steps *engine.Flights[unsavedResponse]
 	// claims, on a broker that may deliver a message to another process,
 	// tell a delivery that another live process has a call in hand
-	// (claim.go); nil otherwise.
-	claims *claims
+	// (engine.Claims); nil otherwise.
+	claims *engine.Claims
 	// stages are the agent's inference stages, in order, and guards its
 	// guardrails as the stages check them: both fixed when it is served.
-	stages []inferenceStage[Out]
+	stages []inferenceStage
 	guards guardrailSets
 }
 
@@ -183,14 +185,14 @@ func runID(msg *calf.Message) (string, error) {
 	return msg.Metadata.RunID, nil
 }
 
-func (h *handlers[Out]) emit(ctx context.Context, channel string, data any, id, key string) error {
+func (h *handlers) emit(ctx context.Context, channel string, data any, id, key string) error {
 	_, err := h.rt.client.Emit(ctx, channel, data, calf.WithID(id), calf.WithKey(key))
 	return err
 }
 
 // onInput creates the run's state from the input and the session's history,
 // then asks for the first model call.
-func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
+func (h *handlers) onInput(ctx context.Context, msg *calf.Message) error {
 	id, err := runID(msg)
 	if err != nil {
 		return err
@@ -309,7 +311,7 @@ func (h *handlers[Out]) onInput(ctx context.Context, msg *calf.Message) error {
 // deps returns the dependencies of st's run for its RunContext: the
 // worker's LocalDeps, or the JSON that travelled with the run, which
 // [Deps.Of] decodes; nil when there are none.
-func (h *handlers[Out]) deps(st *runState) *runDeps {
+func (h *handlers) deps(st *runState) *runDeps {
 	if h.opts.LocalDeps != nil {
 		v := h.opts.LocalDeps()
 		return &runDeps{local: &v}
@@ -322,7 +324,7 @@ func (h *handlers[Out]) deps(st *runState) *runDeps {
 
 // request makes the model request of the run st's step. Its error is
 // the instructions' (Options.InstructionsFunc).
-func (h *handlers[Out]) request(rc RunContext, st *runState) (*model.Request, error) {
+func (h *handlers) request(rc RunContext, st *runState) (*model.Request, error) {
 	o := &h.a.opts
 	req := &model.Request{
 		Tools:       h.a.toolDefinitions(rc, h.rt.log, h.permissions(st)),
@@ -355,7 +357,7 @@ func (h *handlers[Out]) request(rc RunContext, st *runState) (*model.Request, er
 
 // requestFailed handles the error of request: an outage is returned, for
 // the step to be retried; any other error fails the run.
-func (h *handlers[Out]) requestFailed(ctx context.Context, st *runState, err error) error {
+func (h *handlers) requestFailed(ctx context.Context, st *runState, err error) error {
 	if calf.IsUnavailable(err) {
 		return err
 	}
@@ -365,7 +367,7 @@ func (h *handlers[Out]) requestFailed(ctx context.Context, st *runState, err err
 // callModel calls the model with the agent's timeout, streaming deltas on
 // the stream channel when the run asked for them. It returns the response
 // and the number of deltas emitted.
-func (h *handlers[Out]) callModel(ctx context.Context, st *runState, req *model.Request) (*model.Response, int, error) {
+func (h *handlers) callModel(ctx context.Context, st *runState, req *model.Request) (*model.Response, int, error) {
 	if h.a.model == nil {
 		return nil, 0, fmt.Errorf("agent %s: %w", h.a.name, model.ErrNoModel)
 	}
@@ -411,7 +413,7 @@ func (h *handlers[Out]) callModel(ctx context.Context, st *runState, req *model.
 
 // record applies a model response, for which deltas stream deltas were
 // emitted, to the run's state.
-func (h *handlers[Out]) record(st *runState, resp *model.Response, deltas int) {
+func (h *handlers) record(st *runState, resp *model.Response, deltas int) {
 	st.Deltas = deltas
 	u := resp.Usage
 	if u.Requests == 0 {
@@ -469,7 +471,7 @@ func (h *handlers[Out]) record(st *runState, resp *model.Response, deltas int) {
 
 // next emits what the recorded state calls for. It is safe to call again
 // for the same state: every event has a deterministic id.
-func (h *handlers[Out]) next(ctx context.Context, st *runState) error {
+func (h *handlers) next(ctx context.Context, st *runState) error {
 	switch {
 	case st.Status.Terminal():
 		return h.finish(ctx, st)
@@ -510,18 +512,18 @@ func undispatched(step int, p pendingCall, err error) ToolResultEvent {
 	return ev
 }
 
-func (h *handlers[Out]) emitResult(ctx context.Context, run string, ev ToolResultEvent) error {
+func (h *handlers) emitResult(ctx context.Context, run string, ev ToolResultEvent) error {
 	return h.emit(ctx, toolResultChannel(h.a.name), ev, toolResultID(run, ev.Step, ev.ToolCallID), run)
 }
 
 // fail marks the run failed (unless it has ended already) and emits its
 // output.
-func (h *handlers[Out]) fail(ctx context.Context, id, reason string) error {
+func (h *handlers) fail(ctx context.Context, id, reason string) error {
 	return h.failed(ctx, id, reason, false)
 }
 
 // failed is fail, marking the run [runState.NotServed] when notServed.
-func (h *handlers[Out]) failed(ctx context.Context, id, reason string, notServed bool) error {
+func (h *handlers) failed(ctx context.Context, id, reason string, notServed bool) error {
 	st, err := h.rt.runs.Update(ctx, id, func(st *runState) (bool, error) {
 		if st.Status.Terminal() {
 			return false, nil
@@ -539,7 +541,7 @@ func (h *handlers[Out]) failed(ctx context.Context, id, reason string, notServed
 // session, the session_start hooks, on the prompt of a run that starts,
 // and publishes their decisions. It returns why the prompt was refused,
 // if it was.
-func (h *handlers[Out]) promptHooks(ctx context.Context, msg *calf.Message, id string, in *InputEvent) (refused string, err error) {
+func (h *handlers) promptHooks(ctx context.Context, msg *calf.Message, id string, in *InputEvent) (refused string, err error) {
 	md := calf.Metadata{CorrelationID: cmp.Or(msg.Metadata.CorrelationID, id), RunID: id, SessionID: msg.Metadata.SessionID}
 	hin := HookInput{Event: HookUserPromptSubmit, Agent: h.a.name, RunID: id, SessionID: md.SessionID, Prompt: in.Content}
 	for _, event := range []HookEvent{HookUserPromptSubmit, HookSessionStart} {
@@ -573,7 +575,7 @@ func (h *handlers[Out]) promptHooks(ctx context.Context, msg *calf.Message, id s
 // finish appends a completed (or handed-off) run to its session and emits
 // its output; a run that handed off then emits the input of the run that
 // continues it.
-func (h *handlers[Out]) finish(ctx context.Context, st *runState) error {
+func (h *handlers) finish(ctx context.Context, st *runState) error {
 	if h.a.hasHooks(HookStop) && st.Agent == h.a.name {
 		in := h.endInput(st)
 		if err := h.endHooks(ctx, st, HookStop, in); err != nil {
@@ -603,7 +605,7 @@ func (h *handlers[Out]) finish(ctx context.Context, st *runState) error {
 }
 
 // endInput is the input of the stop hooks of the run st, which ended.
-func (h *handlers[Out]) endInput(st *runState) HookInput {
+func (h *handlers) endInput(st *runState) HookInput {
 	in := HookInput{Event: HookStop, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Status: st.Status, Error: st.Error}
 	in.Output = outputText(st.Output)
 	return in
@@ -625,7 +627,7 @@ func outputText(out json.RawMessage) string {
 // endHooks runs the hooks that are told a run ended (stop, session_end)
 // and publishes their decisions. A hook's failure is logged: it cannot
 // change the outcome.
-func (h *handlers[Out]) endHooks(ctx context.Context, st *runState, event HookEvent, in HookInput) error {
+func (h *handlers) endHooks(ctx context.Context, st *runState, event HookEvent, in HookInput) error {
 	o := h.a.runHooks(ctx, event, in)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -675,7 +677,7 @@ func (rt *Runtime) emitOutput(ctx context.Context, st *runState) error {
 
 // onToolCall executes one tool call and emits its result. A call whose
 // result is recorded is not executed again: the recorded result is emitted.
-func (h *handlers[Out]) onToolCall(ctx context.Context, msg *calf.Message) error {
+func (h *handlers) onToolCall(ctx context.Context, msg *calf.Message) error {
 	id, err := runID(msg)
 	if err != nil {
 		return err
@@ -696,9 +698,9 @@ func (h *handlers[Out]) onToolCall(ctx context.Context, msg *calf.Message) error
 // the result recorded, or kept unrecorded, which it records. The call's
 // result is kept until it is recorded, and dropped once the call is
 // handled.
-func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) (err error) {
-	key := flightKey{run: id, call: ev.ToolCallID}
-	if h.calls.busy(key) && msg.Channel != approval.Channel(h.a.name) {
+func (h *handlers) toolCall(ctx context.Context, msg *calf.Message, id string, ev ToolCallEvent) (err error) {
+	key := engine.FlightKey{Run: id, Call: ev.ToolCallID}
+	if h.calls.Busy(key) && msg.Channel != approval.Channel(h.a.name) {
 		// An approved call in progress, run by its answer: its own
 		// message, delivered again, publishes the answer again (see
 		// below) rather than wait for it.
@@ -706,11 +708,11 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 			return approval.Publish(ctx, h.rt.client, a)
 		}
 	}
-	fl, err := h.calls.enter(ctx, key)
+	fl, err := h.calls.Enter(ctx, key)
 	if err != nil {
 		return err
 	}
-	defer func() { h.calls.leave(key, fl, err == nil) }()
+	defer func() { h.calls.Leave(key, fl, err == nil) }()
 	if r, found, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID); err != nil {
 		return err
 	} else if found {
@@ -778,23 +780,23 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 	}
 	// A delivery that executed the call but failed to record the result
 	// left it here: record it rather than execute the tool again.
-	r, executed := h.calls.outcome(fl)
+	r, executed := h.calls.Outcome(fl)
 	if !executed {
-		if err := h.calls.admit(); err != nil {
+		if err := h.calls.Admit(); err != nil {
 			return err
 		}
 		// Another process may have the call in hand: its claim says so.
-		var c *heldClaim
+		var c *engine.HeldClaim
 		var done bool
 		if h.claims != nil { // none on a local broker, whose flights suffice
-			c, done, err = h.claims.take(ctx, claimToolKey(id, ev.ToolCallID), func(ctx context.Context) (bool, error) {
+			c, done, err = h.claims.Take(ctx, engine.ClaimToolKey(id, ev.ToolCallID), func(ctx context.Context) (bool, error) {
 				_, found, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID)
 				return found, err
 			})
 			if err != nil {
 				return err
 			}
-			defer c.release(ctx)
+			defer c.Release(ctx)
 		}
 		if done {
 			r, _, err := h.rt.runs.ToolResult(ctx, id, ev.ToolCallID)
@@ -823,11 +825,11 @@ func (h *handlers[Out]) toolCall(ctx context.Context, msg *calf.Message, id stri
 			data, _ = json.Marshal(res)
 		}
 		r = unsavedResult{ev: res, data: data}
-		h.calls.keep(fl, r)
+		h.calls.Keep(fl, r)
 	}
 	// The tool ran: its result is recorded through an outage of the store
 	// rather than left to a redelivery, which may go to another process.
-	recorded, err := retryOutage(ctx, func() (ToolResultEvent, error) {
+	recorded, err := engine.RetryOutage(ctx, func() (ToolResultEvent, error) {
 		return h.rt.runs.RecordToolResult(ctx, id, r.ev, r.data, h)
 	})
 	if err != nil {
@@ -861,7 +863,7 @@ func (s *runState) resultFor(step int, id string) (ToolResultEvent, bool) {
 // timeout the run goes on, even when the tool ignores its context: the
 // call is left to finish on its own, and what it returns then is dropped
 // (counted by the runtime and logged), never recorded.
-func (h *handlers[Out]) execute(ctx context.Context, st *runState, ev ToolCallEvent, approved *approval.Approval) (res ToolResultEvent, waiting bool, err error) {
+func (h *handlers) execute(ctx context.Context, st *runState, ev ToolCallEvent, approved *approval.Approval) (res ToolResultEvent, waiting bool, err error) {
 	t, _, ok := h.a.lookup(ctx, ev.ToolName)
 	perms := h.permissions(st)
 	if !ok || (len(h.a.opts.Hooks) == 0 && perms == nil) || !json.Valid([]byte(ev.Arguments)) {
@@ -963,7 +965,7 @@ func (h *handlers[Out]) execute(ctx context.Context, st *runState, ev ToolCallEv
 
 // requestApproval records the approval request of ev, unless a delivery
 // before this one did, and publishes it.
-func (h *handlers[Out]) requestApproval(ctx context.Context, st *runState, ev ToolCallEvent, kind tool.Kind, why string, records []HookRecord) error {
+func (h *handlers) requestApproval(ctx context.Context, st *runState, ev ToolCallEvent, kind tool.Kind, why string, records []HookRecord) error {
 	a := newApproval(h.a.name, st, ev, kind, why, records)
 	a.RequestedAt = h.rt.now()
 	if p := h.permissions(st); p != nil && p.ApprovalTimeout > 0 {
@@ -988,7 +990,7 @@ func (h *handlers[Out]) requestApproval(ctx context.Context, st *runState, ev To
 
 // onApproval carries out an answered approval request: the call runs with
 // the approved arguments, or the model is told it was denied.
-func (h *handlers[Out]) onApproval(ctx context.Context, msg *calf.Message) error {
+func (h *handlers) onApproval(ctx context.Context, msg *calf.Message) error {
 	var a approval.Approval
 	if err := msg.Decode(&a); err != nil {
 		return calf.Permanent(err)
@@ -1005,7 +1007,7 @@ func (h *handlers[Out]) onApproval(ctx context.Context, msg *calf.Message) error
 }
 
 // callTool runs the tool of ev with its timeout.
-func (h *handlers[Out]) callTool(ctx context.Context, st *runState, ev ToolCallEvent) (res ToolResultEvent) {
+func (h *handlers) callTool(ctx context.Context, st *runState, ev ToolCallEvent) (res ToolResultEvent) {
 	if h.rt.tel != nil {
 		msg, _ := calf.MessageFromContext(ctx)
 		var span trace.Span
@@ -1036,7 +1038,7 @@ func (h *handlers[Out]) callTool(ctx context.Context, st *runState, ev ToolCallE
 	tctx = context.WithValue(tctx, handoffKey{}, handoff)
 	start := time.Now()
 	done := make(chan toolReturn, 1)
-	h.rt.tools.run(func() {
+	h.rt.tools.Run(func() {
 		var r toolReturn
 		defer func() {
 			if v := recover(); v != nil {
@@ -1082,7 +1084,7 @@ type toolReturn struct {
 
 // dropLate waits for a tool call that outlived its timeout and drops what
 // it returns. The call counts in the calf.tool.overdue metric until then.
-func (h *handlers[Out]) dropLate(done <-chan toolReturn, run string, ev ToolCallEvent, start time.Time) {
+func (h *handlers) dropLate(done <-chan toolReturn, run string, ev ToolCallEvent, start time.Time) {
 	r := <-done
 	h.rt.tel.OverdueTools(h.a.name, ev.ToolName, -1)
 	h.rt.late.Add(1)
@@ -1094,7 +1096,7 @@ func (h *handlers[Out]) dropLate(done <-chan toolReturn, run string, ev ToolCall
 // onToolResult records a tool result. The result that completes the step
 // advances the run and emits exactly one inference for the next step.
 // Results for calls the run does not wait for, or already has, are ignored.
-func (h *handlers[Out]) onToolResult(ctx context.Context, msg *calf.Message) error {
+func (h *handlers) onToolResult(ctx context.Context, msg *calf.Message) error {
 	id, err := runID(msg)
 	if err != nil {
 		return err
@@ -1131,13 +1133,13 @@ func (h *handlers[Out]) onToolResult(ctx context.Context, msg *calf.Message) err
 // that waits for it, and advances the run (or hands it off) when it was
 // the last result of its step. Results for calls the run does not wait
 // for, or already has, change nothing.
-func (h *handlers[Out]) applyResult(ev ToolResultEvent) runstore.UpdateFunc[*runState] {
+func (h *handlers) applyResult(ev ToolResultEvent) runstore.UpdateFunc[*runState] {
 	return func(st *runState) (bool, error) { return h.TakeResult(st, ev) }
 }
 
 // TakeResult is applyResult's update, with which the run store may record
 // a result in the run's own record (see runstore.Taker).
-func (h *handlers[Out]) TakeResult(st *runState, ev ToolResultEvent) (bool, error) {
+func (h *handlers) TakeResult(st *runState, ev ToolResultEvent) (bool, error) {
 	if st.Status.Terminal() || st.Step != ev.Step || st.Phase != phaseTools {
 		return false, nil
 	}
@@ -1156,7 +1158,7 @@ func (h *handlers[Out]) TakeResult(st *runState, ev ToolResultEvent) (bool, erro
 }
 
 // advance moves a run whose tool calls are all answered to its next step.
-func (h *handlers[Out]) advance(st *runState, by string) {
+func (h *handlers) advance(st *runState, by string) {
 	for _, p := range st.Pending {
 		st.Messages = append(st.Messages, toolMessage(p))
 		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result, Handoff: p.Handoff, Hooks: p.Hooks})
@@ -1183,7 +1185,7 @@ func toolMessage(p pendingCall) model.Message {
 }
 
 // permissions returns the permissions of the run: its own, or the agent's.
-func (h *handlers[Out]) permissions(st *runState) *Permissions {
+func (h *handlers) permissions(st *runState) *Permissions {
 	if st.Permissions != nil {
 		return st.Permissions
 	}

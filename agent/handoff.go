@@ -248,7 +248,7 @@ func chainString(chain []Hop, last string) string {
 // handOff ends a run whose step is answered and asks for a handoff: it
 // records the tool results as advance does, and the handoff (or, over the
 // chain's limit, the failure). It reports whether the step asked for one.
-func (h *handlers[Out]) handOff(st *runState, by string) bool {
+func (h *handlers) handOff(st *runState, by string) bool {
 	i := slices.IndexFunc(st.Pending, func(p pendingCall) bool { return p.Handoff != nil && p.Status == StatusSuccess })
 	if i < 0 {
 		return false
@@ -285,7 +285,7 @@ func (h *handlers[Out]) handOff(st *runState, by string) bool {
 // emitHandoff emits the input of the run that continues st, which handed
 // off. It is derived from the recorded state alone, so a redelivery emits
 // the same input with the same id.
-func (h *handlers[Out]) emitHandoff(ctx context.Context, st *runState) error {
+func (h *handlers) emitHandoff(ctx context.Context, st *runState) error {
 	to := st.HandedOffTo
 	if to == nil {
 		return calf.Permanent(fmt.Errorf("%w: run %s handed off to no run", ErrCorruptState, st.RunID))

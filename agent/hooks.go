@@ -235,7 +235,7 @@ func hookID(run string, ev *HookDecisionEvent) string {
 
 // emitHookDecisions publishes what the hooks of ev.Event decided, if any
 // ran, with md as the message's metadata.
-func (h *handlers[Out]) emitHookDecisions(ctx context.Context, md calf.Metadata, ev HookDecisionEvent) error {
+func (h *handlers) emitHookDecisions(ctx context.Context, md calf.Metadata, ev HookDecisionEvent) error {
 	if len(ev.Decisions) == 0 {
 		return nil
 	}
@@ -339,7 +339,7 @@ type hookOutcome struct {
 }
 
 // runHooks runs the hooks of event that match in's tool, in order.
-func (a *Agent[Out]) runHooks(ctx context.Context, event HookEvent, in HookInput) hookOutcome {
+func (a *spec) runHooks(ctx context.Context, event HookEvent, in HookInput) hookOutcome {
 	out := hookOutcome{args: in.Arguments, result: in.Result, prompt: in.Prompt}
 	subject := in.ToolName
 	switch event {
@@ -455,7 +455,7 @@ func (d HookDecision) check(event HookEvent) error {
 }
 
 // hasHooks reports whether the agent has a hook for event.
-func (a *Agent[Out]) hasHooks(event HookEvent) bool {
+func (a *spec) hasHooks(event HookEvent) bool {
 	for _, h := range a.opts.Hooks {
 		if h.Event == event {
 			return true
@@ -466,6 +466,6 @@ func (a *Agent[Out]) hasHooks(event HookEvent) bool {
 
 // mayAsk reports whether the agent's tool calls may wait for approval: it
 // has permissions, or pre_tool_use hooks, which may answer [HookAsk].
-func (a *Agent[Out]) mayAsk() bool {
+func (a *spec) mayAsk() bool {
 	return a.opts.Permissions != nil || a.hasHooks(HookPreToolUse) || a.step != nil
 }

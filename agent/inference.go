@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/model"
 )
 
@@ -22,10 +23,10 @@ type inference struct {
 	req     *model.Request
 	// flight is the step's in the process (see flights): a response
 	// obtained and not yet recorded is kept there.
-	flight *flight[unsavedResponse]
+	flight *engine.Flight[unsavedResponse]
 	// claim is the step's claim, held while the model is called and its
 	// response recorded (see claims).
-	claim *heldClaim
+	claim *engine.HeldClaim
 	// The model call: its answer, the stream deltas it emitted, its error.
 	resp    *model.Response
 	deltas  int
@@ -40,7 +41,7 @@ type inference struct {
 // An inferenceStage does its part of an inference. It returns done true
 // when it ended the handling of the event, with err as its outcome; with
 // done false the next stage runs.
-type inferenceStage[Out any] func(h *handlers[Out], ctx context.Context, inf *inference) (done bool, err error)
+type inferenceStage func(h *handlers, ctx context.Context, inf *inference) (done bool, err error)
 
 // inferenceStages returns the stages of the agent's inferences, in their
 // order: the one place that order is written. A stage of a feature the
@@ -48,45 +49,45 @@ type inferenceStage[Out any] func(h *handlers[Out], ctx context.Context, inf *in
 // for a custom agent) is left out, so that it costs nothing on the run's
 // path; what a run may set for itself (a pause, a budget, a deadline) is
 // checked on every inference. Each stage lives in the file of its feature.
-func (h *handlers[Out]) inferenceStages() []inferenceStage[Out] {
+func (h *handlers) inferenceStages() []inferenceStage {
 	a := h.a
-	stages := []inferenceStage[Out]{
-		(*handlers[Out]).stepDue,    // inference.go: the run waits for this step's model call
-		(*handlers[Out]).pauseStage, // pause.go: a pause takes effect before the call
-		(*handlers[Out]).limits,     // inference.go: max turns, the run's deadline
+	stages := []inferenceStage{
+		(*handlers).stepDue,    // inference.go: the run waits for this step's model call
+		(*handlers).pauseStage, // pause.go: a pause takes effect before the call
+		(*handlers).limits,     // inference.go: max turns, the run's deadline
 	}
 	if a.step != nil {
 		// A custom agent's step stands in for the model call, and records
 		// its reply.
-		return append(stages, (*handlers[Out]).customStage) // custom.go
+		return append(stages, (*handlers).customStage) // custom.go
 	}
 	if len(h.guards.before) > 0 {
-		stages = append(stages, (*handlers[Out]).inputGuardrails) // guardrails.go
+		stages = append(stages, (*handlers).inputGuardrails) // guardrails.go
 	}
-	stages = append(stages, (*handlers[Out]).buildRequest) // inference.go
+	stages = append(stages, (*handlers).buildRequest) // inference.go
 	if a.opts.Compaction != nil {
-		stages = append(stages, (*handlers[Out]).compactStage) // compaction.go
+		stages = append(stages, (*handlers).compactStage) // compaction.go
 	}
 	if len(a.opts.Memory) > 0 {
-		stages = append(stages, (*handlers[Out]).memoryStage) // memory.go
+		stages = append(stages, (*handlers).memoryStage) // memory.go
 	}
-	stages = append(stages, (*handlers[Out]).budgetStage) // budget.go: run and session budgets
+	stages = append(stages, (*handlers).budgetStage) // budget.go: run and session budgets
 	if len(h.guards.parallel) > 0 {
-		stages = append(stages, (*handlers[Out]).startParallelGuardrails) // guardrails.go
+		stages = append(stages, (*handlers).startParallelGuardrails) // guardrails.go
 	}
 	if h.rt.tel != nil {
-		stages = append(stages, (*handlers[Out]).tracedModelCall) // inference.go, in a chat span
+		stages = append(stages, (*handlers).tracedModelCall) // inference.go, in a chat span
 	} else {
-		stages = append(stages, (*handlers[Out]).modelCall) // inference.go
+		stages = append(stages, (*handlers).modelCall) // inference.go
 	}
 	if len(h.guards.parallel) > 0 {
-		stages = append(stages, (*handlers[Out]).awaitParallelGuardrails) // guardrails.go
+		stages = append(stages, (*handlers).awaitParallelGuardrails) // guardrails.go
 	}
-	stages = append(stages, (*handlers[Out]).modelFailed) // inference.go
+	stages = append(stages, (*handlers).modelFailed) // inference.go
 	if len(h.guards.output) > 0 {
-		stages = append(stages, (*handlers[Out]).outputGuardrails) // guardrails.go
+		stages = append(stages, (*handlers).outputGuardrails) // guardrails.go
 	}
-	return append(stages, (*handlers[Out]).recordResponse) // inference.go: record, then what follows
+	return append(stages, (*handlers).recordResponse) // inference.go: record, then what follows
 }
 
 // onInference makes the model call of a step, records the response, and
@@ -94,7 +95,7 @@ func (h *handlers[Out]) inferenceStages() []inferenceStage[Out] {
 // redelivered inference whose response is recorded re-emits what follows
 // without calling the model again. The work is done by the agent's
 // inference stages (see inferenceStages), in order.
-func (h *handlers[Out]) onInference(ctx context.Context, msg *calf.Message) error {
+func (h *handlers) onInference(ctx context.Context, msg *calf.Message) error {
 	id, err := runID(msg)
 	if err != nil {
 		return err
@@ -111,14 +112,14 @@ func (h *handlers[Out]) onInference(ctx context.Context, msg *calf.Message) erro
 // that comes while another is in hand waits, then finds the response
 // recorded, or kept unrecorded, which it records rather than ask the model
 // again. A response is kept until the inference is handled.
-func (h *handlers[Out]) infer(ctx context.Context, inf *inference, id string) (err error) {
-	key := flightKey{run: id, step: inf.ev.Step}
-	if inf.flight, err = h.steps.enter(ctx, key); err != nil {
+func (h *handlers) infer(ctx context.Context, inf *inference, id string) (err error) {
+	key := engine.FlightKey{Run: id, Step: inf.ev.Step}
+	if inf.flight, err = h.steps.Enter(ctx, key); err != nil {
 		return err
 	}
 	defer func() {
-		inf.claim.release(ctx)
-		h.steps.leave(key, inf.flight, err == nil)
+		inf.claim.Release(ctx)
+		h.steps.Leave(key, inf.flight, err == nil)
 	}()
 	if inf.st, inf.version, err = h.rt.runs.LoadStep(ctx, id, inf.ev.Step); err != nil {
 		return err
@@ -134,7 +135,7 @@ func (h *handlers[Out]) infer(ctx context.Context, inf *inference, id string) (e
 // stepDue ends the handling of an inference the run does not wait for: a
 // run that ended answers again, a stale duplicate is dropped, and a step
 // whose answer is recorded has what follows it emitted again.
-func (h *handlers[Out]) stepDue(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) stepDue(ctx context.Context, inf *inference) (bool, error) {
 	st, step := inf.st, inf.ev.Step
 	switch {
 	case st.Status.Terminal():
@@ -151,7 +152,7 @@ func (h *handlers[Out]) stepDue(ctx context.Context, inf *inference) (bool, erro
 
 // limits fails a run past its max turns or its deadline, and makes the
 // step's RunContext.
-func (h *handlers[Out]) limits(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) limits(ctx context.Context, inf *inference) (bool, error) {
 	st := inf.st
 	if max := h.maxTurns(st); st.Step > max {
 		return true, h.fail(ctx, st.RunID, fmt.Sprintf("max turns exceeded: the run needed more than %d model calls", max))
@@ -164,7 +165,7 @@ func (h *handlers[Out]) limits(ctx context.Context, inf *inference) (bool, error
 }
 
 // buildRequest makes the model request of the step.
-func (h *handlers[Out]) buildRequest(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) buildRequest(ctx context.Context, inf *inference) (bool, error) {
 	var err error
 	if inf.req, err = h.request(inf.rc, inf.st); err != nil {
 		return true, h.requestFailed(ctx, inf.st, err)
@@ -175,7 +176,7 @@ func (h *handlers[Out]) buildRequest(ctx context.Context, inf *inference) (bool,
 // modelCall calls the model, unless an earlier delivery of the step got
 // its response and could not record it, or another process has the step
 // in hand.
-func (h *handlers[Out]) modelCall(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) modelCall(ctx context.Context, inf *inference) (bool, error) {
 	if done, err := h.beforeModelCall(ctx, inf); done || err != nil {
 		return true, err
 	}
@@ -189,12 +190,12 @@ func (h *handlers[Out]) modelCall(ctx context.Context, inf *inference) (bool, er
 // beforeModelCall takes the response an earlier delivery of the step kept,
 // or else admits a model call and claims the step; done true says another
 // process has recorded the step meanwhile, and what follows it is emitted.
-func (h *handlers[Out]) beforeModelCall(ctx context.Context, inf *inference) (done bool, err error) {
-	if r, ok := h.steps.outcome(inf.flight); ok {
+func (h *handlers) beforeModelCall(ctx context.Context, inf *inference) (done bool, err error) {
+	if r, ok := h.steps.Outcome(inf.flight); ok {
 		inf.resp, inf.deltas = r.resp, r.deltas
 		return false, nil
 	}
-	if err := h.steps.admit(); err != nil {
+	if err := h.steps.Admit(); err != nil {
 		return true, err
 	}
 	if h.claims == nil {
@@ -202,7 +203,7 @@ func (h *handlers[Out]) beforeModelCall(ctx context.Context, inf *inference) (do
 	}
 	id, step := inf.st.RunID, inf.ev.Step
 	var finished bool
-	inf.claim, finished, err = h.claims.take(ctx, claimStepKey(id, step), func(ctx context.Context) (bool, error) {
+	inf.claim, finished, err = h.claims.Take(ctx, engine.ClaimStepKey(id, step), func(ctx context.Context) (bool, error) {
 		st, _, err := h.rt.runs.Load(ctx, id)
 		if err != nil {
 			return false, err
@@ -220,15 +221,15 @@ func (h *handlers[Out]) beforeModelCall(ctx context.Context, inf *inference) (do
 }
 
 // keepResponse keeps the model's response until it is recorded.
-func (h *handlers[Out]) keepResponse(inf *inference) {
+func (h *handlers) keepResponse(inf *inference) {
 	if inf.callErr == nil && inf.resp != nil {
-		h.steps.keep(inf.flight, unsavedResponse{resp: inf.resp, deltas: inf.deltas})
+		h.steps.Keep(inf.flight, unsavedResponse{resp: inf.resp, deltas: inf.deltas})
 	}
 }
 
 // tracedModelCall is modelCall in a chat span, for a runtime that records
 // telemetry.
-func (h *handlers[Out]) tracedModelCall(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) tracedModelCall(ctx context.Context, inf *inference) (bool, error) {
 	if h.a.model == nil {
 		return h.modelCall(ctx, inf)
 	}
@@ -250,7 +251,7 @@ func (h *handlers[Out]) tracedModelCall(ctx context.Context, inf *inference) (bo
 
 // modelFailed fails the run whose model call failed, unless the process is
 // shutting down.
-func (h *handlers[Out]) modelFailed(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) modelFailed(ctx context.Context, inf *inference) (bool, error) {
 	switch {
 	case inf.callErr == nil:
 		return false, nil
@@ -263,12 +264,12 @@ func (h *handlers[Out]) modelFailed(ctx context.Context, inf *inference) (bool, 
 // recordResponse records the model's answer in the run, through an outage
 // of the store, so that the model is not asked again for an answer it
 // gave, and emits what follows.
-func (h *handlers[Out]) recordResponse(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) recordResponse(ctx context.Context, inf *inference) (bool, error) {
 	// updateFrom changes the state it is given: a try after a failed one
 	// starts from the stored state, read again.
 	prev, first := inf.st, true
 	id, step := inf.st.RunID, inf.ev.Step
-	st, err := retryOutage(ctx, func() (*runState, error) {
+	st, err := engine.RetryOutage(ctx, func() (*runState, error) {
 		from, v := prev, inf.version
 		if !first {
 			var err error

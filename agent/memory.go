@@ -40,7 +40,7 @@ type MemoryContext struct {
 
 // memoryStage is the inference stage of an agent with memories: what
 // they add goes into the request, after the instructions.
-func (h *handlers[Out]) memoryStage(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) memoryStage(ctx context.Context, inf *inference) (bool, error) {
 	st, req := inf.st, inf.req
 	if add := h.memoryMessages(ctx, st, st.view()); len(add) > 0 {
 		at := 0
@@ -54,7 +54,7 @@ func (h *handlers[Out]) memoryStage(ctx context.Context, inf *inference) (bool, 
 
 // memoryMessages returns the messages the agent's memories add to the
 // model call of the run st whose conversation is msgs.
-func (h *handlers[Out]) memoryMessages(ctx context.Context, st *runState, msgs []model.Message) []model.Message {
+func (h *handlers) memoryMessages(ctx context.Context, st *runState, msgs []model.Message) []model.Message {
 	var out []model.Message
 	in := &MemoryContext{Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Messages: model.CloneMessages(msgs)}
 	for _, m := range h.a.opts.Memory {
@@ -74,7 +74,7 @@ func (h *handlers[Out]) memoryMessages(ctx context.Context, st *runState, msgs [
 
 // remember tells the agent's memories that can keep it that the run st
 // completed.
-func (h *handlers[Out]) remember(ctx context.Context, st *runState) {
+func (h *handlers) remember(ctx context.Context, st *runState) {
 	if err := h.rt.readBack(ctx, st); err != nil {
 		h.rt.log.Warn("agent: run not remembered", "agent", h.a.name, "run", st.RunID, "err", err)
 		return

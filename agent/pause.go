@@ -245,7 +245,7 @@ func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, pla
 // pauseStage is the inference stage of a paused run: the pause takes
 // effect before the model call, and the handling ends; a run resumed
 // meanwhile is read again and handled from the start.
-func (h *handlers[Out]) pauseStage(ctx context.Context, inf *inference) (bool, error) {
+func (h *handlers) pauseStage(ctx context.Context, inf *inference) (bool, error) {
 	if inf.st.Pause == nil {
 		return false, nil
 	}
@@ -259,7 +259,7 @@ func (h *handlers[Out]) pauseStage(ctx context.Context, inf *inference) (bool, e
 // pauseTakesEffect records that the paused run st stops before the model
 // call of its current step, and publishes the pause. It reports false when
 // the run was resumed (or moved on) meanwhile: the caller reads it again.
-func (h *handlers[Out]) pauseTakesEffect(ctx context.Context, st *runState, version int64) (bool, error) {
+func (h *handlers) pauseTakesEffect(ctx context.Context, st *runState, version int64) (bool, error) {
 	step := st.Step
 	st, err := h.rt.runs.UpdateFrom(ctx, st, version, func(cur *runState) (bool, error) {
 		if cur.Pause == nil || cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference || cur.Pause.Step == step {

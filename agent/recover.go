@@ -55,7 +55,7 @@ func (a *Agent[Out]) Recover(ctx context.Context, rt *Runtime, opts *RecoverOpti
 	if opts != nil {
 		o = *opts
 	}
-	h := &handlers[Out]{a: a, rt: rt}
+	h := &handlers{a: &a.spec, rt: rt}
 	r := runlife.Recovery{
 		What: fmt.Sprintf("agent %s: recover", a.name), Store: rt.store, Kind: store.KindRun,
 		Runs: o.Runs, WrittenBefore: o.WrittenBefore,

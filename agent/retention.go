@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf/agent/approval"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/internal/sweep"
 	"github.com/calf-go/calf/store"
 )
@@ -177,7 +178,7 @@ func (rt *Runtime) sweepRunRecords(ctx context.Context, id string) (int, error) 
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 	}
-	m, err = store.DeletePrefix(ctx, rt.store, kindClaim, id+"/")
+	m, err = store.DeletePrefix(ctx, rt.store, engine.KindClaim, id+"/")
 	n += m
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/approval"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/agent/internal/telemetry"
 	"github.com/calf-go/calf/model"
@@ -83,10 +84,10 @@ type Runtime struct {
 	// late counts tool calls that returned after their timeout.
 	late atomic.Int64
 	// tools runs tool calls on goroutines kept for the next call.
-	tools executor
+	tools engine.Executor
 	// approvals are the approval requests its runs wait for, read from
-	// the store on a local broker (see approvalWatch).
-	approvals approvalWatch
+	// the store on a local broker (see watchApproval).
+	approvals *engine.ApprovalWatch
 	// prepared holds the input channels whose group the broker has
 	// prepared, and preparing is held by the caller preparing one (see
 	// prepareInput).
@@ -121,6 +122,7 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, serveOnDemand: o.ServeOnDemand, preparing: make(chan struct{}, 1),
 		tel: telemetry.New(o.TracerProvider, o.MeterProvider)}
 	rt.runs = newRunStore(rt, calf.IsLocal(client.Broker()))
+	rt.approvals = engine.NewApprovalWatch(client, s, rt.runEnded, o.Logger)
 	return rt
 }
 

@@ -73,7 +73,7 @@ func serveW1On(t *testing.T, e *env, s store.Store, during func(ctx context.Cont
 // update a run it has just written; a W1 run takes two reads of the run
 // and one of the tool result (the check that the call has not run yet),
 // and eight writes: four of the run, one of the tool's result, and the
-// claims of its three calls (two of the model, one of the tool: claim.go),
+// claims of its three calls (two of the model, one of the tool: engine.Claims),
 // which keep another process from making a call this one has in hand. On a local
 // broker, whose deliveries all come to this process, the worker's own copy
 // of a run it created stands for the store: no reads; and the tool's

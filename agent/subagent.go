@@ -344,7 +344,7 @@ func (a *Agent[Out]) hasSubagents() bool {
 // subagentCall reports whether ev calls a subagent tool with valid
 // arguments. Invalid ones take the ordinary path, which reports them to
 // the model.
-func (h *handlers[Out]) subagentCall(ev ToolCallEvent) (*subagentTool, string, bool) {
+func (h *handlers) subagentCall(ev ToolCallEvent) (*subagentTool, string, bool) {
 	t, ok := h.a.tool(ev.ToolName)
 	if !ok {
 		return nil, "", false
@@ -384,7 +384,7 @@ type subagentRef struct {
 // pending: the run's reply completes it. A redelivered call submits the
 // same run again, which starts nothing new (a run that has ended answers
 // again).
-func (h *handlers[Out]) startSubagent(ctx context.Context, msg *calf.Message, st *runState, ev ToolCallEvent, sub *subagentTool, input string) error {
+func (h *handlers) startSubagent(ctx context.Context, msg *calf.Message, st *runState, ev ToolCallEvent, sub *subagentTool, input string) error {
 	if st.Depth >= sub.opts.MaxDepth {
 		p := pendingCall{ID: ev.ToolCallID, Name: ev.ToolName}
 		res := errorResult(ev.Step, p, fmt.Errorf("the agent %s was not called: this run is %d subagent calls deep, the limit", sub.agent, st.Depth))
@@ -456,7 +456,7 @@ func (h *handlers[Out]) startSubagent(ctx context.Context, msg *calf.Message, st
 // tool call that started it: it records the result (so that a redelivered
 // tool call emits it rather than starting the subagent again) and emits it
 // on the tool-result channel with the id a tool's result would have.
-func (h *handlers[Out]) onSubagentCompleted(ctx context.Context, msg *calf.Message) error {
+func (h *handlers) onSubagentCompleted(ctx context.Context, msg *calf.Message) error {
 	var out OutputEvent
 	if err := msg.Decode(&out); err != nil {
 		return calf.Permanent(err)
@@ -483,7 +483,7 @@ func (h *handlers[Out]) onSubagentCompleted(ctx context.Context, msg *calf.Messa
 // subagentStopHooks runs the subagent_stop hooks on the result res that a
 // subagent's output out makes, publishes their decisions, and returns the
 // result they leave.
-func (h *handlers[Out]) subagentStopHooks(ctx context.Context, msg *calf.Message, ref subagentRef, out *OutputEvent, res ToolResultEvent) (ToolResultEvent, error) {
+func (h *handlers) subagentStopHooks(ctx context.Context, msg *calf.Message, ref subagentRef, out *OutputEvent, res ToolResultEvent) (ToolResultEvent, error) {
 	name := cmp.Or(ref.Agent, out.Agent)
 	if t, ok := h.a.tool(ref.Tool); ok && ref.Agent == "" { // a reply to an earlier version
 		if sub, ok := t.(*subagentTool); ok {
@@ -526,7 +526,7 @@ func (h *handlers[Out]) subagentStopHooks(ctx context.Context, msg *calf.Message
 // create-only write (a result recorded first by another delivery wins),
 // and emits the recorded result on the tool-result channel, with md over
 // the metadata of the message being handled.
-func (h *handlers[Out]) recordResult(ctx context.Context, run string, res ToolResultEvent, md calf.Metadata) error {
+func (h *handlers) recordResult(ctx context.Context, run string, res ToolResultEvent, md calf.Metadata) error {
 	data, err := json.Marshal(res)
 	if err != nil {
 		return calf.Permanent(err)
@@ -562,7 +562,7 @@ func subagentResult(ref subagentRef, out *OutputEvent) ToolResultEvent {
 }
 
 // within bounds a timeout by the run's deadline, if it has one.
-func (h *handlers[Out]) within(st *runState, timeout time.Duration) time.Duration {
+func (h *handlers) within(st *runState, timeout time.Duration) time.Duration {
 	if st.Deadline.IsZero() {
 		return timeout
 	}
@@ -573,7 +573,7 @@ func (h *handlers[Out]) within(st *runState, timeout time.Duration) time.Duratio
 }
 
 // maxTurns is the run's bound on model calls.
-func (h *handlers[Out]) maxTurns(st *runState) int {
+func (h *handlers) maxTurns(st *runState) int {
 	if st.MaxTurns > 0 && st.MaxTurns < h.a.opts.MaxTurns {
 		return st.MaxTurns
 	}

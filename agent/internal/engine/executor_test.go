@@ -1,4 +1,4 @@
-package agent
+package engine
 
 import (
 	"sync"
@@ -9,24 +9,24 @@ import (
 )
 
 // idleCount returns how many goroutines of e wait for a call.
-func (e *executor) idleCount() int {
+func (e *Executor) idleCount() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.idle)
 }
 
 func TestExecutorKeepsAndEndsGoroutines(t *testing.T) {
-	var e executor
+	var e Executor
 	release := make(chan struct{})
 	blocked := make(chan struct{})
-	e.run(func() {
+	e.Run(func() {
 		close(blocked)
 		<-release
 	})
 	<-blocked
 	// A call that blocks holds up no other: this one runs on a new goroutine.
 	done := make(chan struct{})
-	e.run(func() { close(done) })
+	e.Run(func() { close(done) })
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
@@ -39,7 +39,7 @@ func TestExecutorKeepsAndEndsGoroutines(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Add(1)
-		e.run(wg.Done)
+		e.Run(wg.Done)
 		wg.Wait()
 		testwait.For(t, 10*time.Second, "the goroutine back to waiting", func() bool { return e.idleCount() >= 2 })
 		if n := e.idleCount(); n != 2 {
@@ -50,6 +50,6 @@ func TestExecutorKeepsAndEndsGoroutines(t *testing.T) {
 	testwait.For(t, 10*time.Second, "the waiting goroutines ended", func() bool { return e.idleCount() == 0 })
 	// And a later call starts a new one.
 	ran := make(chan struct{})
-	e.run(func() { close(ran) })
+	e.Run(func() { close(ran) })
 	<-ran
 }

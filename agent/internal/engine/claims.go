@@ -1,4 +1,4 @@
-package agent
+package engine
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 	"github.com/calf-go/calf/store"
 )
 
-// kindClaim is the kind of the records by which a process says that it
+// KindClaim is the kind of the records by which a process says that it
 // has a tool call or a model call of a run in hand (claims).
-const kindClaim = "call_claim"
+const KindClaim = "call_claim"
 
-// claims keep a tool call or a model call from being made by a second
+// Claims keep a tool call or a model call from being made by a second
 // process while the first one that took it is alive, on a broker that may
 // deliver a message to another process while the first still handles it
 // (its partition's lease lost under load, then taken by another member).
@@ -35,9 +35,9 @@ const kindClaim = "call_claim"
 //
 // A claim that the process holding it gives up because it stops is
 // removed, so that another takes the call at once. Claims are removed with
-// their run's other records (Sweep). On a local broker every delivery
+// their run's other records (agent.Runtime.Sweep). On a local broker every delivery
 // is in this process, whose flights suffice: there are no claims.
-type claims struct {
+type Claims struct {
 	store  store.Store
 	holder string // this process's name in its claims
 	now    func() time.Time
@@ -60,34 +60,38 @@ type claimRecord struct {
 	Renewals int `json:"renewals,omitempty"`
 }
 
-// newClaims returns the claims of rt's agents, or nil on a local broker.
-func newClaims(rt *Runtime) *claims {
-	if calf.IsLocal(rt.client.Broker()) {
+// NewClaims returns the claims of a process whose agents use broker b
+// and store st, timed by now; nil on a local broker.
+func NewClaims(b calf.Broker, st store.Store, now func() time.Time) *Claims {
+	if calf.IsLocal(b) {
 		return nil
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return &claims{store: rt.store, holder: hex.EncodeToString(b[:]), now: rt.now}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	return &Claims{store: st, holder: hex.EncodeToString(id[:]), now: now}
 }
 
-func claimToolKey(run, call string) string { return run + "/tool/" + call }
-func claimStepKey(run string, step int) string {
+// ClaimToolKey is the key of the claim of a run's tool call.
+func ClaimToolKey(run, call string) string { return run + "/tool/" + call }
+
+// ClaimStepKey is the key of the claim of the model call of a run's step.
+func ClaimStepKey(run string, step int) string {
 	return run + "/step/" + strconv.Itoa(step)
 }
 
-// A heldClaim is a claim this process holds, renewed until released.
-type heldClaim struct {
-	c       *claims
+// A HeldClaim is a claim this process holds, renewed until released.
+type HeldClaim struct {
+	c       *Claims
 	key     string
 	version int64 // the claim's stored version, the renewals' to change
 	stop    chan struct{}
 	done    chan struct{}
 }
 
-// take claims the call key, waiting while another live process holds it.
-// done reports whether the call's outcome is recorded: when it is, take
-// returns finished true and no claim. A nil *claims takes nothing.
-func (c *claims) take(ctx context.Context, key string, done func(context.Context) (bool, error)) (held *heldClaim, finished bool, err error) {
+// Take claims the call key, waiting while another live process holds it.
+// done reports whether the call's outcome is recorded: when it is, Take
+// returns finished true and no claim. A nil *Claims takes nothing.
+func (c *Claims) Take(ctx context.Context, key string, done func(context.Context) (bool, error)) (held *HeldClaim, finished bool, err error) {
 	if c == nil {
 		return nil, false, nil
 	}
@@ -95,14 +99,14 @@ func (c *claims) take(ctx context.Context, key string, done func(context.Context
 	var seen int64 = -1 // the version last seen of another's claim
 	var since time.Time // since when it has been seen unchanged
 	for {
-		v, err := c.store.Put(ctx, kindClaim, key, mine, 0)
+		v, err := c.store.Put(ctx, KindClaim, key, mine, 0)
 		if err == nil {
 			return c.hold(key, v), false, nil
 		}
 		if !errors.Is(err, store.ErrConflict) {
 			return nil, false, err
 		}
-		rec, err := c.store.Get(ctx, kindClaim, key)
+		rec, err := c.store.Get(ctx, KindClaim, key)
 		if errors.Is(err, store.ErrNotFound) {
 			continue // removed meanwhile
 		}
@@ -133,7 +137,7 @@ func (c *claims) take(ctx context.Context, key string, done func(context.Context
 			continue
 		}
 		// Taken over: the holder is gone, or it is this process.
-		v, err = c.store.Put(ctx, kindClaim, key, mine, rec.Version)
+		v, err = c.store.Put(ctx, KindClaim, key, mine, rec.Version)
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
@@ -145,8 +149,8 @@ func (c *claims) take(ctx context.Context, key string, done func(context.Context
 }
 
 // hold renews the claim key, stored at version, until it is released.
-func (c *claims) hold(key string, version int64) *heldClaim {
-	h := &heldClaim{c: c, key: key, version: version, stop: make(chan struct{}), done: make(chan struct{})}
+func (c *Claims) hold(key string, version int64) *HeldClaim {
+	h := &HeldClaim{c: c, key: key, version: version, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
 		t := time.NewTicker(claimRenew)
@@ -159,7 +163,7 @@ func (c *claims) hold(key string, version int64) *heldClaim {
 			}
 			data, _ := json.Marshal(claimRecord{Holder: c.holder, Renewals: n})
 			ctx, cancel := context.WithTimeout(context.Background(), claimRenew)
-			v, err := c.store.Put(ctx, kindClaim, key, data, h.version)
+			v, err := c.store.Put(ctx, KindClaim, key, data, h.version)
 			cancel()
 			switch {
 			case err == nil:
@@ -172,10 +176,10 @@ func (c *claims) hold(key string, version int64) *heldClaim {
 	return h
 }
 
-// release stops renewing the claim. When ctx has ended (the process
+// Release stops renewing the claim. When ctx has ended (the process
 // stops), the claim is removed, so that another process takes the call at
-// once. A nil *heldClaim releases nothing.
-func (h *heldClaim) release(ctx context.Context) {
+// once. A nil *HeldClaim releases nothing.
+func (h *HeldClaim) Release(ctx context.Context) {
 	if h == nil {
 		return
 	}
@@ -189,6 +193,6 @@ func (h *heldClaim) release(ctx context.Context) {
 	if ctx.Err() != nil {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
-		_ = h.c.store.Delete(dctx, kindClaim, h.key, h.version)
+		_ = h.c.store.Delete(dctx, KindClaim, h.key, h.version)
 	}
 }

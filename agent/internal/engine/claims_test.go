@@ -1,4 +1,4 @@
-package agent
+package engine
 
 import (
 	"context"
@@ -14,18 +14,18 @@ import (
 // recorded; one whose holder stopped renewing it (died) is taken over.
 func TestClaimWaitsForLiveHolder(t *testing.T) {
 	st := storemem.New()
-	a := &claims{store: st, holder: "a", now: time.Now}
-	b := &claims{store: st, holder: "b", now: time.Now}
+	a := &Claims{store: st, holder: "a", now: time.Now}
+	b := &Claims{store: st, holder: "b", now: time.Now}
 	ctx := t.Context()
 	never := func(context.Context) (bool, error) { return false, nil }
-	ha, finished, err := a.take(ctx, "r/tool/c1", never)
+	ha, finished, err := a.Take(ctx, "r/tool/c1", never)
 	if err != nil || finished || ha == nil {
 		t.Fatalf("a.take = %v, %v, %v", ha, finished, err)
 	}
 	var recorded atomic.Bool
 	got := make(chan bool, 1)
 	go func() {
-		hb, finished, err := b.take(ctx, "r/tool/c1", func(context.Context) (bool, error) { return recorded.Load(), nil })
+		hb, finished, err := b.Take(ctx, "r/tool/c1", func(context.Context) (bool, error) { return recorded.Load(), nil })
 		if err != nil || hb != nil {
 			t.Errorf("b.take = %v, %v, %v", hb, finished, err)
 		}
@@ -40,38 +40,38 @@ func TestClaimWaitsForLiveHolder(t *testing.T) {
 	if !<-got {
 		t.Error("b did not see the outcome recorded")
 	}
-	ha.release(ctx)
+	ha.Release(ctx)
 
 	// A holder that dies: its claim is no longer renewed.
-	hc, _, err := a.take(ctx, "r/tool/c2", never)
+	hc, _, err := a.Take(ctx, "r/tool/c2", never)
 	if err != nil {
 		t.Fatal(err)
 	}
 	close(hc.stop)
 	<-hc.done
 	start := time.Now()
-	hb, finished, err := b.take(ctx, "r/tool/c2", never)
+	hb, finished, err := b.Take(ctx, "r/tool/c2", never)
 	if err != nil || finished || hb == nil {
 		t.Fatalf("b.take = %v, %v, %v", hb, finished, err)
 	}
 	if waited := time.Since(start); waited < claimTTL {
 		t.Errorf("taken over after %s, before the claim could lapse (%s)", waited, claimTTL)
 	}
-	hb.release(ctx)
+	hb.Release(ctx)
 
 	// A holder that stops releases its claim: another takes it at once.
-	hd, _, err := a.take(ctx, "r/tool/c3", never)
+	hd, _, err := a.Take(ctx, "r/tool/c3", never)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stopped, cancel := context.WithCancel(ctx)
 	cancel()
-	hd.release(stopped)
+	hd.Release(stopped)
 	start = time.Now()
-	if hb, _, err := b.take(ctx, "r/tool/c3", never); err != nil || hb == nil {
+	if hb, _, err := b.Take(ctx, "r/tool/c3", never); err != nil || hb == nil {
 		t.Fatalf("b.take = %v, %v", hb, err)
 	} else {
-		hb.release(ctx)
+		hb.Release(ctx)
 	}
 	if waited := time.Since(start); waited >= claimTTL {
 		t.Errorf("a released claim was taken after %s", waited)

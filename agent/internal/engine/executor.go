@@ -1,4 +1,4 @@
-package agent
+package engine
 
 import (
 	"slices"
@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// executor runs tool calls on goroutines that it keeps for the next call. A
+// Executor runs tool calls on goroutines that it keeps for the next call. A
 // call started on a new goroutine would begin on a small stack and grow it:
 // decoding and validating a tool's arguments go deep, and copying the stack
 // as it grew was 7% of the CPU of a one-tool run (BenchmarkRunW1). A kept
 // goroutine waits idleExecutorTimeout for another call, then ends; one
 // running a tool that outlives its timeout goes back to waiting when the
 // tool returns. The zero value is ready to use.
-type executor struct {
+type Executor struct {
 	mu   sync.Mutex
 	idle []chan func() // goroutines waiting for a call, most recent last
 }
@@ -22,8 +22,8 @@ type executor struct {
 // another call before it ends.
 const idleExecutorTimeout = time.Second
 
-// run calls f on a goroutine of e: a waiting one, or a new one.
-func (e *executor) run(f func()) {
+// Run calls f on a goroutine of e: a waiting one, or a new one.
+func (e *Executor) Run(f func()) {
 	e.mu.Lock()
 	if n := len(e.idle); n > 0 {
 		w := e.idle[n-1]
@@ -38,7 +38,7 @@ func (e *executor) run(f func()) {
 
 // work calls f, then the calls handed to it, until none comes for
 // idleExecutorTimeout.
-func (e *executor) work(f func()) {
+func (e *Executor) work(f func()) {
 	wake := make(chan func(), 1)
 	var timer *time.Timer
 	for f != nil {
