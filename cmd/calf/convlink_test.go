@@ -59,6 +59,11 @@ func TestConversationsSend(t *testing.T) {
 		t.Errorf("send --json answered %+v", m)
 	}
 	reqs := fake.requests()
+	// One model call a message: the second process's recovery does not
+	// answer the first message again.
+	if len(reqs) != 2 {
+		t.Errorf("%d model requests for two messages, want 2", len(reqs))
+	}
 	var seen []string
 	for _, msg := range reqs[len(reqs)-1].Messages {
 		if msg.Role != model.RoleSystem {
