@@ -173,7 +173,7 @@ func (a *Agent[Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, 
 		seen := map[string]struct{}{}
 		start := a.startCheck(rt, id, opts)
 		// send yields evs, and reports whether the stream is over.
-		partial := &partials[Out]{a: a}
+		partial := a.partials()
 		send := func(evs []Event) bool {
 			for _, ev := range evs {
 				if p, ok := partial.flush(ev); ok && !yield(p, nil) {
