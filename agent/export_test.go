@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -62,4 +63,4 @@ func (p *Permissions) Decide(name string, kind tool.Kind) (permissionDecision, s
 func (rt *Runtime) LateToolResults() int64 { return rt.lateToolResults() }
 
 // KindCustomCall is the store kind of a custom step's recorded calls.
-const KindCustomCall = kindCustomCall
+const KindCustomCall = engine.KindCustomCall

@@ -188,7 +188,7 @@ func (rt *Runtime) sweepRunRecords(ctx context.Context, id string) (int, error) 
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 	}
-	m, err = store.DeletePrefix(ctx, rt.store, kindCustomCall, id+"/")
+	m, err = store.DeletePrefix(ctx, rt.store, engine.KindCustomCall, id+"/")
 	n += m
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)

@@ -39,11 +39,11 @@ func orderOf(ev Event) engine.Ordered {
 	case EventApproval:
 		// A subagent's request is not about a call of this run.
 		// A custom step's request is about no tool call event.
-		after(ev.Approval.ToolCallID, ev.Approval.RunID != ev.RunID || strings.HasPrefix(ev.Approval.ToolCallID, customCallPrefix))
+		after(ev.Approval.ToolCallID, ev.Approval.RunID != ev.RunID || strings.HasPrefix(ev.Approval.ToolCallID, engine.CustomCallPrefix))
 	case EventHook:
 		after(ev.Hook.ToolCallID, ev.Hook.ToolCallID == "")
 	case EventCustom:
-		after(ev.Custom.ToolCallID, ev.Custom.ToolCallID == "" || strings.HasPrefix(ev.Custom.ToolCallID, customCallPrefix))
+		after(ev.Custom.ToolCallID, ev.Custom.ToolCallID == "" || strings.HasPrefix(ev.Custom.ToolCallID, engine.CustomCallPrefix))
 	case EventOutput, EventHandoff:
 		o.Kind, o.Deltas = engine.OrderEnd, ev.Output.Deltas
 		if ev.Kind == EventHandoff && ev.Output.Handoff != nil {
