@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/calf-go/calf/agent/internal/engine"
+	"github.com/calf-go/calf/agent/internal/runstore"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -18,7 +19,7 @@ type (
 const (
 	PhaseInference  = phaseInference
 	PhaseTools      = phaseTools
-	KindRunMessages = kindRunMessages
+	KindRunMessages = runstore.KindRunMessages
 )
 
 // DecodeRunState decodes a run's record.
