@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strconv"
 
 	"github.com/calf-go/calf/agent/approval"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
@@ -25,21 +25,12 @@ import (
 // in the same order each time it runs, and one at a time (not from
 // goroutines of its own).
 
-// kindCustomCall is the store kind of what a custom agent's step's model
-// calls and tool calls returned, one record per call, id
-// "{run}/{step}/{n}"; swept with the run.
-const kindCustomCall = "custom_call"
-
 // The custom event types of a step's calls (see [CustomEvent]).
 const (
 	eventModelResponse = "model_response"
 	eventToolCall      = "tool_call"
 	eventToolResult    = "tool_result"
 )
-
-// customCallPrefix starts the call id of a custom step's tool call or
-// approval request: "custom-{step}-{n}".
-const customCallPrefix = "custom-"
 
 // errAwaitApproval ends a step that asked a person and has no answer yet:
 // the run waits, and the answer runs the step again.
@@ -56,14 +47,6 @@ type stepCalls struct {
 	// Of the run, for approval requests.
 	correlationID string
 	root          *approval.Root
-}
-
-// callRecord is what one call of a step returned, as recorded.
-type callRecord struct {
-	Kind     string          `json:"kind"` // "model" or "tool"
-	Response *model.Response `json:"response,omitempty"`
-	Result   *tool.Result    `json:"result,omitempty"`
-	Error    string          `json:"error,omitempty"`
 }
 
 // modelResponseData is the data of a model_response event.
@@ -88,47 +71,8 @@ type toolEventData struct {
 // call id.
 func (c *stepCalls) next(rc RunContext) (n int, key, callID string) {
 	c.n++
-	s := strconv.Itoa(rc.Step)
-	n = c.n
-	return n, rc.RunID + "/" + s + "/" + strconv.Itoa(n), customCallPrefix + s + "-" + strconv.Itoa(n)
-}
-
-// recorded returns the record key, of kind, or false when there is none.
-func (c *stepCalls) recorded(rc RunContext, key, kind string) (*callRecord, bool, error) {
-	r, err := rc.rt.store.Get(rc, kindCustomCall, key)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	var rec callRecord
-	if err := json.Unmarshal(r.Data, &rec); err != nil {
-		return nil, false, fmt.Errorf("agent: corrupt call record %s: %v", key, err)
-	}
-	if rec.Kind != kind {
-		return nil, false, fmt.Errorf("agent: call %s of the step was a %s call when the step first ran, and is a %s call now: a step must make its calls in the same order each time", key, rec.Kind, kind)
-	}
-	return &rec, true, nil
-}
-
-// record records rec as key, unless another run of the step did first,
-// and returns the record that stands.
-func (c *stepCalls) record(rc RunContext, key string, rec *callRecord) (*callRecord, error) {
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := rc.rt.store.Put(rc, kindCustomCall, key, data, 0); errors.Is(err, store.ErrConflict) {
-		got, ok, err := c.recorded(rc, key, rec.Kind)
-		if err != nil || !ok {
-			return nil, cmp.Or(err, fmt.Errorf("agent: call record %s vanished", key))
-		}
-		return got, nil
-	} else if err != nil {
-		return nil, err
-	}
-	return rec, nil
+	key, callID = engine.StepCall(rc.RunID, rc.Step, c.n)
+	return c.n, key, callID
 }
 
 // Generate calls the model m with req under the step's context, as the
@@ -144,7 +88,7 @@ func (sc *StepContext[State]) Generate(m model.Model, req *model.Request) (*mode
 		return nil, errors.New("agent: Generate outside a custom agent's step")
 	}
 	n, key, _ := c.next(rc)
-	rec, ok, err := c.recorded(rc, key, "model")
+	rec, ok, err := engine.RecordedCall(rc, rc.rt.store, key, "model")
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +100,7 @@ func (sc *StepContext[State]) Generate(m model.Model, req *model.Request) (*mode
 		if resp == nil {
 			return nil, fmt.Errorf("agent: model %s returned no response", m.Name())
 		}
-		if rec, err = c.record(rc, key, &callRecord{Kind: "model", Response: resp}); err != nil {
+		if rec, err = engine.RecordCall(rc, rc.rt.store, key, &engine.CallRecord{Kind: "model", Response: resp}); err != nil {
 			return nil, err
 		}
 	}
@@ -196,7 +140,7 @@ func (sc *StepContext[State]) CallTool(t tool.Tool, args json.RawMessage) (*tool
 	if err := rc.EmitEvent(eventToolCall, ev); err != nil {
 		return nil, err
 	}
-	rec, ok, err := c.recorded(rc, key, "tool")
+	rec, ok, err := engine.RecordedCall(rc, rc.rt.store, key, "tool")
 	if err != nil {
 		return nil, err
 	}
@@ -208,11 +152,11 @@ func (sc *StepContext[State]) CallTool(t tool.Tool, args json.RawMessage) (*tool
 		if err != nil && rc.Err() != nil {
 			return nil, rc.Err()
 		}
-		r := &callRecord{Kind: "tool", Result: res}
+		r := &engine.CallRecord{Kind: "tool", Result: res}
 		if err != nil {
 			r.Result, r.Error = nil, err.Error()
 		}
-		if rec, err = c.record(rc, key, r); err != nil {
+		if rec, err = engine.RecordCall(rc, rc.rt.store, key, r); err != nil {
 			return nil, err
 		}
 	}

@@ -270,11 +270,12 @@
 // stage in its feature's file (pause.go, guardrails.go, compaction.go,
 // memory.go, budget.go, custom.go), and the stages of features an agent
 // does not use are left out when it is served. agent/internal/engine holds
-// what the handlers use that needs nothing of an agent: it makes a call
-// once in a process and across processes (the rules under "Idempotency"),
-// runs tool calls on kept goroutines, retries through outages, completes a
-// streamed structured output into JSON (partial.go), and watches approval
-// requests. Runs are read and written only through
+// what the handlers and the streams use that needs nothing of an agent: it
+// makes a call once in a process and across processes (the rules under
+// "Idempotency"), runs tool calls on kept goroutines, retries through
+// outages, derives the events' ids, records a custom step's calls, watches
+// approval requests, and, for RunStream, restores causal order and makes
+// partial outputs of a streamed structured output. Runs are read and written only through
 // agent/internal/runstore, whose protocol is picked once per runtime (the
 // fault tests run both, the other through a broker that does not say it is
 // local). The stored run state (state.go) keeps a run's last messages and
@@ -284,13 +285,15 @@
 // session through agent/internal/sessionstore; approval.go makes and
 // carries out approval requests, and on an in-process broker the approval
 // watch of agent/internal/engine reads from the store the answers other
-// processes recorded (approvalwatch.go starts it); customcalls.go records
-// a custom step's calls (kind custom_call); quick.go serves on demand.
+// processes recorded (approvalwatch.go starts it); customcalls.go makes a
+// custom step's calls, recorded through the engine (kind custom_call);
+// quick.go serves on demand.
 // OpenTelemetry goes through agent/internal/telemetry.
 //
 // The caller's side of a run: run.go has Run, its output and Cancel;
 // submit.go the input event and Submit; startcheck.go the check that some
-// process took a run; stream.go RunStream, with streamorder.go restoring
-// causal order and decodeevent.go turning each channel's message into an
+// process took a run; stream.go RunStream, with the engine's order told
+// what each [Event] waits for by streamorder.go, partial.go making partial
+// output events, and decodeevent.go turning each channel's message into an
 // [Event]; runerror.go the errors of a run and [RunRef].
 package agent

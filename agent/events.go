@@ -2,9 +2,6 @@ package agent
 
 import (
 	"encoding/json"
-	"fmt"
-	"hash/fnv"
-	"strconv"
 	"time"
 
 	"github.com/calf-go/calf/agent/approval"
@@ -56,34 +53,6 @@ func OutputChannel(agent string) string { return channelPrefix + agent + "." + s
 
 // AllChannels returns the pattern that matches every channel of an agent.
 func AllChannels(agent string) string { return channelPrefix + agent + ".>" }
-
-// Deterministic event ids: a re-emitted event has the id of the original.
-func inputID(run string) string { return run + ".input" }
-func inferenceID(run string, step int) string {
-	return run + ".inference." + strconv.Itoa(step)
-}
-func toolCallID(run string, step int, call string) string {
-	return run + ".tool_call." + strconv.Itoa(step) + "." + call
-}
-func toolResultID(run string, step int, call string) string {
-	return run + ".tool_result." + strconv.Itoa(step) + "." + call
-}
-func streamID(run string, step, n int) string {
-	return run + ".stream." + strconv.Itoa(step) + "." + strconv.Itoa(n)
-}
-func outputID(run string) string { return run + ".output" }
-
-// replyID is the id of a run's reply to r: one id per destination, so that
-// a broker that drops repeated ids within a window still delivers the
-// answer to a caller that submitted the run again from elsewhere.
-func replyID(run string, r *ReplyTo) string {
-	h := fnv.New64a()
-	for _, s := range []string{r.Channel, r.Key, r.CorrelationID, r.Ref} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return fmt.Sprintf("%s.reply.%016x", run, h.Sum64())
-}
 
 // InputEvent is the payload of the input channel. The message's metadata
 // carries the run id (also the correlation id) and the session id.

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 
+	"github.com/calf-go/calf/agent/internal/engine"
+	"github.com/calf-go/calf/agent/internal/runstore"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -17,7 +19,7 @@ type (
 const (
 	PhaseInference  = phaseInference
 	PhaseTools      = phaseTools
-	KindRunMessages = kindRunMessages
+	KindRunMessages = runstore.KindRunMessages
 )
 
 // DecodeRunState decodes a run's record.
@@ -62,4 +64,4 @@ func (p *Permissions) Decide(name string, kind tool.Kind) (permissionDecision, s
 func (rt *Runtime) LateToolResults() int64 { return rt.lateToolResults() }
 
 // KindCustomCall is the store kind of a custom step's recorded calls.
-const KindCustomCall = kindCustomCall
+const KindCustomCall = engine.KindCustomCall

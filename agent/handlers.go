@@ -303,7 +303,7 @@ func (h *handlers) onInput(ctx context.Context, msg *calf.Message) error {
 		// The run was submitted again after it ended: answer with its output.
 		return h.finish(ctx, st)
 	case st.Status == RunRunning && st.Step == 1 && st.Phase == phaseInference:
-		return h.emit(ctx, inferenceChannel(h.a.name), inferenceEvent{Step: 1}, inferenceID(id, 1), id)
+		return h.emit(ctx, inferenceChannel(h.a.name), inferenceEvent{Step: 1}, engine.InferenceID(id, 1), id)
 	}
 	return nil
 }
@@ -386,7 +386,7 @@ func (h *handlers) callModel(ctx context.Context, st *runState, req *model.Reque
 			if chunk.Delta != nil {
 				// A delta that fails to go out is skipped, not counted:
 				// what follows the step waits only for those emitted.
-				if eerr := h.emit(ctx, StreamChannel(h.a.name), StreamEvent{Step: st.Step, Delta: *chunk.Delta}, streamID(st.RunID, st.Step, n+1), st.RunID); eerr != nil {
+				if eerr := h.emit(ctx, StreamChannel(h.a.name), StreamEvent{Step: st.Step, Delta: *chunk.Delta}, engine.StreamID(st.RunID, st.Step, n+1), st.RunID); eerr != nil {
 					h.rt.log.Warn("agent: emit stream delta", "agent", h.a.name, "run", st.RunID, "err", eerr)
 				} else {
 					n++
@@ -476,7 +476,7 @@ func (h *handlers) next(ctx context.Context, st *runState) error {
 	case st.Status.Terminal():
 		return h.finish(ctx, st)
 	case st.Phase == phaseInference:
-		return h.emit(ctx, inferenceChannel(h.a.name), inferenceEvent{Step: st.Step}, inferenceID(st.RunID, st.Step), st.RunID)
+		return h.emit(ctx, inferenceChannel(h.a.name), inferenceEvent{Step: st.Step}, engine.InferenceID(st.RunID, st.Step), st.RunID)
 	}
 	limit := h.rt.client.MaxMessageSize()
 	for _, p := range st.Pending {
@@ -492,7 +492,7 @@ func (h *handlers) next(ctx context.Context, st *runState) error {
 			err = h.emitResult(ctx, st.RunID, undispatched(st.Step, p, fmt.Errorf("arguments of %d bytes exceed the limit of %d", len(p.Arguments), limit-1024)))
 		default:
 			ev := ToolCallEvent{Step: st.Step, ToolCallID: p.ID, ToolName: p.Name, Arguments: p.Arguments, Deltas: st.Deltas}
-			err = h.emit(ctx, ToolCallChannel(h.a.name, channel), ev, toolCallID(st.RunID, st.Step, p.ID), st.RunID+"/"+p.ID)
+			err = h.emit(ctx, ToolCallChannel(h.a.name, channel), ev, engine.ToolCallID(st.RunID, st.Step, p.ID), st.RunID+"/"+p.ID)
 		}
 		if err != nil {
 			return err
@@ -513,7 +513,7 @@ func undispatched(step int, p pendingCall, err error) ToolResultEvent {
 }
 
 func (h *handlers) emitResult(ctx context.Context, run string, ev ToolResultEvent) error {
-	return h.emit(ctx, toolResultChannel(h.a.name), ev, toolResultID(run, ev.Step, ev.ToolCallID), run)
+	return h.emit(ctx, toolResultChannel(h.a.name), ev, engine.ToolResultID(run, ev.Step, ev.ToolCallID), run)
 }
 
 // fail marks the run failed (unless it has ended already) and emits its
@@ -653,7 +653,7 @@ func (rt *Runtime) emitOutput(ctx context.Context, st *runState) error {
 		ev.Status = OutputFailed
 	}
 	rt.tel.Ended(ctx, st.Agent, ev.Status)
-	if _, err := rt.client.Emit(ctx, OutputChannel(st.Agent), ev, calf.WithID(outputID(st.RunID)), calf.WithKey(st.RunID),
+	if _, err := rt.client.Emit(ctx, OutputChannel(st.Agent), ev, calf.WithID(engine.OutputID(st.RunID)), calf.WithKey(st.RunID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: st.correlationID(), RunID: st.RunID, SessionID: st.SessionID})); err != nil {
 		return err
 	}
@@ -670,7 +670,7 @@ func (rt *Runtime) emitOutput(ctx context.Context, st *runState) error {
 	if key == "" {
 		key = st.RunID
 	}
-	_, err := rt.client.Emit(ctx, r.Channel, ev, calf.WithID(replyID(st.RunID, r)), calf.WithKey(key),
+	_, err := rt.client.Emit(ctx, r.Channel, ev, calf.WithID(engine.ReplyID(st.RunID, r.Channel, r.Key, r.CorrelationID, r.Ref)), calf.WithKey(key),
 		calf.WithMetadata(calf.Metadata{CorrelationID: corr, RunID: st.RunID, SessionID: st.SessionID}))
 	return err
 }
@@ -1124,7 +1124,7 @@ func (h *handlers) onToolResult(ctx context.Context, msg *calf.Message) error {
 		return h.finish(ctx, st) // handed off, or refused a handoff over the limit
 	}
 	if st.Status == RunRunning && st.Phase == phaseInference && st.Step == ev.Step+1 && st.AdvancedBy == ev.ToolCallID {
-		return h.emit(ctx, inferenceChannel(h.a.name), inferenceEvent{Step: st.Step}, inferenceID(id, st.Step), id)
+		return h.emit(ctx, inferenceChannel(h.a.name), inferenceEvent{Step: st.Step}, engine.InferenceID(id, st.Step), id)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/telemetry"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
@@ -330,7 +331,7 @@ func (h *handlers) emitHandoff(ctx context.Context, st *runState) error {
 		Deadline: st.Deadline, MaxTurns: st.MaxTurns, Depth: st.Depth,
 		Budget: st.Budget, Spent: new(st.spent()),
 	}
-	m, err := h.rt.client.NewMessage(ctx, InputChannel(to.Agent), in, calf.WithID(inputID(to.RunID)), calf.WithKey(to.RunID),
+	m, err := h.rt.client.NewMessage(ctx, InputChannel(to.Agent), in, calf.WithID(engine.InputID(to.RunID)), calf.WithKey(to.RunID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: st.correlationID(), RunID: to.RunID, SessionID: st.SessionID}))
 	if err != nil {
 		return err

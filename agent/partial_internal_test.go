@@ -31,7 +31,7 @@ func TestPartialsOfALongAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := Must(NewTyped[out]("long", modeltest.NewTestModel(), nil))
-	p := &partials[out]{a: a}
+	p := a.partials()
 	var deltas, made int
 	var last out
 	for i := 0; i < len(doc); i += 4 {

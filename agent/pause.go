@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/store"
 )
 
@@ -188,7 +189,7 @@ func (rt *Runtime) emitResume(ctx context.Context, st *runState) error {
 	if _, err := rt.client.Emit(ctx, pauseChannel(st.Agent), PauseEvent{Step: st.Step}, calf.WithID(st.RunID+".resume."+strconv.Itoa(st.Step)+"."+n), calf.WithKey(st.RunID), md); err != nil {
 		rt.log.Warn("agent: resume event not published", "agent", st.Agent, "run", st.RunID, "err", err)
 	}
-	_, err := rt.client.Emit(ctx, inferenceChannel(st.Agent), inferenceEvent{Step: st.Step}, calf.WithID(inferenceID(st.RunID, st.Step)+".resume."+n), calf.WithKey(st.RunID), md)
+	_, err := rt.client.Emit(ctx, inferenceChannel(st.Agent), inferenceEvent{Step: st.Step}, calf.WithID(engine.InferenceID(st.RunID, st.Step)+".resume."+n), calf.WithKey(st.RunID), md)
 	return err
 }
 

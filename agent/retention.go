@@ -9,6 +9,7 @@ import (
 
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/internal/engine"
+	"github.com/calf-go/calf/agent/internal/runstore"
 	"github.com/calf-go/calf/internal/sweep"
 	"github.com/calf-go/calf/store"
 )
@@ -183,12 +184,12 @@ func (rt *Runtime) sweepRunRecords(ctx context.Context, id string) (int, error) 
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 	}
-	m, err = store.DeletePrefix(ctx, rt.store, kindRunMessages, id+"/")
+	m, err = store.DeletePrefix(ctx, rt.store, runstore.KindRunMessages, id+"/")
 	n += m
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 	}
-	m, err = store.DeletePrefix(ctx, rt.store, kindCustomCall, id+"/")
+	m, err = store.DeletePrefix(ctx, rt.store, engine.KindCustomCall, id+"/")
 	n += m
 	if err != nil {
 		return n, fmt.Errorf("agent: sweep run %s: %w", id, err)

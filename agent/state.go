@@ -13,6 +13,7 @@ import (
 	"github.com/calf-go/calf/agent/compaction"
 	"github.com/calf-go/calf/agent/internal/records"
 	"github.com/calf-go/calf/agent/internal/runprogress"
+	"github.com/calf-go/calf/agent/internal/runstore"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
@@ -74,14 +75,15 @@ type runState struct {
 	History *historyRef `json:"history,omitempty"`
 	// Archived is how many of the messages the run's record would hold
 	// (the run's own, or, for a history kept in the record, the history's
-	// and the run's) are kept in kindRunMessages records instead, 8 to a
-	// record, written once each: the record holds the rest, at most 15,
+	// and the run's) are kept in run_messages records instead
+	// (runstore.KindRunMessages), 8 to a record, written once each: the
+	// record holds the rest, at most 15,
 	// so that a step of a long run writes what it added, not the whole
 	// conversation again. A state decoded from such a record holds those
 	// last messages only until the others are read back; [Runtime.LoadRun]
 	// returns it whole.
 	Archived int `json:"archived,omitempty"`
-	// ArchivedCalls is how many of ToolCalls are kept in kindRunMessages
+	// ArchivedCalls is how many of ToolCalls are kept in run_messages
 	// records, 8 to a record, as Archived is for the messages.
 	ArchivedCalls int `json:"archived_calls,omitempty"`
 	// Compacted, when set, is what the model sees in place of the first
@@ -321,7 +323,7 @@ func decodeRunState(data []byte) (*runState, error) {
 		return nil, fmt.Errorf("%w: run: missing run id or agent", ErrCorruptState)
 	case s.History != nil && (s.History.Session == "" || s.HistoryLen <= 0):
 		return nil, fmt.Errorf("%w: run %s: a history of %d messages in session %q", ErrCorruptState, s.RunID, s.HistoryLen, s.History.Session)
-	case s.Archived < 0 || s.Archived%runChunk != 0 || s.ArchivedCalls < 0 || s.ArchivedCalls%runChunk != 0:
+	case s.Archived < 0 || s.Archived%runstore.Chunk != 0 || s.ArchivedCalls < 0 || s.ArchivedCalls%runstore.Chunk != 0:
 		return nil, fmt.Errorf("%w: run %s: %d archived messages, %d archived tool calls", ErrCorruptState, s.RunID, s.Archived, s.ArchivedCalls)
 	case s.Step < 0 || s.HistoryLen < 0 || (!s.bare && s.HistoryLen > len(s.Messages)):
 		return nil, fmt.Errorf("%w: run %s: step %d, history %d of %d messages", ErrCorruptState, s.RunID, s.Step, s.HistoryLen, len(s.Messages))
@@ -432,11 +434,11 @@ func (rt *Runtime) readBack(ctx context.Context, st *runState) error {
 	if !st.bare {
 		return nil
 	}
-	archived, err := readArchived[model.Message](ctx, rt, st.RunID, 'm', st.Archived)
+	archived, err := runstore.ReadChunks[model.Message](ctx, rt.store, st.RunID, 'm', st.Archived)
 	if err != nil {
 		return err
 	}
-	calls, err := readArchived[ToolCallRecord](ctx, rt, st.RunID, 'c', st.ArchivedCalls)
+	calls, err := runstore.ReadChunks[ToolCallRecord](ctx, rt.store, st.RunID, 'c', st.ArchivedCalls)
 	if err != nil {
 		return err
 	}
@@ -469,42 +471,6 @@ func (rt *Runtime) readBack(ctx context.Context, st *runState) error {
 	return nil
 }
 
-// kindRunMessages holds 8 archived messages of a run (see
-// runState.Archived), with the id "{run id}/m{chunk, 8 digits}", or 8
-// archived tool call records (runState.ArchivedCalls), with the id
-// "{run id}/c{chunk, 8 digits}".
-const kindRunMessages = "run_messages"
-
-// runChunk is how many messages a kindRunMessages record holds. A run's
-// record holds up to twice as many, less one: at that many, the first
-// runChunk go to a chunk.
-const runChunk = 8
-
-// runChunkKey is the id of chunk n of the archived messages (what 'm')
-// or tool call records ('c') of run.
-func runChunkKey(run string, what byte, n int) string { return fmt.Sprintf("%s/%c%08d", run, what, n) }
-
-// readArchived reads the count archived messages or tool call records
-// (what) of run back, in order.
-func readArchived[T any](ctx context.Context, rt *Runtime, run string, what byte, count int) ([]T, error) {
-	if count == 0 {
-		return nil, nil
-	}
-	out, err := records.ReadChunks(ctx, rt.store, kindRunMessages, "run "+run, count/runChunk, runChunk,
-		func(n int) string { return runChunkKey(run, what, n) },
-		func(data []byte) (items []T, err error) { return items, json.Unmarshal(data, &items) })
-	if errors.Is(err, ErrCorruptState) {
-		return nil, calf.Permanent(err)
-	}
-	return out, err
-}
-
-// putChunk writes v as the record of kind and id, create-only (see
-// records.PutChunk).
-func (rt *Runtime) putChunk(ctx context.Context, kind, id string, v any) error {
-	return records.PutChunk(ctx, rt.store, kind, id, v)
-}
-
 // archive moves the first messages of st's record to chunks while the
 // record would hold 16 or more, before st is written. A chunk's content is
 // the same whoever writes it (a run's messages only grow at their end), so
@@ -515,26 +481,23 @@ func (rt *Runtime) archive(ctx context.Context, st *runState) error {
 	if !ok {
 		return nil
 	}
-	put := func(what byte, n int, v any) error {
-		return rt.putChunk(ctx, kindRunMessages, runChunkKey(st.RunID, what, n), v)
-	}
-	for len(tail) >= 2*runChunk {
-		if err := put('m', st.Archived/runChunk, tail[:runChunk]); err != nil {
+	for len(tail) >= 2*runstore.Chunk {
+		if err := runstore.PutChunk(ctx, rt.store, st.RunID, 'm', st.Archived/runstore.Chunk, tail[:runstore.Chunk]); err != nil {
 			return err
 		}
-		st.Archived += runChunk
-		tail = tail[runChunk:]
+		st.Archived += runstore.Chunk
+		tail = tail[runstore.Chunk:]
 		if st.bare {
 			st.Messages = tail
 		}
 	}
-	for calls := st.callsTail(); len(calls) >= 2*runChunk; calls = st.callsTail() {
-		if err := put('c', st.ArchivedCalls/runChunk, calls[:runChunk]); err != nil {
+	for calls := st.callsTail(); len(calls) >= 2*runstore.Chunk; calls = st.callsTail() {
+		if err := runstore.PutChunk(ctx, rt.store, st.RunID, 'c', st.ArchivedCalls/runstore.Chunk, calls[:runstore.Chunk]); err != nil {
 			return err
 		}
-		st.ArchivedCalls += runChunk
+		st.ArchivedCalls += runstore.Chunk
 		if st.bare {
-			st.ToolCalls = calls[runChunk:]
+			st.ToolCalls = calls[runstore.Chunk:]
 		}
 	}
 	return nil

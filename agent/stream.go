@@ -8,6 +8,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/approval"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/telemetry"
 	"github.com/calf-go/calf/model"
 )
@@ -173,7 +174,7 @@ func (a *Agent[Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, 
 		seen := map[string]struct{}{}
 		start := a.startCheck(rt, id, opts)
 		// send yields evs, and reports whether the stream is over.
-		partial := &partials[Out]{a: a}
+		partial := a.partials()
 		send := func(evs []Event) bool {
 			for _, ev := range evs {
 				if p, ok := partial.flush(ev); ok && !yield(p, nil) {
@@ -208,16 +209,16 @@ func (a *Agent[Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, 
 			if start.pending() {
 				m, err = start.next(ctx, f)
 			} else {
-				m, err = o.next(ctx, f)
+				m, err = o.Next(ctx, f)
 			}
 			if errors.Is(err, ErrNotServed) {
 				yield(Event{}, a.notServed(ctx, rt, id, err))
 				return
 			}
-			if errors.Is(err, errEndGraceOver) {
+			if errors.Is(err, engine.ErrEndGraceOver) {
 				// The run has ended, and the tool calls its last events
 				// wait for have not come: yield what is held.
-				if send(o.flush()) {
+				if send(o.Flush()) {
 					return
 				}
 				continue
@@ -245,7 +246,7 @@ func (a *Agent[Out]) RunStream(ctx context.Context, rt *Runtime, prompt string, 
 				rt.log.Warn("agent: undecodable event in stream", "agent", a.name, "run", id, "err", err)
 				continue
 			}
-			if send(o.add(ev)) {
+			if send(o.Add(ev)) {
 				return
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/broker/memory"
 )
 
@@ -74,10 +75,10 @@ func TestStreamOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := newStreamOrder()
+			o := engine.NewStreamOrder(orderOf)
 			var got []string
 			for _, ev := range tt.in {
-				for _, e := range o.add(ev) {
+				for _, e := range o.Add(ev) {
 					got = append(got, name(e))
 				}
 			}
@@ -101,33 +102,33 @@ func TestStreamOrderFlush(t *testing.T) {
 	}
 	var got []EventKind
 	for _, ev := range evs {
-		for _, e := range c.add(ev) {
+		for _, e := range c.Add(ev) {
 			got = append(got, e.Kind)
 		}
 	}
-	if c.ended() {
+	if c.Ended() {
 		t.Fatal("ended before the output")
 	}
-	for _, e := range c.add(Event{Kind: EventOutput, RunID: "r1", Output: &OutputEvent{Status: OutputComplete}}) {
+	for _, e := range c.Add(Event{Kind: EventOutput, RunID: "r1", Output: &OutputEvent{Status: OutputComplete}}) {
 		got = append(got, e.Kind)
 	}
-	if !c.ended() {
+	if !c.Ended() {
 		t.Fatal("not ended with the output held")
 	}
-	for _, e := range c.flush() {
+	for _, e := range c.Flush() {
 		got = append(got, e.Kind)
 	}
 	want := []EventKind{EventInference, EventToolCall, EventToolResult, EventInference, EventOutput}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	if c.ended() {
+	if c.Ended() {
 		t.Error("still ended after the flush")
 	}
 }
 
 // TestChainOrderNextGivesUp checks that once a run has ended with events
-// held, waiting for the next message gives up after streamEndGrace, and
+// held, waiting for the next message gives up after engine.StreamEndGrace, and
 // that it waits as long as its context otherwise.
 func TestChainOrderNextGivesUp(t *testing.T) {
 	b := memory.New(nil)
@@ -142,12 +143,12 @@ func TestChainOrderNextGivesUp(t *testing.T) {
 	c := newChainOrder("r1")
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := c.next(ctx, f); errors.Is(err, errEndGraceOver) || !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := c.Next(ctx, f); errors.Is(err, engine.ErrEndGraceOver) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("next of a running stream = %v, want its context's deadline", err)
 	}
-	c.add(Event{Kind: EventToolResult, RunID: "r1", Step: 1, ToolResult: &ToolResultEvent{Step: 1, ToolCallID: "lost", ToolName: "add"}})
-	c.add(Event{Kind: EventOutput, RunID: "r1", Output: &OutputEvent{Status: OutputComplete}})
-	if _, err := c.next(t.Context(), f); !errors.Is(err, errEndGraceOver) {
-		t.Errorf("next of an ended stream = %v, want errEndGraceOver", err)
+	c.Add(Event{Kind: EventToolResult, RunID: "r1", Step: 1, ToolResult: &ToolResultEvent{Step: 1, ToolCallID: "lost", ToolName: "add"}})
+	c.Add(Event{Kind: EventOutput, RunID: "r1", Output: &OutputEvent{Status: OutputComplete}})
+	if _, err := c.Next(t.Context(), f); !errors.Is(err, engine.ErrEndGraceOver) {
+		t.Errorf("next of an ended stream = %v, want ErrEndGraceOver", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/telemetry"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
@@ -429,7 +430,7 @@ func (h *handlers) startSubagent(ctx context.Context, msg *calf.Message, st *run
 	if b := st.Budget; b != nil {
 		in.Budget = b.Remaining(st.spent()) // what the parent has left
 	}
-	m, err := h.rt.client.NewMessage(ctx, InputChannel(sub.agent), in, calf.WithID(inputID(child)), calf.WithKey(child),
+	m, err := h.rt.client.NewMessage(ctx, InputChannel(sub.agent), in, calf.WithID(engine.InputID(child)), calf.WithKey(child),
 		calf.WithMetadata(calf.Metadata{CorrelationID: child, RunID: child}))
 	if err != nil {
 		return err
@@ -535,7 +536,7 @@ func (h *handlers) recordResult(ctx context.Context, run string, res ToolResultE
 	if res, err = h.rt.runs.RecordToolResult(ctx, run, res, data, nil); err != nil {
 		return err
 	}
-	_, err = h.rt.client.Emit(ctx, toolResultChannel(h.a.name), res, calf.WithID(toolResultID(run, res.Step, res.ToolCallID)),
+	_, err = h.rt.client.Emit(ctx, toolResultChannel(h.a.name), res, calf.WithID(engine.ToolResultID(run, res.Step, res.ToolCallID)),
 		calf.WithKey(run), calf.WithMetadata(md))
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/telemetry"
 )
 
@@ -53,7 +54,7 @@ func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts
 		}
 		in.Deps = d
 	}
-	msg, err := rt.client.NewMessage(ctx, InputChannel(a.name), in, calf.WithID(inputID(id)), calf.WithKey(id),
+	msg, err := rt.client.NewMessage(ctx, InputChannel(a.name), in, calf.WithID(engine.InputID(id)), calf.WithKey(id),
 		calf.WithMetadata(calf.Metadata{CorrelationID: id, RunID: id}))
 	if err != nil {
 		return nil, InputEvent{}, err
@@ -132,7 +133,7 @@ func (rt *Runtime) Submit(ctx context.Context, req *SubmitRequest) error {
 	if err := rt.prepareInput(ctx, InputChannel(agentName)); err != nil {
 		return fmt.Errorf("agent %s: submit run %s: %w", agentName, runID, err)
 	}
-	_, err := rt.client.Emit(ctx, InputChannel(agentName), req.Input, calf.WithID(inputID(runID)), calf.WithKey(runID),
+	_, err := rt.client.Emit(ctx, InputChannel(agentName), req.Input, calf.WithID(engine.InputID(runID)), calf.WithKey(runID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: runID, RunID: runID}),
 		// The run's session is the request's, even when empty: a run
 		// started from a handler must not join the handled run's session.

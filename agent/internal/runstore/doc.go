@@ -1,7 +1,8 @@
 // Package runstore is how the agent engine reads and writes its runs and
 // their tool results: the one place that knows the run protocol's records
-// (kind [store.KindRun], a run's state, and kind [store.KindToolResult], a
-// tool's result recorded on its own) and the two ways of keeping them.
+// (kind [store.KindRun], a run's state; kind [store.KindToolResult], a
+// tool's result recorded on its own; kind [KindRunMessages], a long run's
+// archived messages) and the two ways of keeping them.
 //
 // A Store follows the shared store protocol (storedRuns), which every
 // process of a distributed deployment follows, or its shortcut for a
