@@ -14,6 +14,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
@@ -201,7 +202,10 @@ func TestStoredRecords(t *testing.T) {
 	if out, err := agentChat.Wait(wctx, rt, "run-paused-2"); err != nil || out.Output != "saw: echo:hi" {
 		t.Errorf("the paused run, resumed: %+v, %v", out, err)
 	}
-	if p := load("s-paused"); texts(p.Messages) != "before|saw: before|use the tool|call:echo|echo:hi|saw: echo:hi" || len(p.Active) != 0 ||
+	// The run's end is recorded before its messages join the session.
+	const want = "before|saw: before|use the tool|call:echo|echo:hi|saw: echo:hi"
+	testwait.Until(t, 10*time.Second, func() bool { return len(load("s-paused").Active) == 0 })
+	if p := load("s-paused"); texts(p.Messages) != want || len(p.Active) != 0 ||
 		strings.Join(p.Runs, ",") != "run-paused-1,run-paused-2" {
 		t.Errorf("s-paused after its run ended: %q, runs %v, active %v", texts(p.Messages), p.Runs, p.Active)
 	}
