@@ -69,6 +69,9 @@ type RunInfo struct {
 	EndedAt   time.Time   `json:"ended_at,omitzero"`
 	// Budget is the run's budget, if it has one (see [RunOptions.Budget]).
 	Budget *agent.Budget `json:"budget,omitempty"`
+	// SleepingUntil, while a node's [SleepError] holds the run, is when
+	// its step Step starts.
+	SleepingUntil time.Time `json:"sleeping_until,omitzero"`
 }
 
 // LoadRun returns the view of the run runID, or an error matching
@@ -135,6 +138,9 @@ func (st *runState) info() *RunInfo {
 	if st.Budget != nil {
 		b := *st.Budget
 		r.Budget = &b
+	}
+	if st.sleeping() {
+		r.SleepingUntil = st.SleepUntil
 	}
 	return r
 }
