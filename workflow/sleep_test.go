@@ -79,9 +79,15 @@ func TestSleep(t *testing.T) {
 	if info.Step != 2 || info.Node != "b" || info.Status != workflow.RunRunning {
 		t.Errorf("sleeping run at step %d node %q status %s, want step 2, b, running", info.Step, info.Node, info.Status)
 	}
-	ts, err := rt.Timers(t.Context(), "workflow/sleeper/r/")
-	if err != nil || len(ts) != 1 || !ts[0].Due.Equal(info.SleepingUntil) {
-		t.Fatalf("timers %+v, %v: want one, due at %s", ts, err, info.SleepingUntil)
+	// The sleep is recorded, then its timer started.
+	var ts []agent.Timer
+	testwait.For(t, 10*time.Second, "the timer", func() bool {
+		var err error
+		ts, err = rt.Timers(t.Context(), "workflow/sleeper/r/")
+		return err == nil && len(ts) > 0
+	})
+	if len(ts) != 1 || !ts[0].Due.Equal(info.SleepingUntil) || ts[0].EventID != "r.step.2.b" {
+		t.Fatalf("timers %+v: want one, due at %s, for the event r.step.2.b", ts, info.SleepingUntil)
 	}
 	got, err := w.Wait(t.Context(), rt, "r")
 	if err != nil {
@@ -97,9 +103,11 @@ func TestSleep(t *testing.T) {
 	if gap := b[0].Sub(a[0]); gap < 400*time.Millisecond {
 		t.Errorf("b ran %s after a, before the sleep of 400ms ended", gap)
 	}
-	if ts, _ := rt.Timers(t.Context(), "workflow/sleeper/r/"); len(ts) != 0 {
-		t.Errorf("timers left after the run: %+v", ts)
-	}
+	// The firer removes the timer once its event is out.
+	testwait.For(t, 10*time.Second, "the fired timer to be removed", func() bool {
+		ts, err := rt.Timers(t.Context(), "workflow/sleeper/r/")
+		return err == nil && len(ts) == 0
+	})
 	end, _ := w.LoadRun(t.Context(), rt, "r")
 	if !end.SleepingUntil.IsZero() {
 		t.Errorf("a complete run sleeps until %s", end.SleepingUntil)
@@ -141,6 +149,11 @@ func TestSleepSurvivesRestart(t *testing.T) {
 	t.Cleanup(func() { _ = b2.Close() })
 	rt2 := runtimeOn(t, b2, st2)
 	serve(t, w, rt2)
+	// The first process may have stopped between recording the sleep and
+	// starting its timer: Recover starts it (once: it may exist).
+	if _, err := w.Recover(t.Context(), rt2, nil); err != nil {
+		t.Fatal(err)
+	}
 	got, err := w.Wait(t.Context(), rt2, "r")
 	if err != nil {
 		t.Fatal(err)
