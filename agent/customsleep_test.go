@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,5 +78,51 @@ func TestSleepOutsideStep(t *testing.T) {
 	var sc agent.StepContext[struct{}]
 	if err := sc.Sleep(time.Second); err == nil || !strings.Contains(err.Error(), "outside") {
 		t.Errorf("Sleep outside a step: %v", err)
+	}
+}
+
+// A custom agent's step waits for a signal sent to its run, and one sent
+// before it waits is kept for it; a wait with a timeout gets false at it.
+func TestCustomStepWaitsForSignal(t *testing.T) {
+	e := newEnv(t, nil)
+	var steps atomic.Int64
+	c, err := agent.NewCustom("listener", func(sc *agent.StepContext[struct{}], in []model.Message) (string, error) {
+		steps.Add(1)
+		var a, b string
+		if _, err := sc.WaitSignal("first", 0, &a); err != nil {
+			return "", err
+		}
+		ok, err := sc.WaitSignal("second", 300*time.Millisecond, &b)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			b = "(timed out)"
+		}
+		return a + " " + b, nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Serve(t.Context(), e.rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	ref := agent.RunRef{Name: "listener", RunID: "l-1"}
+	if _, err := c.Submit(runCtx(t), e.rt, "listen", &agent.RunOptions{RunID: "l-1"}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 10*time.Second, "the step to wait", func() bool { return steps.Load() == 1 })
+	if _, err := e.rt.Signal(t.Context(), ref, "first", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Wait(runCtx(t), e.rt, "l-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Output != "hello (timed out)" {
+		t.Errorf("output %q", out.Output)
+	}
+	if _, err := e.rt.Signal(t.Context(), ref, "first", "late"); !errors.Is(err, agent.ErrRunEnded) {
+		t.Errorf("a signal to the ended run: %v", err)
 	}
 }

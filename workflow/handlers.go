@@ -263,8 +263,8 @@ func (h *handlers[S]) emitState(ctx context.Context, st *runState) error {
 		ev := OutputEvent{Status: OutputInterrupted, Interrupt: st.Interrupt, Steps: st.Step, RunID: run, Usage: st.Usage, Cost: st.Cost}
 		return h.emit(ctx, OutputChannel(h.w.name), run, interruptedID(run, st.Interrupts), ev)
 	}
-	if !st.SleepUntil.IsZero() {
-		// Ended while it slept (cancelled): its timers go.
+	if !st.SleepUntil.IsZero() || !st.WaitUntil.IsZero() {
+		// Ended while it slept or waited (cancelled): its timers go.
 		if err := stopTimers(ctx, h.rt, h.w.name, run); err != nil {
 			return err
 		}
@@ -528,7 +528,12 @@ func (h *handlers[S]) execute(ctx context.Context, st *runState, node string) er
 		}
 		return err
 	}
-	info := StepInfo{Workflow: h.w.name, RunID: st.RunID, Step: st.Step, Node: node, resume: st.ResumeInput}
+	key := st.RunID
+	if st.FanOut != "" {
+		key += "/" + node
+	}
+	nw := &nodeWaits{rt: h.rt, st: st, key: key}
+	info := StepInfo{Workflow: h.w.name, RunID: st.RunID, Step: st.Step, Node: node, resume: st.ResumeInput, waits: nw}
 	nctx, cancel := context.WithTimeoutCause(withInfo(ctx, info), h.w.opts.NodeTimeout,
 		fmt.Errorf("node %q timed out after %s (Options.NodeTimeout)", node, h.w.opts.NodeTimeout))
 	out, err := h.call(nctx, n.fn, s)
@@ -545,6 +550,10 @@ func (h *handlers[S]) execute(ctx context.Context, st *runState, node string) er
 		var ie *InterruptError
 		if errors.As(err, &ie) {
 			return h.interrupt(ctx, st, node, ie.Reason)
+		}
+		var we *waitError
+		if errors.As(err, &we) && nw.waiting != "" {
+			return h.waitFor(ctx, st, node, nw) // the signal, or the timeout, runs the node again
 		}
 		var se *SleepError
 		if errors.As(err, &se) {
@@ -671,6 +680,7 @@ func (w *Workflow[S]) moveOn(st *runState, label string, data json.RawMessage, n
 	st.Checkpoint++
 	st.CheckpointAt = now
 	st.Branches, st.ResumeInput, st.Resumed, st.Children = nil, nil, 0, nil
+	st.WaitingFor, st.WaitStep, st.WaitUntil = "", 0, time.Time{}
 	var s S
 	if err := json.Unmarshal(data, &s); err != nil {
 		st.failed(fmt.Sprintf("after %s: decode state: %v", label, err), "", now)

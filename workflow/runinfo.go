@@ -72,6 +72,11 @@ type RunInfo struct {
 	// SleepingUntil, while a node's [SleepError] holds the run, is when
 	// its step Step starts.
 	SleepingUntil time.Time `json:"sleeping_until,omitzero"`
+	// WaitingFor, while a node of the run's step waits for a signal
+	// ([WaitSignal]), is the signal's name, and WaitUntil, when the wait
+	// has a timeout, when it times out.
+	WaitingFor string    `json:"waiting_for,omitempty"`
+	WaitUntil  time.Time `json:"wait_until,omitzero"`
 }
 
 // LoadRun returns the view of the run runID, or an error matching
@@ -141,6 +146,9 @@ func (st *runState) info() *RunInfo {
 	}
 	if st.sleeping() {
 		r.SleepingUntil = st.SleepUntil
+	}
+	if st.Status == RunRunning && st.WaitingFor != "" && st.WaitStep == st.Step {
+		r.WaitingFor, r.WaitUntil = st.WaitingFor, st.WaitUntil
 	}
 	return r
 }

@@ -117,6 +117,11 @@ type runState struct {
 	// timer until then.
 	SleepUntil time.Time `json:"sleep_until,omitzero"`
 	SleepStep  int       `json:"sleep_step,omitempty"`
+	// WaitingFor, when set, is the signal a node of the step WaitStep
+	// waits for ([WaitSignal]), until WaitUntil when it is set.
+	WaitingFor string    `json:"waiting_for,omitempty"`
+	WaitStep   int       `json:"wait_step,omitempty"`
+	WaitUntil  time.Time `json:"wait_until,omitzero"`
 }
 
 // stepChild is a node of a run's current step that starts a child run:
