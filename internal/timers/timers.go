@@ -243,11 +243,19 @@ func (s *Service) List(ctx context.Context, prefix, after string, limit int) ([]
 	return out, nil
 }
 
+// subscribed is implemented by a broker that keeps nothing for a channel
+// nobody subscribes to (the in-process one): a timer due on a channel
+// with no subscriber yet (its process is still starting) waits for one.
+type subscribed interface{ Subscribed(channel string) bool }
+
 // Fire fires the timers due now, the earliest first, and returns how many
 // it fired and when the next one is due (zero when none is kept). Timers
-// that another process is firing are left to it until its lease ends.
+// that another process is firing are left to it until its lease ends; on
+// an in-process broker, a timer whose channel has no subscriber yet is
+// left for a later pass (the next time returned is then within Poll).
 func (s *Service) Fire(ctx context.Context) (int, time.Time, error) {
 	fired := 0
+	held := time.Time{}
 	for after := ""; ; {
 		now := s.now()
 		entries, err := s.store.List(ctx, KindDue, "", after, s.page)
@@ -262,9 +270,16 @@ func (s *Service) Fire(ctx context.Context) (int, time.Time, error) {
 				continue
 			}
 			if due.After(now) {
+				if !held.IsZero() {
+					return fired, held, nil
+				}
 				return fired, due, nil
 			}
 			ok, err := s.fireOne(ctx, e, due, id, now)
+			if errors.Is(err, errNoSubscriber) {
+				held = now.Add(s.poll)
+				continue
+			}
 			if err != nil {
 				return fired, time.Time{}, err
 			}
@@ -273,14 +288,23 @@ func (s *Service) Fire(ctx context.Context) (int, time.Time, error) {
 			}
 		}
 		if len(entries) < s.page {
-			return fired, time.Time{}, nil
+			return fired, held, nil
 		}
 	}
 }
 
+// errNoSubscriber holds a timer whose channel no one subscribes to yet,
+// on a broker that would drop its event.
+var errNoSubscriber = errors.New("timers: no subscriber yet")
+
 // fireOne fires the timer of the index entry e, unless another process
 // holds it, and reports whether it did.
 func (s *Service) fireOne(ctx context.Context, e store.Record, due time.Time, id string, now time.Time) (bool, error) {
+	if sb, ok := s.client.Broker().(subscribed); ok {
+		if t, err := s.Get(ctx, id); err == nil && !sb.Subscribed(t.Channel) {
+			return false, errNoSubscriber
+		}
+	}
 	var l lease
 	_ = json.Unmarshal(e.Data, &l)
 	if l.Owner != "" && l.Owner != s.owner && l.Until.After(now) {

@@ -309,3 +309,31 @@ func TestRunFiresOnTime(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// On an in-process broker, which keeps nothing for a channel nobody
+// subscribes to, a due timer waits for a subscriber.
+func TestTimerWaitsForSubscriber(t *testing.T) {
+	ctx := context.Background()
+	s := stores[teststores.Memory](t)
+	c := calf.NewClient(memory.New(nil), nil)
+	t.Cleanup(func() { _ = c.Close() })
+	clk := &clock{t: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)}
+	svc := timers.New(s, c, timers.Options{Now: clk.Now, Poll: time.Second})
+	if _, err := svc.Start(ctx, timers.Timer{ID: "early", Due: clk.Now(), Channel: "t.late"}); err != nil {
+		t.Fatal(err)
+	}
+	n, next, err := svc.Fire(ctx)
+	if n != 0 || err != nil || !next.Equal(clk.Now().Add(time.Second)) {
+		t.Fatalf("with no subscriber: fired %d, next %v, %v; want 0, a poll later", n, next, err)
+	}
+	got := make(chan string, 1)
+	if err := c.Handle(ctx, "t.late", func(_ context.Context, m *calf.Message) error { got <- m.ID; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := svc.Fire(ctx); n != 1 || err != nil {
+		t.Fatalf("once subscribed: fired %d, %v", n, err)
+	}
+	if id := <-got; id != "early" {
+		t.Errorf("event %q", id)
+	}
+}
