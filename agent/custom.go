@@ -174,7 +174,7 @@ func (c *Custom[State, Out]) runStep(step StepFunc[State, Out]) func(call *stepC
 			*calls = stepCalls{correlationID: calls.correlationID, root: calls.root}
 			out, err := step(&StepContext[State]{RunContext: rc, State: s, calls: calls}, call.messages)
 			if calls.waiting {
-				return nil, errAwaitApproval // even if the step went on without the answer
+				return nil, errAwait // even if the step went on without the answer
 			}
 			if err != nil {
 				if cerr := call.rc.Err(); cerr != nil {
@@ -393,7 +393,7 @@ func (h *handlers) customStep(ctx context.Context, st *runState, version int64, 
 	var se *stepError
 	switch {
 	case err == nil:
-	case errors.Is(err, errAwaitApproval):
+	case errors.Is(err, errAwait):
 		return nil // the answer runs the step again
 
 	case ctx.Err() != nil:

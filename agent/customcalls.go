@@ -32,9 +32,10 @@ const (
 	eventToolResult    = "tool_result"
 )
 
-// errAwaitApproval ends a step that asked a person and has no answer yet:
-// the run waits, and the answer runs the step again.
-var errAwaitApproval = errors.New("agent: the step waits for a person's approval")
+// errAwait ends a step that asked a person and has no answer yet, or
+// that sleeps ([StepContext.Sleep]): the run waits, and the answer (the
+// timer) runs the step again.
+var errAwait = errors.New("agent: the step waits")
 
 // stepCalls is what one run of a step did with its calls: how many it
 // made, what the model calls used and cost, and whether it waits for an
@@ -239,7 +240,7 @@ func (sc *StepContext[State]) Approve(action string, args json.RawMessage, reaso
 		if err := approval.Publish(rc, rc.rt.client, a); err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: request %s", errAwaitApproval, a.ID)
+		return nil, fmt.Errorf("%w: request %s", errAwait, a.ID)
 	case approval.Cancelled:
 		return a, fmt.Errorf("%w: approval request %s: %s", approval.ErrRunEnded, a.ID, a.Message)
 	}

@@ -72,6 +72,7 @@ func (a *Agent[Out]) serveLocked(ctx context.Context, rt *Runtime, opts *ServeOp
 
 // serve is Serve on rt, which is not nil.
 func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions) error {
+	rt.ServeTimers()
 	h := &handlers{
 		a: &a.spec, rt: rt, guards: a.guardrailSets(),
 		calls: engine.NewFlights[unsavedResult](engine.MaxUnrecorded), steps: engine.NewFlights[unsavedResponse](engine.MaxUnrecorded),

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 )
@@ -9,7 +10,7 @@ import (
 // RunView is the view of a run of any kind: a [*RunInfo] for an agent's
 // run, a team's or a workflow's own RunInfo for theirs. The runtime's
 // by-name controls ([Runtime.LoadRun], [Runtime.Cancel], [Runtime.Pause],
-// [Runtime.Resume], [Runtime.SetBudget]) return one; a type switch gives
+// [Runtime.Resume], [Runtime.SetBudget], [Runtime.Signal]) return one; a type switch gives
 // the kind's whole view.
 type RunView interface {
 	// Ref names the run: its kind, its runner's name and its id.
@@ -40,6 +41,9 @@ type RunKind interface {
 	// SetBudget replaces the budget of the run (nil: none), and of its
 	// child runs in flight, which get what the new budget leaves them.
 	SetBudget(ctx context.Context, rt *Runtime, run RunRef, b *Budget) (RunView, error)
+	// Signal sends the signal name with value (JSON) to the run, as
+	// [Runtime.Signal] does.
+	Signal(ctx context.Context, rt *Runtime, run RunRef, name string, value json.RawMessage) (RunView, error)
 }
 
 // AddKind adds the kinds of runs ks to the runtime, so that its by-name

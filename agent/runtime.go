@@ -54,6 +54,11 @@ type RuntimeOptions struct {
 	// serves anything. Default: false, the runs are carried out by
 	// whichever processes serve their agents on the broker.
 	ServeOnDemand bool
+	// TimerPoll bounds the time between two reads of the store's due
+	// timers by this process's timer loop ([Runtime.ServeTimers]): a
+	// timer started by another process fires at most this late. Default:
+	// a second.
+	TimerPoll time.Duration
 }
 
 // Runtime connects agents to a broker (through a [calf.Client]) and a state
@@ -99,6 +104,11 @@ type Runtime struct {
 	sweepMu    sync.Mutex
 	sweepers   map[string]store.Sweeper
 	sweepOrder []string
+
+	// timers are the store's durable timers (see StartTimer), and
+	// timerPoll is RuntimeOptions.TimerPoll.
+	timers    timerService
+	timerPoll time.Duration
 }
 
 // NewRuntime returns a runtime on client and s.
@@ -119,7 +129,7 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	if o.Prices == nil {
 		o.Prices = model.DefaultPrices()
 	}
-	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, serveOnDemand: o.ServeOnDemand, preparing: make(chan struct{}, 1),
+	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, serveOnDemand: o.ServeOnDemand, timerPoll: o.TimerPoll, preparing: make(chan struct{}, 1),
 		tel: telemetry.New(o.TracerProvider, o.MeterProvider)}
 	rt.runs = newRunStore(rt, calf.IsLocal(client.Broker()))
 	rt.approvals = engine.NewApprovalWatch(client, s, rt.runEnded, o.Logger)

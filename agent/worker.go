@@ -172,6 +172,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.shutdown(0)
 		return err
 	}
+	w.rt.ServeTimers()
 	if w.sweep > 0 {
 		go w.expireApprovals(ctx)
 	}

@@ -1,16 +1,22 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 
 	"github.com/calf-go/calf/deadletter"
+	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/store"
+	"github.com/calf-go/calf/team"
+	"github.com/calf-go/calf/workflow"
 )
 
 // maxRunsListed bounds GET /v1/runs.
@@ -157,4 +163,54 @@ func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
 		*deadletter.Record
 		Published bool `json:"published"`
 	}{rec, published})
+}
+
+// signalRun sends the signal of POST /v1/runs/{id}/signals/{name} to the
+// run: the body, when not empty, is the signal's value (JSON). It answers
+// 202 with the run's summary; 404 for a run the user may not see or that
+// does not exist; 409 for a run that has ended; 400 for a bad name or a
+// value that is not JSON.
+func (s *Server) signalRun(w http.ResponseWriter, r *http.Request) {
+	id, name := r.PathValue("id"), r.PathValue("name")
+	if !sessionID.MatchString(id) {
+		s.requestError(w, r, fmt.Errorf("%w: run id %q", errBadRequest, id))
+		return
+	}
+	if err := signals.CheckName(name); err != nil {
+		s.requestError(w, r, fmt.Errorf("%w: %v", errBadRequest, err))
+		return
+	}
+	if err := s.checkRun(r.Context(), userOf(r), id); err != nil {
+		s.requestError(w, r, err)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.requestError(w, r, err)
+		return
+	}
+	var value any
+	if len(bytes.TrimSpace(body)) > 0 {
+		if !json.Valid(body) {
+			s.requestError(w, r, fmt.Errorf("%w: the body, the signal's value, is not JSON", errBadRequest))
+			return
+		}
+		value = json.RawMessage(body)
+	}
+	run, err := runner.LoadRun(r.Context(), s.rt.Store(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		err = errNotYours
+	}
+	if err != nil {
+		s.requestError(w, r, err)
+		return
+	}
+	s.rt.AddKind(team.Kind, workflow.Kind)
+	v, err := s.rt.Signal(r.Context(), run.View().Ref(), name, value)
+	if err != nil {
+		s.requestError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+	writeJSON(w, runner.SummarizeView(v))
 }

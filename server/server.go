@@ -205,7 +205,10 @@ func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, er
 //     sends the user's message to its entry instance,
 //     POST /v1/conversations/{id}/stop stops it, and
 //     POST /v1/conversations/{id}/instances/{instance}/restart puts a
-//     failed instance (status error, with its error, in GET) back to work.
+//     failed instance (status error, with its error, in GET) back to work;
+//   - with [Options.Log]: POST /v1/runs/{id}/signals/{name} sends a
+//     signal to one of the user's runs, the body (JSON, or empty) its
+//     value: 202 with the run, 409 for a run that has ended.
 //
 // Every request passes, in order: a check of its Host when the server has
 // no tokens (a page elsewhere cannot reach a loopback server through DNS
@@ -228,6 +231,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /v1/sessions/{id}", s.session)
 		mux.HandleFunc("GET /v1/runs", s.runs)
 		mux.HandleFunc("GET /v1/runs/{id}", s.run)
+		mux.HandleFunc("POST /v1/runs/{id}/signals/{name}", s.signalRun)
 		mux.HandleFunc("GET /v1/deadletters", s.deadLetters)
 		mux.HandleFunc("POST /v1/deadletters/{id}/replay", s.replayDeadLetter)
 	}

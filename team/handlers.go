@@ -72,6 +72,7 @@ func (t *Team) serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions)
 	c := &coordinator{t: t, rt: rt}
 	rt.AddSweeper("team", sweepRuns)
 	rt.AddKind(Kind, workflow.Kind)
+	rt.ServeTimers()
 	for _, s := range []struct {
 		channel string
 		h       calf.Handler

@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -190,3 +191,41 @@ func (r *RunInfo) Ref() agent.RunRef { return agent.RunRef{Kind: "team", Name: r
 
 // RunStatus is the run's status.
 func (r *RunInfo) RunStatus() agent.RunStatus { return r.Status }
+
+// Signal sends the signal to each member run in progress of the team
+// run, of any kind, where the member's waits take it. A team run with no
+// member run in progress has nothing to take it: that is an error, and
+// nothing is kept.
+func (k kind) Signal(ctx context.Context, rt *agent.Runtime, ref agent.RunRef, name string, value json.RawMessage) (agent.RunView, error) {
+	st, err := k.run(ctx, rt, ref)
+	if err != nil {
+		return nil, fmt.Errorf("team: signal %s to run %s: %w", name, ref.RunID, err)
+	}
+	if st.Status.Terminal() {
+		return st.info(), fmt.Errorf("team %s: signal %s to run %s: %w with status %s", st.Team, name, ref.RunID, agent.ErrRunEnded, st.Status)
+	}
+	sent := 0
+	var errs []error
+	for _, c := range st.Calls {
+		if c.Done {
+			continue
+		}
+		mref, ok, err := memberRef(ctx, rt, c)
+		if err == nil && ok {
+			_, err = rt.Signal(ctx, mref, name, value)
+		}
+		switch {
+		case err == nil && ok:
+			sent++
+		case err != nil && !errors.Is(err, agent.ErrRunEnded) && !errors.Is(err, store.ErrNotFound):
+			errs = append(errs, fmt.Errorf("member %s (run %s): %w", c.Member, c.RunID, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return st.info(), fmt.Errorf("team %s: signal %s to run %s: %w", st.Team, name, ref.RunID, err)
+	}
+	if sent == 0 {
+		return st.info(), fmt.Errorf("team %s: signal %s to run %s: no member run is in progress to take it; signal a member's run, or send it again when one is", st.Team, name, ref.RunID)
+	}
+	return st.info(), nil
+}

@@ -18,6 +18,8 @@ type StepInfo struct {
 	Node string
 	// resume is the input of a resumed step.
 	resume json.RawMessage
+	// waits is what WaitSignal needs: nil outside a node.
+	waits *nodeWaits
 }
 
 type infoKey struct{}

@@ -68,6 +68,7 @@ func (w *Workflow[S]) serve(ctx context.Context, rt *agent.Runtime, opts *ServeO
 	h := &handlers[S]{w: w, rt: rt}
 	rt.AddSweeper("workflow", sweepRuns)
 	rt.AddKind(Kind)
+	rt.ServeTimers()
 	var o ServeOptions
 	if opts != nil {
 		o = *opts
@@ -241,7 +242,7 @@ func (h *handlers[S]) emitState(ctx context.Context, st *runState) error {
 			return h.emit(ctx, ResumeChannel(h.w.name), run, resumeID(run, st.Resumed), ResumeEvent{Interrupt: st.Resumed, Input: st.ResumeInput})
 		}
 		if st.FanOut == "" {
-			return h.emit(ctx, StepChannel(h.w.name), run, st.stepEventID(st.Node), StepEvent{Step: st.Step, Node: st.Node})
+			return h.emitStep(ctx, st, st.Node, run)
 		}
 		f := h.w.fanOuts[st.FanOut]
 		if f == nil {
@@ -253,9 +254,7 @@ func (h *handlers[S]) emitState(ctx context.Context, st *runState) error {
 				continue
 			}
 			// A branch has its own key, so that the branches run at once.
-			if _, err := h.rt.Client().Emit(ctx, StepChannel(h.w.name), StepEvent{Step: st.Step, Node: b},
-				calf.WithID(st.stepEventID(b)), calf.WithKey(run+"/"+b),
-				calf.WithMetadata(calf.Metadata{CorrelationID: run, RunID: run})); err != nil {
+			if err := h.emitStep(ctx, st, b, run+"/"+b); err != nil {
 				return err
 			}
 		}
@@ -263,6 +262,14 @@ func (h *handlers[S]) emitState(ctx context.Context, st *runState) error {
 	case RunInterrupted:
 		ev := OutputEvent{Status: OutputInterrupted, Interrupt: st.Interrupt, Steps: st.Step, RunID: run, Usage: st.Usage, Cost: st.Cost}
 		return h.emit(ctx, OutputChannel(h.w.name), run, interruptedID(run, st.Interrupts), ev)
+	}
+	if !st.SleepUntil.IsZero() || !st.WaitUntil.IsZero() {
+		// Ended while it slept or waited (cancelled): its timers go.
+		if err := stopTimers(ctx, h.rt, h.w.name, run); err != nil {
+			return err
+		}
+	}
+	switch st.Status {
 	case RunComplete:
 		ev := OutputEvent{Status: OutputComplete, State: st.State, Steps: st.LastStep, RunID: run, Usage: st.Usage, Cost: st.Cost}
 		if err := h.emit(ctx, OutputChannel(h.w.name), run, outputID(run), ev); err != nil {
@@ -468,6 +475,15 @@ func (h *handlers[S]) onStep(ctx context.Context, msg *calf.Message) error {
 	if st.paused() {
 		return h.stale(ctx, msg, st)
 	}
+	if st.sleeping() && st.SleepUntil.After(h.rt.Client().Now()) {
+		// Early (a step event emitted again before the wake time): the
+		// timer starts the step, and is started if it is not.
+		key := st.RunID
+		if st.FanOut != "" {
+			key += "/" + ev.Node
+		}
+		return h.emitStep(ctx, st, ev.Node, key)
+	}
 	if st.Pause != nil && st.FanOut == "" {
 		// Asked to pause: the node waits for the resume (the branches of
 		// a parallel step all run; the pause takes effect after them).
@@ -512,7 +528,12 @@ func (h *handlers[S]) execute(ctx context.Context, st *runState, node string) er
 		}
 		return err
 	}
-	info := StepInfo{Workflow: h.w.name, RunID: st.RunID, Step: st.Step, Node: node, resume: st.ResumeInput}
+	key := st.RunID
+	if st.FanOut != "" {
+		key += "/" + node
+	}
+	nw := &nodeWaits{rt: h.rt, st: st, key: key}
+	info := StepInfo{Workflow: h.w.name, RunID: st.RunID, Step: st.Step, Node: node, resume: st.ResumeInput, waits: nw}
 	nctx, cancel := context.WithTimeoutCause(withInfo(ctx, info), h.w.opts.NodeTimeout,
 		fmt.Errorf("node %q timed out after %s (Options.NodeTimeout)", node, h.w.opts.NodeTimeout))
 	out, err := h.call(nctx, n.fn, s)
@@ -529,6 +550,14 @@ func (h *handlers[S]) execute(ctx context.Context, st *runState, node string) er
 		var ie *InterruptError
 		if errors.As(err, &ie) {
 			return h.interrupt(ctx, st, node, ie.Reason)
+		}
+		var we *waitError
+		if errors.As(err, &we) && nw.waiting != "" {
+			return h.waitFor(ctx, st, node, nw) // the signal, or the timeout, runs the node again
+		}
+		var se *SleepError
+		if errors.As(err, &se) {
+			return h.completeAt(ctx, st.RunID, st.Step, node, out, nil, se.wake(h.rt.Client().Now()))
 		}
 		return h.fail(ctx, st.RunID, st.Step, fmt.Sprintf("node %q: %v", node, err), "")
 	}
@@ -551,6 +580,12 @@ func (h *handlers[S]) call(ctx context.Context, fn func(context.Context, S) (S, 
 // complete records that node finished step with state out, moves the run
 // on, and emits what follows.
 func (h *handlers[S]) complete(ctx context.Context, run string, step int, node string, out S, spent *agent.Spent) error {
+	return h.completeAt(ctx, run, step, node, out, spent, time.Time{})
+}
+
+// completeAt is complete for a node that has the run go on at wake (when
+// set, see [SleepError]).
+func (h *handlers[S]) completeAt(ctx context.Context, run string, step int, node string, out S, spent *agent.Spent, wake time.Time) error {
 	data, err := json.Marshal(out)
 	if err != nil {
 		return h.fail(ctx, run, step, fmt.Sprintf("node %q: encode state: %v", node, err), "")
@@ -568,12 +603,13 @@ func (h *handlers[S]) complete(ctx context.Context, run string, step int, node s
 		defer func() { advanced = st.Seq != before }()
 		if st.FanOut == "" {
 			h.w.moveOn(st, node, data, func(s S) (string, error) { return h.w.successor(node, s) }, now)
+			st.sleepAfter(wake, now)
 			return true
 		}
 		if st.Branches == nil {
 			st.Branches = map[string]*branchState{}
 		}
-		st.Branches[node] = &branchState{Done: true, State: data}
+		st.Branches[node] = &branchState{Done: true, State: data, Wake: wake}
 		f := h.w.fanOuts[st.FanOut]
 		states := make([]S, 0, len(f.branches))
 		for _, b := range f.branches {
@@ -603,7 +639,14 @@ func (h *handlers[S]) complete(ctx context.Context, run string, step int, node s
 			st.failed(fmt.Sprintf("merge the branches after %q: encode state: %v", st.FanOut, err), "", now)
 			return true
 		}
+		latest := time.Time{} // the latest of the branches' wake times
+		for _, b := range f.branches {
+			if w := st.Branches[b].Wake; w.After(latest) {
+				latest = w
+			}
+		}
 		h.w.moveOn(st, strings.Join(f.branches, ","), mdata, func(S) (string, error) { return f.join, nil }, now)
+		st.sleepAfter(latest, now)
 		return true
 	})
 	if err != nil || !changed || !advanced {
@@ -637,6 +680,7 @@ func (w *Workflow[S]) moveOn(st *runState, label string, data json.RawMessage, n
 	st.Checkpoint++
 	st.CheckpointAt = now
 	st.Branches, st.ResumeInput, st.Resumed, st.Children = nil, nil, 0, nil
+	st.WaitingFor, st.WaitStep, st.WaitUntil = "", 0, time.Time{}
 	var s S
 	if err := json.Unmarshal(data, &s); err != nil {
 		st.failed(fmt.Sprintf("after %s: decode state: %v", label, err), "", now)

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -153,3 +154,10 @@ func (r *RunInfo) Ref() agent.RunRef {
 // RunStatus is the run's status, as an agent's run status (an
 // interrupted run's is "interrupted").
 func (r *RunInfo) RunStatus() agent.RunStatus { return agent.RunStatus(r.Status) }
+
+func (k kind) Signal(ctx context.Context, rt *agent.Runtime, ref agent.RunRef, name string, value json.RawMessage) (agent.RunView, error) {
+	if err := k.check(ref, "signal"); err != nil {
+		return nil, err
+	}
+	return view(signalRun(ctx, rt, ref.Name, ref.RunID, name, value))
+}

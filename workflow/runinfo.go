@@ -69,6 +69,14 @@ type RunInfo struct {
 	EndedAt   time.Time   `json:"ended_at,omitzero"`
 	// Budget is the run's budget, if it has one (see [RunOptions.Budget]).
 	Budget *agent.Budget `json:"budget,omitempty"`
+	// SleepingUntil, while a node's [SleepError] holds the run, is when
+	// its step Step starts.
+	SleepingUntil time.Time `json:"sleeping_until,omitzero"`
+	// WaitingFor, while a node of the run's step waits for a signal
+	// ([WaitSignal]), is the signal's name, and WaitUntil, when the wait
+	// has a timeout, when it times out.
+	WaitingFor string    `json:"waiting_for,omitempty"`
+	WaitUntil  time.Time `json:"wait_until,omitzero"`
 }
 
 // LoadRun returns the view of the run runID, or an error matching
@@ -135,6 +143,12 @@ func (st *runState) info() *RunInfo {
 	if st.Budget != nil {
 		b := *st.Budget
 		r.Budget = &b
+	}
+	if st.sleeping() {
+		r.SleepingUntil = st.SleepUntil
+	}
+	if st.Status == RunRunning && st.WaitingFor != "" && st.WaitStep == st.Step {
+		r.WaitingFor, r.WaitUntil = st.WaitingFor, st.WaitUntil
 	}
 	return r
 }

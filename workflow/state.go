@@ -44,6 +44,9 @@ type Position struct {
 type branchState struct {
 	Done  bool            `json:"done"`
 	State json.RawMessage `json:"state,omitempty"`
+	// Wake is when the branch asked the run to go on ([SleepError]): the
+	// step after the parallel step starts at the latest of its branches'.
+	Wake time.Time `json:"wake,omitzero"`
 }
 
 // runState is a workflow run as stored (kind "workflow", id
@@ -109,6 +112,16 @@ type runState struct {
 	// definition reaches them by name (see [Kind]). Records of earlier
 	// versions have none.
 	Children []stepChild `json:"children,omitempty"`
+	// SleepUntil, when set, is when the step SleepStep starts: a node
+	// returned a [SleepError] before it, and its step events wait as a
+	// timer until then.
+	SleepUntil time.Time `json:"sleep_until,omitzero"`
+	SleepStep  int       `json:"sleep_step,omitempty"`
+	// WaitingFor, when set, is the signal a node of the step WaitStep
+	// waits for ([WaitSignal]), until WaitUntil when it is set.
+	WaitingFor string    `json:"waiting_for,omitempty"`
+	WaitStep   int       `json:"wait_step,omitempty"`
+	WaitUntil  time.Time `json:"wait_until,omitzero"`
 }
 
 // stepChild is a node of a run's current step that starts a child run:

@@ -366,6 +366,12 @@ type routeTable struct {
 	size   atomic.Int32
 }
 
+// Subscribed reports whether a message published on channel now would
+// reach a subscriber: the broker keeps nothing for a channel nobody
+// subscribes to, so that a publisher that can wait (a durable timer)
+// holds its message until one does.
+func (b *Broker) Subscribed(channel string) bool { return len(b.route(channel)) > 0 }
+
 func (b *Broker) route(channel string) []*group {
 	rt := b.routes.Load()
 	if v, ok := rt.cache.Load(channel); ok {

@@ -27,8 +27,8 @@ func newRunsCommand() *cobra.Command {
 	var storeURL, brokerURL string
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List, show, pause, resume and cancel agent, team and workflow runs",
-		Long: `List, show, pause, resume and cancel agent, team and workflow runs.
+		Short: "List, show, pause, resume, cancel and signal agent, team and workflow runs",
+		Long: `List, show, pause, resume, cancel and signal agent, team and workflow runs.
 
 The commands read the runs in the workers' store. pause, resume and cancel
 change a run's state and publish what follows on the workers' broker,
@@ -67,19 +67,53 @@ carries out, cancelling the child runs in progress with the run.`,
 	var reason string
 	act := func(what string) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			return actOnRun(cmd.Context(), storeURL, brokerURL, what, args[0], reason, cmd.OutOrStdout())
+			return actOnRun(cmd.Context(), storeURL, brokerURL, what, args[0], reason, nil, cmd.OutOrStdout())
 		}
 	}
+	var asText bool
+	signal := &cobra.Command{
+		Use:   "signal ID NAME [VALUE]",
+		Short: "Send a signal, a named value, to a run",
+		Long: `Send a signal, a named value, to a run of an agent, a team or a workflow.
+
+The run's code waits for signals by name (workflow.WaitSignal in a
+workflow's node, StepContext.WaitSignal in a custom agent's step); a
+signal sent before the run waits is kept until it does. VALUE is JSON
+(quote a string: '"yes"'), or text with --text; without it the signal
+has no value. A run that has ended, or no run of that id, is an error.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 || len(args) > 3 {
+				return usageError(fmt.Errorf("calf runs signal takes a run id, a signal name and an optional value; got %d arguments", len(args)))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sig := &signalArgs{name: args[1]}
+			if len(args) == 3 {
+				switch {
+				case asText:
+					b, _ := json.Marshal(args[2])
+					sig.value = b
+				case json.Valid([]byte(args[2])):
+					sig.value = json.RawMessage(args[2])
+				default:
+					return usageError(fmt.Errorf("the value %q is not JSON: quote a string ('\"%s\"') or give --text", oneLine(args[2], 40), oneLine(args[2], 40)))
+				}
+			}
+			return actOnRun(cmd.Context(), storeURL, brokerURL, "signal", args[0], "", sig, cmd.OutOrStdout())
+		},
+	}
+	signal.Flags().BoolVar(&asText, "text", false, "send VALUE as text (a JSON string)")
 	pause := &cobra.Command{Use: "pause ID", Short: "Pause a run before its next step", Args: oneRunID, RunE: act("pause")}
 	resume := &cobra.Command{Use: "resume ID", Short: "Resume a paused run", Args: oneRunID, RunE: act("resume")}
 	cancel := &cobra.Command{Use: "cancel ID", Short: "Cancel a run", Args: oneRunID, RunE: act("cancel")}
-	for _, c := range []*cobra.Command{pause, resume, cancel} {
+	for _, c := range []*cobra.Command{pause, resume, cancel, signal} {
 		c.Flags().StringVar(&brokerURL, "broker", "", brokerHelp+" (required: the workers' broker)")
 	}
 	for _, c := range []*cobra.Command{pause, cancel} {
 		c.Flags().StringVar(&reason, "reason", "", "why, recorded with the run")
 	}
-	cmd.AddCommand(list, show, pause, resume, cancel)
+	cmd.AddCommand(list, show, pause, resume, cancel, signal)
 	return cmd
 }
 
@@ -162,7 +196,13 @@ func loadRun(ctx context.Context, st store.Store, id string) (*runner.Run, error
 	return run, err
 }
 
-func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string, out io.Writer) error {
+// signalArgs are the signal of calf runs signal.
+type signalArgs struct {
+	name  string
+	value json.RawMessage
+}
+
+func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string, sig *signalArgs, out io.Writer) error {
 	if brokerURL == "" {
 		return usageError(fmt.Errorf("calf runs %s needs --broker: the workers' broker, such as nats://127.0.0.1:4222", what))
 	}
@@ -201,6 +241,12 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 		v, err = rt.Pause(ctx, ref, reason)
 	case "resume":
 		v, err = rt.Resume(ctx, ref)
+	case "signal":
+		var value any
+		if sig.value != nil {
+			value = sig.value
+		}
+		v, err = rt.Signal(ctx, ref, sig.name, value)
 	default:
 		v, err = rt.Cancel(ctx, ref, reason)
 	}
@@ -215,7 +261,11 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 	if err != nil {
 		return failure(err)
 	}
-	_, err = fmt.Fprintf(out, "%s %s: %s %s, step %d\n", what, id, s.Kind, s.Name, s.Step)
+	label := what
+	if sig != nil {
+		label = "signal " + sig.name + " to"
+	}
+	_, err = fmt.Fprintf(out, "%s %s: %s %s, step %d\n", label, id, s.Kind, s.Name, s.Step)
 	if err == nil {
 		_, err = fmt.Fprintf(out, "status: %s\n", s.Status)
 	}

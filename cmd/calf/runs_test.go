@@ -277,3 +277,62 @@ func TestRunsListPromptAndSession(t *testing.T) {
 		t.Errorf("calf runs list --json:\n%s", js.stdout)
 	}
 }
+
+// calf runs signal sends a signal to a workflow run that waits for it,
+// through the workers' broker; a run that has ended, and a value that is
+// not JSON, are refused.
+func TestRunsSignal(t *testing.T) {
+	isolate(t)
+	ctx := t.Context()
+	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "calf.db")
+	brokerURL := kafkaBrokerURL(t)
+	st, err := adapters.OpenStore(ctx, storeURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := adapters.OpenBroker(ctx, brokerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c := calf.NewClient(b, nil)
+	defer c.Close()
+	rt := agent.NewRuntime(c, st, nil)
+	wf := workflow.New[wfState]("gated", nil).
+		Node("gate", workflow.Func(func(ctx context.Context, s wfState) (wfState, error) {
+			var v string
+			if _, err := workflow.WaitSignal(ctx, "go", 0, &v); err != nil {
+				return s, err
+			}
+			s.Done = append(s.Done, v)
+			return s, nil
+		})).
+		Edge(workflow.Start, "gate").Edge("gate", workflow.End).MustBuild()
+	if err := wf.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wf.Submit(ctx, rt, wfState{}, &workflow.RunOptions{RunID: "wf-g"}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 20*time.Second, "the run to wait for go", func() bool {
+		info, err := wf.LoadRun(ctx, rt, "wf-g")
+		return err == nil && info.WaitingFor == "go"
+	})
+	if r := runMain(ctx, "", "runs", "signal", "--broker", brokerURL, "--store", storeURL, "wf-g", "go", "now"); r.code != exitUsage || !strings.Contains(r.stderr, "not JSON") {
+		t.Errorf("a value that is not JSON: %+v", r)
+	}
+	if r := runMain(ctx, "", "runs", "signal", "--broker", brokerURL, "--store", storeURL, "wf-g", "go", "now", "--text"); r.code != exitOK || !strings.Contains(r.stdout, "signal go to wf-g: workflow gated") {
+		t.Fatalf("calf runs signal = %+v", r)
+	}
+	got, err := wf.Wait(ctx, rt, "wf-g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Done, []string{"now"}) {
+		t.Errorf("the run got %v, want [now]", got.Done)
+	}
+	if r := runMain(ctx, "", "runs", "signal", "--broker", brokerURL, "--store", storeURL, "wf-g", "go", `"again"`); r.code != exitFailure || !strings.Contains(r.stderr, "has ended") {
+		t.Errorf("a signal to the ended run: %+v", r)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
@@ -30,11 +31,13 @@ const CustomCallPrefix = "custom-"
 // CallRecord is what one call of a step returned, as recorded. Its JSON
 // is a stored format.
 type CallRecord struct {
-	// Kind is "model" or "tool".
+	// Kind is "model", "tool" or "sleep".
 	Kind     string          `json:"kind"`
 	Response *model.Response `json:"response,omitempty"`
 	Result   *tool.Result    `json:"result,omitempty"`
 	Error    string          `json:"error,omitempty"`
+	// Wake, of a sleep, is when the step goes on.
+	Wake time.Time `json:"wake,omitzero"`
 }
 
 // StepCall returns the id of the record of call n of step of run and the

@@ -1,0 +1,132 @@
+// Package signals keeps the signals sent to runs: named values, each a
+// record of kind "signal" under "{run key}/{name}/{seq}", where the run
+// key names the run with its kind and runner ("workflow/{name}/{run}",
+// "agent/{name}/{run}") and seq orders the signals of one name (the
+// time sent, in nanoseconds on 19 digits, and a random suffix). A signal
+// is kept until its run ends and its records are swept: a run that
+// waits takes the first signal of the name after the last it took, so a
+// signal sent before the wait is delivered when the run waits, and each
+// signal is taken once.
+package signals
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/calf-go/calf/store"
+)
+
+// Kind is the store kind of a signal.
+const Kind = "signal"
+
+// MaxNameLen bounds a signal's name.
+const MaxNameLen = 128
+
+// Signal is one signal sent to a run.
+type Signal struct {
+	// ID is the record's id: "{run key}/{name}/{seq}".
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Value json.RawMessage `json:"value,omitempty"`
+	// SentAt is when it was sent.
+	SentAt time.Time `json:"sent_at"`
+}
+
+// CheckName reports whether name can name a signal: 1 to 128 bytes of
+// letters, digits, '_', '-', '.' and ':'.
+func CheckName(name string) error {
+	if name == "" || len(name) > MaxNameLen {
+		return fmt.Errorf("a signal's name has 1 to %d bytes, not %d", MaxNameLen, len(name))
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-.:", r)) {
+			return fmt.Errorf("a signal's name is made of letters, digits, '_', '-', '.' and ':'; %q has %q", name, r)
+		}
+	}
+	return nil
+}
+
+// Send records the signal name with value for the run of key, at now,
+// and returns it.
+func Send(ctx context.Context, s store.Store, key, name string, value json.RawMessage, now time.Time) (*Signal, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	if len(value) > 0 && !json.Valid(value) {
+		return nil, fmt.Errorf("the value of signal %s is not JSON", name)
+	}
+	seq := fmt.Sprintf("%019d-%08x", max(now.UnixNano(), 0), rand.Uint32())
+	sig := &Signal{ID: key + "/" + name + "/" + seq, Name: name, Value: value, SentAt: now.UTC()}
+	data, err := json.Marshal(sig)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Put(ctx, Kind, sig.ID, data, 0); err != nil {
+		return nil, err
+	}
+	return sig, nil
+}
+
+// Next returns the first signal name of the run of key after the signal
+// id after ("" for the first), or false when none was sent.
+func Next(ctx context.Context, s store.Store, key, name, after string) (*Signal, bool, error) {
+	prefix := key + "/" + name + "/"
+	if after != "" && !strings.HasPrefix(after, prefix) {
+		return nil, false, fmt.Errorf("signals: %q is not a signal %s of %s", after, name, key)
+	}
+	recs, err := s.List(ctx, Kind, prefix, after, 1)
+	if err != nil || len(recs) == 0 {
+		return nil, false, err
+	}
+	sig, err := decode(recs[0])
+	return sig, err == nil, err
+}
+
+// Get returns the signal id.
+func Get(ctx context.Context, s store.Store, id string) (*Signal, error) {
+	rec, err := s.Get(ctx, Kind, id)
+	if err != nil {
+		return nil, err
+	}
+	return decode(rec)
+}
+
+// List returns the signals of the run of key, by name and then in the
+// order sent.
+func List(ctx context.Context, s store.Store, key string) ([]*Signal, error) {
+	recs, err := s.List(ctx, Kind, key+"/", "", 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Signal, 0, len(recs))
+	for _, r := range recs {
+		sig, err := decode(r)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, sig)
+	}
+	return out, nil
+}
+
+func decode(r store.Record) (*Signal, error) {
+	var sig Signal
+	if err := json.Unmarshal(r.Data, &sig); err != nil {
+		return nil, fmt.Errorf("signals: signal %s: %w", r.ID, err)
+	}
+	return &sig, nil
+}
+
+// Seq returns the position of the signal id among those of its name, for
+// event ids: its time and suffix.
+func Seq(id string) string {
+	if i := strings.LastIndexByte(id, '/'); i >= 0 {
+		return id[i+1:]
+	}
+	return strconv.Quote(id)
+}

@@ -1,0 +1,87 @@
+package server_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/testwait"
+	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/runner"
+	"github.com/calf-go/calf/server"
+)
+
+// POST /v1/runs/{id}/signals/{name} sends a signal to a run that waits
+// for it: 202, and the run goes on with the value; then 409 for the
+// ended run, 404 for an unknown one, 400 for a bad name or body.
+func TestSignalEndpoint(t *testing.T) {
+	rt := testRuntime(t)
+	var waited = make(chan struct{}, 4)
+	c, err := agent.NewCustom("gate", func(sc *agent.StepContext[struct{}], _ []model.Message) (string, error) {
+		waited <- struct{}{}
+		var v string
+		if _, err := sc.WaitSignal("open", 0, &v); err != nil {
+			return "", err
+		}
+		return "opened with " + v, nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Serve(t.Context(), rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.New(rt, []runner.Runner{runner.Agent(c.Agent)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	if _, err := c.Submit(t.Context(), rt, "wait", &agent.RunOptions{RunID: "gate-1"}); err != nil {
+		t.Fatal(err)
+	}
+	<-waited
+	post := func(path, body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(hs.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post("/v1/runs/gate-1/signals/bad%20name", `"x"`); code != 400 {
+		t.Errorf("a bad name: %d %s", code, body)
+	}
+	if code, body := post("/v1/runs/gate-1/signals/open", `not json`); code != 400 {
+		t.Errorf("a body that is not JSON: %d %s", code, body)
+	}
+	code, body := post("/v1/runs/gate-1/signals/open", `"sesame"`)
+	if code != http.StatusAccepted {
+		t.Fatalf("signal: %d %s", code, body)
+	}
+	var sum runner.RunSummary
+	if err := json.Unmarshal([]byte(body), &sum); err != nil || sum.ID != "gate-1" {
+		t.Errorf("the answer %s: %v", body, err)
+	}
+	out, err := c.Wait(t.Context(), rt, "gate-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Output != "opened with sesame" {
+		t.Errorf("output %q", out.Output)
+	}
+	testwait.For(t, 5*time.Second, "409 for the ended run", func() bool {
+		code, _ := post("/v1/runs/gate-1/signals/open", `"again"`)
+		return code == http.StatusConflict
+	})
+	if code, body := post("/v1/runs/nope-1/signals/open", ``); code != 404 {
+		t.Errorf("an unknown run: %d %s", code, body)
+	}
+}
