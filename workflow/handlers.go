@@ -134,7 +134,7 @@ func (w *Workflow[S]) Recover(ctx context.Context, rt *agent.Runtime, opts *Reco
 			switch {
 			case err != nil:
 				return false, err
-			case st.paused() && st.Emitted >= st.Seq:
+			case st.Paused() && st.Emitted >= st.Seq:
 				return false, nil // it waits for its resume
 			case st.Status == RunRunning:
 			case st.Status.Terminal() && !o.EndedAfter.IsZero() && !st.EndedAt.Before(o.EndedAfter):
@@ -228,9 +228,9 @@ func (h *handlers[S]) emitState(ctx context.Context, st *runState) error {
 	}
 	switch st.Status {
 	case RunRunning:
-		if st.paused() {
+		if st.Paused() {
 			ev := agent.PauseEvent{Step: st.Step, Paused: true, Reason: st.Pause.Reason}
-			return h.emit(ctx, PauseChannel(h.w.name), run, pauseID(run, st.Step, st.Unpaused), ev)
+			return h.emit(ctx, PauseChannel(h.w.name), run, runlife.PauseID(run, st.Step, st.Unpaused), ev)
 		}
 		if st.unpausedHere() {
 			if err := emitUnpause(ctx, h.rt, st); err != nil {
@@ -465,7 +465,7 @@ func (h *handlers[S]) onStep(ctx context.Context, msg *calf.Message) error {
 		// once with the resume event's handler.
 		return h.stale(ctx, msg, st)
 	}
-	if st.paused() {
+	if st.Paused() {
 		return h.stale(ctx, msg, st)
 	}
 	if st.Pause != nil && st.FanOut == "" {

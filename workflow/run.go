@@ -317,7 +317,7 @@ func (w *Workflow[S]) cancel(ctx context.Context, rt *agent.Runtime, runID, reas
 		if st.Status.Terminal() {
 			return false
 		}
-		if !st.paused() { // a paused step has started nothing
+		if !st.Paused() { // a paused step has started nothing
 			children = w.childNodes(st)
 		}
 		st.failed(reason, "", now)
