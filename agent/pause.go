@@ -66,16 +66,8 @@ func (s *runState) RunEnded() string {
 	return ""
 }
 
-// PauseAsked reports whether the run has a pause, asked for or in effect.
-func (s *runState) PauseAsked() bool { return s.Pause != nil }
-
-// AskPause records a pause asked for reason at now.
-func (s *runState) AskPause(reason string, now time.Time) {
-	s.Pause = &PauseState{Reason: reason, RequestedAt: now}
-}
-
-// ClearPause forgets the run's pause.
-func (s *runState) ClearPause() { s.Pause = nil }
+// PauseField returns the address of the run's pause.
+func (s *runState) PauseField() **PauseState { return &s.Pause }
 
 // CountResume records a resume of the pause in effect: the step it lets
 // go on.
@@ -144,7 +136,7 @@ func (rt *Runtime) pauseAgentRun(ctx context.Context, run RunRef, reason string)
 	agentName, runID := run.Name, run.RunID
 	// A run whose input has not been handled yet starts paused.
 	placeholder := &runState{RunID: runID, Agent: agentName, Status: RunRunning, StartedAt: rt.now()}
-	st, err := runlife.Pause(ctx, rt.chain(agentName, runID, placeholder), reason, rt.now())
+	st, err := runlife.Pause(ctx, rt.chain(agentName, runID, placeholder), &PauseState{Reason: reason, RequestedAt: rt.now()})
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: pause run %s: %w", agentName, runID, err)
 	}

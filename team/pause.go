@@ -2,7 +2,6 @@ package team
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -47,13 +46,8 @@ func (s *runState) RunEnded() string {
 // RunStep is the run's current step.
 func (s *runState) RunStep() int { return s.Step }
 
-// PauseAsked reports whether the run has a pause, asked for or in effect.
-func (s *runState) PauseAsked() bool { return s.Pause != nil }
-
-// AskPause records a pause asked for reason at now.
-func (s *runState) AskPause(reason string, now time.Time) {
-	s.Pause = &agent.PauseState{Reason: reason, RequestedAt: now}
-}
+// PauseField returns the address of the run's pause.
+func (s *runState) PauseField() **agent.PauseState { return &s.Pause }
 
 // PauseAt puts the pause asked for in effect before the current step.
 func (s *runState) PauseAt(now time.Time) {
@@ -61,9 +55,6 @@ func (s *runState) PauseAt(now time.Time) {
 	p.Step, p.PausedAt = s.Step, now
 	s.Pause = &p
 }
-
-// ClearPause forgets the run's pause.
-func (s *runState) ClearPause() { s.Pause = nil }
 
 // CountResume records a resume of the pause in effect: the step it lets
 // go on.
@@ -96,7 +87,7 @@ func pauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*Ru
 	if rt == nil {
 		return nil, agent.ErrNoRuntime
 	}
-	st, err := runlife.Pause(ctx, control(rt, runID), reason, rt.Client().Now())
+	st, err := runlife.Pause(ctx, control(rt, runID), &agent.PauseState{Reason: reason, RequestedAt: rt.Client().Now()})
 	if err != nil {
 		return nil, fmt.Errorf("team: pause run %s: %w", runID, err)
 	}
@@ -152,13 +143,8 @@ func sendResume(ctx context.Context, rt *agent.Runtime, st *runState) error {
 // control returns the update of the record of the team run runID for the
 // run controls (see [runlife.Change]).
 func control(rt *agent.Runtime, runID string) runlife.Update[*runState] {
-	return func(ctx context.Context, fn func(st *runState) (bool, error)) (*runState, error) {
-		st, err := update(ctx, rt.Store(), runID, fn)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, fmt.Errorf("no run %s: %w", runID, store.ErrNotFound)
-		}
-		return st, err
-	}
+	r := runlife.Records[*runState]{Store: rt.Store(), Kind: store.KindTeam, Decode: decodeRunState}
+	return r.Update(runID, runID)
 }
 
 // pauseTakesEffect records that the paused run st stops before the member

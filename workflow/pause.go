@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -40,16 +39,8 @@ func (st *runState) RunEnded() string {
 	return ""
 }
 
-// PauseAsked reports whether the run has a pause, asked for or in effect.
-func (st *runState) PauseAsked() bool { return st.Pause != nil }
-
-// AskPause records a pause asked for reason at now.
-func (st *runState) AskPause(reason string, now time.Time) {
-	st.Pause = &agent.PauseState{Reason: reason, RequestedAt: now}
-}
-
-// ClearPause forgets the run's pause.
-func (st *runState) ClearPause() { st.Pause = nil }
+// PauseField returns the address of the run's pause.
+func (st *runState) PauseField() **agent.PauseState { return &st.Pause }
 
 // CountResume records a resume of the pause in effect, a transition of
 // its own: the step it lets go on, whose events it emits again.
@@ -142,7 +133,7 @@ func pauseRun(ctx context.Context, rt *agent.Runtime, workflow, runID, reason st
 	if rt == nil {
 		return nil, fmt.Errorf("workflow %s: pause run %s: %w", workflow, runID, agent.ErrNoRuntime)
 	}
-	st, err := runlife.Pause(ctx, control(rt, workflow, runID), reason, rt.Client().Now())
+	st, err := runlife.Pause(ctx, control(rt, workflow, runID), &agent.PauseState{Reason: reason, RequestedAt: rt.Client().Now()})
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: pause run %s: %w", workflow, runID, err)
 	}
@@ -185,27 +176,8 @@ func resumeRun(ctx context.Context, rt *agent.Runtime, workflow, runID string) (
 // control returns the update of the record of the run runID of the
 // workflow named workflow, for the run controls (see [runlife.Change]).
 func control(rt *agent.Runtime, workflow, runID string) runlife.Update[*runState] {
-	return func(ctx context.Context, fn func(st *runState) (bool, error)) (*runState, error) {
-		var st *runState
-		_, err := store.Update(ctx, rt.Store(), store.KindWorkflow, recordID(workflow, runID), func(data []byte, exists bool) ([]byte, error) {
-			if !exists {
-				return nil, fmt.Errorf("no run %s: %w", runID, store.ErrNotFound)
-			}
-			var err error
-			if st, err = decodeRunState(data); err != nil {
-				return nil, err
-			}
-			changed, err := fn(st)
-			if err != nil || !changed {
-				return nil, err
-			}
-			return json.Marshal(st)
-		})
-		if err != nil {
-			return nil, err
-		}
-		return st, nil
-	}
+	r := runlife.Records[*runState]{Store: rt.Store(), Kind: store.KindWorkflow, Decode: decodeRunState}
+	return r.Update(recordID(workflow, runID), runID)
 }
 
 // emitUnpause emits the resume event of the run's last resume.

@@ -6,16 +6,17 @@
 // # Waiting and serving
 //
 // [Wait] is a caller's wait for a run's end: follow the run's output
-// channels and the dead letters, read the store again now and then while
-// nothing is heard, give up on a run never recorded. [Served] serves a
-// runner on demand once per runtime.
+// channels and the dead letters ([Follow]), read the store again now and
+// then while nothing is heard, give up on a run never recorded. [Served]
+// serves a runner on demand once per runtime.
 //
 // # Run controls
 //
 // [Change] changes the record of a run that has not ended, in a
-// compare-and-swap given as an [Update]; a run that has ended is left
-// alone and its error matches [ErrRunEnded] (agent.ErrRunEnded is the
-// same value), one with no record matches store.ErrNotFound.
+// compare-and-swap given as an [Update] (of a kind's [Records], read and
+// written with its codec); a run that has ended is left alone and its
+// error matches [ErrRunEnded] (agent.ErrRunEnded is the same value), one
+// with no record matches store.ErrNotFound.
 //
 // # Pause and resume
 //

@@ -24,29 +24,27 @@ type Record interface {
 }
 
 // Pausable is the record of one run as the pause protocol reads and
-// changes it: each kind implements it on its own fields (a pause, a count
-// of resumes, the step the last resume let go on).
+// changes it, its pause of the kind's type P: each kind implements it on
+// its own fields (a pause, a count of resumes, the step the last resume
+// let go on).
 //
-// A pause is asked for (PauseAsked) and takes effect at a step boundary,
-// before the step starts (Paused): the run then waits, with nothing but
-// its record, for a resume. A resume of a pause in effect is counted, and
-// the step it lets go on remembered, in the same compare-and-swap that
-// forgets the pause; its events, sent after, carry the count in their
-// ids ([ResumeID], [ResumedID]). Until the step has started, ResumeUnsent
-// reports that they may not all have been sent: a second resume, or a
-// recovery, sends them again, with the same ids.
-type Pausable interface {
+// A pause is asked for (a pause recorded) and takes effect at a step
+// boundary, before the step starts (Paused): the run then waits, with
+// nothing but its record, for a resume. A resume of a pause in effect is
+// counted, and the step it lets go on remembered, in the same
+// compare-and-swap that forgets the pause; its events, sent after, carry
+// the count in their ids ([ResumeID], [ResumedID]). Until the step has
+// started, ResumeUnsent reports that they may not all have been sent: a
+// second resume, or a recovery, sends them again, with the same ids.
+type Pausable[P any] interface {
 	Record
-	// PauseAsked reports whether the run has a pause, asked for or in
-	// effect.
-	PauseAsked() bool
-	// AskPause records a pause asked for reason at now.
-	AskPause(reason string, now time.Time)
+	// PauseField returns the address of the run's pause: nil while none
+	// is asked for. A pause recorded is never changed in place: records
+	// may share it with cached copies.
+	PauseField() **P
 	// Paused reports whether the pause is in effect: the run waits before
 	// its current step.
 	Paused() bool
-	// ClearPause forgets the run's pause.
-	ClearPause()
 	// CountResume records a resume of the pause in effect: it counts it,
 	// and remembers the current step as the one it lets go on.
 	CountResume()
@@ -86,18 +84,17 @@ func Change[S Record](ctx context.Context, update Update[S], change func(st S) (
 	return st, nil
 }
 
-// Pause records a pause asked of a run for reason at now, with update,
-// unless the run has one already, and returns the record as it stands.
-// Pausing a paused run changes nothing; a run that has ended is an error
-// matching [ErrRunEnded], one with no record an error matching
-// [store.ErrNotFound].
-func Pause[S Pausable](ctx context.Context, update Update[S], reason string, now time.Time) (S, error) {
+// Pause records pause, a pause asked of a run, with update, unless the
+// run has one already, and returns the record as it stands. Pausing a
+// paused run changes nothing; a run that has ended is an error matching
+// [ErrRunEnded], one with no record an error matching [store.ErrNotFound].
+func Pause[S Pausable[P], P any](ctx context.Context, update Update[S], pause *P) (S, error) {
 	return Change(ctx, update, func(st S) (bool, error) {
-		if st.PauseAsked() {
-			return false, nil
+		if p := st.PauseField(); *p == nil {
+			*p = pause
+			return true, nil
 		}
-		st.AskPause(reason, now)
-		return true, nil
+		return false, nil
 	})
 }
 
@@ -109,13 +106,14 @@ func Pause[S Pausable](ctx context.Context, update Update[S], reason string, now
 // run that is not paused changes nothing; a run that has ended is an
 // error matching [ErrRunEnded], one with no record an error matching
 // [store.ErrNotFound].
-func Resume[S Pausable](ctx context.Context, update Update[S]) (S, bool, error) {
+func Resume[S Pausable[P], P any](ctx context.Context, update Update[S]) (S, bool, error) {
 	st, err := Change(ctx, update, func(st S) (bool, error) {
-		if !st.PauseAsked() {
+		p := st.PauseField()
+		if *p == nil {
 			return false, nil
 		}
 		inEffect := st.Paused()
-		st.ClearPause()
+		*p = nil
 		if inEffect {
 			st.CountResume()
 		}
@@ -129,8 +127,8 @@ func Resume[S Pausable](ctx context.Context, update Update[S]) (S, bool, error) 
 
 // Stepped is a [Pausable] record whose pause is put in effect by
 // [TakeEffect].
-type Stepped interface {
-	Pausable
+type Stepped[P any] interface {
+	Pausable[P]
 	// RunStep is the run's current step.
 	RunStep() int
 	// PauseAt puts the pause asked for in effect at the current step, at
@@ -145,9 +143,9 @@ type Stepped interface {
 // stands and whether the pause is in effect: false when the run was
 // resumed, moved on or ended meanwhile. The caller then sends the pause
 // event, under [PauseID].
-func TakeEffect[S Stepped](ctx context.Context, update Update[S], step int, started func(st S) bool, now time.Time) (S, bool, error) {
+func TakeEffect[S Stepped[P], P any](ctx context.Context, update Update[S], step int, started func(st S) bool, now time.Time) (S, bool, error) {
 	st, err := update(ctx, func(st S) (bool, error) {
-		if !st.PauseAsked() || st.RunEnded() != "" || st.RunStep() != step || started(st) || st.Paused() {
+		if *st.PauseField() == nil || st.RunEnded() != "" || st.RunStep() != step || started(st) || st.Paused() {
 			return false, nil
 		}
 		st.PauseAt(now)

@@ -36,7 +36,7 @@ type pauseMark struct {
 	PausedAt    time.Time `json:"paused_at,omitzero"`
 }
 
-var _ runlife.Stepped = (*record)(nil)
+var _ runlife.Stepped[pauseMark] = (*record)(nil)
 
 func (r *record) RunEnded() string {
 	if r.Status != "running" {
@@ -44,11 +44,8 @@ func (r *record) RunEnded() string {
 	}
 	return ""
 }
-func (r *record) RunStep() int     { return r.Step }
-func (r *record) PauseAsked() bool { return r.Pause != nil }
-func (r *record) AskPause(reason string, now time.Time) {
-	r.Pause = &pauseMark{Reason: reason, RequestedAt: now}
-}
+func (r *record) RunStep() int            { return r.Step }
+func (r *record) PauseField() **pauseMark { return &r.Pause }
 func (r *record) PauseAt(now time.Time) {
 	p := *r.Pause
 	p.Step, p.PausedAt = r.Step, now
@@ -57,7 +54,6 @@ func (r *record) PauseAt(now time.Time) {
 func (r *record) Paused() bool {
 	return r.Pause != nil && r.Pause.Step == r.Step && r.Status == "running" && !r.Started
 }
-func (r *record) ClearPause() { r.Pause = nil }
 func (r *record) CountResume() {
 	r.Resumes++
 	r.ResumedStep = r.Step
@@ -67,6 +63,9 @@ func (r *record) ResumeUnsent() bool {
 }
 
 func started(r *record) bool { return r.Started }
+
+// ask is a pause asked for reason at t.
+func ask(reason string, t time.Time) *pauseMark { return &pauseMark{Reason: reason, RequestedAt: t} }
 
 // runs keeps the test's records in a store.
 type runs struct {
@@ -108,27 +107,11 @@ func (rs *runs) get(id string) (*record, int64) {
 
 // update is the update of the record id, as a kind writes it.
 func (rs *runs) update(id string) runlife.Update[*record] {
-	return func(ctx context.Context, change func(*record) (bool, error)) (*record, error) {
-		var r *record
-		_, err := store.Update(ctx, rs.s, kind, id, func(data []byte, exists bool) ([]byte, error) {
-			if !exists {
-				return nil, store.ErrNotFound
-			}
-			r = new(record)
-			if err := json.Unmarshal(data, r); err != nil {
-				return nil, err
-			}
-			changed, err := change(r)
-			if err != nil || !changed {
-				return nil, err
-			}
-			return json.Marshal(r)
-		})
-		if err != nil {
-			return nil, err
-		}
-		return r, nil
-	}
+	r := runlife.Records[*record]{Store: rs.s, Kind: kind, Decode: func(data []byte) (*record, error) {
+		var r record
+		return &r, json.Unmarshal(data, &r)
+	}}
+	return r.Update(id, id)
 }
 
 var (
@@ -143,7 +126,7 @@ func TestPauseOfAnEndedOrUnknownRun(t *testing.T) {
 	rs.put("done", &record{Status: "completed", Step: 3})
 	_, before := rs.get("done")
 
-	if _, err := runlife.Pause(ctx, rs.update("done"), "why", t0); !errors.Is(err, runlife.ErrRunEnded) || !strings.Contains(err.Error(), "with status completed") {
+	if _, err := runlife.Pause(ctx, rs.update("done"), ask("why", t0)); !errors.Is(err, runlife.ErrRunEnded) || !strings.Contains(err.Error(), "with status completed") {
 		t.Errorf("pause of an ended run: %v, want ErrRunEnded with its status", err)
 	}
 	if _, _, err := runlife.Resume(ctx, rs.update("done")); !errors.Is(err, runlife.ErrRunEnded) {
@@ -159,7 +142,7 @@ func TestPauseOfAnEndedOrUnknownRun(t *testing.T) {
 		t.Errorf("the ended run's record was written: version %d -> %d, pause %+v", before, after, r.Pause)
 	}
 
-	if _, err := runlife.Pause(ctx, rs.update("nobody"), "why", t0); !errors.Is(err, store.ErrNotFound) {
+	if _, err := runlife.Pause(ctx, rs.update("nobody"), ask("why", t0)); !errors.Is(err, store.ErrNotFound) || err.Error() != "no run nobody: "+store.ErrNotFound.Error() {
 		t.Errorf("pause of an unknown run: %v, want store.ErrNotFound", err)
 	}
 	if _, _, err := runlife.Resume(ctx, rs.update("nobody")); !errors.Is(err, store.ErrNotFound) {
@@ -173,11 +156,11 @@ func TestPauseAndResume(t *testing.T) {
 	rs.put("r", &record{Status: "running", Step: 2})
 
 	// Asked twice: the first pause stands.
-	if _, err := runlife.Pause(ctx, rs.update("r"), "first", t0); err != nil {
+	if _, err := runlife.Pause(ctx, rs.update("r"), ask("first", t0)); err != nil {
 		t.Fatal(err)
 	}
 	r, v := rs.get("r")
-	if _, err := runlife.Pause(ctx, rs.update("r"), "second", t1); err != nil {
+	if _, err := runlife.Pause(ctx, rs.update("r"), ask("second", t1)); err != nil {
 		t.Fatal(err)
 	}
 	if r2, v2 := rs.get("r"); v2 != v || !cmp.Equal(r2, r) {
@@ -194,7 +177,7 @@ func TestPauseAndResume(t *testing.T) {
 	}
 
 	// Asked again, it takes effect before step 2, once.
-	if _, err := runlife.Pause(ctx, rs.update("r"), "again", t0); err != nil {
+	if _, err := runlife.Pause(ctx, rs.update("r"), ask("again", t0)); err != nil {
 		t.Fatal(err)
 	}
 	st, paused, err := runlife.TakeEffect(ctx, rs.update("r"), 2, started, t1)
@@ -236,7 +219,7 @@ func TestPauseAndResume(t *testing.T) {
 		t.Errorf("resume after the step started: send %v, %v", send, err)
 	}
 	// A pause asked of a step that has started takes effect at the next.
-	if _, err := runlife.Pause(ctx, rs.update("r"), "later", t2); err != nil {
+	if _, err := runlife.Pause(ctx, rs.update("r"), ask("later", t2)); err != nil {
 		t.Fatal(err)
 	}
 	if _, paused, err := runlife.TakeEffect(ctx, rs.update("r"), 2, started, t2); err != nil || paused {
