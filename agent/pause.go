@@ -202,7 +202,7 @@ func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, pla
 }
 
 // chain returns the update of the state of the run that carries on
-// runID, as [Runtime.updateChain] describes: the runs that handed off are
+// runID, as updateChain describes: the runs that handed off are
 // left alone, whatever the change.
 func (rt *Runtime) chain(agentName, runID string, placeholder *runState) runlife.Update[*runState] {
 	return func(ctx context.Context, fn func(st *runState) (bool, error)) (*runState, error) {

@@ -55,9 +55,7 @@ func (w *Workflow[S]) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.R
 	if !rt.ServesOnDemand() {
 		return rt, nil
 	}
-	// The handlers live as long as the runtime's client: not bound to the
-	// context of the first run.
-	if _, err := w.served.Once(rt, func() error { return w.serve(context.WithoutCancel(ctx), rt, nil) }); err != nil {
+	if _, err := w.served.Once(ctx, rt, func(ctx context.Context) error { return w.serve(ctx, rt, nil) }); err != nil {
 		return nil, fmt.Errorf("workflow %s: serve on demand: %w", w.name, err)
 	}
 	return rt, nil
