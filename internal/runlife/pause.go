@@ -60,9 +60,9 @@ type Pausable[P any] interface {
 // or an error matching [store.ErrNotFound] for a run with no record.
 type Update[S any] func(ctx context.Context, change func(st S) (bool, error)) (S, error)
 
-// Ended returns the error of a control of a run that has ended with
+// ended returns the error of a control of a run that has ended with
 // status: it matches [ErrRunEnded].
-func Ended(status string) error { return fmt.Errorf("%w with status %s", ErrRunEnded, status) }
+func ended(status string) error { return fmt.Errorf("%w with status %s", ErrRunEnded, status) }
 
 // Change applies change to the record of a run that has not ended, with
 // update, and returns the record as it stands. The record of a run that
@@ -79,7 +79,7 @@ func Change[S Record](ctx context.Context, update Update[S], change func(st S) (
 		return st, err
 	}
 	if status := st.RunEnded(); status != "" {
-		return st, Ended(status)
+		return st, ended(status)
 	}
 	return st, nil
 }
