@@ -108,7 +108,7 @@ func (rt *Runtime) SetSessionBudget(ctx context.Context, id string, b *Budget) e
 			}
 			if resumed {
 				st.Pause = nil
-				st.resumed()
+				st.CountResume()
 			}
 			return true, nil
 		})

@@ -207,15 +207,7 @@ func outputStatus(s RunStatus) string {
 // follow follows pattern for the run id, and the dead letters of the run
 // and of the runs it starts.
 func (w *Workflow[S]) follow(ctx context.Context, rt *agent.Runtime, pattern, id string) (*calf.Follower, error) {
-	f, err := rt.Client().Follow(ctx, pattern, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := f.AddTree(calf.DeadLetterChannel); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return runlife.Follow(ctx, rt.Client(), pattern, id)
 }
 
 func (w *Workflow[S]) await(ctx context.Context, f *calf.Follower) (S, error) {
@@ -317,7 +309,7 @@ func (w *Workflow[S]) cancel(ctx context.Context, rt *agent.Runtime, runID, reas
 		if st.Status.Terminal() {
 			return false
 		}
-		if !st.paused() { // a paused step has started nothing
+		if !st.Paused() { // a paused step has started nothing
 			children = w.childNodes(st)
 		}
 		st.failed(reason, "", now)
