@@ -18,6 +18,7 @@ import (
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/schedule"
 )
 
 // docmemPrototype is the name of the code prototype that calf worker
@@ -197,6 +198,11 @@ func runWorker(ctx context.Context, f workerFlags, agentSet bool, getenv func(st
 		if err := serveHost(sctx, host, false, stderr); err != nil {
 			return err
 		}
+	}
+	// The schedules of the store (calf schedules): each firing carried
+	// out by one of the workers.
+	if err := schedule.New(w.Runtime(), nil).Serve(sctx); err != nil {
+		return failure(err)
 	}
 	if f.record {
 		if err := eventlog.New(w.Runtime().Client(), st).Record(sctx, nil); err != nil {
