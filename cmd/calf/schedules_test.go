@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/internal/testwait"
+	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/schedule"
 )
@@ -97,5 +100,58 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 	if r := runMain(ctx, "", "schedules", "show", "--store", storeURL, "morning"); r.code != exitFailure {
 		t.Errorf("show after rm = %+v", r)
+	}
+}
+
+// A schedule in a prototypes file runs under calf worker --agents: the
+// worker registers it, named after the prototype, and its firings start
+// runs of the prototype's agent, which its model answers.
+func TestWorkerRunsPrototypeSchedule(t *testing.T) {
+	isolate(t)
+	brokerURL := natsBrokerURL(t)
+	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "calf.db")
+	var asked atomic.Int64
+	srv := modeltest.NewServer(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		if req.Messages[len(req.Messages)-1].Text() == "what changed?" {
+			asked.Add(1)
+		}
+		return modeltest.Text("nothing new"), nil
+	})
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "agents.yaml")
+	writeFile(t, file, `prototypes:
+  - name: watcher
+    role: Watches
+    model: `+srv.URL()+`#m
+    system_prompt: You watch.
+    schedule:
+      every: 1s
+      prompt: what changed?
+`)
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	code, log := startWorker(t, ctx, "--broker", brokerURL, "--store", storeURL, "--agents", file)
+	testwait.For(t, 30*time.Second, "two scheduled runs to reach the model", func() bool { return asked.Load() >= 2 })
+	sh := runMain(t.Context(), "", "schedules", "show", "--store", storeURL, "watcher")
+	var sc schedule.Schedule
+	if err := json.Unmarshal([]byte(sh.stdout), &sc); err != nil || sc.Kind != "agent" || sc.Runner != "watcher" || sc.Every != time.Second {
+		t.Errorf("show = %+v (%v)", sh, err)
+	}
+	stop()
+	if c := <-code; c != exitOK {
+		t.Errorf("worker exit %d; log:\n%s", c, log.String())
+	}
+	// A bad schedule in the file is refused at start, with the prototype named.
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	writeFile(t, bad, `prototypes:
+  - name: watcher
+    model: `+srv.URL()+`#m
+    schedule:
+      cron: "0 25 * * *"
+      prompt: what changed?
+`)
+	r := runMain(t.Context(), "", "worker", "--broker", brokerURL, "--store", storeURL, "--agents", bad)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "prototype watcher") || !strings.Contains(r.stderr, "cron") {
+		t.Errorf("a bad schedule = %+v", r)
 	}
 }
