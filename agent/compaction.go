@@ -9,6 +9,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/compaction"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/model"
 )
 
@@ -153,7 +154,7 @@ func (h *handlers) compact(ctx context.Context, st *runState, version int64, req
 		Messages: model.CloneMessages(view[:split]), Tokens: tokens, Threshold: c.Threshold,
 		Target: max(c.Threshold/2-kept-contextTokens(c, &runState{}, system), 1), Estimate: estimate,
 	}
-	res, err := callWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) (*compaction.Result, error) {
+	res, err := engine.CallWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) (*compaction.Result, error) {
 		return compactor(c).Compact(ctx, in)
 	})
 	if err == nil {

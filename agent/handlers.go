@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -371,44 +370,17 @@ func (h *handlers) callModel(ctx context.Context, st *runState, req *model.Reque
 	if h.a.model == nil {
 		return nil, 0, fmt.Errorf("agent %s: %w", h.a.name, model.ErrNoModel)
 	}
-	timeout := h.within(st, h.a.opts.ModelTimeout)
-	mctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var resp *model.Response
-	var err error
-	n := 0 // deltas emitted
+	var delta func(int, model.Delta) bool
 	if st.Stream {
-		for chunk, cerr := range model.Stream(mctx, h.a.model, req) {
-			if cerr != nil {
-				err = cerr
-				break
+		delta = func(n int, d model.Delta) bool {
+			err := h.emit(ctx, StreamChannel(h.a.name), StreamEvent{Step: st.Step, Delta: d}, engine.StreamID(st.RunID, st.Step, n+1), st.RunID)
+			if err != nil {
+				h.rt.log.Warn("agent: emit stream delta", "agent", h.a.name, "run", st.RunID, "err", err)
 			}
-			if chunk.Delta != nil {
-				// A delta that fails to go out is skipped, not counted:
-				// what follows the step waits only for those emitted.
-				if eerr := h.emit(ctx, StreamChannel(h.a.name), StreamEvent{Step: st.Step, Delta: *chunk.Delta}, engine.StreamID(st.RunID, st.Step, n+1), st.RunID); eerr != nil {
-					h.rt.log.Warn("agent: emit stream delta", "agent", h.a.name, "run", st.RunID, "err", eerr)
-				} else {
-					n++
-				}
-			}
-			if chunk.Response != nil {
-				resp = chunk.Response
-			}
+			return err == nil
 		}
-		if err == nil && resp == nil {
-			err = errors.New("stream ended without a response")
-		}
-	} else {
-		resp, err = h.a.model.Generate(mctx, req)
 	}
-	if err != nil {
-		if ctx.Err() == nil && mctx.Err() != nil {
-			return nil, n, fmt.Errorf("model call timed out after %s: %w", timeout, err)
-		}
-		return nil, n, fmt.Errorf("model call failed: %w", err)
-	}
-	return resp, n, nil
+	return engine.CallModel(ctx, h.a.model, req, h.within(st, h.a.opts.ModelTimeout), delta)
 }
 
 // record applies a model response, for which deltas stream deltas were
@@ -1037,60 +1009,35 @@ func (h *handlers) callTool(ctx context.Context, st *runState, ev ToolCallEvent)
 	handoff := &handoffSlot{}
 	tctx = context.WithValue(tctx, handoffKey{}, handoff)
 	start := time.Now()
-	done := make(chan toolReturn, 1)
-	h.rt.tools.Run(func() {
-		var r toolReturn
-		defer func() {
-			if v := recover(); v != nil {
-				h.rt.log.Error("agent: tool panicked", "agent", h.a.name, "tool", ev.ToolName, "panic", v, "stack", string(debug.Stack()))
-				r = toolReturn{err: fmt.Errorf("tool %q panicked: %v", ev.ToolName, v)}
-			}
-			done <- r
-		}()
-		r.out, r.err = t.Call(tctx, json.RawMessage(ev.Arguments))
-	})
-	var r toolReturn
-	select {
-	case r = <-done:
-	case <-tctx.Done():
-		select {
-		case r = <-done: // it returned at the deadline, probably with ctx's error
-		default:
-			h.rt.tel.OverdueTools(h.a.name, ev.ToolName, 1)
-			go h.dropLate(done, st.RunID, ev, start)
-			r = toolReturn{err: tctx.Err()}
-		}
+	r, late := h.rt.tools.Call(tctx, engine.ToolCall{Tool: t, Arguments: json.RawMessage(ev.Arguments), Agent: h.a.name, Name: ev.ToolName, Log: h.rt.log})
+	if late != nil {
+		h.rt.tel.OverdueTools(h.a.name, ev.ToolName, 1)
+		go h.dropLate(late, st.RunID, ev, start)
 	}
 	switch {
-	case r.err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil:
+	case r.Err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil:
 		return errorResult(ev.Step, p, fmt.Errorf("tool %q timed out after %s", ev.ToolName, timeout))
-	case r.err != nil:
-		return errorResult(ev.Step, p, r.err)
-	case r.out == nil:
-		r.out = &tool.Result{}
+	case r.Err != nil:
+		return errorResult(ev.Step, p, r.Err)
+	case r.Out == nil:
+		r.Out = &tool.Result{}
 	}
 	h.rt.log.Debug("agent: tool done", "agent", h.a.name, "tool", ev.ToolName, "run", st.RunID, "elapsed", time.Since(start))
-	if r.out.IsError {
-		return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusError, Result: r.out}
+	if r.Out.IsError {
+		return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusError, Result: r.Out}
 	}
-	return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusSuccess, Result: r.out, Handoff: handoff.get()}
-}
-
-// toolReturn is what a tool's Call returned.
-type toolReturn struct {
-	out *tool.Result
-	err error
+	return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusSuccess, Result: r.Out, Handoff: handoff.get()}
 }
 
 // dropLate waits for a tool call that outlived its timeout and drops what
 // it returns. The call counts in the calf.tool.overdue metric until then.
-func (h *handlers) dropLate(done <-chan toolReturn, run string, ev ToolCallEvent, start time.Time) {
-	r := <-done
+func (h *handlers) dropLate(late <-chan engine.ToolReturn, run string, ev ToolCallEvent, start time.Time) {
+	r := <-late
 	h.rt.tel.OverdueTools(h.a.name, ev.ToolName, -1)
 	h.rt.late.Add(1)
 	h.rt.log.Warn("agent: tool returned after its timeout; its result is dropped",
 		"agent", h.a.name, "tool", ev.ToolName, "run", run, "tool_call_id", ev.ToolCallID,
-		"elapsed", time.Since(start), "err", r.err)
+		"elapsed", time.Since(start), "err", r.Err)
 }
 
 // onToolResult records a tool result. The result that completes the step

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/model"
 )
 
@@ -58,7 +59,7 @@ func (h *handlers) memoryMessages(ctx context.Context, st *runState, msgs []mode
 	var out []model.Message
 	in := &MemoryContext{Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Messages: model.CloneMessages(msgs)}
 	for _, m := range h.a.opts.Memory {
-		add, err := callWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) ([]model.Message, error) {
+		add, err := engine.CallWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) ([]model.Message, error) {
 			return m.UpdateContext(ctx, in)
 		})
 		if err != nil {
@@ -87,7 +88,7 @@ func (h *handlers) remember(ctx context.Context, st *runState) {
 		if !ok {
 			continue
 		}
-		_, err := callWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) (struct{}, error) {
+		_, err := engine.CallWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, r.Remember(ctx, in, added)
 		})
 		if err != nil && ctx.Err() == nil {
