@@ -395,25 +395,13 @@ func (h *handlers) record(st *runState, resp *model.Response, deltas int) {
 	st.Cost = st.Cost.Add(h.rt.prices.CostOf(cmp.Or(resp.Model, h.a.model.Name()), u))
 	m := resp.Message
 	m.Role = model.RoleAssistant
-	// Tool call ids key the calls' records (and subagent runs) within the
-	// run: make them unique across its steps, as some servers number the
-	// calls of each response from 0.
-	seen := map[string]bool{}
-	if len(m.ToolCalls) > 0 {
+	engine.UniqueCallIDs(st.Step, m.ToolCalls, func(yield func(string) bool) {
 		for _, r := range st.ToolCalls {
-			seen[r.ID] = true
-		}
-	}
-	for i := range m.ToolCalls {
-		c := &m.ToolCalls[i]
-		if c.ID == "" || seen[c.ID] || len(c.ID) > 128 {
-			c.ID = fmt.Sprintf("call_%d_%d", st.Step, i)
-			for k := 1; seen[c.ID]; k++ {
-				c.ID = fmt.Sprintf("call_%d_%d_%d", st.Step, i, k)
+			if !yield(r.ID) {
+				return
 			}
 		}
-		seen[c.ID] = true
-	}
+	})
 	st.Messages = append(st.Messages, m)
 	st.AdvancedBy = ""
 	if len(m.ToolCalls) > 0 {
@@ -579,21 +567,8 @@ func (h *handlers) finish(ctx context.Context, st *runState) error {
 // endInput is the input of the stop hooks of the run st, which ended.
 func (h *handlers) endInput(st *runState) HookInput {
 	in := HookInput{Event: HookStop, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Status: st.Status, Error: st.Error}
-	in.Output = outputText(st.Output)
+	in.Output = engine.OutputText(st.Output)
 	return in
-}
-
-// outputText is an output as hooks see it: the text, or the JSON of a
-// structured output.
-func outputText(out json.RawMessage) string {
-	if len(out) == 0 {
-		return ""
-	}
-	var text string
-	if json.Unmarshal(out, &text) == nil {
-		return text
-	}
-	return string(out)
 }
 
 // endHooks runs the hooks that are told a run ended (stop, session_end)
@@ -1107,7 +1082,7 @@ func (h *handlers) TakeResult(st *runState, ev ToolResultEvent) (bool, error) {
 // advance moves a run whose tool calls are all answered to its next step.
 func (h *handlers) advance(st *runState, by string) {
 	for _, p := range st.Pending {
-		st.Messages = append(st.Messages, toolMessage(p))
+		st.Messages = append(st.Messages, engine.ToolMessage(p.ID, p.Name, p.Status == StatusError, p.Result))
 		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result, Handoff: p.Handoff, Hooks: p.Hooks})
 	}
 	st.Pending = nil
@@ -1115,20 +1090,6 @@ func (h *handlers) advance(st *runState, by string) {
 	st.Deltas = 0
 	st.Phase = phaseInference
 	st.AdvancedBy = by
-}
-
-func toolMessage(p pendingCall) model.Message {
-	m := model.Message{Role: model.RoleTool, ToolCallID: p.ID, ToolName: p.Name, IsError: p.Status == StatusError}
-	if p.Result != nil {
-		m.Parts = p.Result.Parts
-		if len(m.Parts) == 0 && len(p.Result.Structured) > 0 {
-			m.Parts = []model.Part{model.TextPart(string(p.Result.Structured))}
-		}
-	}
-	if len(m.Parts) == 0 {
-		m.Parts = []model.Part{model.TextPart("(no output)")}
-	}
-	return m
 }
 
 // permissions returns the permissions of the run: its own, or the agent's.

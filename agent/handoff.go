@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -196,25 +195,6 @@ func HandoffTo(ctx context.Context, target string, req *HandoffRequest) error {
 	return nil
 }
 
-// textOnly keeps only the user and assistant text of msgs, which it
-// modifies (see HandoffOptions.TextOnly).
-func textOnly(msgs []model.Message) []model.Message {
-	out := msgs[:0]
-	for _, m := range msgs {
-		switch {
-		case m.Role == model.RoleTool:
-			continue
-		case m.Role == model.RoleAssistant && len(m.ToolCalls) > 0:
-			m.ToolCalls = nil
-			if m.Text() == "" {
-				continue
-			}
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // correlationID is the correlation id of the run's events.
 func (s *runState) correlationID() string {
 	if s.Correlation != "" {
@@ -234,7 +214,7 @@ func handoffRunID(st *runState) string {
 	if len(st.Chain) > 0 {
 		first = st.Chain[0].RunID
 	}
-	return first + ".handoff." + strconv.Itoa(len(st.Chain)+1)
+	return engine.HandoffRunID(first, len(st.Chain)+1)
 }
 
 // chainString shows a chain of agents: "a → b → a".
@@ -256,7 +236,7 @@ func (h *handlers) handOff(st *runState, by string) bool {
 	}
 	req := st.Pending[i].Handoff
 	for _, p := range st.Pending {
-		st.Messages = append(st.Messages, toolMessage(p))
+		st.Messages = append(st.Messages, engine.ToolMessage(p.ID, p.Name, p.Status == StatusError, p.Result))
 		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result, Handoff: p.Handoff, Hooks: p.Hooks})
 	}
 	st.Pending = nil
@@ -309,7 +289,7 @@ func (h *handlers) emitHandoff(ctx context.Context, st *runState) error {
 	if t, ok := h.a.tool(name); ok {
 		if ht, ok := t.(*handoffTool); ok {
 			if ht.opts.TextOnly {
-				msgs = textOnly(msgs)
+				msgs = engine.TextOnly(msgs)
 			}
 			if ht.opts.InputFilter != nil {
 				msgs = ht.opts.InputFilter(msgs)

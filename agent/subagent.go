@@ -501,7 +501,7 @@ func (h *handlers) subagentStopHooks(ctx context.Context, msg *calf.Message, ref
 	o := h.a.runHooks(ctx, HookSubagentStop, HookInput{
 		Event: HookSubagentStop, Agent: h.a.name, RunID: ref.Run, SessionID: ref.Session, Step: ref.Step,
 		ToolCallID: ref.Call, ToolName: ref.Tool, Subagent: name, SubagentRunID: subagentRunID(ref.Run, ref.Call),
-		Status: status, Output: outputText(out.Content), Error: out.Error, Result: res.Result,
+		Status: status, Output: engine.OutputText(out.Content), Error: out.Error, Result: res.Result,
 	})
 	if ctx.Err() != nil {
 		return res, ctx.Err()
