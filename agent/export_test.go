@@ -13,7 +13,8 @@ import (
 
 type (
 	RunState   = runState
-	HistoryRef = historyRef
+	HistoryRef = engine.HistoryRef
+	Transcript = engine.Transcript
 )
 
 const (

@@ -234,7 +234,7 @@ func (h *handlers) onInput(ctx context.Context, msg *calf.Message) error {
 			return out, nil, err
 		}
 		var history []model.Message
-		var ref *historyRef
+		var ref *engine.HistoryRef
 		var compacted *compaction.Record
 		var sessionBudget *Budget
 		var sessionSpent *Spent
@@ -250,7 +250,7 @@ func (h *handlers) onInput(ctx context.Context, msg *calf.Message) error {
 				session, sessionVersion = r, version
 				compacted = r.Compacted
 				if len(history) > 0 {
-					ref = &historyRef{Session: sid, Epoch: r.Epoch}
+					ref = &engine.HistoryRef{Session: sid, Epoch: r.Epoch}
 				}
 				if r.Budget != nil {
 					sessionBudget, sessionSpent = (*Budget)(r.Budget), &Spent{Usage: r.Usage, Cost: r.Cost}
@@ -266,10 +266,7 @@ func (h *handlers) onInput(ctx context.Context, msg *calf.Message) error {
 		st = &runState{
 			RunID: id, Agent: h.a.name, SessionID: msg.Metadata.SessionID,
 			Status: RunRunning, Phase: phaseInference, Step: 1,
-			Messages:   msgs,
-			HistoryLen: len(history),
-			History:    ref,
-			Compacted:  compacted,
+			Transcript: engine.Transcript{Messages: msgs, HistoryLen: len(history), History: ref, Compacted: compacted},
 			Deps:       in.Deps, Stream: in.Stream,
 			ReplyTo: in.ReplyTo, Parent: in.Parent,
 			Chain: in.Chain, Deadline: in.Deadline, MaxTurns: in.MaxTurns, Depth: in.Depth, Permissions: in.Permissions, Root: in.Root,
@@ -342,7 +339,7 @@ func (h *handlers) request(rc RunContext, st *runState) (*model.Request, error) 
 			return nil, err
 		}
 	}
-	view := st.view()
+	view := st.View()
 	req.Messages = make([]model.Message, 0, len(view)+1)
 	if instr != "" {
 		req.Messages = append(req.Messages, model.SystemMessage(instr))

@@ -43,9 +43,9 @@ type MemoryContext struct {
 // they add goes into the request, after the instructions.
 func (h *handlers) memoryStage(ctx context.Context, inf *inference) (bool, error) {
 	st, req := inf.st, inf.req
-	if add := h.memoryMessages(ctx, st, st.view()); len(add) > 0 {
+	if add := h.memoryMessages(ctx, st, st.View()); len(add) > 0 {
 		at := 0
-		if len(req.Messages) > 0 && req.Messages[0].Role == model.RoleSystem && len(req.Messages) > len(st.view()) {
+		if len(req.Messages) > 0 && req.Messages[0].Role == model.RoleSystem && len(req.Messages) > len(st.View()) {
 			at = 1 // after the instructions
 		}
 		req.Messages = slices.Concat(req.Messages[:at:at], add, req.Messages[at:])

@@ -47,7 +47,7 @@ func (rt *Runtime) endSessionRun(ctx context.Context, st *runState, answersOnly 
 		return nil
 	}
 	adds := st.Status == RunComplete || st.Status == RunHandedOff
-	if adds && st.bare && st.Archived > 0 {
+	if adds && st.Bare() && st.Archived > 0 {
 		if err := rt.readBack(ctx, st); err != nil { // NewMessages needs the archived ones
 			return err
 		}
