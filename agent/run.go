@@ -398,7 +398,7 @@ func (rt *Runtime) cancelAgentRun(ctx context.Context, run RunRef, reason string
 	}
 	// The approval requests of the runs that ended end with them: nothing
 	// would carry out their answers.
-	if err := rt.endApprovals(ctx, runID); err != nil {
+	if err := engine.EndApprovals(ctx, rt.store, runID, rt.now); err != nil {
 		rt.log.Warn("agent: end the approval requests of a cancelled run", "agent", agentName, "run", runID, "err", err)
 	}
 	return st.info()

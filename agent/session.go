@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
-	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 )
 
@@ -20,21 +20,6 @@ import (
 // it, at version.
 func (rt *Runtime) startSessionRun(ctx context.Context, st *runState, prompt string, known *sessionstore.Record, version int64) error {
 	return rt.sessions.StartRun(ctx, st.SessionID, st.RunID, prompt, known, version)
-}
-
-// onlyAnswers returns, of msgs (a run's own messages), its input (the
-// messages before the first assistant message) and its answer (the last
-// message, when it is the assistant's and makes no tool call).
-func onlyAnswers(msgs []model.Message) []model.Message {
-	in := 0
-	for in < len(msgs) && msgs[in].Role != model.RoleAssistant {
-		in++
-	}
-	out := msgs[:in:in]
-	if last := len(msgs) - 1; last >= in && msgs[last].Role == model.RoleAssistant && len(msgs[last].ToolCalls) == 0 {
-		out = append(out, msgs[last])
-	}
-	return out
 }
 
 // endSessionRun records that the run st, in a session, ended: a run that
@@ -54,7 +39,7 @@ func (rt *Runtime) endSessionRun(ctx context.Context, st *runState, answersOnly 
 	}
 	msgs, compacted := st.NewMessages(), st.Compacted
 	if answersOnly {
-		if kept := onlyAnswers(msgs); len(kept) < len(msgs) {
+		if kept := engine.OnlyAnswers(msgs); len(kept) < len(msgs) {
 			msgs = kept
 			if compacted != nil && compacted.Upto > st.HistoryLen {
 				compacted = nil // it stands for messages the session does not get

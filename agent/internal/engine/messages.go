@@ -85,3 +85,18 @@ func OutputText(out json.RawMessage) string {
 	}
 	return string(out)
 }
+
+// OnlyAnswers returns, of msgs (a run's own messages), its input (the
+// messages before the first assistant message) and its answer (the last
+// message, when it is the assistant's and makes no tool call).
+func OnlyAnswers(msgs []model.Message) []model.Message {
+	in := 0
+	for in < len(msgs) && msgs[in].Role != model.RoleAssistant {
+		in++
+	}
+	out := msgs[:in:in]
+	if last := len(msgs) - 1; last >= in && msgs[last].Role == model.RoleAssistant && len(msgs[last].ToolCalls) == 0 {
+		out = append(out, msgs[last])
+	}
+	return out
+}
