@@ -40,7 +40,7 @@ func (rt *Runtime) LoadState(ctx context.Context, runID string) (*RunState, erro
 var (
 	InferenceChannel  = inferenceChannel
 	ToolResultChannel = toolResultChannel
-	SubagentRunID     = subagentRunID
+	SubagentRunID     = engine.SubagentRunID
 )
 
 // InferenceEvent is the payload of the inference channel.

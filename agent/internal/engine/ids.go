@@ -55,3 +55,7 @@ func ReplyID(run, channel, key, correlationID, ref string) string {
 func HandoffRunID(first string, n int) string {
 	return first + ".handoff." + strconv.Itoa(n)
 }
+
+// SubagentRunID is the id of the subagent run that the tool call callID
+// of the run parent starts.
+func SubagentRunID(parent, callID string) string { return parent + "/" + callID }
