@@ -392,13 +392,7 @@ func (h *handlers) record(st *runState, resp *model.Response, deltas int) {
 	st.Cost = st.Cost.Add(h.rt.prices.CostOf(cmp.Or(resp.Model, h.a.model.Name()), u))
 	m := resp.Message
 	m.Role = model.RoleAssistant
-	engine.UniqueCallIDs(st.Step, m.ToolCalls, func(yield func(string) bool) {
-		for _, r := range st.ToolCalls {
-			if !yield(r.ID) {
-				return
-			}
-		}
-	})
+	engine.UniqueCallIDs(st.Step, m.ToolCalls, st.ToolCalls, func(r ToolCallRecord) string { return r.ID })
 	st.Messages = append(st.Messages, m)
 	st.AdvancedBy = ""
 	if len(m.ToolCalls) > 0 {

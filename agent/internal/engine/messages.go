@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"iter"
 
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
@@ -13,16 +12,16 @@ import (
 // unique within their run: the ids key the calls' records (and subagent
 // runs), and some servers number the calls of each response from 0. A call
 // keeps its id unless it is empty, longer than 128 bytes, or taken by a
-// call of an earlier step (taken) or one before it in calls; it is then
-// "call_{step}_{i}" for the i-th call, with "_{k}" added while that is
-// taken.
-func UniqueCallIDs(step int, calls []model.ToolCall, taken iter.Seq[string]) {
+// call of an earlier step (one of records, whose ids id returns) or one
+// before it in calls; it is then "call_{step}_{i}" for the i-th call, with
+// "_{k}" added while that is taken.
+func UniqueCallIDs[R any](step int, calls []model.ToolCall, records []R, id func(R) string) {
 	if len(calls) == 0 {
 		return
 	}
 	seen := map[string]bool{}
-	for id := range taken {
-		seen[id] = true
+	for _, r := range records {
+		seen[id(r)] = true
 	}
 	for i := range calls {
 		c := &calls[i]

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/calf-go/calf/model"
@@ -29,7 +28,7 @@ func TestUniqueCallIDs(t *testing.T) {
 			for i, id := range tc.ids {
 				calls[i].ID = id
 			}
-			UniqueCallIDs(3, calls, slices.Values(tc.taken))
+			UniqueCallIDs(3, calls, tc.taken, func(id string) string { return id })
 			for i, c := range calls {
 				if c.ID != tc.want[i] {
 					t.Errorf("call %d: id %q, want %q", i, c.ID, tc.want[i])
