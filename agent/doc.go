@@ -286,20 +286,22 @@
 // protocol is picked once per runtime (the fault tests run both, the other
 // through a broker that does not say it is local). The stored run state
 // (state.go) embeds the engine's Transcript, the conversation part of the
-// record: a run's last messages, older ones archived in chunk records
-// (run_messages), the session history it starts from, its compacted view.
-// Its other fields (status, tool calls, pending calls, budgets, the
-// handoff chain, the pause) hold this package's exported types. Its JSON
-// is a stored format that TestStoredRecords reads from testdata/records.
-// session.go records a run's start and end in its session through
-// agent/internal/sessionstore; approval.go makes and carries out approval
-// requests, and on an in-process broker the approval watch of
-// agent/internal/engine reads from the store the answers other processes
-// recorded (approvalwatch.go starts it); customcalls.go makes a custom
-// step's calls, recorded through the engine (kind custom_call); handoff.go
-// and handoff_chain.go hand a run over and read a chain; subagent.go
-// starts subagent runs and takes their outputs; quick.go serves on demand.
-// OpenTelemetry goes through agent/internal/telemetry.
+// record (a run's last messages, older ones archived in chunk records
+// (run_messages), the session history it starts from, its compacted view),
+// and its Lineage, the links to other runs (reply destination, parent,
+// correlation, handoff chain), which hold the engine's own ReplyTo and Hop.
+// Its other fields (status, tool calls, pending calls, budgets, the pause)
+// hold this package's exported types. Its JSON is a stored format that
+// TestStoredRecords reads from testdata/records. session.go records a run's
+// start and end in its session through agent/internal/sessionstore;
+// approval.go makes and carries out approval requests, and on an in-process
+// broker the approval watch of agent/internal/engine reads from the store
+// the answers other processes recorded (approvalwatch.go starts it);
+// customcalls.go makes a custom step's calls, recorded through the engine
+// (kind custom_call); handoff.go and handoff_chain.go hand a run over and
+// read a chain; subagent.go starts subagent runs and takes their outputs;
+// quick.go serves on demand. OpenTelemetry goes through
+// agent/internal/telemetry.
 //
 // The caller's side of a run: run.go has Run, its output and Cancel;
 // submit.go the input event and Submit; startcheck.go the check that some

@@ -15,6 +15,7 @@ type (
 	RunState   = runState
 	HistoryRef = engine.HistoryRef
 	Transcript = engine.Transcript
+	StoredHop  = engine.Hop
 )
 
 const (

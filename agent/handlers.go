@@ -225,11 +225,11 @@ func (h *handlers) onInput(ctx context.Context, msg *calf.Message) error {
 			}
 		}
 		if exists {
-			if in.ReplyTo == nil || (st.ReplyTo != nil && *st.ReplyTo == *in.ReplyTo) {
+			if in.ReplyTo == nil || (st.ReplyTo != nil && *st.ReplyTo == engine.ReplyTo(*in.ReplyTo)) {
 				return nil, nil, nil
 			}
 			// Submitted again by another caller: the reply goes to it.
-			st.ReplyTo = in.ReplyTo
+			st.ReplyTo = (*engine.ReplyTo)(in.ReplyTo)
 			out, err := st.encode()
 			return out, nil, err
 		}
@@ -268,8 +268,8 @@ func (h *handlers) onInput(ctx context.Context, msg *calf.Message) error {
 			Status: RunRunning, Phase: phaseInference, Step: 1,
 			Transcript: engine.Transcript{Messages: msgs, HistoryLen: len(history), History: ref, Compacted: compacted},
 			Deps:       in.Deps, Stream: in.Stream,
-			ReplyTo: in.ReplyTo, Parent: in.Parent,
-			Chain: in.Chain, Deadline: in.Deadline, MaxTurns: in.MaxTurns, Depth: in.Depth, Permissions: in.Permissions, Root: in.Root,
+			Lineage:  engine.Lineage{ReplyTo: (*engine.ReplyTo)(in.ReplyTo), Parent: in.Parent, Chain: engineHops(in.Chain)},
+			Deadline: in.Deadline, MaxTurns: in.MaxTurns, Depth: in.Depth, Permissions: in.Permissions, Root: in.Root,
 			StartedAt: msg.Metadata.Time, Pause: pause,
 			Budget: cmp.Or(in.Budget, h.a.opts.Budget), Inherited: in.Spent,
 			SessionBudget: sessionBudget, SessionSpent: sessionSpent,
@@ -579,14 +579,14 @@ func (h *handlers) endHooks(ctx context.Context, st *runState, event HookEvent, 
 
 func (rt *Runtime) emitOutput(ctx context.Context, st *runState) error {
 	spent := st.spent()
-	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: spent.Usage, Cost: spent.Cost, Steps: st.Step, RunID: st.RunID, Agent: st.Agent, Chain: st.Chain, Deltas: st.Deltas, Guardrail: st.Guardrail, NotServed: st.NotServed}
+	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: spent.Usage, Cost: spent.Cost, Steps: st.Step, RunID: st.RunID, Agent: st.Agent, Chain: hops(st.Chain), Deltas: st.Deltas, Guardrail: st.Guardrail, NotServed: st.NotServed}
 	switch st.Status {
 	case RunComplete:
 		ev.Status = OutputComplete
 	case RunCancelled:
 		ev.Status = OutputCancelled
 	case RunHandedOff:
-		ev.Status, ev.Handoff = OutputHandoff, st.HandedOffTo
+		ev.Status, ev.Handoff = OutputHandoff, (*Hop)(st.HandedOffTo)
 	default:
 		ev.Status = OutputFailed
 	}

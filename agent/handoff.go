@@ -196,29 +196,39 @@ func HandoffTo(ctx context.Context, target string, req *HandoffRequest) error {
 }
 
 // correlationID is the correlation id of the run's events.
-func (s *runState) correlationID() string {
-	if s.Correlation != "" {
-		return s.Correlation
-	}
-	return s.RunID
-}
+func (s *runState) correlationID() string { return s.CorrelationID(s.RunID) }
 
 // metadata is the metadata of the run's events.
 func (s *runState) metadata() calf.Metadata {
 	return calf.Metadata{CorrelationID: s.correlationID(), RunID: s.RunID, SessionID: s.SessionID}
 }
 
-// handoffRunID is the id of the run that continues st after a handoff.
-func handoffRunID(st *runState) string {
-	first := st.RunID
-	if len(st.Chain) > 0 {
-		first = st.Chain[0].RunID
+// hops returns a copy of a run's handoff chain as its user sees it, and
+// engineHops one as a run's record holds it; both nil for an empty chain.
+func hops(chain []engine.Hop) []Hop {
+	if len(chain) == 0 {
+		return nil
 	}
-	return engine.HandoffRunID(first, len(st.Chain)+1)
+	out := make([]Hop, len(chain))
+	for i, h := range chain {
+		out[i] = Hop(h)
+	}
+	return out
+}
+
+func engineHops(chain []Hop) []engine.Hop {
+	if len(chain) == 0 {
+		return nil
+	}
+	out := make([]engine.Hop, len(chain))
+	for i, h := range chain {
+		out[i] = engine.Hop(h)
+	}
+	return out
 }
 
 // chainString shows a chain of agents: "a → b → a".
-func chainString(chain []Hop, last string) string {
+func chainString(chain []engine.Hop, last string) string {
 	names := make([]string, 0, len(chain)+1)
 	for _, h := range chain {
 		names = append(names, h.Agent)
@@ -259,7 +269,7 @@ func (h *handlers) handOff(st *runState, by string) bool {
 		return true
 	}
 	st.Status = RunHandedOff
-	st.HandedOffTo = &Hop{Agent: req.Agent, RunID: handoffRunID(st)}
+	st.HandedOffTo = &engine.Hop{Agent: req.Agent, RunID: st.HandoffRunID(st.RunID)}
 	return true
 }
 
@@ -298,7 +308,7 @@ func (h *handlers) emitHandoff(ctx context.Context, st *runState) error {
 	}
 	var reply *ReplyTo
 	if st.ReplyTo != nil {
-		r := *st.ReplyTo
+		r := ReplyTo(*st.ReplyTo)
 		if r.CorrelationID == "" {
 			r.CorrelationID = st.RunID // the caller waits for the first run's id
 		}
@@ -307,7 +317,7 @@ func (h *handlers) emitHandoff(ctx context.Context, st *runState) error {
 	in := InputEvent{
 		Content: req.Context, Messages: msgs, Deps: st.Deps, Stream: st.Stream,
 		ReplyTo: reply, Parent: st.Parent,
-		Chain:    append(slices.Clone(st.Chain), Hop{Agent: st.Agent, RunID: st.RunID}),
+		Chain:    append(hops(st.Chain), Hop{Agent: st.Agent, RunID: st.RunID}),
 		Deadline: st.Deadline, MaxTurns: st.MaxTurns, Depth: st.Depth,
 		Budget: st.Budget, Spent: new(st.spent()),
 	}

@@ -43,7 +43,7 @@ func (rt *Runtime) withChain(ctx context.Context, st *runState) (*runState, erro
 	c := *st
 	c.Messages, c.ToolCalls, c.Usage, c.Cost, c.Step, c.HistoryLen = nil, nil, model.Usage{}, model.Cost{}, 0, 0
 	c.Inherited = nil // counted run by run below
-	for i, h := range append(slices.Clone(st.Chain), Hop{Agent: st.Agent, RunID: st.RunID}) {
+	for i, h := range append(slices.Clone(st.Chain), engine.Hop{Agent: st.Agent, RunID: st.RunID}) {
 		hs := st
 		if i < len(st.Chain) {
 			var err error

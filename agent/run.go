@@ -276,7 +276,7 @@ func (a *Agent[Out]) outputOf(st *runState) (*Output[Out], error) {
 		added = thread[len(thread)-n:]
 	}
 	o := &Output[Out]{
-		Agent: st.Agent, RunID: st.RunID, SessionID: st.SessionID, Chain: slices.Clone(st.Chain),
+		Agent: st.Agent, RunID: st.RunID, SessionID: st.SessionID, Chain: hops(st.Chain),
 		Messages: added, Thread: thread, ToolCalls: cloneToolCalls(st.ToolCalls),
 		Usage: st.spent().Usage, Cost: st.spent().Cost, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt),
 	}

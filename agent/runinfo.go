@@ -111,7 +111,7 @@ func (s *runState) info() (*RunInfo, error) {
 		Paused: c.Paused(), Pause: c.Pause,
 		Messages: c.Messages, HistoryLen: c.HistoryLen, ToolCalls: c.ToolCalls, Partial: c.Bare(),
 		Output: c.Output, Error: c.Error, Guardrail: c.Guardrail,
-		Usage: c.Usage, Cost: c.Cost, Inherited: c.Inherited, Chain: c.Chain, HandedOffTo: c.HandedOffTo,
+		Usage: c.Usage, Cost: c.Cost, Inherited: c.Inherited, Chain: hops(c.Chain), HandedOffTo: (*Hop)(c.HandedOffTo),
 		Budget: c.Budget, Deadline: c.Deadline, StartedAt: c.StartedAt, EndedAt: c.EndedAt,
 	}
 	// The run's own messages: of a whole state, those after the history;

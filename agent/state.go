@@ -90,19 +90,10 @@ type runState struct {
 	// Deps are the serialized dependencies that travel with the run.
 	Deps   json.RawMessage `json:"deps,omitempty"`
 	Stream bool            `json:"stream,omitempty"`
-	// ReplyTo is where the output goes when the run ends, besides the
-	// agent's output channel.
-	ReplyTo *ReplyTo `json:"reply_to,omitempty"`
-	// Parent is the run that started this one, if any.
-	Parent string `json:"parent,omitempty"`
-	// Correlation is the correlation id of the run's events when it is not
-	// the run id: the runs of a handoff chain share the first one's.
-	Correlation string `json:"correlation,omitempty"`
-	// Chain lists the runs that handed off, one to the next, to reach this
-	// run, oldest first.
-	Chain []Hop `json:"chain,omitempty"`
-	// HandedOffTo is the run that continues a run that handed off.
-	HandedOffTo *Hop `json:"handed_off_to,omitempty"`
+	// Lineage links the run to others: where its output goes (ReplyTo),
+	// its parent, its correlation id, its handoff chain and the run it
+	// handed off to.
+	engine.Lineage
 	// Deadline, when set, ends the run at the first step after it.
 	Deadline time.Time `json:"deadline,omitzero"`
 	// MaxTurns, when positive, lowers the agent's maximum turns for this run.

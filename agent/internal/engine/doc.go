@@ -15,16 +15,20 @@
 // # The run's record and its protocol
 //
 // The conversation part of a run's stored record ([Transcript]): its
-// messages, the session history it starts from ([HistoryRef]), the
-// messages archived in chunks and read back, the compacted view the model
-// sees ([Transcript.View], [SameCompaction], [CheckCompacted]) and the
-// estimate of its context ([ContextTokens], [InputSize]). The record,
-// package agent's, embeds it where its fields were, so that its JSON, a
-// stored format, is unchanged. Also the run's phases ([Phase]), the ids of
-// a response's tool calls ([UniqueCallIDs]), the message a tool's result
-// makes ([ToolMessage]), what a session keeps of a run that keeps only
-// answers ([OnlyAnswers]), an output as hooks see it ([OutputText]), and
-// the records of a custom step's calls ([RecordCall], [RecordedCall]).
+// messages, the session history it starts from ([HistoryRef]), the messages
+// archived in chunks and read back, the compacted view the model sees
+// ([Transcript.View], [SameCompaction], [CheckCompacted]) and the estimate
+// of its context ([ContextTokens], [InputSize]); and the part that links
+// the run to others ([Lineage]: where its output goes, its parent, its
+// correlation id, its handoff chain). The record, package agent's, embeds
+// both where their fields were, so that its JSON, a stored format, is
+// unchanged; agent converts its exported ReplyTo and Hop to and from the
+// engine's [ReplyTo] and [Hop], whose fields are the same. Also the run's
+// phases ([Phase]), the ids of a response's tool calls ([UniqueCallIDs]),
+// the message a tool's result makes ([ToolMessage]), what a session keeps
+// of a run that keeps only answers ([OnlyAnswers]), an output as hooks see
+// it ([OutputText]), and the records of a custom step's calls
+// ([RecordCall], [RecordedCall]).
 //
 // # Ids, links between runs, approvals
 //
@@ -46,19 +50,19 @@
 //
 // # What is still in package agent
 //
-// The handlers, their inference stages, the handoff chain's reading and
-// the rest of the run's record (package agent's state.go) are in package
-// agent: the record's other fields hold values of agent's exported types
+// The handlers, their inference stages, the handoff chain's reading and the
+// rest of the run's record (package agent's state.go) are in package agent:
+// the record's other fields hold values of agent's exported types
 // (RunStatus, ToolCallRecord, HandoffRequest, HookRecord, GuardrailTrip,
-// ReplyTo, Hop, Permissions, Budget, Spent, PauseState), which the engine
-// cannot import, and the handlers call the agent's configuration (model,
-// tools, hooks, guardrails, memory, compaction, a custom step) with them.
-// Moving them follows [Transcript]: the engine owns the record with field
+// Permissions, Budget, Spent, PauseState), which the engine cannot import,
+// and the handlers call the agent's configuration (model, tools, hooks,
+// guardrails, memory, compaction, a custom step) with them. Moving them
+// follows [Transcript] and [Lineage]: the engine owns the record with field
 // types of its own whose JSON is the same (a struct of plain fields, such
 // as Budget, Spent, Hop or ReplyTo, converts to agent's type for free; one
 // whose fields have agent's named types, such as HookRecord or
 // ToolCallRecord, is copied where a user sees it), and reaches the agent's
-// configuration through a struct of funcs that package agent fills. The
-// run controls (pause, resume, cancel) write the record too, and change
-// with it.
+// configuration through a struct of funcs that package agent fills. The run
+// controls (pause, resume, cancel) write the record too, and change with
+// it.
 package engine
