@@ -276,7 +276,7 @@ func (a *Agent[Out]) outputOf(st *runState) (*Output[Out], error) {
 		added = thread[len(thread)-n:]
 	}
 	o := &Output[Out]{
-		Agent: st.Agent, RunID: st.RunID, SessionID: st.SessionID, Chain: slices.Clone(st.Chain),
+		Agent: st.Agent, RunID: st.RunID, SessionID: st.SessionID, Chain: hops(st.Chain),
 		Messages: added, Thread: thread, ToolCalls: cloneToolCalls(st.ToolCalls),
 		Usage: st.spent().Usage, Cost: st.spent().Cost, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt),
 	}
@@ -398,7 +398,7 @@ func (rt *Runtime) cancelAgentRun(ctx context.Context, run RunRef, reason string
 	}
 	// The approval requests of the runs that ended end with them: nothing
 	// would carry out their answers.
-	if err := rt.endApprovals(ctx, runID); err != nil {
+	if err := engine.EndApprovals(ctx, rt.store, runID, rt.now); err != nil {
 		rt.log.Warn("agent: end the approval requests of a cancelled run", "agent", agentName, "run", runID, "err", err)
 	}
 	return st.info()
