@@ -43,6 +43,15 @@ type RunOptions struct {
 	// again does not start a second run: once the first has ended, the
 	// caller gets its output.
 	RunID string
+	// IdempotencyKey, when set, is the caller's key for this request: the
+	// same request under the same key, within the runtime's
+	// [RuntimeOptions.IdempotencyWindow] (from any process, after
+	// restarts), gets the run the first one started and its answer, not a
+	// second run; a different request (another prompt, session, thread,
+	// parts or deps) under a key in use is refused with an error matching
+	// [ErrIdempotencyConflict]. The key is the agent's: another agent's
+	// runs do not share it. Kept in the store, and swept with retention.
+	IdempotencyKey string
 	// Parts are further content of the user's message, such as images.
 	Parts []model.Part
 	// ReplyTo, for [Agent.Submit], names where the run's output goes when
