@@ -49,6 +49,12 @@ type Options struct {
 	InstructionsFunc func(rc RunContext) (string, error)
 	// Tools the agent may call. More can be added with [Agent.AddTool].
 	Tools []tool.Tool
+	// WakeUps, when set, gives the agent the built-in tool
+	// schedule_wakeup, with which the model schedules a follow-up of its
+	// own in the run's session ("check the build again in 20 minutes"):
+	// a durable timer that, when due, starts the session's next turn with
+	// the note the model left. See [WakeUps]. Default: none.
+	WakeUps *WakeUps
 	// Toolsets are groups of tools that may change while the agent is
 	// served, such as MCP servers' (package mcp): their current tools are
 	// offered to the model with Tools at each model call. A toolset's
@@ -258,6 +264,9 @@ func NewTyped[Out any](name string, m model.Model, opts *Options) (*Agent[Out], 
 				return nil, fmt.Errorf("%w: agent %s: model %s cannot take the output type's schema: %w", ErrInvalidAgent, name, m.Name(), err)
 			}
 		}
+	}
+	if o.WakeUps != nil {
+		o.Tools = append(slices.Clone(o.Tools), wakeUpTool(name, *o.WakeUps))
 	}
 	for _, t := range o.Tools {
 		if err := a.AddTool(t); err != nil {

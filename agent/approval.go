@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 
 	"github.com/calf-go/calf/agent/approval"
-	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
 )
 
 // The engine's side of approvals: a call that asks is recorded as an
 // [approval.Approval] and published (requestApproval, in handlers.go), an
 // answer is carried out (onApproval), a run that ends ends its requests
-// (endApprovals), and on an in-process broker the answers recorded by
+// (engine.EndApprovals), and on an in-process broker the answers recorded by
 // other processes are read from the store (approvalwatch.go). Reading and
 // answering requests is the approval package's.
 
@@ -51,33 +50,6 @@ func hookRecords(a *approval.Approval) []HookRecord {
 		out = append(out, HookRecord{Hook: d.Hook, Event: HookEvent(d.Event), Action: HookAction(d.Action), Reason: d.Reason, Arguments: d.Arguments})
 	}
 	return out
-}
-
-// endApprovals records as [approval.Cancelled] the pending approval
-// requests of the run runID and of the runs it started whose runs have
-// ended, so that they end with them.
-func (rt *Runtime) endApprovals(ctx context.Context, runID string) error {
-	reqs, err := approval.List(ctx, rt.store, runID, approval.Cancelled)
-	if err != nil {
-		return err
-	}
-	for _, r := range reqs {
-		_, err := store.Update(ctx, rt.store, approval.Kind, r.ID, func(data []byte, exists bool) ([]byte, error) {
-			if !exists {
-				return nil, nil
-			}
-			a, err := approval.Decode(data)
-			if err != nil || a.Status != approval.Pending {
-				return nil, err // answered meanwhile, or recorded already
-			}
-			a.Status, a.Message, a.AnsweredAt = approval.Cancelled, r.Message, rt.now()
-			return json.Marshal(a)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // setSessionTool adds the tool name to the session's allowed tools, or

@@ -178,11 +178,11 @@ func BenchmarkInferenceStep(b *testing.B) {
 	state := func(id string) []byte {
 		data, err := json.Marshal(&agent.RunState{
 			RunID: id, Agent: name, Status: agent.RunRunning, Phase: agent.PhaseInference, Step: 2,
-			Messages: []model.Message{
+			Transcript: agent.Transcript{Messages: []model.Message{
 				model.UserMessage("add 2 and 3"),
 				{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "call_1", Name: "add", Arguments: `{"a":2,"b":3}`}}},
 				{Role: model.RoleTool, ToolCallID: "call_1", ToolName: "add", Parts: []model.Part{model.TextPart("5")}},
-			},
+			}},
 			ToolCalls: []agent.ToolCallRecord{{Step: 1, ID: "call_1", Name: "add", Arguments: `{"a":2,"b":3}`,
 				Status: agent.StatusSuccess, Result: tool.TextResult("5")}},
 			Usage:     model.Usage{Requests: 1, InputTokens: 10, OutputTokens: 5, TotalTokens: 15},

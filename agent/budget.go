@@ -255,7 +255,7 @@ func (rt *Runtime) setAgentBudget(ctx context.Context, run RunRef, b *Budget) (*
 		}
 		if resumed {
 			st.Pause = nil
-			st.resumed()
+			st.CountResume()
 		}
 		return true, nil
 	})

@@ -3,6 +3,7 @@ package agent
 import (
 	"testing"
 
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/tool"
 )
@@ -12,7 +13,7 @@ import (
 // messages and tool calls, or answering its pending calls.
 func TestRunStateClone(t *testing.T) {
 	st := &runState{RunID: "r", Agent: "a", Status: RunRunning, Step: 1, Phase: phaseTools,
-		Messages: make([]model.Message, 1, 8), ToolCalls: make([]ToolCallRecord, 1, 8), Pending: []pendingCall{{ID: "c1", Name: "t"}}}
+		Transcript: engine.Transcript{Messages: make([]model.Message, 1, 8)}, ToolCalls: make([]ToolCallRecord, 1, 8), Pending: []pendingCall{{ID: "c1", Name: "t"}}}
 	st.Messages[0] = model.UserMessage("hi")
 	c := st.clone()
 	c.Messages = append(c.Messages, model.AssistantMessage("changed"))

@@ -3,12 +3,12 @@ package agent
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/compaction"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/model"
 )
 
@@ -55,39 +55,6 @@ func contextCompactedChannel(agent string) string {
 
 const suffixContextCompacted = "context_compacted"
 
-// view returns the messages the model sees of the run's conversation: the
-// compacted stand-in for the first ones, if any, then the rest.
-func (s *runState) view() []model.Message {
-	c := s.Compacted
-	if c == nil || c.Upto > len(s.Messages) {
-		return s.Messages
-	}
-	v := make([]model.Message, 0, len(c.Messages)+len(s.Messages)-c.Upto)
-	return append(append(v, c.Messages...), s.Messages[c.Upto:]...)
-}
-
-// contextTokens estimates the tokens of a model request's messages: the
-// estimate of each, or, when it is more, the input the model reported for
-// the run's previous call (when the request still starts with what it saw
-// then) plus the estimate of the messages since. A model that reports
-// less than the estimate does not lower it.
-func contextTokens(c *compaction.Config, st *runState, msgs []model.Message) int {
-	estimate := estimator(c)
-	n, since := 0, 0
-	li := st.LastInput
-	for i, m := range msgs {
-		t := estimate(m)
-		n += t
-		if li != nil && i >= li.Messages {
-			since += t
-		}
-	}
-	if li != nil && li.Tokens > 0 && li.Messages <= len(msgs) {
-		n = max(n, li.Tokens+since)
-	}
-	return n
-}
-
 // compactStage is the inference stage of an agent with compaction: it
 // compacts the run's context when the request passes the threshold, and
 // makes the request again from the compacted context.
@@ -112,7 +79,7 @@ func (h *handlers) compact(ctx context.Context, st *runState, version int64, req
 		// Compacted by a delivery that did not get to the model call.
 		return st, version, h.emitCompacted(ctx, st)
 	}
-	tokens := contextTokens(c, st, req.Messages)
+	tokens := engine.ContextTokens(estimator(c), st.LastInput, req.Messages)
 	if tokens <= c.Threshold {
 		return st, version, nil
 	}
@@ -130,7 +97,7 @@ func (h *handlers) compact(ctx context.Context, st *runState, version int64, req
 			return st, version, nil
 		}
 	}
-	view := st.view()
+	view := st.View()
 	prefix, upto := 0, 0 // the compacted messages in view, and the conversation's messages they stand for
 	if st.Compacted != nil && st.Compacted.Upto <= len(st.Messages) {
 		prefix, upto = len(st.Compacted.Messages), st.Compacted.Upto
@@ -151,13 +118,13 @@ func (h *handlers) compact(ctx context.Context, st *runState, version int64, req
 	in := &compaction.Input{
 		Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step,
 		Messages: model.CloneMessages(view[:split]), Tokens: tokens, Threshold: c.Threshold,
-		Target: max(c.Threshold/2-kept-contextTokens(c, &runState{}, system), 1), Estimate: estimate,
+		Target: max(c.Threshold/2-kept-engine.ContextTokens(estimate, nil, system), 1), Estimate: estimate,
 	}
-	res, err := callWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) (*compaction.Result, error) {
+	res, err := engine.CallWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) (*compaction.Result, error) {
 		return compactor(c).Compact(ctx, in)
 	})
 	if err == nil {
-		err = checkCompacted(res)
+		err = engine.CheckCompacted(res)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -167,11 +134,11 @@ func (h *handlers) compact(ctx context.Context, st *runState, version int64, req
 		return st, version, nil
 	}
 	compacted := &compaction.Record{Upto: upto + split - prefix, Messages: res.Messages, Step: st.Step, From: tokens}
-	probe := &runState{Messages: st.Messages, Compacted: compacted}
-	compacted.To = contextTokens(c, &runState{}, append(slices.Clip(system), probe.view()...))
+	probe := &engine.Transcript{Messages: st.Messages, Compacted: compacted}
+	compacted.To = engine.ContextTokens(estimate, nil, append(slices.Clip(system), probe.View()...))
 	before, step := st.Compacted, st.Step
 	st, err = h.rt.runs.UpdateFrom(ctx, st, version, func(cur *runState) (bool, error) {
-		if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference || !sameCompaction(cur.Compacted, before) {
+		if cur.Status.Terminal() || cur.Step != step || cur.Phase != phaseInference || !engine.SameCompaction(cur.Compacted, before) {
 			return false, nil
 		}
 		cur.Compacted, cur.LastInput = compacted, nil
@@ -188,31 +155,6 @@ func (h *handlers) compact(ctx context.Context, st *runState, version int64, req
 	// The version written, or -1 when unknown: the next write then reads
 	// the run again.
 	return st, h.rt.runs.Version(st.RunID), h.emitCompacted(ctx, st)
-}
-
-// sameCompaction reports whether a and b are the same compaction.
-func sameCompaction(a, b *compaction.Record) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Upto == b.Upto && a.Step == b.Step && len(a.Messages) == len(b.Messages)
-}
-
-// checkCompacted reports a compactor's result that would make an invalid
-// conversation.
-func checkCompacted(res *compaction.Result) error {
-	if res == nil {
-		return errors.New("the compactor returned no result")
-	}
-	if n := len(res.Messages); n > 0 {
-		if res.Messages[0].Role == model.RoleTool {
-			return errors.New("the compacted messages start with a tool result")
-		}
-		if last := res.Messages[n-1]; last.Role == model.RoleAssistant && len(last.ToolCalls) > 0 {
-			return errors.New("the compacted messages end with tool calls")
-		}
-	}
-	return nil
 }
 
 // emitCompacted publishes the compaction of the run's current step.

@@ -385,7 +385,7 @@ func (h *handlers) customStep(ctx context.Context, st *runState, version int64, 
 	calls := &stepCalls{correlationID: st.correlationID(), root: st.Root}
 	reply, err := h.a.step(&stepCall{
 		rc:       rc,
-		messages: model.CloneMessages(st.view()), // the step's to change
+		messages: model.CloneMessages(st.View()), // the step's to change
 		scope:    stateScope(h.a.name, st.SessionID, st.RunID),
 		key:      st.RunID + "." + strconv.Itoa(st.Step),
 		calls:    calls,

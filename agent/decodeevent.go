@@ -7,6 +7,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/approval"
+	"github.com/calf-go/calf/agent/internal/engine"
 )
 
 // DecodeEvent decodes a message of any agent's channels (see
@@ -103,7 +104,7 @@ func decodeSubagentCompleted(m *calf.Message, ev *Event) error {
 	if err := m.Decode(ev.Output); err != nil {
 		return err
 	}
-	var ref subagentRef
+	var ref engine.SubagentRef
 	if err := json.Unmarshal([]byte(ev.Output.Ref), &ref); err != nil {
 		return err
 	}

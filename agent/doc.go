@@ -269,26 +269,39 @@
 // the agent's stages in the order written once in inferenceStages, each
 // stage in its feature's file (pause.go, guardrails.go, compaction.go,
 // memory.go, budget.go, custom.go), and the stages of features an agent
-// does not use are left out when it is served. agent/internal/engine holds
-// what the handlers and the streams use that needs nothing of an agent: it
-// makes a call once in a process and across processes (the rules under
-// "Idempotency"), runs tool calls on kept goroutines, retries through
-// outages, derives the events' ids, records a custom step's calls, watches
-// approval requests, and, for RunStream, restores causal order and makes
-// partial outputs of a streamed structured output. Runs are read and written only through
-// agent/internal/runstore, whose protocol is picked once per runtime (the
-// fault tests run both, the other through a broker that does not say it is
-// local). The stored run state (state.go) keeps a run's last messages and
-// tool calls, older ones archived in chunk records (run_messages); its
-// JSON is a stored format that TestStoredRecords reads from
-// testdata/records. session.go records a run's start and end in its
-// session through agent/internal/sessionstore; approval.go makes and
-// carries out approval requests, and on an in-process broker the approval
-// watch of agent/internal/engine reads from the store the answers other
-// processes recorded (approvalwatch.go starts it); customcalls.go makes a
-// custom step's calls, recorded through the engine (kind custom_call);
-// quick.go serves on demand.
-// OpenTelemetry goes through agent/internal/telemetry.
+// does not use are left out when it is served.
+//
+// agent/internal/engine holds what the handlers and the streams use that
+// needs nothing of an agent's configuration or exported types: it makes a
+// call once in a process and across processes (the rules under
+// "Idempotency"), calls tools on kept goroutines and models and hooks
+// within their timeouts, retries through outages, derives the ids of
+// events and of linked runs, records a custom step's calls, watches and
+// ends approval requests, and, for RunStream, restores causal order,
+// follows a handoff chain and makes partial outputs of a streamed
+// structured output. Its doc says what is still here and how it would
+// move.
+//
+// Runs are read and written only through agent/internal/runstore, whose
+// protocol is picked once per runtime (the fault tests run both, the other
+// through a broker that does not say it is local). The stored run state
+// (state.go) embeds the engine's Transcript, the conversation part of the
+// record (a run's last messages, older ones archived in chunk records
+// (run_messages), the session history it starts from, its compacted view),
+// and its Lineage, the links to other runs (reply destination, parent,
+// correlation, handoff chain), which hold the engine's own ReplyTo and Hop.
+// Its other fields (status, tool calls, pending calls, budgets, the pause)
+// hold this package's exported types. Its JSON is a stored format that
+// TestStoredRecords reads from testdata/records. session.go records a run's
+// start and end in its session through agent/internal/sessionstore;
+// approval.go makes and carries out approval requests, and on an in-process
+// broker the approval watch of agent/internal/engine reads from the store
+// the answers other processes recorded (approvalwatch.go starts it);
+// customcalls.go makes a custom step's calls, recorded through the engine
+// (kind custom_call); handoff.go and handoff_chain.go hand a run over and
+// read a chain; subagent.go starts subagent runs and takes their outputs;
+// quick.go serves on demand. OpenTelemetry goes through
+// agent/internal/telemetry.
 //
 // The caller's side of a run: run.go has Run, its output and Cancel;
 // submit.go the input event and Submit; startcheck.go the check that some

@@ -13,7 +13,9 @@ import (
 
 type (
 	RunState   = runState
-	HistoryRef = historyRef
+	HistoryRef = engine.HistoryRef
+	Transcript = engine.Transcript
+	StoredHop  = engine.Hop
 )
 
 const (
@@ -39,7 +41,7 @@ func (rt *Runtime) LoadState(ctx context.Context, runID string) (*RunState, erro
 var (
 	InferenceChannel  = inferenceChannel
 	ToolResultChannel = toolResultChannel
-	SubagentRunID     = subagentRunID
+	SubagentRunID     = engine.SubagentRunID
 )
 
 // InferenceEvent is the payload of the inference channel.

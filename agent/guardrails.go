@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/model"
 )
 
@@ -109,8 +110,8 @@ func checkGuardrails(gs []Guardrail, stage GuardrailStage) error {
 // check runs g on in, with its timeout, and returns the trip, or nil.
 func (g *Guardrail) check(ctx context.Context, in GuardrailInput) *GuardrailTrip {
 	timeout := cmp.Or(g.Timeout, defaultGuardrailTimeout)
-	r, err := callWithin(ctx, timeout, func(ctx context.Context) (GuardrailResult, error) { return g.Func(ctx, in) })
-	if errors.Is(err, errTimedOut) {
+	r, err := engine.CallWithin(ctx, timeout, func(ctx context.Context) (GuardrailResult, error) { return g.Func(ctx, in) })
+	if errors.Is(err, engine.ErrTimedOut) {
 		err = fmt.Errorf("no verdict within %s", timeout)
 	}
 	switch {

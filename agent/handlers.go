@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -227,16 +226,16 @@ func (h *handlers) onInput(ctx context.Context, msg *calf.Message) error {
 			}
 		}
 		if exists {
-			if in.ReplyTo == nil || (st.ReplyTo != nil && *st.ReplyTo == *in.ReplyTo) {
+			if in.ReplyTo == nil || (st.ReplyTo != nil && *st.ReplyTo == engine.ReplyTo(*in.ReplyTo)) {
 				return nil, nil, nil
 			}
 			// Submitted again by another caller: the reply goes to it.
-			st.ReplyTo = in.ReplyTo
+			st.ReplyTo = (*engine.ReplyTo)(in.ReplyTo)
 			out, err := st.encode()
 			return out, nil, err
 		}
 		var history []model.Message
-		var ref *historyRef
+		var ref *engine.HistoryRef
 		var compacted *compaction.Record
 		var sessionBudget *Budget
 		var sessionSpent *Spent
@@ -252,7 +251,7 @@ func (h *handlers) onInput(ctx context.Context, msg *calf.Message) error {
 				session, sessionVersion = r, version
 				compacted = r.Compacted
 				if len(history) > 0 {
-					ref = &historyRef{Session: sid, Epoch: r.Epoch}
+					ref = &engine.HistoryRef{Session: sid, Epoch: r.Epoch}
 				}
 				if r.Budget != nil {
 					sessionBudget, sessionSpent = (*Budget)(r.Budget), &Spent{Usage: r.Usage, Cost: r.Cost}
@@ -268,13 +267,10 @@ func (h *handlers) onInput(ctx context.Context, msg *calf.Message) error {
 		st = &runState{
 			RunID: id, Agent: h.a.name, SessionID: msg.Metadata.SessionID,
 			Status: RunRunning, Phase: phaseInference, Step: 1,
-			Messages:   msgs,
-			HistoryLen: len(history),
-			History:    ref,
-			Compacted:  compacted,
+			Transcript: engine.Transcript{Messages: msgs, HistoryLen: len(history), History: ref, Compacted: compacted},
 			Deps:       in.Deps, Stream: in.Stream,
-			ReplyTo: in.ReplyTo, Parent: in.Parent,
-			Chain: in.Chain, Deadline: in.Deadline, MaxTurns: in.MaxTurns, Depth: in.Depth, Permissions: in.Permissions, Root: in.Root,
+			Lineage:  engine.Lineage{ReplyTo: (*engine.ReplyTo)(in.ReplyTo), Parent: in.Parent, Chain: engineHops(in.Chain)},
+			Deadline: in.Deadline, MaxTurns: in.MaxTurns, Depth: in.Depth, Permissions: in.Permissions, Root: in.Root,
 			StartedAt: msg.Metadata.Time, Pause: pause,
 			Budget: cmp.Or(in.Budget, h.a.opts.Budget), Inherited: in.Spent,
 			SessionBudget: sessionBudget, SessionSpent: sessionSpent,
@@ -344,7 +340,7 @@ func (h *handlers) request(rc RunContext, st *runState) (*model.Request, error) 
 			return nil, err
 		}
 	}
-	view := st.view()
+	view := st.View()
 	req.Messages = make([]model.Message, 0, len(view)+1)
 	if instr != "" {
 		req.Messages = append(req.Messages, model.SystemMessage(instr))
@@ -372,44 +368,17 @@ func (h *handlers) callModel(ctx context.Context, st *runState, req *model.Reque
 	if h.a.model == nil {
 		return nil, 0, fmt.Errorf("agent %s: %w", h.a.name, model.ErrNoModel)
 	}
-	timeout := h.within(st, h.a.opts.ModelTimeout)
-	mctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var resp *model.Response
-	var err error
-	n := 0 // deltas emitted
+	var delta func(int, model.Delta) bool
 	if st.Stream {
-		for chunk, cerr := range model.Stream(mctx, h.a.model, req) {
-			if cerr != nil {
-				err = cerr
-				break
+		delta = func(n int, d model.Delta) bool {
+			err := h.emit(ctx, StreamChannel(h.a.name), StreamEvent{Step: st.Step, Delta: d}, engine.StreamID(st.RunID, st.Step, n+1), st.RunID)
+			if err != nil {
+				h.rt.log.Warn("agent: emit stream delta", "agent", h.a.name, "run", st.RunID, "err", err)
 			}
-			if chunk.Delta != nil {
-				// A delta that fails to go out is skipped, not counted:
-				// what follows the step waits only for those emitted.
-				if eerr := h.emit(ctx, StreamChannel(h.a.name), StreamEvent{Step: st.Step, Delta: *chunk.Delta}, engine.StreamID(st.RunID, st.Step, n+1), st.RunID); eerr != nil {
-					h.rt.log.Warn("agent: emit stream delta", "agent", h.a.name, "run", st.RunID, "err", eerr)
-				} else {
-					n++
-				}
-			}
-			if chunk.Response != nil {
-				resp = chunk.Response
-			}
+			return err == nil
 		}
-		if err == nil && resp == nil {
-			err = errors.New("stream ended without a response")
-		}
-	} else {
-		resp, err = h.a.model.Generate(mctx, req)
 	}
-	if err != nil {
-		if ctx.Err() == nil && mctx.Err() != nil {
-			return nil, n, fmt.Errorf("model call timed out after %s: %w", timeout, err)
-		}
-		return nil, n, fmt.Errorf("model call failed: %w", err)
-	}
-	return resp, n, nil
+	return engine.CallModel(ctx, h.a.model, req, h.within(st, h.a.opts.ModelTimeout), delta)
 }
 
 // record applies a model response, for which deltas stream deltas were
@@ -424,25 +393,7 @@ func (h *handlers) record(st *runState, resp *model.Response, deltas int) {
 	st.Cost = st.Cost.Add(h.rt.prices.CostOf(cmp.Or(resp.Model, h.a.model.Name()), u))
 	m := resp.Message
 	m.Role = model.RoleAssistant
-	// Tool call ids key the calls' records (and subagent runs) within the
-	// run: make them unique across its steps, as some servers number the
-	// calls of each response from 0.
-	seen := map[string]bool{}
-	if len(m.ToolCalls) > 0 {
-		for _, r := range st.ToolCalls {
-			seen[r.ID] = true
-		}
-	}
-	for i := range m.ToolCalls {
-		c := &m.ToolCalls[i]
-		if c.ID == "" || seen[c.ID] || len(c.ID) > 128 {
-			c.ID = fmt.Sprintf("call_%d_%d", st.Step, i)
-			for k := 1; seen[c.ID]; k++ {
-				c.ID = fmt.Sprintf("call_%d_%d_%d", st.Step, i, k)
-			}
-		}
-		seen[c.ID] = true
-	}
+	engine.UniqueCallIDs(st.Step, m.ToolCalls, st.ToolCalls, func(r ToolCallRecord) string { return r.ID })
 	st.Messages = append(st.Messages, m)
 	st.AdvancedBy = ""
 	if len(m.ToolCalls) > 0 {
@@ -608,21 +559,8 @@ func (h *handlers) finish(ctx context.Context, st *runState) error {
 // endInput is the input of the stop hooks of the run st, which ended.
 func (h *handlers) endInput(st *runState) HookInput {
 	in := HookInput{Event: HookStop, Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Status: st.Status, Error: st.Error}
-	in.Output = outputText(st.Output)
+	in.Output = engine.OutputText(st.Output)
 	return in
-}
-
-// outputText is an output as hooks see it: the text, or the JSON of a
-// structured output.
-func outputText(out json.RawMessage) string {
-	if len(out) == 0 {
-		return ""
-	}
-	var text string
-	if json.Unmarshal(out, &text) == nil {
-		return text
-	}
-	return string(out)
 }
 
 // endHooks runs the hooks that are told a run ended (stop, session_end)
@@ -642,14 +580,14 @@ func (h *handlers) endHooks(ctx context.Context, st *runState, event HookEvent, 
 
 func (rt *Runtime) emitOutput(ctx context.Context, st *runState) error {
 	spent := st.spent()
-	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: spent.Usage, Cost: spent.Cost, Steps: st.Step, RunID: st.RunID, Agent: st.Agent, Chain: st.Chain, Deltas: st.Deltas, Guardrail: st.Guardrail, NotServed: st.NotServed}
+	ev := OutputEvent{Content: st.Output, Error: st.Error, Usage: spent.Usage, Cost: spent.Cost, Steps: st.Step, RunID: st.RunID, Agent: st.Agent, Chain: hops(st.Chain), Deltas: st.Deltas, Guardrail: st.Guardrail, NotServed: st.NotServed}
 	switch st.Status {
 	case RunComplete:
 		ev.Status = OutputComplete
 	case RunCancelled:
 		ev.Status = OutputCancelled
 	case RunHandedOff:
-		ev.Status, ev.Handoff = OutputHandoff, st.HandedOffTo
+		ev.Status, ev.Handoff = OutputHandoff, (*Hop)(st.HandedOffTo)
 	default:
 		ev.Status = OutputFailed
 	}
@@ -1038,60 +976,35 @@ func (h *handlers) callTool(ctx context.Context, st *runState, ev ToolCallEvent)
 	handoff := &handoffSlot{}
 	tctx = context.WithValue(tctx, handoffKey{}, handoff)
 	start := time.Now()
-	done := make(chan toolReturn, 1)
-	h.rt.tools.Run(func() {
-		var r toolReturn
-		defer func() {
-			if v := recover(); v != nil {
-				h.rt.log.Error("agent: tool panicked", "agent", h.a.name, "tool", ev.ToolName, "panic", v, "stack", string(debug.Stack()))
-				r = toolReturn{err: fmt.Errorf("tool %q panicked: %v", ev.ToolName, v)}
-			}
-			done <- r
-		}()
-		r.out, r.err = t.Call(tctx, json.RawMessage(ev.Arguments))
-	})
-	var r toolReturn
-	select {
-	case r = <-done:
-	case <-tctx.Done():
-		select {
-		case r = <-done: // it returned at the deadline, probably with ctx's error
-		default:
-			h.rt.tel.OverdueTools(h.a.name, ev.ToolName, 1)
-			go h.dropLate(done, st.RunID, ev, start)
-			r = toolReturn{err: tctx.Err()}
-		}
+	r, late := h.rt.tools.Call(tctx, engine.ToolCall{Tool: t, Arguments: json.RawMessage(ev.Arguments), Agent: h.a.name, Name: ev.ToolName, Log: h.rt.log})
+	if late != nil {
+		h.rt.tel.OverdueTools(h.a.name, ev.ToolName, 1)
+		go h.dropLate(late, st.RunID, ev, start)
 	}
 	switch {
-	case r.err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil:
+	case r.Err != nil && tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil:
 		return errorResult(ev.Step, p, fmt.Errorf("tool %q timed out after %s", ev.ToolName, timeout))
-	case r.err != nil:
-		return errorResult(ev.Step, p, r.err)
-	case r.out == nil:
-		r.out = &tool.Result{}
+	case r.Err != nil:
+		return errorResult(ev.Step, p, r.Err)
+	case r.Out == nil:
+		r.Out = &tool.Result{}
 	}
 	h.rt.log.Debug("agent: tool done", "agent", h.a.name, "tool", ev.ToolName, "run", st.RunID, "elapsed", time.Since(start))
-	if r.out.IsError {
-		return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusError, Result: r.out}
+	if r.Out.IsError {
+		return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusError, Result: r.Out}
 	}
-	return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusSuccess, Result: r.out, Handoff: handoff.get()}
-}
-
-// toolReturn is what a tool's Call returned.
-type toolReturn struct {
-	out *tool.Result
-	err error
+	return ToolResultEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Status: StatusSuccess, Result: r.Out, Handoff: handoff.get()}
 }
 
 // dropLate waits for a tool call that outlived its timeout and drops what
 // it returns. The call counts in the calf.tool.overdue metric until then.
-func (h *handlers) dropLate(done <-chan toolReturn, run string, ev ToolCallEvent, start time.Time) {
-	r := <-done
+func (h *handlers) dropLate(late <-chan engine.ToolReturn, run string, ev ToolCallEvent, start time.Time) {
+	r := <-late
 	h.rt.tel.OverdueTools(h.a.name, ev.ToolName, -1)
 	h.rt.late.Add(1)
 	h.rt.log.Warn("agent: tool returned after its timeout; its result is dropped",
 		"agent", h.a.name, "tool", ev.ToolName, "run", run, "tool_call_id", ev.ToolCallID,
-		"elapsed", time.Since(start), "err", r.err)
+		"elapsed", time.Since(start), "err", r.Err)
 }
 
 // onToolResult records a tool result. The result that completes the step
@@ -1161,7 +1074,7 @@ func (h *handlers) TakeResult(st *runState, ev ToolResultEvent) (bool, error) {
 // advance moves a run whose tool calls are all answered to its next step.
 func (h *handlers) advance(st *runState, by string) {
 	for _, p := range st.Pending {
-		st.Messages = append(st.Messages, toolMessage(p))
+		st.Messages = append(st.Messages, engine.ToolMessage(p.ID, p.Name, p.Status == StatusError, p.Result))
 		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result, Handoff: p.Handoff, Hooks: p.Hooks})
 	}
 	st.Pending = nil
@@ -1169,20 +1082,6 @@ func (h *handlers) advance(st *runState, by string) {
 	st.Deltas = 0
 	st.Phase = phaseInference
 	st.AdvancedBy = by
-}
-
-func toolMessage(p pendingCall) model.Message {
-	m := model.Message{Role: model.RoleTool, ToolCallID: p.ID, ToolName: p.Name, IsError: p.Status == StatusError}
-	if p.Result != nil {
-		m.Parts = p.Result.Parts
-		if len(m.Parts) == 0 && len(p.Result.Structured) > 0 {
-			m.Parts = []model.Part{model.TextPart(string(p.Result.Structured))}
-		}
-	}
-	if len(m.Parts) == 0 {
-		m.Parts = []model.Part{model.TextPart("(no output)")}
-	}
-	return m
 }
 
 // permissions returns the permissions of the run: its own, or the agent's.

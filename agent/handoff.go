@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -196,49 +195,40 @@ func HandoffTo(ctx context.Context, target string, req *HandoffRequest) error {
 	return nil
 }
 
-// textOnly keeps only the user and assistant text of msgs, which it
-// modifies (see HandoffOptions.TextOnly).
-func textOnly(msgs []model.Message) []model.Message {
-	out := msgs[:0]
-	for _, m := range msgs {
-		switch {
-		case m.Role == model.RoleTool:
-			continue
-		case m.Role == model.RoleAssistant && len(m.ToolCalls) > 0:
-			m.ToolCalls = nil
-			if m.Text() == "" {
-				continue
-			}
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // correlationID is the correlation id of the run's events.
-func (s *runState) correlationID() string {
-	if s.Correlation != "" {
-		return s.Correlation
-	}
-	return s.RunID
-}
+func (s *runState) correlationID() string { return s.CorrelationID(s.RunID) }
 
 // metadata is the metadata of the run's events.
 func (s *runState) metadata() calf.Metadata {
 	return calf.Metadata{CorrelationID: s.correlationID(), RunID: s.RunID, SessionID: s.SessionID}
 }
 
-// handoffRunID is the id of the run that continues st after a handoff.
-func handoffRunID(st *runState) string {
-	first := st.RunID
-	if len(st.Chain) > 0 {
-		first = st.Chain[0].RunID
+// hops returns a copy of a run's handoff chain as its user sees it, and
+// engineHops one as a run's record holds it; both nil for an empty chain.
+func hops(chain []engine.Hop) []Hop {
+	if len(chain) == 0 {
+		return nil
 	}
-	return first + ".handoff." + strconv.Itoa(len(st.Chain)+1)
+	out := make([]Hop, len(chain))
+	for i, h := range chain {
+		out[i] = Hop(h)
+	}
+	return out
+}
+
+func engineHops(chain []Hop) []engine.Hop {
+	if len(chain) == 0 {
+		return nil
+	}
+	out := make([]engine.Hop, len(chain))
+	for i, h := range chain {
+		out[i] = engine.Hop(h)
+	}
+	return out
 }
 
 // chainString shows a chain of agents: "a → b → a".
-func chainString(chain []Hop, last string) string {
+func chainString(chain []engine.Hop, last string) string {
 	names := make([]string, 0, len(chain)+1)
 	for _, h := range chain {
 		names = append(names, h.Agent)
@@ -256,7 +246,7 @@ func (h *handlers) handOff(st *runState, by string) bool {
 	}
 	req := st.Pending[i].Handoff
 	for _, p := range st.Pending {
-		st.Messages = append(st.Messages, toolMessage(p))
+		st.Messages = append(st.Messages, engine.ToolMessage(p.ID, p.Name, p.Status == StatusError, p.Result))
 		st.ToolCalls = append(st.ToolCalls, ToolCallRecord{Step: st.Step, ID: p.ID, Name: p.Name, Arguments: p.Arguments, Status: p.Status, Result: p.Result, Handoff: p.Handoff, Hooks: p.Hooks})
 	}
 	st.Pending = nil
@@ -279,7 +269,7 @@ func (h *handlers) handOff(st *runState, by string) bool {
 		return true
 	}
 	st.Status = RunHandedOff
-	st.HandedOffTo = &Hop{Agent: req.Agent, RunID: handoffRunID(st)}
+	st.HandedOffTo = &engine.Hop{Agent: req.Agent, RunID: st.HandoffRunID(st.RunID)}
 	return true
 }
 
@@ -309,7 +299,7 @@ func (h *handlers) emitHandoff(ctx context.Context, st *runState) error {
 	if t, ok := h.a.tool(name); ok {
 		if ht, ok := t.(*handoffTool); ok {
 			if ht.opts.TextOnly {
-				msgs = textOnly(msgs)
+				msgs = engine.TextOnly(msgs)
 			}
 			if ht.opts.InputFilter != nil {
 				msgs = ht.opts.InputFilter(msgs)
@@ -318,7 +308,7 @@ func (h *handlers) emitHandoff(ctx context.Context, st *runState) error {
 	}
 	var reply *ReplyTo
 	if st.ReplyTo != nil {
-		r := *st.ReplyTo
+		r := ReplyTo(*st.ReplyTo)
 		if r.CorrelationID == "" {
 			r.CorrelationID = st.RunID // the caller waits for the first run's id
 		}
@@ -327,7 +317,7 @@ func (h *handlers) emitHandoff(ctx context.Context, st *runState) error {
 	in := InputEvent{
 		Content: req.Context, Messages: msgs, Deps: st.Deps, Stream: st.Stream,
 		ReplyTo: reply, Parent: st.Parent,
-		Chain:    append(slices.Clone(st.Chain), Hop{Agent: st.Agent, RunID: st.RunID}),
+		Chain:    append(hops(st.Chain), Hop{Agent: st.Agent, RunID: st.RunID}),
 		Deadline: st.Deadline, MaxTurns: st.MaxTurns, Depth: st.Depth,
 		Budget: st.Budget, Spent: new(st.spent()),
 	}

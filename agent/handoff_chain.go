@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 )
@@ -42,7 +43,7 @@ func (rt *Runtime) withChain(ctx context.Context, st *runState) (*runState, erro
 	c := *st
 	c.Messages, c.ToolCalls, c.Usage, c.Cost, c.Step, c.HistoryLen = nil, nil, model.Usage{}, model.Cost{}, 0, 0
 	c.Inherited = nil // counted run by run below
-	for i, h := range append(slices.Clone(st.Chain), Hop{Agent: st.Agent, RunID: st.RunID}) {
+	for i, h := range append(slices.Clone(st.Chain), engine.Hop{Agent: st.Agent, RunID: st.RunID}) {
 		hs := st
 		if i < len(st.Chain) {
 			var err error
@@ -63,24 +64,11 @@ func (rt *Runtime) withChain(ctx context.Context, st *runState) (*runState, erro
 
 // followChain follows the events of a run and of the runs its handoffs
 // lead to, on all the channels of the agents that the chain may reach (the
-// first is the run's own agent), and the dead letters of the chain and of
-// the runs it starts: all on the chain's correlation id (the first run's
-// id), with one follower.
+// first is the run's own agent): see engine.FollowChain.
 func followChain(ctx context.Context, rt *Runtime, agents []string, id string) (*calf.Follower, error) {
-	f, err := rt.client.Follow(ctx, AllChannels(agents[0]), id)
-	if err != nil {
-		return nil, err
+	patterns := make([]string, len(agents))
+	for i, name := range agents {
+		patterns[i] = AllChannels(name)
 	}
-	// The dead letters of the chain, and of the runs it starts.
-	if err := f.AddTree(calf.DeadLetterChannel); err != nil {
-		f.Close()
-		return nil, err
-	}
-	for _, name := range agents[1:] {
-		if err := f.Add(AllChannels(name)); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	return f, nil
+	return engine.FollowChain(ctx, rt.client, patterns, id)
 }

@@ -113,14 +113,14 @@ func TestHandoffWithInputFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if src.Status != agent.RunHandedOff || src.HandedOffTo == nil || *src.HandedOffTo != (agent.Hop{Agent: "refunds", RunID: "r1.handoff.1"}) {
+	if src.Status != agent.RunHandedOff || src.HandedOffTo == nil || *src.HandedOffTo != (agent.StoredHop{Agent: "refunds", RunID: "r1.handoff.1"}) {
 		t.Errorf("source run: status %s, handed off to %+v", src.Status, src.HandedOffTo)
 	}
 	dst, err := e.rt.LoadState(t.Context(), "r1.handoff.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]agent.Hop{{Agent: "triage", RunID: "r1"}}, dst.Chain); diff != "" {
+	if diff := cmp.Diff([]agent.StoredHop{{Agent: "triage", RunID: "r1"}}, dst.Chain); diff != "" {
 		t.Errorf("target's chain (-want +got):\n%s", diff)
 	}
 	if dst.Status != agent.RunComplete || dst.Correlation != "r1" {

@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -283,49 +283,11 @@ func (h *Hook) matches(name string) bool {
 // call runs h's function with its timeout, turning a panic into an error.
 func (h *Hook) call(ctx context.Context, in HookInput) (HookDecision, error) {
 	timeout := cmp.Or(h.Timeout, defaultHookTimeout)
-	d, err := callWithin(ctx, timeout, func(ctx context.Context) (HookDecision, error) { return h.Func(ctx, in) })
-	if errors.Is(err, errTimedOut) {
+	d, err := engine.CallWithin(ctx, timeout, func(ctx context.Context) (HookDecision, error) { return h.Func(ctx, in) })
+	if errors.Is(err, engine.ErrTimedOut) {
 		return HookDecision{}, fmt.Errorf("did not answer within %s", timeout)
 	}
 	return d, err
-}
-
-// errTimedOut is returned by callWithin when the timeout passed first.
-var errTimedOut = errors.New("timed out")
-
-// callWithin calls fn with a context bounded by timeout, in a goroutine of
-// its own, so that a function that ignores its context holds the caller no
-// longer than the timeout; a panic becomes an error. It returns
-// errTimedOut when the timeout passed first, and ctx's error when ctx
-// ended first.
-func callWithin[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {
-	tctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	type answer struct {
-		v   T
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		var a answer
-		defer func() {
-			if v := recover(); v != nil {
-				a = answer{err: fmt.Errorf("panicked: %v\n%s", v, debug.Stack())}
-			}
-			done <- a
-		}()
-		a.v, a.err = fn(tctx)
-	}()
-	select {
-	case a := <-done:
-		return a.v, a.err
-	case <-tctx.Done():
-		var zero T
-		if ctx.Err() != nil {
-			return zero, ctx.Err()
-		}
-		return zero, errTimedOut
-	}
 }
 
 // hookOutcome is where the hooks of an event left a tool call.

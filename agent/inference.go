@@ -283,8 +283,8 @@ func (h *handlers) recordResponse(ctx context.Context, inf *inference) (bool, er
 				return false, nil // cancelled, or recorded by another delivery
 			}
 			h.record(cur, inf.resp, inf.deltas)
-			if t := inf.resp.Usage.InputTokens; t > 0 && sameCompaction(cur.Compacted, prev.Compacted) {
-				cur.LastInput = &inputSize{Tokens: int(t), Messages: len(inf.req.Messages)}
+			if t := inf.resp.Usage.InputTokens; t > 0 && engine.SameCompaction(cur.Compacted, prev.Compacted) {
+				cur.LastInput = &engine.InputSize{Tokens: int(t), Messages: len(inf.req.Messages)}
 			}
 			return true, nil
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/model"
 )
 
@@ -42,9 +43,9 @@ type MemoryContext struct {
 // they add goes into the request, after the instructions.
 func (h *handlers) memoryStage(ctx context.Context, inf *inference) (bool, error) {
 	st, req := inf.st, inf.req
-	if add := h.memoryMessages(ctx, st, st.view()); len(add) > 0 {
+	if add := h.memoryMessages(ctx, st, st.View()); len(add) > 0 {
 		at := 0
-		if len(req.Messages) > 0 && req.Messages[0].Role == model.RoleSystem && len(req.Messages) > len(st.view()) {
+		if len(req.Messages) > 0 && req.Messages[0].Role == model.RoleSystem && len(req.Messages) > len(st.View()) {
 			at = 1 // after the instructions
 		}
 		req.Messages = slices.Concat(req.Messages[:at:at], add, req.Messages[at:])
@@ -58,7 +59,7 @@ func (h *handlers) memoryMessages(ctx context.Context, st *runState, msgs []mode
 	var out []model.Message
 	in := &MemoryContext{Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, Messages: model.CloneMessages(msgs)}
 	for _, m := range h.a.opts.Memory {
-		add, err := callWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) ([]model.Message, error) {
+		add, err := engine.CallWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) ([]model.Message, error) {
 			return m.UpdateContext(ctx, in)
 		})
 		if err != nil {
@@ -87,7 +88,7 @@ func (h *handlers) remember(ctx context.Context, st *runState) {
 		if !ok {
 			continue
 		}
-		_, err := callWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) (struct{}, error) {
+		_, err := engine.CallWithin(ctx, h.within(st, h.a.opts.ModelTimeout), func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, r.Remember(ctx, in, added)
 		})
 		if err != nil && ctx.Err() == nil {

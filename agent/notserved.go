@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/store"
 )
 
@@ -57,7 +58,8 @@ func (rt *Runtime) refuseUnserved(ctx context.Context, agentName string, m *calf
 	now := rt.now()
 	st := &runState{
 		RunID: id, Agent: agentName, SessionID: m.Metadata.SessionID, Status: RunCancelled, Error: reason, NotServed: true,
-		ReplyTo: in.ReplyTo, Parent: in.Parent, Chain: in.Chain, Depth: in.Depth, Root: in.Root,
+		Lineage: engine.Lineage{ReplyTo: (*engine.ReplyTo)(in.ReplyTo), Parent: in.Parent, Chain: engineHops(in.Chain)},
+		Depth:   in.Depth, Root: in.Root,
 		StartedAt: now, EndedAt: now,
 	}
 	if c := m.Metadata.CorrelationID; c != "" && c != id {

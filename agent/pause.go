@@ -9,6 +9,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/internal/engine"
+	"github.com/calf-go/calf/internal/runlife"
 	"github.com/calf-go/calf/store"
 )
 
@@ -48,12 +49,39 @@ const suffixPause = "pause"
 // team, or the runtime) for a run that has ended (and
 // [approval.ErrRunEnded] by that of [approval.Respond] for a request whose
 // run has ended).
-var ErrRunEnded = errors.New("agent: the run has ended")
+var ErrRunEnded = runlife.ErrRunEnded
 
 // Paused reports whether the pause of the run is in effect: it waits,
 // holding no goroutine, for [Agent.Resume].
 func (s *runState) Paused() bool {
 	return s.Pause != nil && s.Pause.Step == s.Step && s.Phase == phaseInference && !s.Status.Terminal()
+}
+
+// RunEnded returns the status of a run that has ended, "" while it goes
+// on: with the methods below, the run's state is a [runlife.Pausable].
+func (s *runState) RunEnded() string {
+	if s.Status.Terminal() {
+		return string(s.Status)
+	}
+	return ""
+}
+
+// PauseField returns the address of the run's pause.
+func (s *runState) PauseField() **PauseState { return &s.Pause }
+
+// CountResume records a resume of the pause in effect: the step it lets
+// go on.
+func (s *runState) CountResume() {
+	s.Resumes++
+	s.ResumedStep = s.Step
+}
+
+// ResumeUnsent reports whether the events of the run's last resume may not
+// all have been sent: the step it let go on still waits for its model
+// call's answer (a resume whose broker was unreachable). Sending them
+// again is harmless: the step's model call is made once.
+func (s *runState) ResumeUnsent() bool {
+	return s.Pause == nil && s.Resumes > 0 && s.ResumedStep == s.Step && s.Phase == phaseInference && !s.Status.Terminal()
 }
 
 // Pause asks the run runID to stop before its next model call, for
@@ -108,13 +136,7 @@ func (rt *Runtime) pauseAgentRun(ctx context.Context, run RunRef, reason string)
 	agentName, runID := run.Name, run.RunID
 	// A run whose input has not been handled yet starts paused.
 	placeholder := &runState{RunID: runID, Agent: agentName, Status: RunRunning, StartedAt: rt.now()}
-	st, err := rt.updateChain(ctx, agentName, runID, placeholder, func(st *runState) (bool, error) {
-		if st.Pause != nil {
-			return false, nil
-		}
-		st.Pause = &PauseState{Reason: reason, RequestedAt: rt.now()}
-		return true, nil
-	})
+	st, err := runlife.Pause(ctx, rt.chain(agentName, runID, placeholder), &PauseState{Reason: reason, RequestedAt: rt.now()})
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: pause run %s: %w", agentName, runID, err)
 	}
@@ -142,22 +164,11 @@ func (rt *Runtime) resumeAgentRun(ctx context.Context, run RunRef) (*RunInfo, er
 		return nil, err
 	}
 	agentName, runID := run.Name, run.RunID
-	var waiting bool
-	st, err := rt.updateChain(ctx, agentName, runID, nil, func(st *runState) (bool, error) {
-		if st.Pause == nil {
-			return false, nil
-		}
-		waiting = st.Paused()
-		st.Pause = nil
-		if waiting {
-			st.resumed()
-		}
-		return true, nil
-	})
+	st, send, err := runlife.Resume(ctx, rt.chain(agentName, runID, nil))
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: resume run %s: %w", agentName, runID, err)
 	}
-	if waiting || st.resumeUnsent() {
+	if send {
 		if err := rt.emitResume(ctx, st); err != nil {
 			d, _ := st.info()
 			return d, fmt.Errorf("agent %s: resume run %s: %w", agentName, runID, err)
@@ -166,80 +177,72 @@ func (rt *Runtime) resumeAgentRun(ctx context.Context, run RunRef) (*RunInfo, er
 	return st.info()
 }
 
-// resumed records a resume of the pause in effect: the step it lets go on.
-func (s *runState) resumed() {
-	s.Resumes++
-	s.ResumedStep = s.Step
-}
-
-// resumeUnsent reports whether the events of the run's last resume may not
-// all have been sent: the step it let go on still waits for its model
-// call's answer (a resume whose broker was unreachable). Sending them
-// again is harmless: the step's model call is made once.
-func (s *runState) resumeUnsent() bool {
-	return s.Pause == nil && s.Resumes > 0 && s.ResumedStep == s.Step && s.Phase == phaseInference && !s.Status.Terminal()
-}
-
 // emitResume publishes the resume of st and the inference event its step
 // waits for, under ids of their own: the step's first inference event was
 // consumed when the run paused.
 func (rt *Runtime) emitResume(ctx context.Context, st *runState) error {
-	n := strconv.Itoa(st.Resumes)
-	md := calf.WithMetadata(st.metadata())
-	if _, err := rt.client.Emit(ctx, pauseChannel(st.Agent), PauseEvent{Step: st.Step}, calf.WithID(st.RunID+".resume."+strconv.Itoa(st.Step)+"."+n), calf.WithKey(st.RunID), md); err != nil {
-		rt.log.Warn("agent: resume event not published", "agent", st.Agent, "run", st.RunID, "err", err)
+	r := runlife.ResumeEvents{
+		Run: st.RunID, Step: st.Step, N: st.Resumes, Metadata: st.metadata(),
+		PauseChannel: pauseChannel(st.Agent), Resume: PauseEvent{Step: st.Step},
+		StepChannel: inferenceChannel(st.Agent), EventID: engine.InferenceID(st.RunID, st.Step), Event: inferenceEvent{Step: st.Step},
+		Unsent: func(err error) {
+			rt.log.Warn("agent: resume event not published", "agent", st.Agent, "run", st.RunID, "err", err)
+		},
 	}
-	_, err := rt.client.Emit(ctx, inferenceChannel(st.Agent), inferenceEvent{Step: st.Step}, calf.WithID(engine.InferenceID(st.RunID, st.Step)+".resume."+n), calf.WithKey(st.RunID), md)
-	return err
+	return r.Send(ctx, rt.client)
 }
 
 // updateChain applies fn to the state of the run that carries on runID
-// (the run itself, or the run its handoffs lead to), unless it has ended.
-// A run not stored yet is created as placeholder (a state of step 0, which
-// the input handler completes), or not found when placeholder is nil.
+// (the run itself, or the run its handoffs lead to), unless it has ended
+// (an error matching [ErrRunEnded]). A run not stored yet is created as
+// placeholder (a state of step 0, which the input handler completes), or
+// not found when placeholder is nil.
 func (rt *Runtime) updateChain(ctx context.Context, agentName, runID string, placeholder *runState, fn func(st *runState) (bool, error)) (*runState, error) {
-	run := runID
-	for hops := 0; ; hops++ {
-		var st *runState
-		_, err := store.Update(ctx, rt.store, store.KindRun, run, func(data []byte, exists bool) ([]byte, error) {
-			if !exists {
-				if placeholder == nil || run != runID {
-					return nil, store.ErrNotFound
+	return runlife.Change(ctx, rt.chain(agentName, runID, placeholder), fn)
+}
+
+// chain returns the update of the state of the run that carries on
+// runID, as updateChain describes: the runs that handed off are
+// left alone, whatever the change.
+func (rt *Runtime) chain(agentName, runID string, placeholder *runState) runlife.Update[*runState] {
+	return func(ctx context.Context, fn func(st *runState) (bool, error)) (*runState, error) {
+		run := runID
+		for hops := 0; ; hops++ {
+			var st *runState
+			_, err := store.Update(ctx, rt.store, store.KindRun, run, func(data []byte, exists bool) ([]byte, error) {
+				if !exists {
+					if placeholder == nil || run != runID {
+						return nil, store.ErrNotFound
+					}
+					st = placeholder
+					if _, err := fn(st); err != nil {
+						return nil, err
+					}
+					return st.encode()
 				}
-				st = placeholder
-				if _, err := fn(st); err != nil {
+				var err error
+				if st, err = decodeRunState(data); err != nil {
+					return nil, err
+				}
+				changed, err := fn(st)
+				if err != nil || !changed {
 					return nil, err
 				}
 				return st.encode()
+			})
+			rt.runs.Forget(run) // the handlers' copy is behind: they read the store
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, fmt.Errorf("no run %s of agent %s: %w", run, agentName, store.ErrNotFound)
 			}
-			var err error
-			if st, err = decodeRunState(data); err != nil {
+			if err != nil {
 				return nil, err
 			}
-			if st.Status.Terminal() {
-				return nil, nil
+			if st.Status == RunHandedOff && st.HandedOffTo != nil && hops <= maxChain {
+				run = st.HandedOffTo.RunID
+				continue
 			}
-			changed, err := fn(st)
-			if err != nil || !changed {
-				return nil, err
-			}
-			return st.encode()
-		})
-		rt.runs.Forget(run) // the handlers' copy is behind: they read the store
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, fmt.Errorf("no run %s of agent %s: %w", run, agentName, store.ErrNotFound)
+			return st, nil
 		}
-		if err != nil {
-			return nil, err
-		}
-		if st.Status == RunHandedOff && st.HandedOffTo != nil && hops <= maxChain {
-			run = st.HandedOffTo.RunID
-			continue
-		}
-		if st.Status.Terminal() {
-			return st, fmt.Errorf("%w with status %s", ErrRunEnded, st.Status)
-		}
-		return st, nil
 	}
 }
 

@@ -48,9 +48,7 @@ func (a *Agent[Out]) onDemand(ctx context.Context, rt *Runtime) (*Runtime, error
 // serveOnce serves the agent on rt unless it is served there already,
 // and reports whether it served it now.
 func (a *Agent[Out]) serveOnce(ctx context.Context, rt *Runtime) (bool, error) {
-	// The handlers live as long as the runtime's client: not bound to the
-	// context of the first run.
-	first, err := a.served.Once(rt, func() error { return a.serve(context.WithoutCancel(ctx), rt, nil) })
+	first, err := a.served.Once(ctx, rt, func(ctx context.Context) error { return a.serve(ctx, rt, nil) })
 	if err != nil {
 		return false, fmt.Errorf("agent %s: serve on demand: %w", a.name, err)
 	}

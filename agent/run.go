@@ -43,6 +43,15 @@ type RunOptions struct {
 	// again does not start a second run: once the first has ended, the
 	// caller gets its output.
 	RunID string
+	// IdempotencyKey, when set, is the caller's key for this request: the
+	// same request under the same key, within the runtime's
+	// [RuntimeOptions.IdempotencyWindow] (from any process, after
+	// restarts), gets the run the first one started and its answer, not a
+	// second run; a different request (another prompt, session, thread,
+	// parts or deps) under a key in use is refused with an error matching
+	// [ErrIdempotencyConflict]. The key is the agent's: another agent's
+	// runs do not share it. Kept in the store, and swept with retention.
+	IdempotencyKey string
 	// Parts are further content of the user's message, such as images.
 	Parts []model.Part
 	// ReplyTo, for [Agent.Submit], names where the run's output goes when
@@ -276,7 +285,7 @@ func (a *Agent[Out]) outputOf(st *runState) (*Output[Out], error) {
 		added = thread[len(thread)-n:]
 	}
 	o := &Output[Out]{
-		Agent: st.Agent, RunID: st.RunID, SessionID: st.SessionID, Chain: slices.Clone(st.Chain),
+		Agent: st.Agent, RunID: st.RunID, SessionID: st.SessionID, Chain: hops(st.Chain),
 		Messages: added, Thread: thread, ToolCalls: cloneToolCalls(st.ToolCalls),
 		Usage: st.spent().Usage, Cost: st.spent().Cost, Steps: st.Step, Duration: st.EndedAt.Sub(st.StartedAt),
 	}
@@ -398,7 +407,7 @@ func (rt *Runtime) cancelAgentRun(ctx context.Context, run RunRef, reason string
 	}
 	// The approval requests of the runs that ended end with them: nothing
 	// would carry out their answers.
-	if err := rt.endApprovals(ctx, runID); err != nil {
+	if err := engine.EndApprovals(ctx, rt.store, runID, rt.now); err != nil {
 		rt.log.Warn("agent: end the approval requests of a cancelled run", "agent", agentName, "run", runID, "err", err)
 	}
 	return st.info()

@@ -109,16 +109,16 @@ func (s *runState) info() (*RunInfo, error) {
 	r := &RunInfo{
 		ID: c.RunID, Agent: c.Agent, SessionID: c.SessionID, Parent: c.Parent, Status: c.Status, Step: c.Step,
 		Paused: c.Paused(), Pause: c.Pause,
-		Messages: c.Messages, HistoryLen: c.HistoryLen, ToolCalls: c.ToolCalls, Partial: c.bare,
+		Messages: c.Messages, HistoryLen: c.HistoryLen, ToolCalls: c.ToolCalls, Partial: c.Bare(),
 		Output: c.Output, Error: c.Error, Guardrail: c.Guardrail,
-		Usage: c.Usage, Cost: c.Cost, Inherited: c.Inherited, Chain: c.Chain, HandedOffTo: c.HandedOffTo,
+		Usage: c.Usage, Cost: c.Cost, Inherited: c.Inherited, Chain: hops(c.Chain), HandedOffTo: (*Hop)(c.HandedOffTo),
 		Budget: c.Budget, Deadline: c.Deadline, StartedAt: c.StartedAt, EndedAt: c.EndedAt,
 	}
 	// The run's own messages: of a whole state, those after the history;
 	// of a record, those it holds after the history it holds (none when
 	// the session keeps it), and those archived.
 	r.Own = max(0, len(c.Messages)-c.HistoryLen)
-	if c.bare {
+	if c.Bare() {
 		held := max(0, c.HistoryLen-c.Archived) // the history's messages the record holds
 		if c.History != nil {
 			held = 0

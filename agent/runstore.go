@@ -36,7 +36,7 @@ func (runStates) ID(st *runState) string { return st.RunID }
 // ReadBack reads back what a bare state's record leaves out (see
 // Runtime.readBack).
 func (r runStates) ReadBack(ctx context.Context, st *runState) (bool, error) {
-	if !st.bare {
+	if !st.Bare() {
 		return false, nil
 	}
 	return true, r.rt.readBack(ctx, st)

@@ -15,6 +15,7 @@ import (
 	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/agent/internal/telemetry"
+	"github.com/calf-go/calf/internal/idem"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 )
@@ -59,6 +60,10 @@ type RuntimeOptions struct {
 	// timer started by another process fires at most this late. Default:
 	// a second.
 	TimerPoll time.Duration
+	// IdempotencyWindow is how long a caller's idempotency key
+	// ([RunOptions.IdempotencyKey]) names the run it started. Default:
+	// 24 hours.
+	IdempotencyWindow time.Duration
 }
 
 // Runtime connects agents to a broker (through a [calf.Client]) and a state
@@ -109,6 +114,8 @@ type Runtime struct {
 	// timerPoll is RuntimeOptions.TimerPoll.
 	timers    timerService
 	timerPoll time.Duration
+	// idemWindow is RuntimeOptions.IdempotencyWindow.
+	idemWindow time.Duration
 }
 
 // NewRuntime returns a runtime on client and s.
@@ -129,10 +136,17 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	if o.Prices == nil {
 		o.Prices = model.DefaultPrices()
 	}
-	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, serveOnDemand: o.ServeOnDemand, timerPoll: o.TimerPoll, preparing: make(chan struct{}, 1),
+	if o.IdempotencyWindow <= 0 {
+		o.IdempotencyWindow = DefaultIdempotencyWindow
+	}
+	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, serveOnDemand: o.ServeOnDemand, timerPoll: o.TimerPoll, idemWindow: o.IdempotencyWindow, preparing: make(chan struct{}, 1),
 		tel: telemetry.New(o.TracerProvider, o.MeterProvider)}
 	rt.runs = newRunStore(rt, calf.IsLocal(client.Broker()))
 	rt.approvals = engine.NewApprovalWatch(client, s, rt.runEnded, o.Logger)
+	rt.AddSweeper("idempotency", func(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
+		n, err := idem.Sweep(ctx, s, before)
+		return 0, n, err
+	})
 	return rt
 }
 

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
-	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 )
 
@@ -22,21 +22,6 @@ func (rt *Runtime) startSessionRun(ctx context.Context, st *runState, prompt str
 	return rt.sessions.StartRun(ctx, st.SessionID, st.RunID, prompt, known, version)
 }
 
-// onlyAnswers returns, of msgs (a run's own messages), its input (the
-// messages before the first assistant message) and its answer (the last
-// message, when it is the assistant's and makes no tool call).
-func onlyAnswers(msgs []model.Message) []model.Message {
-	in := 0
-	for in < len(msgs) && msgs[in].Role != model.RoleAssistant {
-		in++
-	}
-	out := msgs[:in:in]
-	if last := len(msgs) - 1; last >= in && msgs[last].Role == model.RoleAssistant && len(msgs[last].ToolCalls) == 0 {
-		out = append(out, msgs[last])
-	}
-	return out
-}
-
 // endSessionRun records that the run st, in a session, ended: a run that
 // completed (or handed off) adds its messages (those keep says) and its
 // compaction, once; every run adds its usage and leaves the session's
@@ -47,14 +32,14 @@ func (rt *Runtime) endSessionRun(ctx context.Context, st *runState, answersOnly 
 		return nil
 	}
 	adds := st.Status == RunComplete || st.Status == RunHandedOff
-	if adds && st.bare && st.Archived > 0 {
+	if adds && st.Bare() && st.Archived > 0 {
 		if err := rt.readBack(ctx, st); err != nil { // NewMessages needs the archived ones
 			return err
 		}
 	}
 	msgs, compacted := st.NewMessages(), st.Compacted
 	if answersOnly {
-		if kept := onlyAnswers(msgs); len(kept) < len(msgs) {
+		if kept := engine.OnlyAnswers(msgs); len(kept) < len(msgs) {
 			msgs = kept
 			if compacted != nil && compacted.Upto > st.HistoryLen {
 				compacted = nil // it stands for messages the session does not get
@@ -108,7 +93,7 @@ func (rt *Runtime) SetSessionBudget(ctx context.Context, id string, b *Budget) e
 			}
 			if resumed {
 				st.Pause = nil
-				st.resumed()
+				st.CountResume()
 			}
 			return true, nil
 		})

@@ -385,7 +385,7 @@ func TestNoModel(t *testing.T) {
 
 func FuzzDecodeRunState(f *testing.F) {
 	good, _ := json.Marshal(agent.RunState{RunID: "r", Agent: "a", Status: agent.RunRunning, Step: 1,
-		Messages: []model.Message{model.UserMessage("hi")}})
+		Transcript: agent.Transcript{Messages: []model.Message{model.UserMessage("hi")}}})
 	f.Add(good)
 	f.Add([]byte(`{"run_id":"r","agent":"a","status":"done","step":1}`))
 	f.Add([]byte(`{"run_id":"r","agent":"a","status":"running","step":1,"history_len":5}`))

@@ -8,14 +8,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/approval"
-	"github.com/calf-go/calf/agent/compaction"
+	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/records"
 	"github.com/calf-go/calf/agent/internal/runprogress"
 	"github.com/calf-go/calf/agent/internal/runstore"
 	"github.com/calf-go/calf/model"
-	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -36,15 +34,10 @@ const (
 // Terminal reports whether the run has ended.
 func (s RunStatus) Terminal() bool { return runprogress.Terminal(string(s)) }
 
-// runPhase says what a running run waits for.
-type runPhase string
-
-// Run phases.
+// The phases of a running run (engine.Phase): what it waits for.
 const (
-	// phaseInference: the model call of the current step is due.
-	phaseInference runPhase = "inference"
-	// phaseTools: the model answered with tool calls; their results are due.
-	phaseTools runPhase = "tools"
+	phaseInference = engine.PhaseInference
+	phaseTools     = engine.PhaseTools
 )
 
 // runState is the stored state of one run: everything a handler on any
@@ -54,45 +47,20 @@ const (
 // earlier versions must decode (testdata/records, TestStoredRecords), so
 // a field is added, never renamed or given another meaning.
 type runState struct {
-	RunID     string    `json:"run_id"`
-	Agent     string    `json:"agent"`
-	SessionID string    `json:"session_id,omitempty"`
-	Status    RunStatus `json:"status"`
-	Phase     runPhase  `json:"phase,omitempty"`
+	RunID     string       `json:"run_id"`
+	Agent     string       `json:"agent"`
+	SessionID string       `json:"session_id,omitempty"`
+	Status    RunStatus    `json:"status"`
+	Phase     engine.Phase `json:"phase,omitempty"`
 	// Step is the current model call, from 1.
 	Step int `json:"step"`
-	// Messages is the conversation without the system prompt: the session's
-	// history, then this run's messages.
-	Messages []model.Message `json:"messages"`
-	// HistoryLen is how many of Messages came from the session.
-	HistoryLen int `json:"history_len,omitempty"`
-	// History, when set, says that the first HistoryLen messages are the
-	// start of the run's session, kept there and not in the run's record:
-	// the record holds the run's own messages only, so that what a step
-	// writes does not grow with the session's length. A state decoded from
-	// such a record (decodeRunState) holds only the run's messages until
-	// its history is read back; [Runtime.LoadRun] returns it whole.
-	History *historyRef `json:"history,omitempty"`
-	// Archived is how many of the messages the run's record would hold
-	// (the run's own, or, for a history kept in the record, the history's
-	// and the run's) are kept in run_messages records instead
-	// (runstore.KindRunMessages), 8 to a record, written once each: the
-	// record holds the rest, at most 15,
-	// so that a step of a long run writes what it added, not the whole
-	// conversation again. A state decoded from such a record holds those
-	// last messages only until the others are read back; [Runtime.LoadRun]
-	// returns it whole.
-	Archived int `json:"archived,omitempty"`
-	// ArchivedCalls is how many of ToolCalls are kept in run_messages
-	// records, 8 to a record, as Archived is for the messages.
-	ArchivedCalls int `json:"archived_calls,omitempty"`
-	// Compacted, when set, is what the model sees in place of the first
-	// messages of Messages; see [Options.Compaction].
-	Compacted *compaction.Record `json:"compacted,omitempty"`
-	// LastInput is the size of the input of the run's last model call, as
-	// the model reported it, and how many messages (of what the model
-	// sees, the instructions left out) it had.
-	LastInput *inputSize `json:"last_input,omitempty"`
+	// Transcript holds the conversation: the messages, where the first of
+	// them are kept (the session's history, archived chunks), what the
+	// model sees in their place (Compacted) and the size of its last
+	// input. A state decoded from a record that keeps messages apart
+	// holds only the record's until they are read back (Runtime.readBack);
+	// [Runtime.LoadRun] returns it whole.
+	engine.Transcript
 	// Pending are the tool calls of the current step, with their results
 	// as they arrive.
 	Pending []pendingCall `json:"pending,omitempty"`
@@ -122,19 +90,10 @@ type runState struct {
 	// Deps are the serialized dependencies that travel with the run.
 	Deps   json.RawMessage `json:"deps,omitempty"`
 	Stream bool            `json:"stream,omitempty"`
-	// ReplyTo is where the output goes when the run ends, besides the
-	// agent's output channel.
-	ReplyTo *ReplyTo `json:"reply_to,omitempty"`
-	// Parent is the run that started this one, if any.
-	Parent string `json:"parent,omitempty"`
-	// Correlation is the correlation id of the run's events when it is not
-	// the run id: the runs of a handoff chain share the first one's.
-	Correlation string `json:"correlation,omitempty"`
-	// Chain lists the runs that handed off, one to the next, to reach this
-	// run, oldest first.
-	Chain []Hop `json:"chain,omitempty"`
-	// HandedOffTo is the run that continues a run that handed off.
-	HandedOffTo *Hop `json:"handed_off_to,omitempty"`
+	// Lineage links the run to others: where its output goes (ReplyTo),
+	// its parent, its correlation id, its handoff chain and the run it
+	// handed off to.
+	engine.Lineage
 	// Deadline, when set, ends the run at the first step after it.
 	Deadline time.Time `json:"deadline,omitzero"`
 	// MaxTurns, when positive, lowers the agent's maximum turns for this run.
@@ -167,22 +126,6 @@ type runState struct {
 	SessionSaved bool      `json:"session_saved,omitempty"`
 	StartedAt    time.Time `json:"started_at"`
 	EndedAt      time.Time `json:"ended_at,omitzero"`
-
-	// bare reports that Messages and ToolCalls hold only what the run's
-	// record holds: the history kept in the session (History) and the
-	// archived messages and tool calls are not read back yet.
-	bare bool
-}
-
-// historyRef names the history a run started from when its session keeps
-// it: the session's first messages, as many as the run's HistoryLen.
-type historyRef struct {
-	// Session is the session whose messages the history is.
-	Session string `json:"session"`
-	// Epoch is the session's epoch when the run started: a session
-	// replaced since (saved over, imported over, deleted and created
-	// again) has another, and no longer holds the history.
-	Epoch string `json:"epoch,omitempty"`
 }
 
 // MarshalJSON encodes the state as stored: without the history its
@@ -194,51 +137,14 @@ func (s runState) MarshalJSON() ([]byte, error) { return s.encode() }
 // would check the JSON a MarshalJSON method returns again.
 func (s *runState) encode() ([]byte, error) {
 	type stored runState // without the method
-	tail, ok := s.tail()
-	calls := s.callsTail()
+	tail, ok := s.Tail()
+	calls := engine.CallsTail(&s.Transcript, s.ToolCalls)
 	if !ok || (len(tail) == len(s.Messages) && len(calls) == len(s.ToolCalls)) {
 		return json.Marshal((*stored)(s))
 	}
 	c := *s
 	c.Messages, c.ToolCalls = tail, calls
 	return json.Marshal((*stored)(&c))
-}
-
-// callsTail returns the tool call records the run's record holds: those
-// after the archived ones.
-func (s *runState) callsTail() []ToolCallRecord {
-	if s.bare || s.ArchivedCalls > len(s.ToolCalls) {
-		return s.ToolCalls
-	}
-	return s.ToolCalls[s.ArchivedCalls:]
-}
-
-// tail returns the messages the run's record holds: those after the
-// session's history and the archived ones. ok is false for a state whose
-// counts do not fit its messages, which is encoded as it is.
-func (s *runState) tail() (msgs []model.Message, ok bool) {
-	if s.bare {
-		return s.Messages, true
-	}
-	skip := s.Archived
-	if s.History != nil {
-		skip += s.HistoryLen
-	}
-	if skip > len(s.Messages) {
-		return nil, false
-	}
-	return s.Messages[skip:], true
-}
-
-// Bare reports whether the state holds only the messages its run's record
-// holds: its history (kept in its session, see runState.History) and
-// its archived messages (runState.Archived) not read back.
-func (s *runState) Bare() bool { return s.bare }
-
-// inputSize is the size of a model call's input.
-type inputSize struct {
-	Tokens   int `json:"tokens"`
-	Messages int `json:"messages"`
 }
 
 // pendingCall is a tool call of the current step.
@@ -266,19 +172,6 @@ type ToolCallRecord struct {
 	Handoff *HandoffRequest `json:"handoff,omitempty"`
 	// Hooks is what the agent's hooks decided about the call, in order.
 	Hooks []HookRecord `json:"hooks,omitempty"`
-}
-
-// NewMessages returns the messages this run added to its session's
-// history. Of a bare state (runState.Bare) whose messages were archived
-// in part, it returns those its record holds.
-func (s *runState) NewMessages() []model.Message {
-	if s.bare {
-		return s.Messages
-	}
-	if s.HistoryLen > len(s.Messages) {
-		return nil
-	}
-	return s.Messages[s.HistoryLen:]
 }
 
 func (s *runState) pending(id string) *pendingCall {
@@ -317,15 +210,13 @@ func decodeRunState(data []byte) (*runState, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("%w: run: %v", ErrCorruptState, err)
 	}
-	s.bare = s.History != nil || s.Archived > 0 || s.ArchivedCalls > 0
-	switch {
-	case s.RunID == "" || s.Agent == "":
+	if s.RunID == "" || s.Agent == "" {
 		return nil, fmt.Errorf("%w: run: missing run id or agent", ErrCorruptState)
-	case s.History != nil && (s.History.Session == "" || s.HistoryLen <= 0):
-		return nil, fmt.Errorf("%w: run %s: a history of %d messages in session %q", ErrCorruptState, s.RunID, s.HistoryLen, s.History.Session)
-	case s.Archived < 0 || s.Archived%runstore.Chunk != 0 || s.ArchivedCalls < 0 || s.ArchivedCalls%runstore.Chunk != 0:
-		return nil, fmt.Errorf("%w: run %s: %d archived messages, %d archived tool calls", ErrCorruptState, s.RunID, s.Archived, s.ArchivedCalls)
-	case s.Step < 0 || s.HistoryLen < 0 || (!s.bare && s.HistoryLen > len(s.Messages)):
+	}
+	if err := s.Decoded(); err != nil {
+		return nil, fmt.Errorf("%w: run %s: %v", ErrCorruptState, s.RunID, err)
+	}
+	if s.Step < 0 || s.HistoryLen < 0 || (!s.Bare() && s.HistoryLen > len(s.Messages)) {
 		return nil, fmt.Errorf("%w: run %s: step %d, history %d of %d messages", ErrCorruptState, s.RunID, s.Step, s.HistoryLen, len(s.Messages))
 	}
 	switch s.Status {
@@ -416,7 +307,7 @@ func (s *runState) detached() (*runState, error) {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, fmt.Errorf("agent: copy the state of run %s: %w", s.RunID, err)
 	}
-	c.bare = s.bare
+	c.SetBare(s.Bare())
 	return (*runState)(&c), nil
 }
 
@@ -431,72 +322,36 @@ func (rt *Runtime) loadRun(ctx context.Context, runID string) (*runState, error)
 // and its archived messages go before its messages, its archived tool
 // calls before its tool calls.
 func (rt *Runtime) readBack(ctx context.Context, st *runState) error {
-	if !st.bare {
+	if !st.Bare() {
 		return nil
-	}
-	archived, err := runstore.ReadChunks[model.Message](ctx, rt.store, st.RunID, 'm', st.Archived)
-	if err != nil {
-		return err
 	}
 	calls, err := runstore.ReadChunks[ToolCallRecord](ctx, rt.store, st.RunID, 'c', st.ArchivedCalls)
 	if err != nil {
 		return err
 	}
+	if err := st.ReadBack(ctx, rt.store, rt.sessions, st.RunID); err != nil {
+		return err
+	}
 	st.ToolCalls = slices.Concat(calls, st.ToolCalls)
-	if st.History == nil {
-		st.Messages = slices.Concat(archived, st.Messages)
-		st.bare = false
-		return nil
-	}
-	ref := st.History
-	r, _, err := rt.sessions.Get(ctx, ref.Session)
-	if errors.Is(err, store.ErrNotFound) {
-		return calf.Permanent(fmt.Errorf("%w: run %s: its history was in session %s, which is gone", ErrCorruptState, st.RunID, ref.Session))
-	}
-	if err != nil {
-		return err
-	}
-	if r.Epoch != ref.Epoch || r.Count < st.HistoryLen {
-		return calf.Permanent(fmt.Errorf("%w: run %s: its history was the first %d messages of session %s, which was replaced since", ErrCorruptState, st.RunID, st.HistoryLen, ref.Session))
-	}
-	msgs, err := rt.sessions.Messages(ctx, r)
-	if err != nil {
-		return err
-	}
-	if len(msgs) < st.HistoryLen {
-		return calf.Permanent(fmt.Errorf("%w: run %s: session %s holds %d messages of its history of %d", ErrCorruptState, st.RunID, ref.Session, len(msgs), st.HistoryLen))
-	}
-	st.Messages = slices.Concat(msgs[:st.HistoryLen:st.HistoryLen], archived, st.Messages)
-	st.bare = false
 	return nil
 }
 
-// archive moves the first messages of st's record to chunks while the
-// record would hold 16 or more, before st is written. A chunk's content is
-// the same whoever writes it (a run's messages only grow at their end), so
-// a write whose compare-and-swap then conflicts leaves a chunk the next
-// attempt writes again, the same.
+// archive moves the first messages and tool calls of st's record to
+// chunks while the record would hold 16 or more of either, before st is
+// written (see engine.Transcript.ArchiveMessages).
 func (rt *Runtime) archive(ctx context.Context, st *runState) error {
-	tail, ok := st.tail()
-	if !ok {
+	if _, ok := st.Tail(); !ok {
 		return nil
 	}
-	for len(tail) >= 2*runstore.Chunk {
-		if err := runstore.PutChunk(ctx, rt.store, st.RunID, 'm', st.Archived/runstore.Chunk, tail[:runstore.Chunk]); err != nil {
-			return err
-		}
-		st.Archived += runstore.Chunk
-		tail = tail[runstore.Chunk:]
-		if st.bare {
-			st.Messages = tail
-		}
+	if err := st.ArchiveMessages(ctx, rt.store, st.RunID); err != nil {
+		return err
 	}
-	for calls := st.callsTail(); len(calls) >= 2*runstore.Chunk; calls = st.callsTail() {
+	for calls := engine.CallsTail(&st.Transcript, st.ToolCalls); len(calls) >= 2*runstore.Chunk; calls = engine.CallsTail(&st.Transcript, st.ToolCalls) {
 		if err := runstore.PutChunk(ctx, rt.store, st.RunID, 'c', st.ArchivedCalls/runstore.Chunk, calls[:runstore.Chunk]); err != nil {
 			return err
 		}
 		st.ArchivedCalls += runstore.Chunk
-		if st.bare {
+		if st.Bare() {
 			st.ToolCalls = calls[runstore.Chunk:]
 		}
 	}

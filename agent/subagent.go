@@ -253,10 +253,6 @@ func (a *Agent[Out]) AddSubagent(sub Target, opts *SubagentOptions) error {
 	return a.AddTool(t)
 }
 
-// subagentRunID returns the id of the subagent run that the tool call
-// callID of the run parent starts.
-func subagentRunID(parent, callID string) string { return parent + "/" + callID }
-
 // subagentTool is the tool made by AsTool. The tool-call handler starts
 // the subagent's run instead of calling it.
 type subagentTool struct {
@@ -366,21 +362,6 @@ func (h *handlers) subagentCall(ev ToolCallEvent) (*subagentTool, string, bool) 
 	return sub, input, true
 }
 
-// subagentRef is the [ReplyTo.Ref] of a subagent run: where its output
-// goes in the parent.
-type subagentRef struct {
-	Run     string `json:"run"`
-	Step    int    `json:"step"`
-	Tool    string `json:"tool"`
-	Call    string `json:"call"`
-	Session string `json:"session,omitempty"`
-	// Agent is the subagent the call started.
-	Agent string `json:"agent,omitempty"`
-	// Trace is the parent run's trace context, which the result carries
-	// back (the subagent's messages carry its own run's).
-	Trace string `json:"trace,omitempty"`
-}
-
 // startSubagent starts the subagent run of a tool call, and leaves the call
 // pending: the run's reply completes it. A redelivered call submits the
 // same run again, which starts nothing new (a run that has ended answers
@@ -409,12 +390,12 @@ func (h *handlers) startSubagent(ctx context.Context, msg *calf.Message, st *run
 		}
 		input = o.prompt
 	}
-	child := subagentRunID(st.RunID, ev.ToolCallID)
+	child := engine.SubagentRunID(st.RunID, ev.ToolCallID)
 	spawned := SubagentEvent{Step: ev.Step, ToolCallID: ev.ToolCallID, ToolName: ev.ToolName, Agent: sub.agent, RunID: child}
 	if _, err := h.rt.client.Emit(ctx, subagentSpawnedChannel(h.a.name), spawned, calf.WithID(child+".spawned"), calf.WithKey(st.RunID)); err != nil {
 		return err
 	}
-	ref, err := json.Marshal(subagentRef{Run: st.RunID, Step: ev.Step, Tool: ev.ToolName, Call: ev.ToolCallID, Session: st.SessionID, Agent: sub.agent, Trace: msg.Metadata.Traceparent})
+	ref, err := json.Marshal(engine.SubagentRef{Run: st.RunID, Step: ev.Step, Tool: ev.ToolName, Call: ev.ToolCallID, Session: st.SessionID, Agent: sub.agent, Trace: msg.Metadata.Traceparent})
 	if err != nil {
 		return err
 	}
@@ -462,7 +443,7 @@ func (h *handlers) onSubagentCompleted(ctx context.Context, msg *calf.Message) e
 	if err := msg.Decode(&out); err != nil {
 		return calf.Permanent(err)
 	}
-	var ref subagentRef
+	var ref engine.SubagentRef
 	if err := json.Unmarshal([]byte(out.Ref), &ref); err != nil || ref.Run == "" || ref.Call == "" {
 		return calf.Permanent(fmt.Errorf("agent %s: subagent reply %s has no valid ref %q", h.a.name, msg.ID, out.Ref))
 	}
@@ -484,7 +465,7 @@ func (h *handlers) onSubagentCompleted(ctx context.Context, msg *calf.Message) e
 // subagentStopHooks runs the subagent_stop hooks on the result res that a
 // subagent's output out makes, publishes their decisions, and returns the
 // result they leave.
-func (h *handlers) subagentStopHooks(ctx context.Context, msg *calf.Message, ref subagentRef, out *OutputEvent, res ToolResultEvent) (ToolResultEvent, error) {
+func (h *handlers) subagentStopHooks(ctx context.Context, msg *calf.Message, ref engine.SubagentRef, out *OutputEvent, res ToolResultEvent) (ToolResultEvent, error) {
 	name := cmp.Or(ref.Agent, out.Agent)
 	if t, ok := h.a.tool(ref.Tool); ok && ref.Agent == "" { // a reply to an earlier version
 		if sub, ok := t.(*subagentTool); ok {
@@ -500,8 +481,8 @@ func (h *handlers) subagentStopHooks(ctx context.Context, msg *calf.Message, ref
 	}
 	o := h.a.runHooks(ctx, HookSubagentStop, HookInput{
 		Event: HookSubagentStop, Agent: h.a.name, RunID: ref.Run, SessionID: ref.Session, Step: ref.Step,
-		ToolCallID: ref.Call, ToolName: ref.Tool, Subagent: name, SubagentRunID: subagentRunID(ref.Run, ref.Call),
-		Status: status, Output: outputText(out.Content), Error: out.Error, Result: res.Result,
+		ToolCallID: ref.Call, ToolName: ref.Tool, Subagent: name, SubagentRunID: engine.SubagentRunID(ref.Run, ref.Call),
+		Status: status, Output: engine.OutputText(out.Content), Error: out.Error, Result: res.Result,
 	})
 	if ctx.Err() != nil {
 		return res, ctx.Err()
@@ -542,7 +523,7 @@ func (h *handlers) recordResult(ctx context.Context, run string, res ToolResultE
 }
 
 // subagentResult is the tool result a subagent's output makes.
-func subagentResult(ref subagentRef, out *OutputEvent) ToolResultEvent {
+func subagentResult(ref engine.SubagentRef, out *OutputEvent) ToolResultEvent {
 	ev := ToolResultEvent{Step: ref.Step, ToolCallID: ref.Call, ToolName: ref.Tool, Status: StatusSuccess, Spent: &Spent{Usage: out.Usage, Cost: out.Cost}}
 	if out.Status != OutputComplete {
 		reason := out.Error
@@ -593,7 +574,7 @@ func (rt *Runtime) cancelSubagents(ctx context.Context, st *runState, depth int)
 		if p.Result != nil {
 			continue
 		}
-		id := subagentRunID(st.RunID, p.ID)
+		id := engine.SubagentRunID(st.RunID, p.ID)
 		if _, err := rt.store.Get(ctx, store.KindRun, id); err != nil {
 			continue // not a subagent call, or its run has not started
 		}

@@ -11,6 +11,16 @@ import (
 	"github.com/calf-go/calf/agent/internal/telemetry"
 )
 
+// depsJSON returns the JSON of d, or nil when d is unset or does not
+// encode (the run's input says why when it is built).
+func depsJSON(d DepsValue) json.RawMessage {
+	if d.isZero() {
+		return nil
+	}
+	b, _ := json.Marshal(d.v)
+	return b
+}
+
 // input builds the input message of a new run.
 // inbox, when set, is the caller's inbox, where the output is to go.
 func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts *RunOptions, stream bool, inbox string) (*calf.Message, InputEvent, error) {
@@ -40,6 +50,20 @@ func (a *Agent[Out]) input(ctx context.Context, rt *Runtime, prompt string, opts
 			return nil, InputEvent{}, fmt.Errorf("agent %s: RunOptions.Permissions: %w", a.name, err)
 		}
 		in.Permissions = o.Permissions
+	}
+	if o.IdempotencyKey != "" {
+		// The request is what the caller asked: not where the answer
+		// goes, nor whether it streams.
+		req := in
+		req.ReplyTo, req.Stream = nil, false
+		var err error
+		if id, err = rt.RunForKey(ctx, "agent/"+a.name, o.IdempotencyKey, struct {
+			In      InputEvent      `json:"in"`
+			Session string          `json:"session,omitempty"`
+			Deps    json.RawMessage `json:"deps,omitempty"`
+		}{req, o.SessionID, depsJSON(o.Deps)}, id); err != nil {
+			return nil, InputEvent{}, fmt.Errorf("agent %s: %w", a.name, err)
+		}
 	}
 	if inbox != "" {
 		in.ReplyTo = &ReplyTo{Channel: inbox, Key: id}

@@ -40,14 +40,11 @@ func (a *Agent[Out]) Wait(ctx context.Context, rt *Runtime, runID string) (*Outp
 	if st, err := rt.loadRun(ctx, runID); err == nil {
 		corr = st.correlationID()
 	}
-	f, err := rt.client.Follow(ctx, OutputChannel(a.name), corr)
+	f, err := runlife.Follow(ctx, rt.client, OutputChannel(a.name), corr)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: wait for run %s: %w", a.name, runID, err)
 	}
 	defer f.Close()
-	if err := f.AddTree(calf.DeadLetterChannel); err != nil {
-		return nil, fmt.Errorf("agent %s: wait for run %s: %w", a.name, runID, err)
-	}
 	following := map[string]bool{a.name: true}
 	follow := func(agent string) error {
 		if agent == "" || following[agent] {

@@ -165,6 +165,9 @@ func decodePrototype(n *yaml.Node) (Prototype, *lines, []Problem) {
 		case "permissions":
 			p.Permissions = &Permissions{}
 			target = p.Permissions
+		case "schedule":
+			p.Schedule = &PrototypeSchedule{}
+			target = p.Schedule
 		default:
 			probs = append(probs, Problem{Line: k.Line, Prototype: p.Name, Message: fmt.Sprintf("unknown field %q", k.Value)})
 			continue

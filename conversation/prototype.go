@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/calf-go/calf/internal/convid"
 	"github.com/calf-go/calf/internal/modelspec"
@@ -72,6 +73,23 @@ type Prototype struct {
 	Subagents []string `json:"subagents,omitempty"`
 	// Permissions say which tool calls run without a person's approval.
 	Permissions *Permissions `json:"permissions,omitempty"`
+	// Schedule, on an LLM prototype, starts runs of its agent on a clock
+	// where it is served as an agent (calf worker --agents registers it
+	// as a schedule named after the prototype; see package schedule).
+	Schedule *PrototypeSchedule `json:"schedule,omitempty"`
+}
+
+// PrototypeSchedule is the data form of a schedule of a prototype's
+// agent: its runs' prompt, at the times of Cron (in TimeZone) or every
+// Every (a Go duration, such as "6h"), with package schedule's overlap
+// and catch-up policies by name.
+type PrototypeSchedule struct {
+	Cron     string `json:"cron,omitempty" yaml:"cron"`
+	TimeZone string `json:"time_zone,omitempty" yaml:"time_zone"`
+	Every    string `json:"every,omitempty" yaml:"every"`
+	Prompt   string `json:"prompt" yaml:"prompt"`
+	Overlap  string `json:"overlap,omitempty" yaml:"overlap"`
+	CatchUp  string `json:"catch_up,omitempty" yaml:"catch_up"`
 }
 
 // MCPServer is an MCP server: a command to start (stdio) or a URL
@@ -221,6 +239,20 @@ func (p *Prototype) problems(l *lines) []Problem {
 		}{{"system_prompt", p.SystemPrompt != ""}, {"model", p.Model != ""}, {"tools", len(p.Tools) > 0}, {"mcp_servers", len(p.MCPServers) > 0}, {"permissions", p.Permissions != nil}} {
 			if f.set {
 				add(f.name, "only an llm prototype has one (this one is %s)", kind)
+			}
+		}
+	}
+	if sc := p.Schedule; sc != nil {
+		switch {
+		case kind != KindLLM:
+			add("schedule", "only an llm prototype has one (this one is %s)", kind)
+		case sc.Prompt == "":
+			add("schedule", "no prompt: what each scheduled run is asked")
+		case (sc.Cron == "") == (sc.Every == ""):
+			add("schedule", "give cron or every, one of the two")
+		case sc.Every != "":
+			if d, err := time.ParseDuration(sc.Every); err != nil || d < time.Second {
+				add("schedule", "every %q: a duration of a second or more, such as 15m or 6h", sc.Every)
 			}
 		}
 	}

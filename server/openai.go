@@ -109,6 +109,9 @@ type content struct {
 	text string
 }
 
+// MarshalJSON writes the content's text, as a string.
+func (c content) MarshalJSON() ([]byte, error) { return json.Marshal(c.text) }
+
 func (c *content) UnmarshalJSON(data []byte) error {
 	var str string
 	if err := json.Unmarshal(data, &str); err == nil {
@@ -182,6 +185,14 @@ func splitThread(msgs []inMessage) (prompt string, thread []model.Message, err e
 // errClientTools refuses the tools a client sends.
 var errClientTools = fmt.Errorf("%w: tools are the agent's own: a request cannot add any", errBadRequest)
 
+// IdempotencyHeader, in a request to the OpenAI-compatible API (chat
+// completions, responses), is the client's idempotency key: the same
+// request under the same key, within the runtime's idempotency window
+// (24 hours by default), is answered by the run the first one started,
+// not a second run; another request under a key in use is refused with
+// 409 (code idempotency_conflict). Keys are the user's own.
+const IdempotencyHeader = "Idempotency-Key"
+
 // begin returns the prompt of a request's messages and the options to run
 // it with: in a session named by SessionHeader, or stateless with the
 // thread the client sent; or refused, when not nil, or why the request is
@@ -202,6 +213,20 @@ func (s *Server) begin(r *http.Request, msgs []inMessage, refused error) (string
 		// The session holds the conversation: the messages before the
 		// last one are what the client remembers of it.
 		o.SessionID, o.Thread = id, nil
+	}
+	if key := r.Header.Get(IdempotencyHeader); key != "" {
+		// The same request under the key is the same run: started once,
+		// its answer given again.
+		req := struct {
+			Path     string      `json:"path"`
+			Messages []inMessage `json:"messages"`
+			Session  string      `json:"session,omitempty"`
+		}{r.URL.Path, msgs, o.SessionID}
+		run, err := s.rt.RunForKey(r.Context(), "http/"+userOf(r), key, req, o.RunID)
+		if err != nil {
+			return "", nil, err
+		}
+		o.RunID = run
 	}
 	if err := s.ownRun(r.Context(), userOf(r), o.RunID); err != nil {
 		return "", nil, err

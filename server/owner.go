@@ -121,7 +121,16 @@ func (s *Server) claimSession(ctx context.Context, user, id string) error {
 // ownRun records that user starts the run id.
 func (s *Server) ownRun(ctx context.Context, user, id string) error {
 	data, _ := json.Marshal(owner{User: user})
-	if _, err := s.rt.Store().Put(ctx, KindRunOwner, id, data, 0); err != nil {
+	_, err := s.rt.Store().Put(ctx, KindRunOwner, id, data, 0)
+	if errors.Is(err, store.ErrConflict) {
+		// Recorded before: the run of a request sent again under its
+		// idempotency key, which is the user's own, unless it is not.
+		if err := s.checkRun(ctx, user, id); err != nil {
+			return fmt.Errorf("server: run %s: %w", id, err)
+		}
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("server: record the owner of run %s: %w", id, err)
 	}
 	return nil

@@ -85,3 +85,40 @@ func TestSignalEndpoint(t *testing.T) {
 		t.Errorf("an unknown run: %d %s", code, body)
 	}
 }
+
+// The same chat completion under the same Idempotency-Key is one run,
+// answered again; another request under the key is refused with 409.
+func TestChatCompletionsIdempotencyKey(t *testing.T) {
+	hs, _, rt := newServer(t, nil)
+	body := `{"model":"echo","messages":[{"role":"user","content":"say hi"}]}`
+	key := map[string]string{server.IdempotencyHeader: "k-1"}
+	var first string
+	for i := range 3 {
+		code, got, _ := do(t, "POST", hs.URL+"/v1/chat/completions", "", body, key)
+		if code != 200 {
+			t.Fatalf("send %d: %d %s", i+1, code, got)
+		}
+		var resp struct {
+			ID      string `json:"id"`
+			Choices []struct {
+				Message struct{ Content string } `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(got), &resp); err != nil || len(resp.Choices) != 1 {
+			t.Fatalf("send %d: %s (%v)", i+1, got, err)
+		}
+		if i == 0 {
+			first = resp.Choices[0].Message.Content
+		} else if c := resp.Choices[0].Message.Content; c != first {
+			t.Errorf("send %d answered %q, want %q", i+1, c, first)
+		}
+	}
+	recs, err := rt.Store().List(t.Context(), "run", "", "", 0)
+	if err != nil || len(recs) != 1 {
+		t.Errorf("%d runs recorded (%v), want 1", len(recs), err)
+	}
+	code, got, _ := do(t, "POST", hs.URL+"/v1/chat/completions", "", `{"model":"echo","messages":[{"role":"user","content":"say bye"}]}`, key)
+	if code != http.StatusConflict || !strings.Contains(got, "idempotency_conflict") {
+		t.Errorf("another request under the key: %d %s", code, got)
+	}
+}

@@ -55,9 +55,7 @@ func (t *Team) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.Runtime,
 	if !rt.ServesOnDemand() {
 		return rt, nil
 	}
-	// The handlers live as long as the runtime's client: not bound to the
-	// context of the first run.
-	if _, err := t.served.Once(rt, func() error { return t.serve(context.WithoutCancel(ctx), rt, nil) }); err != nil {
+	if _, err := t.served.Once(ctx, rt, func(ctx context.Context) error { return t.serve(ctx, rt, nil) }); err != nil {
 		return nil, fmt.Errorf("team %s: serve on demand: %w", t.name, err)
 	}
 	return rt, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/runlife"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/workflow"
 )
@@ -143,9 +144,9 @@ func (k kind) SetBudget(ctx context.Context, rt *agent.Runtime, ref agent.RunRef
 			return nil, fmt.Errorf("team: set the budget of run %s: %w", ref.RunID, err)
 		}
 	}
-	st, err := updatePause(ctx, rt, ref.RunID, func(st *runState) bool {
+	st, err := runlife.Change(ctx, control(rt, ref.RunID), func(st *runState) (bool, error) {
 		st.Budget = b
-		return true
+		return true, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("team: set the budget of run %s: %w", ref.RunID, err)

@@ -2,12 +2,12 @@ package team
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
+	"time"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/runlife"
 	"github.com/calf-go/calf/store"
 )
 
@@ -17,9 +17,9 @@ func PauseChannel(team string) string { return channelPrefix + team + "." + suff
 
 const suffixPause = "pause"
 
-// paused reports whether the pause of the team run is in effect: it waits,
+// Paused reports whether the pause of the team run is in effect: it waits,
 // holding no goroutine, for [Team.Resume].
-func (s *runState) paused() bool {
+func (s *runState) Paused() bool {
 	return s.Pause != nil && s.Pause.Step == s.Step && !s.Status.Terminal() && !s.submitted()
 }
 
@@ -31,6 +31,43 @@ func (s *runState) submitted() bool {
 		}
 	}
 	return false
+}
+
+// RunEnded returns the status of a run that has ended, "" while it goes
+// on: with the methods below, the run's state is a [runlife.Stepped], its
+// step started once a member run of it was.
+func (s *runState) RunEnded() string {
+	if s.Status.Terminal() {
+		return string(s.Status)
+	}
+	return ""
+}
+
+// RunStep is the run's current step.
+func (s *runState) RunStep() int { return s.Step }
+
+// PauseField returns the address of the run's pause.
+func (s *runState) PauseField() **agent.PauseState { return &s.Pause }
+
+// PauseAt puts the pause asked for in effect before the current step.
+func (s *runState) PauseAt(now time.Time) {
+	p := *s.Pause
+	p.Step, p.PausedAt = s.Step, now
+	s.Pause = &p
+}
+
+// CountResume records a resume of the pause in effect: the step it lets
+// go on.
+func (s *runState) CountResume() {
+	s.Resumes++
+	s.ResumedStep = s.Step
+}
+
+// ResumeUnsent reports whether the events of the run's last resume may
+// not all have been sent: the step it let go on is the current one, and
+// has neither started a member run nor been paused again.
+func (s *runState) ResumeUnsent() bool {
+	return s.ResumedStep > 0 && s.ResumedStep == s.Step && s.Pause == nil && s.Status == agent.RunRunning && !s.submitted()
 }
 
 // Pause asks the team run runID to stop before its next step, for reason:
@@ -50,13 +87,7 @@ func pauseRun(ctx context.Context, rt *agent.Runtime, runID, reason string) (*Ru
 	if rt == nil {
 		return nil, agent.ErrNoRuntime
 	}
-	st, err := updatePause(ctx, rt, runID, func(st *runState) bool {
-		if st.Pause != nil {
-			return false
-		}
-		st.Pause = &agent.PauseState{Reason: reason, RequestedAt: rt.Client().Now()}
-		return true
-	})
+	st, err := runlife.Pause(ctx, control(rt, runID), &agent.PauseState{Reason: reason, RequestedAt: rt.Client().Now()})
 	if err != nil {
 		return nil, fmt.Errorf("team: pause run %s: %w", runID, err)
 	}
@@ -86,21 +117,11 @@ func resumeRun(ctx context.Context, rt *agent.Runtime, runID string) (*RunInfo, 
 	if rt == nil {
 		return nil, agent.ErrNoRuntime
 	}
-	st, err := updatePause(ctx, rt, runID, func(st *runState) bool {
-		if st.Pause == nil {
-			return false
-		}
-		if st.paused() {
-			st.Resumes++
-			st.ResumedStep = st.Step
-		}
-		st.Pause = nil
-		return true
-	})
+	st, send, err := runlife.Resume(ctx, control(rt, runID))
 	if err != nil {
 		return nil, fmt.Errorf("team: resume run %s: %w", runID, err)
 	}
-	if st.resumeUnsent() {
+	if send {
 		if err := sendResume(ctx, rt, st); err != nil {
 			return st.info(), fmt.Errorf("team %s: resume run %s: %w", st.Team, runID, err)
 		}
@@ -108,69 +129,37 @@ func resumeRun(ctx context.Context, rt *agent.Runtime, runID string) (*RunInfo, 
 	return st.info(), nil
 }
 
-// resumeUnsent reports whether the events of the run's last resume may
-// not all have been sent: the step it let go on is the current one, and
-// has neither started a member run nor been paused again.
-func (s *runState) resumeUnsent() bool {
-	return s.ResumedStep > 0 && s.ResumedStep == s.Step && s.Pause == nil && s.Status == agent.RunRunning && !s.submitted()
-}
-
 // sendResume sends the events of the run's last resume: the resume event,
 // then the step event from which the step handler starts the member runs.
-// Their ids hold the count of resumes, so that sending them again is
-// harmless, and a later resume of the same step sends a step event of its
-// own.
 func sendResume(ctx context.Context, rt *agent.Runtime, st *runState) error {
-	n := strconv.Itoa(st.Resumes)
-	md := calf.WithMetadata(calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID})
-	if _, err := rt.Client().Emit(ctx, PauseChannel(st.Team), agent.PauseEvent{Step: st.Step}, calf.WithID(st.RunID+".resume."+strconv.Itoa(st.Step)+"."+n), calf.WithKey(st.RunID), md); err != nil {
-		return err
+	r := runlife.ResumeEvents{
+		Run: st.RunID, Step: st.Step, N: st.Resumes, Metadata: calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID},
+		PauseChannel: PauseChannel(st.Team), Resume: agent.PauseEvent{Step: st.Step},
+		StepChannel: StepChannel(st.Team), EventID: stepID(st.RunID, st.Step), Event: StepEvent{Step: st.Step},
 	}
-	_, err := rt.Client().Emit(ctx, StepChannel(st.Team), StepEvent{Step: st.Step}, calf.WithID(stepID(st.RunID, st.Step)+".resume."+n), calf.WithKey(st.RunID), md)
-	return err
+	return r.Send(ctx, rt.Client())
 }
 
-func updatePause(ctx context.Context, rt *agent.Runtime, runID string, fn func(st *runState) bool) (*runState, error) {
-	st, err := update(ctx, rt.Store(), runID, func(st *runState) (bool, error) {
-		if st.Status.Terminal() {
-			return false, nil
-		}
-		return fn(st), nil
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("no run %s: %w", runID, store.ErrNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if st.Status.Terminal() {
-		return st, fmt.Errorf("%w with status %s", agent.ErrRunEnded, st.Status)
-	}
-	return st, nil
+// control returns the update of the record of the team run runID for the
+// run controls (see [runlife.Change]).
+func control(rt *agent.Runtime, runID string) runlife.Update[*runState] {
+	r := runlife.Records[*runState]{Store: rt.Store(), Kind: store.KindTeam, Decode: decodeRunState}
+	return r.Update(runID, runID)
 }
 
 // pauseTakesEffect records that the paused run st stops before the member
 // runs of its current step start, and publishes the pause. It reports false
 // when the run was resumed (or moved on) meanwhile.
 func (c *coordinator) pauseTakesEffect(ctx context.Context, st *runState) (bool, error) {
-	step := st.Step
-	st, err := update(ctx, c.rt.Store(), st.RunID, func(cur *runState) (bool, error) {
-		if cur.Pause == nil || cur.Status.Terminal() || cur.Step != step || cur.submitted() || cur.Pause.Step == step {
-			return false, nil
-		}
-		p := *cur.Pause
-		p.Step, p.PausedAt = step, c.rt.Client().Now()
-		cur.Pause = &p
-		return true, nil
-	})
-	if err != nil {
+	rec := func(ctx context.Context, fn func(st *runState) (bool, error)) (*runState, error) {
+		return update(ctx, c.rt.Store(), st.RunID, fn)
+	}
+	st, paused, err := runlife.TakeEffect(ctx, rec, st.Step, (*runState).submitted, c.rt.Client().Now())
+	if err != nil || !paused {
 		return false, err
 	}
-	if !st.paused() {
-		return false, nil
-	}
 	ev := agent.PauseEvent{Step: st.Step, Paused: true, Reason: st.Pause.Reason}
-	_, err = c.rt.Client().Emit(ctx, PauseChannel(st.Team), ev, calf.WithID(st.RunID+".pause."+strconv.Itoa(st.Step)+"."+strconv.Itoa(st.Resumes)),
+	_, err = c.rt.Client().Emit(ctx, PauseChannel(st.Team), ev, calf.WithID(runlife.PauseID(st.RunID, st.Step, st.Resumes)),
 		calf.WithKey(st.RunID), calf.WithMetadata(calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID}))
 	return true, err
 }

@@ -62,7 +62,7 @@ func (t *Team) Recover(ctx context.Context, rt *agent.Runtime, opts *RecoverOpti
 // current step, started again.
 func (c *coordinator) recoverRun(ctx context.Context, st *runState) error {
 	switch {
-	case st.resumeUnsent():
+	case st.ResumeUnsent():
 		return sendResume(ctx, c.rt, st)
 	case st.Pause != nil && !st.submitted():
 		paused, err := c.pauseTakesEffect(ctx, st)

@@ -25,6 +25,13 @@ type RunOptions struct {
 	// again starts nothing new: once the first run has ended, the caller
 	// gets its output.
 	RunID string
+	// IdempotencyKey, when set, is the caller's key for this request: the
+	// same prompt under the same key, within the runtime's
+	// [agent.RuntimeOptions.IdempotencyWindow], gets the run the first
+	// request started and its answer, not a second run; another request
+	// under a key in use is refused with an error matching
+	// [agent.ErrIdempotencyConflict]. The key is the team's.
+	IdempotencyKey string
 	// SessionID is carried on the run's events (an agent member's run
 	// continues the session).
 	SessionID string
@@ -104,6 +111,25 @@ func (t *Team) input(ctx context.Context, rt *agent.Runtime, prompt string, o *R
 			return nil, fmt.Errorf("team %s: RunOptions.Budget: %w", t.name, err)
 		}
 		in.Budget = b
+	}
+	if o.IdempotencyKey != "" {
+		// The request is what the caller asked: not where the answer
+		// goes, nor whether it streams.
+		req := in
+		req.ReplyTo, req.Stream = nil, false
+		id, err := rt.RunForKey(ctx, "team/"+t.name, o.IdempotencyKey, struct {
+			In      InputEvent `json:"in"`
+			Session string     `json:"session,omitempty"`
+		}{req, o.SessionID}, o.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("team %s: %w", t.name, err)
+		}
+		if in.ReplyTo != nil && in.ReplyTo.Key == o.RunID {
+			r := *in.ReplyTo
+			r.Key = id
+			in.ReplyTo = &r
+		}
+		o.RunID = id
 	}
 	msg, err := rt.Client().NewMessage(ctx, InputChannel(t.name), in, calf.WithID(inputID(o.RunID)), calf.WithKey(o.RunID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: o.RunID, RunID: o.RunID}))

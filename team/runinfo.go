@@ -102,7 +102,7 @@ func (s *runState) info() *RunInfo {
 		ID: s.RunID, Team: s.Team, Process: s.Process, Status: s.Status, Task: s.Task, Step: s.Step,
 		Transcript: slices.Clone(s.Transcript), Output: s.Output, Error: s.Error,
 		Usage: s.Usage, Cost: s.Cost, Parent: s.Parent, SessionID: s.SessionID,
-		Paused: s.paused(), StartedAt: s.StartedAt, EndedAt: s.EndedAt,
+		Paused: s.Paused(), StartedAt: s.StartedAt, EndedAt: s.EndedAt,
 	}
 	r.Cost.Unpriced = slices.Clone(r.Cost.Unpriced)
 	if s.Pause != nil {

@@ -32,14 +32,11 @@ func (t *Team) Wait(ctx context.Context, rt *agent.Runtime, runID string) (*Outp
 	if runID == "" {
 		return nil, fmt.Errorf("team %s: wait: no run id", t.name)
 	}
-	f, err := rt.Client().Follow(ctx, OutputChannel(t.name), runID)
+	f, err := runlife.Follow(ctx, rt.Client(), OutputChannel(t.name), runID)
 	if err != nil {
 		return nil, fmt.Errorf("team %s: wait for run %s: %w", t.name, runID, err)
 	}
 	defer f.Close()
-	if err := f.AddTree(calf.DeadLetterChannel); err != nil {
-		return nil, fmt.Errorf("team %s: wait for run %s: %w", t.name, runID, err)
-	}
 	w := runlife.Wait{
 		What:         fmt.Sprintf("team %s: wait for run %s", t.name, runID),
 		Follower:     f,

@@ -63,12 +63,6 @@ func resumeID(run string, n int) string      { return run + ".resume." + strconv
 func outputID(run string) string             { return run + ".output" }
 func interruptedID(run string, n int) string { return run + ".interrupted." + strconv.Itoa(n) }
 func replyID(run string) string              { return run + ".reply" }
-func pauseID(run string, step, n int) string {
-	return run + ".pause." + strconv.Itoa(step) + "." + strconv.Itoa(n)
-}
-func unpauseID(run string, step, n int) string {
-	return run + ".resume." + strconv.Itoa(step) + "." + strconv.Itoa(n)
-}
 
 // childRunID is the run id of the agent run an agent node starts at a step.
 func childRunID(run string, step int, node string) string {

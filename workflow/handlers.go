@@ -55,9 +55,7 @@ func (w *Workflow[S]) onDemand(ctx context.Context, rt *agent.Runtime) (*agent.R
 	if !rt.ServesOnDemand() {
 		return rt, nil
 	}
-	// The handlers live as long as the runtime's client: not bound to the
-	// context of the first run.
-	if _, err := w.served.Once(rt, func() error { return w.serve(context.WithoutCancel(ctx), rt, nil) }); err != nil {
+	if _, err := w.served.Once(ctx, rt, func(ctx context.Context) error { return w.serve(ctx, rt, nil) }); err != nil {
 		return nil, fmt.Errorf("workflow %s: serve on demand: %w", w.name, err)
 	}
 	return rt, nil
@@ -135,7 +133,7 @@ func (w *Workflow[S]) Recover(ctx context.Context, rt *agent.Runtime, opts *Reco
 			switch {
 			case err != nil:
 				return false, err
-			case st.paused() && st.Emitted >= st.Seq:
+			case st.Paused() && st.Emitted >= st.Seq:
 				return false, nil // it waits for its resume
 			case st.Status == RunRunning:
 			case st.Status.Terminal() && !o.EndedAfter.IsZero() && !st.EndedAt.Before(o.EndedAfter):
@@ -229,9 +227,9 @@ func (h *handlers[S]) emitState(ctx context.Context, st *runState) error {
 	}
 	switch st.Status {
 	case RunRunning:
-		if st.paused() {
+		if st.Paused() {
 			ev := agent.PauseEvent{Step: st.Step, Paused: true, Reason: st.Pause.Reason}
-			return h.emit(ctx, PauseChannel(h.w.name), run, pauseID(run, st.Step, st.Unpaused), ev)
+			return h.emit(ctx, PauseChannel(h.w.name), run, runlife.PauseID(run, st.Step, st.Unpaused), ev)
 		}
 		if st.unpausedHere() {
 			if err := emitUnpause(ctx, h.rt, st); err != nil {
@@ -472,7 +470,7 @@ func (h *handlers[S]) onStep(ctx context.Context, msg *calf.Message) error {
 		// once with the resume event's handler.
 		return h.stale(ctx, msg, st)
 	}
-	if st.paused() {
+	if st.Paused() {
 		return h.stale(ctx, msg, st)
 	}
 	if st.sleeping() && st.SleepUntil.After(h.rt.Client().Now()) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/runlife"
 	"github.com/calf-go/calf/store"
 )
 
@@ -85,9 +86,9 @@ func (k kind) SetBudget(ctx context.Context, rt *agent.Runtime, ref agent.RunRef
 			return nil, fmt.Errorf("workflow %s: set the budget of run %s: %w", ref.Name, ref.RunID, err)
 		}
 	}
-	st, err := updatePause(ctx, rt, ref.Name, ref.RunID, func(st *runState) bool {
+	st, err := runlife.Change(ctx, control(rt, ref.Name, ref.RunID), func(st *runState) (bool, error) {
 		st.Budget = b
-		return true
+		return true, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: set the budget of run %s: %w", ref.Name, ref.RunID, err)
@@ -103,7 +104,7 @@ func (k kind) SetBudget(ctx context.Context, rt *agent.Runtime, ref agent.RunRef
 // the runtime's controls by name. A child run not started, or ended, is
 // left alone.
 func setChildBudgets(ctx context.Context, rt *agent.Runtime, st *runState) error {
-	if st.Status != RunRunning || st.paused() {
+	if st.Status != RunRunning || st.Paused() {
 		return nil // a paused step has started nothing
 	}
 	b := st.childBudget()

@@ -2,14 +2,13 @@ package workflow
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/runlife"
 	"github.com/calf-go/calf/store"
 )
 
@@ -24,10 +23,38 @@ import (
 // and the step's events again, with ids of their own (the count of
 // resumes in them), through the same emitPending as every transition.
 
-// paused reports whether the pause of the run is in effect: it waits,
+// Paused reports whether the pause of the run is in effect: it waits,
 // holding no goroutine, for [Workflow.Resume].
-func (st *runState) paused() bool {
+func (st *runState) Paused() bool {
 	return st.Pause != nil && st.Status == RunRunning && st.Pause.Step == st.Step
+}
+
+// RunEnded returns the status of a run that has ended, "" while it goes
+// on (an interrupted run has not ended): with the methods below, the
+// run's state is a [runlife.Pausable].
+func (st *runState) RunEnded() string {
+	if st.Status.Terminal() {
+		return string(st.Status)
+	}
+	return ""
+}
+
+// PauseField returns the address of the run's pause.
+func (st *runState) PauseField() **agent.PauseState { return &st.Pause }
+
+// CountResume records a resume of the pause in effect, a transition of
+// its own: the step it lets go on, whose events it emits again.
+func (st *runState) CountResume() {
+	st.Seq++
+	st.Unpaused++
+	st.UnpausedStep = st.Step
+}
+
+// ResumeUnsent reports whether the events of the run's last resume may
+// not all have been emitted: it let the current step go on, and the
+// transition is not recorded as emitted.
+func (st *runState) ResumeUnsent() bool {
+	return st.Status == RunRunning && st.Emitted < st.Seq && st.unpausedHere()
 }
 
 // pauseHere puts an asked pause in effect at the run's current step,
@@ -52,7 +79,7 @@ func (st *runState) unpausedHere() bool {
 func (st *runState) stepEventID(node string) string {
 	id := stepID(st.RunID, st.Step, node)
 	if st.unpausedHere() {
-		id += ".resume." + strconv.Itoa(st.Unpaused)
+		id = runlife.ResumedID(id, st.Unpaused)
 	}
 	return id
 }
@@ -86,10 +113,11 @@ func (w *Workflow[S]) Resume(ctx context.Context, rt *agent.Runtime, runID strin
 	if err != nil {
 		return err
 	}
-	st, err := resumeRun(ctx, rt, w.name, runID)
+	st, _, err := resumeRun(ctx, rt, w.name, runID)
 	if err != nil {
 		return err
 	}
+	// What is not emitted yet, the events of the resume among them.
 	if st.Status == RunRunning && st.Emitted < st.Seq {
 		h := &handlers[S]{w: w, rt: rt}
 		if err := h.emitPending(ctx, st); err != nil {
@@ -105,13 +133,7 @@ func pauseRun(ctx context.Context, rt *agent.Runtime, workflow, runID, reason st
 	if rt == nil {
 		return nil, fmt.Errorf("workflow %s: pause run %s: %w", workflow, runID, agent.ErrNoRuntime)
 	}
-	st, err := updatePause(ctx, rt, workflow, runID, func(st *runState) bool {
-		if st.Pause != nil {
-			return false
-		}
-		st.Pause = &agent.PauseState{Reason: reason, RequestedAt: rt.Client().Now()}
-		return true
-	})
+	st, err := runlife.Pause(ctx, control(rt, workflow, runID), &agent.PauseState{Reason: reason, RequestedAt: rt.Client().Now()})
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: pause run %s: %w", workflow, runID, err)
 	}
@@ -127,11 +149,11 @@ func resumeByName(ctx context.Context, rt *agent.Runtime, workflow, runID string
 	if rt == nil {
 		return nil, fmt.Errorf("workflow %s: resume run %s: %w", workflow, runID, agent.ErrNoRuntime)
 	}
-	st, err := resumeRun(ctx, rt, workflow, runID)
+	st, send, err := resumeRun(ctx, rt, workflow, runID)
 	if err != nil {
 		return nil, err
 	}
-	if st.Status == RunRunning && st.Emitted < st.Seq && st.unpausedHere() {
+	if send {
 		if err := emitUnpause(ctx, rt, st); err != nil {
 			return st.info(), fmt.Errorf("workflow %s: resume run %s: %w", workflow, runID, err)
 		}
@@ -141,54 +163,27 @@ func resumeByName(ctx context.Context, rt *agent.Runtime, workflow, runID string
 
 // resumeRun records the resume of a run: a pause in effect ends with a
 // transition (whose events the caller emits), an asked one is forgotten.
-func resumeRun(ctx context.Context, rt *agent.Runtime, workflow, runID string) (*runState, error) {
-	st, err := updatePause(ctx, rt, workflow, runID, func(st *runState) bool {
-		if st.Pause == nil {
-			return false
-		}
-		if st.paused() {
-			st.Seq++
-			st.Unpaused++
-			st.UnpausedStep = st.Step
-		}
-		st.Pause = nil
-		return true
-	})
+// It reports whether the events of the run's last resume are to be
+// emitted.
+func resumeRun(ctx context.Context, rt *agent.Runtime, workflow, runID string) (*runState, bool, error) {
+	st, send, err := runlife.Resume(ctx, control(rt, workflow, runID))
 	if err != nil {
-		return nil, fmt.Errorf("workflow %s: resume run %s: %w", workflow, runID, err)
+		return nil, false, fmt.Errorf("workflow %s: resume run %s: %w", workflow, runID, err)
 	}
-	return st, nil
+	return st, send, nil
 }
 
-// updatePause applies fn to the state of a run that has not ended.
-func updatePause(ctx context.Context, rt *agent.Runtime, workflow, runID string, fn func(st *runState) bool) (*runState, error) {
-	var st *runState
-	_, err := store.Update(ctx, rt.Store(), store.KindWorkflow, recordID(workflow, runID), func(data []byte, exists bool) ([]byte, error) {
-		if !exists {
-			return nil, fmt.Errorf("no run %s: %w", runID, store.ErrNotFound)
-		}
-		var err error
-		if st, err = decodeRunState(data); err != nil {
-			return nil, err
-		}
-		if st.Status.Terminal() || !fn(st) {
-			return nil, nil
-		}
-		return json.Marshal(st)
-	})
-	if err != nil {
-		return nil, err
-	}
-	if st.Status.Terminal() {
-		return st, fmt.Errorf("%w with status %s", agent.ErrRunEnded, st.Status)
-	}
-	return st, nil
+// control returns the update of the record of the run runID of the
+// workflow named workflow, for the run controls (see [runlife.Change]).
+func control(rt *agent.Runtime, workflow, runID string) runlife.Update[*runState] {
+	r := runlife.Records[*runState]{Store: rt.Store(), Kind: store.KindWorkflow, Decode: decodeRunState}
+	return r.Update(recordID(workflow, runID), runID)
 }
 
 // emitUnpause emits the resume event of the run's last resume.
 func emitUnpause(ctx context.Context, rt *agent.Runtime, st *runState) error {
 	_, err := rt.Client().Emit(ctx, PauseChannel(st.Workflow), agent.PauseEvent{Step: st.Step},
-		calf.WithID(unpauseID(st.RunID, st.Step, st.Unpaused)), calf.WithKey(st.RunID),
+		calf.WithID(runlife.ResumeID(st.RunID, st.Step, st.Unpaused)), calf.WithKey(st.RunID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: st.RunID, RunID: st.RunID}))
 	return err
 }
@@ -199,7 +194,7 @@ func emitUnpause(ctx context.Context, rt *agent.Runtime, st *runState) error {
 func (h *handlers[S]) pauseTakesEffect(ctx context.Context, msg *calf.Message, st *runState, node string) error {
 	step, now := st.Step, h.rt.Client().Now()
 	st, changed, err := h.commit(ctx, st.RunID, func(st *runState) bool {
-		if st.Pause == nil || st.paused() || !st.pending(step, node) || st.FanOut != "" || st.resumed() {
+		if st.Pause == nil || st.Paused() || !st.pending(step, node) || st.FanOut != "" || st.resumed() {
 			return false
 		}
 		st.Seq++

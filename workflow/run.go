@@ -44,6 +44,13 @@ type RunOptions struct {
 	// with the run's [agent.RunRef] changes the budget, and the parts of
 	// the child runs in flight (see [Kind]). A fork has no budget.
 	Budget *agent.Budget
+	// IdempotencyKey, when set, is the caller's key for this request: the
+	// same state under the same key, within the runtime's
+	// [agent.RuntimeOptions.IdempotencyWindow], gets the run the first
+	// request started and its end, not a second run; another state under
+	// a key in use is refused with an error matching
+	// [agent.ErrIdempotencyConflict]. The key is the workflow's.
+	IdempotencyKey string
 }
 
 // input builds the input message of a new run.
@@ -69,7 +76,15 @@ func (w *Workflow[S]) newInput(ctx context.Context, rt *agent.Runtime, s S, opts
 			return nil, fmt.Errorf("workflow %s: RunOptions.Budget: %w", w.name, err)
 		}
 	}
-	return w.input(ctx, rt, &InputEvent{State: data, ReplyTo: o.ReplyTo, Parent: o.Parent, Budget: o.Budget}, o.RunID)
+	ev := &InputEvent{State: data, ReplyTo: o.ReplyTo, Parent: o.Parent, Budget: o.Budget}
+	if o.IdempotencyKey != "" {
+		req := *ev
+		req.ReplyTo = nil // where the end is reported is not the request
+		if o.RunID, err = rt.RunForKey(ctx, "workflow/"+w.name, o.IdempotencyKey, &req, o.RunID); err != nil {
+			return nil, fmt.Errorf("workflow %s: %w", w.name, err)
+		}
+	}
+	return w.input(ctx, rt, ev, o.RunID)
 }
 
 // Submit starts a run on state s without waiting for it, and returns its
@@ -207,15 +222,7 @@ func outputStatus(s RunStatus) string {
 // follow follows pattern for the run id, and the dead letters of the run
 // and of the runs it starts.
 func (w *Workflow[S]) follow(ctx context.Context, rt *agent.Runtime, pattern, id string) (*calf.Follower, error) {
-	f, err := rt.Client().Follow(ctx, pattern, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := f.AddTree(calf.DeadLetterChannel); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return runlife.Follow(ctx, rt.Client(), pattern, id)
 }
 
 func (w *Workflow[S]) await(ctx context.Context, f *calf.Follower) (S, error) {
@@ -317,7 +324,7 @@ func (w *Workflow[S]) cancel(ctx context.Context, rt *agent.Runtime, runID, reas
 		if st.Status.Terminal() {
 			return false
 		}
-		if !st.paused() { // a paused step has started nothing
+		if !st.Paused() { // a paused step has started nothing
 			children = w.childNodes(st)
 		}
 		st.failed(reason, "", now)

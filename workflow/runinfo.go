@@ -138,7 +138,7 @@ func (st *runState) info() *RunInfo {
 	}
 	if st.Pause != nil {
 		p := *st.Pause
-		r.Pause, r.Paused = &p, st.paused()
+		r.Pause, r.Paused = &p, st.Paused()
 	}
 	if st.Budget != nil {
 		b := *st.Budget

@@ -23,6 +23,15 @@
 //	calf runs pause --broker URL [--store URL] [--reason R] ID
 //	calf runs resume --broker URL [--store URL] ID
 //	calf runs cancel --broker URL [--store URL] [--reason R] ID
+//	calf runs signal --broker URL [--store URL] [--text] ID NAME [VALUE]
+//	calf schedules add --agent A|--team T|--workflow W --cron EXPR|--every D [--tz ZONE]
+//	                   [--prompt P] [--state JSON] [--overlap O] [--catch-up C] [--window D] [--store URL] NAME
+//	calf schedules list [--json] [--store URL]
+//	calf schedules show [--store URL] NAME
+//	calf schedules pause [--store URL] NAME
+//	calf schedules resume [--store URL] NAME
+//	calf schedules rm [--store URL] NAME
+//	calf schedules trigger --broker URL [--store URL] NAME
 //	calf deadletters list [--json] [--store URL]
 //	calf deadletters show [--raw] [--store URL] ID
 //	calf deadletters replay --broker URL [--store URL] ID [ID...]
@@ -306,7 +315,25 @@
 // conversation); pause, resume and cancel act on one through --broker, the
 // workers' broker (--reason is recorded with the run). A workflow run is
 // paused and resumed here, but cancelled by a program that has its
-// workflow (status 2). An unknown id is an error (status 1).
+// workflow (status 2). An unknown id is an error (status 1). signal sends
+// the signal NAME to a run, with VALUE as its value: JSON, or, with
+// --text given, text; a run that has ended is an error (status 1).
+//
+// # calf schedules
+//
+// Schedules starts runs on a clock (docs/runs.md). add NAME stores a
+// schedule of the agent --agent A, the team --team T or the workflow
+// --workflow W, with --prompt P (an agent's or a team's) or
+// --state JSON (a workflow's), at the times of --cron EXPR (five fields
+// or @daily and the like, in the IANA time zone --tz ZONE, default UTC)
+// or every --every D; --overlap skip|buffer_one|allow says what a firing
+// does while the last run is in progress (default skip), --catch-up
+// none|last|all what is done with the firings missed while no worker ran
+// (default none; all within --window D, default 24h). list prints the
+// schedules with their next firings, show one with its last firings, as
+// JSON; pause, resume and rm act on one in --store; trigger fires one
+// now, through --broker, the workers' broker. The workers (calf worker)
+// carry out the firings: each starts one run, whichever worker is up.
 //
 // # calf deadletters
 //

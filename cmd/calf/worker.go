@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/schedule"
 )
 
 // docmemPrototype is the name of the code prototype that calf worker
@@ -198,6 +200,22 @@ func runWorker(ctx context.Context, f workerFlags, agentSet bool, getenv func(st
 			return err
 		}
 	}
+	// The schedules of the store (calf schedules), with those of the
+	// served prototypes: each firing carried out by one of the workers.
+	sched := schedule.New(w.Runtime(), nil)
+	for _, name := range f.agents {
+		if protos == nil {
+			break
+		}
+		if p, err := pickPrototype(protos, name); err == nil && p.Schedule != nil {
+			if err := putPrototypeSchedule(ctx, sched, p); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sched.Serve(sctx); err != nil {
+		return failure(err)
+	}
 	if f.record {
 		if err := eventlog.New(w.Runtime().Client(), st).Record(sctx, nil); err != nil {
 			return failure(err)
@@ -208,4 +226,39 @@ func runWorker(ctx context.Context, f workerFlags, agentSet bool, getenv func(st
 	}
 	log.Info("calf worker: serving", "agents", strings.Join(f.agents, ","), "conversations", protos != nil, "broker", adapters.Redact(f.broker), "store", adapters.Redact(f.store))
 	return failure(w.Run(ctx))
+}
+
+// putPrototypeSchedule registers the schedule of the prototype p, named
+// after it: added when the store has none of that name, replaced when
+// the store's is another (its history starts again), left alone when it
+// is the same.
+func putPrototypeSchedule(ctx context.Context, sched *schedule.Scheduler, p conversation.Prototype) error {
+	ps := p.Schedule
+	spec := schedule.Spec{Name: p.Name, Kind: "agent", Runner: p.Name, Prompt: ps.Prompt, Cron: ps.Cron, TimeZone: ps.TimeZone,
+		Overlap: schedule.Overlap(ps.Overlap), CatchUp: schedule.CatchUp(ps.CatchUp)}
+	if ps.Every != "" {
+		d, err := time.ParseDuration(ps.Every)
+		if err != nil {
+			return usageError(fmt.Errorf("prototype %s: schedule: every %q: %v", p.Name, ps.Every, err))
+		}
+		spec.Every = d
+	}
+	if err := spec.Validate(); err != nil {
+		return usageError(fmt.Errorf("prototype %s: %w", p.Name, err))
+	}
+	cur, err := sched.Get(ctx, p.Name)
+	switch {
+	case err == nil && reflect.DeepEqual(cur.Spec, spec):
+		return nil
+	case err == nil:
+		if err := sched.Delete(ctx, p.Name); err != nil {
+			return failure(err)
+		}
+	case !errors.Is(err, schedule.ErrNotFound):
+		return failure(err)
+	}
+	if _, err := sched.Add(ctx, spec); err != nil && !errors.Is(err, schedule.ErrExists) { // another worker added it first
+		return failure(err)
+	}
+	return nil
 }

@@ -18,6 +18,7 @@
 //	409 approval_pending   *ApprovalPendingError: the run waits for answers
 //	409 run_parked         agent.ErrRunParked: replay the dead letter
 //	404 not_found          store.ErrNotFound (and every package's not-found error, which matches it)
+//	409 idempotency_conflict agent.ErrIdempotencyConflict: the key was used with another request
 //	409 conflict           ErrConflict, store.ErrConflict, agent.ErrRunEnded, approval.ErrRunEnded, approval.ErrAnswered
 //	500 internal           anything else
 //

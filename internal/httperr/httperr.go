@@ -161,6 +161,7 @@ var table = []row{
 		return err.Error() + ". Once its cause is fixed, replay the dead letter (POST /v1/deadletters/{id}/replay; GET /v1/deadletters lists them; or calf deadletters replay ID): the run then goes on"
 	}},
 	{status: http.StatusNotFound, typ: invalidRequest, code: "not_found", match: is(store.ErrNotFound)},
+	{status: http.StatusConflict, typ: invalidRequest, code: "idempotency_conflict", match: is(agent.ErrIdempotencyConflict)},
 	{status: http.StatusConflict, typ: invalidRequest, code: "conflict", match: is(ErrConflict, store.ErrConflict, agent.ErrRunEnded, approval.ErrRunEnded, approval.ErrAnswered)},
 }
 

@@ -1,6 +1,9 @@
 package runlife
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Served records the runtimes (of type K) a runner is served on in this
 // process, so that serving it on demand serves it once per runtime, and
@@ -23,14 +26,17 @@ func (s *Served[K]) Serve(rt K, serve func() error) error {
 }
 
 // Once calls serve, with the runner's lock held, unless the runner is
-// served on rt already, and reports whether it served it now.
-func (s *Served[K]) Once(rt K, serve func() error) (bool, error) {
+// served on rt already, and reports whether it served it now. serve is
+// given ctx without its cancellation: the handlers it starts live as long
+// as the runtime's client, not bound to the context of the first run,
+// which served them on demand.
+func (s *Served[K]) Once(ctx context.Context, rt K, serve func(ctx context.Context) error) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.on[rt] {
 		return false, nil
 	}
-	if err := serve(); err != nil {
+	if err := serve(context.WithoutCancel(ctx)); err != nil {
 		return false, err
 	}
 	s.add(rt)

@@ -93,3 +93,18 @@ func (w *Wait) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// Follow follows, with c, the messages matching pattern whose correlation
+// id is id, and the dead-letter tree: the follower of a [Wait]. Close it
+// when done.
+func Follow(ctx context.Context, c *calf.Client, pattern, id string) (*calf.Follower, error) {
+	f, err := c.Follow(ctx, pattern, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.AddTree(calf.DeadLetterChannel); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}

@@ -49,3 +49,13 @@ func ReplyID(run, channel, key, correlationID, ref string) string {
 	}
 	return fmt.Sprintf("%s.reply.%016x", run, h.Sum64())
 }
+
+// HandoffRunID is the id of the run that continues the n-th handoff of
+// the chain whose first run is first.
+func HandoffRunID(first string, n int) string {
+	return first + ".handoff." + strconv.Itoa(n)
+}
+
+// SubagentRunID is the id of the subagent run that the tool call callID
+// of the run parent starts.
+func SubagentRunID(parent, callID string) string { return parent + "/" + callID }
