@@ -1,42 +1,17 @@
 package agent
 
 import (
-	"context"
-	"errors"
-
 	"github.com/calf-go/calf"
-	"github.com/calf-go/calf/store"
 )
 
-// watchApproval adds the approval request id, which a run of this runtime
-// waits for, to those its approval watch reads from the store (see
-// engine.ApprovalWatch). It does nothing on a broker other processes
-// reach, which carries the answers itself.
+// watchApproval has the runtime's approval watch read the answers that
+// other processes record (see engine.ApprovalWatch): a run of this
+// runtime waits for the approval request id. It does nothing on a broker
+// other processes reach, which carries the answers itself.
 func (rt *Runtime) watchApproval(id string) {
 	if rt.inProcessBroker() {
 		rt.approvals.Watch(id)
 	}
-}
-
-// unwatchApproval drops the approval request id from those watched: its
-// answer reached the runtime's handlers.
-func (rt *Runtime) unwatchApproval(id string) {
-	if rt.inProcessBroker() {
-		rt.approvals.Unwatch(id)
-	}
-}
-
-// runEnded reports whether the run runID has ended, or is gone: the
-// approval watch then stops reading the request the run waited for.
-func (rt *Runtime) runEnded(ctx context.Context, runID string) (bool, error) {
-	st, err := rt.loadRun(ctx, runID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return true, nil
-	case err != nil:
-		return false, err
-	}
-	return st.Status.Terminal(), nil
 }
 
 // inProcessBroker reports whether the runtime's broker reaches no other

@@ -4,19 +4,21 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/store/sqlite"
 )
 
 // A run served on an in-process broker waits for an approval that another
 // process answers, sharing only the SQLite file: that process records the
 // answer (its own broker reaches no one, or it has none: approval.Respond
-// with a nil client), and the runtime serving the run, which reads the
-// requests its runs wait for, carries it out.
+// with a nil client), which indexes it, and the runtime serving the run,
+// which reads that index, carries it out and empties the index.
 func TestApprovalAnsweredFromAnotherProcess(t *testing.T) {
 	for _, worker := range []bool{false, true} {
 		t.Run(map[bool]string{false: "runtime", true: "worker"}[worker], func(t *testing.T) {
@@ -81,6 +83,11 @@ func TestApprovalAnsweredFromAnotherProcess(t *testing.T) {
 			if n := runs.Load(); n != 2 {
 				t.Errorf("the approved tool ran %d times, want 2", n)
 			}
+			// The answers carried out leave nothing in the index.
+			testwait.For(t, 10*time.Second, "the index of answers to empty", func() bool {
+				recs, err := st.List(t.Context(), approval.KindAnswered, "", "", 0)
+				return err == nil && len(recs) == 0
+			})
 		})
 	}
 }

@@ -937,7 +937,6 @@ func (h *handlers) onApproval(ctx context.Context, msg *calf.Message) error {
 	if a.Status == approval.Pending || a.Agent != h.a.name {
 		return nil // a request: the answer is what acts
 	}
-	h.rt.unwatchApproval(a.ID)
 	if h.a.step != nil {
 		// A custom agent's step asked: it runs again, and finds the answer.
 		return h.infer(ctx, &inference{msg: msg, ev: inferenceEvent{Step: a.Step}}, a.RunID)

@@ -206,6 +206,9 @@ func (rt *Runtime) sweepRunRecords(ctx context.Context, id string) (int, error) 
 			if a, err := approval.Decode(r.Data); err != nil || a.RunID != id {
 				continue
 			}
+			if err := rt.store.Delete(ctx, approval.KindAnswered, r.ID, 0); err != nil {
+				return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
+			}
 			if err := rt.store.Delete(ctx, approval.Kind, r.ID, 0); err != nil {
 				return n, fmt.Errorf("agent: sweep run %s: %w", id, err)
 			}

@@ -142,7 +142,7 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, serveOnDemand: o.ServeOnDemand, timerPoll: o.TimerPoll, idemWindow: o.IdempotencyWindow, preparing: make(chan struct{}, 1),
 		tel: telemetry.New(o.TracerProvider, o.MeterProvider)}
 	rt.runs = newRunStore(rt, calf.IsLocal(client.Broker()))
-	rt.approvals = engine.NewApprovalWatch(client, s, rt.runEnded, o.Logger)
+	rt.approvals = engine.NewApprovalWatch(client, s, o.Logger)
 	rt.AddSweeper("idempotency", func(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
 		n, err := idem.Sweep(ctx, s, before)
 		return 0, n, err

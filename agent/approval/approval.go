@@ -19,6 +19,29 @@ import (
 // Kind is the store kind of approval requests.
 const Kind = "approval"
 
+// KindAnswered indexes the answers recorded without a client that
+// reaches other processes ([Respond] and [Expire] given a nil client, or
+// one on an in-process broker), under the request's id: a runtime on an in-process broker, which no other process reaches,
+// reads this index to carry out the answers that another process (calf
+// approvals) recorded for its runs, and removes each entry it carried
+// out. Its entries are swept with their runs.
+const KindAnswered = "approval_answered"
+
+// unheard reports whether what c publishes may not reach the process
+// whose run waits: no client, or one on an in-process broker ([calf.IsLocal]),
+// which reaches this process only. The answer is then indexed too.
+func unheard(c *calf.Client) bool { return c == nil || calf.IsLocal(c.Broker()) }
+
+// recordAnswered adds the answer of request id to [KindAnswered]. A
+// failure is returned: the answer is recorded, but a process on an
+// in-process broker would not see it.
+func recordAnswered(ctx context.Context, s store.Store, id string) error {
+	if _, err := s.Put(ctx, KindAnswered, id, []byte("{}"), 0); err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("approval: index the answer of %s: %w", id, err)
+	}
+	return nil
+}
+
 // Status is where an approval request stands.
 type Status string
 
@@ -258,9 +281,10 @@ func runEnded(ctx context.Context, s store.Store, id string) (string, error) {
 // with c, and a worker that serves the agent then runs the call with the
 // approved arguments, or tells the model it was denied.
 //
-// With a nil c the answer is only recorded. That is enough for a run
-// served on an in-process broker ([calf.IsLocal]): its runtime reads the
-// requests its runs wait for from the store, about once a second, and
+// With a nil c the answer is only recorded, and indexed ([KindAnswered]),
+// as it is with a c on an in-process broker, which reaches no other process.
+// That is enough for a run served on an in-process broker
+// ([calf.IsLocal]): its runtime reads that index about once a second, and
 // publishes the answers it finds there itself. Workers on a broker other
 // processes reach need the answer published: give c a client of that
 // broker.
@@ -359,6 +383,11 @@ func Respond(ctx context.Context, s store.Store, c *calf.Client, id string, ans 
 			return answered, err
 		}
 	}
+	if unheard(c) && !already {
+		if err := recordAnswered(ctx, s, id); err != nil {
+			return answered, err
+		}
+	}
 	switch {
 	case already && answered.Message == expiredMessage:
 		return answered, fmt.Errorf("%w: %s", ErrExpired, id)
@@ -433,6 +462,11 @@ func Expire(ctx context.Context, s store.Store, c *calf.Client) (int, error) {
 		}
 		if c != nil {
 			if err := Publish(ctx, c, expired); err != nil {
+				return n, err
+			}
+		}
+		if unheard(c) {
+			if err := recordAnswered(ctx, s, expired.ID); err != nil {
 				return n, err
 			}
 		}

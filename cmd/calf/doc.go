@@ -32,6 +32,8 @@
 //	calf schedules resume [--store URL] NAME
 //	calf schedules rm [--store URL] NAME
 //	calf schedules trigger --broker URL [--store URL] NAME
+//	calf wakeups list --agent NAME --session ID [--json] [--store URL]
+//	calf wakeups cancel [--store URL] ID
 //	calf deadletters list [--json] [--store URL]
 //	calf deadletters show [--raw] [--store URL] ID
 //	calf deadletters replay --broker URL [--store URL] ID [ID...]
@@ -334,6 +336,13 @@
 // JSON; pause, resume and rm act on one in --store; trigger fires one
 // now, through --broker, the workers' broker. The workers (calf worker)
 // carry out the firings: each starts one run, whichever worker is up.
+//
+// # calf wakeups
+//
+// Wakeups lists (list --agent NAME --session ID, --json for JSON lines)
+// and cancels (cancel ID) the follow-ups that agents given wake-ups
+// scheduled in their sessions: timers in --store that start the
+// session's next turn with the model's note when due.
 //
 // # calf deadletters
 //

@@ -37,6 +37,9 @@ type workflowWorkerConfig struct {
 	// SIGKILL as it starts, once per run (a marker in CrashDir records
 	// it).
 	CrashNode string `json:"crash_node,omitempty"`
+	// SleepMillis is how long node a of a "sleeper" (a, sleep, b → c)
+	// has the run sleep.
+	SleepMillis int `json:"sleep_millis,omitempty"`
 }
 
 // wfState is the state of the test workflows: the nodes that ran, in
@@ -73,7 +76,12 @@ func (r *nodeRecorder) record(run, node, phase string) error {
 // approval it first waits for an input (an interrupt), which it keeps in
 // the state.
 func (r *nodeRecorder) node(name string, approval bool) workflow.Node[wfState] {
-	return workflow.Func(func(ctx context.Context, s wfState) (wfState, error) {
+	return workflow.Func(r.fn(name, approval))
+}
+
+// fn is the function of node.
+func (r *nodeRecorder) fn(name string, approval bool) func(ctx context.Context, s wfState) (wfState, error) {
+	return func(ctx context.Context, s wfState) (wfState, error) {
 		info, _ := workflow.Info(ctx)
 		if r != nil {
 			if err := r.record(info.RunID, name, "start"); err != nil {
@@ -106,7 +114,7 @@ func (r *nodeRecorder) node(name string, approval bool) workflow.Node[wfState] {
 			}
 		}
 		return s, nil
-	})
+	}
 }
 
 // buildWorkflow returns the workflow cfg names, its nodes recording
@@ -120,6 +128,18 @@ func buildWorkflow(cfg *workflowWorkerConfig, r *nodeRecorder) (*workflow.Workfl
 			Node("c", r.node("c", false)).
 			Node("d", r.node("d", false)).
 			Edge(workflow.Start, "a").Edge("a", "b").Edge("b", "c").Edge("c", "d").Edge("d", workflow.End)
+	case "sleeper":
+		a := r.fn("a", false)
+		b.Node("a", workflow.Func(func(ctx context.Context, s wfState) (wfState, error) {
+			s, err := a(ctx, s)
+			if err != nil {
+				return s, err
+			}
+			return s, workflow.Sleep(time.Duration(cfg.SleepMillis) * time.Millisecond)
+		})).
+			Node("b", r.node("b", false)).
+			Node("c", r.node("c", false)).
+			Edge(workflow.Start, "a").Edge("a", "b").Edge("b", "c").Edge("c", workflow.End)
 	case "approval":
 		b.Node("a", r.node("a", false)).
 			Node("approve", r.node("approve", true)).
