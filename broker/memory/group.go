@@ -22,6 +22,7 @@ type group struct {
 	members []*subscription
 	next    int                  // round-robin cursor over members
 	keys    map[string]*keyQueue // queues of keyed messages, present while non-empty
+	peak    int                  // the most keys held since keys was made (see shrinkKeys)
 	pending int                  // unacknowledged messages
 	active  int                  // running workers of all members
 	space   chan struct{}        // closed when pending drops below the queue size
@@ -118,7 +119,27 @@ func (g *group) enqueue(ctx context.Context, msg *calf.Message, block bool) (*ke
 	q := newKeyQueue(m.Key, false)
 	q.push(m)
 	g.keys[m.Key] = q
+	g.peak = max(g.peak, len(g.keys))
 	return q, nil
+}
+
+// shrinkAt is the number of keys from which a group's map of queues is
+// made again once most of them are gone.
+const shrinkAt = 4096
+
+// shrinkKeys makes the map of queues again when it holds an eighth of
+// the most keys it held: a Go map keeps the room of its peak, and a
+// burst of runs (each its own key) would leave that room held for good.
+// g.mu must be held.
+func (g *group) shrinkKeys() {
+	if g.peak < shrinkAt || len(g.keys) > g.peak/8 {
+		return
+	}
+	keys := make(map[string]*keyQueue, len(g.keys))
+	for k, q := range g.keys {
+		keys[k] = q
+	}
+	g.keys, g.peak = keys, len(keys)
 }
 
 // schedule hands q to its owner, or to a new owner if it has none or its
@@ -363,6 +384,7 @@ func (s *subscription) settle(q *keyQueue, err error, parked bool, backoff time.
 	if q != nil && q.empty() {
 		if !q.anon {
 			delete(g.keys, q.key)
+			g.shrinkKeys()
 		}
 		q.release()
 		q = nil
