@@ -18,6 +18,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,6 +32,7 @@ import (
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/examples/internal/excli"
 	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/workflow"
 )
@@ -101,7 +103,11 @@ func webhook(rt *agent.Runtime) http.Handler {
 			return
 		}
 		ref := agent.RunRef{Kind: "workflow", Name: "release", RunID: r.PathValue("run")}
-		if _, err := rt.Signal(r.Context(), ref, "approval", a); err != nil {
+		switch _, err := rt.Signal(r.Context(), ref, "approval", a); {
+		case errors.Is(err, store.ErrNotFound):
+			http.Error(w, "no such run", http.StatusNotFound)
+			return
+		case err != nil:
 			http.Error(w, err.Error(), http.StatusConflict)
 			return
 		}
@@ -138,6 +144,23 @@ func run(ctx context.Context, m model.Model, topic string, timeout time.Duration
 	id, err := wf.Submit(ctx, rt, Release{Topic: topic}, nil)
 	if err != nil {
 		return Release{}, err
+	}
+	// Tell how to approve once the run waits for it (after the draft).
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		info, err := wf.LoadRun(ctx, rt, id)
+		if err == nil && (info.WaitingFor == "approval" || info.Status.Terminal()) {
+			break
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return Release{}, err
+		}
+		select {
+		case <-ctx.Done():
+			return Release{}, ctx.Err()
+		case <-tick.C:
+		}
 	}
 	fmt.Fprintf(w, "run %s waits for its approval:\n  curl -X POST http://%s/hooks/approval/%s -d '{\"approved\": true, \"by\": \"you\"}'\n", id, ln.Addr(), id)
 	return wf.Wait(ctx, rt, id)

@@ -46,8 +46,17 @@ func TestWebhookApproves(t *testing.T) {
 			}
 			if tc.approve {
 				run := strings.Fields(printed)[1]
+				// No such run.
+				resp, err := http.Post("http://"+ln.Addr().String()+"/hooks/approval/nope", "application/json", strings.NewReader(`{"approved":true}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusNotFound {
+					t.Errorf("an unknown run: %d", resp.StatusCode)
+				}
 				// A body that is not an approval is refused.
-				resp, err := http.Post("http://"+ln.Addr().String()+"/hooks/approval/"+run, "application/json", strings.NewReader(`nope`))
+				resp, err = http.Post("http://"+ln.Addr().String()+"/hooks/approval/"+run, "application/json", strings.NewReader(`nope`))
 				if err != nil {
 					t.Fatal(err)
 				}
