@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"time"
 
@@ -96,24 +95,6 @@ func Get(ctx context.Context, s store.Store, id string) (*Signal, error) {
 	return decode(rec)
 }
 
-// List returns the signals of the run of key, by name and then in the
-// order sent.
-func List(ctx context.Context, s store.Store, key string) ([]*Signal, error) {
-	recs, err := s.List(ctx, Kind, key+"/", "", 0)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Signal, 0, len(recs))
-	for _, r := range recs {
-		sig, err := decode(r)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, sig)
-	}
-	return out, nil
-}
-
 func decode(r store.Record) (*Signal, error) {
 	var sig Signal
 	if err := json.Unmarshal(r.Data, &sig); err != nil {
@@ -123,10 +104,5 @@ func decode(r store.Record) (*Signal, error) {
 }
 
 // Seq returns the position of the signal id among those of its name, for
-// event ids: its time and suffix.
-func Seq(id string) string {
-	if i := strings.LastIndexByte(id, '/'); i >= 0 {
-		return id[i+1:]
-	}
-	return strconv.Quote(id)
-}
+// event ids: what follows its last '/'.
+func Seq(id string) string { return id[strings.LastIndexByte(id, '/')+1:] }

@@ -261,27 +261,3 @@ func Deliver(ctx context.Context, env Env, key, name string, value json.RawMessa
 	}
 	return sig, wake(ctx, env.Client, w, sig)
 }
-
-// SweepRun removes the signals, waits, waiters and cursors of the run
-// of key.
-func SweepRun(ctx context.Context, s store.Store, key string) (int, error) {
-	n := 0
-	for _, kind := range []string{Kind, KindCall, KindWaiter, KindCursor} {
-		for {
-			recs, err := s.List(ctx, kind, key+"/", "", 256)
-			if err != nil {
-				return n, err
-			}
-			for _, r := range recs {
-				if err := s.Delete(ctx, kind, r.ID, 0); err != nil {
-					return n, err
-				}
-				n++
-			}
-			if len(recs) < 256 {
-				break
-			}
-		}
-	}
-	return n, nil
-}
