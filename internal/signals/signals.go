@@ -3,7 +3,7 @@
 // key names the run with its kind and runner ("workflow/{name}/{run}",
 // "agent/{name}/{run}") and seq orders the signals of one name (the
 // time sent, in nanoseconds on 19 digits, and a random suffix). A signal
-// is kept until its run ends and its records are swept: a run that
+// is kept in the store (a run's sweep does not remove it yet): a run that
 // waits takes the first signal of the name after the last it took, so a
 // signal sent before the wait is delivered when the run waits, and each
 // signal is taken once.
