@@ -11,10 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
-	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/schedule"
 )
 
@@ -183,27 +181,9 @@ trigger publishes a firing on the workers' broker (--broker).`,
 	return cmd
 }
 
-// withScheduler opens the store (and the broker, when brokerURL is set;
-// else an in-process one that reaches nobody) and calls fn with a
-// scheduler on them.
+// withScheduler calls fn with a scheduler on the runtime of withRuntime.
 func withScheduler(ctx context.Context, storeURL, brokerURL string, fn func(s *schedule.Scheduler) error) error {
-	st, err := openStore(ctx, storeURL, nil)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	var b calf.Broker
-	if brokerURL != "" {
-		if b, err = openBroker(ctx, brokerURL, nil); err != nil {
-			return err
-		}
-	} else {
-		b = memory.New(nil)
-	}
-	defer b.Close()
-	c := calf.NewClient(b, nil)
-	defer c.Close()
-	return failure(fn(schedule.New(agent.NewRuntime(c, st, nil), nil)))
+	return withRuntime(ctx, storeURL, brokerURL, func(rt *agent.Runtime) error { return fn(schedule.New(rt, nil)) })
 }
 
 func printSchedules(out io.Writer, all []*schedule.Schedule) error {

@@ -40,7 +40,7 @@ These commands read and change the timers of --store.`,
 			if agentName == "" || sessionID == "" {
 				return usageError(errors.New("give the agent (--agent) and the session (--session) whose follow-ups to list"))
 			}
-			return withRuntime(cmd.Context(), storeURL, func(rt *agent.Runtime) error {
+			return withRuntime(cmd.Context(), storeURL, "", func(rt *agent.Runtime) error {
 				ws, err := rt.WakeUps(cmd.Context(), agentName, sessionID)
 				if err != nil {
 					return err
@@ -60,7 +60,7 @@ These commands read and change the timers of --store.`,
 		Short: "Cancel a follow-up (its id from calf wakeups list)",
 		Args:  oneIDOf("follow-up id", "calf wakeups list"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withRuntime(cmd.Context(), storeURL, func(rt *agent.Runtime) error {
+			return withRuntime(cmd.Context(), storeURL, "", func(rt *agent.Runtime) error {
 				ok, err := rt.CancelWakeUp(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -77,15 +77,23 @@ These commands read and change the timers of --store.`,
 	return cmd
 }
 
-// withRuntime opens the store and calls fn with a runtime on it and an
-// in-process broker that reaches nobody.
-func withRuntime(ctx context.Context, storeURL string, fn func(rt *agent.Runtime) error) error {
+// withRuntime opens the store (and the broker, when brokerURL is set;
+// else an in-process one that reaches nobody) and calls fn with a runtime
+// on them.
+func withRuntime(ctx context.Context, storeURL, brokerURL string, fn func(rt *agent.Runtime) error) error {
 	st, err := openStore(ctx, storeURL, nil)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	b := memory.New(nil)
+	var b calf.Broker
+	if brokerURL != "" {
+		if b, err = openBroker(ctx, brokerURL, nil); err != nil {
+			return err
+		}
+	} else {
+		b = memory.New(nil)
+	}
 	defer b.Close()
 	c := calf.NewClient(b, nil)
 	defer c.Close()
