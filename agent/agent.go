@@ -55,6 +55,10 @@ type Options struct {
 	// a durable timer that, when due, starts the session's next turn with
 	// the note the model left. See [WakeUps]. Default: none.
 	WakeUps *WakeUps
+	// Flow, when set, holds the agent's runs to limits per key across
+	// every process that serves it: concurrency, rate, debounce and
+	// priority ([FlowControl]). Default: none.
+	Flow *FlowControl
 	// Toolsets are groups of tools that may change while the agent is
 	// served, such as MCP servers' (package mcp): their current tools are
 	// offered to the model with Tools at each model call. A toolset's
@@ -264,6 +268,9 @@ func NewTyped[Out any](name string, m model.Model, opts *Options) (*Agent[Out], 
 				return nil, fmt.Errorf("%w: agent %s: model %s cannot take the output type's schema: %w", ErrInvalidAgent, name, m.Name(), err)
 			}
 		}
+	}
+	if err := o.Flow.Check(); err != nil {
+		return nil, fmt.Errorf("%w: agent %s: %w", ErrInvalidAgent, name, err)
 	}
 	if o.WakeUps != nil {
 		o.Tools = append(slices.Clone(o.Tools), wakeUpTool(name, *o.WakeUps))

@@ -69,6 +69,9 @@ type CustomOptions struct {
 	// do; the tools a step runs with [StepContext.CallTool] go through no
 	// hooks; see [Hook].
 	Hooks []Hook
+	// Flow holds the agent's runs to limits per key: see
+	// [Options.Flow].
+	Flow *FlowControl
 }
 
 // Custom is an agent whose step is Go code ([StepFunc]) instead of a model
@@ -108,6 +111,7 @@ func NewCustom[State, Out any](name string, step StepFunc[State, Out], opts *Cus
 		StartTimeout: o.StartTimeout,
 		ModelTimeout: o.StepTimeout,
 		Hooks:        o.Hooks,
+		Flow:         o.Flow,
 		MaxTurns:     1,
 		MaxRepairs:   -1,
 	})

@@ -152,7 +152,14 @@ func (a *Agent[Out]) serve(ctx context.Context, rt *Runtime, opts *ServeOptions)
 	// The input handler comes last: a process is seen serving the agent
 	// (see [calf.GroupInspector]) only once every handler of a run is
 	// subscribed, so no event of a run it takes goes unheard.
-	if err := sub(InputChannel(a.name), h.onInput); err != nil {
+	input := calf.Handler(h.onInput)
+	if a.opts.Flow != nil {
+		var err error
+		if input, err = rt.FlowGate(ctx, "agent", a.name, a.opts.Flow, input, inputPrompt); err != nil {
+			return fmt.Errorf("agent %s: serve: %w", a.name, err)
+		}
+	}
+	if err := sub(InputChannel(a.name), input); err != nil {
 		return fmt.Errorf("agent %s: serve: %w", a.name, err)
 	}
 	return nil
@@ -1089,4 +1096,15 @@ func (h *handlers) permissions(st *runState) *Permissions {
 		return st.Permissions
 	}
 	return h.a.opts.Permissions
+}
+
+// inputPrompt returns the prompt of an agent's input message.
+func inputPrompt(m *calf.Message) string {
+	var in struct {
+		Content string `json:"content"`
+	}
+	if err := json.Unmarshal(m.Data, &in); err != nil {
+		return "" // the input handler says what is wrong with it
+	}
+	return in.Content
 }

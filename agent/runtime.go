@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"github.com/calf-go/calf/internal/flow"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,11 @@ type RuntimeOptions struct {
 	// ([RunOptions.IdempotencyKey]) names the run it started. Default:
 	// 24 hours.
 	IdempotencyWindow time.Duration
+	// FlowPoll bounds the time between two passes of this process over
+	// the runs that wait under flow control ([FlowControl]): a slot freed
+	// by a run's end, or a debounce window that is over, is taken up at
+	// most this late. Default: 200 milliseconds.
+	FlowPoll time.Duration
 }
 
 // Runtime connects agents to a broker (through a [calf.Client]) and a state
@@ -116,6 +122,11 @@ type Runtime struct {
 	timerPoll time.Duration
 	// idemWindow is RuntimeOptions.IdempotencyWindow.
 	idemWindow time.Duration
+	// flowPoll is RuntimeOptions.FlowPoll, and gates the runners served
+	// with flow control, by "{kind}/{name}".
+	flowPoll time.Duration
+	mu       sync.Mutex
+	gates    map[string]*flow.Gate
 }
 
 // NewRuntime returns a runtime on client and s.
@@ -139,7 +150,7 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	if o.IdempotencyWindow <= 0 {
 		o.IdempotencyWindow = DefaultIdempotencyWindow
 	}
-	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, serveOnDemand: o.ServeOnDemand, timerPoll: o.TimerPoll, idemWindow: o.IdempotencyWindow, preparing: make(chan struct{}, 1),
+	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, serveOnDemand: o.ServeOnDemand, timerPoll: o.TimerPoll, idemWindow: o.IdempotencyWindow, flowPoll: o.FlowPoll, preparing: make(chan struct{}, 1),
 		tel: telemetry.New(o.TracerProvider, o.MeterProvider)}
 	rt.runs = newRunStore(rt, calf.IsLocal(client.Broker()))
 	rt.approvals = engine.NewApprovalWatch(client, s, o.Logger)

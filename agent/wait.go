@@ -57,6 +57,7 @@ func (a *Agent[Out]) Wait(ctx context.Context, rt *Runtime, runID string) (*Outp
 		What:         fmt.Sprintf("agent %s: wait for run %s", a.name, runID),
 		Follower:     f,
 		StartTimeout: a.opts.StartTimeout,
+		Queued:       func(ctx context.Context) (bool, error) { return rt.flowQueued(ctx, runID) },
 		Load: func(ctx context.Context) (bool, error) {
 			st, err := rt.lastOfChain(ctx, runID)
 			if err != nil || st.Status.Terminal() {

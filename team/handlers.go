@@ -71,11 +71,15 @@ func (t *Team) serve(ctx context.Context, rt *agent.Runtime, opts *ServeOptions)
 	rt.AddSweeper("team", sweepRuns)
 	rt.AddKind(Kind, workflow.Kind)
 	rt.ServeTimers()
+	input, err := rt.FlowGate(ctx, "team", t.name, t.opts.Flow, c.onInput, inputPrompt)
+	if err != nil {
+		return fmt.Errorf("team %s: serve: %w", t.name, err)
+	}
 	for _, s := range []struct {
 		channel string
 		h       calf.Handler
 	}{
-		{InputChannel(t.name), c.onInput},
+		{InputChannel(t.name), input},
 		{StepChannel(t.name), c.onStep},
 		{MemberDoneChannel(t.name), c.onMemberDone},
 	} {
@@ -338,4 +342,13 @@ func emitOutput(ctx context.Context, rt *agent.Runtime, st *runState) error {
 	}
 	_, err := rt.Client().Emit(ctx, r.Channel, ev, calf.WithID(replyID(st.RunID, r)), calf.WithKey(key), calf.WithMetadata(md))
 	return err
+}
+
+// inputPrompt returns the prompt of a team's input message.
+func inputPrompt(m *calf.Message) string {
+	var in InputEvent
+	if err := m.Decode(&in); err != nil {
+		return "" // the input handler says what is wrong with it
+	}
+	return in.Content
 }

@@ -65,6 +65,11 @@ type Options struct {
 	Terminate func(chat *Chat) bool
 	// Prompt builds a group-chat speaker's input. Default: [ChatPrompt].
 	Prompt func(chat *Chat, speaker Member) string
+
+	// Flow, when set, holds the team's runs to limits per key across
+	// every process that serves it: concurrency, rate, debounce and
+	// priority (see [agent.FlowControl]). Default: none.
+	Flow *agent.FlowControl
 }
 
 // Errors of a team.

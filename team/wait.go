@@ -3,6 +3,7 @@ package team
 import (
 	"context"
 	"fmt"
+	"github.com/calf-go/calf/internal/flow"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
@@ -41,6 +42,7 @@ func (t *Team) Wait(ctx context.Context, rt *agent.Runtime, runID string) (*Outp
 		What:         fmt.Sprintf("team %s: wait for run %s", t.name, runID),
 		Follower:     f,
 		StartTimeout: agent.DefaultStartTimeout,
+		Queued:       func(ctx context.Context) (bool, error) { return flow.Queued(ctx, rt.Store(), runID) },
 		Load: func(ctx context.Context) (bool, error) {
 			st, err := loadRunState(ctx, rt, runID)
 			return err == nil && st.Status.Terminal(), err

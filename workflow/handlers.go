@@ -71,11 +71,15 @@ func (w *Workflow[S]) serve(ctx context.Context, rt *agent.Runtime, opts *ServeO
 	if opts != nil {
 		o = *opts
 	}
+	input, err := rt.FlowGate(ctx, "workflow", w.name, w.opts.Flow, h.onInput, nil)
+	if err != nil {
+		return fmt.Errorf("workflow %s: serve: %w", w.name, err)
+	}
 	for _, s := range []struct {
 		channel string
 		fn      calf.Handler
 	}{
-		{InputChannel(w.name), h.onInput},
+		{InputChannel(w.name), input},
 		{StepChannel(w.name), h.onStep},
 		{ReplyChannel(w.name), h.onReply},
 		{ResumeChannel(w.name), h.onResume},

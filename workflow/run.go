@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/calf-go/calf/internal/flow"
 	"iter"
 	"strings"
 
@@ -188,6 +189,7 @@ func (w *Workflow[S]) Wait(ctx context.Context, rt *agent.Runtime, runID string)
 		What:         fmt.Sprintf("workflow %s: wait for run %s", w.name, runID),
 		Follower:     f,
 		StartTimeout: agent.DefaultStartTimeout,
+		Queued:       func(ctx context.Context) (bool, error) { return flow.Queued(ctx, rt.Store(), runID) },
 		Load: func(ctx context.Context) (bool, error) {
 			st, err = w.loadRunState(ctx, rt, runID)
 			return err == nil && (st.Status.Terminal() || st.Status == RunInterrupted), err

@@ -41,6 +41,12 @@ type Options struct {
 	// longer fails the run. (An agent node is bounded by its agent's
 	// own timeouts.) Default: DefaultNodeTimeout.
 	NodeTimeout time.Duration
+	// Flow, when set, holds the workflow's runs to limits per key across
+	// every process that serves it: concurrency, rate, debounce and
+	// priority (see [agent.FlowControl]); the key is computed from the
+	// run's input, whose "state" field is the initial state's JSON.
+	// Default: none.
+	Flow *agent.FlowControl
 }
 
 // ErrInvalidWorkflow is returned by [Builder.Build] for a graph that

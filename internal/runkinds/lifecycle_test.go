@@ -92,6 +92,7 @@ type subject struct {
 // process that carried them died).
 type ops struct {
 	submit, wait func(ctx context.Context, id string) error
+	submitPrompt func(ctx context.Context, id, prompt string) error
 	recover      func(ctx context.Context) error
 }
 
