@@ -168,6 +168,9 @@ func decodePrototype(n *yaml.Node) (Prototype, *lines, []Problem) {
 		case "schedule":
 			p.Schedule = &PrototypeSchedule{}
 			target = p.Schedule
+		case "flow":
+			p.Flow = &PrototypeFlow{}
+			target = p.Flow
 		default:
 			probs = append(probs, Problem{Line: k.Line, Prototype: p.Name, Message: fmt.Sprintf("unknown field %q", k.Value)})
 			continue

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,6 +78,45 @@ type Prototype struct {
 	// where it is served as an agent (calf worker --agents registers it
 	// as a schedule named after the prototype; see package schedule).
 	Schedule *PrototypeSchedule `json:"schedule,omitempty"`
+	// Flow, on an LLM prototype, holds its agent's runs to limits per
+	// key where it is served as an agent (agent.FlowControl).
+	Flow *PrototypeFlow `json:"flow,omitempty"`
+}
+
+// PrototypeFlow is the data form of an agent's flow control: the runs'
+// key ("session": the run's session; "first_word": the prompt's text
+// before its first space or colon; empty: one key for all), at most
+// Concurrency in progress per key, Rate ("N/DURATION", such as "10/1m")
+// with Burst more after a quiet spell, and Debounce (a Go duration) for
+// bursts of one key.
+type PrototypeFlow struct {
+	Key         string `json:"key,omitempty" yaml:"key"`
+	Concurrency int    `json:"concurrency,omitempty" yaml:"concurrency"`
+	Rate        string `json:"rate,omitempty" yaml:"rate"`
+	Burst       int    `json:"burst,omitempty" yaml:"burst"`
+	Debounce    string `json:"debounce,omitempty" yaml:"debounce"`
+}
+
+// FlowKeys are the keys a [PrototypeFlow] may name.
+var FlowKeys = []string{"", "session", "first_word"}
+
+// ParseRate parses a rate of a [PrototypeFlow]: "N/DURATION", such as
+// "10/1m" or "1000/24h".
+func ParseRate(s string) (n int, per time.Duration, err error) {
+	ns, ds, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, 0, fmt.Errorf("rate %q: want N/DURATION, such as 10/1m", s)
+	}
+	if n, err = strconv.Atoi(strings.TrimSpace(ns)); err != nil || n <= 0 {
+		return 0, 0, fmt.Errorf("rate %q: the count is not a positive whole number", s)
+	}
+	if per, err = time.ParseDuration(strings.TrimSpace(ds)); err != nil || per <= 0 {
+		return 0, 0, fmt.Errorf("rate %q: the period is not a positive duration, such as 1m or 24h", s)
+	}
+	if per/time.Duration(n) <= 0 {
+		return 0, 0, fmt.Errorf("rate %q: too many for its period", s)
+	}
+	return n, per, nil
 }
 
 // PrototypeSchedule is the data form of a schedule of a prototype's
@@ -253,6 +293,26 @@ func (p *Prototype) problems(l *lines) []Problem {
 		case sc.Every != "":
 			if d, err := time.ParseDuration(sc.Every); err != nil || d < time.Second {
 				add("schedule", "every %q: a duration of a second or more, such as 15m or 6h", sc.Every)
+			}
+		}
+	}
+	if fl := p.Flow; fl != nil {
+		switch {
+		case kind != KindLLM:
+			add("flow", "only an llm prototype has one (this one is %s)", kind)
+		case !slices.Contains(FlowKeys, fl.Key):
+			add("flow", "key %q: session, first_word, or none", fl.Key)
+		case fl.Concurrency < 0 || fl.Burst < 0:
+			add("flow", "concurrency and burst are counts, 0 or more")
+		}
+		if fl.Rate != "" {
+			if _, _, err := ParseRate(fl.Rate); err != nil {
+				add("flow", "%v", err)
+			}
+		}
+		if fl.Debounce != "" {
+			if d, err := time.ParseDuration(fl.Debounce); err != nil || d <= 0 {
+				add("flow", "debounce %q: a positive duration, such as 2s", fl.Debounce)
 			}
 		}
 	}

@@ -71,6 +71,12 @@ func TestParseProblems(t *testing.T) {
 		{"unknown mcp field", "prototypes:\n  - name: a\n    mcp_servers:\n      - name: fs\n        cmd: [x]\n", 4, "mcp_servers", "field cmd not found"},
 		{"permission mode", "prototypes:\n  - name: a\n    permissions: {mode: yolo}\n", 3, "permissions", `unknown mode "yolo"`},
 		{"bad pattern", "prototypes:\n  - name: a\n    permissions: {allowed: [\"web_[\"]}\n", 3, "permissions", "bad tool pattern"},
+		{"flow key", "prototypes:\n  - name: a\n    flow: {key: tenant}\n", 3, "flow", `key "tenant": session, first_word, or none`},
+		{"flow rate", "prototypes:\n  - name: a\n    flow: {rate: 10 a minute}\n", 3, "flow", "want N/DURATION"},
+		{"flow rate period", "prototypes:\n  - name: a\n    flow: {rate: 10/soon}\n", 3, "flow", "the period is not a positive duration"},
+		{"flow debounce", "prototypes:\n  - name: a\n    flow: {debounce: -2s}\n", 3, "flow", "a positive duration"},
+		{"flow on code", "prototypes:\n  - name: a\n    kind: code\n    flow: {concurrency: 2}\n", 4, "flow", "only an llm prototype"},
+		{"flow field", "prototypes:\n  - name: a\n    flow: {concurency: 2}\n", 3, "flow", "field concurency not found"},
 		{"top level", "agents: []\n", 1, "", `unknown field "agents"`},
 	}
 	for _, c := range cases {

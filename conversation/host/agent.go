@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
@@ -113,5 +115,45 @@ func NewAgent(p conversation.Prototype, opts *AgentOptions) (*agent.Agent[string
 		}
 	}
 	ao.Description, ao.Instructions, ao.Tools, ao.Permissions = p.Role, instructions, tools, perms
+	if p.Flow != nil {
+		fc, err := FlowControl(p.Flow)
+		if err != nil {
+			return nil, fmt.Errorf("prototype %s: flow: %w", p.Name, err)
+		}
+		ao.Flow = fc
+	}
 	return agent.New(o.Name, m, &ao)
+}
+
+// FlowControl returns the agent's flow control that f describes.
+func FlowControl(f *conversation.PrototypeFlow) (*agent.FlowControl, error) {
+	fc := &agent.FlowControl{Concurrency: f.Concurrency, Burst: f.Burst}
+	switch f.Key {
+	case "":
+	case "session":
+		fc.Key = func(in agent.FlowInput) string { return in.SessionID }
+	case "first_word":
+		fc.Key = func(in agent.FlowInput) string {
+			w, _, _ := strings.Cut(strings.TrimSpace(in.Prompt), " ")
+			w, _, _ = strings.Cut(w, ":")
+			return w
+		}
+	default:
+		return nil, fmt.Errorf("key %q: session, first_word, or none", f.Key)
+	}
+	if f.Rate != "" {
+		n, per, err := conversation.ParseRate(f.Rate)
+		if err != nil {
+			return nil, err
+		}
+		fc.Rate, fc.Per = n, per
+	}
+	if f.Debounce != "" {
+		d, err := time.ParseDuration(f.Debounce)
+		if err != nil {
+			return nil, fmt.Errorf("debounce %q: %w", f.Debounce, err)
+		}
+		fc.Debounce = d
+	}
+	return fc, fc.Check()
 }

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/conversation"
 	"github.com/calf-go/calf/conversation/host"
 	"github.com/calf-go/calf/local"
@@ -100,4 +102,28 @@ func TestNewAgent(t *testing.T) {
 			t.Fatalf("NewAgent = %v, want the MCP error", err)
 		}
 	})
+}
+
+// TestFlowControlOfPrototype makes an agent's flow control from a
+// prototype's data form: the key, the rate and the debounce parsed.
+func TestFlowControlOfPrototype(t *testing.T) {
+	fc, err := host.FlowControl(&conversation.PrototypeFlow{Key: "first_word", Concurrency: 2, Rate: "30/1m", Burst: 1, Debounce: "2s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fc.Concurrency != 2 || fc.Rate != 30 || fc.Per != time.Minute || fc.Burst != 1 || fc.Debounce != 2*time.Second {
+		t.Fatalf("flow control %+v", fc)
+	}
+	for prompt, want := range map[string]string{"acme: do it": "acme", "  globex rest": "globex", "": ""} {
+		if got := fc.Key(agent.FlowInput{Prompt: prompt}); got != want {
+			t.Errorf("key of %q: %q, want %q", prompt, got, want)
+		}
+	}
+	fc, err = host.FlowControl(&conversation.PrototypeFlow{Key: "session"})
+	if err != nil || fc.Key(agent.FlowInput{SessionID: "s1", Prompt: "x y"}) != "s1" {
+		t.Fatalf("session key: %v", err)
+	}
+	if _, err := host.FlowControl(&conversation.PrototypeFlow{Rate: "5"}); err == nil {
+		t.Fatal("a rate without a period was taken")
+	}
 }
