@@ -11,6 +11,7 @@ import (
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/internal/httperr"
+	"github.com/calf-go/calf/schedule"
 	"github.com/calf-go/calf/store"
 )
 
@@ -145,6 +146,12 @@ func (s *Server) checkRun(ctx context.Context, user, id string) error {
 	}
 	rec, err := s.rt.Store().Get(ctx, KindRunOwner, id)
 	if errors.Is(err, store.ErrNotFound) {
+		// A run a schedule started is the schedule's owner's.
+		if name, ok := schedule.NameOf(id); ok {
+			if ok, err := s.ownsSchedule(ctx, user, name); err != nil || ok {
+				return err
+			}
+		}
 		return errNotYours
 	}
 	if err != nil {

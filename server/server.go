@@ -23,6 +23,7 @@ import (
 	"github.com/calf-go/calf/internal/httpheader"
 	"github.com/calf-go/calf/internal/lograte"
 	"github.com/calf-go/calf/runner"
+	"github.com/calf-go/calf/schedule"
 )
 
 // DefaultAddr is where a server listens when [Options.Addr] is empty: the
@@ -107,6 +108,9 @@ type Server struct {
 	names   []string
 	opts    Options
 	log     *slog.Logger
+	// sched keeps the schedules of /v1/schedules and carries out their
+	// firings.
+	sched   *schedule.Scheduler
 	started time.Time
 	// outageLog lets one warning of the 503s of an outage through every
 	// 10 s, with the count of those left out.
@@ -176,6 +180,13 @@ func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, er
 			return nil, fmt.Errorf("server: record the event log: %w", err)
 		}
 	}
+	// The schedules of the API fire whether or not a worker serves
+	// schedules: this process carries out their firings too, in the group
+	// of every process that does, each firing once.
+	s.sched = schedule.New(rt, nil)
+	if err := s.sched.Serve(context.Background()); err != nil {
+		return nil, fmt.Errorf("server: serve the schedules: %w", err)
+	}
 	return s, nil
 }
 
@@ -234,6 +245,15 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /v1/runs/{id}/signals/{name}", s.signalRun)
 		mux.HandleFunc("GET /v1/deadletters", s.deadLetters)
 		mux.HandleFunc("POST /v1/deadletters/{id}/replay", s.replayDeadLetter)
+		mux.HandleFunc("GET /v1/schedules", s.listSchedules)
+		mux.HandleFunc("POST /v1/schedules", s.createSchedule)
+		mux.HandleFunc("GET /v1/schedules/{name}", s.getSchedule)
+		mux.HandleFunc("DELETE /v1/schedules/{name}", s.deleteSchedule)
+		mux.HandleFunc("POST /v1/schedules/{name}/pause", s.controlSchedule(s.sched.Pause))
+		mux.HandleFunc("POST /v1/schedules/{name}/resume", s.controlSchedule(s.sched.Resume))
+		mux.HandleFunc("POST /v1/schedules/{name}/trigger", s.triggerSchedule)
+		mux.HandleFunc("GET /v1/sessions/{id}/wakeups", s.sessionWakeUps)
+		mux.HandleFunc("DELETE /v1/sessions/{id}/wakeups/{wakeup...}", s.cancelWakeUp)
 	}
 	if s.opts.Conversations != nil {
 		mux.HandleFunc("POST /v1/conversations", s.createConversation)
@@ -243,7 +263,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /v1/conversations/{id}/stop", s.stopConversation)
 		mux.HandleFunc("POST /v1/conversations/{id}/instances/{instance}/restart", s.restartInstance)
 	}
-	allowed := map[string]string{"/v1/models": "GET", "/v1/chat/completions": "POST", "/v1/responses": "POST", "/v1/sessions": "GET", "/v1/ws": "GET", "/v1/runs": "GET", "/v1/deadletters": "GET"}
+	allowed := map[string]string{"/v1/models": "GET", "/v1/chat/completions": "POST", "/v1/responses": "POST", "/v1/sessions": "GET", "/v1/ws": "GET", "/v1/runs": "GET", "/v1/deadletters": "GET", "/v1/schedules": "GET, POST"}
 	if s.opts.Conversations != nil {
 		allowed["/v1/conversations"] = "GET, POST"
 	}
