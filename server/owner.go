@@ -138,8 +138,8 @@ func (s *Server) ownRun(ctx context.Context, user, id string) error {
 }
 
 // checkRun returns errNotYours unless user may read the run id: the user
-// who started it through the server, or anybody on a server without
-// tokens.
+// who started it through the server, the owner of the schedule that
+// started it, or anybody on a server without tokens.
 func (s *Server) checkRun(ctx context.Context, user, id string) error {
 	if len(s.opts.Tokens) == 0 {
 		return nil

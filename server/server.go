@@ -121,7 +121,9 @@ type Server struct {
 }
 
 // New returns a server of runners on rt. Their names must be distinct; they
-// are the model names of the OpenAI-compatible API.
+// are the model names of the OpenAI-compatible API. As long as rt's client
+// lives, the server carries out the firings of the store's schedules
+// ([schedule.Scheduler.Serve]), each once among the processes that do.
 func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, error) {
 	if rt == nil {
 		return nil, errors.New("server: a runtime is required")
@@ -219,7 +221,14 @@ func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, er
 //     failed instance (status error, with its error, in GET) back to work;
 //   - with [Options.Log]: POST /v1/runs/{id}/signals/{name} sends a
 //     signal to one of the user's runs, the body (JSON, or empty) its
-//     value: 202 with the run, 409 for a run that has ended.
+//     value: 202 with the run, 409 for a run that has ended;
+//   - GET /v1/schedules lists the user's schedules, POST /v1/schedules
+//     creates one from a [ScheduleRequest], GET and DELETE
+//     /v1/schedules/{name} read and remove one, and POST
+//     /v1/schedules/{name}/pause, /resume and /trigger control it;
+//   - GET /v1/sessions/{id}/wakeups lists the follow-ups pending in a
+//     session of the user, and DELETE /v1/sessions/{id}/wakeups/{wakeup}
+//     cancels one.
 //
 // Every request passes, in order: a check of its Host when the server has
 // no tokens (a page elsewhere cannot reach a loopback server through DNS
