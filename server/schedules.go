@@ -68,9 +68,9 @@ type ScheduleRequest struct {
 	Window    string          `json:"window,omitempty"`
 }
 
-// spec returns the schedule.Spec of req, checked: its runner must be one
+// scheduleSpec returns the schedule.Spec of req, checked: its runner must be one
 // the server serves, of its kind.
-func (s *Server) spec(req *ScheduleRequest) (schedule.Spec, error) {
+func (s *Server) scheduleSpec(req *ScheduleRequest) (schedule.Spec, error) {
 	spec := schedule.Spec{Name: req.Name, Kind: req.Kind, Runner: req.Runner, Prompt: req.Prompt, State: req.State,
 		Cron: req.Cron, TimeZone: req.TimeZone, Overlap: schedule.Overlap(req.Overlap), CatchUp: schedule.CatchUp(req.CatchUp)}
 	for _, d := range []struct {
@@ -199,7 +199,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
 		s.requestError(w, r, fmt.Errorf("%w: the body has data after its JSON object", errBadRequest))
 		return
 	}
-	spec, err := s.spec(&req)
+	spec, err := s.scheduleSpec(&req)
 	if err != nil {
 		s.requestError(w, r, err)
 		return
