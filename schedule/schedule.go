@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -81,11 +82,36 @@ type FireEvent struct {
 // the schedule and the time, so that a firing carried out twice starts
 // one run.
 func RunID(name string, at time.Time, trigger bool) string {
-	s := "sched-" + name + "-" + at.UTC().Format("20060102T150405.000Z")
+	s := "sched-" + name + "-" + at.UTC().Format(runIDTime)
 	if trigger {
 		s += "-trigger"
 	}
 	return s
+}
+
+// runIDTime is the layout of the time in a [RunID].
+const runIDTime = "20060102T150405.000Z"
+
+// NameOf returns the name of the schedule whose firing started the run
+// runID (an id made by [RunID]), and false for an id RunID does not make.
+func NameOf(runID string) (string, bool) {
+	rest, ok := strings.CutPrefix(runID, "sched-")
+	if !ok {
+		return "", false
+	}
+	rest = strings.TrimSuffix(rest, "-trigger")
+	i := len(rest) - len(runIDTime) - 1
+	if i < 1 || rest[i] != '-' {
+		return "", false
+	}
+	if _, err := time.Parse(runIDTime, rest[i+1:]); err != nil {
+		return "", false
+	}
+	name := rest[:i]
+	if !nameRE.MatchString(name) {
+		return "", false
+	}
+	return name, true
 }
 
 // Options configure a [Scheduler].

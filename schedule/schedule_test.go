@@ -331,3 +331,21 @@ func TestThreeSchedulersFireOnce(t *testing.T) {
 		t.Errorf("the agent ran %d times, want 5", n)
 	}
 }
+
+// NameOf reads back the schedule of the ids RunID makes, and no other.
+func TestNameOf(t *testing.T) {
+	at := time.Date(2026, 12, 7, 9, 30, 0, 123e6, time.UTC)
+	for _, name := range []string{"a", "morning-digest", "x.y_z-1", "sched-2"} {
+		for _, trigger := range []bool{false, true} {
+			got, ok := schedule.NameOf(schedule.RunID(name, at, trigger))
+			if !ok || got != name {
+				t.Errorf("NameOf(RunID(%q, %v)) = %q, %v", name, trigger, got, ok)
+			}
+		}
+	}
+	for _, id := range []string{"", "sched-", "run-1", "sched--20261207T093000.123Z", "sched-a-20261207T093000Z", "sched-a b-20261207T093000.123Z", "wake-sched-a-20261207T093000.123Z"} {
+		if got, ok := schedule.NameOf(id); ok {
+			t.Errorf("NameOf(%q) = %q, true", id, got)
+		}
+	}
+}

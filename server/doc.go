@@ -88,4 +88,23 @@
 // chooses what a closed connection does to the run. Without [Options.Log] the
 // server records an event log of its own from New. [Options.Deps] gives
 // the dependencies of a user's runs.
+//
+// # Schedules and follow-ups
+//
+// The schedules of package schedule, which start runs on a clock, are
+// served under /v1/schedules: GET lists the user's, each with its next
+// firing, whether it is paused and its last firings with the runs they
+// started ([ScheduleView]); GET /v1/schedules/{name} reads one; POST
+// creates one from a JSON spec ([ScheduleRequest]: 400 saying what is
+// wrong with a spec, 409 for a name taken); POST
+// /v1/schedules/{name}/pause, /resume and /trigger control one; DELETE
+// /v1/schedules/{name} removes it. A schedule belongs to the user who
+// created it (a [KindScheduleOwner] record), and so do the runs it
+// starts; another user's is not found (404). [New] has the server carry
+// out the firings, in the group every process serving schedules shares.
+// The run inspector lists the schedules. GET /v1/sessions/{id}/wakeups
+// lists the follow-ups the server's agents scheduled in a session of
+// the user (their tool schedule_wakeup, [agent.WakeUps]), and DELETE
+// /v1/sessions/{id}/wakeups/{wakeup} cancels one; the web chat shows
+// the session's, each with a Cancel button.
 package server

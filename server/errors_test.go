@@ -62,7 +62,7 @@ func TestStoreOutage(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close(); _ = b.Close(); _ = st.Close() })
 	rt := agent.NewRuntime(c, st, nil)
 	a := agent.Must(agent.New("echo", &wordModel{answer: echoAnswer}, nil))
-	hs, _ := serveAgent(t, rt, a, false, &server.Options{Tokens: map[string]string{"tok-ann": "ann"}})
+	hs, _ := serveAgent(t, rt, a, false, &server.Options{Tokens: map[string]string{"tok-ann": "ann"}, RateLimit: -1})
 
 	// A run, so that there is something to read once the store is back.
 	chat := `{"model":"echo","messages":[{"role":"user","content":"hi"}]}`
@@ -78,6 +78,8 @@ func TestStoreOutage(t *testing.T) {
 		{"GET", "/v1/sessions", ""},
 		{"GET", "/v1/sessions/s1", ""},
 		{"GET", "/v1/deadletters", ""},
+		{"GET", "/v1/schedules", ""},
+		{"GET", "/v1/sessions/s1/wakeups", ""},
 		// The session's owner is read before the run starts.
 		{"POST", "/v1/chat/completions", chat},
 	}
@@ -97,19 +99,28 @@ func TestStoreOutage(t *testing.T) {
 			t.Errorf("%s %s with the store down: %d, Retry-After %q, %s; want 503 unavailable with Retry-After", r.method, r.path, status, retry, body)
 		}
 	}
+	spec := `{"name":"hourly","runner":"echo","cron":"@hourly"}`
+	if status, body, retry := send("POST", "/v1/schedules", spec); status != 503 || retry == "" {
+		t.Errorf("POST /v1/schedules with the store down: %d, Retry-After %q, %s; want 503", status, retry, body)
+	}
 
 	st.down.Store(false)
 	for _, r := range requests {
 		status, body, retry := send(r.method, r.path, r.body)
-		if r.path == "/v1/sessions/s1" && r.method == "GET" {
+		if strings.HasPrefix(r.path, "/v1/sessions/s1") && r.method == "GET" {
 			continue // read again below, once the chat made it
 		}
 		if status != 200 || retry != "" {
 			t.Errorf("%s %s with the store back: %d, Retry-After %q, %s; want 200", r.method, r.path, status, retry, body)
 		}
 	}
-	if status, body, _ := send("GET", "/v1/sessions/s1", ""); status != 200 {
-		t.Errorf("GET /v1/sessions/s1 with the store back: %d %s; want 200", status, body)
+	for _, path := range []string{"/v1/sessions/s1", "/v1/sessions/s1/wakeups"} {
+		if status, body, _ := send("GET", path, ""); status != 200 {
+			t.Errorf("GET %s with the store back: %d %s; want 200", path, status, body)
+		}
+	}
+	if status, body, _ := send("POST", "/v1/schedules", spec); status != 201 {
+		t.Errorf("POST /v1/schedules with the store back: %d %s; want 201", status, body)
 	}
 }
 
@@ -122,10 +133,13 @@ func TestNotFoundOfEachPackage(t *testing.T) {
 		"/v1/sessions/no-such-session",
 		"/v1/runs/no-such-run",
 		"/v1/deadletters/no-such-letter/replay",
+		"/v1/schedules/no-such-schedule",
+		"/v1/schedules/no-such-schedule/trigger",
+		"/v1/sessions/no-such-session/wakeups",
 		"/v1/no-such-endpoint",
 	} {
 		method := "GET"
-		if strings.HasSuffix(path, "/replay") {
+		if strings.HasSuffix(path, "/replay") || strings.HasSuffix(path, "/trigger") {
 			method = "POST"
 		}
 		status, body, _ := do(t, method, hs.URL+path, "tok-ann", "", nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/session"
 	"github.com/calf-go/calf/internal/httperr"
+	"github.com/calf-go/calf/schedule"
 	"github.com/calf-go/calf/store"
 )
 
@@ -137,14 +138,20 @@ func (s *Server) ownRun(ctx context.Context, user, id string) error {
 }
 
 // checkRun returns errNotYours unless user may read the run id: the user
-// who started it through the server, or anybody on a server without
-// tokens.
+// who started it through the server, the owner of the schedule that
+// started it, or anybody on a server without tokens.
 func (s *Server) checkRun(ctx context.Context, user, id string) error {
 	if len(s.opts.Tokens) == 0 {
 		return nil
 	}
 	rec, err := s.rt.Store().Get(ctx, KindRunOwner, id)
 	if errors.Is(err, store.ErrNotFound) {
+		// A run a schedule started is the schedule's owner's.
+		if name, ok := schedule.NameOf(id); ok {
+			if ok, err := s.ownsSchedule(ctx, user, name); err != nil || ok {
+				return err
+			}
+		}
 		return errNotYours
 	}
 	if err != nil {

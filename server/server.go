@@ -23,6 +23,7 @@ import (
 	"github.com/calf-go/calf/internal/httpheader"
 	"github.com/calf-go/calf/internal/lograte"
 	"github.com/calf-go/calf/runner"
+	"github.com/calf-go/calf/schedule"
 )
 
 // DefaultAddr is where a server listens when [Options.Addr] is empty: the
@@ -107,6 +108,9 @@ type Server struct {
 	names   []string
 	opts    Options
 	log     *slog.Logger
+	// sched keeps the schedules of /v1/schedules and carries out their
+	// firings.
+	sched   *schedule.Scheduler
 	started time.Time
 	// outageLog lets one warning of the 503s of an outage through every
 	// 10 s, with the count of those left out.
@@ -117,7 +121,9 @@ type Server struct {
 }
 
 // New returns a server of runners on rt. Their names must be distinct; they
-// are the model names of the OpenAI-compatible API.
+// are the model names of the OpenAI-compatible API. As long as rt's client
+// lives, the server carries out the firings of the store's schedules
+// ([schedule.Scheduler.Serve]), each once among the processes that do.
 func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, error) {
 	if rt == nil {
 		return nil, errors.New("server: a runtime is required")
@@ -176,6 +182,13 @@ func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, er
 			return nil, fmt.Errorf("server: record the event log: %w", err)
 		}
 	}
+	// The schedules of the API fire whether or not a worker serves
+	// schedules: this process carries out their firings too, in the group
+	// of every process that does, each firing once.
+	s.sched = schedule.New(rt, nil)
+	if err := s.sched.Serve(context.Background()); err != nil {
+		return nil, fmt.Errorf("server: serve the schedules: %w", err)
+	}
 	return s, nil
 }
 
@@ -208,7 +221,14 @@ func New(rt *agent.Runtime, runners []runner.Runner, opts *Options) (*Server, er
 //     failed instance (status error, with its error, in GET) back to work;
 //   - with [Options.Log]: POST /v1/runs/{id}/signals/{name} sends a
 //     signal to one of the user's runs, the body (JSON, or empty) its
-//     value: 202 with the run, 409 for a run that has ended.
+//     value: 202 with the run, 409 for a run that has ended;
+//   - GET /v1/schedules lists the user's schedules, POST /v1/schedules
+//     creates one from a [ScheduleRequest], GET and DELETE
+//     /v1/schedules/{name} read and remove one, and POST
+//     /v1/schedules/{name}/pause, /resume and /trigger control it;
+//   - GET /v1/sessions/{id}/wakeups lists the follow-ups pending in a
+//     session of the user, and DELETE /v1/sessions/{id}/wakeups/{wakeup}
+//     cancels one.
 //
 // Every request passes, in order: a check of its Host when the server has
 // no tokens (a page elsewhere cannot reach a loopback server through DNS
@@ -234,6 +254,15 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /v1/runs/{id}/signals/{name}", s.signalRun)
 		mux.HandleFunc("GET /v1/deadletters", s.deadLetters)
 		mux.HandleFunc("POST /v1/deadletters/{id}/replay", s.replayDeadLetter)
+		mux.HandleFunc("GET /v1/schedules", s.listSchedules)
+		mux.HandleFunc("POST /v1/schedules", s.createSchedule)
+		mux.HandleFunc("GET /v1/schedules/{name}", s.getSchedule)
+		mux.HandleFunc("DELETE /v1/schedules/{name}", s.deleteSchedule)
+		mux.HandleFunc("POST /v1/schedules/{name}/pause", s.controlSchedule(s.sched.Pause))
+		mux.HandleFunc("POST /v1/schedules/{name}/resume", s.controlSchedule(s.sched.Resume))
+		mux.HandleFunc("POST /v1/schedules/{name}/trigger", s.triggerSchedule)
+		mux.HandleFunc("GET /v1/sessions/{id}/wakeups", s.sessionWakeUps)
+		mux.HandleFunc("DELETE /v1/sessions/{id}/wakeups/{wakeup...}", s.cancelWakeUp)
 	}
 	if s.opts.Conversations != nil {
 		mux.HandleFunc("POST /v1/conversations", s.createConversation)
@@ -243,7 +272,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("POST /v1/conversations/{id}/stop", s.stopConversation)
 		mux.HandleFunc("POST /v1/conversations/{id}/instances/{instance}/restart", s.restartInstance)
 	}
-	allowed := map[string]string{"/v1/models": "GET", "/v1/chat/completions": "POST", "/v1/responses": "POST", "/v1/sessions": "GET", "/v1/ws": "GET", "/v1/runs": "GET", "/v1/deadletters": "GET"}
+	allowed := map[string]string{"/v1/models": "GET", "/v1/chat/completions": "POST", "/v1/responses": "POST", "/v1/sessions": "GET", "/v1/ws": "GET", "/v1/runs": "GET", "/v1/deadletters": "GET", "/v1/schedules": "GET, POST"}
 	if s.opts.Conversations != nil {
 		allowed["/v1/conversations"] = "GET, POST"
 	}

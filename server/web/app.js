@@ -11,6 +11,10 @@
 // GET /v1/conversations/{id} and then over the bridge, each message once
 // (by its sequence number), and the events of the instance's runs show as
 // their progress, folded once the answer is there.
+//
+// The follow-ups an agent scheduled in the session shown (its tool
+// schedule_wakeup) are listed from GET /v1/sessions/{id}/wakeups, each
+// with a button that cancels it (DELETE /v1/sessions/{id}/wakeups/{wakeup}).
 'use strict';
 
 const state = {
@@ -241,6 +245,7 @@ function onMessage(m) {
       savePending();
       $('stop').disabled = true;
       refreshSessions();
+      refreshWakeUps();
     }
   } else if (m.type === 'error') {
     $('log').append(el('div', 'msg error', m.message));
@@ -264,6 +269,39 @@ async function refreshSessions() {
   } catch (e) {
     setStatus(e.message, true);
   }
+}
+
+// refreshWakeUps lists the follow-ups pending in the session shown, the
+// earliest first; the list is hidden when there are none, or while a
+// conversation is shown.
+async function refreshWakeUps() {
+  const session = state.session;
+  let list;
+  try {
+    list = await api('/v1/sessions/' + encodeURIComponent(session) + '/wakeups');
+  } catch (e) {
+    list = { wakeups: [] }; // a new session, not stored yet: none
+  }
+  if (session !== state.session) return; // another session shown since
+  const ups = state.conversation ? [] : list.wakeups;
+  $('wakebox').hidden = !ups.length;
+  renderList($('wakeups'), ups, (w) => w.id, (w) => {
+    const li = el('li');
+    li.title = w.id;
+    li.append(el('small', '', new Date(w.due).toLocaleString()), el('div', '', w.note));
+    const b = el('button', '', 'Cancel');
+    b.onclick = async () => {
+      b.disabled = true;
+      try {
+        await api('/v1/sessions/' + encodeURIComponent(session) + '/wakeups/' + encodeURIComponent(w.id), 'DELETE');
+      } catch (e) {
+        setStatus(e.message, true);
+      }
+      refreshWakeUps();
+    };
+    li.append(b);
+    return li;
+  });
 }
 
 async function openSession(id) {
@@ -294,6 +332,7 @@ async function openSession(id) {
   }
   for (const t of turns) prev = showTurn(t, t.count ? msgs.slice(t.first, t.first + t.count) : t.messages || [], prev);
   refreshSessions();
+  refreshWakeUps();
   scroll();
 }
 
@@ -472,6 +511,7 @@ async function openConversation(id) {
   history.replaceState(null, '', '?conversation=' + encodeURIComponent(id));
   $('agent').disabled = true;
   $('stop').disabled = true;
+  $('wakebox').hidden = true;
   $('log').textContent = '';
   let c;
   try {
@@ -562,4 +602,6 @@ function progressView(run) {
   return p;
 }
 
+// A follow-up fires, or another page cancels one: the list follows.
+setInterval(() => { if (!state.conversation) refreshWakeUps(); }, 15000);
 start();

@@ -2,7 +2,9 @@
 // as they are logged (followed over the WebSocket bridge, /v1/ws), drawn as
 // a topology whose nodes are the agents, models, tools, teams and
 // workflows that handle them and whose edges are the events, in order;
-// and the dead letters of the user's runs, with replay.
+// the dead letters of the user's runs, with replay; and the user's
+// schedules (GET /v1/schedules): what each runs and when, paused or not,
+// its next firing and its last ones, linked to the runs they started.
 'use strict';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -72,6 +74,60 @@ async function refreshLetters() {
       li.append(el('br'), b);
       const run = m.metadata && (m.metadata.correlation_id || m.metadata.run_id);
       if (run) li.onclick = () => { location.hash = 'run=' + encodeURIComponent(run); };
+      return li;
+    }, 'none');
+  } catch (e) {
+    setStatus(e.message, true);
+  }
+}
+
+// scheduleAction returns a button that posts the action (pause, resume,
+// trigger) of the schedule name, then shows the schedules again.
+function scheduleAction(name, action, label) {
+  const b = el('button', '', label);
+  b.onclick = async () => {
+    b.disabled = true;
+    try {
+      await api('/v1/schedules/' + encodeURIComponent(name) + '/' + action, 'POST');
+    } catch (err) {
+      setStatus(err.message, true);
+    }
+    refreshSchedules();
+  };
+  return b;
+}
+
+async function refreshSchedules() {
+  try {
+    const list = await api('/v1/schedules');
+    renderList($('schedules'), list.schedules, (s) => s.name, (s) => {
+      const li = el('li', s.paused ? 'paused' : '');
+      const every = s.every ? `every ${s.every}` : s.cron + (s.time_zone ? ` (${s.time_zone})` : '');
+      li.append(
+        el('span', 'st', s.paused ? 'paused' : 'on'),
+        el('div', '', s.name),
+        el('small', '', `${s.kind} ${s.runner} · ${every}`),
+        el('small', 'next', s.paused ? 'next: none while paused' : `next: ${when(s.next)}`),
+      );
+      // The last firings, the latest first: each a link to the run it
+      // started, or why it started none.
+      const fired = el('ol', 'firings');
+      for (const f of (s.history || []).slice(-5).reverse()) {
+        const item = el('li');
+        if (f.run_id) {
+          const a = el('a', '', when(f.at) + (f.trigger ? ' (triggered)' : ''));
+          a.href = '#run=' + encodeURIComponent(f.run_id);
+          a.title = f.run_id;
+          item.append(a);
+        } else {
+          item.append(el('span', 'skipped', `${when(f.at)}: skipped (${f.skipped})`));
+        }
+        fired.append(item);
+      }
+      if (!fired.childElementCount) fired.append(el('li', 'skipped', 'not fired yet'));
+      li.append(fired,
+        s.paused ? scheduleAction(s.name, 'resume', 'Resume') : scheduleAction(s.name, 'pause', 'Pause'),
+        scheduleAction(s.name, 'trigger', 'Run now'));
       return li;
     }, 'none');
   } catch (e) {
@@ -320,7 +376,7 @@ async function init() {
     setStatus(e.message, true);
     return;
   }
-  await Promise.all([refreshRuns(), refreshLetters()]);
+  await Promise.all([refreshRuns(), refreshLetters(), refreshSchedules()]);
   state.bridge.open();
   route();
 }
@@ -334,5 +390,5 @@ $('token').onchange = () => {
 $('agent').onchange = refreshRuns;
 $('runstatus').onchange = refreshRuns;
 window.onhashchange = route;
-setInterval(() => { refreshRuns(); refreshLetters(); }, 5000);
+setInterval(() => { refreshRuns(); refreshLetters(); refreshSchedules(); }, 5000);
 init();
