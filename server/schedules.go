@@ -207,15 +207,6 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	sc, err := s.sched.Add(ctx, spec)
 	if sc == nil {
-		// The table of error answers (internal/httperr) has no rows for
-		// package schedule's errors of a name taken and of a spec that
-		// never fires: they take the edge's kinds here.
-		switch {
-		case errors.Is(err, schedule.ErrExists):
-			err = &httperr.Error{Kind: httperr.ErrConflict, Message: err.Error()}
-		case errors.Is(err, schedule.ErrInvalid):
-			err = &httperr.Error{Kind: errBadRequest, Message: err.Error()}
-		}
 		s.requestError(w, r, err)
 		return
 	}

@@ -13,13 +13,13 @@
 //	403 forbidden          ErrForbidden
 //	405 method_not_allowed ErrMethodNotAllowed
 //	429 rate_limit_exceeded ErrTooManyRequests (with Retry-After)
-//	400 invalid_request    ErrBadRequest, runner.ErrThread, store.ErrInvalidKey, *tool.ArgumentError
+//	400 invalid_request    ErrBadRequest, runner.ErrThread, store.ErrInvalidKey, schedule.ErrInvalid, *tool.ArgumentError
 //	503 unavailable        calf.IsUnavailable: an outage (with Retry-After)
 //	409 approval_pending   *ApprovalPendingError: the run waits for answers
 //	409 run_parked         agent.ErrRunParked: replay the dead letter
 //	404 not_found          store.ErrNotFound (and every package's not-found error, which matches it)
 //	409 idempotency_conflict agent.ErrIdempotencyConflict: the key was used with another request
-//	409 conflict           ErrConflict, store.ErrConflict, agent.ErrRunEnded, approval.ErrRunEnded, approval.ErrAnswered
+//	409 conflict           ErrConflict, store.ErrConflict, agent.ErrRunEnded, approval.ErrRunEnded, approval.ErrAnswered, schedule.ErrExists
 //	500 internal           anything else
 //
 // A handler that knows more than the kind of its error gives an [*Error]:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/calf-go/calf/schedule"
 	"net/http"
 	"strconv"
 	"strings"
@@ -151,7 +152,7 @@ var table = []row{
 	{status: http.StatusMethodNotAllowed, typ: invalidRequest, code: "method_not_allowed", match: is(ErrMethodNotAllowed)},
 	{status: http.StatusTooManyRequests, typ: "rate_limit_exceeded", code: "rate_limit_exceeded", match: is(ErrTooManyRequests)},
 	{status: http.StatusBadRequest, typ: invalidRequest, code: "invalid_request", match: func(err error) bool {
-		return is(ErrBadRequest, runner.ErrThread, store.ErrInvalidKey)(err) || as[*tool.ArgumentError](err)
+		return is(ErrBadRequest, runner.ErrThread, store.ErrInvalidKey, schedule.ErrInvalid)(err) || as[*tool.ArgumentError](err)
 	}},
 	{status: http.StatusServiceUnavailable, typ: serverError, code: "unavailable", match: calf.IsUnavailable, message: func(err error) string {
 		return "a service the server needs cannot be reached for now; retry after the Retry-After delay: " + err.Error()
@@ -162,7 +163,7 @@ var table = []row{
 	}},
 	{status: http.StatusNotFound, typ: invalidRequest, code: "not_found", match: is(store.ErrNotFound)},
 	{status: http.StatusConflict, typ: invalidRequest, code: "idempotency_conflict", match: is(agent.ErrIdempotencyConflict)},
-	{status: http.StatusConflict, typ: invalidRequest, code: "conflict", match: is(ErrConflict, store.ErrConflict, agent.ErrRunEnded, approval.ErrRunEnded, approval.ErrAnswered)},
+	{status: http.StatusConflict, typ: invalidRequest, code: "conflict", match: is(ErrConflict, store.ErrConflict, agent.ErrRunEnded, approval.ErrRunEnded, approval.ErrAnswered, schedule.ErrExists)},
 }
 
 // fallback answers an error that matches no row.
