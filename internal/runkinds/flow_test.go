@@ -450,3 +450,26 @@ func TestFlowPriority(t *testing.T) {
 		})
 	}
 }
+
+// TestFlowControlChecked refuses a runner of each kind whose flow
+// control cannot hold.
+func TestFlowControlChecked(t *testing.T) {
+	for _, fc := range []*agent.FlowControl{{Concurrency: -1}, {Rate: 5}, {Debounce: -time.Second}, {MaxRunning: -2}} {
+		if _, err := agent.New("a", modeltest.FunctionModel(nil), &agent.Options{Flow: fc}); !errors.Is(err, agent.ErrInvalidAgent) {
+			t.Errorf("agent with %+v: %v", *fc, err)
+		}
+		c, err := agent.New("m", modeltest.FunctionModel(nil), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := team.NewSequential("crew", []team.Member{team.AgentMember(c)}, &team.Options{Flow: fc}); !errors.Is(err, team.ErrInvalidTeam) {
+			t.Errorf("team with %+v: %v", *fc, err)
+		}
+		_, err = workflow.New[struct{}]("flow", &workflow.Options{Flow: fc}).
+			Node("n", workflow.Func(func(_ context.Context, s struct{}) (struct{}, error) { return s, nil })).
+			Edge(workflow.Start, "n").Edge("n", workflow.End).Build()
+		if !errors.Is(err, workflow.ErrInvalidWorkflow) {
+			t.Errorf("workflow with %+v: %v", *fc, err)
+		}
+	}
+}
