@@ -103,6 +103,12 @@
 // go back to the broker for the other workers. The calf command's
 // "calf worker" is such a process; docs/deploy.md describes deployments.
 //
+// [Options.Flow] ([FlowControl]) holds an agent's runs to limits per key
+// across all its workers (concurrency, rate, debounce, priority, a bound
+// across keys): a run over a limit waits as a record in the store, and
+// the input handler of whichever worker has room starts it; teams and
+// workflows take the same FlowControl ([Runtime.FlowGate]).
+//
 // # Recovery
 //
 // On a durable broker a dead worker's messages are delivered again to the
