@@ -520,9 +520,12 @@ func (g *Gate) pump(ctx context.Context, key string) error {
 				g.env.Log.Error("flow control: a waiting run's record does not decode; it is left in place", "runner", g.target, "record", r.ID, "err", err)
 				return nil
 			}
-			ok, err := g.admit(ctx, kid, w.Msg.Metadata.RunID)
+			ok, since, err := g.admit(ctx, kid, w.Msg.Metadata.RunID)
 			if err != nil || !ok {
 				return err
+			}
+			if g.starting(since) {
+				continue
 			}
 			if err := g.start(ctx, r, w.Msg); err != nil {
 				return err
@@ -600,8 +603,12 @@ func (g *Gate) admitByPriority(ctx context.Context) error {
 			if err != nil || !ok {
 				return err // the runner is full
 			}
-			if ok, err = g.admit(ctx, g.target+"/"+key, runID); err != nil {
+			ok, since, err := g.admit(ctx, g.target+"/"+key, runID)
+			if err != nil {
 				return err
+			}
+			if ok && g.starting(since) {
+				continue
 			}
 			if !ok {
 				full[key] = true
@@ -715,18 +722,22 @@ func (g *Gate) releaseTotal(ctx context.Context) error {
 
 // admit gives runID a slot of key if one is free and the rate allows:
 // true when the run holds one (also from an earlier admit).
-func (g *Gate) admit(ctx context.Context, kid, runID string) (bool, error) {
-	ok := false
-	_, err := store.Update(ctx, g.env.Store, KindKey, kid, func(data []byte, exists bool) ([]byte, error) {
-		ok = false
+//
+// A run admitted earlier (since is when) is being started by the
+// process that admitted it: the caller leaves it to that process unless
+// [startLease] has passed (the process died between admitting and
+// starting it), so that two processes do not start one run at once.
+func (g *Gate) admit(ctx context.Context, kid, runID string) (ok bool, since time.Time, err error) {
+	_, err = store.Update(ctx, g.env.Store, KindKey, kid, func(data []byte, exists bool) ([]byte, error) {
+		ok, since = false, time.Time{}
 		var ks keyState
 		if exists {
 			if err := json.Unmarshal(data, &ks); err != nil {
 				return nil, fmt.Errorf("flow control: read key %s: %w", kid, err)
 			}
 		}
-		if _, held := ks.Running[runID]; held {
-			ok = true
+		if at, held := ks.Running[runID]; held {
+			ok, since = true, at
 			return nil, nil
 		}
 		if c := g.policy.Concurrency; c > 0 && len(ks.Running) >= c {
@@ -750,7 +761,17 @@ func (g *Gate) admit(ctx context.Context, kid, runID string) (bool, error) {
 		ok = true
 		return json.Marshal(ks)
 	})
-	return ok, err
+	return ok, since, err
+}
+
+// startLease is how long a run admitted by one process is left to it to
+// start, before another starts it in its place.
+const startLease = 5 * time.Second
+
+// starting reports whether a run admitted since is still the admitting
+// process's to start.
+func (g *Gate) starting(since time.Time) bool {
+	return !since.IsZero() && g.env.Now().Sub(since) < max(startLease, 10*g.env.Poll)
 }
 
 // release frees the slots of the runs of key that have ended.
