@@ -3,8 +3,9 @@
 // key names the run with its kind and runner ("workflow/{name}/{run}",
 // "agent/{name}/{run}") and seq orders the signals of one name (the
 // time sent, in nanoseconds on 19 digits, and a random suffix). A signal
-// is kept in the store (a run's sweep does not remove it yet): a run that
-// waits takes the first signal of the name after the last it took, so a
+// is kept in the store until its run is swept ([Sweep], called by the
+// retention sweep of agents' and workflows' runs): a run that waits
+// takes the first signal of the name after the last it took, so a
 // signal sent before the wait is delivered when the run waits, and each
 // signal is taken once.
 package signals
@@ -106,3 +107,17 @@ func decode(r store.Record) (*Signal, error) {
 // Seq returns the position of the signal id among those of its name, for
 // event ids: what follows its last '/'.
 func Seq(id string) string { return id[strings.LastIndexByte(id, '/')+1:] }
+
+// Sweep removes the signals of the run whose key is key, and the records
+// of its waits, and returns how many records it removed.
+func Sweep(ctx context.Context, s store.Store, key string) (int, error) {
+	n := 0
+	for _, kind := range []string{Kind, KindCall, KindWaiter, KindCursor} {
+		m, err := store.DeletePrefix(ctx, s, kind, key+"/")
+		n += m
+		if err != nil {
+			return n, fmt.Errorf("signals: sweep %s: %w", key, err)
+		}
+	}
+	return n, nil
+}
