@@ -72,10 +72,11 @@ func NewServer(rt *agent.Runtime, r runner.Runner, opts *ServerOptions) *Server 
 	}
 	s := &Server{r: r, rt: rt, opts: o, log: o.Logger}
 	rt.AddSweeper("a2a", sweepTasks)
-	handler := a2asrv.NewHandler(&executor{s: s},
+	// A message's id is its idempotency key (keyedHandler).
+	var handler a2asrv.RequestHandler = &keyedHandler{s: s, RequestHandler: a2asrv.NewHandler(&executor{s: s},
 		a2asrv.WithTaskStore(&taskStore{s: s}),
 		a2asrv.WithLogger(o.Logger),
-	)
+	)}
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(s.Card()))
 	// Both bindings share the base URL: JSON-RPC posts to it, REST's
