@@ -57,7 +57,14 @@ func TestServerIdempotencyKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return cs, rt, func() { _ = cs.Close(); hs.Close(); cancel(); _ = c.Close(); _ = b.Close(); _ = st.Close() }
+		return cs, rt, func() {
+			_ = cs.Close()
+			hs.Close()
+			cancel()
+			_ = c.Close()
+			_ = b.Close()
+			_ = st.Close()
+		}
 	}
 	cs, rt, stop := process()
 	defer func() { stop() }()

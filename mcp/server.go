@@ -249,15 +249,24 @@ func (s *Server) AddRunner(r runner.Runner) error {
 			return errorResult(err), nil
 		}
 		n := 0.0
-		res, err := r.Run(ctx, s.rt, *in.Prompt, opts, func(p runner.Progress) {
-			if p.Message == "" {
-				return
+		var res *runner.Result
+		if opts != nil {
+			// A call sent again whose run has ended: its answer, at once.
+			if res, err = r.Status(ctx, s.rt, opts.RunID); err != nil || !res.Status.Ended() {
+				res = nil
 			}
-			n++
-			if err := Progress(ctx, n, 0, p.Message); err != nil && ctx.Err() == nil {
-				s.log.Debug("mcp: progress", "tool", r.Name(), "err", err)
-			}
-		})
+		}
+		if res == nil {
+			res, err = r.Run(ctx, s.rt, *in.Prompt, opts, func(p runner.Progress) {
+				if p.Message == "" {
+					return
+				}
+				n++
+				if err := Progress(ctx, n, 0, p.Message); err != nil && ctx.Err() == nil {
+					s.log.Debug("mcp: progress", "tool", r.Name(), "err", err)
+				}
+			})
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
