@@ -80,6 +80,9 @@ func TestTriggerIdempotencyKey(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Errorf("%d model calls for five triggers under one key, want 1", n)
 	}
+	if got, err := sc.Get(ctx, "h"); err != nil || len(got.History) != 1 || got.History[0].RunID != first {
+		t.Errorf("history %+v (%v), want the one firing of run %s", got, err, first)
+	}
 	other, err := sc.TriggerWith(ctx, "h", &schedule.TriggerOptions{IdempotencyKey: "k-2"})
 	if err != nil || other == first {
 		t.Fatalf("another key: run %s (%v), want a new run", other, err)

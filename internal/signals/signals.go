@@ -6,7 +6,11 @@
 // is kept in the store (a run's sweep does not remove it yet): a run that
 // waits takes the first signal of the name after the last it took, so a
 // signal sent before the wait is delivered when the run waits, and each
-// signal is taken once.
+// signal is taken once. A signal sent under a position given with
+// [WithSeq] (a caller's idempotency key keeps the position of its first
+// request) is recorded once: sent again, it is the one recorded, and the
+// waiting run is woken again, which changes nothing for a wait it had
+// answered.
 package signals
 
 import (
