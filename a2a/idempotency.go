@@ -38,8 +38,9 @@ const settleGrace = time.Second
 // request is the one to carry it out; a nil task for a message that is
 // not keyed.
 func (h *keyedHandler) claim(ctx context.Context, req *spec.SendMessageRequest) (*spec.Task, bool, error) {
-	if req == nil || req.Message == nil || req.Message.ID == "" || req.Message.TaskID != "" {
-		return nil, false, nil
+	if req == nil || req.Message == nil || req.Message.ID == "" || req.Message.TaskID != "" ||
+		len(req.Message.Parts) == 0 || req.Message.Role == "" {
+		return nil, false, nil // continues a task, or is refused by the SDK
 	}
 	m := req.Message
 	request, err := json.Marshal(struct {
