@@ -42,8 +42,8 @@ type SignalOptions struct {
 	// as the first did (a run that has ended since is no error); another
 	// signal under a key in use for the run is refused with an error
 	// matching [ErrIdempotencyConflict]. The key is the run's: another
-	// run's signals do not share it. A signal that could not be delivered
-	// (an unknown run, one that had ended) leaves its key unused. Default:
+	// run's signals do not share it. A signal refused by its run (an
+	// unknown run, one that had ended) leaves its key unused. Default:
 	// none, each call sends a signal.
 	IdempotencyKey string
 }
@@ -103,8 +103,10 @@ func (rt *Runtime) signalOnce(ctx context.Context, run RunRef, name string, raw 
 	switch {
 	case err == nil:
 		return v, nil
-	case seq == fresh:
-		// Not delivered: the key is free for the same signal sent again.
+	case seq == fresh && (errors.Is(err, ErrRunEnded) || errors.Is(err, store.ErrNotFound)):
+		// Refused by the run, nothing delivered: the key is free. (After
+		// another error, such as an outage, the key keeps the signal's
+		// position: sent again, it is delivered once.)
 		if rerr := idem.Release(context.WithoutCancel(ctx), rt.store, scope, key, seq); rerr != nil {
 			return v, errors.Join(err, rerr)
 		}

@@ -21,7 +21,8 @@ import (
 // delivered once (one signal recorded; the run's second wait gets
 // nothing); another signal under the key is refused; once the window
 // has passed, the key sends the signal again, which the second wait
-// takes; sent again after the run ended, it is no error.
+// takes; sent again after the run ended, it is no error, while a new
+// signal under a new key is refused each time it is sent.
 func TestSignalIdempotencyKey(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "calf.db")
 	var offset atomic.Int64 // the clock, moved by hand
@@ -107,5 +108,12 @@ func TestSignalIdempotencyKey(t *testing.T) {
 	}
 	if _, err := rt.Signal(ctx, ref, "open", "one"); !errors.Is(err, agent.ErrRunEnded) {
 		t.Errorf("a signal without a key to the ended run: %v, want ErrRunEnded", err)
+	}
+	// Refused by the ended run, a signal leaves its key unused: sent
+	// again, it is refused again, not taken for delivered.
+	for i := range 2 {
+		if _, err := rt.SignalWith(ctx, ref, "open", "late", &agent.SignalOptions{IdempotencyKey: "k-late"}); !errors.Is(err, agent.ErrRunEnded) {
+			t.Errorf("a keyed signal to the ended run (%d): %v, want ErrRunEnded", i+1, err)
+		}
 	}
 }
