@@ -154,9 +154,9 @@ func historyLength(req *spec.SendMessageRequest) *int {
 }
 
 // follow yields the events of the task id's execution in this process,
-// if any, until it ends; then it waits until the task's end is stored,
-// or its run has ended (or waits for input) and the grace has passed. It
-// yields ctx's error when ctx ends first.
+// if any, until it ends; then it waits until the task's end (or its wait
+// for input) is stored, or its run has ended (or waits) and the grace has
+// passed. It yields ctx's error when ctx ends first.
 func (h *keyedHandler) follow(ctx context.Context, id spec.TaskID) iter.Seq2[spec.Event, error] {
 	return func(yield func(spec.Event, error) bool) {
 		for ev, err := range h.RequestHandler.SubscribeToTask(ctx, &spec.SubscribeToTaskRequest{ID: id}) {
@@ -178,7 +178,7 @@ func (h *keyedHandler) follow(ctx context.Context, id spec.TaskID) iter.Seq2[spe
 		defer tick.Stop()
 		var ended time.Time
 		for {
-			if st, _ := ts.stored(ctx, id); st != nil && st.Status.State.Terminal() {
+			if st, _ := ts.stored(ctx, id); st != nil && (st.Status.State.Terminal() || st.Status.State == spec.TaskStateInputRequired) {
 				return
 			}
 			if ended.IsZero() {
