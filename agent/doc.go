@@ -93,6 +93,14 @@
 // The claims cost a store write per call on a broker that is not local
 // (three for a W1 run); a run's claims are swept with its other records.
 //
+// A caller's request sent again (after a timeout, a lost answer, a
+// restart) is made once by its idempotency key, kept in the store for
+// [RuntimeOptions.IdempotencyWindow]: [RunOptions.IdempotencyKey] gets
+// the run the first request started, [SignalOptions.IdempotencyKey]
+// ([Runtime.SignalWith]) delivers a signal once, and [Runtime.RunForKey]
+// serves an entry point of a program's own. Another request under a key
+// in use is an error matching [ErrIdempotencyConflict].
+//
 // # Workers
 //
 // A [Worker] hosts the handlers of any number of agents in a process that
