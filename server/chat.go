@@ -102,7 +102,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	case req.N != nil && *req.N != 1:
 		refused = fmt.Errorf("%w: n must be 1", errBadRequest)
 	}
-	prompt, opts, last, resume, err := s.beginOrResume(r, req.Messages, refused, req.Stream)
+	prompt, opts, last, resume, err := s.beginOrResume(r, req.Model, req.Messages, refused, req.Stream)
 	if err != nil {
 		s.requestError(w, r, err)
 		return

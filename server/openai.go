@@ -196,8 +196,9 @@ const IdempotencyHeader = "Idempotency-Key"
 // begin returns the prompt of a request's messages and the options to run
 // it with: in a session named by SessionHeader, or stateless with the
 // thread the client sent; or refused, when not nil, or why the request is
-// not valid. The run is the requesting user's.
-func (s *Server) begin(r *http.Request, msgs []inMessage, refused error) (string, *runner.Options, error) {
+// not valid. The run is the requesting user's; model is the one the
+// request names, part of what an idempotency key stands for.
+func (s *Server) begin(r *http.Request, model string, msgs []inMessage, refused error) (string, *runner.Options, error) {
 	if refused != nil {
 		return "", nil, refused
 	}
@@ -219,9 +220,10 @@ func (s *Server) begin(r *http.Request, msgs []inMessage, refused error) (string
 		// its answer given again.
 		req := struct {
 			Path     string      `json:"path"`
+			Model    string      `json:"model,omitempty"`
 			Messages []inMessage `json:"messages"`
 			Session  string      `json:"session,omitempty"`
-		}{r.URL.Path, msgs, o.SessionID}
+		}{r.URL.Path, model, msgs, o.SessionID}
 		run, err := s.rt.RunForKey(r.Context(), "http/"+userOf(r), key, req, o.RunID)
 		if err != nil {
 			return "", nil, err

@@ -106,7 +106,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	case req.PreviousResponseID != "":
 		refused = fmt.Errorf("%w: previous_response_id is not supported: continue a conversation with the %s header", errBadRequest, SessionHeader)
 	}
-	prompt, opts, last, resume, err := s.beginOrResume(r, msgs, refused, req.Stream)
+	prompt, opts, last, resume, err := s.beginOrResume(r, req.Model, msgs, refused, req.Stream)
 	if err != nil {
 		s.requestError(w, r, err)
 		return

@@ -52,7 +52,7 @@ func (s *Server) resumeOf(r *http.Request, stream bool) (run string, last int64,
 // beginOrResume is begin for a request that starts a run, and, for one
 // that resumes a streamed answer (Last-Event-ID), the run it resumes and
 // the number of the last event its client had (-1 when starting).
-func (s *Server) beginOrResume(r *http.Request, msgs []inMessage, refused error, stream bool) (prompt string, opts *runner.Options, last int64, resume bool, err error) {
+func (s *Server) beginOrResume(r *http.Request, model string, msgs []inMessage, refused error, stream bool) (prompt string, opts *runner.Options, last int64, resume bool, err error) {
 	run, last, resume, err := s.resumeOf(r, stream)
 	switch {
 	case err != nil:
@@ -62,7 +62,7 @@ func (s *Server) beginOrResume(r *http.Request, msgs []inMessage, refused error,
 	case resume:
 		return "", &runner.Options{RunID: run}, last, true, nil
 	}
-	prompt, opts, err = s.begin(r, msgs, nil)
+	prompt, opts, err = s.begin(r, model, msgs, nil)
 	return prompt, opts, -1, false, err
 }
 

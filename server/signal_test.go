@@ -128,6 +128,34 @@ func TestChatCompletionsIdempotencyKey(t *testing.T) {
 	}
 }
 
+// The same messages under one Idempotency-Key to two models are two
+// requests: the second is refused.
+func TestIdempotencyKeyNamesTheModel(t *testing.T) {
+	rt := testRuntime(t)
+	var rs []runner.Runner
+	for _, name := range []string{"echo", "other"} {
+		a := agent.Must(agent.New(name, &wordModel{answer: echoAnswer}, nil))
+		if err := a.Serve(t.Context(), rt, nil); err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, runner.Agent(a))
+	}
+	s, err := server.New(rt, rs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	key := map[string]string{server.IdempotencyHeader: "k-2"}
+	if code, got, _ := do(t, "POST", hs.URL+"/v1/chat/completions", "", `{"model":"echo","messages":[{"role":"user","content":"say hi"}]}`, key); code != 200 {
+		t.Fatalf("first request: %d %s", code, got)
+	}
+	code, got, _ := do(t, "POST", hs.URL+"/v1/chat/completions", "", `{"model":"other","messages":[{"role":"user","content":"say hi"}]}`, key)
+	if code != http.StatusConflict || !strings.Contains(got, "idempotency_conflict") {
+		t.Errorf("the same messages to another model under the key: %d %s", code, got)
+	}
+}
+
 // The same signal under the same Idempotency-Key, sent five times, the
 // last two after the server restarted on the same store, is delivered
 // once and answered again (202 each time); another signal under the key
