@@ -199,6 +199,12 @@ func TestSignalEndpointIdempotencyKey(t *testing.T) {
 	if _, err := c.Submit(t.Context(), rt, "wait", &agent.RunOptions{RunID: "gate-1"}); err != nil {
 		t.Fatal(err)
 	}
+	// The run waits before the restart: an in-memory broker's messages
+	// in flight would be lost with it.
+	testwait.For(t, 10*time.Second, "the run's wait", func() bool {
+		recs, err := rt.Store().List(t.Context(), "signal_waiter", "", "", 0)
+		return err == nil && len(recs) == 1
+	})
 	key := map[string]string{server.IdempotencyHeader: "k-1"}
 	for i := range 5 {
 		if i == 3 {
