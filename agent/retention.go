@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/calf-go/calf/internal/signals"
 	"time"
 
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/runstore"
+	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/internal/sweep"
 	"github.com/calf-go/calf/store"
 )

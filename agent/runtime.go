@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"github.com/calf-go/calf/internal/flow"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
 	"github.com/calf-go/calf/agent/internal/telemetry"
+	"github.com/calf-go/calf/internal/flow"
 	"github.com/calf-go/calf/internal/idem"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"time"
 
 	"github.com/calf-go/calf/agent"
 )
@@ -78,6 +79,9 @@ type InputEvent struct {
 	// Budget, when set, bounds what the run spends; see
 	// [RunOptions.Budget].
 	Budget *agent.Budget `json:"budget,omitempty"`
+	// Deadline, when set, ends the run when it passes; see
+	// [RunOptions.Deadline].
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // StepEvent is the payload of a team's step channel: start the member runs

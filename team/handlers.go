@@ -147,6 +147,11 @@ func (c *coordinator) onInput(ctx context.Context, msg *calf.Message) error {
 	if err != nil {
 		return err
 	}
+	if !st.Status.Terminal() && st.Step == 1 {
+		if err := c.rt.StartDeadline(ctx, c.t.ref(id), in.Deadline); err != nil {
+			return err
+		}
+	}
 	if st.Status.Terminal() || st.Step == 1 {
 		return c.next(ctx, st)
 	}

@@ -44,9 +44,12 @@ type RunOptions struct {
 	// model deltas, as RunStream's runs do, for observers of the run's
 	// events. Run does not stream; RunStream always does.
 	Stream bool
-	// Deadline, when set, bounds an agent member's run (see
-	// [agent.InputEvent.Deadline]); a team sets it on the runs of its
-	// members from its Options.MemberTimeout.
+	// Deadline, when set, ends the run when it passes: a team's run
+	// wherever it is (a member running, waiting, paused, a slot under
+	// flow control), cancelled by a durable timer with the reason "timed
+	// out: ..." (see [agent.Runtime.StartDeadline]); an agent member's
+	// run as [agent.RunOptions.Deadline] says. A team sets it on the runs
+	// of its members from its Options.MemberTimeout.
 	Deadline time.Time
 	// Budget, when set, bounds what the run spends: the model calls of
 	// every run it starts, of any kind. Each member run gets what is left
@@ -105,7 +108,7 @@ func (t *Team) Submit(ctx context.Context, rt *agent.Runtime, prompt string, opt
 
 // input builds the input message of the run o names (o.RunID is set).
 func (t *Team) input(ctx context.Context, rt *agent.Runtime, prompt string, o *RunOptions) (*calf.Message, error) {
-	in := InputEvent{Content: prompt, ReplyTo: o.ReplyTo, Parent: o.Parent, Stream: o.Stream}
+	in := InputEvent{Content: prompt, ReplyTo: o.ReplyTo, Parent: o.Parent, Stream: o.Stream, Deadline: o.Deadline}
 	if b := o.Budget; b != nil {
 		if err := b.Validate(); err != nil {
 			return nil, fmt.Errorf("team %s: RunOptions.Budget: %w", t.name, err)

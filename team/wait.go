@@ -3,10 +3,10 @@ package team
 import (
 	"context"
 	"fmt"
-	"github.com/calf-go/calf/internal/flow"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/flow"
 	"github.com/calf-go/calf/internal/runlife"
 )
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/model"
@@ -105,6 +106,9 @@ type InputEvent struct {
 	// Budget, when set, bounds what the run spends; see
 	// [RunOptions.Budget].
 	Budget *agent.Budget `json:"budget,omitempty"`
+	// Deadline, when set, ends the run when it passes; see
+	// [RunOptions.Deadline].
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // ForkFrom names the checkpoint a forked run starts from.

@@ -402,6 +402,9 @@ func (h *handlers[S]) onInput(ctx context.Context, msg *calf.Message) error {
 		}
 		return h.stale(ctx, msg, old)
 	}
+	if err := h.rt.StartDeadline(ctx, agent.RunRef{Kind: "workflow", Name: h.w.name, RunID: run}, ev.Deadline); err != nil {
+		return err
+	}
 	return h.emitPending(ctx, st)
 }
 

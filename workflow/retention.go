@@ -3,9 +3,9 @@ package workflow
 import (
 	"context"
 	"encoding/json"
-	"github.com/calf-go/calf/internal/signals"
 	"time"
 
+	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/internal/sweep"
 	"github.com/calf-go/calf/store"
 )

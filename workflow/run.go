@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/calf-go/calf/internal/flow"
 	"iter"
 	"strings"
+	"time"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/deadletter"
+	"github.com/calf-go/calf/internal/flow"
 	"github.com/calf-go/calf/internal/runlife"
 	"github.com/calf-go/calf/store"
 )
@@ -52,6 +53,12 @@ type RunOptions struct {
 	// a key in use is refused with an error matching
 	// [agent.ErrIdempotencyConflict]. The key is the workflow's.
 	IdempotencyKey string
+	// Deadline, when set, ends the run when it passes, wherever it is (a
+	// node running, a sleep, a wait for a signal or an answer, a pause, a
+	// slot under flow control): a durable timer, fired by whichever
+	// process serves timers then, cancels the run with the reason "timed
+	// out: ..." (see [agent.Runtime.StartDeadline]).
+	Deadline time.Time
 }
 
 // input builds the input message of a new run.
@@ -77,7 +84,7 @@ func (w *Workflow[S]) newInput(ctx context.Context, rt *agent.Runtime, s S, opts
 			return nil, fmt.Errorf("workflow %s: RunOptions.Budget: %w", w.name, err)
 		}
 	}
-	ev := &InputEvent{State: data, ReplyTo: o.ReplyTo, Parent: o.Parent, Budget: o.Budget}
+	ev := &InputEvent{State: data, ReplyTo: o.ReplyTo, Parent: o.Parent, Budget: o.Budget, Deadline: o.Deadline}
 	if o.IdempotencyKey != "" {
 		req := *ev
 		req.ReplyTo = nil // where the end is reported is not the request

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/calf-go/calf/schedule"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/runner"
+	"github.com/calf-go/calf/schedule"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
 )

@@ -93,7 +93,9 @@ type subject struct {
 type ops struct {
 	submit, wait func(ctx context.Context, id string) error
 	submitPrompt func(ctx context.Context, id, prompt string) error
-	recover      func(ctx context.Context) error
+	// submitDeadline starts a run with a deadline.
+	submitDeadline func(ctx context.Context, id string, at time.Time) error
+	recover        func(ctx context.Context) error
 }
 
 // recoverAll recovers the runs of each recoverer in turn.

@@ -95,6 +95,10 @@ var timedSubjects = []timedSubject{
 				_, err := c.Submit(ctx, rt, "go", &agent.RunOptions{RunID: id})
 				return err
 			},
+			submitDeadline: func(ctx context.Context, id string, at time.Time) error {
+				_, err := c.Submit(ctx, rt, "go", &agent.RunOptions{RunID: id, Deadline: at})
+				return err
+			},
 			wait: func(ctx context.Context, id string) error { _, err := c.Wait(ctx, rt, id); return err },
 		}
 	}},
@@ -108,6 +112,10 @@ var timedSubjects = []timedSubject{
 		return &ops{
 			submit: func(ctx context.Context, id string) error {
 				_, err := tm.Submit(ctx, rt, "go", &team.RunOptions{RunID: id})
+				return err
+			},
+			submitDeadline: func(ctx context.Context, id string, at time.Time) error {
+				_, err := tm.Submit(ctx, rt, "go", &team.RunOptions{RunID: id, Deadline: at})
 				return err
 			},
 			wait: func(ctx context.Context, id string) error { _, err := tm.Wait(ctx, rt, id); return err },
@@ -137,6 +145,10 @@ var timedSubjects = []timedSubject{
 		return &ops{
 			submit: func(ctx context.Context, id string) error {
 				_, err := wf.Submit(ctx, rt, st{}, &workflow.RunOptions{RunID: id})
+				return err
+			},
+			submitDeadline: func(ctx context.Context, id string, at time.Time) error {
+				_, err := wf.Submit(ctx, rt, st{}, &workflow.RunOptions{RunID: id, Deadline: at})
 				return err
 			},
 			wait: func(ctx context.Context, id string) error { _, err := wf.Wait(ctx, rt, id); return err },
@@ -200,6 +212,30 @@ func TestTimeLifecycle(t *testing.T) {
 					if recs, err := rt.Store().List(ctx, kind, "", "", 0); err != nil || len(recs) != 0 {
 						t.Errorf("%d records of kind %s left after the sweep (%v)", len(recs), kind, err)
 					}
+				}
+			})
+			t.Run("deadline while waiting", func(t *testing.T) {
+				rt, w, o, ref := setup(t, 0, 0)
+				ctx := ctxFor(t)
+				if err := o.submitDeadline(ctx, "r1", time.Now().Add(500*time.Millisecond)); err != nil {
+					t.Fatal(err)
+				}
+				<-w.entered
+				close(w.gate)
+				// The run waits for a signal that never comes, with no
+				// timeout of its own: its deadline, a timer, ends it.
+				if err := o.wait(ctx, "r1"); err == nil {
+					t.Fatal("the run ended without an error past its deadline")
+				}
+				v, err := rt.LoadRun(ctx, ref("r1"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v.RunStatus() != agent.RunCancelled {
+					t.Errorf("status %s, want cancelled", v.RunStatus())
+				}
+				if w.first() != "" {
+					t.Errorf("the code went on to %q", w.first())
 				}
 			})
 			t.Run("signal before the wait", func(t *testing.T) {
