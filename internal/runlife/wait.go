@@ -36,6 +36,10 @@ type Wait struct {
 	// [store.ErrNotFound] that the run is not recorded yet. Load may add
 	// channels to the follower (a handoff's next agent).
 	Load func(ctx context.Context) (ended bool, err error)
+	// Queued, when set, reports whether the run waits under flow control
+	// (its input held until a slot frees up): the wait waits for it, its
+	// StartTimeout counted from the time it leaves the queue.
+	Queued func(ctx context.Context) (bool, error)
 	// Parked returns the error of the run held up by the dead letter m, or
 	// nil when m does not hold it up.
 	Parked func(m *calf.Message) error
@@ -54,6 +58,11 @@ func (w *Wait) Run(ctx context.Context) error {
 		ended, lerr := w.Load(ctx)
 		switch {
 		case errors.Is(lerr, store.ErrNotFound):
+			if w.Queued != nil {
+				if q, err := w.Queued(ctx); err == nil && q {
+					unknownAfter = time.Now().Add(w.StartTimeout)
+				}
+			}
 			if !time.Now().Before(unknownAfter) {
 				return fmt.Errorf("%s: no run of that id was recorded within %s: %w", w.What, w.StartTimeout, lerr)
 			}
