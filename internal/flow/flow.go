@@ -568,9 +568,13 @@ func (g *Gate) release(ctx context.Context, kid string) error {
 		}
 		if !exists {
 			// Admitted, not started: its waiting record starts it (or,
-			// with none left, nothing will).
+			// with none left, nothing will). A start writes the run's
+			// record before it removes the waiting ones: a run started
+			// since the first look has a record now.
 			if q, err := Queued(ctx, g.env.Store, run); err == nil && !q {
-				ended = append(ended, run)
+				if exists, done, err := g.env.State(ctx, run); err == nil && (!exists || done) {
+					ended = append(ended, run)
+				}
 			}
 		}
 	}
