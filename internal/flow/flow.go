@@ -486,7 +486,9 @@ func (g *Gate) pump(ctx context.Context, key string) error {
 
 // start hands an admitted run's input to the input handler, then forgets
 // that it waited. A process that dies in between leaves the record,
-// which the next pass hands on again: the handler takes a run once.
+// which the next pass hands on again: the handler takes a run once. The
+// KindWait record goes last, so that it is what is left of one that
+// dies before the end, for a pass to find.
 func (g *Gate) start(ctx context.Context, r store.Record, msg *calf.Message) error {
 	m := msg.Clone()
 	if m.Metadata.Attempt == 0 {
@@ -497,10 +499,10 @@ func (g *Gate) start(ctx context.Context, r store.Record, msg *calf.Message) err
 	if err := g.inner(calf.ContextWithMessage(ctx, m), m); err != nil {
 		return fmt.Errorf("flow control: start run %s: %w", msg.Metadata.RunID, err)
 	}
-	if err := g.env.Store.Delete(ctx, KindWait, r.ID, 0); err != nil {
+	if err := g.env.Store.Delete(ctx, KindRun, msg.Metadata.RunID, 0); err != nil {
 		return err
 	}
-	return g.env.Store.Delete(ctx, KindRun, msg.Metadata.RunID, 0)
+	return g.env.Store.Delete(ctx, KindWait, r.ID, 0)
 }
 
 // admit gives runID a slot of key if one is free and the rate allows:

@@ -107,3 +107,123 @@ func TestReleaseKeepsTheSlotOfARunStartedMeanwhile(t *testing.T) {
 		t.Errorf("r2 does not wait")
 	}
 }
+
+// A process that dies in the middle of a run's start, after it removed
+// one of the run's waiting records and before the other, leaves nothing
+// that another process's passes do not clear: once the run has ended, no
+// flow record is left.
+func TestAStartCutShortLeavesNothingBehind(t *testing.T) {
+	ctx := t.Context()
+	st := memory.New()
+	var (
+		mu      sync.Mutex
+		started = map[string]int{} // starts by run
+		ended   = map[string]bool{}
+	)
+	env := func(s store.Store) Env {
+		return Env{
+			Store: s,
+			State: func(_ context.Context, runID string) (bool, bool, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return started[runID] > 0, ended[runID], nil
+			},
+			Cancel: func(context.Context, string, string) error { return nil },
+		}
+	}
+	inner := func(_ context.Context, m *calf.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		started[m.Metadata.RunID]++
+		return nil
+	}
+	decode := func(m *calf.Message) (Input, error) {
+		return Input{Kind: "agent", Name: "a", RunID: m.Metadata.RunID}, nil
+	}
+	dying := &dyingStore{Store: st}
+	first, err := New("agent", "a", Policy{Concurrency: 1}, env(dying), inner, decode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := New("agent", "a", Policy{Concurrency: 1}, env(st), inner, decode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := &calf.Message{ID: "r1.input", Channel: "calf.agent.a.input", Key: "r1", Metadata: calf.Metadata{RunID: "r1", Time: time.Now()}}
+	// The first process starts r1 and dies after its first removal.
+	if err := first.Handle(ctx, msg); !errors.Is(err, errDead) {
+		t.Fatalf("the first process's handling of r1: %v; want it dead", err)
+	}
+	// The other one's passes, while r1 runs and once it has ended.
+	if err := second.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	ended["r1"] = true
+	mu.Unlock()
+	if err := second.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{KindWait, KindRun, KindActive, KindKey} {
+		recs, err := st.List(ctx, kind, "", "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			t.Errorf("left: %s %s %s", kind, r.ID, r.Data)
+		}
+	}
+}
+
+var errDead = errors.New("the process is dead")
+
+// dyingStore is the store of a process that dies right after it removed
+// its first waiting record (of KindWait or KindRun): every later call
+// fails.
+type dyingStore struct {
+	store.Store
+	mu   sync.Mutex
+	dead bool
+}
+
+func (s *dyingStore) alive() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return errDead
+	}
+	return nil
+}
+
+func (s *dyingStore) Get(ctx context.Context, kind, id string) (store.Record, error) {
+	if err := s.alive(); err != nil {
+		return store.Record{}, err
+	}
+	return s.Store.Get(ctx, kind, id)
+}
+
+func (s *dyingStore) Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error) {
+	if err := s.alive(); err != nil {
+		return 0, err
+	}
+	return s.Store.Put(ctx, kind, id, data, version)
+}
+
+func (s *dyingStore) List(ctx context.Context, kind, prefix, after string, limit int) ([]store.Record, error) {
+	if err := s.alive(); err != nil {
+		return nil, err
+	}
+	return s.Store.List(ctx, kind, prefix, after, limit)
+}
+
+func (s *dyingStore) Delete(ctx context.Context, kind, id string, version int64) error {
+	if err := s.alive(); err != nil {
+		return err
+	}
+	if kind == KindWait || kind == KindRun {
+		s.mu.Lock()
+		s.dead = true
+		s.mu.Unlock()
+	}
+	return s.Store.Delete(ctx, kind, id, version)
+}
