@@ -116,3 +116,25 @@ func TestServerWithGoCLI(t *testing.T) {
 		}
 	}
 }
+
+// The @a2a-js/sdk client sends one message three times (send, stream,
+// send) under one messageId: one task and one answer; another message
+// under the messageId is refused.
+func TestServerMessageIDWithJSClient(t *testing.T) {
+	rt := newRuntime(t, nil)
+	srv := newA2AServer(t, rt, newHelper(t, rt, nil), "")
+	for _, transport := range []string{"JSONRPC", "HTTP+JSON"} {
+		t.Run(transport, func(t *testing.T) {
+			s := nodeSteps(t, "keyed.mjs", srv.URL, transport)
+			id := s["send1"]["id"]
+			for _, step := range []string{"send1", "stream2", "send3"} {
+				if got := s[step]; got["id"] != id || got["text"] != "done: keyed from js" {
+					t.Errorf("%s: %v, want task %v answering %q", step, got, id, "done: keyed from js")
+				}
+			}
+			if got, _ := s["other"]["error"].(string); !strings.Contains(got, "was sent before with another message") {
+				t.Errorf("another message under the messageId: %v", s["other"])
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	spec "github.com/a2aproject/a2a-go/v2/a2a"
@@ -56,6 +57,32 @@ type Server struct {
 	opts ServerOptions
 	log  *slog.Logger
 	h    http.Handler
+
+	mu sync.Mutex
+	// live counts the executions of each task in this process, from
+	// Execute to their cleanup, when their last events are stored: a task
+	// live here is not brought up to date from its run, which its
+	// execution is doing.
+	live map[spec.TaskID]int
+}
+
+// executing records that an execution of task id starts (delta 1) or
+// has ended (-1) in this process.
+func (s *Server) executing(id spec.TaskID, delta int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.live[id] + delta; n > 0 {
+		s.live[id] = n
+	} else {
+		delete(s.live, id)
+	}
+}
+
+// isLive reports whether task id is being executed in this process.
+func (s *Server) isLive(id spec.TaskID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live[id] > 0
 }
 
 // NewServer returns a server for r, whose runs go through rt.
@@ -70,12 +97,13 @@ func NewServer(rt *agent.Runtime, r runner.Runner, opts *ServerOptions) *Server 
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{r: r, rt: rt, opts: o, log: o.Logger}
+	s := &Server{r: r, rt: rt, opts: o, log: o.Logger, live: map[spec.TaskID]int{}}
 	rt.AddSweeper("a2a", sweepTasks)
-	handler := a2asrv.NewHandler(&executor{s: s},
+	// A message's id is its idempotency key (keyedHandler).
+	var handler a2asrv.RequestHandler = &keyedHandler{s: s, RequestHandler: a2asrv.NewHandler(&executor{s: s},
 		a2asrv.WithTaskStore(&taskStore{s: s}),
 		a2asrv.WithLogger(o.Logger),
-	)
+	)}
 	mux := http.NewServeMux()
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(s.Card()))
 	// Both bindings share the base URL: JSON-RPC posts to it, REST's
@@ -215,7 +243,18 @@ func resultEvents(info spec.TaskInfoProvider, res *runner.Result) []spec.Event {
 		statusMessage(info, fmt.Sprintf("run %s waits: paused, interrupted, or for an approval", res.RunID)))}
 }
 
+// Cleanup ends the execution that Execute started, once the SDK has
+// processed its events.
+func (e *executor) Cleanup(_ context.Context, ec *a2asrv.ExecutorContext, _ spec.SendMessageResult, _ error) {
+	if ec.Message != nil { // not a cancellation's
+		e.s.executing(ec.TaskID, -1)
+	}
+}
+
+var _ a2asrv.AgentExecutionCleaner = (*executor)(nil)
+
 func (e *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[spec.Event, error] {
+	e.s.executing(ec.TaskID, 1)
 	return func(yield func(spec.Event, error) bool) {
 		prompt, err := messageText(ec.Message)
 		if err != nil {
@@ -342,7 +381,7 @@ func (ts *taskStore) Get(ctx context.Context, id spec.TaskID) (*taskstore.Stored
 	}
 	task := st.Task
 	version := taskstore.TaskVersion(rec.Version)
-	if !task.Status.State.Terminal() {
+	if !task.Status.State.Terminal() && !ts.s.isLive(task.ID) {
 		// The process that carried the task may have stopped: its run
 		// says how it stands.
 		if t, v, ok := ts.reconcile(ctx, task, version); ok {

@@ -93,6 +93,14 @@
 // The claims cost a store write per call on a broker that is not local
 // (three for a W1 run); a run's claims are swept with its other records.
 //
+// A caller's request sent again (after a timeout, a lost answer, a
+// restart) is made once by its idempotency key, kept in the store for
+// [RuntimeOptions.IdempotencyWindow]: [RunOptions.IdempotencyKey] gets
+// the run the first request started, [SignalOptions.IdempotencyKey]
+// ([Runtime.SignalWith]) delivers a signal once, and [Runtime.RunForKey]
+// serves an entry point of a program's own. Another request under a key
+// in use is an error matching [ErrIdempotencyConflict].
+//
 // # Workers
 //
 // A [Worker] hosts the handlers of any number of agents in a process that
@@ -102,6 +110,12 @@
 // shutdown: the handlers in progress finish, and the messages not handled
 // go back to the broker for the other workers. The calf command's
 // "calf worker" is such a process; docs/deploy.md describes deployments.
+//
+// [Options.Flow] ([FlowControl]) holds an agent's runs to limits per key
+// across all its workers (concurrency, rate, debounce, priority, a bound
+// across keys): a run over a limit waits as a record in the store, and
+// the input handler of whichever worker has room starts it; teams and
+// workflows take the same FlowControl ([Runtime.FlowGate]).
 //
 // # Recovery
 //

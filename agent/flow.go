@@ -45,9 +45,15 @@ type FlowControl struct {
 	// replaced end cancelled, their error naming the run that replaced
 	// them. It applies before Concurrency and Rate.
 	Debounce time.Duration
-	// Priority ranks the waiting runs of a key: higher first (0 to 9999),
-	// then in the order they came. Nil: all 0.
+	// Priority ranks the waiting runs: higher first (0 to 9999), then in
+	// the order they came; within a key, and across keys when MaxRunning
+	// is reached. Nil: all 0.
 	Priority func(FlowInput) int
+	// MaxRunning bounds the runs in progress across all keys at once; 0:
+	// no bound. When it is reached, the waiting runs of every key start
+	// by priority as slots free up (a run whose key is full is passed
+	// over for the next).
+	MaxRunning int
 }
 
 // FlowInput is what a run's key and priority are computed from.
@@ -71,7 +77,7 @@ type FlowStats struct {
 }
 
 func (fc *FlowControl) policy() flow.Policy {
-	p := flow.Policy{Concurrency: fc.Concurrency, Rate: fc.Rate, Per: fc.Per, Burst: fc.Burst, Debounce: fc.Debounce}
+	p := flow.Policy{Concurrency: fc.Concurrency, Rate: fc.Rate, Per: fc.Per, Burst: fc.Burst, Debounce: fc.Debounce, MaxRunning: fc.MaxRunning}
 	if k := fc.Key; k != nil {
 		p.Key = func(in flow.Input) string { return k(flowInput(in)) }
 	}

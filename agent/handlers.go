@@ -307,6 +307,9 @@ func (h *handlers) onInput(ctx context.Context, msg *calf.Message) error {
 		// The run was submitted again after it ended: answer with its output.
 		return h.finish(ctx, st)
 	case st.Status == RunRunning && st.Step == 1 && st.Phase == phaseInference:
+		if err := h.rt.StartDeadline(ctx, RunRef{Kind: "agent", Name: h.a.name, RunID: id}, st.Deadline); err != nil {
+			return err
+		}
 		return h.emit(ctx, inferenceChannel(h.a.name), inferenceEvent{Step: 1}, engine.InferenceID(id, 1), id)
 	}
 	return nil

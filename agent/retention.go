@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/calf-go/calf/internal/signals"
 	"time"
 
 	"github.com/calf-go/calf/agent/approval"
@@ -157,7 +158,18 @@ func (rt *Runtime) Sweep(ctx context.Context, opts SweepOptions) (*SweepResult, 
 			return time.Time{}, false
 		}
 		return head.EndedAt, head.Status.Terminal()
-	}, func(rec store.Record) (int, error) { return rt.sweepRunRecords(ctx, rec.ID) })
+	}, func(rec store.Record) (int, error) {
+		n, err := rt.sweepRunRecords(ctx, rec.ID)
+		var head struct {
+			Agent string `json:"agent"`
+		}
+		if err == nil && json.Unmarshal(rec.Data, &head) == nil && head.Agent != "" {
+			var m int
+			m, err = signals.Sweep(ctx, rt.store, agentSignalKey(head.Agent, rec.ID))
+			n += m
+		}
+		return n, err
+	})
 	res.Runs += runs
 	res.Records += records
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/internal/engine"
+	"github.com/calf-go/calf/internal/idem"
 	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/internal/timers"
 	"github.com/calf-go/calf/store"
@@ -25,8 +26,32 @@ import (
 // the order sent, each once. Signal returns the run as it stands. A run
 // that has ended returns an error matching [ErrRunEnded]; an unknown run
 // one matching [store.ErrNotFound]; a name that is not 1 to 128 letters,
-// digits, '_', '-', '.' or ':' is an error.
+// digits, '_', '-', '.' or ':' is an error. [Runtime.SignalWith] sends
+// a signal under the caller's idempotency key.
 func (rt *Runtime) Signal(ctx context.Context, run RunRef, name string, value any) (RunView, error) {
+	return rt.SignalWith(ctx, run, name, value, nil)
+}
+
+// SignalOptions configure [Runtime.SignalWith]. A nil *SignalOptions
+// means the defaults.
+type SignalOptions struct {
+	// IdempotencyKey, when set, is the caller's key for this signal: the
+	// same signal (name and value) under the same key to the same run,
+	// within the runtime's [RuntimeOptions.IdempotencyWindow] (from any
+	// process, after restarts), is delivered once, and sent again answers
+	// as the first did (a run that has ended since is no error); another
+	// signal under a key in use for the run is refused with an error
+	// matching [ErrIdempotencyConflict]. The key is the run's: another
+	// run's signals do not share it. A signal refused by its run (an
+	// unknown run, one that had ended) leaves its key unused. Default:
+	// none, each call sends a signal.
+	IdempotencyKey string
+}
+
+// SignalWith is [Runtime.Signal] with options: under
+// [SignalOptions.IdempotencyKey], the same signal sent again is
+// delivered once.
+func (rt *Runtime) SignalWith(ctx context.Context, run RunRef, name string, value any, opts *SignalOptions) (RunView, error) {
 	if rt == nil {
 		return nil, ErrNoRuntime
 	}
@@ -51,6 +76,49 @@ func (rt *Runtime) Signal(ctx context.Context, run RunRef, name string, value an
 	if len(raw) > signalMaxValue {
 		return nil, fmt.Errorf("agent: signal %s to run %s: the value has %d bytes, over the limit of %d", name, run.RunID, len(raw), signalMaxValue)
 	}
+	if opts == nil || opts.IdempotencyKey == "" {
+		return rt.signal(ctx, run, name, raw)
+	}
+	return rt.signalOnce(ctx, run, name, raw, opts.IdempotencyKey)
+}
+
+// signalOnce sends a signal under the caller's key: the key names the
+// position of the signal its first request sent ([signals.WithSeq]), so
+// that the same signal sent again is the one recorded, delivered once.
+func (rt *Runtime) signalOnce(ctx context.Context, run RunRef, name string, raw json.RawMessage, key string) (RunView, error) {
+	scope := "signal/" + run.kind() + "/" + run.RunID
+	req, err := json.Marshal(struct {
+		Name  string          `json:"name"`
+		Value json.RawMessage `json:"value,omitempty"`
+	}{name, raw})
+	if err != nil {
+		return nil, err
+	}
+	fresh := signals.NewSeq(rt.now())
+	seq, err := idem.Claim(ctx, rt.store, scope, key, idem.Digest(req), fresh, rt.now(), rt.idemWindow)
+	if err != nil {
+		return nil, fmt.Errorf("agent: signal %s to run %s: %w", name, run.RunID, err)
+	}
+	v, err := rt.signal(signals.WithSeq(ctx, seq), run, name, raw)
+	switch {
+	case err == nil:
+		return v, nil
+	case seq == fresh && (errors.Is(err, ErrRunEnded) || errors.Is(err, store.ErrNotFound)):
+		// Refused by the run, nothing delivered: the key is free. (After
+		// another error, such as an outage, the key keeps the signal's
+		// position: sent again, it is delivered once.)
+		if rerr := idem.Release(context.WithoutCancel(ctx), rt.store, scope, key, seq); rerr != nil {
+			return v, errors.Join(err, rerr)
+		}
+	case errors.Is(err, ErrRunEnded) && v != nil:
+		// Delivered by the first request, before the run ended.
+		return v, nil
+	}
+	return v, err
+}
+
+// signal sends the signal of JSON raw to run.
+func (rt *Runtime) signal(ctx context.Context, run RunRef, name string, raw json.RawMessage) (RunView, error) {
 	if k, err := rt.runKind(run, "signal"); k != nil || err != nil {
 		if err != nil {
 			return nil, err

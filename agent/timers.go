@@ -108,6 +108,11 @@ func (rt *Runtime) ServeTimers() {
 			defer close(done)
 			_ = rt.timerSvc().Run(ctx)
 		}()
+		// The runs' deadlines are timers too: this process cancels those
+		// whose deadline passed.
+		if err := rt.serveDeadlines(ctx); err != nil {
+			rt.log.Error("agent: serve the runs' deadlines", "err", err)
+		}
 		rt.client.OnShutdown(func() {
 			cancel()
 			<-done

@@ -87,11 +87,12 @@ type Prototype struct {
 // key ("session": the run's session; "first_word": the prompt's text
 // before its first space or colon; empty: one key for all), at most
 // Concurrency in progress per key, Rate ("N/DURATION", such as "10/1m")
-// with Burst more after a quiet spell, and Debounce (a Go duration) for
-// bursts of one key.
+// with Burst more after a quiet spell, Debounce (a Go duration) for
+// bursts of one key, and at most MaxRunning in progress across keys.
 type PrototypeFlow struct {
 	Key         string `json:"key,omitempty" yaml:"key"`
 	Concurrency int    `json:"concurrency,omitempty" yaml:"concurrency"`
+	MaxRunning  int    `json:"max_running,omitempty" yaml:"max_running"`
 	Rate        string `json:"rate,omitempty" yaml:"rate"`
 	Burst       int    `json:"burst,omitempty" yaml:"burst"`
 	Debounce    string `json:"debounce,omitempty" yaml:"debounce"`
@@ -302,8 +303,8 @@ func (p *Prototype) problems(l *lines) []Problem {
 			add("flow", "only an llm prototype has one (this one is %s)", kind)
 		case !slices.Contains(FlowKeys, fl.Key):
 			add("flow", "key %q: session, first_word, or none", fl.Key)
-		case fl.Concurrency < 0 || fl.Burst < 0:
-			add("flow", "concurrency and burst are counts, 0 or more")
+		case fl.Concurrency < 0 || fl.Burst < 0 || fl.MaxRunning < 0:
+			add("flow", "concurrency, max_running and burst are counts, 0 or more")
 		}
 		if fl.Rate != "" {
 			if _, _, err := ParseRate(fl.Rate); err != nil {

@@ -15,4 +15,12 @@
 // recorded in the store. A tool's kind, which permission modes read, comes
 // from its annotations (read-only, open-world, destructive), execute when
 // it has none.
+//
+// A [Server] offers Calf tools, and agents, teams and workflows as tools
+// ([Server.AddRunner]), to MCP clients. A call of an agent, team or
+// workflow takes the client's idempotency key in its _meta, under
+// [IdempotencyKeyMeta] ("calf/idempotencyKey"; the protocol names no key
+// of its own): the same call sent again under the key gets the run the
+// first one started and its answer; other arguments under the key are a
+// tool error.
 package mcp

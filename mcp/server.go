@@ -221,7 +221,9 @@ var promptSchema = json.RawMessage(`{"type":"object","properties":{"prompt":{"ty
 // client that asks for them; a client that cancels the call cancels the
 // run. A run that fails, is cancelled or stops to wait (paused,
 // interrupted, waiting for an approval) is a result with isError set that
-// says so and names the run.
+// says so and names the run. A call whose _meta has an idempotency key
+// ([IdempotencyKeyMeta]) is answered, when sent again, by the run it
+// started.
 func (s *Server) AddRunner(r runner.Runner) error {
 	if s.rt == nil {
 		return errors.New("mcp: the server has no runtime to run agents on")
@@ -239,16 +241,32 @@ func (s *Server) AddRunner(r runner.Runner) error {
 			return errorResult(fmt.Errorf("invalid arguments for tool %q: want {\"prompt\": \"...\"}", r.Name())), nil
 		}
 		ctx = context.WithValue(ctx, requestKey{}, req)
+		opts, err := s.keyed(ctx, r, req, *in.Prompt)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return errorResult(err), nil
+		}
 		n := 0.0
-		res, err := r.Run(ctx, s.rt, *in.Prompt, nil, func(p runner.Progress) {
-			if p.Message == "" {
-				return
+		var res *runner.Result
+		if opts != nil {
+			// A call sent again whose run has ended: its answer, at once.
+			if res, err = r.Status(ctx, s.rt, opts.RunID); err != nil || !res.Status.Ended() {
+				res = nil
 			}
-			n++
-			if err := Progress(ctx, n, 0, p.Message); err != nil && ctx.Err() == nil {
-				s.log.Debug("mcp: progress", "tool", r.Name(), "err", err)
-			}
-		})
+		}
+		if res == nil {
+			res, err = r.Run(ctx, s.rt, *in.Prompt, opts, func(p runner.Progress) {
+				if p.Message == "" {
+					return
+				}
+				n++
+				if err := Progress(ctx, n, 0, p.Message); err != nil && ctx.Err() == nil {
+					s.log.Debug("mcp: progress", "tool", r.Name(), "err", err)
+				}
+			})
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -264,6 +282,37 @@ func (s *Server) AddRunner(r runner.Runner) error {
 		return errorResult(fmt.Errorf("run %s of %s %s: %s", res.RunID, r.Name(), res.Status, res.Error)), nil
 	})
 	return nil
+}
+
+// IdempotencyKeyMeta is the key, in the _meta of a tools/call request,
+// of the client's idempotency key for a call of an agent, team or
+// workflow ([Server.AddRunner]), a string: the same call (the same
+// arguments) under the same key, within the runtime's
+// [agent.RuntimeOptions.IdempotencyWindow] (from any process, after
+// restarts), is answered by the run the first one started, not a second
+// run; another call under a key in use is a tool error (isError) that
+// says the key was used with another request. The protocol names no key
+// of its own for this; keys under "calf/" are Calf's.
+const IdempotencyKeyMeta = "calf/idempotencyKey"
+
+// keyed returns the options of the run of a call of r with prompt: under
+// the call's idempotency key, the run that the key names.
+func (s *Server) keyed(ctx context.Context, r runner.Runner, req *sdk.CallToolRequest, prompt string) (*runner.Options, error) {
+	v, ok := req.Params.GetMeta()[IdempotencyKeyMeta]
+	if !ok {
+		return nil, nil
+	}
+	key, ok := v.(string)
+	if !ok || key == "" {
+		return nil, fmt.Errorf("_meta %q of a call of %q is the idempotency key, a string that is not empty, not %v", IdempotencyKeyMeta, r.Name(), v)
+	}
+	run, err := s.rt.RunForKey(ctx, "mcp/"+r.Name(), key, struct {
+		Prompt string `json:"prompt"`
+	}{prompt}, "")
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: %w", r.Name(), err)
+	}
+	return &runner.Options{RunID: run}, nil
 }
 
 func ptr[T any](v T) *T { return &v }

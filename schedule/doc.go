@@ -27,5 +27,8 @@
 // them within [Spec.Window]. Pause, Resume, Delete and Trigger (fire now,
 // once) control a schedule from any process; a schedule's record keeps
 // its last firings ([Schedule.History]): when each was due, the run it
-// started, or why it started none.
+// started, or why it started none. [Scheduler.TriggerWith] takes the
+// caller's idempotency key ([TriggerOptions]): a trigger sent again under
+// it, within the runtime's idempotency window, fires nothing more and
+// returns the run of the first.
 package schedule

@@ -114,6 +114,20 @@ func NameOf(runID string) (string, bool) {
 	return name, true
 }
 
+// triggerTime returns the time of the trigger of the schedule name whose
+// run is id ([RunID] with trigger set).
+func triggerTime(name, id string) (time.Time, error) {
+	ts, ok := strings.CutPrefix(id, "sched-"+name+"-")
+	if ok {
+		ts, ok = strings.CutSuffix(ts, "-trigger")
+	}
+	at, err := time.Parse(runIDTime, ts)
+	if !ok || err != nil {
+		return time.Time{}, fmt.Errorf("run %s is not a trigger's of schedule %s", id, name)
+	}
+	return at, nil
+}
+
 // Options configure a [Scheduler].
 type Options struct {
 	// Now is the clock. Default: the runtime's client's.
@@ -337,12 +351,50 @@ func (s *Scheduler) Delete(ctx context.Context, name string) error {
 // Trigger fires the schedule now, once, whatever its times and its
 // pause: its run is started by whichever process serves schedules, with
 // the id [RunID](name, now, true), which Trigger returns.
+// [Scheduler.TriggerWith] triggers under the caller's idempotency key.
 func (s *Scheduler) Trigger(ctx context.Context, name string) (string, error) {
+	return s.TriggerWith(ctx, name, nil)
+}
+
+// TriggerOptions configure [Scheduler.TriggerWith]. A nil
+// *TriggerOptions means the defaults.
+type TriggerOptions struct {
+	// IdempotencyKey, when set, is the caller's key for this trigger: a
+	// trigger of the same schedule under the same key, within the
+	// runtime's [agent.RuntimeOptions.IdempotencyWindow] (from any
+	// process, after restarts), fires nothing more and returns the run
+	// id of the first, which started one run. The key is the schedule's:
+	// another schedule's triggers do not share it. Default: none, each
+	// call fires the schedule.
+	IdempotencyKey string
+}
+
+// TriggerWith is [Scheduler.Trigger] with options: under
+// [TriggerOptions.IdempotencyKey], the same trigger sent again fires
+// once.
+func (s *Scheduler) TriggerWith(ctx context.Context, name string, opts *TriggerOptions) (string, error) {
 	if _, _, err := s.load(ctx, name); err != nil {
 		return "", err
 	}
 	at := s.now().UTC().Truncate(time.Millisecond)
 	id := RunID(name, at, true)
+	if opts != nil && opts.IdempotencyKey != "" {
+		// The key names the run of its first trigger, whose firing is
+		// emitted again (with the same event id: carried out once), in
+		// case the process that first triggered stopped before it.
+		first, err := s.rt.RunForKey(ctx, "schedule/"+name, opts.IdempotencyKey, struct {
+			Schedule string `json:"schedule"`
+		}{name}, id)
+		if err != nil {
+			return "", fmt.Errorf("schedule %s: trigger: %w", name, err)
+		}
+		if first != id {
+			if at, err = triggerTime(name, first); err != nil {
+				return "", fmt.Errorf("schedule %s: trigger: %w", name, err)
+			}
+			id = first
+		}
+	}
 	_, err := s.rt.Client().Emit(ctx, FireChannel, FireEvent{Schedule: name, At: at, Trigger: true},
 		calf.WithID("schedule/"+name+"/trigger/"+strconv.FormatInt(at.UnixNano(), 10)), calf.WithKey(name))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/deadletter"
 	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/runner"
@@ -169,7 +170,9 @@ func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
 // run: the body, when not empty, is the signal's value (JSON). It answers
 // 202 with the run's summary; 404 for a run the user may not see or that
 // does not exist; 409 for a run that has ended; 400 for a bad name or a
-// value that is not JSON.
+// value that is not JSON. Under an [IdempotencyHeader], the same signal
+// sent again is delivered once and answered again; another signal under
+// the key is refused with 409 (code idempotency_conflict).
 func (s *Server) signalRun(w http.ResponseWriter, r *http.Request) {
 	id, name := r.PathValue("id"), r.PathValue("name")
 	if !sessionID.MatchString(id) {
@@ -206,7 +209,9 @@ func (s *Server) signalRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.rt.AddKind(team.Kind, workflow.Kind)
-	v, err := s.rt.Signal(r.Context(), run.View().Ref(), name, value)
+	// Under an Idempotency-Key, the same signal sent again is delivered
+	// once.
+	v, err := s.rt.SignalWith(r.Context(), run.View().Ref(), name, value, &agent.SignalOptions{IdempotencyKey: r.Header.Get(IdempotencyHeader)})
 	if err != nil {
 		s.requestError(w, r, err)
 		return

@@ -1,19 +1,24 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/server"
+	"github.com/calf-go/calf/store/sqlite"
 )
 
 // POST /v1/runs/{id}/signals/{name} sends a signal to a run that waits
@@ -120,5 +125,75 @@ func TestChatCompletionsIdempotencyKey(t *testing.T) {
 	code, got, _ := do(t, "POST", hs.URL+"/v1/chat/completions", "", `{"model":"echo","messages":[{"role":"user","content":"say bye"}]}`, key)
 	if code != http.StatusConflict || !strings.Contains(got, "idempotency_conflict") {
 		t.Errorf("another request under the key: %d %s", code, got)
+	}
+}
+
+// The same signal under the same Idempotency-Key, sent five times, the
+// last two after the server restarted on the same store, is delivered
+// once and answered again (202 each time); another signal under the key
+// is refused with 409 (code idempotency_conflict).
+func TestSignalEndpointIdempotencyKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "calf.db")
+	process := func() (string, *agent.Custom[struct{}, string], *agent.Runtime, func()) {
+		st, err := sqlite.Open(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := memory.New(nil)
+		cl := calf.NewClient(b, nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		rt := agent.NewRuntime(cl, st, nil)
+		c, err := agent.NewCustom("gate", func(sc *agent.StepContext[struct{}], _ []model.Message) (string, error) {
+			var a, b string
+			if _, err := sc.WaitSignal("open", 0, &a); err != nil {
+				return "", err
+			}
+			if _, err := sc.WaitSignal("open", 0, &b); err != nil {
+				return "", err
+			}
+			return a + " " + b, nil
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Serve(ctx, rt, nil); err != nil {
+			t.Fatal(err)
+		}
+		s, err := server.New(rt, []runner.Runner{runner.Agent(c.Agent)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(s.Handler())
+		return hs.URL, c, rt, func() { hs.Close(); cancel(); _ = cl.Close(); _ = b.Close(); _ = st.Close() }
+	}
+	url, c, rt, stop := process()
+	defer func() { stop() }()
+	if _, err := c.Submit(t.Context(), rt, "wait", &agent.RunOptions{RunID: "gate-1"}); err != nil {
+		t.Fatal(err)
+	}
+	key := map[string]string{server.IdempotencyHeader: "k-1"}
+	for i := range 5 {
+		if i == 3 {
+			stop()
+			url, c, rt, stop = process()
+		}
+		if code, body, _ := do(t, "POST", url+"/v1/runs/gate-1/signals/open", "", `"one"`, key); code != http.StatusAccepted {
+			t.Fatalf("send %d: %d %s", i+1, code, body)
+		}
+	}
+	recs, err := rt.Store().List(t.Context(), "signal", "", "", 0)
+	if err != nil || len(recs) != 1 {
+		t.Errorf("%d signals recorded (%v), want 1", len(recs), err)
+	}
+	code, body, _ := do(t, "POST", url+"/v1/runs/gate-1/signals/open", "", `"two"`, key)
+	if code != http.StatusConflict || !strings.Contains(body, "idempotency_conflict") {
+		t.Errorf("another signal under the key: %d %s", code, body)
+	}
+	if code, body, _ := do(t, "POST", url+"/v1/runs/gate-1/signals/open", "", `"two"`, map[string]string{server.IdempotencyHeader: "k-2"}); code != http.StatusAccepted {
+		t.Fatalf("another key: %d %s", code, body)
+	}
+	out, err := c.Wait(t.Context(), rt, "gate-1")
+	if err != nil || out.Output != "one two" {
+		t.Errorf("output %+v, %v; want %q", out, err, "one two")
 	}
 }

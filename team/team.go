@@ -284,6 +284,11 @@ func build(name string, p Process, members []Member, opts *Options, check func(t
 	if !nameRE.MatchString(name) {
 		return nil, fmt.Errorf("%w: name %q must match %s", ErrInvalidTeam, name, nameRE)
 	}
+	if opts != nil {
+		if err := opts.Flow.Check(); err != nil {
+			return nil, fmt.Errorf("%w %s: %w", ErrInvalidTeam, name, err)
+		}
+	}
 	for _, m := range members {
 		if m == nil {
 			return nil, fmt.Errorf("%w %s: a member is nil", ErrInvalidTeam, name)

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"github.com/calf-go/calf/internal/signals"
 	"time"
 
 	"github.com/calf-go/calf/internal/sweep"
@@ -24,11 +25,17 @@ func sweepRuns(ctx context.Context, s store.Store, before time.Time) (int, int, 
 		return head.EndedAt, head.Status.Terminal()
 	}, func(rec store.Record) (int, error) {
 		var head struct {
-			RunID string `json:"run_id"`
+			RunID    string `json:"run_id"`
+			Workflow string `json:"workflow"`
 		}
 		if err := json.Unmarshal(rec.Data, &head); err != nil || head.RunID == "" {
 			return 0, nil
 		}
-		return store.DeletePrefix(ctx, s, store.KindCheckpoint, head.RunID+"/")
+		n, err := store.DeletePrefix(ctx, s, store.KindCheckpoint, head.RunID+"/")
+		if err != nil || head.Workflow == "" {
+			return n, err
+		}
+		m, err := signals.Sweep(ctx, s, signalKey(head.Workflow, head.RunID))
+		return n + m, err
 	})
 }

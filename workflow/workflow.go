@@ -352,6 +352,9 @@ func (b *Builder[S]) Build() (*Workflow[S], error) {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	w := &Workflow[S]{name: b.name, opts: b.opts, nodes: b.nodes, next: map[string]string{},
 		routes: b.routes, fanOuts: b.fanOuts, branchOf: map[string]string{}, maxVisits: b.maxVisits}
+	if err := b.opts.Flow.Check(); err != nil {
+		bad("%v", err)
+	}
 	known := func(n string) bool { _, ok := b.nodes[n]; return ok }
 	target := func(what, n string) {
 		if n != End && !known(n) {

@@ -23,7 +23,7 @@
 //	calf runs pause --broker URL [--store URL] [--reason R] ID
 //	calf runs resume --broker URL [--store URL] ID
 //	calf runs cancel --broker URL [--store URL] [--reason R] ID
-//	calf runs signal --broker URL [--store URL] [--text] ID NAME [VALUE]
+//	calf runs signal --broker URL [--store URL] [--text] [--idempotency-key KEY] ID NAME [VALUE]
 //	calf schedules add --agent A|--team T|--workflow W --cron EXPR|--every D [--tz ZONE]
 //	                   [--prompt P] [--state JSON] [--overlap O] [--catch-up C] [--window D] [--store URL] NAME
 //	calf schedules list [--json] [--store URL]
@@ -31,7 +31,7 @@
 //	calf schedules pause [--store URL] NAME
 //	calf schedules resume [--store URL] NAME
 //	calf schedules rm [--store URL] NAME
-//	calf schedules trigger --broker URL [--store URL] NAME
+//	calf schedules trigger --broker URL [--store URL] [--idempotency-key KEY] NAME
 //	calf wakeups list --agent NAME --session ID [--json] [--store URL]
 //	calf wakeups cancel [--store URL] ID
 //	calf deadletters list [--json] [--store URL]
@@ -319,7 +319,9 @@
 // paused and resumed here, but cancelled by a program that has its
 // workflow (status 2). An unknown id is an error (status 1). signal sends
 // the signal NAME to a run, with VALUE as its value: JSON, or, with
-// --text given, text; a run that has ended is an error (status 1).
+// --text given, text; a run that has ended is an error (status 1). With
+// --idempotency-key KEY, the same signal sent again under KEY is
+// delivered once, and another signal under it is refused.
 //
 // # calf schedules
 //
@@ -334,7 +336,9 @@
 // (default none; all within --window D, default 24h). list prints the
 // schedules with their next firings, show one with its last firings, as
 // JSON; pause, resume and rm act on one in --store; trigger fires one
-// now, through --broker, the workers' broker. The workers (calf worker)
+// now, through --broker, the workers' broker; with --idempotency-key KEY,
+// a trigger sent again under KEY fires nothing more and prints the run
+// of the first. The workers (calf worker)
 // carry out the firings: each starts one run, whichever worker is up.
 //
 // # calf wakeups

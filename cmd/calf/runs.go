@@ -70,7 +70,10 @@ carries out, cancelling the child runs in progress with the run.`,
 			return actOnRun(cmd.Context(), storeURL, brokerURL, what, args[0], reason, nil, cmd.OutOrStdout())
 		}
 	}
-	var asText bool
+	var (
+		asText  bool
+		idemKey string
+	)
 	signal := &cobra.Command{
 		Use:   "signal ID NAME [VALUE]",
 		Short: "Send a signal, a named value, to a run",
@@ -80,7 +83,10 @@ The run's code waits for signals by name (workflow.WaitSignal in a
 workflow's node, StepContext.WaitSignal in a custom agent's step); a
 signal sent before the run waits is kept until it does. VALUE is JSON
 (quote a string: '"yes"'), or text with --text; without it the signal
-has no value. A run that has ended, or no run of that id, is an error.`,
+has no value. A run that has ended, or no run of that id, is an error.
+With --idempotency-key, the same signal sent again under the key (within
+the runtime's idempotency window, 24 hours) is delivered once; another
+signal under the key is refused.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 || len(args) > 3 {
 				return usageError(fmt.Errorf("calf runs signal takes a run id, a signal name and an optional value; got %d arguments", len(args)))
@@ -88,7 +94,7 @@ has no value. A run that has ended, or no run of that id, is an error.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sig := &signalArgs{name: args[1]}
+			sig := &signalArgs{name: args[1], key: idemKey}
 			if len(args) == 3 {
 				switch {
 				case asText:
@@ -104,6 +110,7 @@ has no value. A run that has ended, or no run of that id, is an error.`,
 		},
 	}
 	signal.Flags().BoolVar(&asText, "text", false, "send VALUE as text (a JSON string)")
+	signal.Flags().StringVar(&idemKey, "idempotency-key", "", "the caller's key: the same signal sent again under it is delivered once")
 	pause := &cobra.Command{Use: "pause ID", Short: "Pause a run before its next step", Args: oneRunID, RunE: act("pause")}
 	resume := &cobra.Command{Use: "resume ID", Short: "Resume a paused run", Args: oneRunID, RunE: act("resume")}
 	cancel := &cobra.Command{Use: "cancel ID", Short: "Cancel a run", Args: oneRunID, RunE: act("cancel")}
@@ -200,6 +207,8 @@ func loadRun(ctx context.Context, st store.Store, id string) (*runner.Run, error
 type signalArgs struct {
 	name  string
 	value json.RawMessage
+	// key is the caller's idempotency key, or none.
+	key string
 }
 
 func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string, sig *signalArgs, out io.Writer) error {
@@ -246,7 +255,7 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 		if sig.value != nil {
 			value = sig.value
 		}
-		v, err = rt.Signal(ctx, ref, sig.name, value)
+		v, err = rt.SignalWith(ctx, ref, sig.name, value, &agent.SignalOptions{IdempotencyKey: sig.key})
 	default:
 		v, err = rt.Cancel(ctx, ref, reason)
 	}

@@ -322,8 +322,16 @@ func TestRunsSignal(t *testing.T) {
 	if r := runMain(ctx, "", "runs", "signal", "--broker", brokerURL, "--store", storeURL, "wf-g", "go", "now"); r.code != exitUsage || !strings.Contains(r.stderr, "not JSON") {
 		t.Errorf("a value that is not JSON: %+v", r)
 	}
-	if r := runMain(ctx, "", "runs", "signal", "--broker", brokerURL, "--store", storeURL, "wf-g", "go", "now", "--text"); r.code != exitOK || !strings.Contains(r.stdout, "signal go to wf-g: workflow gated") {
-		t.Fatalf("calf runs signal = %+v", r)
+	for i := range 2 { // sent again under its key: delivered once
+		if r := runMain(ctx, "", "runs", "signal", "--broker", brokerURL, "--store", storeURL, "--idempotency-key", "k-1", "wf-g", "go", "now", "--text"); r.code != exitOK || !strings.Contains(r.stdout, "signal go to wf-g: workflow gated") {
+			t.Fatalf("calf runs signal (%d) = %+v", i+1, r)
+		}
+	}
+	if recs, err := st.List(ctx, "signal", "", "", 0); err != nil || len(recs) != 1 {
+		t.Errorf("%d signals recorded (%v), want 1", len(recs), err)
+	}
+	if r := runMain(ctx, "", "runs", "signal", "--broker", brokerURL, "--store", storeURL, "--idempotency-key", "k-1", "wf-g", "go", `"other"`); r.code != exitFailure || !strings.Contains(r.stderr, "idempotency key") {
+		t.Errorf("another signal under the key: %+v", r)
 	}
 	got, err := wf.Wait(ctx, rt, "wf-g")
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 )
 
 func newSchedulesCommand() *cobra.Command {
-	var storeURL, brokerURL string
+	var storeURL, brokerURL, triggerKey string
 	cmd := &cobra.Command{
 		Use:   "schedules",
 		Short: "Add, list, show, pause, resume, remove and trigger the schedules that start runs",
@@ -167,7 +167,7 @@ trigger publishes a firing on the workers' broker (--broker).`,
 				return usageError(fmt.Errorf("--broker %s: no worker is reachable there; give the workers' broker", adapters.Redact(brokerURL)))
 			}
 			return withScheduler(cmd.Context(), storeURL, brokerURL, func(s *schedule.Scheduler) error {
-				id, err := s.Trigger(cmd.Context(), args[0])
+				id, err := s.TriggerWith(cmd.Context(), args[0], &schedule.TriggerOptions{IdempotencyKey: triggerKey})
 				if err != nil {
 					return err
 				}
@@ -177,6 +177,7 @@ trigger publishes a firing on the workers' broker (--broker).`,
 		},
 	}
 	trigger.Flags().StringVar(&brokerURL, "broker", "", brokerHelp+" (required: the workers' broker)")
+	trigger.Flags().StringVar(&triggerKey, "idempotency-key", "", "the caller's key: a trigger sent again under it fires once")
 	cmd.AddCommand(add, list, show, pause, resume, rm, trigger)
 	return cmd
 }

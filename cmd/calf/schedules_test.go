@@ -78,7 +78,7 @@ func TestSchedulesCommands(t *testing.T) {
 	if err := schedule.New(rt, nil).Serve(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tr := runMain(ctx, "", "schedules", "trigger", "--store", storeURL, "--broker", brokerURL, "morning")
+	tr := runMain(ctx, "", "schedules", "trigger", "--store", storeURL, "--broker", brokerURL, "--idempotency-key", "k-1", "morning")
 	if tr.code != exitOK || !strings.Contains(tr.stdout, "triggered schedule morning: run sched-morning-") {
 		t.Fatalf("trigger = %+v", tr)
 	}
@@ -87,6 +87,10 @@ func TestSchedulesCommands(t *testing.T) {
 		v, err := rt.LoadRun(ctx, agent.RunRef{Name: "digest", RunID: runID})
 		return err == nil && v.RunStatus() == agent.RunComplete
 	})
+	// Sent again under its key, the trigger fires nothing more.
+	if again := runMain(ctx, "", "schedules", "trigger", "--store", storeURL, "--broker", brokerURL, "--idempotency-key", "k-1", "morning"); again.stdout != tr.stdout {
+		t.Errorf("the trigger sent again = %+v, want %q", again, tr.stdout)
+	}
 	sh := runMain(ctx, "", "schedules", "show", "--store", storeURL, "morning")
 	var sc schedule.Schedule
 	if err := json.Unmarshal([]byte(sh.stdout), &sc); err != nil || len(sc.History) != 1 || sc.History[0].RunID != runID || !sc.History[0].Trigger {

@@ -127,7 +127,7 @@ func NewAgent(p conversation.Prototype, opts *AgentOptions) (*agent.Agent[string
 
 // FlowControl returns the agent's flow control that f describes.
 func FlowControl(f *conversation.PrototypeFlow) (*agent.FlowControl, error) {
-	fc := &agent.FlowControl{Concurrency: f.Concurrency, Burst: f.Burst}
+	fc := &agent.FlowControl{Concurrency: f.Concurrency, Burst: f.Burst, MaxRunning: f.MaxRunning}
 	switch f.Key {
 	case "":
 	case "session":

@@ -107,11 +107,11 @@ func TestNewAgent(t *testing.T) {
 // TestFlowControlOfPrototype makes an agent's flow control from a
 // prototype's data form: the key, the rate and the debounce parsed.
 func TestFlowControlOfPrototype(t *testing.T) {
-	fc, err := host.FlowControl(&conversation.PrototypeFlow{Key: "first_word", Concurrency: 2, Rate: "30/1m", Burst: 1, Debounce: "2s"})
+	fc, err := host.FlowControl(&conversation.PrototypeFlow{Key: "first_word", Concurrency: 2, MaxRunning: 8, Rate: "30/1m", Burst: 1, Debounce: "2s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fc.Concurrency != 2 || fc.Rate != 30 || fc.Per != time.Minute || fc.Burst != 1 || fc.Debounce != 2*time.Second {
+	if fc.Concurrency != 2 || fc.Rate != 30 || fc.Per != time.Minute || fc.Burst != 1 || fc.Debounce != 2*time.Second || fc.MaxRunning != 8 {
 		t.Fatalf("flow control %+v", fc)
 	}
 	for prompt, want := range map[string]string{"acme: do it": "acme", "  globex rest": "globex", "": ""} {

@@ -39,6 +39,12 @@ const (
 	// KindRun says that a run waits for a slot, or in a debounce window,
 	// under its run id: a wait for the run's end waits for it too.
 	KindRun = "flow_run"
+	// KindTotal holds the runs of a runner with a bound across its keys
+	// (Policy.MaxRunning) that hold a slot of it: "{target}".
+	KindTotal = "flow_total"
+	// KindOrder orders the waiting runs of such a runner across its keys:
+	// "{target}/{rank}/{seq}/{key}/{run}".
+	KindOrder = "flow_order"
 )
 
 // Defaults of [Env].
@@ -76,16 +82,21 @@ type Policy struct {
 	// Debounce, when set, makes a burst of inputs of one key, each within
 	// Debounce of the one before, start one run: the last input's.
 	Debounce time.Duration
-	// Priority ranks a key's waiting runs: higher first, then in the
-	// order they came. Values are clamped to 0..MaxPriority.
+	// Priority ranks the waiting runs: higher first, then in the order
+	// they came; within a key, and across keys when MaxRunning is set.
+	// Values are clamped to 0..MaxPriority.
 	Priority func(Input) int
+	// MaxRunning bounds the runs in progress across all keys; 0: no
+	// bound. When it is reached, the waiting runs start by priority
+	// across keys as slots free up.
+	MaxRunning int
 }
 
 // Check reports what is wrong with p.
 func (p Policy) Check() error {
 	switch {
-	case p.Concurrency < 0:
-		return errors.New("flow control: Concurrency is negative")
+	case p.Concurrency < 0 || p.MaxRunning < 0:
+		return errors.New("flow control: Concurrency or MaxRunning is negative")
 	case p.Rate < 0 || p.Burst < 0:
 		return errors.New("flow control: Rate or Burst is negative")
 	case p.Rate > 0 && p.Per <= 0:
@@ -257,6 +268,11 @@ func (g *Gate) Handle(ctx context.Context, msg *calf.Message) error {
 	if err := g.enqueue(ctx, key, g.rank(in), msg); err != nil {
 		return err
 	}
+	if g.policy.MaxRunning > 0 {
+		// Across keys, the pass starts runs by priority.
+		g.Wake()
+		return nil
+	}
 	return g.pump(ctx, key)
 }
 
@@ -284,7 +300,33 @@ func (g *Gate) enqueue(ctx context.Context, key, rank string, msg *calf.Message)
 	if err := put(ctx, g.env.Store, KindWait, waitID, data); err != nil {
 		return err
 	}
+	if g.policy.MaxRunning > 0 {
+		if err := put(ctx, g.env.Store, KindOrder, g.orderID(waitID), nil); err != nil {
+			return err
+		}
+	}
 	return put(ctx, g.env.Store, KindActive, g.target+"/"+key, []byte("{}"))
+}
+
+// orderID returns the id of the KindOrder entry of the waiting record
+// waitID: its rank and sequence first, so that a List orders the waiting
+// runs of every key.
+func (g *Gate) orderID(waitID string) string {
+	// waitID is "{target}/{key}/{rank}/{seq}/{run}"; the key holds no '/'.
+	rest := strings.TrimPrefix(waitID, g.target+"/")
+	key, rest, _ := strings.Cut(rest, "/")
+	rank, rest, _ := strings.Cut(rest, "/")
+	seq, run, _ := strings.Cut(rest, "/")
+	return g.target + "/" + rank + "/" + seq + "/" + key + "/" + run
+}
+
+// waitOf returns the waiting record's id of the KindOrder entry id.
+func (g *Gate) waitOf(orderID string) (waitID, key string) {
+	rest := strings.TrimPrefix(orderID, g.target+"/")
+	rank, rest, _ := strings.Cut(rest, "/")
+	seq, rest, _ := strings.Cut(rest, "/")
+	key, run, _ := strings.Cut(rest, "/")
+	return g.target + "/" + key + "/" + rank + "/" + seq + "/" + run, key
 }
 
 // put creates a record, or leaves it as it is when it exists.
@@ -390,6 +432,9 @@ func (g *Gate) Pass(ctx context.Context) error {
 	if g.policy.Debounce > 0 {
 		errs = append(errs, g.endWindows(ctx))
 	}
+	if g.policy.MaxRunning > 0 {
+		errs = append(errs, g.releaseTotal(ctx), g.admitByPriority(ctx))
+	}
 	after := ""
 	for {
 		recs, err := g.env.Store.List(ctx, KindActive, g.target+"/", after, 256)
@@ -445,8 +490,10 @@ func (g *Gate) endWindows(ctx context.Context) error {
 		if err := g.env.Store.Delete(ctx, KindDebounce, r.ID, r.Version); err != nil && !errors.Is(err, store.ErrConflict) {
 			errs = append(errs, err)
 		}
-		if err := g.pump(ctx, key); err != nil {
-			errs = append(errs, err)
+		if g.policy.MaxRunning == 0 {
+			if err := g.pump(ctx, key); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -459,6 +506,9 @@ func (g *Gate) pump(ctx context.Context, key string) error {
 	if err := g.release(ctx, kid); err != nil {
 		return err
 	}
+	if g.policy.MaxRunning > 0 {
+		return nil // admitByPriority starts them
+	}
 	for {
 		recs, err := g.env.Store.List(ctx, KindWait, kid+"/", "", 16)
 		if err != nil || len(recs) == 0 {
@@ -470,9 +520,12 @@ func (g *Gate) pump(ctx context.Context, key string) error {
 				g.env.Log.Error("flow control: a waiting run's record does not decode; it is left in place", "runner", g.target, "record", r.ID, "err", err)
 				return nil
 			}
-			ok, err := g.admit(ctx, kid, w.Msg.Metadata.RunID)
+			ok, since, err := g.admit(ctx, kid, w.Msg.Metadata.RunID)
 			if err != nil || !ok {
 				return err
+			}
+			if g.starting(since) {
+				continue
 			}
 			if err := g.start(ctx, r, w.Msg); err != nil {
 				return err
@@ -487,8 +540,9 @@ func (g *Gate) pump(ctx context.Context, key string) error {
 // start hands an admitted run's input to the input handler, then forgets
 // that it waited. A process that dies in between leaves the record,
 // which the next pass hands on again: the handler takes a run once. The
-// KindWait record goes last, so that it is what is left of one that
-// dies before the end, for a pass to find.
+// KindRun record goes first, so that a process dying before the end
+// leaves the KindWait record, which a pass finds (a KindRun record alone
+// no pass would).
 func (g *Gate) start(ctx context.Context, r store.Record, msg *calf.Message) error {
 	m := msg.Clone()
 	if m.Metadata.Attempt == 0 {
@@ -502,23 +556,194 @@ func (g *Gate) start(ctx context.Context, r store.Record, msg *calf.Message) err
 	if err := g.env.Store.Delete(ctx, KindRun, msg.Metadata.RunID, 0); err != nil {
 		return err
 	}
-	return g.env.Store.Delete(ctx, KindWait, r.ID, 0)
+	if err := g.env.Store.Delete(ctx, KindWait, r.ID, 0); err != nil {
+		return err
+	}
+	if g.policy.MaxRunning > 0 {
+		// Left by a process that dies here, the entry is removed by the
+		// pass that finds no waiting record for it.
+		return g.env.Store.Delete(ctx, KindOrder, g.orderID(r.ID), 0)
+	}
+	return nil
+}
+
+// maxScan bounds the waiting runs one pass looks at across keys.
+const maxScan = 512
+
+// admitByPriority starts the waiting runs across keys, by priority then
+// age, while the runner's bound (MaxRunning) has room: a run whose key
+// is full (or over its rate) is passed over for the next.
+func (g *Gate) admitByPriority(ctx context.Context) error {
+	full := map[string]bool{}
+	after := ""
+	for scanned := 0; scanned < maxScan; {
+		recs, err := g.env.Store.List(ctx, KindOrder, g.target+"/", after, 64)
+		if err != nil || len(recs) == 0 {
+			return err
+		}
+		for _, o := range recs {
+			scanned++
+			after = o.ID
+			waitID, key := g.waitOf(o.ID)
+			if full[key] {
+				continue
+			}
+			r, err := g.env.Store.Get(ctx, KindWait, waitID)
+			if errors.Is(err, store.ErrNotFound) {
+				// Started, its entry left by a process that died.
+				if err := g.env.Store.Delete(ctx, KindOrder, o.ID, 0); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			var w waiting
+			if err := json.Unmarshal(r.Data, &w); err != nil || w.Msg == nil {
+				g.env.Log.Error("flow control: a waiting run's record does not decode; it is left in place", "runner", g.target, "record", r.ID, "err", err)
+				continue
+			}
+			runID := w.Msg.Metadata.RunID
+			ok, err := g.takeTotal(ctx, runID, key)
+			if err != nil || !ok {
+				return err // the runner is full
+			}
+			ok, since, err := g.admit(ctx, g.target+"/"+key, runID)
+			if err != nil {
+				return err
+			}
+			if ok && g.starting(since) {
+				continue
+			}
+			if !ok {
+				full[key] = true
+				if err := g.giveBackTotal(ctx, runID); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := g.start(ctx, r, w.Msg); err != nil {
+				return err
+			}
+		}
+		if len(recs) < 64 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// totalState is the record of KindTotal: the runs holding a slot of
+// the runner, with their keys.
+type totalState struct {
+	Running map[string]string `json:"running,omitempty"`
+}
+
+// takeTotal gives runID a slot of the runner's bound if it has room:
+// true when the run holds one (also from an earlier take).
+func (g *Gate) takeTotal(ctx context.Context, runID, key string) (bool, error) {
+	ok := false
+	_, err := store.Update(ctx, g.env.Store, KindTotal, g.target, func(data []byte, exists bool) ([]byte, error) {
+		ok = false
+		var ts totalState
+		if exists {
+			if err := json.Unmarshal(data, &ts); err != nil {
+				return nil, fmt.Errorf("flow control: read the runs of %s: %w", g.target, err)
+			}
+		}
+		if _, held := ts.Running[runID]; held {
+			ok = true
+			return nil, nil
+		}
+		if len(ts.Running) >= g.policy.MaxRunning {
+			return nil, nil
+		}
+		if ts.Running == nil {
+			ts.Running = map[string]string{}
+		}
+		ts.Running[runID] = key
+		ok = true
+		return json.Marshal(ts)
+	})
+	return ok, err
+}
+
+// giveBackTotal frees the runner's slots of runs.
+func (g *Gate) giveBackTotal(ctx context.Context, runs ...string) error {
+	_, err := store.Update(ctx, g.env.Store, KindTotal, g.target, func(data []byte, exists bool) ([]byte, error) {
+		if !exists {
+			return nil, nil
+		}
+		var ts totalState
+		if err := json.Unmarshal(data, &ts); err != nil {
+			return nil, err
+		}
+		n := len(ts.Running)
+		for _, r := range runs {
+			delete(ts.Running, r)
+		}
+		if len(ts.Running) == n {
+			return nil, nil
+		}
+		return json.Marshal(ts)
+	})
+	return err
+}
+
+// releaseTotal frees the runner's slots of the runs that have ended, and
+// of those that hold one without waiting or running (a process died
+// between taking it and starting the run, whose record then went).
+func (g *Gate) releaseTotal(ctx context.Context) error {
+	rec, err := g.env.Store.Get(ctx, KindTotal, g.target)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var ts totalState
+	if err := json.Unmarshal(rec.Data, &ts); err != nil {
+		return fmt.Errorf("flow control: read the runs of %s: %w", g.target, err)
+	}
+	var ended []string
+	for run := range ts.Running {
+		exists, done, err := g.env.State(ctx, run)
+		if err != nil {
+			return err
+		}
+		if done {
+			ended = append(ended, run)
+		} else if !exists {
+			if q, err := Queued(ctx, g.env.Store, run); err == nil && !q {
+				ended = append(ended, run)
+			}
+		}
+	}
+	if len(ended) == 0 {
+		return nil
+	}
+	return g.giveBackTotal(ctx, ended...)
 }
 
 // admit gives runID a slot of key if one is free and the rate allows:
 // true when the run holds one (also from an earlier admit).
-func (g *Gate) admit(ctx context.Context, kid, runID string) (bool, error) {
-	ok := false
-	_, err := store.Update(ctx, g.env.Store, KindKey, kid, func(data []byte, exists bool) ([]byte, error) {
-		ok = false
+//
+// A run admitted earlier (since is when) is being started by the
+// process that admitted it: the caller leaves it to that process unless
+// [startLease] has passed (the process died between admitting and
+// starting it), so that two processes do not start one run at once.
+func (g *Gate) admit(ctx context.Context, kid, runID string) (ok bool, since time.Time, err error) {
+	_, err = store.Update(ctx, g.env.Store, KindKey, kid, func(data []byte, exists bool) ([]byte, error) {
+		ok, since = false, time.Time{}
 		var ks keyState
 		if exists {
 			if err := json.Unmarshal(data, &ks); err != nil {
 				return nil, fmt.Errorf("flow control: read key %s: %w", kid, err)
 			}
 		}
-		if _, held := ks.Running[runID]; held {
-			ok = true
+		if at, held := ks.Running[runID]; held {
+			ok, since = true, at
 			return nil, nil
 		}
 		if c := g.policy.Concurrency; c > 0 && len(ks.Running) >= c {
@@ -542,7 +767,17 @@ func (g *Gate) admit(ctx context.Context, kid, runID string) (bool, error) {
 		ok = true
 		return json.Marshal(ks)
 	})
-	return ok, err
+	return ok, since, err
+}
+
+// startLease is how long a run admitted by one process is left to it to
+// start, before another starts it in its place.
+const startLease = 5 * time.Second
+
+// starting reports whether a run admitted since is still the admitting
+// process's to start.
+func (g *Gate) starting(since time.Time) bool {
+	return !since.IsZero() && g.env.Now().Sub(since) < max(startLease, 10*g.env.Poll)
 }
 
 // release frees the slots of the runs of key that have ended.

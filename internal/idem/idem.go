@@ -98,3 +98,26 @@ func Sweep(ctx context.Context, s store.Store, before time.Time) (int, error) {
 		}
 	}
 }
+
+// Release gives up key within scope when it still names runID: a request
+// that claimed the key and then failed, having done nothing, releases it
+// so that the same request sent again is carried out instead of being
+// taken for done.
+func Release(ctx context.Context, s store.Store, scope, key, runID string) error {
+	id := scope + "/" + key
+	rec, err := s.Get(ctx, Kind, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var got record
+	if json.Unmarshal(rec.Data, &got) != nil || got.RunID != runID {
+		return nil
+	}
+	if err := s.Delete(ctx, Kind, id, rec.Version); err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}

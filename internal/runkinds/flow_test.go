@@ -18,6 +18,7 @@ import (
 	"github.com/calf-go/calf/internal/flow"
 	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
+	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/team"
@@ -33,6 +34,8 @@ type flowCode struct {
 	mu      sync.Mutex
 	running map[string]int
 	peak    map[string]int
+	now1    int // runs in progress, all keys
+	peak1   int
 	ran     []string
 	starts  []time.Time
 	total   atomic.Int64
@@ -53,6 +56,8 @@ func (f *flowCode) run(ctx context.Context, prompt string) (string, error) {
 	f.mu.Lock()
 	f.running[key]++
 	f.peak[key] = max(f.peak[key], f.running[key])
+	f.now1++
+	f.peak1 = max(f.peak1, f.now1)
 	f.ran = append(f.ran, prompt)
 	f.starts = append(f.starts, f.now())
 	f.mu.Unlock()
@@ -64,8 +69,21 @@ func (f *flowCode) run(ctx context.Context, prompt string) (string, error) {
 	}
 	f.mu.Lock()
 	f.running[key]--
+	f.now1--
 	f.mu.Unlock()
 	return prompt, ctx.Err()
+}
+
+// flowModel is a model whose calls run code, with the last message's
+// text as the prompt.
+func flowModel(code *flowCode) model.Model {
+	return modeltest.FunctionModel(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		out, err := code.run(ctx, req.Messages[len(req.Messages)-1].Text())
+		if err != nil {
+			return nil, err
+		}
+		return modeltest.Text(out), nil
+	})
 }
 
 // flowSubject builds, on one runtime (a worker), a runner of a kind held
@@ -77,13 +95,12 @@ type flowSubject struct {
 
 var flowSubjects = []flowSubject{
 	{name: "agent", kind: "agent", runner: "limited", build: func(t *testing.T, rt *agent.Runtime, fc *agent.FlowControl, code *flowCode) *ops {
-		c, err := agent.NewCustom("limited", func(sc *agent.StepContext[struct{}], msgs []model.Message) (string, error) {
-			return code.run(sc, msgs[len(msgs)-1].Text())
-		}, &agent.CustomOptions{Flow: fc})
+		// The runs are counted at the model.
+		c, err := agent.New("limited", flowModel(code), &agent.Options{Flow: fc})
 		if err != nil {
 			t.Fatal(err)
 		}
-		serveAll(t, rt, c.Agent)
+		serveAll(t, rt, c)
 		return &ops{
 			submitPrompt: func(ctx context.Context, id, prompt string) error {
 				_, err := c.Submit(ctx, rt, prompt, &agent.RunOptions{RunID: id})
@@ -93,14 +110,12 @@ var flowSubjects = []flowSubject{
 		}
 	}},
 	{name: "team", kind: "team", runner: "crew", build: func(t *testing.T, rt *agent.Runtime, fc *agent.FlowControl, code *flowCode) *ops {
-		c, err := agent.NewCustom("member", func(sc *agent.StepContext[struct{}], msgs []model.Message) (string, error) {
-			return code.run(sc, msgs[len(msgs)-1].Text())
-		}, nil)
+		c, err := agent.New("member", flowModel(code), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		serveAll(t, rt, c.Agent)
-		tm := team.Must(team.NewSequential("crew", []team.Member{team.AgentMember(c.Agent)}, &team.Options{Flow: fc}))
+		serveAll(t, rt, c)
+		tm := team.Must(team.NewSequential("crew", []team.Member{team.AgentMember(c)}, &team.Options{Flow: fc}))
 		if err := tm.Serve(t.Context(), rt, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -182,6 +197,13 @@ func TestFlowConcurrency(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			code := newFlowCode(5*time.Millisecond, time.Now)
 			fc := &agent.FlowControl{Key: flowKeyOf, Concurrency: 2}
+			// CALF_FLOW_OFF=1 runs the same without flow control: the
+			// floor of the figure in docs/benchmarks.md.
+			off := os.Getenv("CALF_FLOW_OFF") == "1"
+			if off {
+				fc = nil
+			}
+			began := time.Now()
 			ws, _ := workers(t, s, 3, fc, code, &agent.RuntimeOptions{FlowPoll: 10 * time.Millisecond})
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 			defer cancel()
@@ -212,11 +234,16 @@ func TestFlowConcurrency(t *testing.T) {
 			for err := range errs {
 				t.Error(err)
 			}
+			took := time.Since(began)
 			if got := code.total.Load(); got != int64(len(ids)) {
 				t.Errorf("the runs' code ran %d times for %d runs", got, len(ids))
 			}
 			code.mu.Lock()
 			defer code.mu.Unlock()
+			if off {
+				t.Logf("%d runs over %d keys without flow control: %s, peak %d at once", len(ids), keys, took, code.peak1)
+				return
+			}
 			reached := 0
 			for k, p := range code.peak {
 				if p > 2 {
@@ -229,7 +256,7 @@ func TestFlowConcurrency(t *testing.T) {
 			if reached == 0 {
 				t.Error("no key ever had two runs at once: the limit was not what held them")
 			}
-			t.Logf("%d runs over %d keys: %d keys reached 2 at once", len(ids), keys, reached)
+			t.Logf("%d runs over %d keys: %d keys reached 2 at once; %s", len(ids), keys, reached, took)
 		})
 	}
 }
@@ -382,5 +409,79 @@ func TestFlowWaitsAsRecords(t *testing.T) {
 	_, err = rts[0].LoadRun(ctx, agent.RunRef{Name: "limited", RunID: "nope"})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("an unknown run: %v", err)
+	}
+}
+
+// TestFlowPriority bounds a runner to one run at a time across keys:
+// while one runs, five runs of a low-priority key come, then five of a
+// high-priority key; all the high ones start before any low one.
+func TestFlowPriority(t *testing.T) {
+	for _, s := range flowSubjects {
+		t.Run(s.name, func(t *testing.T) {
+			code := newFlowCode(30*time.Millisecond, time.Now)
+			fc := &agent.FlowControl{Key: flowKeyOf, MaxRunning: 1, Priority: func(in agent.FlowInput) int {
+				if flowKeyOf(in) == "high" {
+					return 10
+				}
+				return 0
+			}}
+			ws, _ := workers(t, s, 2, fc, code, &agent.RuntimeOptions{FlowPoll: 10 * time.Millisecond})
+			ctx := ctxFor(t)
+			if err := ws[0].submitPrompt(ctx, "first", "first: x"); err != nil {
+				t.Fatal(err)
+			}
+			testwait.For(t, 10*time.Second, "the first run", func() bool { return code.total.Load() == 1 })
+			var ids []string
+			for _, key := range []string{"low", "high"} {
+				for i := range 5 {
+					id := fmt.Sprintf("%s%d", key, i)
+					ids = append(ids, id)
+					if err := ws[i%2].submitPrompt(ctx, id, fmt.Sprintf("%s: %d", key, i)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for _, id := range ids {
+				if err := ws[1].wait(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code.mu.Lock()
+			defer code.mu.Unlock()
+			if code.peak1 != 1 {
+				t.Errorf("%d runs at once, over the bound of 1", code.peak1)
+			}
+			var order []string
+			for _, p := range code.ran[1:] {
+				order = append(order, flowKey(p))
+			}
+			want := []string{"high", "high", "high", "high", "high", "low", "low", "low", "low", "low"}
+			if strings.Join(order, " ") != strings.Join(want, " ") {
+				t.Fatalf("runs started in the order %v, want %v", order, want)
+			}
+		})
+	}
+}
+
+// TestFlowControlChecked refuses a runner of each kind whose flow
+// control cannot hold.
+func TestFlowControlChecked(t *testing.T) {
+	for _, fc := range []*agent.FlowControl{{Concurrency: -1}, {Rate: 5}, {Debounce: -time.Second}, {MaxRunning: -2}} {
+		if _, err := agent.New("a", modeltest.FunctionModel(nil), &agent.Options{Flow: fc}); !errors.Is(err, agent.ErrInvalidAgent) {
+			t.Errorf("agent with %+v: %v", *fc, err)
+		}
+		c, err := agent.New("m", modeltest.FunctionModel(nil), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := team.NewSequential("crew", []team.Member{team.AgentMember(c)}, &team.Options{Flow: fc}); !errors.Is(err, team.ErrInvalidTeam) {
+			t.Errorf("team with %+v: %v", *fc, err)
+		}
+		_, err = workflow.New[struct{}]("flow", &workflow.Options{Flow: fc}).
+			Node("n", workflow.Func(func(_ context.Context, s struct{}) (struct{}, error) { return s, nil })).
+			Edge(workflow.Start, "n").Edge("n", workflow.End).Build()
+		if !errors.Is(err, workflow.ErrInvalidWorkflow) {
+			t.Errorf("workflow with %+v: %v", *fc, err)
+		}
 	}
 }

@@ -188,6 +188,19 @@ func TestTimeLifecycle(t *testing.T) {
 				if _, err := rt.Signal(ctx, ref("nobody"), "go", "x"); !errors.Is(err, store.ErrNotFound) {
 					t.Errorf("a signal to an unknown run: %v, want store.ErrNotFound", err)
 				}
+				// The retention sweep removes the run's signals and the
+				// records of its waits with it.
+				if n, err := rt.Store().List(ctx, signals.Kind, "", "", 0); err != nil || len(n) == 0 {
+					t.Fatalf("no signal recorded before the sweep: %v", err)
+				}
+				if _, err := rt.Sweep(ctx, agent.SweepOptions{Before: time.Now().Add(time.Hour)}); err != nil {
+					t.Fatal(err)
+				}
+				for _, kind := range []string{signals.Kind, signals.KindCall, signals.KindWaiter, signals.KindCursor} {
+					if recs, err := rt.Store().List(ctx, kind, "", "", 0); err != nil || len(recs) != 0 {
+						t.Errorf("%d records of kind %s left after the sweep (%v)", len(recs), kind, err)
+					}
+				}
 			})
 			t.Run("signal before the wait", func(t *testing.T) {
 				rt, w, o, ref := setup(t, 0, 0)

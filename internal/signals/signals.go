@@ -3,15 +3,21 @@
 // key names the run with its kind and runner ("workflow/{name}/{run}",
 // "agent/{name}/{run}") and seq orders the signals of one name (the
 // time sent, in nanoseconds on 19 digits, and a random suffix). A signal
-// is kept in the store (a run's sweep does not remove it yet): a run that
-// waits takes the first signal of the name after the last it took, so a
+// is kept in the store until its run is swept ([Sweep], called by the
+// retention sweep of agents' and workflows' runs): a run that waits
+// takes the first signal of the name after the last it took, so a
 // signal sent before the wait is delivered when the run waits, and each
-// signal is taken once.
+// signal is taken once. A signal sent under a position given with
+// [WithSeq] (a caller's idempotency key keeps the position of its first
+// request) is recorded once: sent again, it is the one recorded, and the
+// waiting run is woken again, which changes nothing for a wait it had
+// answered.
 package signals
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -50,8 +56,26 @@ func CheckName(name string) error {
 	return nil
 }
 
+// NewSeq returns a fresh position for a signal sent at now: the time in
+// nanoseconds on 19 digits and a random suffix.
+func NewSeq(now time.Time) string {
+	return fmt.Sprintf("%019d-%08x", max(now.UnixNano(), 0), rand.Uint32())
+}
+
+type seqKey struct{}
+
+// WithSeq returns a context under which [Send] gives the signal it
+// records the position seq (from [NewSeq]) instead of a fresh one: a
+// signal sent again under the same seq is the one recorded the first
+// time, not a second. A caller's idempotency key keeps the seq of its
+// first request.
+func WithSeq(ctx context.Context, seq string) context.Context {
+	return context.WithValue(ctx, seqKey{}, seq)
+}
+
 // Send records the signal name with value for the run of key, at now,
-// and returns it.
+// and returns it. Under [WithSeq], a signal of that position sent before
+// is returned as it was recorded.
 func Send(ctx context.Context, s store.Store, key, name string, value json.RawMessage, now time.Time) (*Signal, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
@@ -59,13 +83,19 @@ func Send(ctx context.Context, s store.Store, key, name string, value json.RawMe
 	if len(value) > 0 && !json.Valid(value) {
 		return nil, fmt.Errorf("the value of signal %s is not JSON", name)
 	}
-	seq := fmt.Sprintf("%019d-%08x", max(now.UnixNano(), 0), rand.Uint32())
+	seq, given := ctx.Value(seqKey{}).(string)
+	if !given || seq == "" {
+		seq = NewSeq(now)
+	}
 	sig := &Signal{ID: key + "/" + name + "/" + seq, Name: name, Value: value, SentAt: now.UTC()}
 	data, err := json.Marshal(sig)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := s.Put(ctx, Kind, sig.ID, data, 0); err != nil {
+		if given && errors.Is(err, store.ErrConflict) {
+			return Get(ctx, s, sig.ID) // sent before under this seq
+		}
 		return nil, err
 	}
 	return sig, nil
@@ -106,3 +136,17 @@ func decode(r store.Record) (*Signal, error) {
 // Seq returns the position of the signal id among those of its name, for
 // event ids: what follows its last '/'.
 func Seq(id string) string { return id[strings.LastIndexByte(id, '/')+1:] }
+
+// Sweep removes the signals of the run whose key is key, and the records
+// of its waits, and returns how many records it removed.
+func Sweep(ctx context.Context, s store.Store, key string) (int, error) {
+	n := 0
+	for _, kind := range []string{Kind, KindCall, KindWaiter, KindCursor} {
+		m, err := store.DeletePrefix(ctx, s, kind, key+"/")
+		n += m
+		if err != nil {
+			return n, fmt.Errorf("signals: sweep %s: %w", key, err)
+		}
+	}
+	return n, nil
+}
