@@ -715,8 +715,12 @@ func (g *Gate) releaseTotal(ctx context.Context) error {
 		if done {
 			ended = append(ended, run)
 		} else if !exists {
+			// As in release: a run started since the first look has a
+			// record now.
 			if q, err := Queued(ctx, g.env.Store, run); err == nil && !q {
-				ended = append(ended, run)
+				if exists, done, err := g.env.State(ctx, run); err == nil && (!exists || done) {
+					ended = append(ended, run)
+				}
 			}
 		}
 	}

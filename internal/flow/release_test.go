@@ -2,7 +2,10 @@ package flow
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -230,4 +233,115 @@ func (s *dyingStore) Delete(ctx context.Context, kind, id string, version int64)
 		s.mu.Unlock()
 	}
 	return s.Store.Delete(ctx, kind, id, version)
+}
+
+// The same across keys: a pass that frees the runner's slots
+// (Policy.MaxRunning) keeps the one of a run another process starts
+// between its two looks, and a run of another key waits for it.
+func TestReleaseTotalKeepsTheSlotOfARunStartedMeanwhile(t *testing.T) {
+	ctx := t.Context()
+	st := memory.New()
+	var (
+		mu      sync.Mutex
+		started = map[string]bool{}
+		fail    = true
+		armed   bool
+		handled []string
+	)
+	startElsewhere := func() {
+		started["r1"] = true
+		for _, kind := range []string{KindWait, KindOrder} {
+			recs, err := st.List(ctx, kind, "", "", 0)
+			if err != nil {
+				t.Error(err)
+			}
+			for _, r := range recs {
+				_ = st.Delete(ctx, kind, r.ID, 0)
+			}
+		}
+		_ = st.Delete(ctx, KindRun, "r1", 0)
+	}
+	env := Env{
+		Store: st,
+		State: func(_ context.Context, runID string) (bool, bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			exists := started[runID]
+			if runID == "r1" && armed {
+				armed = false
+				startElsewhere()
+			}
+			return exists, false, nil
+		},
+		Cancel: func(context.Context, string, string) error { return nil },
+	}
+	inner := func(_ context.Context, m *calf.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			fail = false
+			return errors.New("not now")
+		}
+		started[m.Metadata.RunID] = true
+		handled = append(handled, m.Metadata.RunID)
+		return nil
+	}
+	decode := func(m *calf.Message) (Input, error) {
+		return Input{Kind: "agent", Name: "a", RunID: m.Metadata.RunID}, nil
+	}
+	// A key per run: only the bound across keys holds r2.
+	policy := Policy{MaxRunning: 1, Key: func(in Input) string { return in.RunID }}
+	g, err := New("agent", "a", policy, env, inner, decode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := func(run string) *calf.Message {
+		return &calf.Message{ID: run + ".input", Channel: "calf.agent.a.input", Key: run,
+			Metadata: calf.Metadata{RunID: run, Time: time.Now()}}
+	}
+	running := func() []string {
+		rec, err := st.Get(ctx, KindTotal, "agent/a")
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts totalState
+		if err := json.Unmarshal(rec.Data, &ts); err != nil {
+			t.Fatal(err)
+		}
+		return slices.Sorted(maps.Keys(ts.Running))
+	}
+	// r1 takes the runner's slot, and its start fails.
+	if err := g.Handle(ctx, input("r1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Pass(ctx); err == nil {
+		t.Fatal("the first start of r1 did not fail")
+	}
+	if got := running(); !slices.Equal(got, []string{"r1"}) {
+		t.Fatalf("the runner's runs after r1's failed start: %v", got)
+	}
+	mu.Lock()
+	armed = true
+	mu.Unlock()
+	if err := g.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := running(); !slices.Equal(got, []string{"r1"}) {
+		t.Fatalf("the runner's runs after the pass: %v; want r1 holding its slot", got)
+	}
+	// r2, of another key, waits for the slot r1 holds.
+	if err := g.Handle(ctx, input("r2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(handled) != 0 {
+		t.Errorf("runs started while r1 runs under a bound of 1 across keys: %v", handled)
+	}
 }
