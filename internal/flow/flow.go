@@ -539,7 +539,10 @@ func (g *Gate) pump(ctx context.Context, key string) error {
 
 // start hands an admitted run's input to the input handler, then forgets
 // that it waited. A process that dies in between leaves the record,
-// which the next pass hands on again: the handler takes a run once.
+// which the next pass hands on again: the handler takes a run once. The
+// KindRun record goes first, so that a process dying before the end
+// leaves the KindWait record, which a pass finds (a KindRun record alone
+// no pass would).
 func (g *Gate) start(ctx context.Context, r store.Record, msg *calf.Message) error {
 	m := msg.Clone()
 	if m.Metadata.Attempt == 0 {
@@ -550,15 +553,18 @@ func (g *Gate) start(ctx context.Context, r store.Record, msg *calf.Message) err
 	if err := g.inner(calf.ContextWithMessage(ctx, m), m); err != nil {
 		return fmt.Errorf("flow control: start run %s: %w", msg.Metadata.RunID, err)
 	}
+	if err := g.env.Store.Delete(ctx, KindRun, msg.Metadata.RunID, 0); err != nil {
+		return err
+	}
 	if err := g.env.Store.Delete(ctx, KindWait, r.ID, 0); err != nil {
 		return err
 	}
 	if g.policy.MaxRunning > 0 {
-		if err := g.env.Store.Delete(ctx, KindOrder, g.orderID(r.ID), 0); err != nil {
-			return err
-		}
+		// Left by a process that dies here, the entry is removed by the
+		// pass that finds no waiting record for it.
+		return g.env.Store.Delete(ctx, KindOrder, g.orderID(r.ID), 0)
 	}
-	return g.env.Store.Delete(ctx, KindRun, msg.Metadata.RunID, 0)
+	return nil
 }
 
 // maxScan bounds the waiting runs one pass looks at across keys.
@@ -709,8 +715,12 @@ func (g *Gate) releaseTotal(ctx context.Context) error {
 		if done {
 			ended = append(ended, run)
 		} else if !exists {
+			// As in release: a run started since the first look has a
+			// record now.
 			if q, err := Queued(ctx, g.env.Store, run); err == nil && !q {
-				ended = append(ended, run)
+				if exists, done, err := g.env.State(ctx, run); err == nil && (!exists || done) {
+					ended = append(ended, run)
+				}
 			}
 		}
 	}
@@ -799,9 +809,13 @@ func (g *Gate) release(ctx context.Context, kid string) error {
 		}
 		if !exists {
 			// Admitted, not started: its waiting record starts it (or,
-			// with none left, nothing will).
+			// with none left, nothing will). A start writes the run's
+			// record before it removes the waiting ones: a run started
+			// since the first look has a record now.
 			if q, err := Queued(ctx, g.env.Store, run); err == nil && !q {
-				ended = append(ended, run)
+				if exists, done, err := g.env.State(ctx, run); err == nil && (!exists || done) {
+					ended = append(ended, run)
+				}
 			}
 		}
 	}
