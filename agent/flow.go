@@ -102,7 +102,8 @@ func (fc *FlowControl) Check() error {
 
 // FlowGate returns the input handler of a runner held to fc: it stands
 // in front of inner, the runner's own input handler, and starts, until
-// ctx ends, the runtime's loop that gives freed slots to waiting runs.
+// the runtime's client shuts down, the loop that gives freed slots to
+// waiting runs.
 // prompt gives a run's prompt from its input message (nil: none). It is
 // for the packages of runners (team, workflow); an agent's Options.Flow
 // does the same for an agent.
@@ -117,7 +118,11 @@ func (rt *Runtime) FlowGate(ctx context.Context, kind, name string, fc *FlowCont
 	if err != nil {
 		return nil, err
 	}
-	g.Serve(context.WithoutCancel(ctx))
+	// The loop lives as long as the runtime's client, as the handlers
+	// do, not as the caller's ctx.
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	rt.client.OnShutdown(cancel)
+	g.Serve(lctx)
 	return g.Handle, nil
 }
 
