@@ -2,12 +2,15 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -18,12 +21,48 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/calf-go/calf/internal/testproc"
 )
+
+// The private services of tests of other packages (the kill tests of
+// internal/e2e): each on a free port outside the ephemeral range, in a
+// temporary directory, stopped when the test ends.
+
+// natsdEnv turns the test binary into a NATS server; its value is the
+// server's configuration (natsdConfig) as JSON.
+const natsdEnv = "CALF_CHAOS_NATSD"
+
+// ServeNATSD, called by a TestMain before m.Run, has the test binary run
+// as the NATS server [StartNATS] starts (the binary started again), and
+// exit, when it is started as one.
+func ServeNATSD() { testproc.Main(natsdEnv, runNATSD) }
+
+// NeedPostgres skips the test when PostgreSQL's programs are missing,
+// unless CALF_TEST_SERVICES is set, which fails it.
+func NeedPostgres(t *testing.T) {
+	t.Helper()
+	needPrograms(t, filepath.Join(pgBin, "initdb"), filepath.Join(pgBin, "postgres"))
+}
+
+// StartPostgres starts a private PostgreSQL and returns its URL
+// (database postgres, trust authentication); it stops when t ends.
+func StartPostgres(t *testing.T) string {
+	t.Helper()
+	return startPostgres(t).url
+}
+
+// StartNATS starts a private NATS server with JetStream (the test binary
+// started again: see [ServeNATSD]) and returns its URL; it stops when t
+// ends.
+func StartNATS(t *testing.T) string {
+	t.Helper()
+	return startNATS(t).url
+}
 
 // Where the services' programs are.
 const (
@@ -42,7 +81,14 @@ const serviceTimeout = 60 * time.Second
 // missing, unless CALF_TEST_SERVICES is set, which fails it.
 func needServices(t *testing.T) {
 	t.Helper()
-	for _, p := range []string{filepath.Join(pgBin, "initdb"), filepath.Join(pgBin, "postgres"), redisServer} {
+	needPrograms(t, filepath.Join(pgBin, "initdb"), filepath.Join(pgBin, "postgres"), redisServer)
+}
+
+// needPrograms skips the test when a program is missing, unless
+// CALF_TEST_SERVICES is set, which fails it.
+func needPrograms(t *testing.T, programs ...string) {
+	t.Helper()
+	for _, p := range programs {
 		if _, err := os.Stat(p); err != nil {
 			if os.Getenv("CALF_TEST_SERVICES") != "" {
 				t.Fatalf("%s is missing: %v", p, err)
@@ -430,4 +476,54 @@ func natsService(t *testing.T, name string, cfg natsdConfig) *service {
 		stopSignal: syscall.SIGTERM,
 		termSignal: syscall.SIGTERM,
 	}
+}
+
+// natsdConfig configures a NATS server process.
+type natsdConfig struct {
+	Port int    `json:"port"`
+	Dir  string `json:"dir"`
+	// Name, ClusterPort and Routes make the server a node of a cluster
+	// (named calf-chaos), listening for routes on ClusterPort and routed
+	// to the other nodes' cluster ports.
+	Name        string `json:"name,omitempty"`
+	ClusterPort int    `json:"cluster_port,omitempty"`
+	Routes      []int  `json:"routes,omitempty"`
+}
+
+// runNATSD is a NATS server with JetStream on 127.0.0.1:Port, storing in
+// Dir, until ctx ends (its standard input closes) or it gets SIGTERM or
+// SIGINT, when it shuts down cleanly. It prints "ready" once it takes
+// connections.
+func runNATSD(ctx context.Context, cfg *natsdConfig) error {
+	opts := &server.Options{
+		ServerName: "calf-chaos",
+		Host:       "127.0.0.1",
+		Port:       cfg.Port,
+		JetStream:  true,
+		StoreDir:   cfg.Dir,
+		NoSigs:     true,
+	}
+	if cfg.ClusterPort != 0 {
+		opts.ServerName = cfg.Name
+		opts.Cluster = server.ClusterOpts{Name: "calf-chaos", Host: "127.0.0.1", Port: cfg.ClusterPort}
+		for _, p := range cfg.Routes {
+			opts.Routes = append(opts.Routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+		}
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return err
+	}
+	srv.ConfigureLogger()
+	srv.Start()
+	if !srv.ReadyForConnections(time.Minute) {
+		return errors.New("not ready after a minute")
+	}
+	fmt.Println("ready")
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	<-ctx.Done()
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	return nil
 }
