@@ -19,6 +19,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/chaos"
 	"github.com/calf-go/calf/internal/testproc"
 	"github.com/calf-go/calf/model/openai"
 	"github.com/calf-go/calf/tool"
@@ -30,6 +31,7 @@ const workerEnv = "CALF_E2E_WORKER"
 
 func TestMain(m *testing.M) {
 	testproc.Main(workerEnv, serveWorker)
+	chaos.ServeNATSD()
 	os.Exit(m.Run())
 }
 
