@@ -44,14 +44,14 @@ func ServeNATSD() { testproc.Main(natsdEnv, runNATSD) }
 
 // NeedPostgres skips the test when PostgreSQL's programs are missing,
 // unless CALF_TEST_SERVICES is set, which fails it.
-func NeedPostgres(t *testing.T) {
+func NeedPostgres(t testing.TB) {
 	t.Helper()
 	needPrograms(t, filepath.Join(pgBin, "initdb"), filepath.Join(pgBin, "postgres"))
 }
 
 // StartPostgres starts a private PostgreSQL and returns its URL
 // (database postgres, trust authentication); it stops when t ends.
-func StartPostgres(t *testing.T) string {
+func StartPostgres(t testing.TB) string {
 	t.Helper()
 	return startPostgres(t).url
 }
@@ -59,7 +59,7 @@ func StartPostgres(t *testing.T) string {
 // StartNATS starts a private NATS server with JetStream (the test binary
 // started again: see [ServeNATSD]) and returns its URL; it stops when t
 // ends.
-func StartNATS(t *testing.T) string {
+func StartNATS(t testing.TB) string {
 	t.Helper()
 	return startNATS(t).url
 }
@@ -79,14 +79,14 @@ const serviceTimeout = 60 * time.Second
 
 // needServices skips the test when the programs of the services are
 // missing, unless CALF_TEST_SERVICES is set, which fails it.
-func needServices(t *testing.T) {
+func needServices(t testing.TB) {
 	t.Helper()
 	needPrograms(t, filepath.Join(pgBin, "initdb"), filepath.Join(pgBin, "postgres"), redisServer)
 }
 
 // needPrograms skips the test when a program is missing, unless
 // CALF_TEST_SERVICES is set, which fails it.
-func needPrograms(t *testing.T, programs ...string) {
+func needPrograms(t testing.TB, programs ...string) {
 	t.Helper()
 	for _, p := range programs {
 		if _, err := os.Stat(p); err != nil {
@@ -102,7 +102,7 @@ func needPrograms(t *testing.T, programs ...string) {
 // the ephemeral range (32768-60999, where a reconnecting client's own
 // port could take a stopped server's) and never one of the shared
 // services'.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	portMu.Lock()
 	defer portMu.Unlock()
@@ -290,7 +290,7 @@ func (s *service) close() {
 }
 
 // newService registers the server's end with t and starts it.
-func newService(t *testing.T, s *service) *service {
+func newService(t testing.TB, s *service) *service {
 	t.Helper()
 	t.Cleanup(s.close)
 	if err := s.start(t.Context()); err != nil {
@@ -302,7 +302,7 @@ func newService(t *testing.T, s *service) *service {
 
 // startPostgres starts PostgreSQL 15 in a directory of its own, as the
 // postgres user when the test runs as root (PostgreSQL refuses root).
-func startPostgres(t *testing.T) *service {
+func startPostgres(t testing.TB) *service {
 	t.Helper()
 	dir := t.TempDir()
 	data, sock := filepath.Join(dir, "data"), filepath.Join(dir, "sock")
@@ -368,7 +368,7 @@ func startPostgres(t *testing.T) *service {
 }
 
 // startRedis starts Redis with an append-only file synced at every write.
-func startRedis(t *testing.T) *service {
+func startRedis(t testing.TB) *service {
 	t.Helper()
 	dir := t.TempDir()
 	port := freePort(t)
@@ -394,7 +394,7 @@ func startRedis(t *testing.T) *service {
 
 // startNATS starts a NATS server with JetStream: the test binary as a
 // server process (see runNATSD), the module's nats-server embedded.
-func startNATS(t *testing.T) *service {
+func startNATS(t testing.TB) *service {
 	t.Helper()
 	port := freePort(t)
 	s := natsService(t, "nats", natsdConfig{Port: port, Dir: filepath.Join(t.TempDir(), "jetstream")})
@@ -407,7 +407,7 @@ func startNATS(t *testing.T) *service {
 // (every node's address) a worker is given. The nodes start together: a
 // node answers only once the cluster has a JetStream leader, which takes
 // two of them.
-func startNATSCluster(t *testing.T) ([]*service, string) {
+func startNATSCluster(t testing.TB) ([]*service, string) {
 	t.Helper()
 	var client, routes [3]int
 	for i := range 3 {
@@ -445,7 +445,7 @@ func startNATSCluster(t *testing.T) ([]*service, string) {
 }
 
 // natsService is the NATS server cfg describes, as a service named name.
-func natsService(t *testing.T, name string, cfg natsdConfig) *service {
+func natsService(t testing.TB, name string, cfg natsdConfig) *service {
 	t.Helper()
 	if _, err := testproc.Command(natsdEnv, cfg); err != nil {
 		t.Fatal(err)

@@ -69,7 +69,9 @@ func TestTimersAcrossKillNATSPostgres(t *testing.T) {
 
 	// While the timers fall due, kill a worker every 300 to 900 ms (the
 	// one that has lived longest, while two others live), and start
-	// again every worker that died, until every run has ended.
+	// again every worker that died, until every run has ended. A worker
+	// started again is not waited for: it may die before it says it
+	// serves, having fired a timer as it started.
 	killFrom, killUntil := t0.Add(sleep0-500*time.Millisecond), t0.Add(sleep0+runs*stagger+2*time.Second)
 	nextKill := killFrom
 	outcomes := map[string]wfResult{}
@@ -90,7 +92,7 @@ func TestTimersAcrossKillNATSPostgres(t *testing.T) {
 			select {
 			case <-p.Exited():
 				killed[p.pid] = true
-				workers[i] = startWorkflowWorker(t, h, cfg, wcfg)
+				workers[i] = spawnWorkflowWorker(t, h, cfg, wcfg)
 			default:
 			}
 		}
@@ -112,7 +114,7 @@ func TestTimersAcrossKillNATSPostgres(t *testing.T) {
 				killed[oldest.pid] = true
 				kills++
 				h.waitExit(oldest)
-				workers = append(workers[1:], startWorkflowWorker(t, h, cfg, wcfg))
+				workers = append(workers[1:], spawnWorkflowWorker(t, h, cfg, wcfg))
 			}
 		}
 		select {

@@ -306,15 +306,22 @@ type workflowCaller struct {
 // wcfg names, on cfg's broker and store, and waits until it serves.
 func startWorkflowWorker(t *testing.T, h *harness, cfg *workerConfig, wcfg *workflowWorkerConfig) *proc {
 	t.Helper()
+	p := spawnWorkflowWorker(t, h, cfg, wcfg)
+	h.ready(p)
+	return p
+}
+
+// spawnWorkflowWorker starts a worker process that serves the workflow
+// wcfg names, and does not wait until it serves.
+func spawnWorkflowWorker(t *testing.T, h *harness, cfg *workerConfig, wcfg *workflowWorkerConfig) *proc {
+	t.Helper()
 	raw, err := json.Marshal(wcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// h.start passes this process's environment on.
 	t.Setenv(workflowEnv, string(raw))
-	p := h.start(cfg)
-	h.ready(p)
-	return p
+	return h.start(cfg)
 }
 
 // newWorkflowCaller returns the caller's side of the workflow wcfg names.
