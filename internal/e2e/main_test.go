@@ -209,6 +209,27 @@ func (b *workerBroker) Publish(ctx context.Context, msg *calf.Message) error {
 	return err
 }
 
+// Subscribed is the wrapped broker's, when it has one (see package
+// internal/timers): a timer is not fired into a broker that would drop
+// its event.
+func (b *workerBroker) Subscribed(channel string) bool { return subscribedOn(b.Broker, channel) }
+
+// subscribedOn reports whether b, or the broker it wraps, would keep a
+// message on channel for a subscriber, when it can tell; true when not.
+func subscribedOn(b calf.Broker, channel string) bool {
+	for b != nil {
+		if sb, ok := b.(interface{ Subscribed(string) bool }); ok {
+			return sb.Subscribed(channel)
+		}
+		u, ok := b.(interface{ Unwrap() calf.Broker })
+		if !ok {
+			break
+		}
+		b = u.Unwrap()
+	}
+	return true
+}
+
 func (b *workerBroker) Subscribe(ctx context.Context, pattern string, h calf.Handler, opts *calf.SubscribeOptions) (calf.Subscription, error) {
 	return b.Broker.Subscribe(ctx, pattern, func(ctx context.Context, msg *calf.Message) error {
 		if kindOf(msg.Channel) != "" {

@@ -240,6 +240,9 @@ func (b *stepBroker) Publish(ctx context.Context, msg *calf.Message) error {
 	return nil
 }
 
+// Subscribed is the wrapped broker's (see workerBroker.Subscribed).
+func (b *stepBroker) Subscribed(channel string) bool { return subscribedOn(b.Broker, channel) }
+
 func (b *stepBroker) Subscribe(ctx context.Context, pattern string, h calf.Handler, opts *calf.SubscribeOptions) (calf.Subscription, error) {
 	return b.Broker.Subscribe(ctx, pattern, func(ctx context.Context, msg *calf.Message) error {
 		if b.stepOfB(msg) {
