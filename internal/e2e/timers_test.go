@@ -20,7 +20,8 @@ import (
 // Workflow runs sleep (a, then a durable timer, then b → c) on a NATS
 // server and a PostgreSQL of the test's own, served by three worker
 // processes that are killed with SIGKILL and started again in turns while
-// the timers fall due: one at a time from outside, and, for every other
+// the timers fall due, beside a process of another deployment that
+// shares the store but not the stream (and fires timers too): one at a time from outside, and, for every other
 // run, the worker that publishes the run's wake-up kills itself right
 // after it, before the timer is removed (the timer is then fired again by
 // another worker once its lease runs out, with the same event id). Every
@@ -44,6 +45,16 @@ func TestTimersAcrossKillNATSPostgres(t *testing.T) {
 	wcfg := &workflowWorkerConfig{Kind: "sleeper", Name: "wf_sleeper_" + calf.NewID()[:8], CrashAfterWake: true, Log: true}
 	var ids []string
 	c := newWorkflowCaller(t, cfg, wcfg, &ids)
+
+	// A process of another deployment shares the store but not the
+	// stream: W1's agent on a stream and prefix of its own. It fires the
+	// store's timers too, and must leave the workflow's to the workers
+	// whose stream carries them (fired into its own stream, where nobody
+	// consumes the workflow's steps, their events were dropped).
+	foreign := *cfg
+	foreign.Namespace = calf.NewID()[:12]
+	t.Setenv(workflowEnv, "")
+	h.ready(h.start(&foreign))
 
 	workers := make([]*proc, slots)
 	for i := range workers {
