@@ -208,9 +208,10 @@ func serveWorkflowWorker(ctx context.Context, cfg *workerConfig, wcfg *workflowW
 	return nil
 }
 
-// stepBroker reports each publish ("wake") and each delivery ("handle")
-// of the step events of node b of the workflow, and kills the process
-// after a publish as CrashAfterWake says.
+// stepBroker reports each publish of the step events of node b of the
+// workflow, by the timers' loop ("wake") or by a handler ("step"), and
+// each delivery ("handle"), and kills the process after a wake-up as
+// CrashAfterWake says.
 type stepBroker struct {
 	calf.Broker
 	cfg  *workerConfig
@@ -233,6 +234,13 @@ func (b *stepBroker) Publish(ctx context.Context, msg *calf.Message) error {
 		return err
 	}
 	run := msg.Metadata.RunID
+	if _, ok := calf.MessageFromContext(ctx); ok {
+		// A handler's: the step emitted again by the run's recovery
+		// (the worker that moved the run on died before it said so).
+		b.rep.report(event{Ev: "step", Run: run, ID: msg.ID})
+		return nil
+	}
+	// The timers' loop's: a wake-up.
 	b.rep.report(event{Ev: "wake", Run: run, ID: msg.ID})
 	if b.wcfg.CrashAfterWake && strings.Contains(run, crashWakeMark) && claimCrash(b.cfg.CrashDir, run, "wake") {
 		b.rep.crash(run, "wake")
