@@ -171,6 +171,10 @@ type Broker struct {
 	subs   map[*subscription]struct{}
 	closed atomic.Bool
 
+	// interest is what Subscribed reads (see interest.go).
+	interestMu sync.Mutex
+	interest   interest
+
 	// reconnected is when the connection last came back after losing its
 	// server (UnixNano; zero before any), see Broker.leasesSettled.
 	reconnected atomic.Int64

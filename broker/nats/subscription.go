@@ -86,6 +86,7 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	}
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
+	b.interestChanged()
 	return s, nil
 }
 

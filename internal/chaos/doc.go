@@ -2,7 +2,9 @@
 // around them: private PostgreSQL, Redis and NATS servers, started by the
 // test on ports of their own, are stopped, killed and paused at random
 // under a load of W1 runs served by worker processes, and a verifier checks
-// every run. The package holds tests only.
+// every run. The package holds tests, and the private services they
+// start, which the kill tests of internal/e2e start too ([StartPostgres],
+// [StartNATS]).
 //
 // # What runs
 //

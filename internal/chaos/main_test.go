@@ -3,16 +3,11 @@ package chaos
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
-	"os/signal"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/calf-go/calf"
@@ -23,16 +18,13 @@ import (
 	"github.com/calf-go/calf/tool"
 )
 
-// Environment variables that turn the test binary into a worker process or
-// a NATS server; their values are the process's configuration as JSON.
-const (
-	workerEnv = "CALF_CHAOS_WORKER"
-	natsdEnv  = "CALF_CHAOS_NATSD"
-)
+// workerEnv turns the test binary into a worker process; its value is the
+// process's configuration as JSON.
+const workerEnv = "CALF_CHAOS_WORKER"
 
 func TestMain(m *testing.M) {
 	testproc.Main(workerEnv, serveWorker)
-	testproc.Main(natsdEnv, runNATSD)
+	ServeNATSD()
 	// go-redis reports failed dials through a logger of its own; the
 	// verifier counts what matters from the adapters' loggers.
 	goredis.SetLogger(quietRedis{})
@@ -188,54 +180,4 @@ func (b *reportingBroker) GroupMembers(ctx context.Context, group string) (int, 
 // isAgentChannel reports whether channel is an agent's (calf.agent.NAME.KIND).
 func isAgentChannel(channel string) bool {
 	return len(channel) > len("calf.agent.") && channel[:len("calf.agent.")] == "calf.agent."
-}
-
-// natsdConfig configures a NATS server process.
-type natsdConfig struct {
-	Port int    `json:"port"`
-	Dir  string `json:"dir"`
-	// Name, ClusterPort and Routes make the server a node of a cluster
-	// (named calf-chaos), listening for routes on ClusterPort and routed
-	// to the other nodes' cluster ports.
-	Name        string `json:"name,omitempty"`
-	ClusterPort int    `json:"cluster_port,omitempty"`
-	Routes      []int  `json:"routes,omitempty"`
-}
-
-// runNATSD is a NATS server with JetStream on 127.0.0.1:Port, storing in
-// Dir, until ctx ends (its standard input closes) or it gets SIGTERM or
-// SIGINT, when it shuts down cleanly. It prints "ready" once it takes
-// connections.
-func runNATSD(ctx context.Context, cfg *natsdConfig) error {
-	opts := &server.Options{
-		ServerName: "calf-chaos",
-		Host:       "127.0.0.1",
-		Port:       cfg.Port,
-		JetStream:  true,
-		StoreDir:   cfg.Dir,
-		NoSigs:     true,
-	}
-	if cfg.ClusterPort != 0 {
-		opts.ServerName = cfg.Name
-		opts.Cluster = server.ClusterOpts{Name: "calf-chaos", Host: "127.0.0.1", Port: cfg.ClusterPort}
-		for _, p := range cfg.Routes {
-			opts.Routes = append(opts.Routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)})
-		}
-	}
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		return err
-	}
-	srv.ConfigureLogger()
-	srv.Start()
-	if !srv.ReadyForConnections(time.Minute) {
-		return errors.New("not ready after a minute")
-	}
-	fmt.Println("ready")
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	<-ctx.Done()
-	srv.Shutdown()
-	srv.WaitForShutdown()
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -163,9 +164,19 @@ func (h *harness) waitEvent(what string, ok func(event) bool) event {
 	}
 }
 
-// ready waits until p serves.
+// ready waits until p serves. A worker that does not is made to write
+// its goroutines on its standard error (SIGQUIT), which the test logs.
 func (h *harness) ready(p *proc) {
 	h.t.Helper()
+	ok := make(chan struct{})
+	defer close(ok)
+	go func() {
+		select {
+		case <-ok:
+		case <-time.After(waitTimeout - 5*time.Second):
+			_ = p.Cmd.Process.Signal(syscall.SIGQUIT)
+		}
+	}()
 	h.waitEvent(fmt.Sprintf("ready from worker %d", p.pid), func(ev event) bool { return ev.Ev == "ready" && ev.PID == p.pid })
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/brokertest"
 	"github.com/calf-go/calf/eventlog"
+	"github.com/calf-go/calf/internal/chaos"
 	"github.com/calf-go/calf/internal/testproc"
 	"github.com/calf-go/calf/model/openai"
 	"github.com/calf-go/calf/tool"
@@ -30,6 +31,7 @@ const workerEnv = "CALF_E2E_WORKER"
 
 func TestMain(m *testing.M) {
 	testproc.Main(workerEnv, serveWorker)
+	chaos.ServeNATSD()
 	os.Exit(m.Run())
 }
 
@@ -205,6 +207,27 @@ func (b *workerBroker) Publish(ctx context.Context, msg *calf.Message) error {
 		b.rep.crash(msg.Metadata.RunID, b.cfg.Crash)
 	}
 	return err
+}
+
+// Subscribed is the wrapped broker's, when it has one (see package
+// internal/timers): a timer is not fired into a broker that would drop
+// its event.
+func (b *workerBroker) Subscribed(channel string) bool { return subscribedOn(b.Broker, channel) }
+
+// subscribedOn reports whether b, or the broker it wraps, would keep a
+// message on channel for a subscriber, when it can tell; true when not.
+func subscribedOn(b calf.Broker, channel string) bool {
+	for b != nil {
+		if sb, ok := b.(interface{ Subscribed(string) bool }); ok {
+			return sb.Subscribed(channel)
+		}
+		u, ok := b.(interface{ Unwrap() calf.Broker })
+		if !ok {
+			break
+		}
+		b = u.Unwrap()
+	}
+	return true
 }
 
 func (b *workerBroker) Subscribe(ctx context.Context, pattern string, h calf.Handler, opts *calf.SubscribeOptions) (calf.Subscription, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/calf-go/calf/broker/kafka"
 	"github.com/calf-go/calf/broker/memory"
 	"github.com/calf-go/calf/broker/nats"
+	"github.com/calf-go/calf/internal/chaos"
 	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/postgres"
@@ -121,6 +122,15 @@ var natsPostgres = backend{name: "nats+postgres", setup: func(t *testing.T, cfg 
 			t.Errorf("delete stream %s: %v", stream, err)
 		}
 	})
+}}
+
+// privateNATSPostgres is a NATS server and a PostgreSQL of the test's
+// own (package chaos starts them on free ports outside the ephemeral
+// range, in temporary directories), so that the test is alone on them.
+var privateNATSPostgres = backend{name: "private nats+postgres", setup: func(t *testing.T, cfg *workerConfig) {
+	chaos.NeedPostgres(t)
+	cfg.Broker, cfg.BrokerURL = "nats", chaos.StartNATS(t)
+	cfg.Store, cfg.StoreURL = "postgres", chaos.StartPostgres(t)
 }}
 
 // waitStreamSettled waits until no consumer of the NATS stream of cfg

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,15 +39,30 @@ type workflowWorkerConfig struct {
 	// it).
 	CrashNode string `json:"crash_node,omitempty"`
 	// SleepMillis is how long node a of a "sleeper" (a, sleep, b → c)
-	// has the run sleep.
+	// has the run sleep, unless the run's state says (wfState.Sleep).
 	SleepMillis int `json:"sleep_millis,omitempty"`
+	// CrashAfterWake has the worker kill itself with SIGKILL right after
+	// it published the step event of node b of a run whose id contains
+	// crashWakeMark (a sleeper's timer firing, before the timer is
+	// removed), once per run (a marker in CrashDir records it).
+	CrashAfterWake bool `json:"crash_after_wake,omitempty"`
+	// Log has the worker write its client's diagnostics, from level
+	// Info, on its standard error.
+	Log bool `json:"log,omitempty"`
 }
 
+// crashWakeMark, in a run's id, has a worker with CrashAfterWake die
+// right after it publishes the run's wake-up.
+const crashWakeMark = "-wk-"
+
 // wfState is the state of the test workflows: the nodes that ran, in
-// order, and the input an interrupted node was resumed with.
+// order, the input an interrupted node was resumed with, and how long a
+// sleeper's node a has the run sleep (milliseconds; 0: the worker's
+// SleepMillis).
 type wfState struct {
 	Trail []string `json:"trail"`
 	Input string   `json:"input,omitempty"`
+	Sleep int      `json:"sleep,omitempty"`
 }
 
 // executionsFile, in CrashDir, gets a line per start and per end of a node
@@ -135,7 +151,11 @@ func buildWorkflow(cfg *workflowWorkerConfig, r *nodeRecorder) (*workflow.Workfl
 			if err != nil {
 				return s, err
 			}
-			return s, workflow.Sleep(time.Duration(cfg.SleepMillis) * time.Millisecond)
+			d := cfg.SleepMillis
+			if s.Sleep > 0 {
+				d = s.Sleep
+			}
+			return s, workflow.Sleep(time.Duration(d) * time.Millisecond)
 		})).
 			Node("b", r.node("b", false)).
 			Node("c", r.node("c", false)).
@@ -169,7 +189,11 @@ func serveWorkflowWorker(ctx context.Context, cfg *workerConfig, wcfg *workflowW
 		return err
 	}
 	defer st.Close()
-	client := calf.NewClient(b, nil)
+	copts := &calf.Options{}
+	if wcfg.Log {
+		copts.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	client := calf.NewClient(&stepBroker{Broker: b, cfg: cfg, wcfg: wcfg, rep: rep}, copts)
 	rt := agent.NewRuntime(client, st, nil)
 	if err := w.Serve(ctx, rt, nil); err != nil {
 		return err
@@ -182,6 +206,58 @@ func serveWorkflowWorker(ctx context.Context, cfg *workerConfig, wcfg *workflowW
 		return err
 	}
 	return nil
+}
+
+// stepBroker reports each publish of the step events of node b of the
+// workflow, by the timers' loop ("wake") or by a handler ("step"), and
+// each delivery ("handle"), and kills the process after a wake-up as
+// CrashAfterWake says.
+type stepBroker struct {
+	calf.Broker
+	cfg  *workerConfig
+	wcfg *workflowWorkerConfig
+	rep  *reporter
+}
+
+// stepOfB reports whether msg is a step event of node b.
+func (b *stepBroker) stepOfB(msg *calf.Message) bool {
+	if msg.Channel != workflow.StepChannel(b.wcfg.Name) {
+		return false
+	}
+	var ev workflow.StepEvent
+	return json.Unmarshal(msg.Data, &ev) == nil && ev.Node == "b"
+}
+
+func (b *stepBroker) Publish(ctx context.Context, msg *calf.Message) error {
+	err := b.Broker.Publish(ctx, msg)
+	if err != nil || !b.stepOfB(msg) {
+		return err
+	}
+	run := msg.Metadata.RunID
+	if _, ok := calf.MessageFromContext(ctx); ok {
+		// A handler's: the step emitted again by the run's recovery
+		// (the worker that moved the run on died before it said so).
+		b.rep.report(event{Ev: "step", Run: run, ID: msg.ID})
+		return nil
+	}
+	// The timers' loop's: a wake-up.
+	b.rep.report(event{Ev: "wake", Run: run, ID: msg.ID})
+	if b.wcfg.CrashAfterWake && strings.Contains(run, crashWakeMark) && claimCrash(b.cfg.CrashDir, run, "wake") {
+		b.rep.crash(run, "wake")
+	}
+	return nil
+}
+
+// Subscribed is the wrapped broker's (see workerBroker.Subscribed).
+func (b *stepBroker) Subscribed(channel string) bool { return subscribedOn(b.Broker, channel) }
+
+func (b *stepBroker) Subscribe(ctx context.Context, pattern string, h calf.Handler, opts *calf.SubscribeOptions) (calf.Subscription, error) {
+	return b.Broker.Subscribe(ctx, pattern, func(ctx context.Context, msg *calf.Message) error {
+		if b.stepOfB(msg) {
+			b.rep.report(event{Ev: "handle", Run: msg.Metadata.RunID, Channel: msg.Channel, ID: msg.ID, Attempt: msg.Metadata.Attempt})
+		}
+		return h(ctx, msg)
+	}, opts)
 }
 
 // execution is a line of the executions file.
@@ -241,15 +317,22 @@ type workflowCaller struct {
 // wcfg names, on cfg's broker and store, and waits until it serves.
 func startWorkflowWorker(t *testing.T, h *harness, cfg *workerConfig, wcfg *workflowWorkerConfig) *proc {
 	t.Helper()
+	p := spawnWorkflowWorker(t, h, cfg, wcfg)
+	h.ready(p)
+	return p
+}
+
+// spawnWorkflowWorker starts a worker process that serves the workflow
+// wcfg names, and does not wait until it serves.
+func spawnWorkflowWorker(t *testing.T, h *harness, cfg *workerConfig, wcfg *workflowWorkerConfig) *proc {
+	t.Helper()
 	raw, err := json.Marshal(wcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// h.start passes this process's environment on.
 	t.Setenv(workflowEnv, string(raw))
-	p := h.start(cfg)
-	h.ready(p)
-	return p
+	return h.start(cfg)
 }
 
 // newWorkflowCaller returns the caller's side of the workflow wcfg names.

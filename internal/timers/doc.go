@@ -21,4 +21,11 @@
 // Calf does) acts once. Lateness: a timer started in the process that
 // runs the loop fires at once when due; one started elsewhere within
 // [Options.Poll]; one whose firer died within [Options.Lease] more.
+//
+// A timer is not fired through a broker that would drop its event: one
+// that keeps nothing for a channel nobody subscribes to (the in-process
+// broker; NATS, whose stream keeps a message only for the consumers that
+// match it) and says so with a Subscribed(channel) bool method. The timer
+// then waits for a subscriber, or for a process sharing the store whose
+// broker has one, instead of being removed with its event lost.
 package timers

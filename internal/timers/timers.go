@@ -244,15 +244,37 @@ func (s *Service) List(ctx context.Context, prefix, after string, limit int) ([]
 }
 
 // subscribed is implemented by a broker that keeps nothing for a channel
-// nobody subscribes to (the in-process one): a timer due on a channel
-// with no subscriber yet (its process is still starting) waits for one.
+// nobody subscribes to (the in-process one; NATS, whose stream keeps a
+// message only for the consumers that match it): a timer due on a channel
+// with no subscriber yet (its process is still starting), or none on this
+// process's broker (a process that shares the store but not the broker:
+// another stream or prefix), waits for one, and for a process whose
+// broker has one.
 type subscribed interface{ Subscribed(channel string) bool }
+
+// subscribedOf returns b, or the broker it wraps (looked through an
+// Unwrap() Broker method, as [calf.IsLocal] does), if it is subscribed.
+func subscribedOf(b calf.Broker) (subscribed, bool) {
+	for b != nil {
+		if sb, ok := b.(subscribed); ok {
+			return sb, true
+		}
+		u, ok := b.(interface{ Unwrap() calf.Broker })
+		if !ok {
+			return nil, false
+		}
+		b = u.Unwrap()
+	}
+	return nil, false
+}
 
 // Fire fires the timers due now, the earliest first, and returns how many
 // it fired and when the next one is due (zero when none is kept). Timers
 // that another process is firing are left to it until its lease ends; on
-// an in-process broker, a timer whose channel has no subscriber yet is
-// left for a later pass (the next time returned is then within Poll).
+// a broker that keeps nothing for a channel nobody subscribes to (the
+// in-process one, NATS), a timer whose channel has no subscriber yet is
+// left for a later pass (the next time returned is then within Poll), or
+// for another process whose broker has one.
 func (s *Service) Fire(ctx context.Context) (int, time.Time, error) {
 	fired := 0
 	held := time.Time{}
@@ -300,7 +322,7 @@ var errNoSubscriber = errors.New("timers: no subscriber yet")
 // fireOne fires the timer of the index entry e, unless another process
 // holds it, and reports whether it did.
 func (s *Service) fireOne(ctx context.Context, e store.Record, due time.Time, id string, now time.Time) (bool, error) {
-	if sb, ok := s.client.Broker().(subscribed); ok {
+	if sb, ok := subscribedOf(s.client.Broker()); ok {
 		if t, err := s.Get(ctx, id); err == nil && !sb.Subscribed(t.Channel) {
 			return false, errNoSubscriber
 		}

@@ -2,12 +2,15 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -18,12 +21,48 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/calf-go/calf/internal/testproc"
 )
+
+// The private services of tests of other packages (the kill tests of
+// internal/e2e): each on a free port outside the ephemeral range, in a
+// temporary directory, stopped when the test ends.
+
+// natsdEnv turns the test binary into a NATS server; its value is the
+// server's configuration (natsdConfig) as JSON.
+const natsdEnv = "CALF_CHAOS_NATSD"
+
+// ServeNATSD, called by a TestMain before m.Run, has the test binary run
+// as the NATS server [StartNATS] starts (the binary started again), and
+// exit, when it is started as one.
+func ServeNATSD() { testproc.Main(natsdEnv, runNATSD) }
+
+// NeedPostgres skips the test when PostgreSQL's programs are missing,
+// unless CALF_TEST_SERVICES is set, which fails it.
+func NeedPostgres(t testing.TB) {
+	t.Helper()
+	needPrograms(t, filepath.Join(pgBin, "initdb"), filepath.Join(pgBin, "postgres"))
+}
+
+// StartPostgres starts a private PostgreSQL and returns its URL
+// (database postgres, trust authentication); it stops when t ends.
+func StartPostgres(t testing.TB) string {
+	t.Helper()
+	return startPostgres(t).url
+}
+
+// StartNATS starts a private NATS server with JetStream (the test binary
+// started again: see [ServeNATSD]) and returns its URL; it stops when t
+// ends.
+func StartNATS(t testing.TB) string {
+	t.Helper()
+	return startNATS(t).url
+}
 
 // Where the services' programs are.
 const (
@@ -40,9 +79,16 @@ const serviceTimeout = 60 * time.Second
 
 // needServices skips the test when the programs of the services are
 // missing, unless CALF_TEST_SERVICES is set, which fails it.
-func needServices(t *testing.T) {
+func needServices(t testing.TB) {
 	t.Helper()
-	for _, p := range []string{filepath.Join(pgBin, "initdb"), filepath.Join(pgBin, "postgres"), redisServer} {
+	needPrograms(t, filepath.Join(pgBin, "initdb"), filepath.Join(pgBin, "postgres"), redisServer)
+}
+
+// needPrograms skips the test when a program is missing, unless
+// CALF_TEST_SERVICES is set, which fails it.
+func needPrograms(t testing.TB, programs ...string) {
+	t.Helper()
+	for _, p := range programs {
 		if _, err := os.Stat(p); err != nil {
 			if os.Getenv("CALF_TEST_SERVICES") != "" {
 				t.Fatalf("%s is missing: %v", p, err)
@@ -56,7 +102,7 @@ func needServices(t *testing.T) {
 // the ephemeral range (32768-60999, where a reconnecting client's own
 // port could take a stopped server's) and never one of the shared
 // services'.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	portMu.Lock()
 	defer portMu.Unlock()
@@ -244,7 +290,7 @@ func (s *service) close() {
 }
 
 // newService registers the server's end with t and starts it.
-func newService(t *testing.T, s *service) *service {
+func newService(t testing.TB, s *service) *service {
 	t.Helper()
 	t.Cleanup(s.close)
 	if err := s.start(t.Context()); err != nil {
@@ -256,7 +302,7 @@ func newService(t *testing.T, s *service) *service {
 
 // startPostgres starts PostgreSQL 15 in a directory of its own, as the
 // postgres user when the test runs as root (PostgreSQL refuses root).
-func startPostgres(t *testing.T) *service {
+func startPostgres(t testing.TB) *service {
 	t.Helper()
 	dir := t.TempDir()
 	data, sock := filepath.Join(dir, "data"), filepath.Join(dir, "sock")
@@ -322,7 +368,7 @@ func startPostgres(t *testing.T) *service {
 }
 
 // startRedis starts Redis with an append-only file synced at every write.
-func startRedis(t *testing.T) *service {
+func startRedis(t testing.TB) *service {
 	t.Helper()
 	dir := t.TempDir()
 	port := freePort(t)
@@ -348,7 +394,7 @@ func startRedis(t *testing.T) *service {
 
 // startNATS starts a NATS server with JetStream: the test binary as a
 // server process (see runNATSD), the module's nats-server embedded.
-func startNATS(t *testing.T) *service {
+func startNATS(t testing.TB) *service {
 	t.Helper()
 	port := freePort(t)
 	s := natsService(t, "nats", natsdConfig{Port: port, Dir: filepath.Join(t.TempDir(), "jetstream")})
@@ -361,7 +407,7 @@ func startNATS(t *testing.T) *service {
 // (every node's address) a worker is given. The nodes start together: a
 // node answers only once the cluster has a JetStream leader, which takes
 // two of them.
-func startNATSCluster(t *testing.T) ([]*service, string) {
+func startNATSCluster(t testing.TB) ([]*service, string) {
 	t.Helper()
 	var client, routes [3]int
 	for i := range 3 {
@@ -399,7 +445,7 @@ func startNATSCluster(t *testing.T) ([]*service, string) {
 }
 
 // natsService is the NATS server cfg describes, as a service named name.
-func natsService(t *testing.T, name string, cfg natsdConfig) *service {
+func natsService(t testing.TB, name string, cfg natsdConfig) *service {
 	t.Helper()
 	if _, err := testproc.Command(natsdEnv, cfg); err != nil {
 		t.Fatal(err)
@@ -430,4 +476,54 @@ func natsService(t *testing.T, name string, cfg natsdConfig) *service {
 		stopSignal: syscall.SIGTERM,
 		termSignal: syscall.SIGTERM,
 	}
+}
+
+// natsdConfig configures a NATS server process.
+type natsdConfig struct {
+	Port int    `json:"port"`
+	Dir  string `json:"dir"`
+	// Name, ClusterPort and Routes make the server a node of a cluster
+	// (named calf-chaos), listening for routes on ClusterPort and routed
+	// to the other nodes' cluster ports.
+	Name        string `json:"name,omitempty"`
+	ClusterPort int    `json:"cluster_port,omitempty"`
+	Routes      []int  `json:"routes,omitempty"`
+}
+
+// runNATSD is a NATS server with JetStream on 127.0.0.1:Port, storing in
+// Dir, until ctx ends (its standard input closes) or it gets SIGTERM or
+// SIGINT, when it shuts down cleanly. It prints "ready" once it takes
+// connections.
+func runNATSD(ctx context.Context, cfg *natsdConfig) error {
+	opts := &server.Options{
+		ServerName: "calf-chaos",
+		Host:       "127.0.0.1",
+		Port:       cfg.Port,
+		JetStream:  true,
+		StoreDir:   cfg.Dir,
+		NoSigs:     true,
+	}
+	if cfg.ClusterPort != 0 {
+		opts.ServerName = cfg.Name
+		opts.Cluster = server.ClusterOpts{Name: "calf-chaos", Host: "127.0.0.1", Port: cfg.ClusterPort}
+		for _, p := range cfg.Routes {
+			opts.Routes = append(opts.Routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+		}
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return err
+	}
+	srv.ConfigureLogger()
+	srv.Start()
+	if !srv.ReadyForConnections(time.Minute) {
+		return errors.New("not ready after a minute")
+	}
+	fmt.Println("ready")
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	<-ctx.Done()
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	return nil
 }
