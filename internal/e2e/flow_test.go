@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,12 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
+	"github.com/calf-go/calf/internal/chaos"
 	"github.com/calf-go/calf/internal/flow"
 	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
@@ -57,10 +52,10 @@ func TestFlowControlAcrossKillNATSPostgres(t *testing.T) {
 		// hold is how long the fake model takes to answer.
 		hold = 250 * time.Millisecond
 	)
-	needFlowServices(t)
+	chaos.NeedPostgres(t)
 	calfBin := buildCalf(t)
-	natsURL := startFlowNATS(t)
-	pgURL := startFlowPostgres(t)
+	natsURL := chaos.StartNATS(t)
+	pgURL := chaos.StartPostgres(t)
 	fm := newFlowModel(hold)
 	srv := modeltest.NewServer(fm.answer)
 	t.Cleanup(srv.Close)
@@ -485,153 +480,3 @@ func (w *calfWorker) stop(t *testing.T) {
 // own: on free ports outside the ephemeral range (32768-60999, where a
 // client's own port could take a server's) and never the machine's
 // shared services', with their data in temporary directories.
-
-// flowPGBin is where PostgreSQL's programs are.
-const flowPGBin = "/usr/lib/postgresql/15/bin"
-
-// needFlowServices skips the test when PostgreSQL's programs are
-// missing, unless CALF_TEST_SERVICES is set, which fails it.
-func needFlowServices(t *testing.T) {
-	t.Helper()
-	for _, p := range []string{filepath.Join(flowPGBin, "initdb"), filepath.Join(flowPGBin, "postgres")} {
-		if _, err := os.Stat(p); err != nil {
-			if os.Getenv("CALF_TEST_SERVICES") != "" {
-				t.Fatalf("%s is missing: %v", p, err)
-			}
-			t.Skipf("%s is missing: %v", p, err)
-		}
-	}
-}
-
-// flowPort returns a port of 127.0.0.1 that nothing listens on, between
-// 20000 and 32000 (the shared services' are below).
-func flowPort(t *testing.T) int {
-	t.Helper()
-	for range 1000 {
-		port := 20000 + rand.IntN(12000)
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		_ = l.Close()
-		return port
-	}
-	t.Fatal("no free port between 20000 and 32000")
-	return 0
-}
-
-// startFlowNATS starts a NATS server with JetStream in this process and
-// returns its URL; it stops when the test ends.
-func startFlowNATS(t *testing.T) string {
-	t.Helper()
-	srv, err := server.NewServer(&server.Options{
-		ServerName: "calf-e2e-flow",
-		Host:       "127.0.0.1",
-		Port:       flowPort(t),
-		JetStream:  true,
-		StoreDir:   filepath.Join(t.TempDir(), "jetstream"),
-		NoSigs:     true,
-		NoLog:      true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	if !srv.ReadyForConnections(30 * time.Second) {
-		t.Fatal("the NATS server is not ready after 30s")
-	}
-	return srv.ClientURL()
-}
-
-// startFlowPostgres starts PostgreSQL in a directory of its own (as the
-// postgres user when the test runs as root: PostgreSQL refuses root),
-// durable writes off, and returns its URL; it stops when the test ends.
-func startFlowPostgres(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	data, sock := filepath.Join(dir, "data"), filepath.Join(dir, "sock")
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			t.Fatalf("PostgreSQL refuses to run as root, and there is no postgres user: %v", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		// The postgres user must reach its directory through ours.
-		for d := dir; d != os.TempDir() && d != "/" && d != "."; d = filepath.Dir(d) {
-			if err := os.Chmod(d, 0o711); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	}
-	asPostgres := func(cmd *exec.Cmd) *exec.Cmd {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
-		return cmd
-	}
-	initdb := asPostgres(exec.Command(filepath.Join(flowPGBin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"))
-	if out, err := initdb.CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
-	if err := os.Mkdir(sock, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if cred != nil {
-		if err := os.Chown(sock, int(cred.Uid), int(cred.Gid)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	port := flowPort(t)
-	log := &syncBuffer{}
-	cmd := asPostgres(exec.Command(filepath.Join(flowPGBin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", sock,
-		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"))
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		// SIGQUIT: PostgreSQL's immediate shutdown; then whatever is left
-		// of its process group.
-		_ = cmd.Process.Signal(syscall.SIGQUIT)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-		}
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-		if t.Failed() {
-			t.Logf("postgres:\n%s", log.String())
-		}
-	})
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	testwait.ForErr(t, 60*time.Second, "PostgreSQL to answer", func() error {
-		select {
-		case <-exited:
-			t.Fatalf("postgres exited:\n%s", log.String())
-		default:
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(context.Background())
-		_, err = conn.Exec(ctx, "SELECT 1")
-		return err
-	})
-	return url
-}
