@@ -249,7 +249,12 @@ func (m *convChatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if isRefusal(msg.m) {
 			text = failed.Render(text)
 		}
-		// The whole answer replaces the text shown as it came.
+		// The whole answer replaces the text shown as it came; deltas of
+		// that run that come after it (their channel is another) are
+		// shown no more.
+		if m.streamedRun != "" && !slices.Contains(m.ended, m.streamedRun) {
+			m.ended = append(m.ended[max(0, len(m.ended)-15):], m.streamedRun)
+		}
 		m.streamed.Reset()
 		return m, tea.Sequence(m.println(text), m.nextAnswer())
 	}
