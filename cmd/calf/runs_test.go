@@ -169,8 +169,13 @@ func TestRunsCommands(t *testing.T) {
 
 	// A workflow run: paused after its node in progress, shown, resumed.
 	gate, hold := make(chan struct{}), make(chan struct{})
+	entered := make(chan struct{}, 8) // a token each time node one starts
 	wf := workflow.New[wfState]("steps", nil).
 		Node("one", workflow.Func(func(ctx context.Context, s wfState) (wfState, error) {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
 			wait := gate
 			if s.Hold {
 				wait = hold
@@ -205,6 +210,13 @@ func TestRunsCommands(t *testing.T) {
 		})
 	}
 	waitWorkflow("wf-1", "running")
+	// Node one is in progress: the pause takes effect after it, before
+	// node two (paused before node one, the run would show node one).
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("node one never started")
+	}
 	if p := runMain(ctx, "", "runs", "pause", "--broker", brokerURL, "--store", storeURL, "--reason", "look first", "wf-1"); p.code != exitOK ||
 		!strings.Contains(p.stdout, "workflow steps") || !strings.Contains(p.stdout, "status: pausing") {
 		t.Fatalf("calf runs pause (workflow) = %+v", p)
