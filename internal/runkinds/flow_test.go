@@ -343,9 +343,11 @@ func TestFlowRate(t *testing.T) {
 			start := clock.Now()
 			ref := agent.RunRef{Kind: s.kind, Name: s.runner}
 			for clock.Now().Sub(start) < time.Minute {
-				// Let the workers take what the rate allows now.
+				// Let the workers take what the rate allows now (one run
+				// each 100 ms): the clock moves on once they have, or
+				// after long enough for a loaded machine's passes.
 				before := code.total.Load()
-				testwait.Until(t, 200*time.Millisecond, func() bool { return code.total.Load() > before })
+				testwait.Until(t, 3*time.Second, func() bool { return code.total.Load() > before })
 				clock.Advance(100 * time.Millisecond)
 			}
 			code.mu.Lock()
