@@ -81,8 +81,10 @@ type workerConfig struct {
 	// Schedules has the worker serve schedules too (package schedule);
 	// KillAtFire has it kill itself with SIGKILL right after it publishes
 	// the firing of a schedule's timer due at an even second (every other
-	// firing of a schedule of a second), before the timer is removed, once
-	// per firing (a marker in CrashDir records it).
+	// firing of a schedule of a second), before the timer is removed, and
+	// right after it publishes the input of the run of a firing due at an
+	// odd second, before the firing is recorded; once per firing (a marker
+	// in CrashDir records it).
 	Schedules  bool `json:"schedules,omitempty"`
 	KillAtFire bool `json:"kill_at_fire,omitempty"`
 	// Runs, on the memory broker, are the runs this process starts (or, in
@@ -217,6 +219,9 @@ func (b *workerBroker) Publish(ctx context.Context, msg *calf.Message) error {
 	}
 	if err == nil && msg.Channel == schedule.FireChannel {
 		b.fired(ctx, msg)
+	}
+	if err == nil && msg.Channel == agent.InputChannel(b.cfg.Agent) {
+		b.startedByFiring(ctx, msg)
 	}
 	return err
 }

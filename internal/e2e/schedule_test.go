@@ -35,13 +35,37 @@ func (b *workerBroker) fired(ctx context.Context, msg *calf.Message) {
 	}
 }
 
+// startedByFiring kills the process as KillAtFire says right after the
+// handler of a schedule's firing published the input of its run, before
+// the firing is recorded: the firing is carried out again once its event
+// comes back, later than the next firing.
+func (b *workerBroker) startedByFiring(ctx context.Context, msg *calf.Message) {
+	fire, ok := calf.MessageFromContext(ctx)
+	if !ok || fire.Channel != schedule.FireChannel {
+		return
+	}
+	var ev schedule.FireEvent
+	if json.Unmarshal(fire.Data, &ev) != nil || ev.Trigger || ev.Recheck {
+		return
+	}
+	run := msg.Metadata.RunID
+	b.rep.report(event{Ev: "start", Run: run, ID: msg.ID})
+	if b.cfg.KillAtFire && ev.At.Unix()%2 != 0 && claimCrash(b.cfg.CrashDir, run, "start") {
+		b.rep.crash(run, "start")
+	}
+}
+
 // A schedule of a second starts runs of W1's agent on a NATS server and a
 // PostgreSQL of the test's own, served by three worker processes that
 // serve schedules too. The worker that fires every other firing's timer
 // kills itself with SIGKILL right after it published the firing, before
 // the timer is removed (the timer is fired again by another worker once
-// its lease runs out, with the same event id), and every worker that died
-// is started again; after a while the schedule is paused. Each firing
+// its lease runs out, with the same event id); the worker that carries
+// out each other firing kills itself right after it published the input
+// of the firing's run, before it recorded the firing (which is carried
+// out again once its event comes back, after the next firing was due);
+// every worker that died is started again; after a while the schedule is
+// paused. Each firing
 // the schedule recorded started one run, of the id RunID gives, and no
 // other run of the schedule exists; no firing time is recorded twice;
 // every run completed, calling the model once per step (again only for a
@@ -156,10 +180,16 @@ func TestScheduleFiringsAcrossKillNATSPostgres(t *testing.T) {
 	events := slices.Clone(h.events)
 	h.mu.Unlock()
 	fires := map[string][]event{} // by the run id of the firing
+	atFire, atStart := 0, 0
 	for _, ev := range events {
 		switch ev.Ev {
 		case "crash":
 			killed[ev.PID] = true
+			if ev.Point == "fire" {
+				atFire++
+			} else {
+				atStart++
+			}
 		case "fire":
 			fires[ev.Run] = append(fires[ev.Run], ev)
 		}
@@ -283,9 +313,9 @@ func TestScheduleFiringsAcrossKillNATSPostgres(t *testing.T) {
 			refired++
 		}
 	}
-	if len(killed) == 0 {
-		t.Errorf("no worker was killed at a firing")
+	if atFire == 0 || atStart == 0 {
+		t.Errorf("workers killed: %d right after a timer fired, %d right after a firing started its run; want some of each", atFire, atStart)
 	}
-	t.Logf("%s: %d firings recorded (%d started a run, %d skipped as overlapping, %d missed), %d timers fired (%d again after their firer died); %d workers killed at a firing; %d runs, all complete; %d model requests (%d repeated after a kill)",
-		elapsed.Round(time.Millisecond), len(history), len(started), overlap, missed, len(fires), refired, len(killed), len(started), requests, repeats)
+	t.Logf("%s: %d firings recorded (%d started a run, %d skipped as overlapping, %d missed), %d timers fired (%d again after their firer died); workers killed: %d right after a timer fired, %d right after a firing started its run; %d runs, all complete; %d model requests (%d repeated after a kill)",
+		elapsed.Round(time.Millisecond), len(history), len(started), overlap, missed, len(fires), refired, atFire, atStart, len(started), requests, repeats)
 }
