@@ -37,6 +37,9 @@ func (s *Scheduler) onFire(ctx context.Context, msg *calf.Message) error {
 		return s.fireTrigger(ctx, sc, ev.At, now)
 	case ev.Recheck:
 		return s.fireBuffered(ctx, sc, ev.At, now)
+	case sc.Pending != nil && sc.Pending.At.Equal(ev.At):
+		// Decided before, maybe with its runs started: carried out,
+		// whatever happened since (a pause).
 	case sc.Paused || !sc.Next.Equal(ev.At):
 		return nil // paused, or fired already
 	}
@@ -89,10 +92,13 @@ func (s *Scheduler) onFire(ctx context.Context, msg *calf.Message) error {
 		}
 	}
 	_, err = s.update(ctx, sc.Name, func(cur *Schedule) (bool, error) {
-		if cur.Paused || !cur.Next.Equal(ev.At) {
-			return false, nil
+		if cur.Pending == nil || !cur.Pending.At.Equal(ev.At) {
+			return false, nil // recorded already
 		}
-		cur.Next, cur.Buffered, cur.Pending = p.Next, p.Buffered, nil
+		if !cur.Paused && cur.Next.Equal(ev.At) {
+			cur.Next, cur.Buffered = p.Next, p.Buffered
+		}
+		cur.Pending = nil
 		cur.History = appendHistory(cur.History, p.History...)
 		return true, nil
 	})

@@ -27,12 +27,17 @@ type failRecord struct {
 	by    time.Duration
 	after time.Time
 	armed atomic.Bool
+	// onFail, when set, runs as the write fails.
+	onFail func()
 }
 
 func (f *failRecord) Put(ctx context.Context, kind, id string, data []byte, version int64) (int64, error) {
 	var sc schedule.Schedule
 	if kind == schedule.Kind && version != 0 && json.Unmarshal(data, &sc) == nil && sc.Next.After(f.after) && f.armed.CompareAndSwap(true, false) {
 		f.clk.Add(f.by)
+		if f.onFail != nil {
+			f.onFail()
+		}
 		return 0, errors.New("store unreachable")
 	}
 	return f.Store.Put(ctx, kind, id, data, version)
@@ -82,4 +87,39 @@ func TestFiringCarriedOutAgainLater(t *testing.T) {
 		t.Errorf("history %+v: want the firing at %s recorded with its run %s", sc.History, first.Format(time.RFC3339), want)
 	}
 	close(e.hold)
+}
+
+// A firing that started its run, then failed before it recorded it, and
+// is carried out again once the schedule is paused records its run.
+func TestFiringCarriedOutAgainAfterPause(t *testing.T) {
+	b := memory.New(nil)
+	t.Cleanup(func() { _ = b.Close() })
+	clk := start()
+	fs := &failRecord{Store: storemem.New(), clk: clk}
+	e := newEnv(t, b, fs, clk, nil)
+	ctx := t.Context()
+	if _, err := e.sched.Add(ctx, schedule.Spec{Name: "m", Kind: "agent", Runner: "digest", Prompt: "p", Every: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	first := start().Now().Add(time.Minute)
+	fs.after = first
+	fs.onFail = func() {
+		if _, err := e.sched.Pause(context.Background(), "m"); err != nil {
+			t.Error(err)
+		}
+	}
+	fs.armed.Store(true)
+	clk.Add(time.Minute)
+	want := schedule.RunID("m", first, false)
+	testwait.For(t, 10*time.Second, "the run of the first firing to end", func() bool {
+		v, err := e.rt.LoadRun(ctx, agent.RunRef{Name: "digest", RunID: want})
+		return err == nil && v.RunStatus().Terminal()
+	})
+	ok := testwait.Until(t, 2*time.Second, func() bool {
+		sc, err := e.sched.Get(ctx, "m")
+		return err == nil && len(sc.History) == 1 && sc.History[0].RunID == want
+	})
+	if sc, err := e.sched.Get(ctx, "m"); !ok || !sc.Paused || sc.Pending != nil {
+		t.Errorf("schedule %+v (%v): want it paused, its history the run %s of the first firing, nothing pending", sc, err, want)
+	}
 }
