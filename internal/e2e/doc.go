@@ -12,7 +12,8 @@
 // deployment on the same store (TestTimersAcrossKillNATSPostgres): every
 // run goes on once. Three workers serving schedules start the runs of a
 // schedule of a second, the one that fires every other firing's timer
-// killed right after it publishes the firing
+// killed right after it publishes the firing, the one that carries out
+// each other firing right after it starts the firing's run
 // (TestScheduleFiringsAcrossKillNATSPostgres): each firing recorded
 // starts one run, no other run starts, one runs after the other, and
 // every run completes. calf worker processes serving an agent under flow
