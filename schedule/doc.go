@@ -16,7 +16,10 @@
 // serves schedules ([Scheduler.Serve]) when it is due carries it out.
 // Each firing starts a normal run whose id derives from the schedule and
 // the time ([RunID]), so that a firing carried out twice (two processes,
-// or one killed midway) starts one run.
+// or one killed midway) starts one run; what a firing decides (which of
+// the firings due start runs) is written before its runs start
+// ([Schedule.Pending]), so that carried out again later, once the next
+// firings are due, it starts the same runs and no other.
 //
 // The overlap policy ([Spec.Overlap]) says what a firing does while the
 // schedule's last run is still in progress: skip it (the default), keep

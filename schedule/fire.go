@@ -37,12 +37,83 @@ func (s *Scheduler) onFire(ctx context.Context, msg *calf.Message) error {
 		return s.fireTrigger(ctx, sc, ev.At, now)
 	case ev.Recheck:
 		return s.fireBuffered(ctx, sc, ev.At, now)
+	case sc.Pending != nil && sc.Pending.At.Equal(ev.At):
+		// Decided before, maybe with its runs started: carried out,
+		// whatever happened since (a pause).
 	case sc.Paused || !sc.Next.Equal(ev.At):
 		return nil // paused, or fired already
 	}
-	// The firings due: this one and those missed since, up to now.
-	due := []time.Time{ev.At}
-	next := sc.Spec.next(ev.At, sc.Created)
+	p := sc.Pending
+	if p == nil || !p.At.Equal(ev.At) {
+		// Decided once, and written before its runs start: a firing
+		// carried out again (its process killed midway, its message
+		// back after the next firings fell due) does the same.
+		if p, err = s.decide(ctx, sc, ev.At, now); err != nil {
+			return err
+		}
+		var cur *Pending
+		_, err = s.update(ctx, sc.Name, func(c *Schedule) (bool, error) {
+			cur = nil
+			switch {
+			case c.Paused || !c.Next.Equal(ev.At):
+				return false, nil
+			case c.Pending != nil && c.Pending.At.Equal(ev.At):
+				cur = c.Pending
+				return false, nil
+			}
+			c.Pending, cur = p, p
+			return true, nil
+		})
+		if errors.Is(err, store.ErrNotFound) || (err == nil && cur == nil) {
+			return nil // deleted, paused, or fired meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		p = cur
+	}
+	for _, f := range p.History {
+		if f.RunID != "" {
+			if err := s.start(ctx, sc, f.RunID); err != nil {
+				return err
+			}
+		}
+	}
+	// Arm the next firing, then record this one: a firing whose record
+	// fails is carried out again, and starts the same runs.
+	if !p.Next.IsZero() {
+		if err := s.arm(ctx, sc.Name, p.Next, false); err != nil {
+			return err
+		}
+	}
+	if !p.Buffered.IsZero() && !p.Buffered.Equal(sc.Buffered) {
+		if err := s.arm(ctx, sc.Name, now.Add(s.recheck), true); err != nil {
+			return err
+		}
+	}
+	_, err = s.update(ctx, sc.Name, func(cur *Schedule) (bool, error) {
+		if cur.Pending == nil || !cur.Pending.At.Equal(ev.At) {
+			return false, nil // recorded already
+		}
+		if !cur.Paused && cur.Next.Equal(ev.At) {
+			cur.Next, cur.Buffered = p.Next, p.Buffered
+		}
+		cur.Pending = nil
+		cur.History = appendHistory(cur.History, p.History...)
+		return true, nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// decide decides what the firing of sc due at does, at now: the firings
+// due (this one and those missed since), which start a run, which are
+// skipped and why, and the next firing.
+func (s *Scheduler) decide(ctx context.Context, sc *Schedule, at, now time.Time) (*Pending, error) {
+	due := []time.Time{at}
+	next := sc.Spec.next(at, sc.Created)
 	for ; !next.IsZero() && !next.After(now) && len(due) < maxDue; next = sc.Spec.next(next, sc.Created) {
 		due = append(due, next)
 	}
@@ -64,60 +135,34 @@ func (s *Scheduler) onFire(ctx context.Context, msg *calf.Message) error {
 			run = []time.Time{last}
 		}
 	}
-	var history []Firing
+	p := &Pending{At: at, Next: next, Buffered: sc.Buffered}
 	for _, t := range due {
 		if !slices.Contains(run, t) {
-			history = append(history, Firing{At: t, Fired: now, Skipped: "missed"})
+			p.History = append(p.History, Firing{At: t, Fired: now, Skipped: "missed"})
 		}
 	}
-	buffered := sc.Buffered
 	startedOne := false
 	for _, t := range run {
 		f := Firing{At: t, Fired: now}
 		busy := startedOne
 		if !busy && sc.Overlap != OverlapAllow {
+			var err error
 			if busy, err = s.running(ctx, sc, now); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		switch {
 		case busy && sc.Overlap == OverlapSkip:
 			f.Skipped = "overlap"
 		case busy && sc.Overlap == OverlapBufferOne:
-			f.Skipped, buffered = "buffered", t
+			f.Skipped, p.Buffered = "buffered", t
 		default:
 			f.RunID = RunID(sc.Name, t, false)
-			if err := s.start(ctx, sc, f.RunID); err != nil {
-				return err
-			}
 			startedOne = true
 		}
-		history = append(history, f)
+		p.History = append(p.History, f)
 	}
-	// Arm the next firing, then record this one: a firing whose record
-	// fails is carried out again, and starts the same runs.
-	if !next.IsZero() {
-		if err := s.arm(ctx, sc.Name, next, false); err != nil {
-			return err
-		}
-	}
-	if !buffered.IsZero() && !buffered.Equal(sc.Buffered) {
-		if err := s.arm(ctx, sc.Name, now.Add(s.recheck), true); err != nil {
-			return err
-		}
-	}
-	_, err = s.update(ctx, sc.Name, func(cur *Schedule) (bool, error) {
-		if cur.Paused || !cur.Next.Equal(ev.At) {
-			return false, nil
-		}
-		cur.Next, cur.Buffered = next, buffered
-		cur.History = appendHistory(cur.History, history...)
-		return true, nil
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	return err
+	return p, nil
 }
 
 // fireTrigger starts the run of a Trigger, whatever the overlap.

@@ -51,6 +51,25 @@ type Schedule struct {
 	Buffered time.Time `json:"buffered,omitzero"`
 	// History is what its last firings did, the latest last.
 	History []Firing `json:"history,omitempty"`
+	// Pending is what the firing being carried out decided, written
+	// before it starts its runs, until it is recorded in History.
+	Pending *Pending `json:"pending,omitempty"`
+}
+
+// Pending is what a firing decided: written before its runs start, so
+// that the firing carried out again (its process killed midway, its
+// event delivered again once later firings are due) starts the same runs
+// and records the same, not the runs of a later decision.
+type Pending struct {
+	// At is the firing's due time.
+	At time.Time `json:"at"`
+	// History is what it does: the firings due, those that start a run
+	// with their runs, and those skipped.
+	History []Firing `json:"history"`
+	// Next and Buffered are the schedule's next firing and buffered
+	// firing after it.
+	Next     time.Time `json:"next,omitzero"`
+	Buffered time.Time `json:"buffered,omitzero"`
 }
 
 // Firing is what one firing of a schedule did.

@@ -22,6 +22,7 @@ import (
 	"github.com/calf-go/calf/internal/chaos"
 	"github.com/calf-go/calf/internal/testproc"
 	"github.com/calf-go/calf/model/openai"
+	"github.com/calf-go/calf/schedule"
 	"github.com/calf-go/calf/tool"
 )
 
@@ -77,6 +78,15 @@ type workerConfig struct {
 	// EventLog has the worker record the event log (package eventlog)
 	// too, in the recorders' group it shares with the test process.
 	EventLog bool `json:"event_log,omitempty"`
+	// Schedules has the worker serve schedules too (package schedule);
+	// KillAtFire has it kill itself with SIGKILL right after it publishes
+	// the firing of a schedule's timer due at an even second (every other
+	// firing of a schedule of a second), before the timer is removed, and
+	// right after it publishes the input of the run of a firing due at an
+	// odd second, before the firing is recorded; once per firing (a marker
+	// in CrashDir records it).
+	Schedules  bool `json:"schedules,omitempty"`
+	KillAtFire bool `json:"kill_at_fire,omitempty"`
 	// Runs, on the memory broker, are the runs this process starts (or, in
 	// a later life, submits again) as the caller, and waits for. Before
 	// that, the process recovers the runs its previous life left.
@@ -86,7 +96,8 @@ type workerConfig struct {
 // event is a line a worker writes on its standard output.
 type event struct {
 	// Ev is "ready", "handle" (a handler starts on a message), "crash",
-	// "tool_start", "tool_done", "recovered" or "output".
+	// "tool_start", "tool_done", "recovered", "output" or "fire" (a
+	// schedule's timer fired: its firing published).
 	Ev      string `json:"ev"`
 	PID     int    `json:"pid"`
 	T       int64  `json:"t"` // Unix nanoseconds
@@ -205,6 +216,12 @@ func (b *workerBroker) Publish(ctx context.Context, msg *calf.Message) error {
 	err := b.Broker.Publish(ctx, msg)
 	if hit && err == nil {
 		b.rep.crash(msg.Metadata.RunID, b.cfg.Crash)
+	}
+	if err == nil && msg.Channel == schedule.FireChannel {
+		b.fired(ctx, msg)
+	}
+	if err == nil && msg.Channel == agent.InputChannel(b.cfg.Agent) {
+		b.startedByFiring(ctx, msg)
 	}
 	return err
 }
@@ -338,6 +355,11 @@ func serveWorker(ctx context.Context, cfg *workerConfig) error {
 	}
 	if err := a.Serve(ctx, rt, nil); err != nil {
 		return err
+	}
+	if cfg.Schedules {
+		if err := schedule.New(rt, nil).Serve(ctx); err != nil {
+			return err
+		}
 	}
 	if cfg.EventLog {
 		if err := eventlog.New(client, st).Record(ctx, nil); err != nil {
