@@ -178,6 +178,15 @@ func runWorker(ctx context.Context, f workerFlags, agentSet bool, getenv func(st
 	}
 
 	w := agent.NewWorker(b, st, &agent.WorkerOptions{Client: &calf.Options{Name: calf.ProcessName()}, Logger: log, DrainTimeout: f.drain, Concurrency: f.concurrency, Retention: f.retention, Runtime: runtimeOptions(ctx)})
+	// Until the worker runs, a failure shuts its client down here: the
+	// handlers and the timer loop served so far stop before the store
+	// and the broker close.
+	running := false
+	defer func() {
+		if !running {
+			_ = w.Runtime().Client().Close()
+		}
+	}()
 	// The event logs that calf serve records go with the runs.
 	w.Runtime().AddSweeper("eventlog", eventlog.Sweep)
 	// The subscriptions outlive ctx: the worker drains them when it ends.
@@ -225,6 +234,7 @@ func runWorker(ctx context.Context, f workerFlags, agentSet bool, getenv func(st
 		return failure(err)
 	}
 	log.Info("calf worker: serving", "agents", strings.Join(f.agents, ","), "conversations", protos != nil, "broker", adapters.Redact(f.broker), "store", adapters.Redact(f.store))
+	running = true
 	return failure(w.Run(ctx))
 }
 
