@@ -5,17 +5,30 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/store"
 )
 
-// DeadlineChannel carries the events of runs' deadlines: a durable timer
-// per run with a deadline ([Runtime.StartDeadline]) emits one there when
-// the deadline passes, and whichever process serves timers cancels the
-// run if it has not ended.
+// DeadlineChannel starts the channels of the events of runs' deadlines,
+// one per kind of run: "calf.runs.deadline.{kind}". A durable timer per
+// run with a deadline ([Runtime.StartDeadline]) emits one there when the
+// deadline passes, and a process that serves timers and knows the kind
+// (an agent's always; a team's or a workflow's once served, see
+// [Runtime.AddKind]) cancels the run if it has not ended.
 const DeadlineChannel = "calf.runs.deadline"
+
+// deadlineChannel returns the channel of the deadlines of runs of kind.
+func deadlineChannel(kind string) string { return DeadlineChannel + "." + kind }
+
+// deadlineSubs are the kinds whose deadlines this process handles.
+type deadlineSubs struct {
+	mu   sync.Mutex
+	ctx  context.Context // set once timers are served
+	done map[string]bool
+}
 
 // deadlineEvent is the payload of a deadline's event.
 type deadlineEvent struct {
@@ -51,7 +64,7 @@ func (rt *Runtime) StartDeadline(ctx context.Context, run RunRef, at time.Time) 
 		return err
 	}
 	_, err = rt.StartTimer(ctx, Timer{
-		ID: deadlineTimer(run), Due: at, Channel: DeadlineChannel, Data: data, Key: run.RunID,
+		ID: deadlineTimer(run), Due: at, Channel: deadlineChannel(run.Kind), Data: data, Key: run.RunID,
 		EventID:  run.RunID + ".deadline",
 		Metadata: calf.Metadata{CorrelationID: run.RunID, RunID: run.RunID},
 	})
@@ -61,12 +74,45 @@ func (rt *Runtime) StartDeadline(ctx context.Context, run RunRef, at time.Time) 
 	return nil
 }
 
-// serveDeadlines subscribes this process to the deadlines' events.
-func (rt *Runtime) serveDeadlines(ctx context.Context) error {
-	if err := calf.CreateChannels(ctx, rt.client.Broker(), DeadlineChannel); err != nil {
-		return err
+// serveDeadlines has this process handle the deadlines of the runs of
+// every kind it knows, from now on (see subscribeDeadlines).
+func (rt *Runtime) serveDeadlines(ctx context.Context) {
+	rt.deadlines.mu.Lock()
+	rt.deadlines.ctx = ctx
+	rt.deadlines.mu.Unlock()
+	rt.kindMu.Lock()
+	kinds := []string{"agent"}
+	for name := range rt.kinds {
+		kinds = append(kinds, name)
 	}
-	return rt.client.Handle(ctx, DeadlineChannel, rt.onDeadline, &calf.SubscribeOptions{Group: DeadlineChannel})
+	rt.kindMu.Unlock()
+	rt.subscribeDeadlines(kinds...)
+}
+
+// subscribeDeadlines subscribes this process to the deadlines of the
+// runs of kinds, once each, if it serves timers.
+func (rt *Runtime) subscribeDeadlines(kinds ...string) {
+	for _, kind := range kinds {
+		rt.deadlines.mu.Lock()
+		ctx := rt.deadlines.ctx
+		if ctx == nil || rt.deadlines.done[kind] {
+			rt.deadlines.mu.Unlock()
+			continue
+		}
+		if rt.deadlines.done == nil {
+			rt.deadlines.done = map[string]bool{}
+		}
+		rt.deadlines.done[kind] = true
+		rt.deadlines.mu.Unlock()
+		ch := deadlineChannel(kind)
+		err := calf.CreateChannels(ctx, rt.client.Broker(), ch)
+		if err == nil {
+			err = rt.client.Handle(ctx, ch, rt.onDeadline, &calf.SubscribeOptions{Group: ch})
+		}
+		if err != nil {
+			rt.log.Error("agent: serve the deadlines of runs", "kind", kind, "err", err)
+		}
+	}
 }
 
 // onDeadline cancels the run whose deadline passed, unless it has ended.

@@ -55,8 +55,8 @@ func (rt *Runtime) AddKind(ks ...RunKind) {
 	if rt == nil {
 		return
 	}
+	var added []string
 	rt.kindMu.Lock()
-	defer rt.kindMu.Unlock()
 	for _, k := range ks {
 		if k == nil || k.Name() == "" || k.Name() == "agent" {
 			continue
@@ -66,8 +66,13 @@ func (rt *Runtime) AddKind(ks ...RunKind) {
 		}
 		if _, ok := rt.kinds[k.Name()]; !ok {
 			rt.kinds[k.Name()] = k
+			added = append(added, k.Name())
 		}
 	}
+	rt.kindMu.Unlock()
+	// A process serving timers handles the deadlines of the runs of the
+	// kinds it knows.
+	rt.subscribeDeadlines(added...)
 }
 
 // runKind returns the kind of run that run names, or nil for an agent's

@@ -120,6 +120,9 @@ type Runtime struct {
 	// timerPoll is RuntimeOptions.TimerPoll.
 	timers    timerService
 	timerPoll time.Duration
+	// deadlines are the kinds of run whose deadlines this process
+	// handles.
+	deadlines deadlineSubs
 	// idemWindow is RuntimeOptions.IdempotencyWindow.
 	idemWindow time.Duration
 	// flowPoll is RuntimeOptions.FlowPoll, and gates the runners served

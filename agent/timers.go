@@ -110,9 +110,7 @@ func (rt *Runtime) ServeTimers() {
 		}()
 		// The runs' deadlines are timers too: this process cancels those
 		// whose deadline passed.
-		if err := rt.serveDeadlines(ctx); err != nil {
-			rt.log.Error("agent: serve the runs' deadlines", "err", err)
-		}
+		rt.serveDeadlines(ctx)
 		rt.client.OnShutdown(func() {
 			cancel()
 			<-done
