@@ -255,8 +255,17 @@ func TestApprovalInRunStream(t *testing.T) {
 	e := newEnv(t, nil)
 	a, _, _ := approvalAgent(t, e, nil, agent.Permissions{}, "add")
 	var kinds []string
+	// The answer once the stream has shown the request: the request is
+	// recorded before its event is sent, and an answer sent in between
+	// would come first.
+	shown := make(chan struct{})
 	go func() {
 		req := pending(t, e.rt, "s1")
+		select {
+		case <-shown:
+		case <-t.Context().Done():
+			return
+		}
 		if _, err := approval.Respond(t.Context(), e.rt.Store(), e.rt.Client(), req.ID, approval.Answer{Approve: true, Digest: req.Digest}); err != nil {
 			t.Error(err)
 		}
@@ -268,6 +277,9 @@ func TestApprovalInRunStream(t *testing.T) {
 		k := string(ev.Kind)
 		if ev.Kind == agent.EventApproval {
 			k += ":" + string(ev.Approval.Status)
+			if ev.Approval.Status == approval.Pending {
+				close(shown)
+			}
 		}
 		kinds = append(kinds, k)
 	}

@@ -75,6 +75,13 @@ func TestSignalIdempotencyKey(t *testing.T) {
 	}
 	for i := range 5 {
 		if i == 3 {
+			// The step took the first signal and waits for the second
+			// before the restart: an in-memory broker loses the
+			// messages it holds.
+			testwait.For(t, 10*time.Second, "the step to wait again", func() bool {
+				recs, err := rt.Store().List(ctx, "signal_waiter", "agent/gate/g-1/", "", 0)
+				return steps.Load() >= 2 && err == nil && len(recs) == 1
+			})
 			stop()
 			gate, rt, stop = process()
 		}
