@@ -17,7 +17,9 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/internal/testwait"
+	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store/sqlite"
 	"github.com/calf-go/calf/tool"
 )
@@ -29,6 +31,62 @@ import (
 // process's resident memory (which includes SQLite's page cache). Run it with
 // -benchtime 10000x for the 10,000 runs of docs/benchmarks.md.
 func BenchmarkApprovalsWaiting(b *testing.B) {
+	benchWaiting(b, "approval", func(ctx context.Context, rt *agent.Runtime) (func(id string) error, error) {
+		add := tool.Must(tool.New("add", "Add two integers.", func(_ context.Context, in benchOperands) (int, error) {
+			return in.A + in.B, nil
+		}))
+		a := agent.Must(agent.New("calculator", benchW1Model(), &agent.Options{
+			Tools: []tool.Tool{add}, Permissions: &agent.Permissions{Mode: agent.PermissionAsk},
+		}))
+		submit := func(id string) error {
+			_, err := a.Submit(ctx, rt, "add 2 and 3", &agent.RunOptions{RunID: id})
+			return err
+		}
+		return submit, a.Serve(ctx, rt, nil)
+	}, func(ctx context.Context, rt *agent.Runtime) (int, error) {
+		reqs, err := approval.List(ctx, rt.Store(), "", approval.Pending)
+		return len(reqs), err
+	})
+}
+
+// BenchmarkSignalsWaiting is BenchmarkApprovalsWaiting for runs of a custom
+// agent whose step waits for a signal (StepContext.WaitSignal, no timeout).
+func BenchmarkSignalsWaiting(b *testing.B) {
+	benchWaiting(b, "a signal", func(ctx context.Context, rt *agent.Runtime) (func(id string) error, error) {
+		c, err := agent.NewCustom("waiter", func(sc *agent.StepContext[struct{}], _ []model.Message) (string, error) {
+			var v string
+			if _, err := sc.WaitSignal("go", 0, &v); err != nil {
+				return "", err
+			}
+			return v, nil
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		submit := func(id string) error {
+			_, err := c.Submit(ctx, rt, "go", &agent.RunOptions{RunID: id})
+			return err
+		}
+		return submit, c.Serve(ctx, rt, nil)
+	}, func(ctx context.Context, rt *agent.Runtime) (int, error) {
+		n, after := 0, ""
+		for {
+			recs, err := rt.Store().List(ctx, signals.KindWaiter, "", after, 10000)
+			if err != nil || len(recs) == 0 {
+				return n, err
+			}
+			n += len(recs)
+			after = recs[len(recs)-1].ID
+		}
+	})
+}
+
+// benchWaiting submits b.N runs of what serve serves, waits until waiting
+// counts them all, and reports what they cost (see
+// BenchmarkApprovalsWaiting).
+func benchWaiting(b *testing.B, what string,
+	serve func(context.Context, *agent.Runtime) (func(id string) error, error),
+	waiting func(context.Context, *agent.Runtime) (int, error)) {
 	ctx := context.Background()
 	mb := memory.New(nil)
 	defer mb.Close()
@@ -40,27 +98,22 @@ func BenchmarkApprovalsWaiting(b *testing.B) {
 	c := calf.NewClient(mb, nil)
 	defer c.Close()
 	rt := agent.NewRuntime(c, st, nil)
-	add := tool.Must(tool.New("add", "Add two integers.", func(_ context.Context, in benchOperands) (int, error) {
-		return in.A + in.B, nil
-	}))
-	a := agent.Must(agent.New("calculator", benchW1Model(), &agent.Options{
-		Tools: []tool.Tool{add}, Permissions: &agent.Permissions{Mode: agent.PermissionAsk},
-	}))
-	if err := a.Serve(ctx, rt, nil); err != nil {
+	submit, err := serve(ctx, rt)
+	if err != nil {
 		b.Fatal(err)
 	}
 	runtime.GC()
 	idle := runtime.NumGoroutine()
 	b.ResetTimer()
 	for i := range b.N {
-		if _, err := a.Submit(ctx, rt, "add 2 and 3", &agent.RunOptions{RunID: "w" + strconv.Itoa(i)}); err != nil {
+		if err := submit("w" + strconv.Itoa(i)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	testwait.ForErr(b, 10*time.Minute, "every run to wait for approval", func() error {
-		reqs, err := approval.List(ctx, rt.Store(), "", approval.Pending)
-		if err == nil && len(reqs) != b.N {
-			err = fmt.Errorf("%d of %d runs are waiting for approval", len(reqs), b.N)
+	testwait.ForErr(b, 10*time.Minute, "every run to wait for "+what, func() error {
+		n, err := waiting(ctx, rt)
+		if err == nil && n != b.N {
+			err = fmt.Errorf("%d of %d runs are waiting for %s", n, b.N, what)
 		}
 		return err
 	})
@@ -80,6 +133,7 @@ func BenchmarkApprovalsWaiting(b *testing.B) {
 	b.ReportMetric(float64(runtime.NumGoroutine()-idle), "goroutines")
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(rssBytes(b))/(1<<20), "RSS-MiB")
+	logFootprint(b)
 }
 
 // rssBytes returns the resident memory of the process, from /proc.

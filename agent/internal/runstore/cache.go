@@ -43,16 +43,29 @@ type entry[S any] struct {
 	recorded []string
 }
 
-// DefaultSize is how many runs a runtime's cache keeps.
-const DefaultSize = 4096
+// The bounds of a runtime's cache: how many runs it keeps, and how many
+// bytes their stored states may take together (their decoded states take
+// about as much again). The cache serves the runs a process is working on
+// now; a run that waits (for an approval, a signal, a timer) is read again
+// when it resumes, so a burst of runs that then wait leaves no more than
+// these bounds behind.
+const (
+	DefaultSize  = 1024
+	DefaultBytes = 16 << 20
+)
 
-// NewCache returns a cache of at most max runs, the least recently used
-// evicted first. decode decodes a stored state; clone returns a copy of
-// a state that the cache's copy does not see changed by what its callers
+// NewCache returns a cache of at most max runs whose stored states take at
+// most maxBytes together (maxBytes <= 0: no bound on the bytes), the least
+// recently used evicted first; a state whose stored bytes alone are over
+// maxBytes is not kept. decode decodes a stored state; clone returns a copy
+// of a state that the cache's copy does not see changed by what its callers
 // do to it.
-func NewCache[S any](max int, decode func([]byte) (S, error), clone func(S) S) *Cache[S] {
-	return &Cache[S]{decode: decode, clone: clone, entries: lru.New[string, entry[S]](max, 0)}
+func NewCache[S any](max, maxBytes int, decode func([]byte) (S, error), clone func(S) S) *Cache[S] {
+	return &Cache[S]{decode: decode, clone: clone, entries: lru.New[string, entry[S]](max, maxBytes)}
 }
+
+// add keeps e as the entry of run id, at the cost of its stored bytes.
+func (c *Cache[S]) add(id string, e entry[S]) { c.entries.AddCost(id, e, len(e.data)) }
 
 // Decode returns the state stored as data for run id, from the cache or by
 // decoding it. version, when positive, is the version data was read at:
@@ -87,14 +100,14 @@ func (c *Cache[S]) Put(id string, data []byte, version int64, st S) {
 	if ok && e.version > version {
 		return
 	}
-	c.entries.Add(id, entry[S]{data: data, version: version, st: c.clone(st), born: e.born, recorded: e.recorded})
+	c.add(id, entry[S]{data: data, version: version, st: c.clone(st), born: e.born, recorded: e.recorded})
 }
 
 // PutBorn is Put for the state of a run this process has just created.
 func (c *Cache[S]) PutBorn(id string, data []byte, version int64, st S) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries.Add(id, entry[S]{data: data, version: version, st: c.clone(st), born: true})
+	c.add(id, entry[S]{data: data, version: version, st: c.clone(st), born: true})
 }
 
 // Unrecorded reports whether this process created run id and has not
@@ -112,7 +125,7 @@ func (c *Cache[S]) RecordedResult(id, call string) {
 	defer c.mu.Unlock()
 	if e, ok := c.entries.Get(id); ok && e.born && !slices.Contains(e.recorded, call) {
 		e.recorded = append(slices.Clip(e.recorded), call)
-		c.entries.Add(id, e)
+		c.add(id, e)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -42,7 +43,7 @@ func encodeTestState(t *testing.T, s *testState) []byte {
 }
 
 func TestCache(t *testing.T) {
-	c := NewCache(2, decodeTestState, cloneTestState)
+	c := NewCache(2, 0, decodeTestState, cloneTestState)
 	st := &testState{ID: "r", Step: 1, Items: []string{"a"}}
 	data := encodeTestState(t, st)
 	c.Put("r", data, 3, st)
@@ -128,7 +129,7 @@ func TestCache(t *testing.T) {
 // Only a run created here (PutBorn) has calls known unrecorded, until a
 // result is recorded for them; a later Put of the run keeps what is known.
 func TestCacheBorn(t *testing.T) {
-	c := NewCache(8, decodeTestState, cloneTestState)
+	c := NewCache(8, 0, decodeTestState, cloneTestState)
 	st := &testState{ID: "r", Step: 1}
 	data := encodeTestState(t, st)
 	c.Put("r", data, 1, st)
@@ -143,5 +144,33 @@ func TestCacheBorn(t *testing.T) {
 	c.Put("b", data, 2, st)
 	if c.Unrecorded("b", "c1") || !c.Unrecorded("b", "c2") {
 		t.Fatalf("after a result of c1: c1 unrecorded %v, c2 unrecorded %v", c.Unrecorded("b", "c1"), c.Unrecorded("b", "c2"))
+	}
+}
+
+// The cache keeps at most its bound of stored bytes: the least recently
+// used runs go first, and a state whose bytes alone are over the bound is
+// not kept.
+func TestCacheBytes(t *testing.T) {
+	st := &testState{ID: "r", Step: 1, Items: []string{"a"}}
+	data := encodeTestState(t, st)
+	c := NewCache(8, 2*len(data), decodeTestState, cloneTestState)
+	c.Put("r1", data, 1, st)
+	c.Put("r2", data, 1, st)
+	c.Put("r3", data, 1, st)
+	if _, ok := c.Record("r1"); ok {
+		t.Error("r1 is kept past the bound on bytes")
+	}
+	for _, id := range []string{"r2", "r3"} {
+		if _, ok := c.Record(id); !ok {
+			t.Errorf("%s is not kept", id)
+		}
+	}
+	big := &testState{ID: "big", Items: []string{strings.Repeat("x", 2*len(data))}}
+	c.Put("big", encodeTestState(t, big), 1, big)
+	if _, ok := c.Record("big"); ok {
+		t.Error("a state over the bound on bytes is kept")
+	}
+	if _, ok := c.Record("r3"); !ok {
+		t.Error("a state over the bound evicted r3")
 	}
 }

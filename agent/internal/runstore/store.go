@@ -87,7 +87,7 @@ type UpdateFunc[S any] func(st S) (changed bool, err error)
 // local (the broker is in the process), with the shared store protocol
 // otherwise.
 func New[S comparable, R any](s store.Store, runs Runs[S, R], local bool) *Store[S, R] {
-	rs := &Store[S, R]{store: s, runs: runs, cache: NewCache(DefaultSize, runs.Decode, runs.Clone), protocol: storedRuns[S, R]{}}
+	rs := &Store[S, R]{store: s, runs: runs, cache: NewCache(DefaultSize, DefaultBytes, runs.Decode, runs.Clone), protocol: storedRuns[S, R]{}}
 	if local {
 		rs.protocol = localRuns[S, R]{}
 	}
