@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"strings"
@@ -706,17 +708,31 @@ func (g *Gate) releaseTotal(ctx context.Context) error {
 	if err := json.Unmarshal(rec.Data, &ts); err != nil {
 		return fmt.Errorf("flow control: read the runs of %s: %w", g.target, err)
 	}
+	ended, err := g.ended(ctx, maps.Keys(ts.Running))
+	if err != nil || len(ended) == 0 {
+		return err
+	}
+	return g.giveBackTotal(ctx, ended...)
+}
+
+// ended returns those of runs, which hold slots, whose slots are to be
+// freed: the runs that have ended, and those admitted that neither wait
+// nor have started (a process died between admitting one and starting
+// it, and its waiting records went). A start writes the run's record
+// before it removes the waiting ones: a run started since the first look
+// has a record at the second.
+func (g *Gate) ended(ctx context.Context, runs iter.Seq[string]) ([]string, error) {
 	var ended []string
-	for run := range ts.Running {
+	for run := range runs {
 		exists, done, err := g.env.State(ctx, run)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if done {
 			ended = append(ended, run)
-		} else if !exists {
-			// As in release: a run started since the first look has a
-			// record now.
+			continue
+		}
+		if !exists {
 			if q, err := Queued(ctx, g.env.Store, run); err == nil && !q {
 				if exists, done, err := g.env.State(ctx, run); err == nil && (!exists || done) {
 					ended = append(ended, run)
@@ -724,10 +740,7 @@ func (g *Gate) releaseTotal(ctx context.Context) error {
 			}
 		}
 	}
-	if len(ended) == 0 {
-		return nil
-	}
-	return g.giveBackTotal(ctx, ended...)
+	return ended, nil
 }
 
 // admit gives runID a slot of key if one is free and the rate allows:
@@ -797,30 +810,9 @@ func (g *Gate) release(ctx context.Context, kid string) error {
 	if err := json.Unmarshal(rec.Data, &ks); err != nil {
 		return fmt.Errorf("flow control: read key %s: %w", kid, err)
 	}
-	var ended []string
-	for run := range ks.Running {
-		exists, done, err := g.env.State(ctx, run)
-		if err != nil {
-			return err
-		}
-		if done {
-			ended = append(ended, run)
-			continue
-		}
-		if !exists {
-			// Admitted, not started: its waiting record starts it (or,
-			// with none left, nothing will). A start writes the run's
-			// record before it removes the waiting ones: a run started
-			// since the first look has a record now.
-			if q, err := Queued(ctx, g.env.Store, run); err == nil && !q {
-				if exists, done, err := g.env.State(ctx, run); err == nil && (!exists || done) {
-					ended = append(ended, run)
-				}
-			}
-		}
-	}
-	if len(ended) == 0 {
-		return nil
+	ended, err := g.ended(ctx, maps.Keys(ks.Running))
+	if err != nil || len(ended) == 0 {
+		return err
 	}
 	_, err = store.UpdateFrom(ctx, g.env.Store, rec, func(data []byte, exists bool) ([]byte, error) {
 		if !exists {
