@@ -121,8 +121,7 @@ func (rt *Runtime) onDeadline(ctx context.Context, msg *calf.Message) error {
 	if err := msg.Decode(&ev); err != nil {
 		return calf.Permanent(err)
 	}
-	reason := fmt.Sprintf("timed out: the run's deadline (%s) passed", ev.Deadline.UTC().Format(time.RFC3339))
-	_, err := rt.Cancel(ctx, ev.Run, reason)
+	_, err := rt.Cancel(ctx, ev.Run, deadlineReason(ev.Deadline))
 	switch {
 	case err == nil, errors.Is(err, ErrRunEnded):
 		return nil
@@ -130,4 +129,27 @@ func (rt *Runtime) onDeadline(ctx context.Context, msg *calf.Message) error {
 		return calf.Permanent(err)
 	}
 	return err
+}
+
+// deadlineReason is the error of a run whose deadline passed.
+func deadlineReason(at time.Time) string {
+	return fmt.Sprintf("timed out: the run's deadline (%s) passed", at.UTC().Format(time.RFC3339))
+}
+
+// timedOut ends the run st, which reached a step after its deadline, as
+// its deadline's timer would: cancelled, for the same reason. Whichever
+// comes first, the run ends the same way. (A step starts once its calls
+// have their results: the run has no subagent or approval to end.)
+func (h *handlers) timedOut(ctx context.Context, st *runState) error {
+	st, err := h.rt.runs.Update(ctx, st.RunID, func(st *runState) (bool, error) {
+		if st.Status.Terminal() {
+			return false, nil
+		}
+		st.Status, st.Error, st.EndedAt = RunCancelled, deadlineReason(st.Deadline), h.rt.now()
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	return h.finish(ctx, st)
 }

@@ -158,7 +158,7 @@ func (h *handlers) limits(ctx context.Context, inf *inference) (bool, error) {
 		return true, h.fail(ctx, st.RunID, fmt.Sprintf("max turns exceeded: the run needed more than %d model calls", max))
 	}
 	if !st.Deadline.IsZero() && !h.rt.now().Before(st.Deadline) {
-		return true, h.fail(ctx, st.RunID, fmt.Sprintf("timed out: the run's deadline (%s) passed before step %d", st.Deadline.Format(time.RFC3339), st.Step))
+		return true, h.timedOut(ctx, st)
 	}
 	inf.rc = RunContext{Context: ctx, deps: h.deps(st), Agent: h.a.name, RunID: st.RunID, SessionID: st.SessionID, Step: st.Step, rt: h.rt}
 	return false, nil

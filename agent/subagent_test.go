@@ -157,7 +157,7 @@ func TestSubagentTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if child.Status != agent.RunFailed || !strings.Contains(child.Error, "deadline") {
+	if child.Status != agent.RunCancelled || !strings.HasPrefix(child.Error, "timed out: the run's deadline (2026-11-21T12:01:00Z) passed") {
 		t.Errorf("child run: %s, %q", child.Status, child.Error)
 	}
 }
