@@ -239,13 +239,9 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	if g != nil && g.pattern != pattern {
 		return nil, fmt.Errorf("%w: group %q has pattern %q, not %q", ErrGroupPattern, o.Group, g.pattern, pattern)
 	}
-	if g == nil {
+	isNew := g == nil
+	if isNew {
 		g = &group{b: b, name: o.Group, pattern: pattern, keys: map[string]*keyQueue{}}
-		if o.Group != "" {
-			b.groups[o.Group] = g
-		}
-		b.all = append(b.all, g)
-		b.routes.Store(&routeTable{groups: b.all})
 	}
 	sctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), deliveryKey{}, b))
 	s := &subscription{
@@ -260,6 +256,16 @@ func (b *Broker) Subscribe(ctx context.Context, pattern string, h calf.Handler, 
 	g.mu.Lock()
 	g.members = append(g.members, s)
 	g.mu.Unlock()
+	if isNew {
+		// Publishers route without b.mu: a group becomes visible to them
+		// only once it has a member, or a message queued meanwhile would
+		// find no one to schedule it, and its key would wait for good.
+		if o.Group != "" {
+			b.groups[o.Group] = g
+		}
+		b.all = append(b.all, g)
+		b.routes.Store(&routeTable{groups: b.all})
+	}
 	b.subs[s] = struct{}{}
 	return s, nil
 }

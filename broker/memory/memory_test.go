@@ -714,3 +714,55 @@ func TestOutagesUseUpNoAttempt(t *testing.T) {
 		t.Errorf("stats %+v with no outage budget; want the message parked after 2 deliveries", st)
 	}
 }
+
+// A subscription made while messages of its channel are being published
+// gets every message of a key published after it was made: a message
+// that reached its new group before its member did must not leave the
+// key without a worker.
+func TestSubscribeWhilePublishing(t *testing.T) {
+	b := memory.New(nil)
+	t.Cleanup(func() { _ = b.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := b.Publish(ctx, &calf.Message{ID: "m", Channel: "c", Key: "k"}); err != nil {
+					return // the test failed: a group is full
+				}
+			}
+		}()
+	}
+	defer func() { cancel(); close(stop); wg.Wait() }()
+	for i := range 1000 {
+		marker := fmt.Sprintf("marker-%d", i)
+		got := make(chan struct{})
+		var once sync.Once
+		sub, err := b.Subscribe(ctx, "c", func(_ context.Context, m *calf.Message) error {
+			if m.ID == marker {
+				once.Do(func() { close(got) })
+			}
+			return nil
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Publish(ctx, &calf.Message{ID: marker, Channel: "c", Key: "k"}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-got:
+		case <-ctx.Done():
+			t.Fatalf("subscription %d: the message published after it was made never came", i)
+		}
+		_ = sub.Close()
+	}
+}
