@@ -231,8 +231,8 @@
 // approval request, which the stream yields as [EventApproval] events;
 // package approval (github.com/calf-go/calf/agent/approval) reads the
 // requests from the store, answers them from any process, and expires
-// them. The agent's workers carry out the answers; a [Worker] expires the
-// requests past their [Permissions.ApprovalTimeout].
+// them. The agent's workers carry out the answers; a request past its
+// [Permissions.ApprovalTimeout] is denied by a durable timer of its own.
 //
 // # Custom agents
 //

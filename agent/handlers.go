@@ -932,6 +932,9 @@ func (h *handlers) requestApproval(ctx context.Context, st *runState, ev ToolCal
 		return err
 	}
 	if a.Status == approval.Pending {
+		if err := h.rt.startExpiry(ctx, a); err != nil {
+			return err
+		}
 		h.rt.watchApproval(a.ID)
 	}
 	return approval.Publish(ctx, h.rt.client, a)

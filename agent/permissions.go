@@ -40,8 +40,10 @@ type Permissions struct {
 	// They win over Allowed and over every mode.
 	Disallowed []string `json:"disallowed,omitempty"`
 	// ApprovalTimeout, when positive, denies an approval request that no
-	// one answered within it: [approval.Expire] does, which [Worker]
-	// calls periodically. Default: requests wait until answered.
+	// one answered within it: a durable timer started with the request
+	// denies it when it passes, in whichever process serves timers, and
+	// the model is told no one answered in time. Default: requests wait
+	// until answered.
 	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
 }
 

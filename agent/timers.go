@@ -111,6 +111,8 @@ func (rt *Runtime) ServeTimers() {
 		// The runs' deadlines are timers too: this process cancels those
 		// whose deadline passed.
 		rt.serveDeadlines(ctx)
+		// And so are the expiries of approval requests.
+		rt.serveApprovalExpiry(ctx)
 		rt.client.OnShutdown(func() {
 			cancel()
 			<-done

@@ -49,9 +49,13 @@ type WorkerOptions struct {
 	// options); the broker's partitions do not bound it. Default:
 	// [DefaultWorkerConcurrency].
 	Concurrency int
-	// ApprovalSweep is how often the worker denies the approval requests
-	// that expired unanswered ([approval.Expire]); negative turns
-	// the sweep off. Default: 10s.
+	// ApprovalSweep, when positive, is how often the worker also lists
+	// every approval request to deny those that expired unanswered
+	// ([approval.Expire]). Each request with an expiry is denied when it
+	// expires by a durable timer of its own, so the sweep is only for
+	// requests recorded without one (by versions before the timers):
+	// zero sweeps once, when the worker starts; negative never. Default:
+	// once.
 	ApprovalSweep time.Duration
 	// Retention, when positive, has the worker remove the runs that ended
 	// longer ago than it ([Runtime.Sweep]), when it starts and then every
@@ -68,9 +72,6 @@ type WorkerOptions struct {
 
 // defaultRetentionSweep is the default of [WorkerOptions.RetentionSweep].
 const defaultRetentionSweep = time.Hour
-
-// defaultApprovalSweep is the default of [WorkerOptions.ApprovalSweep].
-const defaultApprovalSweep = 10 * time.Second
 
 // Worker hosts the handlers of agents in one process, on a broker that
 // other processes share, and shuts them down gracefully. Serve agents on
@@ -113,9 +114,6 @@ func NewWorker(b calf.Broker, s store.Store, opts *WorkerOptions) *Worker {
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultWorkerConcurrency
-	}
-	if o.ApprovalSweep == 0 {
-		o.ApprovalSweep = defaultApprovalSweep
 	}
 	var co calf.Options
 	if o.Client != nil {
@@ -173,7 +171,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.rt.ServeTimers()
-	if w.sweep > 0 {
+	if w.sweep >= 0 {
 		go w.expireApprovals(ctx)
 	}
 	// A sweep in progress when ctx ends finishes within the drain timeout,
@@ -320,21 +318,28 @@ func (w *Worker) sweepRuns(ctx, sctx context.Context, done chan<- struct{}) {
 	}
 }
 
-// expireApprovals denies expired approval requests every w.sweep until
-// ctx ends.
+// expireApprovals denies the expired approval requests once, and then
+// every w.sweep (when positive) until ctx ends.
 func (w *Worker) expireApprovals(ctx context.Context) {
-	t := time.NewTicker(w.sweep)
-	defer t.Stop()
+	var tick <-chan time.Time
+	if w.sweep > 0 {
+		t := time.NewTicker(w.sweep)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
 		if n, err := approval.Expire(ctx, w.rt.store, w.rt.client); err != nil && ctx.Err() == nil {
 			w.log.Warn("calf worker: expiring approval requests", "err", err)
 		} else if n > 0 {
 			w.log.Info("calf worker: denied expired approval requests", "count", n)
+		}
+		if tick == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
 		}
 	}
 }

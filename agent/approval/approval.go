@@ -424,55 +424,81 @@ func actedOn(ctx context.Context, s store.Store, a *Approval) (bool, error) {
 // [Approval.ExpiresAt] has passed by c's clock, publishing each denial
 // with c as [Respond] would (with a nil c, by the machine's clock, and
 // recording only), and returns how many it denied. Several processes may
-// call it at once: each request is denied once. An agent's worker calls it
-// periodically.
+// call it at once: each request is denied once. It lists every request:
+// the agent's runtime denies each request when it expires, through a
+// durable timer started with it ([ExpireRequest]); Expire is the sweep
+// for the requests recorded without one (by versions before the timers),
+// which [agent.Worker] runs when it starts.
 func Expire(ctx context.Context, s store.Store, c *calf.Client) (int, error) {
-	now := time.Now
-	if c != nil {
-		now = c.Now
-	}
 	reqs, err := List(ctx, s, "", Pending)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, r := range reqs {
-		if r.ExpiresAt.IsZero() || now().Before(r.ExpiresAt) {
-			continue
-		}
-		var expired *Approval
-		_, err := store.Update(ctx, s, Kind, r.ID, func(data []byte, exists bool) ([]byte, error) {
-			expired = nil
-			if !exists {
-				return nil, nil
-			}
-			a, err := Decode(data)
-			if err != nil || a.Status != Pending {
-				return nil, err
-			}
-			a.Status, a.Message, a.AnsweredAt = Denied, expiredMessage, now()
-			expired = a
-			return json.Marshal(a)
-		})
+		expired, err := ExpireRequest(ctx, s, c, r.ID)
 		if err != nil {
 			return n, err
 		}
-		if expired == nil {
-			continue // answered meanwhile
+		if expired {
+			n++
 		}
-		if c != nil {
-			if err := Publish(ctx, c, expired); err != nil {
-				return n, err
-			}
-		}
-		if unheard(c) {
-			if err := recordAnswered(ctx, s, expired.ID); err != nil {
-				return n, err
-			}
-		}
-		n++
 	}
 	return n, nil
+}
+
+// ExpireRequest denies the approval request id stored in s if it is
+// pending and its [Approval.ExpiresAt] has passed by c's clock,
+// publishing the denial with c as [Respond] would (with a nil c, by the
+// machine's clock, and recording only), and reports whether it denied
+// it. A request answered, unknown, or not expired is left alone. Several
+// processes may call it at once: the request is denied once. A request
+// denied for its expiry before, whose call still waits (its denial's
+// publishing failed), has its denial published again.
+func ExpireRequest(ctx context.Context, s store.Store, c *calf.Client, id string) (bool, error) {
+	now := time.Now
+	if c != nil {
+		now = c.Now
+	}
+	var cur, expired *Approval
+	_, err := store.Update(ctx, s, Kind, id, func(data []byte, exists bool) ([]byte, error) {
+		cur, expired = nil, nil
+		if !exists {
+			return nil, nil
+		}
+		a, err := Decode(data)
+		cur = a
+		if err != nil || a.Status != Pending || a.ExpiresAt.IsZero() || now().Before(a.ExpiresAt) {
+			return nil, err
+		}
+		a.Status, a.Message, a.AnsweredAt = Denied, expiredMessage, now()
+		expired = a
+		return json.Marshal(a)
+	})
+	if err != nil {
+		return false, err
+	}
+	if expired == nil {
+		if c == nil || cur == nil || cur.Status != Denied || cur.Message != expiredMessage {
+			return false, nil
+		}
+		acted, err := actedOn(ctx, s, cur)
+		if err != nil || acted {
+			return false, err
+		}
+		return false, Publish(ctx, c, cur)
+	}
+	if c != nil {
+		if err := Publish(ctx, c, expired); err != nil {
+			return true, err
+		}
+	}
+	if unheard(c) {
+		if err := recordAnswered(ctx, s, expired.ID); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // Publish publishes the request or answer a with c: on its agent's

@@ -18,9 +18,11 @@
 // the runs it started too (subagents, handoffs, team members), and lists a
 // pending request whose run has ended as [Cancelled].
 //
-// A request may expire: [Expire] denies those past their
-// [Approval.ExpiresAt] (the agent's Permissions.ApprovalTimeout), which
-// agent workers call periodically.
+// A request may expire at its [Approval.ExpiresAt] (the agent's
+// Permissions.ApprovalTimeout): a durable timer started with it calls
+// [ExpireRequest], which denies it if no one answered. [Expire] lists
+// every request and denies those past their time, for requests recorded
+// without a timer; agent workers call it when they start.
 //
 // # Answering without the workers' broker
 //
