@@ -142,3 +142,62 @@ func TestExpirePublishes(t *testing.T) {
 		t.Errorf("an answer after expiry: %v", err)
 	}
 }
+
+// failOnce is a broker whose first publish fails.
+type failOnce struct {
+	calf.Broker
+	failed bool
+}
+
+func (f *failOnce) Publish(ctx context.Context, m *calf.Message) error {
+	if !f.failed {
+		f.failed = true
+		return errors.New("broker unreachable")
+	}
+	return f.Broker.Publish(ctx, m)
+}
+
+// ExpireRequest denies one request once it is past its time, once; when
+// the denial was recorded but not published, calling it again publishes
+// it, until the call has its result.
+func TestExpireRequest(t *testing.T) {
+	ctx := t.Context()
+	s := storemem.New()
+	put(t, s, store.KindRun, "r1", run{RunID: "r1", Agent: "coder", Status: "running", Step: 1})
+	req := request(t, s, "r1", time.Date(2030, 1, 1, 1, 0, 0, 0, time.UTC))
+	now := time.Date(2030, 1, 1, 0, 59, 0, 0, time.UTC)
+	mb := memory.New(nil)
+	defer mb.Close()
+	b := &failOnce{Broker: mb}
+	c := calf.NewClient(b, &calf.Options{Now: func() time.Time { return now }})
+	defer c.Close()
+	var heard []string
+	if _, err := mb.Subscribe(ctx, approval.Channel("coder"), func(_ context.Context, m *calf.Message) error {
+		heard = append(heard, m.ID)
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := approval.ExpireRequest(ctx, s, c, req.ID); ok || err != nil {
+		t.Fatalf("before its time: %v, %v", ok, err)
+	}
+	now = now.Add(time.Minute)
+	if ok, err := approval.ExpireRequest(ctx, s, c, req.ID); !ok || err == nil {
+		t.Fatalf("at its time, publishing failing: %v, %v", ok, err)
+	}
+	if a, err := approval.Get(ctx, s, req.ID); err != nil || a.Status != approval.Denied {
+		t.Fatalf("after the expiry: %+v, %v", a, err)
+	}
+	if ok, err := approval.ExpireRequest(ctx, s, c, req.ID); ok || err != nil {
+		t.Fatalf("again: %v, %v", ok, err)
+	}
+	if err := mb.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(heard) != 1 || heard[0] != "r1.approval.c1.answer" {
+		t.Errorf("published %v, want the denial once", heard)
+	}
+	if _, err := approval.Respond(ctx, s, c, req.ID, approval.Answer{Approve: true, Digest: req.Digest}); !errors.Is(err, approval.ErrExpired) {
+		t.Errorf("an answer after the expiry: %v", err)
+	}
+}
