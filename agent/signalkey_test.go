@@ -78,9 +78,16 @@ func TestSignalIdempotencyKey(t *testing.T) {
 			// The step took the first signal and waits for the second
 			// before the restart: an in-memory broker loses the
 			// messages it holds.
+			// (The step may have taken the first signal in its first
+			// run, if it was sent before that run's first wait: what
+			// tells is the second wait's record, not the runs counted.)
 			testwait.For(t, 10*time.Second, "the step to wait again", func() bool {
+				calls, err := rt.Store().List(ctx, "signal_call", "agent/gate/g-1/", "", 0)
+				if err != nil || len(calls) != 2 {
+					return false
+				}
 				recs, err := rt.Store().List(ctx, "signal_waiter", "agent/gate/g-1/", "", 0)
-				return steps.Load() >= 2 && err == nil && len(recs) == 1
+				return err == nil && len(recs) == 1
 			})
 			stop()
 			gate, rt, stop = process()
