@@ -43,15 +43,30 @@ import (
 // run on, so the model's requests are at least the runs and at most the
 // runs plus those the killed worker had in hand; and once every run has
 // ended, no run waits and no key holds a slot in the store.
+//
+// CALF_FLOW_E2E=KEYSxPERKEY sets the load (default 6x10): 100x100 is
+// the 10,000 runs over 100 keys of the benchmarks page, a run of some
+// minutes kept out of CI.
 func TestFlowControlAcrossKillNATSPostgres(t *testing.T) {
 	const (
-		keys   = 6
-		perKey = 10
-		runs   = keys * perKey
-		limit  = 2
+		limit = 2
 		// hold is how long the fake model takes to answer.
 		hold = 250 * time.Millisecond
 	)
+	keys, perKey := 6, 10
+	if v := os.Getenv("CALF_FLOW_E2E"); v != "" {
+		k, n, ok := strings.Cut(v, "x")
+		var err1, err2 error
+		keys, err1 = strconv.Atoi(k)
+		perKey, err2 = strconv.Atoi(n)
+		if !ok || err1 != nil || err2 != nil || keys < 1 || perKey < 1 {
+			t.Fatalf("CALF_FLOW_E2E=%q: want KEYSxPERKEY, such as 100x100", v)
+		}
+	}
+	runs := keys * perKey
+	// The waits: what the runs take one after another on a key, twice
+	// over, beyond the harness's own.
+	waitTimeout := waitTimeout + 2*time.Duration(perKey/limit+1)*hold
 	chaos.NeedPostgres(t)
 	calfBin := buildCalf(t)
 	natsURL := chaos.StartNATS(t)
