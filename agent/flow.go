@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/calf-go/calf"
@@ -192,4 +193,59 @@ func (rt *Runtime) Flow(ctx context.Context, ref RunRef, in FlowInput) (FlowStat
 // flowQueued reports whether runID waits for a slot.
 func (rt *Runtime) flowQueued(ctx context.Context, runID string) (bool, error) {
 	return flow.Queued(ctx, rt.store, runID)
+}
+
+// QueuedRun is the view of a run that waits under flow control
+// ([FlowControl]) before it starts: for a slot of its key, or in a
+// debounce window. Such a run has no record of its own yet, only its
+// input held in the store; [Runtime.LoadRun] gives this view of it, and
+// the run's own view once it starts.
+type QueuedRun struct {
+	Run RunRef `json:"run"`
+	// Key is the run's flow key, as stored: path-escaped ("-" for none,
+	// "sha256-..." for a long one).
+	Key string `json:"key"`
+	// Status is [RunQueued].
+	Status RunStatus `json:"status"`
+}
+
+// Ref names the run.
+func (q *QueuedRun) Ref() RunRef { return q.Run }
+
+// RunStatus is [RunQueued].
+func (q *QueuedRun) RunStatus() RunStatus { return RunQueued }
+
+// LoadQueuedRun returns the view of the run runID, of any kind, while it
+// waits under flow control before it starts, or an error matching
+// [store.ErrNotFound] when it does not (it has started, ended, or is
+// unknown).
+func LoadQueuedRun(ctx context.Context, s store.Store, runID string) (*QueuedRun, error) {
+	target, key, ok, err := flow.Lookup(ctx, s, runID)
+	if err != nil {
+		return nil, fmt.Errorf("agent: run %s: %w", runID, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("agent: run %s is not queued: %w", runID, store.ErrNotFound)
+	}
+	kind, name, _ := strings.Cut(target, "/")
+	return &QueuedRun{Run: RunRef{Kind: kind, Name: name, RunID: runID}, Key: key, Status: RunQueued}, nil
+}
+
+// queuedView returns the view of run while it waits under flow control,
+// when the load of its record found none: err itself otherwise.
+func (rt *Runtime) queuedView(ctx context.Context, run RunRef, err error) (RunView, error) {
+	if !errors.Is(err, store.ErrNotFound) || run.RunID == "" {
+		return nil, err
+	}
+	q, qerr := LoadQueuedRun(ctx, rt.store, run.RunID)
+	if qerr != nil {
+		if errors.Is(qerr, store.ErrNotFound) {
+			return nil, err
+		}
+		return nil, qerr
+	}
+	if q.Run.Kind != run.kind() || (run.Name != "" && q.Run.Name != run.Name) {
+		return nil, err // another runner's run of that id
+	}
+	return q, nil
 }

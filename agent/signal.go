@@ -119,13 +119,41 @@ func (rt *Runtime) signalOnce(ctx context.Context, run RunRef, name string, raw 
 
 // signal sends the signal of JSON raw to run.
 func (rt *Runtime) signal(ctx context.Context, run RunRef, name string, raw json.RawMessage) (RunView, error) {
-	if k, err := rt.runKind(run, "signal"); k != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		return k.Signal(ctx, rt, run, name, raw)
+	var v RunView
+	k, err := rt.runKind(run, "signal")
+	switch {
+	case err != nil:
+		return nil, err
+	case k != nil:
+		v, err = k.Signal(ctx, rt, run, name, raw)
+	default:
+		v, err = agentView(rt.signalAgentRun(ctx, run, name, raw))
 	}
-	return agentView(rt.signalAgentRun(ctx, run, name, raw))
+	if errors.Is(err, store.ErrNotFound) {
+		return rt.signalQueued(ctx, run, name, raw, err)
+	}
+	return v, err
+}
+
+// signalQueued keeps the signal sent to run, an agent's or a workflow's,
+// while it waits under flow control before it starts (its first wait
+// for the name takes it), and returns its view; notFound, the error of
+// the run's kind, when it is not queued. A team's run has no member run
+// to take it until it starts: notFound is returned, with what to do.
+func (rt *Runtime) signalQueued(ctx context.Context, run RunRef, name string, raw json.RawMessage, notFound error) (RunView, error) {
+	v, err := rt.queuedView(ctx, run, notFound)
+	if err != nil {
+		return nil, err
+	}
+	q := v.(*QueuedRun)
+	if q.Run.Kind == "team" {
+		return q, fmt.Errorf("team %s: signal %s to run %s: the run waits under flow control, and has no member run to take a signal yet: send it once it has started", q.Run.Name, name, q.Run.RunID)
+	}
+	key := q.Run.Kind + "/" + q.Run.Name + "/" + q.Run.RunID
+	if _, err := signals.Deliver(ctx, rt.signalEnv(), key, name, raw); err != nil {
+		return q, fmt.Errorf("%s %s: signal %s to run %s: %w", q.Run.Kind, q.Run.Name, name, q.Run.RunID, err)
+	}
+	return q, nil
 }
 
 // signalMaxValue bounds the JSON of a signal's value.

@@ -29,6 +29,9 @@ const (
 	// RunHandedOff: the run handed its conversation to another agent's run
 	// (runState.HandedOffTo), which answers in its place.
 	RunHandedOff RunStatus = "handed_off"
+	// RunQueued: the run waits under flow control ([FlowControl]) before
+	// it starts, with no record of its own yet ([QueuedRun]).
+	RunQueued RunStatus = "queued"
 )
 
 // Terminal reports whether the run has ended.
@@ -243,8 +246,9 @@ func (s *runState) clone() *runState {
 // error matching [store.ErrNotFound]: an agent's run (Kind "agent" or
 // empty; its Name may be empty) as a [*RunInfo], whole, as [Agent.LoadRun]
 // returns it; a team's or a workflow's run as its kind's view (see
-// [RunKind]). The view is the caller's: it shares nothing with what the
-// runtime keeps.
+// [RunKind]). A run that waits under flow control before it starts, and
+// so has no record yet, is a [*QueuedRun] of status [RunQueued]. The
+// view is the caller's: it shares nothing with what the runtime keeps.
 func (rt *Runtime) LoadRun(ctx context.Context, run RunRef) (RunView, error) {
 	if rt == nil {
 		return nil, ErrNoRuntime
@@ -253,12 +257,20 @@ func (rt *Runtime) LoadRun(ctx context.Context, run RunRef) (RunView, error) {
 		if err != nil {
 			return nil, err
 		}
-		return k.Load(ctx, rt, run)
+		v, err := k.Load(ctx, rt, run)
+		if err != nil {
+			return rt.queuedView(ctx, run, err)
+		}
+		return v, nil
 	}
 	if run.RunID == "" {
 		return nil, errors.New("agent: load a run: the run needs a run id")
 	}
-	return agentView(rt.loadRunInfo(ctx, run.RunID))
+	v, err := agentView(rt.loadRunInfo(ctx, run.RunID))
+	if err != nil {
+		return rt.queuedView(ctx, run, err)
+	}
+	return v, nil
 }
 
 // LoadRun returns the view of the agent's run runID, whole (with the

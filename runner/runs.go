@@ -150,6 +150,9 @@ type Run struct {
 	Agent    *agent.RunInfo    `json:"agent,omitempty"`
 	Team     *team.RunInfo     `json:"team,omitempty"`
 	Workflow *workflow.RunInfo `json:"workflow,omitempty"`
+	// Queued is set, alone, for a run that waits under flow control
+	// before it starts, and so has no record of its kind yet.
+	Queued *agent.QueuedRun `json:"queued,omitempty"`
 }
 
 // View returns the view the run has, of its kind: an *agent.RunInfo, a
@@ -160,6 +163,8 @@ func (r *Run) View() agent.RunView {
 		return r.Team
 	case r.Workflow != nil:
 		return r.Workflow
+	case r.Queued != nil:
+		return r.Queued
 	}
 	return r.Agent
 }
@@ -171,7 +176,9 @@ func (r *Run) View() agent.RunView {
 // (their ids are "{workflow}/{run}"), which takes a read of them all. It
 // fails with an error wrapping [store.ErrNotFound] when st has no run
 // id, and one matching [agent.ErrCorruptState] when the record is not one
-// this version reads.
+// this version reads. A run that waits under flow control before it
+// starts, with no record yet, is a Run with Queued set, of status
+// "queued".
 func LoadRun(ctx context.Context, st store.Store, id string) (*Run, error) {
 	rec, err := st.Get(ctx, store.KindRun, id)
 	if err == nil {
@@ -197,7 +204,14 @@ func LoadRun(ctx context.Context, st store.Store, id string) (*Run, error) {
 	}
 	ws, err := workflowRun(ctx, st, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("no agent, team or workflow run %s: %w", id, store.ErrNotFound)
+		q, qerr := agent.LoadQueuedRun(ctx, st, id)
+		if errors.Is(qerr, store.ErrNotFound) {
+			return nil, fmt.Errorf("no agent, team or workflow run %s: %w", id, store.ErrNotFound)
+		}
+		if qerr != nil {
+			return nil, qerr
+		}
+		return &Run{Summary: SummarizeView(q), Queued: q}, nil
 	}
 	if err != nil {
 		return nil, err

@@ -213,6 +213,24 @@ func Queued(ctx context.Context, s store.Store, runID string) (bool, error) {
 	return err == nil, err
 }
 
+// Lookup returns the target ("{kind}/{name}") and the stored key of the
+// run runID while it waits for a slot or in a debounce window, and false
+// when it does not.
+func Lookup(ctx context.Context, s store.Store, runID string) (target, key string, ok bool, err error) {
+	rec, err := s.Get(ctx, KindRun, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, err
+	}
+	var r runRecord
+	if err := json.Unmarshal(rec.Data, &r); err != nil {
+		return "", "", false, fmt.Errorf("flow: the record of run %s: %w", runID, err)
+	}
+	return r.Target, r.Key, true, nil
+}
+
 // keyOf returns the stored form of the key of in: path-escaped, and
 // hashed when long.
 func (g *Gate) keyOf(in Input) string {

@@ -19,6 +19,7 @@ import (
 	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/model/modeltest"
+	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/store"
 	storemem "github.com/calf-go/calf/store/memory"
 	"github.com/calf-go/calf/team"
@@ -394,6 +395,26 @@ func TestFlowWaitsAsRecords(t *testing.T) {
 	recs, err := rts[0].Store().List(ctx, flow.KindWait, "", "", 0)
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("waiting records: %d, %v; want 2", len(recs), err)
+	}
+	// A waiting run has no record of its own yet: its view is a queued
+	// run's, by name and through runner.LoadRun.
+	queued, err := rts[0].Store().List(ctx, flow.KindRun, "", "", 0)
+	if err != nil || len(queued) != 2 {
+		t.Fatalf("queued runs: %d, %v; want 2", len(queued), err)
+	}
+	for _, rec := range queued {
+		v, err := rts[1].LoadRun(ctx, agent.RunRef{Name: "limited", RunID: rec.ID})
+		q, ok := v.(*agent.QueuedRun)
+		if err != nil || !ok || q.RunStatus() != agent.RunQueued || q.Ref() != (agent.RunRef{Kind: "agent", Name: "limited", RunID: rec.ID}) || q.Key != "k" {
+			t.Fatalf("the view of queued run %s: %#v, %v", rec.ID, v, err)
+		}
+		if _, err := rts[1].LoadRun(ctx, agent.RunRef{Name: "other", RunID: rec.ID}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("queued run %s loaded as another agent's: %v", rec.ID, err)
+		}
+		r, err := runner.LoadRun(ctx, rts[1].Store(), rec.ID)
+		if err != nil || r.Queued == nil || r.Summary.Status != "queued" || r.Summary.Kind != "agent" || r.View().RunStatus() != agent.RunQueued {
+			t.Fatalf("runner.LoadRun of queued run %s: %+v, %v", rec.ID, r, err)
+		}
 	}
 	for i := range 3 {
 		if err := ws[1].wait(ctx, fmt.Sprintf("w%d", i)); err != nil {
