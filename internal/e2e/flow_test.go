@@ -65,8 +65,9 @@ func TestFlowControlAcrossKillNATSPostgres(t *testing.T) {
 	}
 	runs := keys * perKey
 	// The waits: what the runs take one after another on a key, twice
-	// over, beyond the harness's own.
-	waitTimeout := waitTimeout + 2*time.Duration(perKey/limit+1)*hold
+	// over, and 30 ms a run (what three workers on two cores do), beyond
+	// the harness's own.
+	waitTimeout := waitTimeout + 2*time.Duration(perKey/limit+1)*hold + time.Duration(runs)*30*time.Millisecond
 	chaos.NeedPostgres(t)
 	calfBin := buildCalf(t)
 	natsURL := chaos.StartNATS(t)
