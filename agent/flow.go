@@ -131,7 +131,8 @@ func (rt *Runtime) flowGate(kind, name string, fc *FlowControl, inner calf.Handl
 	env := flow.Env{
 		Store: rt.store, Now: rt.now, Log: rt.log, Poll: rt.flowPoll,
 		State: func(ctx context.Context, runID string) (bool, bool, error) {
-			v, err := rt.LoadRun(ctx, RunRef{Kind: kind, Name: name, RunID: runID})
+			// Whether the run has started: a queued run has not.
+			v, err := rt.loadRecorded(ctx, RunRef{Kind: kind, Name: name, RunID: runID})
 			if errors.Is(err, store.ErrNotFound) {
 				return false, false, nil
 			}

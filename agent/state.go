@@ -253,24 +253,27 @@ func (rt *Runtime) LoadRun(ctx context.Context, run RunRef) (RunView, error) {
 	if rt == nil {
 		return nil, ErrNoRuntime
 	}
-	if k, err := rt.runKind(run, "load"); k != nil || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		v, err := k.Load(ctx, rt, run)
-		if err != nil {
-			return rt.queuedView(ctx, run, err)
-		}
-		return v, nil
-	}
-	if run.RunID == "" {
-		return nil, errors.New("agent: load a run: the run needs a run id")
-	}
-	v, err := agentView(rt.loadRunInfo(ctx, run.RunID))
+	v, err := rt.loadRecorded(ctx, run)
 	if err != nil {
 		return rt.queuedView(ctx, run, err)
 	}
 	return v, nil
+}
+
+// loadRecorded is LoadRun of a run that has a record of its kind: a
+// queued run is not found. Flow control asks it whether a run has
+// started: a queued run has not.
+func (rt *Runtime) loadRecorded(ctx context.Context, run RunRef) (RunView, error) {
+	if k, err := rt.runKind(run, "load"); k != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return k.Load(ctx, rt, run)
+	}
+	if run.RunID == "" {
+		return nil, errors.New("agent: load a run: the run needs a run id")
+	}
+	return agentView(rt.loadRunInfo(ctx, run.RunID))
 }
 
 // LoadRun returns the view of the agent's run runID, whole (with the
