@@ -80,8 +80,9 @@ type Options struct {
 	// may fire it in its place: the lateness of a timer whose firer died.
 	// Default: [DefaultLease].
 	Lease time.Duration
-	// Page is how many index entries a pass reads at a time. Default:
-	// [DefaultPage].
+	// Page is how many index entries a pass reads at a time, and so how
+	// many due timers it takes together (their leases, reads and
+	// removals sent at once). Default: [DefaultPage].
 	Page int
 	// Owner names this process in its leases. Default: a new id.
 	Owner string
