@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -20,13 +19,13 @@ import (
 	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/model"
-	"github.com/calf-go/calf/store/sqlite"
 	"github.com/calf-go/calf/tool"
 )
 
 // BenchmarkApprovalsWaiting submits b.N runs whose tool call waits for
-// approval, on the memory broker and SQLite, and reports what the waiting
-// runs cost once every request is stored and the handlers are idle:
+// approval, on the memory broker and SQLite (a private PostgreSQL with
+// CALF_BENCH_STORE=postgres), and reports what the waiting runs cost once
+// every request is stored and the handlers are idle:
 // goroutines above those of the idle process, the Go heap in use, and the
 // process's resident memory (which includes SQLite's page cache). Run it with
 // -benchtime 10000x for the 10,000 runs of docs/benchmarks.md.
@@ -90,11 +89,7 @@ func benchWaiting(b *testing.B, what string,
 	ctx := context.Background()
 	mb := memory.New(nil)
 	defer mb.Close()
-	st, err := sqlite.Open(filepath.Join(b.TempDir(), "calf.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := openBenchStore(b)
 	c := calf.NewClient(mb, nil)
 	defer c.Close()
 	rt := agent.NewRuntime(c, st, nil)

@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -12,11 +11,11 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/broker/memory"
-	"github.com/calf-go/calf/store/sqlite"
 )
 
 // BenchmarkTimersPending keeps b.N timers pending on one SQLite process
-// that fires timers (its loop reads the front of the index): the time to
+// (a private PostgreSQL with CALF_BENCH_STORE=postgres) that fires timers
+// (its loop reads the front of the index): the time to
 // start one, and then what they cost the process: goroutines, heap and
 // resident memory, which should not grow with b.N (run with
 // -benchtime=1000000x for the figure of the benchmarks page).
@@ -24,11 +23,7 @@ func BenchmarkTimersPending(b *testing.B) {
 	ctx := context.Background()
 	mb := memory.New(nil)
 	defer mb.Close()
-	st, err := sqlite.Open(filepath.Join(b.TempDir(), "calf.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := openBenchStore(b)
 	c := calf.NewClient(mb, nil)
 	defer c.Close()
 	rt := agent.NewRuntime(c, st, &agent.RuntimeOptions{TimerPoll: 100 * time.Millisecond})

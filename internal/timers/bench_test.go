@@ -65,9 +65,10 @@ func (f *firings) get(id string) (time.Time, bool) {
 
 // BenchmarkTimerLateness measures how late timers fire across a restart
 // of the one process that fires them, with the defaults (a poll of 1 s, a
-// lease of 5 s): each iteration starts 100 timers of each class below,
-// stops the firing process (a firing loop, timers.Service.Run) 1 s
-// before the first is due, starts another process's loop 2 s later, and
+// lease of 5 s): each iteration starts 100 timers of each class below
+// (in a lead of 3 s), stops the firing process (a firing loop,
+// timers.Service.Run) 1 s before the first is due, starts another
+// process's loop 2 s later, and
 // waits until every timer has fired. The classes, each reported as p50
 // and p99 in milliseconds:
 //
@@ -128,8 +129,11 @@ func latenessCycle(b *testing.B, s store.Store, c *calf.Client, f *firings, iter
 	done := make(chan error, 1)
 	go func() { done <- first.Run(runCtx) }()
 
+	// The timers are started in the lead time before the stop: 3 s, so
+	// that starting them (600 writes) ends before the first is due even
+	// on a slow store.
 	start := time.Now()
-	kill := start.Add(time.Second)
+	kill := start.Add(3 * time.Second)
 	restart := kill.Add(2 * time.Second)
 	type pending struct {
 		class, id string
@@ -148,6 +152,9 @@ func latenessCycle(b *testing.B, s store.Store, c *calf.Client, f *firings, iter
 		add("down", kill.Add(time.Second+spread))
 		add("after", restart.Add(spread))
 		add("held", kill.Add(time.Duration(i)*time.Microsecond))
+	}
+	if late := time.Since(kill.Add(-10 * time.Millisecond)); late > 0 {
+		b.Fatalf("starting the timers took %s past the stop: the first process fired the held ones", late)
 	}
 	// The first process stops just before the held timers fall due,
 	// and leaves them leased to it, as if it had taken them and died.

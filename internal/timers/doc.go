@@ -22,6 +22,15 @@
 // runs the loop fires at once when due; one started elsewhere within
 // [Options.Poll]; one whose firer died within [Options.Lease] more.
 //
+// A pass takes the due timers a page of the index at a time
+// ([Options.Page]): their leases are written together, their timers read
+// together, their events emitted one after the other in the order of the
+// index, and the timers then their entries removed together, so that a
+// backlog of overdue timers costs a store that batches concurrent
+// operations (PostgreSQL, SQLite) a few round trips a page rather than a
+// few a timer. A page whose events outlast its leases stops there, and
+// the rest are taken again.
+//
 // A timer is not fired through a broker that would drop its event: one
 // that keeps nothing for a channel nobody subscribes to (the in-process
 // broker; NATS, whose stream keeps a message only for the consumers that

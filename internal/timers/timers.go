@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,8 +80,9 @@ type Options struct {
 	// may fire it in its place: the lateness of a timer whose firer died.
 	// Default: [DefaultLease].
 	Lease time.Duration
-	// Page is how many index entries a pass reads at a time. Default:
-	// [DefaultPage].
+	// Page is how many index entries a pass reads at a time, and so how
+	// many due timers it takes together (their leases, reads and
+	// removals sent at once). Default: [DefaultPage].
 	Page int
 	// Owner names this process in its leases. Default: a new id.
 	Owner string
@@ -275,6 +277,14 @@ func subscribedOf(b calf.Broker) (subscribed, bool) {
 // in-process one, NATS), a timer whose channel has no subscriber yet is
 // left for a later pass (the next time returned is then within Poll), or
 // for another process whose broker has one.
+//
+// The due timers are taken a page of the index at a time (Options.Page):
+// the leases of a page are written together, its timers read together,
+// and removed together once their events are out, so that a store that
+// batches concurrent operations (PostgreSQL, SQLite) serves a page in a
+// few round trips rather than a few per timer. Each timer still goes
+// through the steps of one: its lease, its read, its event (in the order
+// of the index), its removal.
 func (s *Service) Fire(ctx context.Context) (int, time.Time, error) {
 	fired := 0
 	held := time.Time{}
@@ -284,6 +294,8 @@ func (s *Service) Fire(ctx context.Context) (int, time.Time, error) {
 		if err != nil {
 			return fired, time.Time{}, fmt.Errorf("timers: read the due timers: %w", err)
 		}
+		var page []dueEntry
+		next := time.Time{}
 		for _, e := range entries {
 			after = e.ID
 			due, id, ok := parseDue(e.ID)
@@ -292,22 +304,24 @@ func (s *Service) Fire(ctx context.Context) (int, time.Time, error) {
 				continue
 			}
 			if due.After(now) {
-				if !held.IsZero() {
-					return fired, held, nil
-				}
-				return fired, due, nil
+				next = due
+				break
 			}
-			ok, err := s.fireOne(ctx, e, due, id, now)
-			if errors.Is(err, errNoSubscriber) {
-				held = now.Add(s.poll)
-				continue
+			page = append(page, dueEntry{rec: e, due: due, id: id})
+		}
+		n, waits, err := s.firePage(ctx, page, now)
+		fired += n
+		if waits {
+			held = now.Add(s.poll)
+		}
+		if err != nil {
+			return fired, time.Time{}, err
+		}
+		if !next.IsZero() {
+			if !held.IsZero() {
+				return fired, held, nil
 			}
-			if err != nil {
-				return fired, time.Time{}, err
-			}
-			if ok {
-				fired++
-			}
+			return fired, next, nil
 		}
 		if len(entries) < s.page {
 			return fired, held, nil
@@ -315,51 +329,162 @@ func (s *Service) Fire(ctx context.Context) (int, time.Time, error) {
 	}
 }
 
-// errNoSubscriber holds a timer whose channel no one subscribes to yet,
-// on a broker that would drop its event.
-var errNoSubscriber = errors.New("timers: no subscriber yet")
+// dueEntry is an index entry due now, and what firing it has learned.
+type dueEntry struct {
+	rec   store.Record // the entry as listed
+	due   time.Time
+	id    string
+	taken int64        // the entry's version once leased; 0: not taken
+	timer store.Record // the timer, read once the entry is taken
+	err   error        // the first error met firing it
+}
 
-// fireOne fires the timer of the index entry e, unless another process
-// holds it, and reports whether it did.
-func (s *Service) fireOne(ctx context.Context, e store.Record, due time.Time, id string, now time.Time) (bool, error) {
-	if sb, ok := subscribedOf(s.client.Broker()); ok {
-		if t, err := s.Get(ctx, id); err == nil && !sb.Subscribed(t.Channel) {
-			return false, errNoSubscriber
+// concurrently runs fn(i) for each i < n at once (a page at most), and
+// waits for them: a store that batches operations sends those that arrive
+// together in one round trip.
+func concurrently(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { fn(i) })
+	}
+	wg.Wait()
+}
+
+// firePage fires the timers of page, entries due now in the order of the
+// index, unless other processes hold them, and reports how many it fired
+// and whether some wait for a subscriber.
+func (s *Service) firePage(ctx context.Context, page []dueEntry, now time.Time) (int, bool, error) {
+	// Entries another process holds are left to it.
+	page = slices.DeleteFunc(page, func(d dueEntry) bool {
+		var l lease
+		_ = json.Unmarshal(d.rec.Data, &l)
+		return l.Owner != "" && l.Owner != s.owner && l.Until.After(now)
+	})
+	waits := false
+	if sb, ok := subscribedOf(s.client.Broker()); ok && len(page) > 0 {
+		channels := make([]string, len(page))
+		concurrently(len(page), func(i int) {
+			if t, err := s.Get(ctx, page[i].id); err == nil {
+				channels[i] = t.Channel
+			}
+		})
+		kept := page[:0]
+		for i, d := range page {
+			if channels[i] != "" && !sb.Subscribed(channels[i]) {
+				waits = true
+				continue
+			}
+			kept = append(kept, d)
+		}
+		page = kept
+	}
+	if len(page) == 0 {
+		return 0, waits, nil
+	}
+	until := now.Add(s.lease)
+	data, err := json.Marshal(lease{Owner: s.owner, Until: until})
+	if err != nil {
+		return 0, waits, err
+	}
+	// The leases, then the timers of the entries taken.
+	concurrently(len(page), func(i int) {
+		d := &page[i]
+		v, err := s.store.Put(ctx, KindDue, d.rec.ID, data, d.rec.Version)
+		switch {
+		case errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound):
+			// Another process took it, or fired it.
+		case err != nil:
+			d.err = fmt.Errorf("timers: take %s: %w", d.id, err)
+		default:
+			d.taken = v
+			d.timer, err = s.store.Get(ctx, KindTimer, d.id)
+			if err != nil {
+				d.err = err
+			}
+		}
+	})
+	// The events, in the order of the index, while the leases hold.
+	fired := make([]bool, len(page))
+	var first error
+	for i := range page {
+		d := &page[i]
+		if first != nil {
+			break
+		}
+		if d.taken == 0 {
+			first = d.err // nil when another process took it
+			continue
+		}
+		if errors.Is(d.err, store.ErrNotFound) {
+			// Stopped, or half started.
+			first = s.store.Delete(ctx, KindDue, d.rec.ID, d.taken)
+			continue
+		}
+		if d.err != nil {
+			first = fmt.Errorf("timers: read %s: %w", d.id, d.err)
+			continue
+		}
+		t, err := decode(d.timer)
+		if err != nil || !t.Due.Equal(d.due) {
+			// Not this entry's timer (a start of the same id that
+			// failed halfway) or one that cannot be read: the entry
+			// goes.
+			if err != nil {
+				s.log.Error("timers: a stored timer does not decode; it is removed", "timer", d.id, "err", err)
+				_ = s.store.Delete(ctx, KindTimer, d.id, d.timer.Version)
+			}
+			first = s.store.Delete(ctx, KindDue, d.rec.ID, d.taken)
+			continue
+		}
+		if !s.now().Before(until) {
+			// The lease ran out while the page was fired: the rest
+			// are taken again by the next pass, here or elsewhere.
+			break
+		}
+		if err := s.emit(ctx, t); err != nil {
+			first = fmt.Errorf("timers: fire %s: %w", d.id, err)
+			continue
+		}
+		fired[i] = true
+	}
+	// The timers fired, then their entries: an entry goes only once its
+	// timer has, so that a timer is never kept without one.
+	n := 0
+	concurrently(len(page), func(i int) {
+		if !fired[i] {
+			return
+		}
+		d := &page[i]
+		if err := s.store.Delete(ctx, KindTimer, d.id, d.timer.Version); err != nil {
+			d.err = fmt.Errorf("timers: fired %s, not removed: %w", d.id, err)
+		}
+	})
+	concurrently(len(page), func(i int) {
+		d := &page[i]
+		if !fired[i] || d.err != nil {
+			return
+		}
+		if err := s.store.Delete(ctx, KindDue, d.rec.ID, d.taken); err != nil {
+			d.err = fmt.Errorf("timers: fired %s, its entry not removed: %w", d.id, err)
+		}
+	})
+	for i := range page {
+		if fired[i] {
+			n++
+			if first == nil && page[i].err != nil {
+				first = page[i].err
+			}
 		}
 	}
-	var l lease
-	_ = json.Unmarshal(e.Data, &l)
-	if l.Owner != "" && l.Owner != s.owner && l.Until.After(now) {
-		return false, nil
-	}
-	data, err := json.Marshal(lease{Owner: s.owner, Until: now.Add(s.lease)})
-	if err != nil {
-		return false, err
-	}
-	v, err := s.store.Put(ctx, KindDue, e.ID, data, e.Version)
-	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
-		return false, nil // another process took it, or fired it
-	}
-	if err != nil {
-		return false, fmt.Errorf("timers: take %s: %w", id, err)
-	}
-	rec, err := s.store.Get(ctx, KindTimer, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, s.store.Delete(ctx, KindDue, e.ID, v) // stopped, or half started
-	}
-	if err != nil {
-		return false, fmt.Errorf("timers: read %s: %w", id, err)
-	}
-	t, err := decode(rec)
-	if err != nil || !t.Due.Equal(due) {
-		// Not this entry's timer (a start of the same id that failed
-		// halfway) or one that cannot be read: the entry goes.
-		if err != nil {
-			s.log.Error("timers: a stored timer does not decode; it is removed", "timer", id, "err", err)
-			_ = s.store.Delete(ctx, KindTimer, id, rec.Version)
-		}
-		return false, s.store.Delete(ctx, KindDue, e.ID, v)
-	}
+	return n, waits, first
+}
+
+// emit sends t's event.
+func (s *Service) emit(ctx context.Context, t Timer) error {
 	eventID := t.EventID
 	if eventID == "" {
 		eventID = t.ID
@@ -372,16 +497,8 @@ func (s *Service) fireOne(ctx context.Context, e store.Record, due time.Time, id
 	if len(t.Data) == 0 {
 		payload = json.RawMessage("null")
 	}
-	if _, err := s.client.Emit(ctx, t.Channel, payload, opts...); err != nil {
-		return false, fmt.Errorf("timers: fire %s: %w", id, err)
-	}
-	if err := s.store.Delete(ctx, KindTimer, id, rec.Version); err != nil {
-		return true, fmt.Errorf("timers: fired %s, not removed: %w", id, err)
-	}
-	if err := s.store.Delete(ctx, KindDue, e.ID, v); err != nil {
-		return true, fmt.Errorf("timers: fired %s, its entry not removed: %w", id, err)
-	}
-	return true, nil
+	_, err := s.client.Emit(ctx, t.Channel, payload, opts...)
+	return err
 }
 
 // Run fires the timers as they fall due until ctx ends: it reads the

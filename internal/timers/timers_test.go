@@ -77,6 +77,8 @@ func TestTimers(t *testing.T) {
 			t.Run("two firers", func(t *testing.T) { testTwoFirers(t, open(t)) })
 			t.Run("leases", func(t *testing.T) { testLeases(t, open(t)) })
 			t.Run("half started", func(t *testing.T) { testHalfStarted(t, open(t)) })
+			t.Run("pages in order", func(t *testing.T) { testPagesInOrder(t, open(t)) })
+			t.Run("lease runs out in a page", func(t *testing.T) { testLeaseRunsOutInPage(t, open(t)) })
 		})
 	}
 }
@@ -284,6 +286,82 @@ func testHalfStarted(t *testing.T, s store.Store) {
 	}
 	if h.total() != 0 {
 		t.Errorf("events: %d", h.total())
+	}
+}
+
+// A backlog of overdue timers, several pages of the index, fires in one
+// pass, each once, the earliest first.
+func testPagesInOrder(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	c, h := setup(t, s)
+	clk := &clock{t: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)}
+	svc := timers.New(s, c, timers.Options{Now: clk.Now, Page: 16})
+	const n = 50
+	for i := range n {
+		// Started in reverse order: the index, not the start, orders them
+		// (the events of one key arrive in the order sent).
+		k := n - 1 - i
+		if _, err := svc.Start(ctx, timers.Timer{ID: fmt.Sprintf("p%03d", k), Due: clk.Now().Add(time.Duration(k) * time.Millisecond), Channel: "t.fired", Key: "one key"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Add(time.Second)
+	if k, next, err := svc.Fire(ctx); k != n || !next.IsZero() || err != nil {
+		t.Fatalf("fired %d, next %v, %v; want %d, none left", k, next, err, n)
+	}
+	testwait.For(t, 10*time.Second, "every event", func() bool { return h.total() >= n })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, id := range h.ids {
+		if want := fmt.Sprintf("p%03d", i); id != want {
+			t.Fatalf("event %d is %s, want %s: the earliest first", i, id, want)
+		}
+	}
+	if len(h.ids) != n {
+		t.Errorf("%d events, want %d", len(h.ids), n)
+	}
+}
+
+// A page whose firing outlasts its lease stops there: the timers left are
+// fired by a later pass, each once.
+func testLeaseRunsOutInPage(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	c, h := setup(t, s)
+	start := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	clk := &clock{t: start}
+	const n = 20
+	svc := timers.New(s, c, timers.Options{Now: clk.Now, Page: n, Lease: 5 * time.Second})
+	for i := range n {
+		if _, err := svc.Start(ctx, timers.Timer{ID: fmt.Sprintf("l%03d", i), Due: start.Add(time.Duration(i) * time.Millisecond), Channel: "t.fired"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Add(time.Second)
+	// Each read of the clock after the first takes a second: the lease
+	// taken at the start of the pass runs out after a few events.
+	reads := 0
+	slow := timers.New(s, c, timers.Options{Now: func() time.Time {
+		reads++
+		if reads > 1 {
+			clk.Add(time.Second)
+		}
+		return clk.Now()
+	}, Page: n, Lease: 5 * time.Second, Owner: "slow"})
+	k, _, err := slow.Fire(ctx)
+	if err != nil || k == 0 || k >= n {
+		t.Fatalf("the slow pass fired %d, %v; want some, not all, of %d", k, err, n)
+	}
+	// Another process takes the rest once the lease has run out.
+	clk.Add(10 * time.Second)
+	rest, _, err := svc.Fire(ctx)
+	if err != nil || k+rest != n {
+		t.Fatalf("then fired %d, %v; want the %d left", rest, err, n-k)
+	}
+	testwait.For(t, 10*time.Second, "every event", func() bool { return h.total() >= n })
+	for i := range n {
+		if got := h.count(fmt.Sprintf("l%03d", i)); got != 1 {
+			t.Errorf("l%03d emitted %d times", i, got)
+		}
 	}
 }
 

@@ -20,12 +20,13 @@ const maxBatch = 64
 // operation's context may cancel.
 const batchTimeout = time.Minute
 
-// An op is a Get or a Put waiting for, or in, a round trip.
+// An op is a Get, a Put or a Delete waiting for, or in, a round trip.
 type op struct {
 	kind, id []byte
 	put      bool
+	del      bool
 	data     []byte    // put: the data to write
-	version  int64     // put: the expected version (0: create)
+	version  int64     // put: the expected version (0: create); del: the version to remove (0: any)
 	now      time.Time // put: the updated_at to record
 }
 
@@ -34,11 +35,12 @@ type opResult struct {
 	version   int64     // get: the record's
 	data      []byte    // get
 	updatedAt time.Time // get
-	affected  int64     // put: rows written (0: conflict)
+	affected  int64     // put, del: rows written or removed (put: 0 is a conflict)
 	err       error     // pgx.ErrNoRows for a missing record
 }
 
-// coalescer sends the Gets and Puts that wait for a connection together:
+// coalescer sends the Gets, Puts and Deletes that wait for a connection
+// together:
 // when every connection the Store may open for them is busy, the
 // operations that arrive meanwhile go out in one round trip on the next
 // free connection, in one transaction, so that their writes reach the
@@ -91,7 +93,13 @@ func (s *Store) send(c *coalescer, batch []*coalesce.Op[op, opResult]) {
 		b := &pgx.Batch{}
 		for _, bo := range batch {
 			o := &bo.In
-			if o.put {
+			if o.del {
+				if o.version == 0 {
+					b.Queue(s.remove, o.kind, o.id)
+				} else {
+					b.Queue(s.removeVersion, o.kind, o.id, o.version)
+				}
+			} else if o.put {
 				if o.version == 0 {
 					b.Queue(s.insert, o.kind, o.id, o.data, o.now)
 				} else {
@@ -105,7 +113,7 @@ func (s *Store) send(c *coalescer, batch []*coalesce.Op[op, opResult]) {
 		var first error
 		for i, bo := range batch {
 			r := &results[i]
-			if bo.In.put {
+			if bo.In.put || bo.In.del {
 				var tag pgconn.CommandTag
 				tag, r.err = br.Exec()
 				r.affected = tag.RowsAffected()
@@ -150,6 +158,17 @@ func (s *Store) send(c *coalescer, batch []*coalesce.Op[op, opResult]) {
 
 // statement runs o's statement on conn, filling r.
 func (s *Store) statement(ctx context.Context, conn *pgx.Conn, o *op, r *opResult) error {
+	if o.del {
+		var tag pgconn.CommandTag
+		var err error
+		if o.version == 0 {
+			tag, err = conn.Exec(ctx, s.remove, o.kind, o.id)
+		} else {
+			tag, err = conn.Exec(ctx, s.removeVersion, o.kind, o.id, o.version)
+		}
+		r.affected = tag.RowsAffected()
+		return err
+	}
 	if !o.put {
 		return conn.QueryRow(ctx, s.get, o.kind, o.id).Scan(&r.version, &r.data, &r.updatedAt)
 	}
@@ -165,6 +184,9 @@ func (s *Store) statement(ctx context.Context, conn *pgx.Conn, o *op, r *opResul
 }
 
 func opName(o *op) string {
+	if o.del {
+		return "delete"
+	}
 	if o.put {
 		return "put"
 	}
@@ -172,7 +194,7 @@ func opName(o *op) string {
 }
 
 // coalescerLimit returns how many connections of a pool of maxConns send
-// Gets and Puts at once: a quarter, at least one. Few senders make large
+// Gets, Puts and Deletes at once: a quarter, at least one. Few senders make large
 // batches under load, and so few commits; the rest of the pool serves
 // deletes, lists, and the operations of a failed batch retried alone.
 func coalescerLimit(maxConns int) int { return max(1, maxConns/4) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,74 @@ func TestBatchedOperations(t *testing.T) {
 		t.Errorf("%d batches of %d operations: the operations did not go out together", batches, ops)
 	}
 	t.Logf("%d batches, %.1f operations each", batches, float64(ops)/float64(max(batches, 1)))
+}
+
+// Deletes that arrive while the Store's sender is busy go out together
+// too, each with its own outcome: a delete at the stored version removes
+// the record, one at another version is a conflict and removes nothing,
+// one of a missing record succeeds.
+func TestBatchedDeletes(t *testing.T) {
+	schema := newSchema(t)
+	s := open(t, &postgres.Options{Schema: schema, MaxConns: 4}) // one sender
+	ctx := t.Context()
+	const n = 60
+	for i := range n {
+		if _, err := s.Put(ctx, "del", fmt.Sprintf("r%02d", i), []byte("x"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Hold the sender with a write waiting for a lock, so that the
+	// deletes queue behind it.
+	if _, err := s.Put(ctx, "del", "busy", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	release := lockRows(t, schema, "del", "busy")
+	held := make(chan error, 1)
+	go func() {
+		_, err := s.Put(ctx, "del", "busy", []byte("y"), 1)
+		held <- err
+	}()
+	waitLockWaits(t, schema, 1)
+	before, _ := postgres.BatchStats(s)
+	errs := make([]error, n+1)
+	var wg sync.WaitGroup
+	var started atomic.Int64
+	for i := range n {
+		version := int64(1)
+		if i%3 == 0 {
+			version = 2 // stored: 1
+		}
+		wg.Go(func() {
+			started.Add(1)
+			errs[i] = s.Delete(ctx, "del", fmt.Sprintf("r%02d", i), version)
+		})
+	}
+	wg.Go(func() {
+		started.Add(1)
+		errs[n] = s.Delete(ctx, "del", "missing", 1)
+	})
+	testwait.For(t, 10*time.Second, "every delete to start", func() bool { return started.Load() == n+1 })
+	release()
+	wg.Wait()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := postgres.BatchStats(s); after == before {
+		t.Error("the deletes did not go out together")
+	}
+	for i := range n {
+		_, gerr := s.Get(ctx, "del", fmt.Sprintf("r%02d", i))
+		if i%3 == 0 {
+			if !errors.Is(errs[i], store.ErrConflict) || gerr != nil {
+				t.Errorf("r%02d at a wrong version: delete %v, then get %v; want a conflict, the record kept", i, errs[i], gerr)
+			}
+		} else if errs[i] != nil || !errors.Is(gerr, store.ErrNotFound) {
+			t.Errorf("r%02d: delete %v, then get %v; want it removed", i, errs[i], gerr)
+		}
+	}
+	if errs[n] != nil {
+		t.Errorf("delete of a missing record: %v", errs[n])
+	}
 }
 
 // lockRows locks the records of kind with ids in another session until the

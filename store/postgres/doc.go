@@ -39,9 +39,9 @@
 // pool ([DefaultMaxConns] by default, or the URL's pool_max_conns), which
 // checks a connection that sat idle before reusing it.
 //
-// A quarter of the pool (at least one connection) sends Gets and Puts. An
-// operation that finds one of those connections free goes out alone, as a
-// statement of its own. The operations that arrive while all of them are
+// A quarter of the pool (at least one connection) sends Gets, Puts and
+// Deletes. An operation that finds one of those connections free goes out
+// alone, as a statement of its own. The operations that arrive while all of them are
 // busy wait, and go out together on the next one free: one round trip and
 // one transaction for up to 64 of them, ordered by record so that two
 // batches never wait for each other's row locks in a cycle, and committed

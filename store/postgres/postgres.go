@@ -52,9 +52,10 @@ type Options struct {
 	Schema string
 	// MaxConns bounds the connections the Store keeps open; operations
 	// beyond it wait for a connection as long as their context allows. A
-	// quarter of them (at least one) send Gets and Puts, batched under
-	// load (see the package documentation). The connection URL may set it
-	// too, with pgxpool's parameter pool_max_conns (?pool_max_conns=16).
+	// quarter of them (at least one) send Gets, Puts and Deletes, batched
+	// under load (see the package documentation). The connection URL may
+	// set it too, with pgxpool's parameter pool_max_conns
+	// (?pool_max_conns=16).
 	// Default: [DefaultMaxConns], or GOMAXPROCS when that is larger. Each
 	// process that opens a Store keeps its own pool, so the sum over the
 	// processes that share a server must stay below the server's
@@ -237,33 +238,19 @@ func (s *Store) Delete(ctx context.Context, kind, id string, version int64) erro
 		return err
 	}
 	k, i := []byte(kind), []byte(id)
-	if version == 0 {
-		err := s.retry(ctx, "delete", true, func(conn *pgx.Conn) error {
-			_, err := conn.Exec(ctx, s.remove, k, i)
-			return err
-		})
-		if err != nil {
-			return s.guard.Fail(ctx, "delete", err)
-		}
-		return nil
-	}
 	for {
-		var tag pgconn.CommandTag
-		err := s.retry(ctx, "delete", true, func(conn *pgx.Conn) (err error) {
-			tag, err = conn.Exec(ctx, s.removeVersion, k, i, version)
-			return err
-		})
-		if err != nil {
-			return s.guard.Fail(ctx, "delete", err)
+		r := s.ops.Do(ctx, op{kind: k, id: i, del: true, version: version})
+		if r.err != nil {
+			return s.guard.Fail(ctx, "delete", r.err)
 		}
-		if tag.RowsAffected() == 1 {
+		if version == 0 || r.affected == 1 {
 			return nil
 		}
 		// The record is missing (success) or at another version
 		// (conflict). If it is at version again, it was recreated and
 		// rewritten between the two statements: try again.
 		var stored int64
-		err = s.retry(ctx, "delete", true, func(conn *pgx.Conn) error {
+		err := s.retry(ctx, "delete", true, func(conn *pgx.Conn) error {
 			return conn.QueryRow(ctx, s.versionOf, k, i).Scan(&stored)
 		})
 		switch {

@@ -176,10 +176,11 @@ func TestSearchPathSchemaCreateRefused(t *testing.T) {
 	}
 }
 
-// poolConns blocks more deletes than limit on a row lock of the Store
-// opened with url and opts, each of which waits on a connection of its
-// own, and returns how many connections the Store then holds on the
-// server.
+// poolConns blocks more lists than limit on a lock of the table of the
+// Store opened with url and opts, each of which waits on a connection of
+// its own (Gets, Puts and Deletes would wait together, batched on a
+// quarter of the pool), and returns how many connections the Store then
+// holds on the server.
 func poolConns(t *testing.T, url string, opts *postgres.Options, limit int) int {
 	t.Helper()
 	app := opts.ApplicationName
@@ -193,21 +194,20 @@ func poolConns(t *testing.T, url string, opts *postgres.Options, limit int) int 
 	if _, err := s.Put(ctx, kind, "r", []byte("0"), 0); err != nil {
 		t.Fatal(err)
 	}
-	// Lock the record, so that every delete of it waits until the lock
-	// goes.
+	// Lock the table, so that every list of it waits until the lock goes.
 	tx, err := admin(t).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE `+opts.Schema+`.calf_records SET data = data WHERE kind = $1`, []byte(kind)); err != nil {
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+opts.Schema+`.calf_records IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for range limit + 3 {
-		wg.Go(func() { s.Delete(ctx, kind, "r", 0) })
+		wg.Go(func() { _, _ = s.List(ctx, kind, "", "", 0) })
 	}
-	// Wait until limit connections are open, the deletes waiting on the
-	// lock. Once every delete is done, the pool still holds, idle, each
+	// Wait until limit connections are open, the lists waiting on the
+	// lock. Once every list is done, the pool still holds, idle, each
 	// connection it opened: more, had it let the others open their own.
 	count := func() (n int, err error) {
 		err = admin(t).QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
