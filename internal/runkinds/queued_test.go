@@ -101,6 +101,17 @@ func TestSignalToQueuedRun(t *testing.T) {
 				v, err := rt.LoadRun(ctx, ref("q2"))
 				return err == nil && v.RunStatus() == agent.RunQueued
 			})
+			// Its input delivered again goes back to its place in the
+			// queue: it does not start the run past the limit.
+			if err := s.submit(ctx, "q2"); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := rt.LoadRun(ctx, ref("q2")); err != nil || v.RunStatus() != agent.RunQueued {
+				t.Fatalf("the queued run after its input came again: %v, %v", v, err)
+			}
 			v, err := rt.Signal(ctx, ref("q2"), "go", "second")
 			if err != nil || v.RunStatus() != agent.RunQueued {
 				t.Fatalf("a signal to the queued run: %v, %v", v, err)
