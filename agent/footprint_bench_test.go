@@ -9,7 +9,48 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
+
+// watchPeak, when CALF_FOOTPRINT_PEAKPROFILE names a file, writes a heap
+// profile there each time the live heap grows past its largest value so
+// far by an eighth, so that the file ends holding the heap near its peak;
+// the returned function stops the watch and logs the peak seen. Without
+// the variable it does nothing.
+func watchPeak(b *testing.B) (stop func()) {
+	path := os.Getenv("CALF_FOOTPRINT_PEAKPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	var peak uint64
+	go func() {
+		defer close(exited)
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > peak+peak/8 {
+				peak = v
+				if f, err := os.Create(path); err == nil {
+					_ = pprof.Lookup("heap").WriteTo(f, 0)
+					f.Close()
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+		b.Logf("peak of the live heap seen: %.1f MiB (profile in %s)", float64(peak)/(1<<20), path)
+	}
+}
 
 // logFootprint logs, when CALF_FOOTPRINT_DETAIL is set, what the resident
 // memory of the process is made of: the summary of /proc/self/smaps_rollup,
