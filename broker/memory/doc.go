@@ -57,12 +57,19 @@
 // # Backpressure
 //
 // [Broker.Publish] blocks while a matching group holds [Options.QueueSize]
-// messages not yet acknowledged, until a handler makes room or the
-// publisher's context ends. A publish made from within a handler of the same
-// broker (with the handler's context or one derived from it) never blocks,
-// so that chains of handlers that publish to each other cannot deadlock; the
-// bound is therefore soft for handler output, and publishers racing for the
-// last free place may overshoot it by one message each.
+// messages not yet acknowledged, or all the groups together hold
+// [Options.HeldSize] (by default QueueSize), until a handler makes room or
+// the publisher's context ends. A publish made from within a handler of the
+// same broker (with the handler's context or one derived from it) never
+// blocks, so that chains of handlers that publish to each other cannot
+// deadlock; the bounds are therefore soft for handler output, and
+// publishers racing for the last free place may overshoot them by one
+// message each. The bound on all groups is what keeps a burst of publishes
+// (a million runs submitted at once) from piling up in the later steps of
+// a chain: each step's output counts against it, so a publish from outside
+// waits until the chain has made room. It also means that a group whose
+// handlers stall (a store that cannot be reached, a subscriber that stopped
+// reading) holds back publishes to every channel once the broker is full.
 //
 // # Durability
 //

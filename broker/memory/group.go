@@ -106,6 +106,7 @@ func (g *group) enqueue(ctx context.Context, msg *calf.Message, block bool) (*ke
 		return nil, nil
 	}
 	g.pending++
+	g.b.held.Add(1)
 	g.b.addBusy(1)
 	if m.Key == "" {
 		q := newKeyQueue("", true)
@@ -179,6 +180,7 @@ func (g *group) schedule(q *keyQueue) {
 // ack removes one message from the unacknowledged count. g.mu must be held.
 func (g *group) ack() {
 	g.pending--
+	g.b.release(1)
 	g.b.addBusy(-1)
 	if g.space != nil && g.pending < g.b.opts.QueueSize {
 		close(g.space)
@@ -194,6 +196,7 @@ func (g *group) discard() {
 	}
 	if n := int64(g.pending); n > 0 {
 		g.b.discarded.Add(n)
+		g.b.release(n)
 		g.b.addBusy(-n)
 		g.b.log.Debug("memory: discarded the undelivered messages of a group with no members", "group", g.name, "pattern", g.pattern, "messages", n)
 	}

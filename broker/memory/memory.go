@@ -50,6 +50,15 @@ type Options struct {
 	// redelivery). Publish blocks while a matching group is full.
 	// Default: [DefaultQueueSize].
 	QueueSize int
+	// HeldSize bounds the messages all the consumer groups together hold
+	// that are not yet acknowledged. Publish blocks while the broker holds
+	// that many, as it does while a matching group is full. Messages that
+	// handlers publish count, but their publish never blocks: so a chain of
+	// handlers, each publishing to the next group, fed by a burst of
+	// publishes from outside holds about HeldSize messages in all, where a
+	// bound per group alone would let each group of the chain fill up.
+	// Default: QueueSize.
+	HeldSize int
 	// Concurrency bounds the keys one subscription handles at once, for
 	// subscriptions that do not set [calf.SubscribeOptions.Concurrency].
 	// Default: [DefaultConcurrency].
@@ -109,6 +118,13 @@ type Broker struct {
 	idleMu sync.Mutex
 	idle   chan struct{}
 
+	// held counts the unacknowledged messages of all groups; publishers
+	// wait on room while it is at Options.HeldSize (see waitHeld).
+	held    atomic.Int64
+	waiters atomic.Int64 // publishers in waitHeld
+	roomMu  sync.Mutex
+	room    chan struct{} // closed when held drops below the bound; nil while no one waits
+
 	published, delivered, redelivered, deadLettered, discarded, outageRetries atomic.Int64
 }
 
@@ -131,6 +147,9 @@ func New(opts *Options) *Broker {
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = DefaultQueueSize
+	}
+	if o.HeldSize <= 0 {
+		o.HeldSize = o.QueueSize
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
@@ -158,10 +177,11 @@ type deliveryKey struct{}
 
 // Publish delivers a copy of msg to every consumer group whose pattern
 // matches its channel. It blocks while one of those groups holds
-// [Options.QueueSize] unacknowledged messages, until there is room or ctx is
-// done, except when ctx is the context of one of this broker's handlers:
-// a publish made while handling a message never blocks. It returns
-// [calf.ErrClosed] once the broker is closed.
+// [Options.QueueSize] unacknowledged messages, or all groups together
+// [Options.HeldSize], until there is room or ctx is done, except when ctx
+// is the context of one of this broker's handlers: a publish made while
+// handling a message never blocks. It returns [calf.ErrClosed] once the
+// broker is closed.
 func (b *Broker) Publish(ctx context.Context, msg *calf.Message) error {
 	if msg == nil {
 		return errors.New("memory: publish nil message")
@@ -174,6 +194,11 @@ func (b *Broker) Publish(ctx context.Context, msg *calf.Message) error {
 	}
 	block := ctx.Value(deliveryKey{}) != b
 	groups := b.route(msg.Channel)
+	if block && len(groups) > 0 {
+		if err := b.waitHeld(ctx); err != nil {
+			return err
+		}
+	}
 	switch len(groups) {
 	case 0:
 	case 1:
@@ -349,6 +374,52 @@ func (b *Broker) Stats() Stats {
 		Discarded:     b.discarded.Load(),
 		OutageRetries: b.outageRetries.Load(),
 	}
+}
+
+// waitHeld blocks until the groups hold fewer than Options.HeldSize
+// unacknowledged messages in all, or the broker closes, or ctx is done.
+func (b *Broker) waitHeld(ctx context.Context) error {
+	size := int64(b.opts.HeldSize)
+	if b.held.Load() < size {
+		return nil
+	}
+	// waiters is raised before held is read again, and release lowers
+	// held before it reads waiters: one of the two sees the other.
+	b.waiters.Add(1)
+	defer b.waiters.Add(-1)
+	for {
+		b.roomMu.Lock()
+		if b.held.Load() < size {
+			b.roomMu.Unlock()
+			return nil
+		}
+		if b.room == nil {
+			b.room = make(chan struct{})
+		}
+		room := b.room
+		b.roomMu.Unlock()
+		select {
+		case <-room:
+		case <-b.done:
+			return calf.ErrClosed
+		case <-ctx.Done():
+			return fmt.Errorf("memory: publish: the broker holds %d messages: %w", size, ctx.Err())
+		}
+	}
+}
+
+// release removes n messages from the held count and wakes the
+// publishers waiting for room.
+func (b *Broker) release(n int64) {
+	if b.held.Add(-n) >= int64(b.opts.HeldSize) || b.waiters.Load() == 0 {
+		return
+	}
+	b.roomMu.Lock()
+	if b.room != nil {
+		close(b.room)
+		b.room = nil
+	}
+	b.roomMu.Unlock()
 }
 
 // addBusy adjusts the busy count and wakes Drain when it reaches zero.

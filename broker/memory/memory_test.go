@@ -206,6 +206,54 @@ func TestBackpressureAcrossGroups(t *testing.T) {
 	}
 }
 
+// A chain of handlers, each publishing to the next group, holds at most
+// HeldSize messages in all: a publish from outside waits, though each group
+// has room.
+func TestBackpressureOfAChain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBroker(t, &memory.Options{QueueSize: 100, HeldSize: 2})
+		release := make(chan struct{})
+		var out recorder
+		subscribe(t, b, "held.out", func(ctx context.Context, m *calf.Message) error {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return out.handle(ctx, m)
+		}, nil)
+		subscribe(t, b, "held.in", func(ctx context.Context, m *calf.Message) error {
+			return b.Publish(ctx, msg("held.out", m.Key, "out-"+m.ID))
+		}, nil)
+		publish(t, b, msg("held.in", "a", "1"))
+		publish(t, b, msg("held.in", "b", "2"))
+		synctest.Wait() // held.out holds out-1 and out-2
+
+		published := make(chan error, 1)
+		go func() { published <- b.Publish(context.Background(), msg("held.in", "c", "3")) }()
+		synctest.Wait()
+		select {
+		case err := <-published:
+			t.Fatalf("Publish while the broker holds HeldSize messages returned %v", err)
+		default:
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if err := b.Publish(ctx, msg("held.in", "d", "refused")); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Publish with a cancelled context = %v, want context.Canceled", err)
+		}
+		close(release)
+		if err := wait(t, "blocked Publish", published); err != nil {
+			t.Fatal(err)
+		}
+		drain(t, b)
+		got := out.got()
+		slices.Sort(got)
+		if diff := cmp.Diff([]string{"out-1", "out-2", "out-3"}, got); diff != "" {
+			t.Errorf("handled (-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestPublishFromHandlerNeverBlocks(t *testing.T) {
 	b := newBroker(t, &memory.Options{QueueSize: 1})
 	release := make(chan struct{})
