@@ -398,7 +398,11 @@ func (h *handlers) customStep(ctx context.Context, st *runState, version int64, 
 	switch {
 	case err == nil:
 	case errors.Is(err, errAwait):
-		return nil // the answer runs the step again
+		// The answer (a signal, a person's, the end of a sleep) runs the
+		// step again, reading the run from the store: until then its
+		// cached state would only hold room the runs in progress need.
+		h.rt.runs.Forget(st.RunID)
+		return nil
 
 	case ctx.Err() != nil:
 		return ctx.Err() // shutting down: leave the message for redelivery

@@ -24,6 +24,9 @@ const (
 	KindRunMessages = runstore.KindRunMessages
 )
 
+// RunCached reports whether the runtime's cache of run states holds run id.
+func (rt *Runtime) RunCached(id string) bool { return rt.runs.Version(id) >= 0 }
+
 // DecodeRunState decodes a run's record.
 func DecodeRunState(data []byte) (*RunState, error) { return decodeRunState(data) }
 

@@ -762,7 +762,13 @@ func (h *handlers) toolCall(ctx context.Context, msg *calf.Message, id string, e
 			return err
 		}
 		if waiting {
-			return nil // the answer, from a person, continues the call
+			// The answer, from a person, continues the call, minutes or
+			// days from now: the run's cached state would only hold room
+			// that the runs in progress need (a burst of runs that all
+			// ask would fill the cache with them). The answer reads the
+			// run from the store.
+			h.rt.runs.Forget(id)
+			return nil
 		}
 		data, err := json.Marshal(res)
 		if err != nil {
