@@ -48,7 +48,8 @@ type entry[S any] struct {
 // about as much again). The cache serves the runs a process is working on
 // now; a run that waits (for an approval, a signal, a timer) is read again
 // when it resumes, so a burst of runs that then wait leaves no more than
-// these bounds behind.
+// these bounds behind (and the engine forgets a run that starts to wait
+// for a person or a signal at once: it leaves nothing).
 const (
 	DefaultSize  = 1024
 	DefaultBytes = 16 << 20
