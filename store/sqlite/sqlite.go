@@ -14,7 +14,8 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/store/adapter"
@@ -152,8 +153,19 @@ func (s *Store) open(path string, o Options) error {
 	s.writer.SetMaxIdleConns(1)
 	s.writer.SetConnMaxLifetime(0)
 	s.writer.SetConnMaxIdleTime(0)
-	if _, err := migrate(ctx, s.writer, o.Now().UnixNano(), o.Logger); err != nil {
-		return err
+	// The first connection sets the WAL journal mode, which another
+	// process (or Store) opening the same new file at that moment can
+	// refuse at once with SQLITE_BUSY, without waiting for the busy
+	// timeout: the open is tried again until the busy timeout has passed.
+	for deadline := time.Now().Add(o.BusyTimeout); ; {
+		_, err := migrate(ctx, s.writer, o.Now().UnixNano(), o.Logger)
+		if err == nil {
+			break
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	s.reader, err = sql.Open("sqlite", dsn(path, url.Values{
@@ -443,4 +455,11 @@ func boolIndex(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (the database is
+// locked by another connection).
+func isBusy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_BUSY
 }

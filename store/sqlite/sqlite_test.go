@@ -313,3 +313,31 @@ func TestBatchedPuts(t *testing.T) {
 	}
 	storetest.CheckCounters(t, open(t, path, nil), writers, increments)
 }
+
+// Stores opened at once on the same new file all open: the first
+// connection's switch to the WAL journal, which another can refuse at
+// once with SQLITE_BUSY, is tried again within the busy timeout.
+func TestOpenAtOnce(t *testing.T) {
+	for i := range 20 {
+		path := filepath.Join(t.TempDir(), "at-once-"+strconv.Itoa(i)+".db")
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			wg.Go(func() {
+				s, err := sqlite.Open(path, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				errs <- s.Close()
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+		}
+	}
+}
