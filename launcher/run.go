@@ -142,6 +142,9 @@ func (l *launch) runOnce(ctx context.Context, rt *agent.Runtime, rn runner.Runne
 		if streamed {
 			fmt.Fprintln(l.stdout)
 		}
+		if res.NotServed {
+			return res, fmt.Errorf("run %s of %s %s: %w", res.RunID, rn.Name(), res.Status, agent.ErrNotServed)
+		}
 		return res, fmt.Errorf("run %s of %s %s: %s", res.RunID, rn.Name(), res.Status, res.Error)
 	}
 	if !streamed {

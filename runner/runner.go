@@ -167,6 +167,9 @@ type Result struct {
 	Structured json.RawMessage
 	// Error says why a run failed or was cancelled.
 	Error string
+	// NotServed reports that the run was cancelled before it started
+	// because no process serves its runner ([agent.ErrNotServed]).
+	NotServed bool
 	// Usage counts the model calls of an agent's run, from its output
 	// (zero for teams and workflows, and for a run read with Status).
 	Usage model.Usage
@@ -198,7 +201,7 @@ func ended(ctx context.Context, runID string, err error) (*Result, error) {
 		if re.Status == agent.RunCancelled {
 			st = Cancelled
 		}
-		return &Result{RunID: cmp.Or(re.RunID, runID), Status: st, Error: re.Error()}, nil
+		return &Result{RunID: cmp.Or(re.RunID, runID), Status: st, Error: re.Error(), NotServed: errors.Is(err, agent.ErrNotServed)}, nil
 	}
 	return nil, err
 }
