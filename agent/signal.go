@@ -149,8 +149,7 @@ func (rt *Runtime) signalQueued(ctx context.Context, run RunRef, name string, ra
 	if q.Run.Kind == "team" {
 		return q, fmt.Errorf("team %s: signal %s to run %s: the run waits under flow control, and has no member run to take a signal yet: send it once it has started", q.Run.Name, name, q.Run.RunID)
 	}
-	key := q.Run.Kind + "/" + q.Run.Name + "/" + q.Run.RunID
-	if _, err := signals.Deliver(ctx, rt.signalEnv(), key, name, raw); err != nil {
+	if _, err := signals.Deliver(ctx, rt.signalEnv(), runSignalKey(q.Run.Kind, q.Run.Name, q.Run.RunID), name, raw); err != nil {
 		return q, fmt.Errorf("%s %s: signal %s to run %s: %w", q.Run.Kind, q.Run.Name, name, q.Run.RunID, err)
 	}
 	return q, nil
@@ -182,7 +181,12 @@ func (rt *Runtime) signalAgentRun(ctx context.Context, run RunRef, name string, 
 
 // agentSignalKey names an agent's run among the runs whose signals are
 // kept.
-func agentSignalKey(agent, run string) string { return "agent/" + agent + "/" + run }
+func agentSignalKey(agent, run string) string { return runSignalKey("agent", agent, run) }
+
+// runSignalKey names the run of a kind's runner among the runs whose
+// signals are kept: "{kind}/{runner}/{run}" (a workflow's signalKey is
+// the same).
+func runSignalKey(kind, runner, run string) string { return kind + "/" + runner + "/" + run }
 
 func (rt *Runtime) signalEnv() signals.Env {
 	return signals.Env{

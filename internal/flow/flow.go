@@ -206,11 +206,8 @@ type debounce struct {
 // Queued reports whether the run runID waits for a slot or in a
 // debounce window.
 func Queued(ctx context.Context, s store.Store, runID string) (bool, error) {
-	_, err := s.Get(ctx, KindRun, runID)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+	_, _, ok, err := Lookup(ctx, s, runID)
+	return ok, err
 }
 
 // Lookup returns the target ("{kind}/{name}") and the stored key of the
