@@ -193,6 +193,7 @@ func (rt *Runtime) signalEnv() signals.Env {
 		Store: rt.store, Client: rt.client, Now: rt.now,
 		StartTimer: func(ctx context.Context, t timers.Timer) (bool, error) { return rt.timerSvc().Start(ctx, t) },
 		StopTimer:  func(ctx context.Context, id string) (bool, error) { return rt.timerSvc().Stop(ctx, id) },
+		Local:      rt.inProcessBroker(),
 	}
 }
 

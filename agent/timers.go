@@ -8,8 +8,13 @@ import (
 	"time"
 
 	"github.com/calf-go/calf"
+	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/internal/timers"
 )
+
+// signalWatchEvery is how often a runtime on an in-process broker reads
+// the signals that other processes sent to its waiting runs.
+const signalWatchEvery = time.Second
 
 // Timer is a durable timer: at Due, an event is emitted on Channel, by
 // whichever process that shares the runtime's store fires timers (see
@@ -97,6 +102,10 @@ func (rt *Runtime) Timers(ctx context.Context, prefix string) ([]Timer, error) {
 // one fires each timer. A timer started in this process fires when due;
 // one started elsewhere within [RuntimeOptions.TimerPoll]; one whose
 // firer died within a few seconds more.
+//
+// On an in-process broker it also carries out the signals (approval
+// answers among them) that other processes send to its waiting runs,
+// which they can only record in the store (read every second).
 func (rt *Runtime) ServeTimers() {
 	if rt == nil {
 		return
@@ -113,6 +122,12 @@ func (rt *Runtime) ServeTimers() {
 		rt.serveDeadlines(ctx)
 		// And so are the expiries of approval requests.
 		rt.serveApprovalExpiry(ctx)
+		// On a broker that reaches no other process, the signals that
+		// other processes send to the runs of this one are found in the
+		// store (see signals.Watch).
+		if rt.inProcessBroker() {
+			go signals.Watch(ctx, rt.signalEnv(), signalWatchEvery, rt.log)
+		}
 		rt.client.OnShutdown(func() {
 			cancel()
 			<-done

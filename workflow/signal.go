@@ -36,6 +36,7 @@ func signalEnv(rt *agent.Runtime) signals.Env {
 		Store: rt.Store(), Client: rt.Client(), Now: rt.Client().Now,
 		StartTimer: func(ctx context.Context, t timers.Timer) (bool, error) { return rt.StartTimer(ctx, agent.Timer(t)) },
 		StopTimer:  rt.StopTimer,
+		Local:      calf.IsLocal(rt.Client().Broker()),
 	}
 }
 

@@ -141,7 +141,7 @@ func Seq(id string) string { return id[strings.LastIndexByte(id, '/')+1:] }
 // of its waits, and returns how many records it removed.
 func Sweep(ctx context.Context, s store.Store, key string) (int, error) {
 	n := 0
-	for _, kind := range []string{Kind, KindCall, KindWaiter, KindCursor} {
+	for _, kind := range []string{Kind, KindCall, KindWaiter, KindCursor, KindWoken} {
 		m, err := store.DeletePrefix(ctx, s, kind, key+"/")
 		n += m
 		if err != nil {

@@ -25,6 +25,11 @@ const (
 	// KindCursor holds, under "{run key}/{name}", the last signal of the
 	// name that a wait of the run took.
 	KindCursor = "signal_cursor"
+	// KindWoken indexes, under the signal's id, a signal sent to a run
+	// that waited for it by a process whose broker reaches no other
+	// process ([Env.Local]): the wake it emitted may reach nobody, so
+	// the process that serves the run emits it again ([ReadWoken]).
+	KindWoken = "signal_woken"
 )
 
 // Env is what a wait needs of the runtime.
@@ -35,6 +40,11 @@ type Env struct {
 	// StartTimer and StopTimer are the runtime's timers.
 	StartTimer func(ctx context.Context, t timers.Timer) (bool, error)
 	StopTimer  func(ctx context.Context, id string) (bool, error)
+	// Local says that Client's broker reaches no other process (an
+	// in-process broker, [calf.IsLocal]): a signal sent to a waiting run
+	// is then indexed ([KindWoken]) for the process that serves the run,
+	// which may be another one on the same store. A nil Client is local.
+	Local bool
 }
 
 // Wake is the event that runs the waiting code again: its channel, data
@@ -258,6 +268,14 @@ func Deliver(ctx context.Context, env Env, key, name string, value json.RawMessa
 	var w Wake
 	if err := json.Unmarshal(rec.Data, &w); err != nil {
 		return sig, fmt.Errorf("signals: waiter %s: %w", rec.ID, err)
+	}
+	if env.Local || env.Client == nil {
+		if _, err := env.Store.Put(ctx, KindWoken, sig.ID, []byte("{}"), 0); err != nil && !errors.Is(err, store.ErrConflict) {
+			return sig, err
+		}
+	}
+	if env.Client == nil {
+		return sig, nil
 	}
 	return sig, wake(ctx, env.Client, w, sig)
 }
