@@ -48,13 +48,18 @@ type Env struct {
 }
 
 // Wake is the event that runs the waiting code again: its channel, data
-// and key; its id is EventID with ".signal.{seq}" or ".timeout" added.
+// and key; its id is EventID with ".signal.{seq}" or ".timeout" added,
+// or, for a wait that one signal ends for good (Once: a workflow's
+// interrupt, an approval request, each answered once), EventID itself
+// for a signal, so that the wake and the same event emitted by recovery
+// are one event.
 type Wake struct {
 	Channel  string          `json:"channel"`
 	Data     json.RawMessage `json:"data"`
 	Key      string          `json:"key,omitempty"`
 	EventID  string          `json:"event_id"`
 	Metadata calf.Metadata   `json:"metadata,omitzero"`
+	Once     bool            `json:"once,omitempty"`
 }
 
 // call is a wait as recorded.
@@ -243,7 +248,11 @@ func advance(ctx context.Context, s store.Store, key, name, id string) error {
 
 // wake emits the wake event for sig.
 func wake(ctx context.Context, c *calf.Client, w Wake, sig *Signal) error {
-	opts := []calf.EmitOption{calf.WithID(w.EventID + ".signal." + Seq(sig.ID)), calf.WithMetadata(w.Metadata)}
+	id := w.EventID
+	if !w.Once {
+		id += ".signal." + Seq(sig.ID)
+	}
+	opts := []calf.EmitOption{calf.WithID(id), calf.WithMetadata(w.Metadata)}
 	if w.Key != "" {
 		opts = append(opts, calf.WithKey(w.Key))
 	}
