@@ -11,9 +11,9 @@ import (
 // The engine's side of approvals: a call that asks is recorded as an
 // [approval.Approval] and published (requestApproval, in handlers.go), an
 // answer is carried out (onApproval), a run that ends ends its requests
-// (engine.EndApprovals), and on an in-process broker the answers recorded by
-// other processes are read from the store (approvalwatch.go). Reading and
-// answering requests is the approval package's.
+// (engine.EndApprovals). The answer is a signal of the run: the request's
+// run waits for it (approvalwait.go), and its wake is the answer event.
+// Reading and answering requests is the approval package's.
 
 // suffixApproval is the last token of an agent's approval channel
 // ([approval.Channel]).

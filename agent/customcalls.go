@@ -236,7 +236,9 @@ func (sc *StepContext[State]) Approve(action string, args json.RawMessage, reaso
 	switch a.Status {
 	case approval.Pending:
 		c.waiting = true
-		rc.rt.watchApproval(a.ID)
+		if err := rc.rt.awaitAnswer(rc, a); err != nil {
+			return nil, err
+		}
 		if err := approval.Publish(rc, rc.rt.client, a); err != nil {
 			return nil, err
 		}

@@ -308,9 +308,11 @@
 // hold this package's exported types. Its JSON is a stored format that
 // TestStoredRecords reads from testdata/records. session.go records a run's
 // start and end in its session through agent/internal/sessionstore;
-// approval.go makes and carries out approval requests, and on an in-process
-// broker the approval watch of agent/internal/engine reads from the store
-// the answers other processes recorded (approvalwatch.go starts it);
+// approval.go makes and carries out approval requests, whose answers are
+// signals of their runs: approvalwait.go has a pending request's run wait
+// for its answer through internal/signals, whose wake is the answer
+// itself (on an in-process broker, the runtime reads the signals other
+// processes sent from the store);
 // customcalls.go makes a custom step's calls, recorded through the engine
 // (kind custom_call); handoff.go and handoff_chain.go hand a run over and
 // read a chain; subagent.go starts subagent runs and takes their outputs;

@@ -17,6 +17,7 @@ import (
 	"github.com/calf-go/calf/agent/internal/engine"
 	"github.com/calf-go/calf/agent/internal/runstore"
 	"github.com/calf-go/calf/agent/internal/sessionstore"
+	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/model"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
@@ -710,8 +711,7 @@ func (h *handlers) toolCall(ctx context.Context, msg *calf.Message, id string, e
 		a, err := approval.Get(ctx, h.rt.store, approval.ID(id, ev.ToolCallID))
 		switch {
 		case err == nil && a.Status == approval.Pending:
-			h.rt.watchApproval(a.ID)
-			return nil
+			return nil // its answer, a signal of the run, wakes it
 		case err == nil && msg.Channel != approval.Channel(h.a.name):
 			// Answered: the answer's message runs the call, on the
 			// approval subscription, which takes a run's answers one at a
@@ -941,7 +941,9 @@ func (h *handlers) requestApproval(ctx context.Context, st *runState, ev ToolCal
 		if err := h.rt.startExpiry(ctx, a); err != nil {
 			return err
 		}
-		h.rt.watchApproval(a.ID)
+		if err := h.rt.awaitAnswer(ctx, a); err != nil {
+			return err
+		}
 	}
 	return approval.Publish(ctx, h.rt.client, a)
 }
@@ -956,11 +958,18 @@ func (h *handlers) onApproval(ctx context.Context, msg *calf.Message) error {
 	if a.Status == approval.Pending || a.Agent != h.a.name {
 		return nil // a request: the answer is what acts
 	}
+	var err error
 	if h.a.step != nil {
 		// A custom agent's step asked: it runs again, and finds the answer.
-		return h.infer(ctx, &inference{msg: msg, ev: inferenceEvent{Step: a.Step}}, a.RunID)
+		err = h.infer(ctx, &inference{msg: msg, ev: inferenceEvent{Step: a.Step}}, a.RunID)
+	} else {
+		err = h.toolCall(ctx, msg, a.RunID, ToolCallEvent{Step: a.Step, ToolCallID: a.ToolCallID, ToolName: a.ToolName, Arguments: string(a.Arguments)})
 	}
-	return h.toolCall(ctx, msg, a.RunID, ToolCallEvent{Step: a.Step, ToolCallID: a.ToolCallID, ToolName: a.ToolName, Arguments: string(a.Arguments)})
+	if err != nil {
+		return err
+	}
+	// Carried out: the request's wait for its answer is over.
+	return signals.Answered(ctx, h.rt.signalEnv(), agentSignalKey(a.Agent, a.RunID), signals.ApprovalName(a.ToolCallID))
 }
 
 // callTool runs the tool of ev with its timeout.

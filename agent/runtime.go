@@ -101,9 +101,6 @@ type Runtime struct {
 	late atomic.Int64
 	// tools runs tool calls on goroutines kept for the next call.
 	tools engine.Executor
-	// approvals are the approval requests its runs wait for, read from
-	// the store on a local broker (see watchApproval).
-	approvals *engine.ApprovalWatch
 	// prepared holds the input channels whose group the broker has
 	// prepared, and preparing is held by the caller preparing one (see
 	// prepareInput).
@@ -156,7 +153,6 @@ func NewRuntime(client *calf.Client, s store.Store, opts *RuntimeOptions) *Runti
 	rt := &Runtime{client: client, store: s, log: o.Logger, now: o.Now, newID: o.NewID, sessions: sessionstore.New(s, o.Now, o.Logger, true), prices: o.Prices, serveOnDemand: o.ServeOnDemand, timerPoll: o.TimerPoll, idemWindow: o.IdempotencyWindow, flowPoll: o.FlowPoll, preparing: make(chan struct{}, 1),
 		tel: telemetry.New(o.TracerProvider, o.MeterProvider)}
 	rt.runs = newRunStore(rt, calf.IsLocal(client.Broker()))
-	rt.approvals = engine.NewApprovalWatch(client, s, o.Logger)
 	rt.AddSweeper("idempotency", func(ctx context.Context, s store.Store, before time.Time) (int, int, error) {
 		n, err := idem.Sweep(ctx, s, before)
 		return 0, n, err

@@ -55,7 +55,7 @@ func (rt *Runtime) SignalWith(ctx context.Context, run RunRef, name string, valu
 	if rt == nil {
 		return nil, ErrNoRuntime
 	}
-	if err := signals.CheckName(name); err != nil {
+	if err := signals.CheckSent(name); err != nil {
 		return nil, fmt.Errorf("agent: signal run %s: %w", run.RunID, err)
 	}
 	var raw json.RawMessage
@@ -186,7 +186,7 @@ func agentSignalKey(agent, run string) string { return runSignalKey("agent", age
 // runSignalKey names the run of a kind's runner among the runs whose
 // signals are kept: "{kind}/{runner}/{run}" (a workflow's signalKey is
 // the same).
-func runSignalKey(kind, runner, run string) string { return kind + "/" + runner + "/" + run }
+func runSignalKey(kind, runner, run string) string { return signals.Key(kind, runner, run) }
 
 func (rt *Runtime) signalEnv() signals.Env {
 	return signals.Env{

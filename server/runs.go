@@ -179,7 +179,7 @@ func (s *Server) signalRun(w http.ResponseWriter, r *http.Request) {
 		s.requestError(w, r, fmt.Errorf("%w: run id %q", errBadRequest, id))
 		return
 	}
-	if err := signals.CheckName(name); err != nil {
+	if err := signals.CheckSent(name); err != nil {
 		s.requestError(w, r, fmt.Errorf("%w: %v", errBadRequest, err))
 		return
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent/internal/runprogress"
+	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/store"
 	"github.com/calf-go/calf/tool"
 )
@@ -19,27 +20,59 @@ import (
 // Kind is the store kind of approval requests.
 const Kind = "approval"
 
-// KindAnswered indexes the answers recorded without a client that
-// reaches other processes ([Respond] and [Expire] given a nil client, or
-// one on an in-process broker), under the request's id: a runtime on an in-process broker, which no other process reaches,
-// reads this index to carry out the answers that another process (calf
-// approvals) recorded for its runs, and removes each entry it carried
-// out. Its entries are swept with their runs.
+// KindAnswered indexed, under the request's id, the answers recorded
+// without a client that reached other processes, for a runtime on an
+// in-process broker to carry out. Answers are now signals of their runs
+// (see [Respond]), which have an index of their own; entries left by
+// earlier versions are swept with their runs.
 const KindAnswered = "approval_answered"
 
 // unheard reports whether what c publishes may not reach the process
-// whose run waits: no client, or one on an in-process broker ([calf.IsLocal]),
-// which reaches this process only. The answer is then indexed too.
+// whose run waits: no client, or one on an in-process broker
+// ([calf.IsLocal]), which reaches this process only.
 func unheard(c *calf.Client) bool { return c == nil || calf.IsLocal(c.Broker()) }
 
-// recordAnswered adds the answer of request id to [KindAnswered]. A
-// failure is returned: the answer is recorded, but a process on an
-// in-process broker would not see it.
-func recordAnswered(ctx context.Context, s store.Store, id string) error {
-	if _, err := s.Put(ctx, KindAnswered, id, []byte("{}"), 0); err != nil && !errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("approval: index the answer of %s: %w", id, err)
+// EventID returns the id of the message that carries a on its agent's
+// approval channel: one for the request, one for its answer, so that the
+// same answer sent twice (by [Respond] retried, or by a redelivery) is
+// one event in a stream, and is carried out once.
+func EventID(a *Approval) string {
+	what := "answer"
+	if a.Status == Pending {
+		what = "request"
 	}
-	return nil
+	return a.RunID + ".approval." + a.ToolCallID + "." + what
+}
+
+// carryOut sends the answer a to its run as the signal that its request
+// waits for ([signals.Answer]): the run is woken by an event on its
+// agent's approval channel that is the answer itself, as [Publish] sends
+// it, and that its agent's workers carry out. A request whose run waits
+// in no such way (recorded by an earlier version) has its answer
+// published with c instead. On an in-process broker, or with a nil c,
+// the signal is indexed for the process that serves the run, which may
+// be another on the same store (see [Respond]). A copy for the stream of
+// the root run goes first (see [Publish]).
+func carryOut(ctx context.Context, s store.Store, c *calf.Client, a *Approval) error {
+	now := time.Now
+	if c != nil {
+		now = c.Now
+		publishRoot(ctx, c, a)
+	}
+	value, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	env := signals.Env{Store: s, Client: c, Now: now, Local: unheard(c)}
+	seq := fmt.Sprintf("%019d-00000000", max(a.AnsweredAt.UnixNano(), 0))
+	woke, err := signals.Answer(ctx, env, signals.Key("agent", a.Agent, a.RunID), signals.ApprovalName(a.ToolCallID), seq, value)
+	if err != nil {
+		return fmt.Errorf("approval: send the answer of %s to its run: %w", a.ID, err)
+	}
+	if woke || c == nil {
+		return nil
+	}
+	return publishOwn(ctx, c, a)
 }
 
 // Status is where an approval request stands.
@@ -281,13 +314,14 @@ func runEnded(ctx context.Context, s store.Store, id string) (string, error) {
 // with c, and a worker that serves the agent then runs the call with the
 // approved arguments, or tells the model it was denied.
 //
-// With a nil c the answer is only recorded, and indexed ([KindAnswered]),
-// as it is with a c on an in-process broker, which reaches no other process.
-// That is enough for a run served on an in-process broker
-// ([calf.IsLocal]): its runtime reads that index about once a second, and
-// publishes the answers it finds there itself. Workers on a broker other
-// processes reach need the answer published: give c a client of that
-// broker.
+// The answer is a signal of the request's run, the one its call waits
+// for: sending it wakes the run with the answer (see [Publish]). With a
+// nil c, or a c on an in-process broker, which reaches no other process,
+// the signal is only recorded, and indexed. That is enough for a run
+// served on an in-process broker ([calf.IsLocal]): its runtime reads that
+// index about once a second, and wakes the run itself. Workers on a
+// broker other processes reach need the answer published: give c a
+// client of that broker.
 //
 // A request answered already is refused with [ErrAnswered] (while its
 // call still waits, its recorded answer is published again, so that
@@ -367,24 +401,19 @@ func Respond(ctx context.Context, s store.Store, c *calf.Client, id string, ans 
 	if answered.Status == Cancelled {
 		return answered, fmt.Errorf("%w: approval request %s cannot be answered: %s", ErrRunEnded, id, answered.Message)
 	}
-	republish := c != nil && !already
-	if c != nil && already {
-		// The answer is published again only while its call still waits
-		// for it: publishing it again once the call has run would repeat
-		// its result and the step after it in every stream of the run.
+	send := !already
+	if already {
+		// The answer is sent again only while its call still waits for
+		// it: sending it again once the call has run would repeat its
+		// result and the step after it in every stream of the run.
 		acted, err := actedOn(ctx, s, answered)
 		if err != nil {
 			return answered, err
 		}
-		republish = !acted
+		send = !acted
 	}
-	if republish {
-		if err := Publish(ctx, c, answered); err != nil {
-			return answered, err
-		}
-	}
-	if unheard(c) && !already {
-		if err := recordAnswered(ctx, s, id); err != nil {
+	if send {
+		if err := carryOut(ctx, s, c, answered); err != nil {
 			return answered, err
 		}
 	}
@@ -479,37 +508,28 @@ func ExpireRequest(ctx context.Context, s store.Store, c *calf.Client, id string
 		return false, err
 	}
 	if expired == nil {
-		if c == nil || cur == nil || cur.Status != Denied || cur.Message != expiredMessage {
+		if cur == nil || cur.Status != Denied || cur.Message != expiredMessage {
 			return false, nil
 		}
 		acted, err := actedOn(ctx, s, cur)
 		if err != nil || acted {
 			return false, err
 		}
-		return false, Publish(ctx, c, cur)
+		return false, carryOut(ctx, s, c, cur)
 	}
-	if c != nil {
-		if err := Publish(ctx, c, expired); err != nil {
-			return true, err
-		}
-	}
-	if unheard(c) {
-		if err := recordAnswered(ctx, s, expired.ID); err != nil {
-			return true, err
-		}
-	}
-	return true, nil
+	return true, carryOut(ctx, s, c, expired)
 }
 
 // Publish publishes the request or answer a with c: on its agent's
 // approval channel ([Channel]), where the agent's workers carry out an
 // answer, and, for a subagent's run, a copy on the approval channel of its
-// root run's agent ([Approval.Root]), for that run's stream. [Respond] and
-// [Expire] publish what they record; Publish serves to publish an answer
-// recorded without a client, as an agent's runtime on an in-process broker
-// does. The messages' ids derive from the request's id and its status
-// (request or answer), so that publishing the same answer twice is
-// carried out once.
+// root run's agent ([Approval.Root]), for that run's stream. An answer
+// that [Respond] or [Expire] records is sent as a signal of its run,
+// whose wake is this same message; Publish serves for requests, and for
+// an answer whose run does not wait for the signal (a request recorded by
+// an earlier version). The messages' ids ([EventID]) derive from the
+// request's id and its status (request or answer), so that publishing
+// the same answer twice is carried out once.
 //
 // The copy goes first: the answer lets the run go on, and what follows
 // reaches the root run's stream under the same key, after the copy. The
@@ -519,17 +539,31 @@ func ExpireRequest(ctx context.Context, s store.Store, c *calf.Client, id string
 // the failure is logged with c's logger, and the error returned is the
 // other message's.
 func Publish(ctx context.Context, c *calf.Client, a *Approval) error {
-	what := "answer"
-	if a.Status == Pending {
-		what = "request"
+	publishRoot(ctx, c, a)
+	return publishOwn(ctx, c, a)
+}
+
+// publishRoot publishes the copy of a for the stream of its root run, if
+// a is a subagent's, logging a failure.
+func publishRoot(ctx context.Context, c *calf.Client, a *Approval) {
+	if a.Root == nil {
+		return
 	}
-	if a.Root != nil {
-		if _, err := c.Emit(ctx, Channel(a.Root.Agent), a, calf.WithID(a.RunID+".approval."+a.ToolCallID+"."+what+".root"),
-			calf.WithKey(a.Root.RunID), calf.WithMetadata(calf.Metadata{CorrelationID: a.Root.CorrelationID, RunID: a.Root.RunID})); err != nil {
-			c.Logger().Warn("approval: request not shown in the stream of its root run", "id", a.ID, "root", a.Root.RunID, "err", err)
-		}
+	if _, err := c.Emit(ctx, Channel(a.Root.Agent), a, calf.WithID(EventID(a)+".root"),
+		calf.WithKey(a.Root.RunID), calf.WithMetadata(calf.Metadata{CorrelationID: a.Root.CorrelationID, RunID: a.Root.RunID})); err != nil {
+		c.Logger().Warn("approval: request not shown in the stream of its root run", "id", a.ID, "root", a.Root.RunID, "err", err)
 	}
-	_, err := c.Emit(ctx, Channel(a.Agent), a, calf.WithID(a.RunID+".approval."+a.ToolCallID+"."+what),
-		calf.WithKey(a.RunID), calf.WithMetadata(calf.Metadata{CorrelationID: a.CorrelationID, RunID: a.RunID, SessionID: a.SessionID}))
+}
+
+// publishOwn publishes a on its agent's approval channel.
+func publishOwn(ctx context.Context, c *calf.Client, a *Approval) error {
+	_, err := c.Emit(ctx, Channel(a.Agent), a, calf.WithID(EventID(a)),
+		calf.WithKey(a.RunID), calf.WithMetadata(Metadata(a)))
 	return err
+}
+
+// Metadata returns the metadata of the messages that carry a on its
+// agent's approval channel.
+func Metadata(a *Approval) calf.Metadata {
+	return calf.Metadata{CorrelationID: a.CorrelationID, RunID: a.RunID, SessionID: a.SessionID}
 }

@@ -60,6 +60,10 @@ type Wake struct {
 	EventID  string          `json:"event_id"`
 	Metadata calf.Metadata   `json:"metadata,omitzero"`
 	Once     bool            `json:"once,omitempty"`
+	// Value says that the wake's data is the signal's value, not Data:
+	// the signal is the event (an approval request's answer, which its
+	// stream shows as it is).
+	Value bool `json:"value,omitempty"`
 }
 
 // call is a wait as recorded.
@@ -256,7 +260,11 @@ func wake(ctx context.Context, c *calf.Client, w Wake, sig *Signal) error {
 	if w.Key != "" {
 		opts = append(opts, calf.WithKey(w.Key))
 	}
-	_, err := c.Emit(ctx, w.Channel, w.Data, opts...)
+	data := w.Data
+	if w.Value {
+		data = sig.Value
+	}
+	_, err := c.Emit(ctx, w.Channel, data, opts...)
 	return err
 }
 
@@ -267,24 +275,33 @@ func Deliver(ctx context.Context, env Env, key, name string, value json.RawMessa
 	if err != nil {
 		return nil, err
 	}
+	_, err = wakeWaiter(ctx, env, key, name, sig)
+	return sig, err
+}
+
+// wakeWaiter wakes the waiter of the signal name of the run of key, if
+// one is registered, with sig, and reports whether one was. On a broker
+// that reaches no other process, the signal is indexed for the process
+// that serves the run ([KindWoken]).
+func wakeWaiter(ctx context.Context, env Env, key, name string, sig *Signal) (bool, error) {
 	rec, err := env.Store.Get(ctx, KindWaiter, key+"/"+name)
 	if errors.Is(err, store.ErrNotFound) {
-		return sig, nil // kept until a wait takes it
+		return false, nil // kept until a wait takes it
 	}
 	if err != nil {
-		return sig, err
+		return false, err
 	}
 	var w Wake
 	if err := json.Unmarshal(rec.Data, &w); err != nil {
-		return sig, fmt.Errorf("signals: waiter %s: %w", rec.ID, err)
+		return false, fmt.Errorf("signals: waiter %s: %w", rec.ID, err)
 	}
 	if env.Local || env.Client == nil {
 		if _, err := env.Store.Put(ctx, KindWoken, sig.ID, []byte("{}"), 0); err != nil && !errors.Is(err, store.ErrConflict) {
-			return sig, err
+			return true, err
 		}
 	}
 	if env.Client == nil {
-		return sig, nil
+		return true, nil
 	}
-	return sig, wake(ctx, env.Client, w, sig)
+	return true, wake(ctx, env.Client, w, sig)
 }

@@ -36,10 +36,8 @@
 // of the run a handoff continues in ([HandoffRunID]) and of a subagent's
 // run ([SubagentRunID]), with the reference a subagent's output carries
 // back ([SubagentRef]); what a handoff that keeps only text passes on
-// ([TextOnly]); following a handoff chain's events ([FollowChain]). On an
-// in-process broker, carrying out the approval answers other processes
-// record ([ApprovalWatch]); ending a cancelled run's requests
-// ([EndApprovals]).
+// ([TextOnly]); following a handoff chain's events ([FollowChain]);
+// ending a cancelled run's approval requests ([EndApprovals]).
 //
 // # Streams
 //

@@ -10,6 +10,7 @@ import (
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/agent/approval"
 	"github.com/calf-go/calf/broker/memory"
+	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/internal/testwait"
 	"github.com/calf-go/calf/store/sqlite"
 )
@@ -17,8 +18,9 @@ import (
 // A run served on an in-process broker waits for an approval that another
 // process answers, sharing only the SQLite file: that process records the
 // answer (its own broker reaches no one, or it has none: approval.Respond
-// with a nil client), which indexes it, and the runtime serving the run,
-// which reads that index, carries it out and empties the index.
+// with a nil client), which indexes it as a signal sent to the run, and the
+// runtime serving the run, which reads that index, carries it out and
+// empties the index.
 func TestApprovalAnsweredFromAnotherProcess(t *testing.T) {
 	for _, worker := range []bool{false, true} {
 		t.Run(map[bool]string{false: "runtime", true: "worker"}[worker], func(t *testing.T) {
@@ -85,7 +87,7 @@ func TestApprovalAnsweredFromAnotherProcess(t *testing.T) {
 			}
 			// The answers carried out leave nothing in the index.
 			testwait.For(t, 10*time.Second, "the index of answers to empty", func() bool {
-				recs, err := st.List(t.Context(), approval.KindAnswered, "", "", 0)
+				recs, err := st.List(t.Context(), signals.KindWoken, "", "", 0)
 				return err == nil && len(recs) == 0
 			})
 		})
