@@ -263,28 +263,36 @@ func wake(ctx context.Context, c *calf.Client, w Wake, sig *Signal) error {
 // Deliver sends the signal name with value to the run of key, and wakes
 // the code that waits for it, if any; it returns the signal.
 func Deliver(ctx context.Context, env Env, key, name string, value json.RawMessage) (*Signal, error) {
+	sig, _, err := DeliverWoke(ctx, env, key, name, value)
+	return sig, err
+}
+
+// DeliverWoke is [Deliver], and reports whether code waited for the
+// signal (its wake was emitted; with an error, it may not have been):
+// false when the signal is kept for a wait to come.
+func DeliverWoke(ctx context.Context, env Env, key, name string, value json.RawMessage) (*Signal, bool, error) {
 	sig, err := Send(ctx, env.Store, key, name, value, env.Now())
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	rec, err := env.Store.Get(ctx, KindWaiter, key+"/"+name)
 	if errors.Is(err, store.ErrNotFound) {
-		return sig, nil // kept until a wait takes it
+		return sig, false, nil // kept until a wait takes it
 	}
 	if err != nil {
-		return sig, err
+		return sig, false, err
 	}
 	var w Wake
 	if err := json.Unmarshal(rec.Data, &w); err != nil {
-		return sig, fmt.Errorf("signals: waiter %s: %w", rec.ID, err)
+		return sig, true, fmt.Errorf("signals: waiter %s: %w", rec.ID, err)
 	}
 	if env.Local || env.Client == nil {
 		if _, err := env.Store.Put(ctx, KindWoken, sig.ID, []byte("{}"), 0); err != nil && !errors.Is(err, store.ErrConflict) {
-			return sig, err
+			return sig, true, err
 		}
 	}
 	if env.Client == nil {
-		return sig, nil
+		return sig, true, nil
 	}
-	return sig, wake(ctx, env.Client, w, sig)
+	return sig, true, wake(ctx, env.Client, w, sig)
 }
