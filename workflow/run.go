@@ -14,6 +14,7 @@ import (
 	"github.com/calf-go/calf/deadletter"
 	"github.com/calf-go/calf/internal/flow"
 	"github.com/calf-go/calf/internal/runlife"
+	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/store"
 )
 
@@ -413,10 +414,25 @@ func (w *Workflow[S]) Answer(ctx context.Context, rt *agent.Runtime, runID strin
 	if !changed {
 		return fmt.Errorf("workflow %s: answer run %s: it is %s, not interrupted", w.name, runID, status)
 	}
-	_, err = rt.Client().Emit(ctx, ResumeChannel(w.name), ResumeEvent{Interrupt: st.Resumed, Input: data},
-		calf.WithID(resumeID(runID, st.Resumed)), calf.WithKey(runID),
+	// The answer is the interrupt's signal: delivered, it wakes the run's
+	// wait, whose wake is the resume event.
+	n := st.Resumed
+	_, woke, err := signals.DeliverWoke(ctx, signalEnv(rt), signalKey(w.name, runID), interruptSignal(n), data)
+	if err != nil {
+		return fmt.Errorf("workflow %s: answer run %s: %w", w.name, runID, err)
+	}
+	if woke {
+		return nil
+	}
+	// No wait for it: a run interrupted by a version that recorded none
+	// (or whose wait is not recorded yet, which then takes the signal).
+	_, err = rt.Client().Emit(ctx, ResumeChannel(w.name), ResumeEvent{Interrupt: n, Input: data},
+		calf.WithID(resumeID(runID, n)), calf.WithKey(runID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: runID, RunID: runID}))
-	return err
+	if err != nil {
+		return fmt.Errorf("workflow %s: answer run %s: %w", w.name, runID, err)
+	}
+	return nil
 }
 
 // ForkOptions configures [Workflow.Fork]. A nil *ForkOptions means the
