@@ -381,10 +381,17 @@ func (w *Workflow[S]) childNodes(st *runState) []string {
 // Answer answers a run's interrupt with input (any JSON-encodable value,
 // which the interrupted node reads with [ResumeInput]). It records the
 // input in the run's state, so that from then on the run is running (and
-// a crash loses nothing: [Workflow.Recover] continues it), then publishes
-// a resume event and returns; the interrupted node runs again on whichever
-// worker handles the event. Follow with [Workflow.Wait] for the run's
-// next output. Answering a run that is not interrupted is an error.
+// a crash loses nothing: [Workflow.Recover] continues it), then sends it
+// as the run's signal calf.interrupt.{n} (n: [InterruptInfo].N), which
+// wakes the run, and returns; the interrupted node runs again on whichever
+// worker handles the wake (the run's resume event). From a process whose
+// broker reaches no other (an in-process broker over a shared SQLite
+// file), the signal is found in the store by the process that serves the
+// run, which resumes it within a second or so. Follow with
+// [Workflow.Wait] for the run's next output. Answering a run that is not
+// interrupted is an error. The signal sent by name ([agent.Runtime.Signal]
+// with the run's RunRef, calf runs signal) answers the interrupt too, with
+// its value; one sent before the interrupt is kept and answers it at once.
 //
 // Answer is not Resume: an interrupt is a node's own question, answered
 // with input; a pause ([Workflow.Pause]) is a caller's, between steps, and
