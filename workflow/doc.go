@@ -50,7 +50,11 @@
 // same or a changed state. A node that needs outside input returns
 // [Interrupt]: the run is suspended at no cost but its stored state until
 // [Workflow.Answer] sends the input, and the node then runs again on any
-// worker and reads it with [ResumeInput]. After a crash that lost events
+// worker and reads it with [ResumeInput]. The answer is a signal of the
+// run, calf.interrupt.{n} for its n-th interrupt (see [WaitSignal]): a
+// process that shares only the store with the one serving the run (an
+// in-process broker over one SQLite file) can answer it. Names that begin
+// with "calf." are Calf's own: a caller cannot send that signal by name. After a crash that lost events
 // (an in-memory broker), [Workflow.Recover] re-emits the pending step of
 // every unfinished run from its stored state.
 //

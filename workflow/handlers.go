@@ -262,8 +262,18 @@ func (h *handlers[S]) emitState(ctx context.Context, st *runState) error {
 		}
 		return nil
 	case RunInterrupted:
+		// The run waits for the signal that answers its interrupt (sent
+		// by Answer), whose wake is the resume event; a signal sent
+		// before is taken now.
+		answer, err := h.takeAnswer(ctx, run, st.Interrupts)
+		if err != nil {
+			return err
+		}
 		ev := OutputEvent{Status: OutputInterrupted, Interrupt: st.Interrupt, Steps: st.Step, RunID: run, Usage: st.Usage, Cost: st.Cost}
-		return h.emit(ctx, OutputChannel(h.w.name), run, interruptedID(run, st.Interrupts), ev)
+		if err := h.emit(ctx, OutputChannel(h.w.name), run, interruptedID(run, st.Interrupts), ev); err != nil || answer == nil {
+			return err
+		}
+		return h.emit(ctx, ResumeChannel(h.w.name), run, resumeID(run, st.Interrupts), ResumeEvent{Interrupt: st.Interrupts})
 	}
 	if !st.SleepUntil.IsZero() || !st.WaitUntil.IsZero() {
 		// Ended while it slept or waited (cancelled): its timers go.
@@ -790,8 +800,9 @@ func (st *runState) resume(n int, input json.RawMessage) {
 	st.Resumed, st.ResumeInput = n, input
 }
 
-// onResume resumes an interrupted run: it records the input, then runs the
-// interrupted node again, which finds the input with [ResumeInput].
+// onResume resumes an interrupted run: it takes the signal that answers
+// the interrupt, records the input, then runs the interrupted node again,
+// which finds the input with [ResumeInput].
 func (h *handlers[S]) onResume(ctx context.Context, msg *calf.Message) error {
 	run, err := runOf(msg)
 	if err != nil {
@@ -801,23 +812,41 @@ func (h *handlers[S]) onResume(ctx context.Context, msg *calf.Message) error {
 	if err := msg.Decode(&ev); err != nil {
 		return calf.Permanent(err)
 	}
+	n := ev.Interrupt
+	st, err := h.load(ctx, run)
+	if err != nil {
+		return err
+	}
+	answered := st.resumed() && st.Resumed == n
+	if !answered && (st.Status != RunInterrupted || st.Interrupts != n) {
+		return h.stale(ctx, msg, st)
+	}
+	// The wait for the answer takes its signal, and is over. Answer
+	// records the input in the run's state before it sends the signal,
+	// and that input is the answer; another producer (a signal sent by
+	// name, a resume event with its input) may not have.
+	sig, err := h.takeAnswer(ctx, run, n)
+	if err != nil {
+		return err
+	}
 	input := ev.Input
+	if sig != nil {
+		input = sig.Value
+	}
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
-	// Answer records the input before it publishes the event; another
-	// producer may not have.
-	st, _, err := h.commit(ctx, run, func(st *runState) bool {
-		if st.Status != RunInterrupted || st.Interrupts != ev.Interrupt {
+	st, _, err = h.commit(ctx, run, func(st *runState) bool {
+		if st.Status != RunInterrupted || st.Interrupts != n {
 			return false
 		}
-		st.resume(ev.Interrupt, input)
+		st.resume(n, input)
 		return true
 	})
 	if err != nil {
 		return err
 	}
-	if st.Status != RunRunning || st.Resumed != ev.Interrupt || st.ResumeInput == nil {
+	if st.Status != RunRunning || st.Resumed != n || st.ResumeInput == nil {
 		return h.stale(ctx, msg, st)
 	}
 	return h.execute(ctx, st, st.Node)

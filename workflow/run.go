@@ -14,6 +14,7 @@ import (
 	"github.com/calf-go/calf/deadletter"
 	"github.com/calf-go/calf/internal/flow"
 	"github.com/calf-go/calf/internal/runlife"
+	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/store"
 )
 
@@ -380,10 +381,17 @@ func (w *Workflow[S]) childNodes(st *runState) []string {
 // Answer answers a run's interrupt with input (any JSON-encodable value,
 // which the interrupted node reads with [ResumeInput]). It records the
 // input in the run's state, so that from then on the run is running (and
-// a crash loses nothing: [Workflow.Recover] continues it), then publishes
-// a resume event and returns; the interrupted node runs again on whichever
-// worker handles the event. Follow with [Workflow.Wait] for the run's
-// next output. Answering a run that is not interrupted is an error.
+// a crash loses nothing: [Workflow.Recover] continues it), then sends it
+// as the run's signal calf.interrupt.{n} (n: [InterruptInfo].N), which
+// wakes the run, and returns; the interrupted node runs again on whichever
+// worker handles the wake (the run's resume event). From a process whose
+// broker reaches no other (an in-process broker over a shared SQLite
+// file), the signal is found in the store by the process that serves the
+// run, which resumes it within a second or so. Follow with
+// [Workflow.Wait] for the run's next output. Answering a run that is not
+// interrupted is an error. The signal sent by name ([agent.Runtime.Signal]
+// with the run's RunRef, calf runs signal) answers the interrupt too, with
+// its value; one sent before the interrupt is kept and answers it at once.
 //
 // Answer is not Resume: an interrupt is a node's own question, answered
 // with input; a pause ([Workflow.Pause]) is a caller's, between steps, and
@@ -413,10 +421,25 @@ func (w *Workflow[S]) Answer(ctx context.Context, rt *agent.Runtime, runID strin
 	if !changed {
 		return fmt.Errorf("workflow %s: answer run %s: it is %s, not interrupted", w.name, runID, status)
 	}
-	_, err = rt.Client().Emit(ctx, ResumeChannel(w.name), ResumeEvent{Interrupt: st.Resumed, Input: data},
-		calf.WithID(resumeID(runID, st.Resumed)), calf.WithKey(runID),
+	// The answer is the interrupt's signal: delivered, it wakes the run's
+	// wait, whose wake is the resume event.
+	n := st.Resumed
+	_, woke, err := signals.DeliverWoke(ctx, signalEnv(rt), signalKey(w.name, runID), interruptSignal(n), data)
+	if err != nil {
+		return fmt.Errorf("workflow %s: answer run %s: %w", w.name, runID, err)
+	}
+	if woke {
+		return nil
+	}
+	// No wait for it: a run interrupted by a version that recorded none
+	// (or whose wait is not recorded yet, which then takes the signal).
+	_, err = rt.Client().Emit(ctx, ResumeChannel(w.name), ResumeEvent{Interrupt: n, Input: data},
+		calf.WithID(resumeID(runID, n)), calf.WithKey(runID),
 		calf.WithMetadata(calf.Metadata{CorrelationID: runID, RunID: runID}))
-	return err
+	if err != nil {
+		return fmt.Errorf("workflow %s: answer run %s: %w", w.name, runID, err)
+	}
+	return nil
 }
 
 // ForkOptions configures [Workflow.Fork]. A nil *ForkOptions means the
