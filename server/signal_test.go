@@ -201,13 +201,25 @@ func TestSignalEndpointIdempotencyKey(t *testing.T) {
 	}
 	// The run waits before the restart: an in-memory broker's messages
 	// in flight would be lost with it.
+	var first []byte // the first wait's waiter
 	testwait.For(t, 10*time.Second, "the run's wait", func() bool {
 		recs, err := rt.Store().List(t.Context(), "signal_waiter", "", "", 0)
+		if err == nil && len(recs) == 1 {
+			first = recs[0].Data
+		}
 		return err == nil && len(recs) == 1
 	})
 	key := map[string]string{server.IdempotencyHeader: "k-1"}
 	for i := range 5 {
 		if i == 3 {
+			// The signal sent runs the step again, in flight on the
+			// in-memory broker: the restart waits for it to have taken
+			// the signal and to wait again (this process does not
+			// recover runs, as calf serve does).
+			testwait.For(t, 10*time.Second, "the run to take the signal and wait again", func() bool {
+				recs, err := rt.Store().List(t.Context(), "signal_waiter", "", "", 0)
+				return err == nil && len(recs) == 1 && string(recs[0].Data) != string(first)
+			})
 			stop()
 			url, c, rt, stop = process()
 		}

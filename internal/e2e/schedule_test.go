@@ -143,9 +143,10 @@ func TestScheduleFiringsAcrossKillNATSPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Every run recorded ends, and every timer of the schedule goes (one
+	// Every run recorded ends, every timer of the schedule goes (one
 	// whose firer died is fired again once its lease runs out, 5 s, and
-	// finds the schedule paused or fired).
+	// finds the schedule paused or fired), and no firing is left
+	// half-recorded.
 	prefix := "schedule/" + name + "/"
 	testwait.ForErr(t, 45*time.Second, "the runs to end and the timers to go", func() error {
 		restart()
@@ -156,6 +157,13 @@ func TestScheduleFiringsAcrossKillNATSPostgres(t *testing.T) {
 		}
 		if len(left) > 0 {
 			return fmt.Errorf("%d timers left, the first %s", len(left), left[0].ID)
+		}
+		// A firing whose worker was killed after it started its runs is
+		// recorded when its event comes back (the broker's ack wait).
+		if sc, err := sched.Get(ctx, name); err != nil {
+			return err
+		} else if sc.Pending != nil {
+			return fmt.Errorf("the firing at %s is not recorded yet", sc.Pending.At.Format(time.RFC3339Nano))
 		}
 		for _, f := range history {
 			if f.RunID == "" {
