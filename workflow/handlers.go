@@ -13,6 +13,7 @@ import (
 	"github.com/calf-go/calf"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/internal/runlife"
+	"github.com/calf-go/calf/internal/signals"
 	"github.com/calf-go/calf/store"
 )
 
@@ -263,17 +264,13 @@ func (h *handlers[S]) emitState(ctx context.Context, st *runState) error {
 		return nil
 	case RunInterrupted:
 		// The run waits for the signal that answers its interrupt (sent
-		// by Answer), whose wake is the resume event; a signal sent
-		// before is taken now.
-		answer, err := h.takeAnswer(ctx, run, st.Interrupts)
-		if err != nil {
+		// by Answer), whose wake is the resume event, then says so: a
+		// caller told the run is interrupted finds its wait recorded.
+		if err := h.awaitAnswer(ctx, run, st.Interrupts); err != nil {
 			return err
 		}
 		ev := OutputEvent{Status: OutputInterrupted, Interrupt: st.Interrupt, Steps: st.Step, RunID: run, Usage: st.Usage, Cost: st.Cost}
-		if err := h.emit(ctx, OutputChannel(h.w.name), run, interruptedID(run, st.Interrupts), ev); err != nil || answer == nil {
-			return err
-		}
-		return h.emit(ctx, ResumeChannel(h.w.name), run, resumeID(run, st.Interrupts), ResumeEvent{Interrupt: st.Interrupts})
+		return h.emit(ctx, OutputChannel(h.w.name), run, interruptedID(run, st.Interrupts), ev)
 	}
 	if !st.SleepUntil.IsZero() || !st.WaitUntil.IsZero() {
 		// Ended while it slept or waited (cancelled): its timers go.
@@ -821,18 +818,10 @@ func (h *handlers[S]) onResume(ctx context.Context, msg *calf.Message) error {
 	if !answered && (st.Status != RunInterrupted || st.Interrupts != n) {
 		return h.stale(ctx, msg, st)
 	}
-	// The wait for the answer takes its signal, and is over. Answer
-	// records the input in the run's state before it sends the signal,
-	// and that input is the answer; another producer (a signal sent by
-	// name, a resume event with its input) may not have.
-	sig, err := h.takeAnswer(ctx, run, n)
-	if err != nil {
-		return err
-	}
+	// Answer records the input in the run's state before it sends the
+	// signal; a resume event with its input (from a version before the
+	// signal) may come for a run still interrupted.
 	input := ev.Input
-	if sig != nil {
-		input = sig.Value
-	}
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
@@ -848,6 +837,10 @@ func (h *handlers[S]) onResume(ctx context.Context, msg *calf.Message) error {
 	}
 	if st.Status != RunRunning || st.Resumed != n || st.ResumeInput == nil {
 		return h.stale(ctx, msg, st)
+	}
+	// The wait for the answer is over.
+	if err := signals.Answered(ctx, signalEnv(h.rt), signalKey(h.w.name, run), interruptSignal(n)); err != nil {
+		return err
 	}
 	return h.execute(ctx, st, st.Node)
 }

@@ -389,9 +389,8 @@ func (w *Workflow[S]) childNodes(st *runState) []string {
 // file), the signal is found in the store by the process that serves the
 // run, which resumes it within a second or so. Follow with
 // [Workflow.Wait] for the run's next output. Answering a run that is not
-// interrupted is an error. The signal sent by name ([agent.Runtime.Signal]
-// with the run's RunRef, calf runs signal) answers the interrupt too, with
-// its value; one sent before the interrupt is kept and answers it at once.
+// interrupted is an error. The signal cannot be sent by name: names that
+// begin with "calf." are Calf's own.
 //
 // Answer is not Resume: an interrupt is a node's own question, answered
 // with input; a pause ([Workflow.Pause]) is a caller's, between steps, and
@@ -424,7 +423,7 @@ func (w *Workflow[S]) Answer(ctx context.Context, rt *agent.Runtime, runID strin
 	// The answer is the interrupt's signal: delivered, it wakes the run's
 	// wait, whose wake is the resume event.
 	n := st.Resumed
-	_, woke, err := signals.DeliverWoke(ctx, signalEnv(rt), signalKey(w.name, runID), interruptSignal(n), data)
+	woke, err := signals.Answer(ctx, signalEnv(rt), signalKey(w.name, runID), interruptSignal(n), signals.NewSeq(rt.Client().Now()), data)
 	if err != nil {
 		return fmt.Errorf("workflow %s: answer run %s: %w", w.name, runID, err)
 	}

@@ -149,36 +149,21 @@ func signalRun(ctx context.Context, rt *agent.Runtime, workflow, runID, name str
 // ([Workflow.Answer] sends it).
 func interruptSignal(n int) string { return "calf.interrupt." + strconv.Itoa(n) }
 
-// interruptWait is the run's wait for the answer to its interrupt n: the
-// signal interruptSignal(n), whose wake is the resume event, with the id
-// that Answer and recovery give it.
-func interruptWait(workflow, run string, n int) (*signals.Wait, error) {
+// awaitAnswer has the run wait for the answer to its interrupt n, the
+// signal interruptSignal(n) ([signals.Await]), whose wake is the resume
+// event, with the id that Answer and recovery give it. Registered again,
+// it changes nothing; an answer sent before is woken at once.
+func (h *handlers[S]) awaitAnswer(ctx context.Context, run string, n int) error {
 	data, err := json.Marshal(ResumeEvent{Interrupt: n})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &signals.Wait{
-		Key: signalKey(workflow, run), Call: "interrupt/" + strconv.Itoa(n), Name: interruptSignal(n),
-		Wake: signals.Wake{Channel: ResumeChannel(workflow), Data: data, Key: run, EventID: resumeID(run, n),
-			Metadata: calf.Metadata{CorrelationID: run, RunID: run}, Once: true},
-	}, nil
-}
-
-// takeAnswer waits for the answer to the run's interrupt n: it returns
-// the signal that answers it, or nil when none has come (the wait is
-// then recorded, and the signal's arrival emits the resume event). It is
-// idempotent: a wait answered returns its answer again.
-func (h *handlers[S]) takeAnswer(ctx context.Context, run string, n int) (*signals.Signal, error) {
-	w, err := interruptWait(h.w.name, run, n)
+	err = signals.Await(ctx, signalEnv(h.rt), signalKey(h.w.name, run), interruptSignal(n), signals.Wake{
+		Channel: ResumeChannel(h.w.name), Data: data, Key: run, EventID: resumeID(run, n),
+		Metadata: calf.Metadata{CorrelationID: run, RunID: run}, Once: true,
+	})
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("workflow %s: run %s: interrupt %d: %w", h.w.name, run, n, err)
 	}
-	sig, _, err := w.Do(ctx, signalEnv(h.rt))
-	if errors.Is(err, signals.ErrWaiting) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("workflow %s: run %s: interrupt %d: %w", h.w.name, run, n, err)
-	}
-	return sig, nil
+	return nil
 }

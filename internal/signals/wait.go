@@ -271,20 +271,12 @@ func wake(ctx context.Context, c *calf.Client, w Wake, sig *Signal) error {
 // Deliver sends the signal name with value to the run of key, and wakes
 // the code that waits for it, if any; it returns the signal.
 func Deliver(ctx context.Context, env Env, key, name string, value json.RawMessage) (*Signal, error) {
-	sig, _, err := DeliverWoke(ctx, env, key, name, value)
-	return sig, err
-}
-
-// DeliverWoke is [Deliver], and reports whether code waited for the
-// signal (its wake was emitted; with an error, it may not have been):
-// false when the signal is kept for a wait to come.
-func DeliverWoke(ctx context.Context, env Env, key, name string, value json.RawMessage) (*Signal, bool, error) {
 	sig, err := Send(ctx, env.Store, key, name, value, env.Now())
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	woke, err := wakeWaiter(ctx, env, key, name, sig)
-	return sig, woke, err
+	_, err = wakeWaiter(ctx, env, key, name, sig)
+	return sig, err
 }
 
 // wakeWaiter wakes the waiter of the signal name of the run of key, if
