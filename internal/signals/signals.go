@@ -1,17 +1,3 @@
-// Package signals keeps the signals sent to runs: named values, each a
-// record of kind "signal" under "{run key}/{name}/{seq}", where the run
-// key names the run with its kind and runner ("workflow/{name}/{run}",
-// "agent/{name}/{run}") and seq orders the signals of one name (the
-// time sent, in nanoseconds on 19 digits, and a random suffix). A signal
-// is kept in the store until its run is swept ([Sweep], called by the
-// retention sweep of agents' and workflows' runs): a run that waits
-// takes the first signal of the name after the last it took, so a
-// signal sent before the wait is delivered when the run waits, and each
-// signal is taken once. A signal sent under a position given with
-// [WithSeq] (a caller's idempotency key keeps the position of its first
-// request) is recorded once: sent again, it is the one recorded, and the
-// waiting run is woken again, which changes nothing for a wait it had
-// answered.
 package signals
 
 import (
