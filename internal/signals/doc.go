@@ -18,7 +18,7 @@
 // is recorded ([KindCall]), with what answered it, and a cursor per name
 // ([KindCursor]) says which signals the run took. A wait that one signal
 // ends for good, whose answer its own record keeps (an approval request,
-// answered by [ApprovalName]; a workflow's interrupt), is lighter:
+// whose signal [ApprovalName] names; a workflow's interrupt), is lighter:
 // [Await] records only its waiter, [Answer] sends its signal once, and
 // [Answered] ends it. Either way the waiter ([KindWaiter]) names the wake
 // event that runs the waiting code again; waiting holds no goroutine and
