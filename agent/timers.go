@@ -112,11 +112,8 @@ func (rt *Runtime) ServeTimers() {
 	}
 	rt.timers.serve.Do(func() {
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_ = rt.timerSvc().Run(ctx)
-		}()
+		var loops sync.WaitGroup
+		loops.Go(func() { _ = rt.timerSvc().Run(ctx) })
 		// The runs' deadlines are timers too: this process cancels those
 		// whose deadline passed.
 		rt.serveDeadlines(ctx)
@@ -126,11 +123,11 @@ func (rt *Runtime) ServeTimers() {
 		// other processes send to the runs of this one are found in the
 		// store (see signals.Watch).
 		if rt.inProcessBroker() {
-			go signals.Watch(ctx, rt.signalEnv(), signalWatchEvery, rt.log)
+			loops.Go(func() { signals.Watch(ctx, rt.signalEnv(), signalWatchEvery, rt.log) })
 		}
 		rt.client.OnShutdown(func() {
 			cancel()
-			<-done
+			loops.Wait()
 		})
 	})
 }
