@@ -23,7 +23,7 @@
 //	calf runs pause --broker URL [--store URL] [--reason R] ID
 //	calf runs resume --broker URL [--store URL] ID
 //	calf runs cancel --broker URL [--store URL] [--reason R] ID
-//	calf runs signal --broker URL [--store URL] [--text] [--idempotency-key KEY] ID NAME [VALUE]
+//	calf runs signal [--broker URL] [--store URL] [--text] [--idempotency-key KEY] ID NAME [VALUE]
 //	calf schedules add --agent A|--team T|--workflow W --cron EXPR|--every D [--tz ZONE]
 //	                   [--prompt P] [--state JSON] [--overlap O] [--catch-up C] [--window D] [--store URL] NAME
 //	calf schedules list [--json] [--store URL]

@@ -86,7 +86,13 @@ signal sent before the run waits is kept until it does. VALUE is JSON
 has no value. A run that has ended, or no run of that id, is an error.
 With --idempotency-key, the same signal sent again under the key (within
 the runtime's idempotency window, 24 hours) is delivered once; another
-signal under the key is refused.`,
+signal under the key is refused.
+
+With --broker, the workers' broker, the signal wakes the run at once.
+Without it (or with memory://), the signal is only recorded in --store:
+the process that serves the run on a broker of its own (calf run, chat,
+serve, or a calf worker on memory://) finds it there within a second or
+two and wakes the run.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 || len(args) > 3 {
 				return usageError(fmt.Errorf("calf runs signal takes a run id, a signal name and an optional value; got %d arguments", len(args)))
@@ -114,9 +120,11 @@ signal under the key is refused.`,
 	pause := &cobra.Command{Use: "pause ID", Short: "Pause a run before its next step", Args: oneRunID, RunE: act("pause")}
 	resume := &cobra.Command{Use: "resume ID", Short: "Resume a paused run", Args: oneRunID, RunE: act("resume")}
 	cancel := &cobra.Command{Use: "cancel ID", Short: "Cancel a run", Args: oneRunID, RunE: act("cancel")}
-	for _, c := range []*cobra.Command{pause, resume, cancel, signal} {
+	for _, c := range []*cobra.Command{pause, resume, cancel} {
 		c.Flags().StringVar(&brokerURL, "broker", "", brokerHelp+" (required: the workers' broker)")
 	}
+	signal.Flags().StringVar(&brokerURL, "broker", "", brokerHelp+"; the workers' broker. Default: none, the signal is only recorded in --store, "+
+		"where the process serving the run on memory:// (calf run, chat, serve) finds it")
 	for _, c := range []*cobra.Command{pause, cancel} {
 		c.Flags().StringVar(&reason, "reason", "", "why, recorded with the run")
 	}
@@ -212,14 +220,22 @@ type signalArgs struct {
 }
 
 func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string, sig *signalArgs, out io.Writer) error {
-	if brokerURL == "" {
+	// A signal can be only recorded: the process serving the run on a
+	// broker of its own finds it in the store (a pause, a resume or a
+	// cancel needs the workers' broker).
+	recordOnly := what == "signal" && (brokerURL == "" || adapters.InProcess(brokerURL))
+	switch {
+	case recordOnly:
+		brokerURL = defaultBroker
+	case brokerURL == "":
 		return usageError(fmt.Errorf("calf runs %s needs --broker: the workers' broker, such as nats://127.0.0.1:4222", what))
-	}
-	if err := checkBroker(brokerURL); err != nil {
-		return err
-	}
-	if adapters.InProcess(brokerURL) {
-		return usageError(fmt.Errorf("--broker %s: no worker is reachable there; give the workers' broker", adapters.Redact(brokerURL)))
+	default:
+		if err := checkBroker(brokerURL); err != nil {
+			return err
+		}
+		if adapters.InProcess(brokerURL) {
+			return usageError(fmt.Errorf("--broker %s: no worker is reachable there; give the workers' broker", adapters.Redact(brokerURL)))
+		}
 	}
 	st, err := openStore(ctx, storeURL, nil)
 	if err != nil {
@@ -280,6 +296,10 @@ func actOnRun(ctx context.Context, storeURL, brokerURL, what, id, reason string,
 	}
 	if err == nil && requested {
 		_, err = fmt.Fprintf(out, "cancel requested: a worker that serves workflow %s cancels the run\n", s.Name)
+	}
+	if err == nil && recordOnly {
+		_, err = fmt.Fprintln(out, "recorded in the store: the process serving the run on memory:// (calf run, chat, serve) wakes it within "+
+			"a second or two; calf worker processes on a shared broker need --broker")
 	}
 	return failure(err)
 }

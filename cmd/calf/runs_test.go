@@ -356,3 +356,55 @@ func TestRunsSignal(t *testing.T) {
 		t.Errorf("a signal to the ended run: %+v", r)
 	}
 }
+
+// calf runs signal with no broker, against the SQLite file of a process
+// that serves the run on a broker of its own (memory://, as calf run and
+// calf serve do): the command can only record the signal, and the
+// serving process finds it in the store and wakes the run.
+func TestRunsSignalFromAnotherProcess(t *testing.T) {
+	isolate(t)
+	ctx := t.Context()
+	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "calf.db")
+	st, err := adapters.OpenStore(ctx, storeURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := adapters.OpenBroker(ctx, "memory://", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c := calf.NewClient(b, nil)
+	defer c.Close()
+	rt := agent.NewRuntime(c, st, nil)
+	wf := workflow.New[wfState]("gated", nil).
+		Node("gate", workflow.Func(func(ctx context.Context, s wfState) (wfState, error) {
+			var v string
+			if _, err := workflow.WaitSignal(ctx, "go", 0, &v); err != nil {
+				return s, err
+			}
+			s.Done = append(s.Done, v)
+			return s, nil
+		})).
+		Edge(workflow.Start, "gate").Edge("gate", workflow.End).MustBuild()
+	if err := wf.Serve(ctx, rt, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wf.Submit(ctx, rt, wfState{}, &workflow.RunOptions{RunID: "wf-m"}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 20*time.Second, "the run to wait for go", func() bool {
+		info, err := wf.LoadRun(ctx, rt, "wf-m")
+		return err == nil && info.WaitingFor == "go"
+	})
+	if r := runMain(ctx, "", "runs", "signal", "--store", storeURL, "wf-m", "go", `"now"`); r.code != exitOK || !strings.Contains(r.stdout, "recorded in the store") {
+		t.Fatalf("calf runs signal: %+v", r)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := wf.Wait(wctx, rt, "wf-m")
+	if err != nil || !slices.Equal(out.Done, []string{"now"}) {
+		t.Fatalf("run: %+v, %v", out, err)
+	}
+}
