@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/xml"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/calf-go/calf/model/modeltest"
 	"github.com/calf-go/calf/runner"
 	"github.com/calf-go/calf/tool"
+	"github.com/joshdk/go-junit"
 )
 
 type operands struct {
@@ -125,22 +125,23 @@ func TestRunGatesABrokenTool(t *testing.T) {
 	if err := rep.WriteJUnit(&buf); err != nil {
 		t.Fatal(err)
 	}
-	var suite struct {
-		Tests    int `xml:"tests,attr"`
-		Failures int `xml:"failures,attr"`
-		Cases    []struct {
-			Name    string `xml:"name,attr"`
-			Failure *struct {
-				Message string `xml:"message,attr"`
-				Text    string `xml:",chardata"`
-			} `xml:"failure"`
-		} `xml:"testcase"`
+	// Read back by a JUnit consumer.
+	suites, err := junit.Ingest(buf.Bytes())
+	if err != nil || len(suites) != 1 {
+		t.Fatalf("%d suites, %v\n%s", len(suites), err, buf.String())
 	}
-	if err := xml.Unmarshal(buf.Bytes(), &suite); err != nil {
-		t.Fatalf("%v\n%s", err, buf.String())
+	s := suites[0]
+	s.Aggregate()
+	if s.Name != "calc" || s.Totals.Tests != 2 || s.Totals.Failed != 1 || s.Totals.Passed != 1 {
+		t.Errorf("suite %s: %+v\n%s", s.Name, s.Totals, buf.String())
 	}
-	if suite.Tests != 2 || suite.Failures != 1 || suite.Cases[0].Name != "add" || suite.Cases[0].Failure == nil ||
-		suite.Cases[0].Failure.Message != "3 of 3 runs failed" || !strings.Contains(suite.Cases[0].Failure.Text, "answer.contains") || suite.Cases[1].Failure != nil {
-		t.Errorf("JUnit:\n%s", buf.String())
+	add := s.Tests[0]
+	var body string
+	if e, ok := add.Error.(junit.Error); ok {
+		body = e.Body
+	}
+	if add.Name != "add" || add.Status != junit.StatusFailed || add.Message != "3 of 3 runs failed" ||
+		!strings.Contains(body, "answer.contains") || s.Tests[1].Status != junit.StatusPassed {
+		t.Errorf("tests: %+v\n%s", s.Tests, buf.String())
 	}
 }
