@@ -18,4 +18,11 @@
 // run. A case repeated n times, of which c passed, is summarized by
 // [PassAtK] (the chance that at least one of k tries passes) and
 // [PassHatK] (the chance that all k do).
+//
+// [Run] runs a set as ordinary runs of a runner (an agent, a team, a
+// workflow) on a runtime, so that any process serving the runner takes
+// them, scores them, has a [Judge] decide on the rubrics, and returns a
+// [Report], which is JSON and JUnit XML ([Report.WriteJUnit]). [Compare]
+// compares a report with a stored baseline case by case, for a gate that
+// fails on a regression.
 package eval

@@ -35,6 +35,9 @@ type RunOptions struct {
 	// Progress, when set, is called as each run of a case ends, from any
 	// goroutine, one call at a time.
 	Progress func(CaseRun)
+	// Judge judges the answers of the cases that have rubrics (see
+	// [ModelJudge]); without one, such cases fail, saying so.
+	Judge Judge
 }
 
 // Report is what running a set gave.
@@ -72,6 +75,8 @@ type CaseRun struct {
 	Error    string   `json:"error,omitempty"`
 	Observed Observed `json:"observed"`
 	Result   Result   `json:"result"`
+	// Verdicts are the judge's, on the case's rubrics.
+	Verdicts []Verdict `json:"verdicts,omitempty"`
 }
 
 // Passed returns how many cases passed (every run of them).
@@ -228,6 +233,7 @@ func runCase(ctx context.Context, rt *agent.Runtime, r runner.Runner, c *Case, o
 		}
 	}
 	cr.Result = Score(c, cr.Observed)
+	cr.Verdicts = judge(ctx, o.Judge, c, cr.Observed.Output, &cr.Result)
 	return cr
 }
 

@@ -87,8 +87,8 @@ type Check struct {
 }
 
 // Score checks the run o against the case c, which must come from a set
-// that [Set.Check] accepted. Rubrics are not checked here: they need a
-// judge model.
+// that [Set.Check] accepted. Rubrics are not checked here: [Run] has a
+// [Judge] check them.
 func Score(c *Case, o Observed) Result {
 	r := Result{Case: c.ID}
 	add := func(name string, pass bool, format string, a ...any) {
