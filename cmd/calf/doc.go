@@ -18,6 +18,8 @@
 //	calf events --broker URL [--agent NAME] [--run ID] [--json]
 //	calf trace [--store URL] RUN
 //	calf replay [AGENT FLAGS] [--store URL] [--keep] RUN
+//	calf eval [AGENT FLAGS] [--store URL] [--broker URL] [--serve] [--id ID] [--concurrency N] [--tag T] [--judge MODEL]
+//	          [--json FILE] [--junit FILE] [--baseline FILE] SET
 //	calf runs list [--status S] [--agent NAME] [--limit N] [--json] [--store URL]
 //	calf runs show [--store URL] ID
 //	calf runs pause --broker URL [--store URL] [--reason R] ID

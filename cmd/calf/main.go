@@ -113,6 +113,6 @@ OPENAI_BASE_URL or --model http://HOST:PORT/v1#MODEL.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCommand(getenv), newWorkerCommand(getenv), newDeadLettersCommand(), newApprovalsCommand(), newRunsCommand(), newSchedulesCommand(), newWakeUpsCommand(), newMCPCommand(getenv), newA2ACommand(getenv), newServeCommand(getenv), newChatCommand(getenv), newEventsCommand(), newTraceCommand(), newPrototypesCommand(), newConversationsCommand(getenv), newReplayCommand(getenv), newVersionCommand())
+	root.AddCommand(newRunCommand(getenv), newWorkerCommand(getenv), newDeadLettersCommand(), newApprovalsCommand(), newRunsCommand(), newSchedulesCommand(), newWakeUpsCommand(), newMCPCommand(getenv), newA2ACommand(getenv), newServeCommand(getenv), newChatCommand(getenv), newEventsCommand(), newTraceCommand(), newPrototypesCommand(), newConversationsCommand(getenv), newReplayCommand(getenv), newEvalCommand(getenv), newVersionCommand())
 	return root
 }
