@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -33,8 +34,9 @@ type RunOptions struct {
 	// it, and fails the case). Default: 5 minutes.
 	CaseTimeout time.Duration
 	// Progress, when set, is called as each run of a case ends, from any
-	// goroutine, one call at a time.
-	Progress func(CaseRun)
+	// goroutine, one call at a time, with how many runs have ended and
+	// how many the set has.
+	Progress func(r CaseRun, done, total int)
 	// Judge judges the answers of the cases that have rubrics (see
 	// [ModelJudge]); without one, such cases fail, saying so.
 	Judge Judge
@@ -111,23 +113,25 @@ func Run(ctx context.Context, rt *agent.Runtime, r runner.Runner, s *Set, opts *
 	}
 	began := time.Now()
 	rep := &Report{Set: s.Name, ID: o.ID}
-	type job struct{ c, n int }
+	type job struct {
+		c    *Case
+		i, n int // the case's place in the report, the run's among its repeats
+	}
 	var jobs []job
+	var runs [][]CaseRun
 	for i := range s.Cases {
 		c := &s.Cases[i]
-		if !selected(c, o.Tags) {
+		if len(o.Tags) > 0 && !slices.ContainsFunc(c.Tags, func(t string) bool { return slices.Contains(o.Tags, t) }) {
 			continue
 		}
 		rep.Cases = append(rep.Cases, CaseReport{Case: c.ID})
+		runs = append(runs, make([]CaseRun, max(c.Repeats, 1)))
 		for n := range max(c.Repeats, 1) {
-			jobs = append(jobs, job{len(rep.Cases) - 1, n})
+			jobs = append(jobs, job{c, len(rep.Cases) - 1, n})
 		}
 	}
-	runs := make([][]CaseRun, len(rep.Cases))
-	for i := range rep.Cases {
-		runs[i] = make([]CaseRun, max(s.byID(rep.Cases[i].Case).Repeats, 1))
-	}
 	var mu sync.Mutex
+	done := 0
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, o.Concurrency)
 	for _, j := range jobs {
@@ -140,13 +144,13 @@ func Run(ctx context.Context, rt *agent.Runtime, r runner.Runner, s *Set, opts *
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			c := s.byID(rep.Cases[j.c].Case)
-			cr := runCase(ctx, rt, r, c, o, j.n)
+			cr := runCase(ctx, rt, r, j.c, o, j.n)
 			mu.Lock()
 			defer mu.Unlock()
-			runs[j.c][j.n] = cr
+			runs[j.i][j.n] = cr
+			done++
 			if o.Progress != nil {
-				o.Progress(cr)
+				o.Progress(cr, done, len(jobs))
 			}
 		})
 	}
@@ -164,29 +168,6 @@ func Run(ctx context.Context, rt *agent.Runtime, r runner.Runner, s *Set, opts *
 	}
 	rep.Elapsed = time.Since(began)
 	return rep, ctx.Err()
-}
-
-func (s *Set) byID(id string) *Case {
-	for i := range s.Cases {
-		if s.Cases[i].ID == id {
-			return &s.Cases[i]
-		}
-	}
-	return nil
-}
-
-func selected(c *Case, tags []string) bool {
-	if len(tags) == 0 {
-		return true
-	}
-	for _, t := range tags {
-		for _, ct := range c.Tags {
-			if t == ct {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // runCase runs case c once (its n-th run) and scores it.

@@ -70,7 +70,7 @@ func TestRun(t *testing.T) {
 	a, calls := calculator(t, false)
 	rt := local.New(nil)
 	var progress atomic.Int64
-	rep, err := eval.Run(t.Context(), rt, runner.Agent(a), set, &eval.RunOptions{ID: "e1", Progress: func(eval.CaseRun) { progress.Add(1) }})
+	rep, err := eval.Run(t.Context(), rt, runner.Agent(a), set, &eval.RunOptions{ID: "e1", Progress: func(eval.CaseRun, int, int) { progress.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}

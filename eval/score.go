@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -156,7 +157,7 @@ func scoreAnswer(e *Expect, out string, add func(string, bool, string, ...any)) 
 			add("answer.fields", false, "the answer is not JSON: %q", clip(out))
 			return
 		}
-		for _, path := range sortedKeys(e.Fields) {
+		for _, path := range slices.Sorted(maps.Keys(e.Fields)) {
 			got, ok := lookup(v, path)
 			want := e.Fields[path]
 			switch {
@@ -174,7 +175,8 @@ func scoreAnswer(e *Expect, out string, add func(string, bool, string, ...any)) 
 func matchTrajectory(t *Trajectory, made []Call) (bool, string) {
 	want := t.Calls
 	describe := func() string {
-		return "calls made: " + callList(made) + "; expected (" + cmpMode(t.Mode) + "): " + expectedList(want)
+		return "calls made: " + callList(made, func(c Call) (string, []byte) { return c.Tool, c.Args }) +
+			"; expected (" + cmpMode(t.Mode) + "): " + callList(want, func(c ExpectedCall) (string, []byte) { return c.Tool, c.Args })
 	}
 	switch t.Mode {
 	case "", TrajectoryExact:
@@ -372,7 +374,8 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-func callList(cs []Call) string {
+// callList lists calls as "tool{args}, ..." ("none" for no call).
+func callList[C any](cs []C, tool func(C) (string, []byte)) string {
 	if len(cs) == 0 {
 		return "none"
 	}
@@ -381,26 +384,10 @@ func callList(cs []Call) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(c.Tool)
-		if len(c.Args) > 0 {
-			b.WriteString(clip(string(c.Args)))
-		}
-	}
-	return b.String()
-}
-
-func expectedList(cs []ExpectedCall) string {
-	if len(cs) == 0 {
-		return "none"
-	}
-	var b bytes.Buffer
-	for i, c := range cs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(c.Tool)
-		if len(c.Args) > 0 {
-			b.WriteString(clip(string(c.Args)))
+		name, args := tool(c)
+		b.WriteString(name)
+		if len(args) > 0 {
+			b.WriteString(clip(string(args)))
 		}
 	}
 	return b.String()
@@ -420,15 +407,6 @@ func clip(s string) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // PassAtK is the chance that at least one of k runs of a case passes,

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/calf-go/calf"
-	"github.com/calf-go/calf/adapters"
 	"github.com/calf-go/calf/agent"
 	"github.com/calf-go/calf/eval"
 	"github.com/calf-go/calf/runner"
@@ -101,14 +100,9 @@ func runEval(ctx context.Context, cmd *cobra.Command, f evalFlags, setPath strin
 	if err := checkStore(f.store); err != nil {
 		return err
 	}
-	serve := f.serve || adapters.InProcess(f.broker)
-	if !serve {
-		for _, name := range agentFlagNames {
-			if cmd.Flags().Changed(name) {
-				return usageError(fmt.Errorf("--%s configures the agent, which the calf worker processes on %s serve: "+
-					"give it to calf worker, or add --serve to serve the agent here too", name, adapters.Redact(f.broker)))
-			}
-		}
+	serve, err := servesHere(cmd, f.serve, f.broker)
+	if err != nil {
+		return err
 	}
 	a, err := newAssistant(ctx, &f.agentFlags, getenv, serve)
 	if err != nil {
@@ -159,17 +153,9 @@ func runEval(ctx context.Context, cmd *cobra.Command, f evalFlags, setPath strin
 		}()
 		rt = agent.NewRuntime(client, st, runtimeOptions(ctx))
 	}
-	total := 0
-	for _, c := range set.Cases {
-		if selectedCase(c, f.tags) {
-			total += max(c.Repeats, 1)
-		}
-	}
-	done := 0
 	rep, err := eval.Run(ctx, rt, runner.Agent(a), set, &eval.RunOptions{
 		ID: f.id, Concurrency: f.concurrency, Tags: f.tags, Judge: judge,
-		Progress: func(r eval.CaseRun) {
-			done++
+		Progress: func(r eval.CaseRun, done, total int) {
 			mark := "pass"
 			if !r.Result.Pass {
 				mark = "FAIL"
@@ -206,20 +192,6 @@ func runEval(ctx context.Context, cmd *cobra.Command, f evalFlags, setPath strin
 		errs = append(errs, fmt.Errorf("%d of %d cases failed", n, len(rep.Cases)))
 	}
 	return failure(errors.Join(errs...))
-}
-
-func selectedCase(c eval.Case, tags []string) bool {
-	if len(tags) == 0 {
-		return true
-	}
-	for _, t := range tags {
-		for _, ct := range c.Tags {
-			if t == ct {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func readReport(name string) (*eval.Report, error) {

@@ -114,15 +114,9 @@ func runOnce(ctx context.Context, cmd *cobra.Command, f runFlags, args []string,
 	if err := checkRetention(f.retention); err != nil {
 		return err
 	}
-	// An in-process broker reaches no worker: this process must serve.
-	serve := f.serve || adapters.InProcess(f.broker)
-	if !serve {
-		for _, name := range agentFlagNames {
-			if cmd.Flags().Changed(name) {
-				return usageError(fmt.Errorf("--%s configures the agent, which the calf worker processes on %s serve: "+
-					"give it to calf worker, or add --serve to serve the agent here too", name, adapters.Redact(f.broker)))
-			}
-		}
+	serve, err := servesHere(cmd, f.serve, f.broker)
+	if err != nil {
+		return err
 	}
 	a, err := newAssistant(ctx, &f.agentFlags, getenv, serve)
 	if err != nil {
@@ -316,4 +310,20 @@ func waitLogged(ctx context.Context, events *eventlog.Log, run string) {
 			return
 		}
 	}
+}
+
+// servesHere reports whether this process serves the agent: asked to
+// (--serve), or on an in-process broker, which reaches no worker. A
+// process that does not serve refuses the flags that configure the agent.
+func servesHere(cmd *cobra.Command, serve bool, broker string) (bool, error) {
+	if serve || adapters.InProcess(broker) {
+		return true, nil
+	}
+	for _, name := range agentFlagNames {
+		if cmd.Flags().Changed(name) {
+			return false, usageError(fmt.Errorf("--%s configures the agent, which the calf worker processes on %s serve: "+
+				"give it to calf worker, or add --serve to serve the agent here too", name, adapters.Redact(broker)))
+		}
+	}
+	return false, nil
 }
